@@ -1,0 +1,80 @@
+"""Translating librdkafka errors into KctlError subclasses with Kafka's error names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kctl.errors import (
+    AlreadyExistsError,
+    ConfigError,
+    InvalidError,
+    KctlError,
+    NotAuthorizedError,
+    NotFoundError,
+    TimeoutError_,
+    UnreachableError,
+)
+
+# librdkafka abbreviates a few of Kafka's error names; users search for Kafka's.
+_KAFKA_NAMES = {
+    "UNKNOWN_TOPIC_OR_PART": "UNKNOWN_TOPIC_OR_PARTITION",
+    "NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER",
+    "TOPIC_EXCEPTION": "INVALID_TOPIC_EXCEPTION",
+}
+
+_BY_NAME: dict[str, type[KctlError]] = {
+    "UNKNOWN_TOPIC_OR_PART": NotFoundError,
+    "UNKNOWN_TOPIC_ID": NotFoundError,
+    "GROUP_ID_NOT_FOUND": NotFoundError,
+    "TOPIC_ALREADY_EXISTS": AlreadyExistsError,
+    "TOPIC_EXCEPTION": InvalidError,
+    "INVALID_PARTITIONS": InvalidError,
+    "INVALID_REPLICATION_FACTOR": InvalidError,
+    "INVALID_REPLICA_ASSIGNMENT": InvalidError,
+    "INVALID_CONFIG": InvalidError,
+    "INVALID_REQUEST": InvalidError,
+    "POLICY_VIOLATION": InvalidError,
+    "UNSUPPORTED_VERSION": InvalidError,
+    "TOPIC_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "GROUP_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "CLUSTER_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "SASL_AUTHENTICATION_FAILED": NotAuthorizedError,
+    "_AUTHENTICATION": NotAuthorizedError,
+    "_SSL": UnreachableError,
+    "_TRANSPORT": UnreachableError,
+    "_ALL_BROKERS_DOWN": UnreachableError,
+    "_RESOLVE": UnreachableError,
+    "_TIMED_OUT": TimeoutError_,
+    "REQUEST_TIMED_OUT": TimeoutError_,
+    "_INVALID_ARG": ConfigError,
+}
+
+
+def kafka_name(error: Any) -> str:
+    """Kafka's name for a confluent_kafka.KafkaError."""
+    name = error.name()
+    return _KAFKA_NAMES.get(name, name)
+
+
+def describe(error: Any) -> str:
+    """`NAME: description` for a KafkaError, e.g. `TOPIC_ALREADY_EXISTS: Topic 'x' already exists.`"""
+    text = error.str() or ""
+    # librdkafka prefixes broker errors with "Broker: " and local ones with "Local: ".
+    for prefix in ("Broker: ", "Local: "):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    return f"{kafka_name(error)}: {text}" if text else kafka_name(error)
+
+
+def translate(error: Any, action: str) -> KctlError:
+    """A KctlError for `unable to <action>: <NAME: description>`."""
+    kind = _BY_NAME.get(error.name(), KctlError)
+    return kind(f"unable to {action}: {describe(error)}")
+
+
+def error_of(exc: BaseException) -> Any | None:
+    """The KafkaError inside a KafkaException, or None."""
+    args = getattr(exc, "args", ())
+    if args and hasattr(args[0], "name") and hasattr(args[0], "str"):
+        return args[0]
+    return None

@@ -1,0 +1,63 @@
+"""Frozen dataclasses returned by kctl.admin; their field names are the JSON keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerInfo:
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    # True for the broker the cluster names as controller in DescribeCluster.
+    is_controller: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterInfo:
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: tuple[BrokerInfo, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicSummary:
+    name: str
+    topic_id: str | None
+    partitions: int
+    replication_factor: int
+    internal: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionInfo:
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    # Derived from the above so scripts need not recompute them.
+    offline: bool
+    under_replicated: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicDescription:
+    name: str
+    topic_id: str | None
+    internal: bool
+    replication_factor: int
+    partitions: tuple[PartitionInfo, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicResult:
+    """The outcome of creating or deleting one topic of a batch."""
+
+    name: str
+    # created | validated | exists | deleted | absent | failed
+    status: str
+    partitions: int | None = None
+    replication_factor: int | None = None
+    error: str | None = None

@@ -1,0 +1,173 @@
+"""AdminSession: one confluent-kafka AdminClient built from ClientSettings, and the one
+place that waits on its futures, so timeouts and connection failures are judged the
+same way by every command."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from kctl.admin.errors import describe, error_of, translate
+from kctl.config.model import ClientSettings
+from kctl.config.secrets import mask
+from kctl.errors import ConfigError, KctlError, TimeoutError_, UnreachableError
+
+log = logging.getLogger("kctl.admin")
+# librdkafka's own log lines go here instead of straight to stderr; --debug shows them.
+librdkafka_log = logging.getLogger("kctl.librdkafka")
+# Without a handler, Python's last-resort handler would print librdkafka's warnings.
+logging.getLogger("kctl").addHandler(logging.NullHandler())
+
+_CONNECTION_ERRORS = frozenset({"_TRANSPORT", "_RESOLVE", "_ALL_BROKERS_DOWN", "_SSL", "_AUTHENTICATION"})
+_POLL_INTERVAL = 0.05
+
+
+class AdminSession:
+    """A lazily connected admin client for one cluster."""
+
+    def __init__(self, settings: ClientSettings):
+        if not settings.bootstrap_servers:
+            raise ConfigError(
+                "unable to connect: no bootstrap servers given",
+                hint="use -b HOST:PORT, KCTL_BOOTSTRAP_SERVERS, or a context (kctl context set NAME -b HOST:PORT)",
+            )
+        self.settings = settings
+        self.timeout = settings.timeout
+        self._connection_errors: list[Any] = []
+
+    def client_config(self) -> dict[str, Any]:
+        """librdkafka properties for any client of this session (admin, consumer, producer)."""
+        config: dict[str, Any] = {"bootstrap.servers": self.settings.bootstrap_servers}
+        # Give up on a silent (black-holed) address within --timeout so the failure is
+        # reported as unreachable rather than as a timeout.
+        config["socket.connection.setup.timeout.ms"] = max(1000, int(self.timeout * 1000 * 0.8))
+        config.update(self.settings.properties)
+        return config
+
+    def debug_config(self) -> Mapping[str, Any]:
+        return mask({k: str(v) for k, v in self.client_config().items()})
+
+    @cached_property
+    def client(self) -> Any:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        config = self.client_config()
+        config["error_cb"] = self._on_error
+        log.debug("admin client config: %s", dict(self.debug_config()))
+        try:
+            return AdminClient(config, logger=librdkafka_log)
+        except KafkaException as exc:
+            error = error_of(exc)
+            text = error.str() if error is not None else str(exc)
+            raise ConfigError(
+                f"unable to configure the Kafka client: {text}",
+                hint="-X takes librdkafka properties; kctl -X help lists the common ones",
+            ) from exc
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"unable to configure the Kafka client: {exc}") from exc
+
+    def _on_error(self, error: Any) -> None:
+        log.debug("client error: %s", error)
+        if error.name() in _CONNECTION_ERRORS:
+            self._connection_errors.append(error)
+
+    def _all_brokers_down(self) -> bool:
+        return any(e.name() == "_ALL_BROKERS_DOWN" for e in self._connection_errors)
+
+    def _unreachable(self, action: str) -> UnreachableError:
+        # _ALL_BROKERS_DOWN says only "n/n brokers are down"; the error before it says why.
+        causes = [e for e in self._connection_errors if e.name() != "_ALL_BROKERS_DOWN"]
+        cause = describe(causes[-1]) if causes else describe(self._connection_errors[-1])
+        return UnreachableError(
+            f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {cause}",
+            hint="check -b/--bootstrap-server, the context, and that the brokers are up",
+        )
+
+    def wait(self, future: concurrent.futures.Future, action: str) -> Any:
+        """The result of one admin future, or the KctlError for why there is none.
+
+        Polls the client while waiting so connection errors arrive as they happen:
+        when every broker is down there is no point waiting out the timeout.
+        """
+        return self.check(self.wait_all({None: future}, action)[None])
+
+    def wait_all(self, futures: Mapping[Any, concurrent.futures.Future], action: str) -> dict[Any, Any]:
+        """Results (or KctlErrors, per key) for a batch of futures sharing one deadline.
+
+        Connection failures and timeouts concern the whole batch and are raised; a
+        per-item broker error (unknown topic, already exists...) is returned in place
+        of that item's result so batch commands can report each item.
+        """
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + self.timeout + 1.0
+        pending = dict(futures)
+        results: dict[Any, Any] = {}
+        while pending:
+            self.client.poll(0)
+            if self._all_brokers_down():
+                raise self._unreachable(action)
+            for key, future in list(pending.items()):
+                if not future.done():
+                    continue
+                del pending[key]
+                try:
+                    results[key] = future.result()
+                except KafkaException as exc:
+                    error = error_of(exc)
+                    if error is None:
+                        raise KctlError(f"unable to {action}: {exc}") from exc
+                    if error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS:
+                        raise self._timeout_or_unreachable(action) from exc
+                    results[key] = translate(error, action if len(futures) == 1 else f"{action} {key}")
+            if pending:
+                if time.monotonic() > deadline:
+                    raise self._timeout_or_unreachable(action)
+                concurrent.futures.wait(list(pending.values()), timeout=_POLL_INTERVAL)
+        return results
+
+    def _timeout_or_unreachable(self, action: str) -> KctlError:
+        self.client.poll(0)
+        if self._connection_errors:
+            return self._unreachable(action)
+        return TimeoutError_(
+            f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
+            hint="raise --timeout if the cluster is slow",
+        )
+
+    def metadata(self, action: str) -> Any:
+        """Cluster metadata (all topics), failing fast when every broker is down.
+
+        list_topics blocks for its whole timeout when nothing answers, so it is asked
+        in short slices with the connection errors checked in between.
+        """
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return self.client.list_topics(timeout=max(0.05, min(0.5, remaining)))
+            except KafkaException as exc:
+                error = error_of(exc)
+                retriable = error is not None and (
+                    error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS
+                )
+                if not retriable:
+                    raise translate(error, action) if error is not None else KctlError(f"unable to {action}: {exc}") from exc
+                self.client.poll(0)
+                if self._all_brokers_down():
+                    raise self._unreachable(action) from exc
+                if time.monotonic() >= deadline:
+                    raise self._timeout_or_unreachable(action) from exc
+
+    def check(self, result: Any) -> Any:
+        """Raise a per-item KctlError returned by wait_all; pass results through."""
+        if isinstance(result, KctlError):
+            raise result
+        return result

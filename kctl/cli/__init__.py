@@ -1,0 +1,1 @@
+"""The click command tree. Thin: parse, call one kctl.admin function, render."""

@@ -1,0 +1,137 @@
+"""App: what the root command resolved (global options, environment, streams), handed to
+every command with `@pass_app`. Expensive things (config file, admin client, output) are
+built on first use so `--help` and the context commands never connect to anything."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TextIO
+
+import click
+
+if TYPE_CHECKING:
+    from kctl.admin.session import AdminSession
+    from kctl.config.model import ClientSettings, ConfigFile
+    from kctl.output.render import Output
+
+
+@dataclass
+class App:
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    output_format: str = "auto"
+    no_headers: bool = False
+    quiet: bool = False
+    debug: bool = False
+    bootstrap: str | None = None
+    context: str | None = None
+    properties: tuple[str, ...] = ()
+    timeout: float | None = None
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    stdin: TextIO = field(default_factory=lambda: sys.stdin)
+
+    # -- configuration ---------------------------------------------------------------------
+
+    @cached_property
+    def config_path(self):
+        from kctl.config.file import default_path
+
+        return default_path(self.env)
+
+    @cached_property
+    def config_file(self) -> ConfigFile:
+        from kctl.config.file import load
+
+        return load(self.config_path)
+
+    @cached_property
+    def settings(self) -> ClientSettings:
+        from kctl.config.resolve import resolve
+
+        return resolve(
+            self.config_file,
+            self.env,
+            context_flag=self.context,
+            bootstrap_flag=self.bootstrap,
+            property_flags=self.properties,
+            timeout_flag=self.timeout,
+        )
+
+    @cached_property
+    def session(self) -> AdminSession:
+        from kctl.admin.session import AdminSession
+
+        session = AdminSession(self.settings)
+        if self.debug:
+            self.note(f"connecting to {self.settings.bootstrap_servers} (context: {self.settings.context or '-'})")
+            self.note(f"client properties: {dict(session.debug_config())}")
+        return session
+
+    # -- streams ---------------------------------------------------------------------------
+
+    def _isatty(self, stream: Any) -> bool:
+        try:
+            return stream.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    @property
+    def stdout_is_tty(self) -> bool:
+        return self._isatty(self.stdout)
+
+    @property
+    def stdin_is_tty(self) -> bool:
+        return self._isatty(self.stdin)
+
+    @property
+    def color(self) -> bool:
+        return self.stdout_is_tty and "NO_COLOR" not in self.env and self.env.get("TERM") != "dumb"
+
+    @cached_property
+    def out(self) -> Output:
+        from kctl.output.render import Output
+
+        return Output(
+            self.output_format,
+            self.stdout,
+            tty=self.stdout_is_tty,
+            color=self.color,
+            no_headers=self.no_headers,
+        )
+
+    def note(self, message: str) -> None:
+        """Progress and information, on stderr; silenced by -q."""
+        if not self.quiet:
+            click.echo(message, file=self.stderr)
+
+    def warn(self, message: str) -> None:
+        click.echo(f"warning: {message}", file=self.stderr)
+
+    def error_line(self, message: str) -> None:
+        """A per-item failure inside a batch; the command still exits with its status."""
+        click.echo(f"error: {message}", file=self.stderr)
+
+    def confirm(self, question: str, *, yes: bool, action: str) -> None:
+        """Go on only when confirmed: --yes, or 'y' at a terminal prompt.
+
+        Without a terminal there is nobody to ask, so a missing --yes refuses the
+        operation rather than assuming consent.
+        """
+        from kctl.errors import AbortedError
+
+        if yes:
+            return
+        if not self.stdin_is_tty:
+            raise AbortedError(
+                f"unable to {action}: confirmation required and stdin is not a terminal",
+                hint="pass --yes to confirm",
+            )
+        if not click.confirm(question, default=False, err=True):
+            raise AbortedError(f"unable to {action}: not confirmed")
+
+
+pass_app = click.make_pass_decorator(App)

@@ -1,0 +1,32 @@
+"""Reporting batch operations: every item's outcome on stdout, every failure on stderr,
+and one exit status for the whole batch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kctl.cli._app import App
+from kctl.errors import KctlError, PartialFailure
+from kctl.output.spec import TableSpec
+
+
+def report(app: App, results: Sequence[Any], errors: Mapping[str, KctlError], spec: TableSpec, action: str) -> None:
+    """Render results, then fail as the batch deserves.
+
+    One item that failed is that item's error (and its exit status). When every item
+    failed for the same kind of reason, the batch exits with that status; otherwise
+    some work was done and the status is PARTIAL_FAILURE.
+    """
+    if len(results) == 1 and errors:
+        raise next(iter(errors.values()))
+    app.out.table(results, spec)
+    for error in errors.values():
+        app.error_line(error.message)
+    if not errors:
+        return
+    kinds = {type(e) for e in errors.values()}
+    if len(errors) == len(results) and len(kinds) == 1:
+        error = next(iter(errors.values()))
+        raise type(error)(f"unable to {action}: all {len(errors)} failed", exit_code=error.exit_code)
+    raise PartialFailure(f"unable to {action}: {len(errors)} of {len(results)} failed")

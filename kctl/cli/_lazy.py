@@ -1,0 +1,62 @@
+"""LazyGroup: a click group whose sub-commands are imported only when run.
+
+The registry carries each command's one-line summary, so `kctl --help` and shell
+completion list the tree without importing any command module (and through them
+confluent_kafka, rich, ...).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+
+class LazyGroup(click.Group):
+    def __init__(
+        self,
+        *args,
+        lazy_commands: dict[str, tuple[str, str]] | None = None,
+        aliases: dict[str, str] | None = None,
+        **kwargs,
+    ):
+        super().__init__(*args, **kwargs)
+        # name -> ("module:attribute", one-line summary)
+        self.lazy_commands = dict(lazy_commands or {})
+        # alias -> name (plural nouns, `ls`); resolved but not listed
+        self.aliases = dict(aliases or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.lazy_commands) + [n for n in super().list_commands(ctx) if n not in self.lazy_commands]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd_name = self.aliases.get(cmd_name, cmd_name)
+        if cmd_name in self.lazy_commands:
+            return self._load(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx, args):
+        # Report the canonical name (so `kctl topics ls` shows as `kctl topic list`).
+        _name, cmd, rest = super().resolve_command(ctx, args)
+        return (cmd.name if cmd else _name), cmd, rest
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy_commands:
+                rows.append((name, self.lazy_commands[name][1]))
+            else:
+                command = super().get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit=formatter.width)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def _load(self, name: str) -> click.Command:
+        target, _summary = self.lazy_commands[name]
+        module_name, attribute = target.split(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command

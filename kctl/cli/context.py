@@ -1,0 +1,145 @@
+"""kctl context: named cluster connections in the config file."""
+
+from __future__ import annotations
+
+import click
+
+from kctl.cli._app import App, pass_app
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import KeyValueType, global_options, yes_option
+from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
+
+CONTEXT_TABLE = TableSpec(
+    (Column("current", "CURRENT", get=lambda c: "*" if c.current else ""), Column("name", "NAME"), Column("bootstrap_servers", "BOOTSTRAP-SERVERS"))
+)
+CONTEXT_DOCUMENT = DocumentSpec(
+    fields=(Field("name", "CONTEXT"), Field("bootstrap_servers", "BOOTSTRAP-SERVERS"), Field("timeout", "TIMEOUT")),
+    sections=(Section("properties", "PROPERTIES", TableSpec((Column("key", "KEY"), Column("value", "VALUE")))),),
+)
+
+
+@click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
+def context():
+    """Manage named cluster connections.
+
+    Contexts live in $KCTL_CONFIG or $XDG_CONFIG_HOME/kctl/config.toml (created
+    0600, since it may hold credentials). Settings are layered: built-in defaults,
+    then the context, then KCTL_* environment variables, then flags.
+    """
+
+
+def _save(app: App, config) -> None:
+    from kctl.config.file import save
+
+    save(app.config_path, config)
+
+
+@context.command("list")
+@global_options
+@pass_app
+def list_(app: App):
+    """List contexts; the current one is marked with *.
+
+    \b
+    Examples:
+      kctl context list
+      kctl context list -o json
+    """
+    from kctl.config.contexts import summaries
+
+    app.out.table(summaries(app.config_file), CONTEXT_TABLE)
+
+
+@context.command("show")
+@click.argument("name", required=False)
+@global_options
+@pass_app
+def show(app: App, name):
+    """Show a stored context, or without NAME the settings in effect now.
+
+    The settings in effect include -b, -X, --timeout and KCTL_* variables. Secrets
+    (passwords, client secrets, JAAS configs) are always masked.
+
+    \b
+    Examples:
+      kctl context show
+      kctl context show prod -o json
+      kctl --context prod -X client.id=me context show
+    """
+    from kctl.config.contexts import view_effective, view_stored
+
+    view = view_stored(app.config_file, name) if name else view_effective(app.settings)
+    app.out.document(view, CONTEXT_DOCUMENT)
+
+
+@context.command("use")
+@click.argument("name")
+@global_options
+@pass_app
+def use(app: App, name):
+    """Make NAME the current context.
+
+    \b
+    Examples:
+      kctl context use prod
+    """
+    from kctl.config.contexts import use as use_context
+
+    _save(app, use_context(app.config_file, name))
+    app.note(f"current context is now {name!r}")
+
+
+@context.command("set")
+@click.argument("name")
+@click.option("-b", "--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]", help="Brokers to bootstrap from.")
+@click.option("-X", "properties", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="librdkafka property to store (repeatable).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Default --timeout for this context.")
+@click.option("--unset", multiple=True, metavar="KEY", help="Remove a stored property (or bootstrap-servers, timeout).")
+@click.option("--use", "make_current", is_flag=True, help="Also make it the current context.")
+@pass_app
+def set_(app: App, name, bootstrap, properties, timeout, unset, make_current):
+    """Create or update a context.
+
+    The first context created becomes the current one. Prefer KCTL_X_SASL_PASSWORD
+    (or a credentials file) to storing passwords on the command line.
+
+    \b
+    Examples:
+      kctl context set local -b 127.0.0.1:9092
+      kctl context set prod -b b1:9092,b2:9092 -X security.protocol=SASL_SSL \\
+          -X sasl.mechanism=SCRAM-SHA-512 -X sasl.username=admin --use
+      kctl context set prod --unset sasl.username
+    """
+    from kctl.config.contexts import set_context
+
+    config = set_context(
+        app.config_file,
+        name,
+        bootstrap_servers=bootstrap,
+        timeout=timeout,
+        properties=properties,
+        unset=unset,
+        make_current=make_current,
+    )
+    _save(app, config)
+    app.note(f"context {name!r} saved to {app.config_path}")
+
+
+@context.command("delete")
+@click.argument("name")
+@yes_option
+@global_options
+@pass_app
+def delete(app: App, name, yes):
+    """Delete a context from the config file.
+
+    \b
+    Examples:
+      kctl context delete old-cluster --yes
+    """
+    from kctl.config.contexts import delete as delete_context
+
+    config = delete_context(app.config_file, name)
+    app.confirm(f"Delete context {name!r}?", yes=yes, action=f"delete context {name!r}")
+    _save(app, config)
+    app.note(f"context {name!r} deleted")

@@ -1,0 +1,171 @@
+"""The root `kctl` command and main(): the one place errors are rendered and exit
+statuses chosen."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import click
+
+from kctl import __version__
+from kctl.cli._app import App
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import global_option_decorators
+from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, KctlError
+
+# noun -> (module:attribute, one-line summary). Order is the order of `kctl --help`.
+NOUNS: dict[str, tuple[str, str]] = {
+    "cluster": ("kctl.cli.cluster:cluster", "Show the cluster: id, controller, brokers"),
+    "broker": ("kctl.cli.broker:broker", "List the cluster's brokers"),
+    "topic": ("kctl.cli.topic:topic", "List, describe, create and delete topics"),
+    "partition": ("kctl.cli.planned:partition", "Inspect partitions: leaders, replicas, ISR"),
+    "replication": ("kctl.cli.planned:replication", "Reassign partitions and elect leaders"),
+    "config": ("kctl.cli.planned:config", "Describe and alter topic and broker configs"),
+    "group": ("kctl.cli.planned:group", "Consumer groups: describe, lag, offset resets"),
+    "offset": ("kctl.cli.planned:offset", "Look up partition offsets by position or time"),
+    "record": ("kctl.cli.planned:record", "Produce and consume records"),
+    "local": ("kctl.cli.planned:local", "Run the bundled single-node Kafka broker"),
+    "spark": ("kctl.cli.planned:spark", "Dump, replay and audit topics with PySpark"),
+    "context": ("kctl.cli.context:context", "Manage named cluster connections"),
+    "completion": ("kctl.cli.completion:completion", "Print a shell completion script"),
+}
+ALIASES = {
+    "clusters": "cluster",
+    "brokers": "broker",
+    "topics": "topic",
+    "partitions": "partition",
+    "configs": "config",
+    "groups": "group",
+    "offsets": "offset",
+    "records": "record",
+    "contexts": "context",
+}
+
+
+def _exit_status_epilog() -> str:
+    lines = ["\b", "Exit status:"]
+    lines += [f"  {int(code):>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()]
+    return "\n".join(lines)
+
+
+ROOT_HELP = """Administer Kafka clusters: topics, partitions, configs, consumer groups, lag and records.
+
+Commands read `kctl <noun> <verb>`. Data goes to stdout (a table on a terminal,
+tab-separated text when piped, or -o json|jsonl|csv); progress and errors go to stderr.
+
+\b
+Examples:
+  kctl -b localhost:9092 cluster info
+  kctl topic list -o json
+  kctl topic create orders --partitions 6 --replication-factor 3 -c retention.ms=86400000
+  kctl context set prod -b b1:9092,b2:9092 -X security.protocol=SASL_SSL
+"""
+
+
+def _root(function):
+    for decorator in reversed(global_option_decorators(on_root=True)):
+        function = decorator(function)
+    return function
+
+
+@click.group(
+    cls=LazyGroup,
+    invoke_without_command=True,
+    lazy_commands=NOUNS,
+    aliases=ALIASES,
+    help=ROOT_HELP,
+    epilog=_exit_status_epilog(),
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "--version", prog_name="kctl", message="%(prog)s %(version)s")
+@_root
+@click.pass_context
+def cli(ctx: click.Context, bootstrap, context, properties, output_format, no_headers, timeout, quiet, debug):
+    env = dict(os.environ)
+    if "help" in properties:
+        from kctl.config.properties import print_property_help
+
+        print_property_help(sys.stdout)
+        ctx.exit(0)
+    if ctx.invoked_subcommand is None:
+        raise click.UsageError("missing command", ctx=ctx)
+    ctx.obj = App(
+        env=env,
+        output_format=output_format or env.get("KCTL_OUTPUT") or "auto",
+        no_headers=no_headers,
+        quiet=quiet,
+        debug=debug or _truthy(env.get("KCTL_DEBUG")),
+        bootstrap=bootstrap,
+        context=context,
+        properties=tuple(properties),
+        timeout=timeout,
+    )
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _render_error(message: str, hint: str | None) -> None:
+    click.echo(f"error: {message}", file=sys.stderr)
+    if hint:
+        click.echo(f"hint: {hint}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args or _truthy(os.environ.get("KCTL_DEBUG"))
+    if debug:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="debug: %(name)s: %(message)s")
+    try:
+        status = cli.main(args=args, prog_name="kctl", standalone_mode=False)
+        code = status if isinstance(status, int) else ExitCode.OK
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc), file=sys.stdout)
+        code = ExitCode.OK
+    except click.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "kctl"
+        _render_error(_one_line(exc.format_message()), f"see '{command} --help'")
+        code = ExitCode.USAGE
+    except click.ClickException as exc:
+        _render_error(_one_line(exc.format_message()), None)
+        code = ExitCode.ERROR
+    except click.exceptions.Abort:
+        click.echo("error: interrupted", file=sys.stderr)
+        code = ExitCode.INTERRUPTED
+    except KctlError as exc:
+        if debug:
+            traceback.print_exc()
+        _render_error(exc.message, exc.hint)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("error: interrupted", file=sys.stderr)
+        code = ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`kctl ... | head`): stop quietly, as other Unix tools do.
+        _silence_stdout()
+        code = ExitCode.OK
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        if debug:
+            traceback.print_exc()
+        _render_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug for the traceback")
+        code = ExitCode.ERROR
+    sys.exit(int(code))
+
+
+def _one_line(text: str) -> str:
+    # click's messages start with a capital and may span lines; kctl's errors are one line.
+    text = " ".join(text.split())
+    return text[:1].lower() + text[1:]
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

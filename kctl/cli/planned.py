@@ -1,0 +1,28 @@
+"""Nouns whose verbs arrive in later releases: each shows its purpose and nothing else.
+
+No verb is registered until it works, so nothing here pretends to do anything.
+"""
+
+from __future__ import annotations
+
+import click
+
+from kctl.cli._lazy import LazyGroup
+
+
+def _planned(name: str, summary: str, verbs: str) -> click.Group:
+    return LazyGroup(
+        name=name,
+        help=f"{summary}.\n\nNot available yet: {verbs} arrive in a later kctl release.",
+        short_help=summary,
+    )
+
+
+partition = _planned("partition", "Inspect partitions: leaders, replicas, ISR", "list and the ISR filters")
+replication = _planned("replication", "Reassign partitions and elect leaders", "reassign and elect-leaders")
+config = _planned("config", "Describe and alter topic and broker configs", "describe and alter")
+group = _planned("group", "Consumer groups: describe, lag, offset resets", "list, describe, lag, status and reset-offsets")
+offset = _planned("offset", "Look up partition offsets by position or time", "get")
+record = _planned("record", "Produce and consume records", "produce, consume and delete")
+local = _planned("local", "Run the bundled single-node Kafka broker", "start, stop, status, logs and purge")
+spark = _planned("spark", "Dump, replay and audit topics with PySpark", "dump, replay and audit")

@@ -1,0 +1,189 @@
+"""kctl topic: list, describe, create and delete topics."""
+
+from __future__ import annotations
+
+import click
+
+from kctl.cli._app import App, pass_app
+from kctl.cli._batch import report
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import KeyValueType, RegexType, global_options, yes_option
+from kctl.errors import NotFoundError, PartialFailure
+from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
+
+TOPIC_TABLE = TableSpec(
+    (
+        Column("name", "NAME"),
+        Column("partitions", "PARTITIONS", align="right"),
+        Column("replication_factor", "REPLICATION-FACTOR", align="right"),
+        Column("internal", "INTERNAL"),
+        Column("topic_id", "TOPIC-ID", wide=True),
+    )
+)
+
+PARTITION_TABLE = TableSpec(
+    (
+        Column("partition", "PARTITION", align="right"),
+        Column("leader", "LEADER", align="right"),
+        Column("replicas", "REPLICAS"),
+        Column("isr", "ISR"),
+        Column("under_replicated", "UNDER-REPLICATED"),
+        Column("offline", "OFFLINE"),
+    )
+)
+
+TOPIC_DOCUMENT = DocumentSpec(
+    fields=(
+        Field("name", "NAME"),
+        Field("topic_id", "TOPIC-ID"),
+        Field("internal", "INTERNAL"),
+        Field("partitions", "PARTITIONS", get=lambda t: len(t.partitions)),
+        Field("replication_factor", "REPLICATION-FACTOR"),
+    ),
+    sections=(Section("partitions", "PARTITIONS", PARTITION_TABLE),),
+)
+
+RESULT_TABLE = TableSpec(
+    (
+        Column("name", "NAME"),
+        Column("status", "STATUS"),
+        Column("partitions", "PARTITIONS", align="right"),
+        Column("replication_factor", "REPLICATION-FACTOR", align="right"),
+        Column("error", "ERROR", wide=True),
+    )
+)
+DELETE_TABLE = TableSpec((Column("name", "NAME"), Column("status", "STATUS"), Column("error", "ERROR", wide=True)))
+
+
+@click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
+def topic():
+    """List, describe, create and delete topics."""
+
+
+@topic.command("list")
+@click.option("-r", "--regex", type=RegexType(), help="Only topics whose whole name matches this regular expression.")
+@click.option("-i", "--internal", is_flag=True, help="Include internal topics (__consumer_offsets, ...).")
+@global_options
+@pass_app
+def list_(app: App, regex, internal):
+    """List topics with their partition count and replication factor.
+
+    \b
+    Examples:
+      kctl topic list
+      kctl topic list -r 'orders\\..*' -o json
+      kctl topic list --internal -o wide
+    """
+    from kctl.admin.topics import list_topics
+
+    app.out.table(list_topics(app.session, regex=regex, include_internal=internal), TOPIC_TABLE)
+
+
+@topic.command("describe")
+@click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
+@global_options
+@pass_app
+def describe(app: App, names):
+    """Show topics partition by partition: leader, replicas, in-sync replicas.
+
+    JSON output is always a list, one object per topic.
+
+    \b
+    Examples:
+      kctl topic describe orders
+      kctl topic describe orders payments -o json
+    """
+    from kctl.admin.topics import describe_topics
+
+    found, errors = describe_topics(app.session, names)
+    if errors and not found:
+        error = next(iter(errors.values()))
+        if len(errors) == 1:
+            raise error
+        raise type(error)(f"unable to describe topics {', '.join(errors)}: {error.message.split(': ', 1)[-1]}")
+    app.out.documents(found, TOPIC_DOCUMENT)
+    for error in errors.values():
+        app.error_line(error.message)
+    if errors:
+        raise PartialFailure(f"unable to describe topics: {len(errors)} of {len(names)} failed")
+
+
+@topic.command("create")
+@click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
+@click.option("-p", "--partitions", type=click.IntRange(min=1), help="Number of partitions (default: the broker's num.partitions).")
+@click.option(
+    "--replication-factor",
+    "--rf",
+    "replication_factor",
+    type=click.IntRange(min=1),
+    help="Replicas per partition (default: the broker's default.replication.factor).",
+)
+@click.option("-c", "--config", "configs", type=KeyValueType(), multiple=True, help="Topic config, e.g. -c retention.ms=86400000 (repeatable).")
+@click.option("--if-not-exists", is_flag=True, help="Succeed when the topic already exists.")
+@click.option("--dry-run", is_flag=True, help="Ask the brokers to validate the request without creating anything.")
+@global_options
+@pass_app
+def create(app: App, names, partitions, replication_factor, configs, if_not_exists, dry_run):
+    """Create topics.
+
+    Creating several topics is one request; each topic's outcome is reported, and the
+    exit status is 4 (partial failure) when only some were created.
+
+    \b
+    Examples:
+      kctl topic create orders
+      kctl topic create orders payments -p 12 --rf 3 -c cleanup.policy=compact
+      kctl topic create orders -p 6 --dry-run
+    """
+    from kctl.admin.topics import NewTopicSpec, create_topics
+
+    specs = [
+        NewTopicSpec(name=name, partitions=partitions, replication_factor=replication_factor, config=dict(configs))
+        for name in dict.fromkeys(names)
+    ]
+    results, errors = create_topics(app.session, specs, validate_only=dry_run, if_not_exists=if_not_exists)
+    report(app, results, errors, RESULT_TABLE, "create topics")
+
+
+@topic.command("delete")
+@click.argument("names", nargs=-1, metavar="[TOPIC...]")
+@click.option("-r", "--regex", type=RegexType(), help="Also delete every topic whose whole name matches.")
+@click.option("--if-exists", is_flag=True, help="Succeed when a named topic does not exist.")
+@yes_option
+@global_options
+@pass_app
+def delete(app: App, names, regex, if_exists, yes):
+    """Delete topics and all their records.
+
+    Asks for confirmation on a terminal; without one, --yes is required. Internal
+    topics are never matched by --regex.
+
+    \b
+    Examples:
+      kctl topic delete orders
+      kctl topic delete -r 'tmp-.*' --yes
+      kctl topic delete orders --if-exists --yes
+    """
+    from kctl.admin.topics import delete_topics, match_topics
+
+    if not names and regex is None:
+        raise click.UsageError("name at least one topic, or give --regex")
+    chosen, missing = match_topics(app.session, names, regex)
+    if missing and not if_exists:
+        noun = "topic" if len(missing) == 1 else "topics"
+        raise NotFoundError(
+            f"unable to delete {noun} {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such {noun}",
+            hint="nothing was deleted; --if-exists skips missing topics",
+        )
+    if not chosen:
+        if if_exists:
+            app.note("no topics to delete")
+            return
+        raise NotFoundError(f"unable to delete topics: no topic matches {regex.pattern!r}")
+    app.confirm(
+        f"Delete {len(chosen)} topic(s) and all their records: {', '.join(chosen)}?",
+        yes=yes,
+        action="delete topics",
+    )
+    results, errors = delete_topics(app.session, chosen, if_exists=if_exists)
+    report(app, results, errors, DELETE_TABLE, "delete topics")

@@ -1,0 +1,108 @@
+"""Operations on contexts: pure functions from one ConfigFile to the next."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kctl.config.model import ClientSettings, ConfigFile, Context
+from kctl.config.secrets import mask
+from kctl.errors import NotFoundError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextSummary:
+    name: str
+    current: bool
+    bootstrap_servers: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Property:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextView:
+    """A context as shown to people: secrets masked."""
+
+    name: str | None
+    bootstrap_servers: str | None
+    timeout: float | None
+    properties: tuple[Property, ...]
+
+
+def summaries(config: ConfigFile) -> list[ContextSummary]:
+    return [
+        ContextSummary(name=name, current=name == config.current_context, bootstrap_servers=c.bootstrap_servers)
+        for name, c in sorted(config.contexts.items())
+    ]
+
+
+def _properties(values: Mapping[str, str]) -> tuple[Property, ...]:
+    return tuple(Property(key=k, value=v) for k, v in sorted(mask(values).items()))
+
+
+def view_stored(config: ConfigFile, name: str) -> ContextView:
+    context = get(config, name)
+    return ContextView(
+        name=context.name,
+        bootstrap_servers=context.bootstrap_servers,
+        timeout=context.timeout,
+        properties=_properties(context.properties),
+    )
+
+
+def view_effective(settings: ClientSettings) -> ContextView:
+    return ContextView(
+        name=settings.context,
+        bootstrap_servers=settings.bootstrap_servers,
+        timeout=settings.timeout,
+        properties=_properties(settings.properties),
+    )
+
+
+def get(config: ConfigFile, name: str) -> Context:
+    if name not in config.contexts:
+        raise NotFoundError(f"unable to find context {name!r}: no such context", hint="kctl context list shows the contexts")
+    return config.contexts[name]
+
+
+def use(config: ConfigFile, name: str) -> ConfigFile:
+    get(config, name)
+    return dataclasses.replace(config, current_context=name)
+
+
+def set_context(
+    config: ConfigFile,
+    name: str,
+    *,
+    bootstrap_servers: str | None = None,
+    timeout: float | None = None,
+    properties: Sequence[tuple[str, str]] = (),
+    unset: Sequence[str] = (),
+    make_current: bool = False,
+) -> ConfigFile:
+    """Create or update a context; the first context ever created becomes the current one."""
+    old = config.contexts.get(name) or Context(name=name)
+    values = {k: v for k, v in old.properties.items() if k not in unset}
+    values.update(dict(properties))
+    new = Context(
+        name=name,
+        bootstrap_servers=bootstrap_servers if bootstrap_servers is not None else (None if "bootstrap-servers" in unset else old.bootstrap_servers),
+        timeout=timeout if timeout is not None else (None if "timeout" in unset else old.timeout),
+        properties=values,
+    )
+    updated = config.with_context(new)
+    if make_current or config.current_context is None:
+        updated = dataclasses.replace(updated, current_context=name)
+    return updated
+
+
+def delete(config: ConfigFile, name: str) -> ConfigFile:
+    get(config, name)
+    contexts = {k: v for k, v in config.contexts.items() if k != name}
+    current = None if config.current_context == name else config.current_context
+    return ConfigFile(current_context=current, contexts=contexts)

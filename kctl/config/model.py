@@ -1,0 +1,40 @@
+"""The data model of kctl's configuration: contexts and the resolved client settings."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """A named cluster connection, as stored in the config file."""
+
+    name: str
+    bootstrap_servers: str | None = None
+    timeout: float | None = None
+    # librdkafka properties, passed to the client verbatim.
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigFile:
+    """The whole config file: contexts and which one is current."""
+
+    current_context: str | None = None
+    contexts: dict[str, Context] = field(default_factory=dict)
+
+    def with_context(self, context: Context) -> ConfigFile:
+        return dataclasses.replace(self, contexts={**self.contexts, context.name: context})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientSettings:
+    """Everything needed to talk to a cluster, after layering defaults < file < env < flags."""
+
+    bootstrap_servers: str | None
+    properties: dict[str, str]
+    timeout: float
+    context: str | None

@@ -1,0 +1,108 @@
+"""Layering client settings: defaults < config file < KCTL_* environment < flags.
+
+The environment is passed in, never read here, so the layering is testable and the
+CLI stays the only place that looks at os.environ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kctl.config.model import DEFAULT_TIMEOUT, ClientSettings, ConfigFile, Context
+from kctl.errors import ConfigError, NotFoundError, UsageError
+
+# KCTL_X_SASL_PASSWORD=... sets sasl.password: a way to keep secrets off the command line.
+PROPERTY_ENV_PREFIX = "KCTL_X_"
+
+
+def parse_property(text: str) -> tuple[str, str]:
+    """Parse one `-X key=value`."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UsageError(f"unable to parse -X {text!r}: expected key=value", hint="kctl -X help lists common properties")
+    return key, value
+
+
+def parse_timeout(text: str, source: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise UsageError(f"unable to parse {source} {text!r}: expected a positive number of seconds")
+    return value
+
+
+def select_context(config: ConfigFile, name: str | None, source: str) -> Context | None:
+    """The context named by --context/KCTL_CONTEXT, else the file's current context."""
+    if name is not None:
+        if name not in config.contexts:
+            raise NotFoundError(
+                f"unable to use context {name!r} (from {source}): no such context",
+                hint="kctl context list shows the contexts; kctl context set creates one",
+            )
+        return config.contexts[name]
+    if config.current_context is None:
+        return None
+    if config.current_context not in config.contexts:
+        raise ConfigError(
+            f"unable to use current context {config.current_context!r}: it is not defined in the config file",
+            hint="kctl context use NAME picks another one",
+        )
+    return config.contexts[config.current_context]
+
+
+def resolve(
+    config: ConfigFile,
+    env: Mapping[str, str],
+    *,
+    context_flag: str | None = None,
+    bootstrap_flag: str | None = None,
+    property_flags: Sequence[str] = (),
+    timeout_flag: float | None = None,
+) -> ClientSettings:
+    if context_flag is not None:
+        context = select_context(config, context_flag, "--context")
+    elif env.get("KCTL_CONTEXT"):
+        context = select_context(config, env["KCTL_CONTEXT"], "KCTL_CONTEXT")
+    else:
+        context = select_context(config, None, "config file")
+
+    properties: dict[str, str] = dict(context.properties) if context else {}
+    for key, value in sorted(env.items()):
+        if key.startswith(PROPERTY_ENV_PREFIX) and len(key) > len(PROPERTY_ENV_PREFIX):
+            properties[key[len(PROPERTY_ENV_PREFIX):].lower().replace("_", ".")] = value
+    # bootstrap.servers as a property is honoured at the layer it was given in.
+    layered_bootstrap = properties.pop("bootstrap.servers", None)
+    flag_bootstrap = None
+    for text in property_flags:
+        key, value = parse_property(text)
+        if key == "bootstrap.servers":
+            flag_bootstrap = value
+        else:
+            properties[key] = value
+
+    bootstrap = (
+        bootstrap_flag
+        or flag_bootstrap
+        or env.get("KCTL_BOOTSTRAP_SERVERS")
+        or layered_bootstrap
+        or (context.bootstrap_servers if context else None)
+    )
+
+    if timeout_flag is not None:
+        timeout = timeout_flag
+    elif env.get("KCTL_TIMEOUT"):
+        timeout = parse_timeout(env["KCTL_TIMEOUT"], "KCTL_TIMEOUT")
+    elif context and context.timeout is not None:
+        timeout = context.timeout
+    else:
+        timeout = DEFAULT_TIMEOUT
+
+    return ClientSettings(
+        bootstrap_servers=bootstrap,
+        properties=properties,
+        timeout=timeout,
+        context=context.name if context else None,
+    )

@@ -1,0 +1,109 @@
+"""The KctlError hierarchy and the documented exit statuses.
+
+Everything below the CLI raises a KctlError; only `kctl.cli.main` renders it, once, as
+`error: unable to <verb> <object>: <cause>` on stderr and exits with its `exit_code`.
+The ExitCode table is part of kctl's contract: the man page's EXIT STATUS section and
+`kctl --help` are generated from it.
+
+0-3 follow the Nagios plugin convention because health and status commands report
+through them; every other failure has its own code so scripts never mistake an
+error for a WARNING/CRITICAL verdict.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    ERROR = 1
+    CRITICAL = 2
+    UNKNOWN = 3
+    PARTIAL_FAILURE = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    ABORTED = 7
+    USAGE = 64
+    INVALID = 65
+    UNREACHABLE = 69
+    TIMEOUT = 75
+    NOT_AUTHORIZED = 77
+    CONFIG = 78
+    INTERRUPTED = 130
+
+
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success (health and status commands: OK)",
+    ExitCode.ERROR: "unexpected failure (health and status commands: WARNING)",
+    ExitCode.CRITICAL: "health and status commands: CRITICAL",
+    ExitCode.UNKNOWN: "health and status commands: UNKNOWN (the state could not be read)",
+    ExitCode.PARTIAL_FAILURE: "a batch operation failed for some of its items (each is reported)",
+    ExitCode.NOT_FOUND: "a named topic, group, broker or context does not exist",
+    ExitCode.ALREADY_EXISTS: "the resource to create already exists",
+    ExitCode.ABORTED: "not confirmed: declined at the prompt, or --yes missing without a terminal",
+    ExitCode.USAGE: "malformed command line: unknown option, bad flag value",
+    ExitCode.INVALID: "the request or input is invalid (topic name, config, replication factor, file)",
+    ExitCode.UNREACHABLE: "no broker of the cluster could be reached",
+    ExitCode.TIMEOUT: "the cluster was reached but did not answer within --timeout",
+    ExitCode.NOT_AUTHORIZED: "authentication or authorization failed",
+    ExitCode.CONFIG: "the configuration is invalid: config file, context, -X property",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+class KctlError(Exception):
+    """An error for the user: a one-line message, an optional hint, an exit status."""
+
+    exit_code: ExitCode = ExitCode.ERROR
+
+    def __init__(self, message: str, *, hint: str | None = None, exit_code: ExitCode | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(KctlError):
+    exit_code = ExitCode.USAGE
+
+
+class NotFoundError(KctlError):
+    exit_code = ExitCode.NOT_FOUND
+
+
+class AlreadyExistsError(KctlError):
+    exit_code = ExitCode.ALREADY_EXISTS
+
+
+class AbortedError(KctlError):
+    exit_code = ExitCode.ABORTED
+
+
+class InvalidError(KctlError):
+    exit_code = ExitCode.INVALID
+
+
+class UnreachableError(KctlError):
+    exit_code = ExitCode.UNREACHABLE
+
+
+class TimeoutError_(KctlError):
+    """Named with a trailing underscore so it never shadows the builtin TimeoutError."""
+
+    exit_code = ExitCode.TIMEOUT
+
+
+class NotAuthorizedError(KctlError):
+    exit_code = ExitCode.NOT_AUTHORIZED
+
+
+class ConfigError(KctlError):
+    exit_code = ExitCode.CONFIG
+
+
+class PartialFailure(KctlError):
+    """Raised after a batch operation has rendered its per-item results."""
+
+    exit_code = ExitCode.PARTIAL_FAILURE

@@ -1,0 +1,1 @@
+"""The one output layer: every byte of data kctl writes to stdout goes through here."""

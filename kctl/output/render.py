@@ -1,0 +1,213 @@
+"""Rendering rows and documents in every output format.
+
+auto   a table on a terminal, plain when piped
+table  aligned columns (rich on a terminal, tabulate otherwise: no escape codes in files)
+wide   table with the extra columns
+plain  tab-separated, one record per line, no alignment: for cut/awk/while-read
+json   one JSON value (a list for listings), keys are the dataclass fields
+jsonl  one JSON object per line
+csv    RFC 4180 with a header row
+
+rich is imported only when a terminal table is drawn, tabulate only for a piped table.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import dataclasses
+import datetime as _dt
+import enum
+import json
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from kctl.output.spec import Column, DocumentSpec, TableSpec
+
+# Wide enough that rich never folds or truncates a cell; the terminal wraps long lines.
+_RICH_WIDTH = 100_000
+
+
+def to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | frozenset | set):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    return value
+
+
+def _cell(value: Any, *, for_table: bool) -> str:
+    if value is None:
+        return "-" if for_table else ""
+    if isinstance(value, bool):
+        if for_table:
+            return "yes" if value else "no"
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, list | tuple):
+        if not value and for_table:
+            return "-"
+        return ",".join(_cell(v, for_table=for_table) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _plain_escape(text: str) -> str:
+    # A tab or newline inside a cell would break the one-record-per-line contract.
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+
+
+class Output:
+    """Writes data to one stream (stdout) in the chosen format."""
+
+    def __init__(self, fmt: str, stream: TextIO, *, tty: bool, color: bool, no_headers: bool = False):
+        self.stream = stream
+        self.tty = tty
+        self.color = color
+        self.no_headers = no_headers
+        self.format = ("table" if tty else "plain") if fmt == "auto" else fmt
+
+    @property
+    def is_structured(self) -> bool:
+        return self.format in ("json", "jsonl")
+
+    # -- listings -------------------------------------------------------------------------
+
+    def table(self, rows: Sequence[Any], spec: TableSpec) -> None:
+        if self.format == "json":
+            self._write(json.dumps(to_jsonable(list(rows)), indent=2) + "\n")
+        elif self.format == "jsonl":
+            self._write("".join(json.dumps(to_jsonable(r)) + "\n" for r in rows))
+        elif self.format == "csv":
+            self._csv(rows, spec.columns)
+        elif self.format == "plain":
+            self._plain(rows, spec.visible(wide=False))
+        else:
+            self._aligned(rows, spec.visible(wide=self.format == "wide"))
+
+    # -- single objects -------------------------------------------------------------------
+
+    def document(self, obj: Any, spec: DocumentSpec) -> None:
+        if self.format == "json":
+            self._write(json.dumps(to_jsonable(obj), indent=2) + "\n")
+        else:
+            self.documents([obj], spec)
+
+    def documents(self, objs: Sequence[Any], spec: DocumentSpec) -> None:
+        """Several objects of one kind; JSON is a list, jsonl a line each."""
+        if self.format == "json":
+            self._write(json.dumps(to_jsonable(list(objs)), indent=2) + "\n")
+            return
+        if self.format == "jsonl":
+            self._write("".join(json.dumps(to_jsonable(o)) + "\n" for o in objs))
+            return
+        if self.format == "csv":
+            # CSV has one shape per file: the first section's rows, prefixed with the summary.
+            section = spec.sections[0]
+            prefix = [Column(f.key, f.title, get=f.get) for f in spec.fields]
+            writer = csv.writer(self.stream, lineterminator="\n")
+            if not self.no_headers:
+                writer.writerow([c.key for c in prefix] + [c.key for c in section.spec.columns])
+            for obj in objs:
+                head = [_cell(c.value(obj), for_table=False) for c in prefix]
+                for row in getattr(obj, section.key):
+                    writer.writerow(head + [_cell(c.value(row), for_table=False) for c in section.spec.columns])
+            return
+        for index, obj in enumerate(objs):
+            if index:
+                self._write("\n")
+            self._document_text(obj, spec)
+
+    def _document_text(self, obj: Any, spec: DocumentSpec) -> None:
+        plain = self.format == "plain"
+        if spec.fields:
+            pairs = [(f.title, _cell(f.value(obj), for_table=not plain)) for f in spec.fields]
+            if plain:
+                self._write("".join(f"{t}\t{_plain_escape(v)}\n" for t, v in pairs))
+            else:
+                width = max(len(t) for t, _ in pairs)
+                self._write("".join(f"{t.ljust(width)}  {v}\n" for t, v in pairs))
+        for section in spec.sections:
+            rows = getattr(obj, section.key)
+            self._write(f"\n{section.title}\n")
+            if plain:
+                self._plain(rows, section.spec.visible(wide=False))
+            else:
+                self._aligned(rows, section.spec.visible(wide=self.format == "wide"))
+
+    # -- writers --------------------------------------------------------------------------
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def _plain(self, rows: Sequence[Any], columns: list[Column]) -> None:
+        lines = []
+        if not self.no_headers:
+            lines.append("\t".join(c.title for c in columns))
+        for row in rows:
+            lines.append("\t".join(_plain_escape(_cell(c.value(row), for_table=False)) for c in columns))
+        self._write("".join(line + "\n" for line in lines))
+
+    def _csv(self, rows: Sequence[Any], columns: Sequence[Column]) -> None:
+        writer = csv.writer(self.stream, lineterminator="\n")
+        if not self.no_headers:
+            writer.writerow([c.key for c in columns])
+        for row in rows:
+            writer.writerow([_cell(c.value(row), for_table=False) for c in columns])
+        self.stream.flush()
+
+    def _aligned(self, rows: Sequence[Any], columns: list[Column]) -> None:
+        cells = [[_cell(c.value(row), for_table=True) for c in columns] for row in rows]
+        if self.tty:
+            self._rich_table(cells, columns)
+            return
+        from tabulate import tabulate
+
+        headers = () if self.no_headers else [c.title for c in columns]
+        if not cells and not headers:
+            return
+        text = tabulate(
+            cells,
+            headers=headers,
+            tablefmt="plain",
+            disable_numparse=True,
+            colalign=[c.align for c in columns] if cells else None,
+        )
+        self._write(text.rstrip() + "\n" if text else "")
+
+    def _rich_table(self, cells: list[list[str]], columns: list[Column]) -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console(
+            file=self.stream,
+            force_terminal=True,
+            no_color=not self.color,
+            markup=False,
+            highlight=False,
+            emoji=False,
+            width=_RICH_WIDTH,
+        )
+        table = Table(
+            box=None,
+            show_header=not self.no_headers,
+            header_style="bold" if self.color else "",
+            pad_edge=False,
+            padding=(0, 2, 0, 0),
+        )
+        for column in columns:
+            table.add_column(column.title, justify=column.align, no_wrap=True)  # type: ignore[arg-type]
+        for row in cells:
+            table.add_row(*row)
+        console.print(table, crop=False, soft_wrap=True)
