@@ -168,7 +168,7 @@ class Output:
         self.stream.flush()
 
     def _aligned(self, rows: Sequence[Any], columns: list[Column]) -> None:
-        cells = [[_cell(c.value(row), for_table=True) for c in columns] for row in rows]
+        cells = [[_plain_escape(_cell(c.value(row), for_table=True)) for c in columns] for row in rows]
         if self.tty:
             self._rich_table(cells, columns)
             return

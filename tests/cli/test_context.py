@@ -1,0 +1,76 @@
+"""kctl context: contexts are stored, layered, masked and selected as documented."""
+
+from __future__ import annotations
+
+import stat
+
+from kctl.errors import ExitCode
+
+
+def test_context_lifecycle(kctl, config_home):
+    assert kctl("context", "list").stdout == "CURRENT\tNAME\tBOOTSTRAP-SERVERS\n"
+
+    result = kctl("context", "set", "local", "-b", "127.0.0.1:9092")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == f"context 'local' saved to {config_home / 'kctl' / 'config.toml'}\n"
+    assert stat.S_IMODE((config_home / "kctl" / "config.toml").stat().st_mode) == 0o600
+
+    kctl("context", "set", "prod", "-b", "p:9092", "-X", "security.protocol=SASL_SSL", "-X", "sasl.password=s3cret", "--timeout", "20")
+    assert kctl("context", "list").stdout == "CURRENT\tNAME\tBOOTSTRAP-SERVERS\n\tlocal\t127.0.0.1:9092\n\tprod\tp:9092\n".replace("\tlocal", "*\tlocal")
+
+    assert kctl("context", "use", "prod").exit_code == 0
+    shown = kctl("context", "show")
+    assert shown.stdout == (
+        "CONTEXT\tprod\nBOOTSTRAP-SERVERS\tp:9092\nTIMEOUT\t20\n\nPROPERTIES\nKEY\tVALUE\n"
+        "sasl.password\t[hidden]\nsecurity.protocol\tSASL_SSL\n"
+    )
+    assert "s3cret" not in kctl("context", "show", "prod", "-o", "json").stdout
+
+    kctl("context", "set", "prod", "--unset", "sasl.password")
+    assert "sasl.password" not in kctl("context", "show", "prod").stdout
+
+    result = kctl("context", "delete", "prod")
+    assert (result.exit_code, result.stderr) == (
+        ExitCode.ABORTED,
+        "error: unable to delete context 'prod': confirmation required and stdin is not a terminal\nhint: pass --yes to confirm\n",
+    )
+    assert kctl("context", "delete", "prod", "--yes").exit_code == 0
+    assert kctl("context", "list", "-o", "json").stdout == '[\n  {\n    "name": "local",\n    "current": false,\n    "bootstrap_servers": "127.0.0.1:9092"\n  }\n]\n'
+
+
+def test_effective_settings_layer_env_and_flags(kctl):
+    kctl("context", "set", "dev", "-b", "dev:9092", "-X", "client.id=file")
+    result = kctl("-X", "client.id=flag", "context", "show", "-o", "json", env={"KCTL_X_SASL_PASSWORD": "pw", "KCTL_TIMEOUT": "3"})
+    assert result.stdout == (
+        '{\n  "name": "dev",\n  "bootstrap_servers": "dev:9092",\n  "timeout": 3.0,\n  "properties": [\n'
+        '    {\n      "key": "client.id",\n      "value": "flag"\n    },\n'
+        '    {\n      "key": "sasl.password",\n      "value": "[hidden]"\n    }\n  ]\n}\n'
+    )
+
+
+def test_secrets_are_masked_in_debug_output(kctl):
+    result = kctl("-b", "127.0.0.1:1", "--timeout", "1", "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=u", "-X", "sasl.password=topsecret", "--debug", "topic", "list")
+    assert result.exit_code == ExitCode.UNREACHABLE
+    assert "[hidden]" in result.stderr
+    assert "topsecret" not in result.stderr
+
+
+def test_unknown_context(kctl):
+    result = kctl("--context", "nope", "topic", "list")
+    assert (result.exit_code, result.stdout) == (ExitCode.NOT_FOUND, "")
+    assert result.stderr == (
+        "error: unable to use context 'nope' (from --context): no such context\n"
+        "hint: kctl context list shows the contexts; kctl context set creates one\n"
+    )
+    assert kctl("context", "use", "nope").exit_code == ExitCode.NOT_FOUND
+    assert kctl("context", "show", "nope").exit_code == ExitCode.NOT_FOUND
+
+
+def test_malformed_config_file(kctl, config_home):
+    path = config_home / "kctl" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text("[contexts.a\n")
+    result = kctl("context", "list")
+    assert result.exit_code == ExitCode.CONFIG
+    assert result.stderr.startswith(f"error: unable to read config file {path}: ")
+    assert len(result.stderr.splitlines()) == 1

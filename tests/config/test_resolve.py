@@ -1,0 +1,73 @@
+"""Layering: defaults < config file < KCTL_* environment < flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from kctl.config.model import DEFAULT_TIMEOUT, ConfigFile, Context
+from kctl.config.resolve import resolve
+from kctl.errors import ConfigError, NotFoundError, UsageError
+
+FILE = ConfigFile(
+    current_context="dev",
+    contexts={
+        "dev": Context(name="dev", bootstrap_servers="dev:9092", timeout=5.0, properties={"client.id": "from-file", "acks": "all"}),
+        "prod": Context(name="prod", bootstrap_servers="prod:9092", properties={"security.protocol": "SSL"}),
+    },
+)
+
+
+def test_defaults_without_file_or_env():
+    settings = resolve(ConfigFile(), {})
+    assert (settings.bootstrap_servers, settings.properties, settings.timeout, settings.context) == (None, {}, DEFAULT_TIMEOUT, None)
+
+
+def test_current_context_from_file():
+    settings = resolve(FILE, {})
+    assert settings.context == "dev"
+    assert settings.bootstrap_servers == "dev:9092"
+    assert settings.timeout == 5.0
+    assert settings.properties == {"client.id": "from-file", "acks": "all"}
+
+
+def test_env_beats_file_and_flags_beat_env():
+    env = {"KCTL_BOOTSTRAP_SERVERS": "env:9092", "KCTL_TIMEOUT": "7", "KCTL_X_CLIENT_ID": "from-env"}
+    settings = resolve(FILE, env)
+    assert (settings.bootstrap_servers, settings.timeout, settings.properties["client.id"]) == ("env:9092", 7.0, "from-env")
+    settings = resolve(FILE, env, bootstrap_flag="flag:9092", timeout_flag=2.0, property_flags=["client.id=from-flag"])
+    assert (settings.bootstrap_servers, settings.timeout, settings.properties["client.id"]) == ("flag:9092", 2.0, "from-flag")
+    assert settings.properties["acks"] == "all"
+
+
+def test_context_flag_beats_env_context():
+    assert resolve(FILE, {"KCTL_CONTEXT": "prod"}).context == "prod"
+    assert resolve(FILE, {"KCTL_CONTEXT": "prod"}, context_flag="dev").context == "dev"
+
+
+def test_bootstrap_servers_as_a_property_flag():
+    settings = resolve(FILE, {}, property_flags=["bootstrap.servers=x:1"])
+    assert settings.bootstrap_servers == "x:1"
+    assert "bootstrap.servers" not in settings.properties
+
+
+def test_unknown_context_is_not_found():
+    with pytest.raises(NotFoundError, match=r"unable to use context 'nope' \(from --context\): no such context"):
+        resolve(FILE, {}, context_flag="nope")
+    with pytest.raises(NotFoundError, match="from KCTL_CONTEXT"):
+        resolve(FILE, {"KCTL_CONTEXT": "nope"})
+
+
+def test_dangling_current_context_is_a_config_error():
+    with pytest.raises(ConfigError, match="current context 'gone'"):
+        resolve(ConfigFile(current_context="gone"), {})
+
+
+@pytest.mark.parametrize("text", ["novalue", "=x", ""])
+def test_malformed_property_flag(text):
+    with pytest.raises(UsageError, match="expected key=value"):
+        resolve(FILE, {}, property_flags=[text])
+
+
+def test_malformed_timeout_env():
+    with pytest.raises(UsageError, match="KCTL_TIMEOUT 'soon'"):
+        resolve(FILE, {"KCTL_TIMEOUT": "soon"})

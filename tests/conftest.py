@@ -1,0 +1,59 @@
+"""Shared fixtures: `kctl` runs the real CLI in-process; broker backends come from the
+harness plugin (tests/harness/fixtures.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from click.testing import CliRunner
+
+import importlib.util
+
+if importlib.util.find_spec("tests.harness") is not None:
+    pytest_plugins = ["tests.harness.fixtures"]
+
+
+@dataclass
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def config_home(tmp_path, monkeypatch):
+    """An empty XDG_CONFIG_HOME, so no test reads or writes the user's config."""
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    for name in ("KCTL_CONFIG", "KCTL_CONTEXT", "KCTL_BOOTSTRAP_SERVERS", "KCTL_OUTPUT", "KCTL_TIMEOUT", "KCTL_DEBUG", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def kctl(config_home, monkeypatch):
+    """Run `kctl ARGS...` in-process through main(), as the console script does.
+
+    `tty=True` makes stdout count as a terminal (auto format = table), the way it is
+    on a user's screen; everything else is real.
+    """
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None, tty: bool = False) -> Run:
+        from kctl.cli import _app
+        from kctl.cli.main import main
+
+        with monkeypatch.context() as patch:
+            if tty:
+                patch.setattr(_app.App, "stdout_is_tty", property(lambda self: True))
+            runner = CliRunner()
+            with runner.isolation(input=input, env=env) as (out, err, _):
+                try:
+                    main(list(args))
+                    code = 0
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else 1
+                stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+        return Run(code, stdout, stderr)
+
+    return run

@@ -1,0 +1,73 @@
+"""Start-up stays fast: help and completion import none of the heavy modules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("confluent_kafka", "kafka", "rich", "tabulate", "pyspark", "kctl.admin", "kctl.devtools")
+
+PROBE = """
+import json, sys
+from kctl.cli.main import main
+heavy = json.loads(sys.argv[2])
+sys.argv = ["kctl", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit:
+    pass
+loaded = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))
+sys.stderr.write("LOADED=" + json.dumps(loaded) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["topic", "--help"],
+        ["topic", "list", "--help"],
+        ["context", "--help"],
+        ["group", "--help"],
+        ["--version"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_help_imports_nothing_heavy(args):
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded_line = [line for line in proc.stderr.splitlines() if line.startswith("LOADED=")][-1]
+    assert json.loads(loaded_line.removeprefix("LOADED=")) == []
+    assert proc.stdout
+
+
+def test_every_command_has_help(kctl):
+    from kctl.cli.main import NOUNS, cli
+
+    import click
+
+    ctx = click.Context(cli)
+    for noun in NOUNS:
+        group = cli.get_command(ctx, noun)
+        result = kctl(noun, "--help")
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.startswith(f"Usage: kctl {noun}")
+        if isinstance(group, click.Group):
+            for verb in group.list_commands(ctx):
+                result = kctl(noun, verb, "--help")
+                assert result.exit_code == 0, (noun, verb, result.stderr)
+                assert "Examples:" in result.stdout, (noun, verb)
+
+
+def test_version(kctl):
+    from kctl import __version__
+
+    result = kctl("--version")
+    assert (result.exit_code, result.stdout) == (0, f"kctl {__version__}\n")
