@@ -73,6 +73,7 @@ def _root(function):
 @click.group(
     cls=LazyGroup,
     invoke_without_command=True,
+    no_args_is_help=True,
     lazy_commands=NOUNS,
     aliases=ALIASES,
     help=ROOT_HELP,

@@ -42,3 +42,4 @@ def print_property_help(stream: TextIO) -> None:
         "environment as KCTL_X_<KEY> (dots as underscores, e.g. KCTL_X_SASL_PASSWORD).",
     ]
     stream.write("\n".join(lines) + "\n")
+    stream.flush()
