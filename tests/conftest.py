@@ -1,5 +1,5 @@
 """Shared fixtures: `kctl` runs the real CLI in-process; broker backends come from the
-harness plugin (tests/harness/fixtures.py)."""
+plugin in tests/brokers/plugin.py."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from dataclasses import dataclass
 import pytest
 from click.testing import CliRunner
 
-import importlib.util
-
-if importlib.util.find_spec("tests.harness") is not None:
-    pytest_plugins = ["tests.harness.fixtures"]
+pytest_plugins = ["tests.brokers.plugin"]
 
 
 @dataclass

@@ -11,7 +11,8 @@ pytestmark = pytest.mark.integration
 
 
 def _expected_brokers(cluster):
-    result = AdminClient({"bootstrap.servers": cluster.bootstrap}).describe_cluster(request_timeout=10).result()
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    result = client.describe_cluster(request_timeout=10).result()
     return result, sorted(result.nodes, key=lambda n: n.id)
 
 
@@ -42,7 +43,7 @@ def test_broker_list_terminal_and_piped(kctl, cluster):
     assert piped.stdout == "".join(
         f"{n.id}\t{n.host}\t{n.port}\t\t{'true' if n.id == expected.controller.id else 'false'}\n" for n in nodes
     )
-    table = kctl("-b", cluster.bootstrap, "broker", "list", tty=True)
+    table = kctl("-b", cluster.bootstrap, "broker", "list", tty=True, env={"NO_COLOR": "1"})
     assert table.exit_code == 0
     header, *rows = table.stdout.splitlines()
     assert header.split() == ["ID", "HOST", "PORT", "RACK", "CONTROLLER"]

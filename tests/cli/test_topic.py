@@ -21,7 +21,8 @@ def admin(cluster) -> AdminClient:
 
 def kafka_topic(cluster, name):
     """The topic as Kafka describes it to confluent-kafka, or None."""
-    futures = admin(cluster).describe_topics(TopicCollection([name]), request_timeout=10)
+    client = admin(cluster)  # the futures need their client alive
+    futures = client.describe_topics(TopicCollection([name]), request_timeout=10)
     try:
         return futures[name].result()
     except Exception:  # noqa: BLE001 - absent topics raise UNKNOWN_TOPIC_OR_PART
@@ -93,7 +94,7 @@ def test_describe_text_layout(kctl, cluster, topic_name):
     ] + [f"{p.id}\t{p.leader.id}\t{p.leader.id}\t{p.leader.id}\tfalse\tfalse" for p in partitions]
     assert result.stdout == "\n".join(expected) + "\n"
 
-    table = kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, tty=True)
+    table = kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, tty=True, env={"NO_COLOR": "1"})
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["NAME", topic_name]
     assert lines[7].split() == ["PARTITION", "LEADER", "REPLICAS", "ISR", "UNDER-REPLICATED", "OFFLINE"]
@@ -120,11 +121,14 @@ def test_list_hides_internal_topics_unless_asked(kctl, cluster, topic_name):
 
 def test_list_table_on_terminal(kctl, cluster, topic_name):
     kctl("-b", cluster.bootstrap, "topic", "create", topic_name, "-p", "4", "--rf", "1")
-    result = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, tty=True)
+    result = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, tty=True, env={"NO_COLOR": "1"})
     header, row = result.stdout.splitlines()
     assert header.split() == ["NAME", "PARTITIONS", "REPLICATION-FACTOR", "INTERNAL"]
     assert row.split() == [topic_name, "4", "1", "no"]
-    wide = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, "-o", "wide", tty=True)
+    coloured = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, tty=True)
+    assert coloured.stdout.startswith("\x1b[1mNAME")
+    assert topic_name in coloured.stdout.splitlines()[1]
+    wide = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, "-o", "wide", tty=True, env={"NO_COLOR": "1"})
     assert wide.stdout.splitlines()[0].split()[-1] == "TOPIC-ID"
 
 

@@ -1,0 +1,175 @@
+"""The bridge to kafka-python's admin client, for the APIs librdkafka does not offer
+(partition reassignments, log dirs, DescribeTopicPartitions, metadata quorum).
+
+It is built from the same ClientSettings as the confluent-kafka client, translating
+librdkafka property names, so a context or -X flag means the same thing whichever
+client serves a command. kafka-python's errors are translated to KctlErrors here.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kctl.config.model import ClientSettings
+from kctl.errors import (
+    ConfigError,
+    InvalidError,
+    KctlError,
+    NotAuthorizedError,
+    NotFoundError,
+    TimeoutError_,
+    UnreachableError,
+)
+
+# kafka-python logs connection failures at ERROR; they become one KctlError instead.
+logging.getLogger("kafka").addHandler(logging.NullHandler())
+logging.getLogger("kafka").propagate = False
+
+# librdkafka property -> kafka-python keyword.
+_DIRECT = {
+    "client.id": "client_id",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "ssl.crl.location": "ssl_crlfile",
+    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
+}
+# Properties that only tune librdkafka itself; kafka-python has its own defaults.
+_IGNORED_PREFIXES = (
+    "debug",
+    "log",
+    "socket.",
+    "reconnect.",
+    "retry.",
+    "topic.metadata.",
+    "metadata.",
+    "broker.address.",
+    "statistics.",
+    "api.version",
+    "client.rack",
+    "enable.",
+    "message.",
+    "receive.",
+    "queue",
+    "linger.",
+    "batch.",
+    "compression.",
+    "acks",
+    "request.",
+    "ssl.endpoint.identification.algorithm",
+    "sasl.mechanism",
+    "security.protocol",
+)
+
+
+def translate_config(settings: ClientSettings) -> dict[str, Any]:
+    """kafka-python keyword arguments equivalent to the librdkafka settings."""
+    properties = settings.properties
+    config: dict[str, Any] = {
+        "bootstrap_servers": settings.bootstrap_servers.split(",") if settings.bootstrap_servers else [],
+        "request_timeout_ms": int(settings.timeout * 1000),
+        "bootstrap_timeout_ms": int(settings.timeout * 1000),
+        "client_id": "kctl",
+    }
+    protocol = properties.get("security.protocol", "plaintext").upper()
+    config["security_protocol"] = protocol
+    mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms")
+    if mechanism:
+        config["sasl_mechanism"] = mechanism.upper()
+    for key, value in properties.items():
+        if key in _DIRECT:
+            config[_DIRECT[key]] = value
+        elif key in ("sasl.mechanisms",):
+            continue
+        elif not key.startswith(_IGNORED_PREFIXES):
+            raise ConfigError(
+                f"unable to configure the kafka-python client: property {key!r} has no kafka-python equivalent",
+                hint="this command uses kafka-python for an API librdkafka lacks; it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM settings",
+            )
+    if properties.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
+        config["ssl_check_hostname"] = False
+    if properties.get("enable.ssl.certificate.verification", "true").lower() == "false":
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        config["ssl_context"] = context
+        config["ssl_check_hostname"] = False
+    return config
+
+
+def connect(settings: ClientSettings) -> Any:
+    """A connected kafka.KafkaAdminClient, or the KctlError for why there is none."""
+    from kafka import KafkaAdminClient
+
+    config = translate_config(settings)
+    try:
+        return KafkaAdminClient(**config)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one KctlError
+        raise translate_error(exc, "connect", settings.bootstrap_servers) from exc
+
+
+_BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
+    "UNKNOWN_TOPIC_OR_PARTITION": NotFoundError,
+    "UNKNOWN_TOPIC_ID": NotFoundError,
+    "NO_REASSIGNMENT_IN_PROGRESS": NotFoundError,
+    "INVALID_REPLICA_ASSIGNMENT": InvalidError,
+    "INVALID_REPLICATION_FACTOR": InvalidError,
+    "INVALID_PARTITIONS": InvalidError,
+    "INVALID_REQUEST": InvalidError,
+    "INVALID_CONFIG": InvalidError,
+    "POLICY_VIOLATION": InvalidError,
+    "ELECTION_NOT_NEEDED": InvalidError,
+    "PREFERRED_LEADER_NOT_AVAILABLE": InvalidError,
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": InvalidError,
+    "UNSUPPORTED_VERSION": InvalidError,
+    "REQUEST_TIMED_OUT": TimeoutError_,
+    "CLUSTER_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "TOPIC_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "SASL_AUTHENTICATION_FAILED": NotAuthorizedError,
+}
+
+
+def kafka_error_name(error: Any) -> str:
+    """Kafka's name for a kafka-python error class or instance (e.g. UNKNOWN_TOPIC_OR_PARTITION)."""
+    return getattr(error, "message", None) or type(error).__name__
+
+
+def translate_error(exc: BaseException, action: str, bootstrap: str | None = None) -> KctlError:
+    from kafka import errors
+
+    if isinstance(exc, KctlError):
+        return exc
+    if isinstance(exc, errors.NoBrokersAvailable | errors.KafkaConnectionError):
+        return UnreachableError(
+            f"unable to {action}: cluster unreachable at {bootstrap}: {exc}",
+            hint="check -b/--bootstrap-server, the context, and that the brokers are up",
+        )
+    if isinstance(exc, errors.KafkaTimeoutError):
+        return TimeoutError_(f"unable to {action}: no answer within the timeout", hint="raise --timeout if the cluster is slow")
+    if isinstance(exc, errors.KafkaConfigurationError):
+        return ConfigError(f"unable to configure the kafka-python client: {exc}")
+    if isinstance(exc, errors.BrokerResponseError):
+        return for_code(exc, action)
+    return KctlError(f"unable to {action}: {type(exc).__name__}: {exc}")
+
+
+def for_code(error: Any, action: str) -> KctlError:
+    """A KctlError for a kafka-python BrokerResponseError class or instance."""
+    name = kafka_error_name(error)
+    description = getattr(error, "description", None) or ""
+    text = f"{name}: {description}" if description else name
+    return _BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {text}")
+
+
+def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | None = None) -> Any:
+    """Call fn(client), translating whatever kafka-python raises."""
+    try:
+        return fn(client)
+    except Exception as exc:  # noqa: BLE001
+        raise translate_error(exc, action, bootstrap) from exc

@@ -1,0 +1,343 @@
+"""Real Apache Kafka 4.x clusters on loopback, run from Maven Central jars (KRaft, combined
+broker+controller nodes, static quorum), for tests and benchmarks.
+
+    cluster = KafkaCluster(nodes=3, workdir=path)
+    cluster.start()          # formats and starts every node, waits until all are registered
+    cluster.bootstrap        # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+    cluster.stop_node(2); cluster.start_node(2)
+    cluster.run_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", ..., "--list")
+    cluster.stop()
+
+    python -m tests.brokers.kafka --port 9092    # a single node in the foreground, for trying kctl
+
+Ports are picked free at start. Every JVM runs in its own process group and is killed
+at stop() or interpreter exit, even when start-up failed; each node's output is kept in
+workdir/node-N.log and its tail is part of any start-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.brokers.jars import kafka_version, resolve_classpath
+
+# Faster start for tests: small heaps, C1 only, serial GC. Kafka's own scripts use G1
+# and a 1 GiB heap; benchmarks that compare throughput pass jvm_options of their own.
+TEST_JVM_OPTIONS = ("-Xms128m", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Djava.awt.headless=true")
+# What kafka-run-class.sh gives the command-line tools (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS).
+TOOL_JVM_OPTIONS = (
+    "-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+)
+
+LOG4J2 = """\
+status = error
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.out.ref = out
+logger.started.name = kafka.server.KafkaRaftServer
+logger.started.level = INFO
+logger.broker.name = kafka.server.BrokerServer
+logger.broker.level = INFO
+"""
+TOOLS_LOG4J2 = "status = error\nappender.err.type = Console\nappender.err.name = err\nappender.err.target = SYSTEM_ERR\nappender.err.layout.type = PatternLayout\nappender.err.layout.pattern = %p %m%n\nrootLogger.level = WARN\nrootLogger.appenderRef.err.ref = err\n"
+
+_LIVE: set[KafkaCluster] = set()
+
+
+class KafkaStartError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def random_cluster_id() -> str:
+    """A Kafka Uuid in its string form: 16 random bytes, URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass
+class KafkaNode:
+    node_id: int
+    port: int
+    controller_port: int
+    directory: Path
+    process: subprocess.Popen | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory.parent / f"node-{self.node_id}.log"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.directory.parent / f"node-{self.node_id}.properties"
+
+
+class KafkaCluster:
+    def __init__(
+        self,
+        nodes: int = 1,
+        workdir: Path | None = None,
+        *,
+        ports: list[int] | None = None,
+        jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
+        overrides: dict[str, str] | None = None,
+    ):
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kctl-kafka-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.jvm_options = jvm_options
+        self.overrides = dict(overrides or {})
+        self.nodes = [
+            KafkaNode(
+                node_id=i,
+                port=(ports[i - 1] if ports else free_port()),
+                controller_port=free_port(),
+                directory=self.workdir / f"data-{i}",
+            )
+            for i in range(1, nodes + 1)
+        ]
+        self.cluster_id = random_cluster_id()
+        self.version = kafka_version()
+        self._classpath: str | None = None
+
+    # -- addresses -------------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return [n.node_id for n in self.nodes]
+
+    def node(self, node_id: int) -> KafkaNode:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def log_path(self, node_id: int) -> Path:
+        return self.node(node_id).log_path
+
+    # -- configuration ---------------------------------------------------------------------
+
+    @property
+    def classpath(self) -> str:
+        if self._classpath is None:
+            self._classpath = os.pathsep.join(str(p) for p in resolve_classpath())
+        return self._classpath
+
+    def _properties(self, node: KafkaNode) -> dict[str, str]:
+        replication = str(min(3, len(self.nodes)))
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        properties = {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(node.directory),
+            "num.partitions": "1",
+            "default.replication.factor": replication,
+            "offsets.topic.replication.factor": replication,
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "3",
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # Tests stop nodes; let the controller notice within seconds, not 9 s.
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500",
+            "replica.lag.time.max.ms": "5000",
+            "log.segment.bytes": str(16 * 1024 * 1024),
+        }
+        properties.update(self.overrides)
+        return properties
+
+    def _write_config(self, node: KafkaNode) -> None:
+        text = "".join(f"{k}={v}\n" for k, v in self._properties(node).items())
+        node.properties_path.write_text(text)
+        (self.workdir / "log4j2.properties").write_text(LOG4J2)
+        (self.workdir / "tools-log4j2.properties").write_text(TOOLS_LOG4J2)
+
+    def _java(self, jvm_options, log4j: str, main_class: str, *args: str) -> list[str]:
+        return [
+            "java", *jvm_options,
+            f"-Dlog4j2.configurationFile={self.workdir / log4j}",
+            "-cp", self.classpath, main_class, *args,
+        ]
+
+    def tool_command(self, main_class: str, *args: str) -> list[str]:
+        """argv running a Kafka command-line tool as kafka-run-class.sh would."""
+        (self.workdir / "tools-log4j2.properties").write_text(TOOLS_LOG4J2)
+        return self._java(TOOL_JVM_OPTIONS, "tools-log4j2.properties", main_class, *args)
+
+    def run_tool(self, main_class: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(self.tool_command(main_class, *args), capture_output=True, text=True, timeout=timeout)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self, timeout: float = 90) -> None:
+        _LIVE.add(self)
+        try:
+            for node in self.nodes:
+                self._write_config(node)
+            with ThreadPoolExecutor(len(self.nodes)) as pool:
+                list(pool.map(self._format, self.nodes))
+            for node in self.nodes:
+                self._launch(node)
+            self.wait_until_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _format(self, node: KafkaNode) -> None:
+        if (node.directory / "meta.properties").exists():
+            return
+        command = self._java(
+            TEST_JVM_OPTIONS, "tools-log4j2.properties", "kafka.tools.StorageTool",
+            "format", "-t", self.cluster_id, "-c", str(node.properties_path),
+        )
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise KafkaStartError(f"formatting node {node.node_id} failed:\n{proc.stdout}{proc.stderr}")
+
+    def _launch(self, node: KafkaNode) -> None:
+        command = self._java(self.jvm_options, "log4j2.properties", "kafka.Kafka", str(node.properties_path))
+        log = open(node.log_path, "ab")
+        node.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+
+    def wait_until_ready(self, timeout: float = 90) -> None:
+        """Until every running node is registered and answers Metadata."""
+        from confluent_kafka.admin import AdminClient
+
+        running = [n for n in self.nodes if n.process and n.process.poll() is None]
+        deadline = time.monotonic() + timeout
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0, "logger": _quiet_logger()})
+        last_error = "no answer"
+        while time.monotonic() < deadline:
+            for node in self.nodes:
+                if node.process and node.process.poll() is not None:
+                    raise KafkaStartError(self._failure(f"node {node.node_id} exited with status {node.process.returncode}"))
+            try:
+                described = admin.describe_cluster(request_timeout=2).result()
+                if len(described.nodes) >= len(running):
+                    return
+                last_error = f"{len(described.nodes)} of {len(running)} nodes registered"
+            except Exception as exc:  # noqa: BLE001 - not up yet
+                last_error = str(exc)
+            time.sleep(0.2)
+        raise KafkaStartError(self._failure(f"not ready within {timeout:g}s ({last_error})"))
+
+    def _failure(self, reason: str) -> str:
+        parts = [f"Apache Kafka {self.version} ({len(self.nodes)} node(s), {self.workdir}): {reason}"]
+        for node in self.nodes:
+            try:
+                tail = node.log_path.read_text(errors="replace").splitlines()[-60:]
+            except OSError:
+                tail = ["(no log)"]
+            parts.append(f"--- {node.log_path} (last {len(tail)} lines)\n" + "\n".join(tail))
+        return "\n".join(parts)
+
+    def stop_node(self, node_id: int, timeout: float = 30) -> None:
+        """Stop a node gracefully (SIGTERM), as an operator would."""
+        self._signal(self.node(node_id), signal.SIGTERM, timeout)
+
+    def kill_node(self, node_id: int) -> None:
+        self._signal(self.node(node_id), signal.SIGKILL, 30)
+
+    def start_node(self, node_id: int, timeout: float = 60) -> None:
+        self._launch(self.node(node_id))
+        self.wait_until_ready(timeout)
+
+    def _signal(self, node: KafkaNode, sig: int, timeout: float) -> None:
+        process = node.process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+        except ProcessLookupError:
+            pass
+
+    def stop(self) -> None:
+        """Stop every node; idempotent and safe after a failed start."""
+        nodes = [n for n in self.nodes if n.process and n.process.poll() is None]
+        for node in nodes:
+            try:
+                os.killpg(node.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for node in nodes:
+            try:
+                node.process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.process.pid, signal.SIGKILL)
+                node.process.wait(10)
+        _LIVE.discard(self)
+
+
+def _quiet_logger():
+    import logging
+
+    logger = logging.getLogger("tests.brokers.librdkafka")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+@atexit.register
+def _stop_all() -> None:
+    for cluster in list(_LIVE):
+        cluster.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run a real single-node Apache Kafka from Maven Central jars in the foreground.")
+    parser.add_argument("--port", type=int, default=9092)
+    parser.add_argument("--nodes", type=int, default=1)
+    parser.add_argument("--data-dir", type=Path, help="keep data here (default: a temporary directory)")
+    args = parser.parse_args()
+    ports = [args.port + 2 * i for i in range(args.nodes)]
+    cluster = KafkaCluster(nodes=args.nodes, workdir=args.data_dir, ports=ports)
+    print(f"starting Apache Kafka {cluster.version} in {cluster.workdir} ...", file=sys.stderr)
+    cluster.start()
+    print(f"ready: bootstrap servers {cluster.bootstrap} (Ctrl-C stops)", file=sys.stderr)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        while all(n.process.poll() is None for n in cluster.nodes):
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""pytest plugin: the `cluster` fixture, one parametrised run per broker backend.
+
+KCTL_TEST_BROKERS (comma list) selects backends; the default is `kafka`:
+
+  kafka           a real single-node Apache Kafka 4.x from Maven Central jars
+  kafka3          three real Kafka nodes on loopback (ISR, replication, node failures)
+  testcontainers  testcontainers' Kafka module, when a Docker engine is reachable
+  external        whatever KCTL_TEST_BOOTSTRAP points at
+  bundled         kctl's own broker (not available yet)
+
+Each backend starts once per session, on first use, and is stopped at session end. A
+backend that cannot start skips its tests with the reason (and the brokers' log tails),
+or fails them when KCTL_REQUIRE_BROKERS=1, as CI runs.
+
+`@pytest.mark.min_nodes(3)` skips a test on backends with fewer nodes.
+`unique_name("t")` gives each test its own topic and group names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BACKENDS = ("kafka", "kafka3", "testcontainers", "external", "bundled")
+
+
+@dataclass
+class Cluster:
+    backend: str
+    bootstrap: str
+    nodes: int
+    # The KafkaCluster behind kafka/kafka3 (stop and start nodes, run Kafka's tools).
+    kafka: Any = None
+
+
+class BackendUnavailable(Exception):
+    pass
+
+
+def selected_backends() -> list[str]:
+    names = [b.strip() for b in os.environ.get("KCTL_TEST_BROKERS", "kafka").split(",") if b.strip()]
+    unknown = [b for b in names if b not in BACKENDS]
+    if unknown:
+        raise pytest.UsageError(f"KCTL_TEST_BROKERS: unknown backend(s) {unknown}; choose from {list(BACKENDS)}")
+    return names
+
+
+def _required() -> bool:
+    return os.environ.get("KCTL_REQUIRE_BROKERS", "").strip().lower() in ("1", "true", "yes")
+
+
+class Backends:
+    """Starts backends lazily, remembers failures, stops everything at the end."""
+
+    def __init__(self, basetemp: Path):
+        self.basetemp = basetemp
+        self.started: dict[str, Cluster | BackendUnavailable] = {}
+        self._stoppers: list[Any] = []
+
+    def get(self, backend: str) -> Cluster:
+        if backend not in self.started:
+            try:
+                self.started[backend] = self._start(backend)
+            except BackendUnavailable as exc:
+                self.started[backend] = exc
+        result = self.started[backend]
+        if isinstance(result, BackendUnavailable):
+            raise result
+        return result
+
+    def _start(self, backend: str) -> Cluster:
+        if backend in ("kafka", "kafka3"):
+            return self._start_kafka(backend, nodes=1 if backend == "kafka" else 3)
+        if backend == "testcontainers":
+            return self._start_testcontainers()
+        if backend == "external":
+            bootstrap = os.environ.get("KCTL_TEST_BOOTSTRAP")
+            if not bootstrap:
+                raise BackendUnavailable("external: set KCTL_TEST_BOOTSTRAP=host:port")
+            return Cluster("external", bootstrap, _count_brokers(bootstrap))
+        raise BackendUnavailable("bundled: kctl's bundled broker is not implemented yet")
+
+    def _start_kafka(self, backend: str, nodes: int) -> Cluster:
+        from tests.brokers.jars import JarResolutionError
+        from tests.brokers.kafka import KafkaCluster, KafkaStartError
+
+        workdir = self.basetemp / f"broker-{backend}"
+        try:
+            cluster = KafkaCluster(nodes=nodes, workdir=workdir)
+            self._stoppers.append(cluster.stop)
+            cluster.start()
+        except (JarResolutionError, KafkaStartError, OSError) as exc:
+            raise BackendUnavailable(f"{backend}: {exc}") from exc
+        return Cluster(backend, cluster.bootstrap, nodes, kafka=cluster)
+
+    def _start_testcontainers(self) -> Cluster:
+        try:
+            import docker
+
+            docker.from_env(timeout=5).ping()
+        except Exception as exc:  # noqa: BLE001 - any failure means no engine
+            raise BackendUnavailable(f"testcontainers: no Docker engine reachable ({type(exc).__name__}: {exc})") from exc
+        from testcontainers.kafka import KafkaContainer
+
+        container = KafkaContainer().with_kraft()
+        container.start()
+        self._stoppers.append(container.stop)
+        return Cluster("testcontainers", container.get_bootstrap_server(), 1)
+
+    def stop_all(self) -> None:
+        for stop in reversed(self._stoppers):
+            try:
+                stop()
+            except Exception:  # noqa: BLE001 - keep stopping the others
+                pass
+
+
+def _count_brokers(bootstrap: str) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return len(AdminClient({"bootstrap.servers": bootstrap}).describe_cluster(request_timeout=10).result().nodes)
+    except Exception as exc:  # noqa: BLE001
+        raise BackendUnavailable(f"external: cannot describe the cluster at {bootstrap}: {exc}") from exc
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "min_nodes(n): needs a cluster of at least n brokers")
+    config.addinivalue_line("markers", "integration: needs a running Kafka cluster (the `cluster` fixture)")
+
+
+def pytest_generate_tests(metafunc):
+    if "cluster" in metafunc.fixturenames:
+        metafunc.parametrize("cluster", selected_backends(), indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def _backends(tmp_path_factory):
+    backends = Backends(tmp_path_factory.mktemp("brokers"))
+    yield backends
+    backends.stop_all()
+
+
+@pytest.fixture(scope="session")
+def cluster(request, _backends) -> Cluster:
+    backend = request.param
+    try:
+        return _backends.get(backend)
+    except BackendUnavailable as exc:
+        if _required():
+            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and backend {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(autouse=True)
+def _min_nodes(request):
+    marker = request.node.get_closest_marker("min_nodes")
+    if marker is None or "cluster" not in request.fixturenames:
+        return
+    cluster = request.getfixturevalue("cluster")
+    if cluster.nodes < marker.args[0]:
+        pytest.skip(f"needs {marker.args[0]} brokers; {cluster.backend} has {cluster.nodes}")
+
+
+@pytest.fixture
+def unique_name(request):
+    """unique_name(prefix) -> a name no other test uses, valid for topics and groups."""
+    slug = re.sub(r"[^a-zA-Z0-9._-]+", "-", request.node.name)[:60].strip("-")
+
+    def make(prefix: str = "t") -> str:
+        return f"{prefix}-{slug}-{uuid.uuid4().hex[:6]}"
+
+    return make
