@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.harness.apache_kafka import KafkaCluster  # noqa: E402
+from tests.brokers.kafka import KafkaCluster  # noqa: E402
 
 
 def time_command(argv: list[str], runs: int) -> float:

@@ -1,9 +1,32 @@
-"""Cluster and broker information (DescribeCluster)."""
+"""Cluster and broker information (DescribeCluster, DescribeQuorum)."""
 
 from __future__ import annotations
 
 from kctl.admin.models import BrokerInfo, ClusterInfo
 from kctl.admin.session import AdminSession
+from kctl.errors import KctlError
+
+
+def active_controller(session: AdminSession, reported: int | None) -> int | None:
+    """The node id of the active controller.
+
+    In KRaft clusters DescribeCluster names a random live broker as "controller" (the
+    real controllers are hidden from clients), so the metadata quorum's leader is asked
+    for instead. Clusters without DescribeQuorum (ZooKeeper-era Kafka, some compatibles)
+    report their real controller through DescribeCluster, which is used then.
+    """
+    try:
+        quorum = session.run_kafka_python(lambda c: c.describe_metadata_quorum(), "describe metadata quorum")
+    except KctlError as exc:
+        if "UNSUPPORTED_VERSION" in exc.message or "UnsupportedVersion" in exc.message or "IncompatibleBrokerVersion" in exc.message:
+            return reported
+        return None
+    for topic in quorum.get("topics", []):
+        for partition in topic.get("partitions", []):
+            leader = partition.get("leader_id")
+            if leader is not None and leader >= 0:
+                return leader
+    return None
 
 
 def describe_cluster(session: AdminSession) -> ClusterInfo:
@@ -11,7 +34,8 @@ def describe_cluster(session: AdminSession) -> ClusterInfo:
         session.client.describe_cluster(request_timeout=session.timeout),
         "describe cluster",
     )
-    controller_id = result.controller.id if result.controller is not None else None
+    reported = result.controller.id if result.controller is not None else None
+    controller_id = active_controller(session, reported)
     brokers = tuple(
         sorted(
             (

@@ -11,7 +11,7 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None
-    # True for the broker the cluster names as controller in DescribeCluster.
+    # True for the active controller (the KRaft metadata quorum leader) in combined mode.
     is_controller: bool
 
 

@@ -66,6 +66,9 @@ class App:
         from kctl.admin.session import AdminSession
 
         session = AdminSession(self.settings)
+        context = click.get_current_context(silent=True)
+        if context is not None:
+            context.call_on_close(session.close)
         if self.debug:
             self.note(f"connecting to {self.settings.bootstrap_servers} (context: {self.settings.context or '-'})")
             self.note(f"client properties: {dict(session.debug_config())}")

@@ -12,7 +12,7 @@ import re
 import click
 
 from kctl.cli._app import App
-from kctl.output.spec import FORMATS
+from kctl.output.formats import FORMATS
 
 OUTPUT_HELP = "Output format: auto (table on a terminal, plain when piped), table, wide, plain, json, jsonl, csv."
 

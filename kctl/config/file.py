@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import tomllib
+
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -43,6 +43,8 @@ def load(path: Path) -> ConfigFile:
         return ConfigFile()
     except OSError as exc:
         raise ConfigError(f"unable to read config file {path}: {exc.strerror}") from exc
+    import tomllib  # only when there is a file to parse
+
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
