@@ -44,7 +44,7 @@ class AdminSession:
         config: dict[str, Any] = {"bootstrap.servers": self.settings.bootstrap_servers}
         # Give up on a silent (black-holed) address within --timeout so the failure is
         # reported as unreachable rather than as a timeout.
-        config["socket.connection.setup.timeout.ms"] = max(1000, int(self.timeout * 1000 * 0.8))
+        config["socket.connection.setup.timeout.ms"] = max(1000, int(self.timeout * 1000 * 0.5))
         # Connect to the bootstrap brokers at once: with sparse connections librdkafka
         # waits ~50 ms before its first connection, a third of a short command's time.
         config["enable.sparse.connections"] = "false"
