@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
 import click
 
@@ -140,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
         code = ExitCode.INTERRUPTED
     except KctlError as exc:
         if debug:
+            import traceback
+
             traceback.print_exc()
         _render_error(exc.message, exc.hint)
         code = exc.exit_code
@@ -152,10 +153,31 @@ def main(argv: list[str] | None = None) -> None:
         code = ExitCode.OK
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
         if debug:
+            import traceback
+
             traceback.print_exc()
         _render_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug for the traceback")
         code = ExitCode.ERROR
+    if argv is None:
+        _fast_exit(int(code))
     sys.exit(int(code))
+
+
+def _fast_exit(code: int) -> None:
+    """Exit without tearing down the interpreter and librdkafka's threads (~15 ms).
+
+    Only for the console script: every client is closed or flushed by its command
+    before this point, and nothing registered with atexit needs to run.
+    """
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        _silence_stdout()
+    try:
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+    os._exit(code)
 
 
 def _one_line(text: str) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from collections.abc import Mapping
 from pathlib import Path
@@ -119,6 +118,8 @@ def _quote(value: str) -> str:
 
 def save(path: Path, config: ConfigFile) -> None:
     """Write atomically, 0600 from the first byte (the file may hold credentials)."""
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=path.parent)
