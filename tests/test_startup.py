@@ -14,9 +14,8 @@ PROBE = """
 import json, sys
 from kctl.cli.main import main
 heavy = json.loads(sys.argv[2])
-sys.argv = ["kctl", *json.loads(sys.argv[1])]
 try:
-    main()
+    main(json.loads(sys.argv[1]))
 except SystemExit:
     pass
 loaded = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))
