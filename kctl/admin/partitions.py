@@ -1,0 +1,162 @@
+"""Partition health across the cluster: ISR, leadership, min.insync.replicas, balance.
+
+One Metadata request gives every partition's leader, replicas and ISR; one
+DescribeConfigs request gives every topic's min.insync.replicas. The definitions
+follow kafka-topics.sh (TopicCommand) so the filters select the same partitions:
+
+  under-replicated  fewer in-sync replicas than replicas
+  under-min-isr     no leader, or fewer in-sync replicas than min.insync.replicas
+  at-min-isr        exactly min.insync.replicas in sync (one more failure stops acks=all writes)
+  unavailable       no leader, or a leader that is not a live broker
+  offline           no leader at all
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kctl.admin.session import AdminSession
+from kctl.errors import KctlError
+
+FILTERS = ("under_replicated", "under_min_isr", "at_min_isr", "unavailable", "offline")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionHealth:
+    topic: str
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    # Replicas on brokers that are not alive.
+    offline_replicas: tuple[int, ...]
+    min_isr: int | None
+    under_replicated: bool
+    under_min_isr: bool
+    at_min_isr: bool
+    unavailable: bool
+    offline: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionSnapshot:
+    """Every partition of the selected topics, and the brokers alive when it was taken."""
+
+    live_brokers: tuple[int, ...]
+    partitions: tuple[PartitionHealth, ...]
+
+
+def _min_isr(session: AdminSession, topics: Sequence[str]) -> dict[str, int | None]:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    if not topics:
+        return {}
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    futures = session.client.describe_configs(resources, request_timeout=session.timeout)
+    results = session.wait_all(futures, "describe topic configs")
+    values: dict[str, int | None] = {}
+    for resource, result in results.items():
+        entry = None if isinstance(result, KctlError) else result.get("min.insync.replicas")
+        values[resource.name] = int(entry.value) if entry is not None and entry.value is not None else None
+    return values
+
+
+def snapshot(
+    session: AdminSession,
+    *,
+    topics: Sequence[str] = (),
+    regex: re.Pattern[str] | None = None,
+    include_internal: bool = True,
+) -> PartitionSnapshot:
+    metadata = session.metadata("list partitions")
+    live = tuple(sorted(metadata.brokers))
+    names = sorted(
+        name
+        for name in metadata.topics
+        if (not topics or name in topics)
+        and (regex is None or regex.fullmatch(name))
+        and (include_internal or not name.startswith("__"))
+    )
+    missing = [t for t in topics if t not in metadata.topics]
+    if missing:
+        from kctl.errors import NotFoundError
+
+        raise NotFoundError(f"unable to list partitions of {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+    min_isr = _min_isr(session, names)
+    partitions = []
+    for name in names:
+        for p in sorted(metadata.topics[name].partitions.values(), key=lambda p: p.id):
+            partitions.append(_health(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs), min_isr.get(name), set(live)))
+    return PartitionSnapshot(live_brokers=live, partitions=tuple(partitions))
+
+
+def _health(topic, partition, leader, replicas, isr, min_isr, live) -> PartitionHealth:
+    has_leader = leader is not None and leader >= 0
+    return PartitionHealth(
+        topic=topic,
+        partition=partition,
+        leader=leader if has_leader else None,
+        replicas=replicas,
+        isr=isr,
+        offline_replicas=tuple(r for r in replicas if r not in live),
+        min_isr=min_isr,
+        under_replicated=len(isr) < len(replicas),
+        under_min_isr=not has_leader or (min_isr is not None and len(isr) < min_isr),
+        at_min_isr=min_isr is not None and len(isr) == min_isr,
+        unavailable=not has_leader or leader not in live,
+        offline=not has_leader,
+    )
+
+
+def select(
+    partitions: Iterable[PartitionHealth], *, filters: Sequence[str] = (), leader: int | None = None
+) -> list[PartitionHealth]:
+    """Partitions matching any of the health filters (all when none), led by `leader` if given."""
+    chosen = []
+    for p in partitions:
+        if filters and not any(getattr(p, f) for f in filters):
+            continue
+        if leader is not None and p.leader != leader:
+            continue
+        chosen.append(p)
+    return chosen
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokerBalance:
+    broker: int
+    alive: bool
+    leaders: int
+    replicas: int
+    # Replicas of this broker that are in their partition's ISR.
+    in_sync: int
+    out_of_sync: int
+    # Partitions whose preferred (first) replica is this broker.
+    preferred_leaders: int
+    # Preferred here but led elsewhere: what a preferred election would move back.
+    not_leading_preferred: int
+
+
+def balance(snapshot_: PartitionSnapshot) -> list[BrokerBalance]:
+    brokers = set(snapshot_.live_brokers)
+    for p in snapshot_.partitions:
+        brokers.update(p.replicas)
+    rows = []
+    for broker in sorted(brokers):
+        mine = [p for p in snapshot_.partitions if broker in p.replicas]
+        preferred = [p for p in snapshot_.partitions if p.replicas and p.replicas[0] == broker]
+        rows.append(
+            BrokerBalance(
+                broker=broker,
+                alive=broker in snapshot_.live_brokers,
+                leaders=sum(1 for p in snapshot_.partitions if p.leader == broker),
+                replicas=len(mine),
+                in_sync=sum(1 for p in mine if broker in p.isr),
+                out_of_sync=sum(1 for p in mine if broker not in p.isr),
+                preferred_leaders=len(preferred),
+                not_leading_preferred=sum(1 for p in preferred if p.leader != broker),
+            )
+        )
+    return rows
