@@ -110,12 +110,13 @@ def describe(app: App, names):
 
 @topic.command("create")
 @click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
-@click.option("-p", "--partitions", type=click.IntRange(min=1), help="Number of partitions (default: the broker's num.partitions).")
+@click.option("-p", "--partitions", type=click.IntRange(min=1), metavar="N", help="Number of partitions (default: the broker's num.partitions).")
 @click.option(
     "--replication-factor",
     "--rf",
     "replication_factor",
     type=click.IntRange(min=1),
+    metavar="N",
     help="Replicas per partition (default: the broker's default.replication.factor).",
 )
 @click.option("-c", "--config", "configs", type=KeyValueType(), multiple=True, help="Topic config, e.g. -c retention.ms=86400000 (repeatable).")

@@ -1,0 +1,173 @@
+# bash completion for kctl. Generated from the command tree by `python -m kctl.devtools gen-docs`; do not edit.
+
+declare -gA __kctl_known __kctl_aliases __kctl_subs __kctl_opts __kctl_value_opts __kctl_choices __kctl_argchoices
+__kctl_known=(
+    ['kctl']='1'
+    ['kctl broker']='1'
+    ['kctl broker list']='1'
+    ['kctl cluster']='1'
+    ['kctl cluster info']='1'
+    ['kctl completion']='1'
+    ['kctl config']='1'
+    ['kctl context']='1'
+    ['kctl context delete']='1'
+    ['kctl context list']='1'
+    ['kctl context set']='1'
+    ['kctl context show']='1'
+    ['kctl context use']='1'
+    ['kctl group']='1'
+    ['kctl local']='1'
+    ['kctl offset']='1'
+    ['kctl partition']='1'
+    ['kctl record']='1'
+    ['kctl replication']='1'
+    ['kctl spark']='1'
+    ['kctl topic']='1'
+    ['kctl topic create']='1'
+    ['kctl topic delete']='1'
+    ['kctl topic describe']='1'
+    ['kctl topic list']='1'
+)
+__kctl_aliases=(
+    ['kctl broker|ls']='list'
+    ['kctl cluster|describe']='info'
+    ['kctl context|ls']='list'
+    ['kctl context|rm']='delete'
+    ['kctl topic|ls']='list'
+    ['kctl topic|rm']='delete'
+    ['kctl|brokers']='broker'
+    ['kctl|clusters']='cluster'
+    ['kctl|configs']='config'
+    ['kctl|contexts']='context'
+    ['kctl|groups']='group'
+    ['kctl|offsets']='offset'
+    ['kctl|partitions']='partition'
+    ['kctl|records']='record'
+    ['kctl|topics']='topic'
+)
+__kctl_subs=(
+    ['kctl']='cluster broker topic partition replication config group offset record local spark context completion'
+    ['kctl broker']='list'
+    ['kctl cluster']='info'
+    ['kctl context']='delete list set show use'
+    ['kctl topic']='create delete describe list'
+)
+__kctl_opts=(
+    ['kctl']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout --version -X -b -o -q'
+    ['kctl broker']='--help'
+    ['kctl broker list']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -o -q'
+    ['kctl cluster']='--help'
+    ['kctl cluster info']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -o -q'
+    ['kctl completion']='--help'
+    ['kctl config']='--help'
+    ['kctl context']='--help'
+    ['kctl context delete']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout --yes -X -b -o -q -y'
+    ['kctl context list']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -o -q'
+    ['kctl context set']='--bootstrap-server --help --timeout --unset --use -X -b'
+    ['kctl context show']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -o -q'
+    ['kctl context use']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -o -q'
+    ['kctl group']='--help'
+    ['kctl local']='--help'
+    ['kctl offset']='--help'
+    ['kctl partition']='--help'
+    ['kctl record']='--help'
+    ['kctl replication']='--help'
+    ['kctl spark']='--help'
+    ['kctl topic']='--help'
+    ['kctl topic create']='--bootstrap-server --config --context --debug --dry-run --help --if-not-exists --no-headers --output --partitions --quiet --replication-factor --rf --timeout -X -b -c -o -p -q'
+    ['kctl topic delete']='--bootstrap-server --context --debug --help --if-exists --no-headers --output --quiet --regex --timeout --yes -X -b -o -q -r -y'
+    ['kctl topic describe']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -o -q'
+    ['kctl topic list']='--bootstrap-server --context --debug --help --internal --no-headers --output --quiet --regex --timeout -X -b -i -o -q -r'
+)
+__kctl_value_opts=(
+    ['kctl']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl broker list']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl cluster info']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl context delete']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl context list']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl context set']=' --bootstrap-server --timeout --unset -X -b '
+    ['kctl context show']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl context use']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl topic create']=' --bootstrap-server --config --context --output --partitions --replication-factor --rf --timeout -X -b -c -o -p '
+    ['kctl topic delete']=' --bootstrap-server --context --output --regex --timeout -X -b -o -r '
+    ['kctl topic describe']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl topic list']=' --bootstrap-server --context --output --regex --timeout -X -b -o -r '
+)
+__kctl_choices=(
+    ['kctl broker list|--context']='@context'
+    ['kctl broker list|--output']='auto table wide plain json jsonl csv'
+    ['kctl broker list|-o']='auto table wide plain json jsonl csv'
+    ['kctl cluster info|--context']='@context'
+    ['kctl cluster info|--output']='auto table wide plain json jsonl csv'
+    ['kctl cluster info|-o']='auto table wide plain json jsonl csv'
+    ['kctl context delete|--context']='@context'
+    ['kctl context delete|--output']='auto table wide plain json jsonl csv'
+    ['kctl context delete|-o']='auto table wide plain json jsonl csv'
+    ['kctl context list|--context']='@context'
+    ['kctl context list|--output']='auto table wide plain json jsonl csv'
+    ['kctl context list|-o']='auto table wide plain json jsonl csv'
+    ['kctl context show|--context']='@context'
+    ['kctl context show|--output']='auto table wide plain json jsonl csv'
+    ['kctl context show|-o']='auto table wide plain json jsonl csv'
+    ['kctl context use|--context']='@context'
+    ['kctl context use|--output']='auto table wide plain json jsonl csv'
+    ['kctl context use|-o']='auto table wide plain json jsonl csv'
+    ['kctl topic create|--context']='@context'
+    ['kctl topic create|--output']='auto table wide plain json jsonl csv'
+    ['kctl topic create|-o']='auto table wide plain json jsonl csv'
+    ['kctl topic delete|--context']='@context'
+    ['kctl topic delete|--output']='auto table wide plain json jsonl csv'
+    ['kctl topic delete|-o']='auto table wide plain json jsonl csv'
+    ['kctl topic describe|--context']='@context'
+    ['kctl topic describe|--output']='auto table wide plain json jsonl csv'
+    ['kctl topic describe|-o']='auto table wide plain json jsonl csv'
+    ['kctl topic list|--context']='@context'
+    ['kctl topic list|--output']='auto table wide plain json jsonl csv'
+    ['kctl topic list|-o']='auto table wide plain json jsonl csv'
+    ['kctl|--context']='@context'
+    ['kctl|--output']='auto table wide plain json jsonl csv'
+    ['kctl|-o']='auto table wide plain json jsonl csv'
+)
+__kctl_argchoices=(
+    ['kctl completion']='bash zsh fish'
+    ['kctl context delete']='@context'
+    ['kctl context set']='@context'
+    ['kctl context show']='@context'
+    ['kctl context use']='@context'
+)
+
+__kctl_contexts() {
+    local file="${KCTL_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/kctl/config.toml}"
+    [ -r "$file" ] && sed -n -e 's/^\[contexts\."\([^"]*\)"\][[:space:]]*$/\1/p' -e 's/^\[contexts\.\([A-Za-z0-9_-]*\)\][[:space:]]*$/\1/p' "$file"
+}
+
+_kctl() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="kctl" word i skip=0 next
+    (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        word="${COMP_WORDS[i]}"
+        if (( skip )); then skip=0; continue; fi
+        if [[ "$word" == -* ]]; then
+            [[ "$word" != *=* && "${__kctl_value_opts[$path]}" == *" $word "* ]] && skip=1
+            continue
+        fi
+        word="${__kctl_aliases[$path|$word]:-$word}"
+        next="$path $word"
+        [[ -n "${__kctl_known[$next]}" ]] && path="$next"
+    done
+    local words=""
+    if [[ "$prev" == -* && "${__kctl_value_opts[$path]}" == *" $prev "* ]]; then
+        words="${__kctl_choices[$path|$prev]}"
+        [[ "$words" == "@context" ]] && words="$(__kctl_contexts)"
+        [[ -z "$words" ]] && { COMPREPLY=(); return 0; }
+    elif [[ "$cur" == -* ]]; then
+        words="${__kctl_opts[$path]}"
+    elif [[ -n "${__kctl_subs[$path]}" ]]; then
+        words="${__kctl_subs[$path]}"
+    else
+        words="${__kctl_argchoices[$path]}"
+        [[ "$words" == "@context" ]] && words="$(__kctl_contexts)"
+    fi
+    COMPREPLY=( $(compgen -W "$words" -- "$cur") )
+}
+complete -F _kctl kctl

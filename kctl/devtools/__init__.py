@@ -1,0 +1,1 @@
+"""Developer tools: man pages and shell completions generated from the click tree."""

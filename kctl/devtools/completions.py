@@ -1,0 +1,269 @@
+"""Static shell completion scripts for bash, zsh and fish, generated from the command tree.
+
+The scripts carry the whole tree as data (paths, aliases, options, choices), so completing
+runs no Python. Context names are read from the config file by the script itself.
+
+All three resolve the command path the same way: walk the words typed so far, skip
+options (and the value of an option that takes one), map aliases (`topics` -> `topic`,
+`ls` -> `list`) and descend while the word names a sub-command.
+"""
+
+from __future__ import annotations
+
+from kctl.devtools.tree import CommandInfo, walk
+
+HEADER = "Generated from the command tree by `python -m kctl.devtools gen-docs`; do not edit."
+
+# The config file's context tables: [contexts."name"] as kctl writes them, [contexts.name] by hand.
+_SED_CONTEXTS = (
+    "sed -n -e 's/^\\[contexts\\.\"\\([^\"]*\\)\"\\][[:space:]]*$/\\1/p' "
+    "-e 's/^\\[contexts\\.\\([A-Za-z0-9_-]*\\)\\][[:space:]]*$/\\1/p'"
+)
+
+
+def _key(path: tuple[str, ...]) -> str:
+    # The root is "kctl", not "": zsh cannot hold an empty key in an associative array.
+    return " ".join(("kctl", *path))
+
+
+class _Tables:
+    """The tree as flat string tables, the form every shell can hold."""
+
+    def __init__(self, commands: list[CommandInfo]):
+        self.paths = [_key(c.path) for c in commands]
+        self.subs: dict[str, list[tuple[str, str]]] = {}
+        self.aliases: dict[str, str] = {}
+        self.opts: dict[str, list[str]] = {}
+        self.value_opts: dict[str, list[str]] = {}
+        self.choices: dict[str, list[str]] = {}
+        self.context_values: list[str] = []
+        self.arg_choices: dict[str, list[str]] = {}
+        self.arg_contexts: list[str] = []
+        summaries = {_key(c.path): c.summary for c in commands}
+        for c in commands:
+            key = _key(c.path)
+            self.subs[key] = [(s, summaries.get(_key((*c.path, s)), "")) for s in c.subcommands if _key((*c.path, s)) in summaries]
+            for alias, target in sorted(c.aliases.items()):
+                self.aliases[f"{key}|{alias}"] = target
+            self.opts[key] = sorted({f for o in c.options for f in o.flags})
+            self.value_opts[key] = sorted({f for o in c.options if o.takes_value for f in o.flags})
+            for o in c.options:
+                for flag in o.flags:
+                    if o.choices:
+                        self.choices[f"{key}|{flag}"] = list(o.choices)
+                    if o.value_kind == "context":
+                        self.context_values.append(f"{key}|{flag}")
+            if c.arguments:
+                first = c.arguments[0]
+                if first.choices:
+                    self.arg_choices[key] = list(first.choices)
+                if first.value_kind == "context":
+                    self.arg_contexts.append(key)
+        self.commands = commands
+
+
+def _sh_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _assoc(name: str, mapping: dict[str, str], zsh: bool) -> list[str]:
+    lines = [f"{name}=("]
+    if zsh:  # zsh's portable form is alternating keys and values
+        lines += [f"    {_sh_quote(k)} {_sh_quote(v)}" for k, v in sorted(mapping.items())]
+    else:
+        lines += [f"    [{_sh_quote(k)}]={_sh_quote(v)}" for k, v in sorted(mapping.items())]
+    lines.append(")")
+    return lines
+
+
+def _common_tables(t: _Tables, declare: str) -> list[str]:
+    zsh = declare.startswith("typeset")
+    lines = [f"{declare} __kctl_known __kctl_aliases __kctl_subs __kctl_opts __kctl_value_opts __kctl_choices __kctl_argchoices"]
+    lines += _assoc("__kctl_known", {p: "1" for p in t.paths}, zsh)
+    lines += _assoc("__kctl_aliases", t.aliases, zsh)
+    lines += _assoc("__kctl_subs", {k: " ".join(s for s, _ in v) for k, v in t.subs.items() if v}, zsh)
+    lines += _assoc("__kctl_opts", {k: " ".join(v) for k, v in t.opts.items() if v}, zsh)
+    lines += _assoc("__kctl_value_opts", {k: " " + " ".join(v) + " " for k, v in t.value_opts.items() if v}, zsh)
+    choices = {k: " ".join(v) for k, v in t.choices.items()}
+    choices.update({k: "@context" for k in t.context_values})
+    lines += _assoc("__kctl_choices", choices, zsh)
+    argchoices = {k: " ".join(v) for k, v in t.arg_choices.items()}
+    argchoices.update({k: "@context" for k in t.arg_contexts})
+    lines += _assoc("__kctl_argchoices", argchoices, zsh)
+    return lines
+
+
+_CONTEXTS_FN = f"""__kctl_contexts() {{
+    local file="${{KCTL_CONFIG:-${{XDG_CONFIG_HOME:-$HOME/.config}}/kctl/config.toml}}"
+    [ -r "$file" ] && {_SED_CONTEXTS} "$file"
+}}"""
+
+
+def render_bash(t: _Tables) -> str:
+    lines = [f"# bash completion for kctl. {HEADER}", "", *_common_tables(t, "declare -gA"), "", _CONTEXTS_FN, ""]
+    lines.append(
+        r"""_kctl() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="kctl" word i skip=0 next
+    (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        word="${COMP_WORDS[i]}"
+        if (( skip )); then skip=0; continue; fi
+        if [[ "$word" == -* ]]; then
+            [[ "$word" != *=* && "${__kctl_value_opts[$path]}" == *" $word "* ]] && skip=1
+            continue
+        fi
+        word="${__kctl_aliases[$path|$word]:-$word}"
+        next="$path $word"
+        [[ -n "${__kctl_known[$next]}" ]] && path="$next"
+    done
+    local words=""
+    if [[ "$prev" == -* && "${__kctl_value_opts[$path]}" == *" $prev "* ]]; then
+        words="${__kctl_choices[$path|$prev]}"
+        [[ "$words" == "@context" ]] && words="$(__kctl_contexts)"
+        [[ -z "$words" ]] && { COMPREPLY=(); return 0; }
+    elif [[ "$cur" == -* ]]; then
+        words="${__kctl_opts[$path]}"
+    elif [[ -n "${__kctl_subs[$path]}" ]]; then
+        words="${__kctl_subs[$path]}"
+    else
+        words="${__kctl_argchoices[$path]}"
+        [[ "$words" == "@context" ]] && words="$(__kctl_contexts)"
+    fi
+    COMPREPLY=( $(compgen -W "$words" -- "$cur") )
+}
+complete -F _kctl kctl"""
+    )
+    return "\n".join(lines) + "\n"
+
+
+def render_zsh(t: _Tables) -> str:
+    lines = ["#compdef kctl", f"# zsh completion for kctl. {HEADER}", "", *_common_tables(t, "typeset -gA"), "", _CONTEXTS_FN, ""]
+    lines.append(
+        r"""_kctl() {
+    local cur="${words[CURRENT]}" prev="${words[CURRENT-1]}" path="kctl" word next
+    local -i i skip=0
+    for (( i = 2; i < CURRENT; i++ )); do
+        word="${words[i]}"
+        if (( skip )); then skip=0; continue; fi
+        if [[ "$word" == -* ]]; then
+            [[ "$word" != *=* && "${__kctl_value_opts[$path]}" == *" $word "* ]] && skip=1
+            continue
+        fi
+        word="${__kctl_aliases[$path|$word]:-$word}"
+        next="$path $word"
+        [[ -n "${__kctl_known[$next]}" ]] && path="$next"
+    done
+    local choices=""
+    if [[ "$prev" == -* && "${__kctl_value_opts[$path]}" == *" $prev "* ]]; then
+        choices="${__kctl_choices[$path|$prev]}"
+        [[ "$choices" == "@context" ]] && choices="$(__kctl_contexts)"
+    elif [[ "$cur" == -* ]]; then
+        choices="${__kctl_opts[$path]}"
+    elif [[ -n "${__kctl_subs[$path]}" ]]; then
+        choices="${__kctl_subs[$path]}"
+    else
+        choices="${__kctl_argchoices[$path]}"
+        [[ "$choices" == "@context" ]] && choices="$(__kctl_contexts)"
+    fi
+    [[ -n "$choices" ]] && compadd -- ${=choices}
+}
+
+if [[ "$funcstack[1]" == "_kctl" ]]; then
+    _kctl "$@"
+else
+    compdef _kctl kctl
+fi"""
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _fish_quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def render_fish(t: _Tables) -> str:
+    lines = [f"# fish completion for kctl. {HEADER}", ""]
+    lines.append("function __kctl_contexts")
+    lines.append("    set -l file $KCTL_CONFIG")
+    lines.append("    if test -z \"$file\"")
+    lines.append("        set -l base $XDG_CONFIG_HOME")
+    lines.append("        test -z \"$base\"; and set base $HOME/.config")
+    lines.append("        set file $base/kctl/config.toml")
+    lines.append("    end")
+    lines.append(f"    test -r \"$file\"; and {_SED_CONTEXTS} \"$file\"")
+    lines.append("end")
+    lines.append("")
+    lines.append("function __kctl_value_opts -a path")
+    lines.append("    switch $path")
+    for key, flags in sorted(t.value_opts.items()):
+        if flags:
+            lines.append(f"        case {_fish_quote(key)}")
+            lines.append("            echo " + " ".join(_fish_quote(f) for f in flags))
+    lines.append("    end")
+    lines.append("end")
+    lines.append("")
+    lines.append("function __kctl_path")
+    lines.append("    set -l tokens (commandline -opc)")
+    lines.append("    set -l path kctl")
+    lines.append("    set -l skip 0")
+    lines.append("    set -l known " + " ".join(_fish_quote(p) for p in t.paths))
+    lines.append("    for word in $tokens[2..-1]")
+    lines.append("        if test $skip -eq 1; set skip 0; continue; end")
+    lines.append("        if string match -q -- '-*' $word")
+    lines.append("            if not string match -q -- '*=*' $word; and contains -- $word (__kctl_value_opts \"$path\")")
+    lines.append("                set skip 1")
+    lines.append("            end")
+    lines.append("            continue")
+    lines.append("        end")
+    lines.append("        switch \"$path|$word\"")
+    for key, target in sorted(t.aliases.items()):
+        lines.append(f"            case {_fish_quote(key)}")
+        lines.append(f"                set word {_fish_quote(target)}")
+    lines.append("        end")
+    lines.append("        set -l next \"$path $word\"")
+    lines.append("        contains -- $next $known; and set path $next")
+    lines.append("    end")
+    lines.append("    echo $path")
+    lines.append("end")
+    lines.append("")
+    lines.append("function __kctl_at -a want")
+    lines.append("    test (__kctl_path) = \"$want\"")
+    lines.append("end")
+    lines.append("")
+    lines.append("complete -c kctl -f")
+    for c in t.commands:
+        key = _key(c.path)
+        cond = f"__kctl_at {_fish_quote(key)}"
+        for name, summary in t.subs.get(key, []):
+            lines.append(f"complete -c kctl -n {_fish_quote(cond)} -a {_fish_quote(name)} -d {_fish_quote(summary)}")
+        for o in c.options:
+            parts = [f"complete -c kctl -n {_fish_quote(cond)}"]
+            for flag in o.flags:
+                if flag.startswith("--"):
+                    parts.append(f"-l {_fish_quote(flag[2:])}")
+                else:
+                    parts.append(f"-s {_fish_quote(flag[1:])}")
+            if o.takes_value:
+                parts.append("-x")
+                if o.choices:
+                    parts.append(f"-a {_fish_quote(' '.join(o.choices))}")
+                elif o.value_kind == "context":
+                    parts.append("-a '(__kctl_contexts)'")
+            if o.help:
+                parts.append(f"-d {_fish_quote(o.help.splitlines()[0][:80])}")
+            lines.append(" ".join(parts))
+        if c.arguments and not c.is_group:
+            first = c.arguments[0]
+            if first.choices:
+                lines.append(f"complete -c kctl -n {_fish_quote(cond)} -a {_fish_quote(' '.join(first.choices))}")
+            elif first.value_kind == "context":
+                lines.append(f"complete -c kctl -n {_fish_quote(cond)} -a '(__kctl_contexts)'")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"bash": render_bash, "zsh": render_zsh, "fish": render_fish}
+FILENAMES = {"bash": "kctl.bash", "zsh": "kctl.zsh", "fish": "kctl.fish"}
+
+
+def render_completion(shell: str, commands: list[CommandInfo] | None = None) -> str:
+    return RENDERERS[shell](_Tables(commands if commands is not None else walk()))

@@ -1,0 +1,134 @@
+"""The click command tree as plain data, for generating man pages and completions.
+
+Walking it imports every command module, which is fine here: this runs when docs are
+generated (or `kctl completion` is asked for), never on `kctl --help`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import click
+
+
+@dataclass
+class OptionInfo:
+    flags: tuple[str, ...]
+    takes_value: bool
+    choices: tuple[str, ...]
+    metavar: str
+    help: str
+    # Completion of the value: "context" (names from the config file) or "".
+    value_kind: str = ""
+
+
+@dataclass
+class ArgumentInfo:
+    name: str
+    metavar: str
+    variadic: bool
+    required: bool
+    choices: tuple[str, ...]
+    value_kind: str = ""
+
+
+@dataclass
+class CommandInfo:
+    path: tuple[str, ...]
+    command: click.Command
+    summary: str
+    help: str
+    options: list[OptionInfo]
+    arguments: list[ArgumentInfo]
+    subcommands: list[str] = field(default_factory=list)
+    # alias -> canonical sub-command name
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_group(self) -> bool:
+        return isinstance(self.command, click.Group)
+
+    @property
+    def name(self) -> str:
+        return " ".join(("kctl", *self.path))
+
+
+def _choices(param: click.Parameter) -> tuple[str, ...]:
+    return tuple(str(c) for c in param.type.choices) if isinstance(param.type, click.Choice) else ()
+
+
+def _value_kind(param: click.Parameter, path: tuple[str, ...]) -> str:
+    if param.name == "context":
+        return "context"
+    if path[:1] == ("context",) and param.name == "name" and path[1:] in (("use",), ("show",), ("delete",), ("set",)):
+        return "context"
+    return ""
+
+
+def describe(command: click.Command, path: tuple[str, ...], ctx: click.Context) -> CommandInfo:
+    options, arguments = [], []
+    for param in command.get_params(ctx):
+        if isinstance(param, click.Option):
+            if param.hidden:
+                continue
+            flags = tuple(param.opts) + tuple(param.secondary_opts)
+            options.append(
+                OptionInfo(
+                    flags=flags,
+                    takes_value=not param.is_flag and not param.count,
+                    choices=_choices(param),
+                    metavar=param.make_metavar(ctx) if not param.is_flag else "",
+                    help=param.help or "",
+                    value_kind=_value_kind(param, path),
+                )
+            )
+        elif isinstance(param, click.Argument):
+            arguments.append(
+                ArgumentInfo(
+                    name=param.name or "",
+                    metavar=param.make_metavar(ctx),
+                    variadic=param.nargs == -1,
+                    required=param.required,
+                    choices=_choices(param),
+                    value_kind=_value_kind(param, path),
+                )
+            )
+    info = CommandInfo(
+        path=path,
+        command=command,
+        summary=command.get_short_help_str(limit=200),
+        help=command.help or "",
+        options=options,
+        arguments=arguments,
+    )
+    if isinstance(command, click.Group):
+        info.subcommands = list(command.list_commands(ctx))
+        info.aliases = dict(getattr(command, "aliases", {}))
+        lazy = getattr(command, "lazy_commands", {})
+        if not path and lazy:
+            info.summary = "Administer Kafka clusters"
+    return info
+
+
+def walk(root: click.Group | None = None) -> list[CommandInfo]:
+    """Every command, parents before children, in the order `--help` lists them."""
+    if root is None:
+        from kctl.cli.main import cli as root
+    out: list[CommandInfo] = []
+
+    def visit(command: click.Command, path: tuple[str, ...], parent: click.Context | None) -> None:
+        ctx = click.Context(command, info_name=path[-1] if path else "kctl", parent=parent)
+        info = describe(command, path, ctx)
+        if path:
+            lazy = getattr(parent.command, "lazy_commands", {}) if parent else {}
+            if path[-1] in lazy:
+                info.summary = lazy[path[-1]][1]
+        out.append(info)
+        if isinstance(command, click.Group):
+            for name in info.subcommands:
+                sub = command.get_command(ctx, name)
+                if sub is not None and not sub.hidden:
+                    visit(sub, (*path, name), ctx)
+
+    visit(root, (), None)
+    return out

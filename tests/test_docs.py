@@ -1,0 +1,134 @@
+"""Generated docs: fresh, complete, valid, and completions that really complete."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kctl.devtools.__main__ import REPO_ROOT, expected_files, stale_files
+from kctl.devtools.completions import FILENAMES
+from kctl.devtools.tree import walk
+
+COMPLETIONS = REPO_ROOT / "completions"
+
+
+def test_generated_files_are_fresh():
+    assert stale_files(REPO_ROOT) == [], "run: python -m kctl.devtools gen-docs"
+
+
+def test_stale_check_notices_changes(tmp_path):
+    for rel, text in expected_files().items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert stale_files(tmp_path) == []
+    (tmp_path / "man" / "kctl.1").write_text("old")
+    (tmp_path / "man" / "kctl-gone.1").write_text("old")
+    (tmp_path / "completions" / "kctl.fish").unlink()
+    assert stale_files(tmp_path) == ["missing: completions/kctl.fish", "stale: man/kctl.1", "extra: man/kctl-gone.1"]
+
+
+def test_every_command_has_a_man_page_and_completion():
+    commands = walk()
+    man = {p.name for p in (REPO_ROOT / "man").glob("*.1")}
+    scripts = {shell: (COMPLETIONS / name).read_text() for shell, name in FILENAMES.items()}
+    for info in commands:
+        assert "-".join(("kctl", *info.path)) + ".1" in man
+        for shell, text in scripts.items():
+            assert " ".join(("kctl", *info.path)) in text, (shell, info.path)
+        if not info.is_group:
+            assert "Examples:" in info.help, info.path
+
+
+@pytest.mark.parametrize("shell", sorted(FILENAMES))
+def test_completion_command_prints_the_committed_script(kctl, shell):
+    result = kctl("completion", shell)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (COMPLETIONS / FILENAMES[shell]).read_text()
+
+
+def _bash_complete(*words: str) -> list[str]:
+    script = f"""
+source {COMPLETIONS / 'kctl.bash'}
+COMP_WORDS=({' '.join(repr(w) for w in words)})
+COMP_CWORD={len(words) - 1}
+_kctl
+printf '%s\\n' "${{COMPREPLY[@]}}"
+"""
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True, env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin"})
+    return proc.stdout.split()
+
+
+def test_bash_syntax():
+    subprocess.run(["bash", "-n", str(COMPLETIONS / "kctl.bash")], check=True)
+
+
+def test_bash_completes_nouns_verbs_options_and_values(tmp_path):
+    assert _bash_complete("kctl", "to") == ["topic"]
+    assert _bash_complete("kctl", "topic", "") == ["create", "delete", "describe", "list"]
+    assert _bash_complete("kctl", "topics", "ls", "-o", "") == ["auto", "table", "wide", "plain", "json", "jsonl", "csv"]
+    assert _bash_complete("kctl", "-b", "h:1", "topic", "li") == ["list"]
+    assert "--if-not-exists" in _bash_complete("kctl", "topic", "create", "x", "--")
+    assert _bash_complete("kctl", "completion", "") == ["bash", "zsh", "fish"]
+
+
+def test_bash_completes_context_names(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text('[contexts."prod"]\nbootstrap-servers = "p:9092"\n[contexts."prod".properties]\n[contexts.dev]\n')
+    script = f"""
+source {COMPLETIONS / 'kctl.bash'}
+export KCTL_CONFIG={config}
+COMP_WORDS=(kctl context use ''); COMP_CWORD=3; _kctl; echo "${{COMPREPLY[*]}}"
+COMP_WORDS=(kctl --context ''); COMP_CWORD=2; _kctl; echo "${{COMPREPLY[*]}}"
+"""
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert proc.stdout.splitlines() == ["prod dev", "prod dev"]
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_script():
+    path = COMPLETIONS / "kctl.zsh"
+    subprocess.run(["zsh", "-n", str(path)], check=True)
+    # Outside a completion widget `words` and CURRENT are plain variables, and a
+    # stand-in compadd prints the candidates.
+    script = f"""
+source {path} 2>/dev/null
+compadd() {{ shift; print -r -- "$*"; }}
+words=(kctl topic ''); CURRENT=3; _kctl
+words=(kctl topic list -o ''); CURRENT=5; _kctl
+"""
+    proc = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, check=True)
+    assert proc.stdout.splitlines() == ["create delete describe list", "auto table wide plain json jsonl csv"]
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_script():
+    path = COMPLETIONS / "kctl.fish"
+    subprocess.run(["fish", "-n", str(path)], check=True)
+    proc = subprocess.run(
+        ["fish", "--no-config", "-c", f"source {path}; complete -C 'kctl topic '; complete -C 'kctl topics list -o '"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = [line.split("\t")[0] for line in proc.stdout.splitlines()]
+    assert names == ["create", "delete", "describe", "list", "auto", "csv", "json", "jsonl", "plain", "table", "wide"]
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
+def test_man_pages_render_without_warnings():
+    for page in sorted((REPO_ROOT / "man").glob("*.1")):
+        proc = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", str(page)], capture_output=True, text=True)
+        assert (proc.returncode, proc.stderr) == (0, ""), page.name
+
+
+def test_root_man_page_documents_exit_statuses_and_environment():
+    from kctl.errors import EXIT_CODE_MEANINGS
+
+    text = Path(REPO_ROOT / "man" / "kctl.1").read_text()
+    assert ".SH EXIT STATUS" in text
+    for code in EXIT_CODE_MEANINGS:
+        assert f".TP\n\\fB{int(code)}\\fR\n" in text
+    assert "KCTL_BOOTSTRAP_SERVERS" in text
