@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -143,8 +144,7 @@ def create_topics(
     )
     outcomes = session.wait_all(futures, "create topic")
     created = [s.name for s in specs if not isinstance(outcomes[s.name], KctlError) and not validate_only]
-    # Report what the broker actually made (defaults resolved), not what was asked for.
-    actual = {d.name: d for d in _describe(session, created).values() if not isinstance(d, KctlError)}
+    actual = _await_visible(session, created)
     results = []
     errors: dict[str, KctlError] = {}
     for spec in specs:
@@ -165,6 +165,23 @@ def create_topics(
                 )
             )
     return results, errors
+
+
+def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDescription]:
+    """Descriptions of newly created topics, once their metadata has reached the broker
+    we ask (it propagates asynchronously); whatever is visible when the timeout ends.
+
+    Waiting means the command returns when the topic is usable, and the result shows
+    what the brokers made of defaults (partitions, replication factor).
+    """
+    deadline = time.monotonic() + session.timeout
+    found: dict[str, TopicDescription] = {}
+    while True:
+        missing = [n for n in names if n not in found]
+        found.update({d.name: d for d in _describe(session, missing).values() if not isinstance(d, KctlError) and d.partitions})
+        if len(found) == len(names) or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
 
 
 def match_topics(session: AdminSession, names: Sequence[str], regex: re.Pattern[str] | None) -> tuple[list[str], list[str]]:

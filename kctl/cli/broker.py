@@ -39,3 +39,39 @@ def list_(app: App):
     from kctl.admin.cluster import describe_cluster
 
     app.out.table(describe_cluster(app.session).brokers, BROKER_TABLE)
+
+
+BALANCE_TABLE = TableSpec(
+    (
+        Column("broker", "BROKER", align="right"),
+        Column("alive", "ALIVE"),
+        Column("leaders", "LEADERS", align="right"),
+        Column("replicas", "REPLICAS", align="right"),
+        Column("in_sync", "IN-SYNC", align="right"),
+        Column("out_of_sync", "OUT-OF-SYNC", align="right"),
+        Column("preferred_leaders", "PREFERRED-LEADERS", align="right"),
+        Column("not_leading_preferred", "NOT-LEADING-PREFERRED", align="right"),
+    )
+)
+
+
+@broker.command("balance")
+@click.option("-i", "--internal", is_flag=True, help="Count internal topics' partitions too.")
+@global_options
+@pass_app
+def balance(app: App, internal):
+    """Show how partitions spread over brokers: leaders, replicas, ISR membership.
+
+    PREFERRED-LEADERS counts partitions whose first replica is the broker;
+    NOT-LEADING-PREFERRED counts those it should lead but does not, which a preferred
+    leader election would move back. OUT-OF-SYNC counts its replicas outside the ISR.
+
+    \b
+    Examples:
+      kctl broker balance
+      kctl broker balance --internal -o json
+    """
+    from kctl.admin.partitions import balance as broker_balance
+    from kctl.admin.partitions import snapshot
+
+    app.out.table(broker_balance(snapshot(app.session, include_internal=internal)), BALANCE_TABLE)

@@ -19,7 +19,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "cluster": ("kctl.cli.cluster:cluster", "Show the cluster: id, controller, brokers"),
     "broker": ("kctl.cli.broker:broker", "List the cluster's brokers"),
     "topic": ("kctl.cli.topic:topic", "List, describe, create and delete topics"),
-    "partition": ("kctl.cli.planned:partition", "Inspect partitions: leaders, replicas, ISR"),
+    "partition": ("kctl.cli.partition:partition", "Inspect partitions: leaders, replicas, ISR"),
     "replication": ("kctl.cli.planned:replication", "Reassign partitions and elect leaders"),
     "config": ("kctl.cli.planned:config", "Describe and alter topic and broker configs"),
     "group": ("kctl.cli.planned:group", "Consumer groups: describe, lag, offset resets"),

@@ -18,7 +18,6 @@ def _planned(name: str, summary: str, verbs: str) -> click.Group:
     )
 
 
-partition = _planned("partition", "Inspect partitions: leaders, replicas, ISR", "list and the ISR filters")
 replication = _planned("replication", "Reassign partitions and elect leaders", "reassign and elect-leaders")
 config = _planned("config", "Describe and alter topic and broker configs", "describe and alter")
 group = _planned("group", "Consumer groups: describe, lag, offset resets", "list, describe, lag, status and reset-offsets")

@@ -117,7 +117,10 @@ def walk(root: click.Group | None = None) -> list[CommandInfo]:
     out: list[CommandInfo] = []
 
     def visit(command: click.Command, path: tuple[str, ...], parent: click.Context | None) -> None:
-        ctx = click.Context(command, info_name=path[-1] if path else "kctl", parent=parent)
+        # The root's context_settings (help_option_names: -h/--help) must be in force,
+        # as in a real invocation, or click caches a --help-only option on each command.
+        settings = command.context_settings if parent is None else {}
+        ctx = click.Context(command, info_name=path[-1] if path else "kctl", parent=parent, **settings)
         info = describe(command, path, ctx)
         if path:
             lazy = getattr(parent.command, "lazy_commands", {}) if parent else {}

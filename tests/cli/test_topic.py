@@ -19,8 +19,15 @@ def admin(cluster) -> AdminClient:
     return AdminClient({"bootstrap.servers": cluster.bootstrap})
 
 
-def kafka_topic(cluster, name):
-    """The topic as Kafka describes it to confluent-kafka, or None."""
+def kafka_topic(cluster, name, *, wait=True):
+    """The topic as Kafka describes it to confluent-kafka, or None.
+
+    With `wait`, allow a moment for a new topic's metadata to reach every broker.
+    """
+    if wait:
+        found = []
+        wait_for(lambda: found.append(kafka_topic(cluster, name, wait=False)) or found[-1] is not None, timeout=5)
+        return found[-1]
     client = admin(cluster)  # the futures need their client alive
     futures = client.describe_topics(TopicCollection([name]), request_timeout=10)
     try:
@@ -158,21 +165,21 @@ def test_dry_run_creates_nothing(kctl, cluster, topic_name):
     result = kctl("-b", cluster.bootstrap, "topic", "create", topic_name, "-p", "5", "--dry-run")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines()[1].split("\t")[:2] == [topic_name, "validated"]
-    assert kafka_topic(cluster, topic_name) is None
+    assert kafka_topic(cluster, topic_name, wait=False) is None
 
 
 def test_replication_factor_larger_than_cluster(kctl, cluster, topic_name):
     result = kctl("-b", cluster.bootstrap, "topic", "create", topic_name, "--rf", str(cluster.nodes + 1))
     assert result.exit_code == ExitCode.INVALID
     assert result.stderr.startswith("error: unable to create topic: INVALID_REPLICATION_FACTOR: ")
-    assert kafka_topic(cluster, topic_name) is None
+    assert kafka_topic(cluster, topic_name, wait=False) is None
 
 
 def test_invalid_topic_config(kctl, cluster, topic_name):
     result = kctl("-b", cluster.bootstrap, "topic", "create", topic_name, "-c", "cleanup.policy=sometimes")
     assert result.exit_code == ExitCode.INVALID
     assert result.stderr.startswith("error: unable to create topic: INVALID_CONFIG: ")
-    assert kafka_topic(cluster, topic_name) is None
+    assert kafka_topic(cluster, topic_name, wait=False) is None
 
 
 def test_describe_unknown_topic(kctl, cluster, unique_name):
@@ -202,7 +209,7 @@ def test_delete_requires_confirmation_without_terminal(kctl, cluster, topic_name
 
     result = kctl("-b", cluster.bootstrap, "topic", "delete", topic_name, "--yes")
     assert (result.exit_code, result.stdout) == (0, f"NAME\tSTATUS\n{topic_name}\tdeleted\n")
-    assert wait_for(lambda: kafka_topic(cluster, topic_name) is None)
+    assert wait_for(lambda: kafka_topic(cluster, topic_name, wait=False) is None)
 
 
 def test_delete_by_regex(kctl, cluster, unique_name):
@@ -214,7 +221,7 @@ def test_delete_by_regex(kctl, cluster, unique_name):
     assert json.loads(result.stdout) == [
         {"name": n, "status": "deleted", "partitions": None, "replication_factor": None, "error": None} for n in names
     ]
-    assert wait_for(lambda: all(kafka_topic(cluster, n) is None for n in names))
+    assert wait_for(lambda: all(kafka_topic(cluster, n, wait=False) is None for n in names))
 
 
 def test_delete_unknown_topic(kctl, cluster, unique_name):

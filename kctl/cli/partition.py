@@ -1,0 +1,79 @@
+"""kctl partition: partitions across topics, with the ISR health filters."""
+
+from __future__ import annotations
+
+import click
+
+from kctl.cli._app import App, pass_app
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import RegexType, global_options
+from kctl.output.spec import Column, TableSpec
+
+
+def _status(p) -> str:
+    flags = [
+        name.replace("_", "-")
+        for name in ("offline", "unavailable", "under_min_isr", "under_replicated", "at_min_isr")
+        if getattr(p, name)
+    ]
+    # unavailable is implied by offline; say the stronger one once.
+    if "offline" in flags and "unavailable" in flags:
+        flags.remove("unavailable")
+    return ",".join(flags) or "ok"
+
+
+PARTITION_TABLE = TableSpec(
+    (
+        Column("topic", "TOPIC"),
+        Column("partition", "PARTITION", align="right"),
+        Column("leader", "LEADER", align="right"),
+        Column("replicas", "REPLICAS"),
+        Column("isr", "ISR"),
+        Column("min_isr", "MIN-ISR", align="right"),
+        Column("status", "STATUS", get=_status),
+        Column("offline_replicas", "OFFLINE-REPLICAS", wide=True),
+        Column("under_replicated", "UNDER-REPLICATED", wide=True),
+        Column("under_min_isr", "UNDER-MIN-ISR", wide=True),
+        Column("at_min_isr", "AT-MIN-ISR", wide=True),
+        Column("unavailable", "UNAVAILABLE", wide=True),
+        Column("offline", "OFFLINE", wide=True),
+    )
+)
+
+
+@click.group(cls=LazyGroup, aliases={"ls": "list"})
+def partition():
+    """Inspect partitions: leaders, replicas, ISR."""
+
+
+@partition.command("list")
+@click.argument("topics", nargs=-1, metavar="[TOPIC...]")
+@click.option("-r", "--regex", type=RegexType(), help="Only topics whose whole name matches.")
+@click.option("--under-replicated", "filters", flag_value="under_replicated", multiple=True, help="Fewer in-sync replicas than replicas.")
+@click.option("--under-min-isr", "filters", flag_value="under_min_isr", multiple=True, help="Fewer in-sync replicas than min.insync.replicas (acks=all writes fail).")
+@click.option("--at-min-isr", "filters", flag_value="at_min_isr", multiple=True, help="Exactly min.insync.replicas in sync (one failure from refusing writes).")
+@click.option("--unavailable", "filters", flag_value="unavailable", multiple=True, help="No leader, or a leader that is not a live broker.")
+@click.option("--offline", "filters", flag_value="offline", multiple=True, help="No leader at all.")
+@click.option("--leader", type=int, metavar="BROKER", help="Only partitions led by this broker.")
+@click.option("-i", "--internal", is_flag=True, help="Include internal topics (__consumer_offsets, ...).")
+@global_options
+@pass_app
+def list_(app: App, topics, regex, filters, leader, internal):
+    """List partitions with leader, replicas, ISR and health.
+
+    The filters select what kafka-topics.sh's --under-replicated-partitions,
+    --under-min-isr-partitions, --at-min-isr-partitions and --unavailable-partitions
+    select; several filters select partitions matching any of them. STATUS sums up
+    each partition (ok, or the conditions it is in).
+
+    \b
+    Examples:
+      kctl partition list orders
+      kctl partition list --under-replicated --unavailable
+      kctl partition list --leader 2 -o json
+      kctl partition list --under-min-isr --no-headers | wc -l
+    """
+    from kctl.admin.partitions import select, snapshot
+
+    taken = snapshot(app.session, topics=topics, regex=regex, include_internal=internal or bool(topics))
+    app.out.table(select(taken.partitions, filters=filters, leader=leader), PARTITION_TABLE)
