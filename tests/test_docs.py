@@ -67,7 +67,7 @@ def test_bash_syntax():
 
 def test_bash_completes_nouns_verbs_options_and_values(tmp_path):
     assert _bash_complete("kctl", "to") == ["topic"]
-    assert _bash_complete("kctl", "topic", "") == ["create", "delete", "describe", "list"]
+    assert _bash_complete("kctl", "topic", "") == ["alter-config", "create", "delete", "describe", "list"]
     assert _bash_complete("kctl", "topics", "ls", "-o", "") == ["auto", "table", "wide", "plain", "json", "jsonl", "csv"]
     assert _bash_complete("kctl", "-b", "h:1", "topic", "li") == ["list"]
     assert "--if-not-exists" in _bash_complete("kctl", "topic", "create", "x", "--")
@@ -100,7 +100,7 @@ words=(kctl topic ''); CURRENT=3; _kctl
 words=(kctl topic list -o ''); CURRENT=5; _kctl
 """
     proc = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, check=True)
-    assert proc.stdout.splitlines() == ["create delete describe list", "auto table wide plain json jsonl csv"]
+    assert proc.stdout.splitlines() == ["alter-config create delete describe list", "auto table wide plain json jsonl csv"]
 
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
@@ -114,7 +114,7 @@ def test_fish_script():
         check=True,
     )
     names = [line.split("\t")[0] for line in proc.stdout.splitlines()]
-    assert names == ["create", "delete", "describe", "list", "auto", "csv", "json", "jsonl", "plain", "table", "wide"]
+    assert names == ["alter-config", "create", "delete", "describe", "list", "auto", "csv", "json", "jsonl", "plain", "table", "wide"]
 
 
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")

@@ -173,3 +173,33 @@ def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | Non
         return fn(client)
     except Exception as exc:  # noqa: BLE001
         raise translate_error(exc, action, bootstrap) from exc
+
+
+def describe_cluster_default_configs(client: Any) -> dict[str, dict]:
+    """DescribeConfigs for the cluster-wide broker default (resource name "").
+
+    kafka-python routes broker resources to the broker they name, and "" names none, so
+    the request is built and sent to any broker with its own helpers. librdkafka rejects
+    an empty resource name outright.
+    """
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    async def send():
+        request = client._describe_configs_request([ConfigResource(ConfigResourceType.BROKER, "")])
+        response = await client._manager.send(request)
+        return client._describe_configs_process_responses([response], "all")
+
+    return client._manager.run(send).get("broker", {}).get("", {})
+
+
+def alter_cluster_default_configs(client: Any, configs: dict[str, tuple[str, str | None]], validate_only: bool) -> Any:
+    """IncrementalAlterConfigs for the cluster-wide broker default; the error class or None."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    async def send():
+        resource = ConfigResource(ConfigResourceType.BROKER, "", configs=configs)
+        request = client._alter_configs_request([resource], validate_only, True)
+        response = await client._manager.send(request)
+        return client._alter_configs_process_responses(response.responses)
+
+    return client._manager.run(send).get("broker", {}).get("")

@@ -21,7 +21,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "topic": ("kctl.cli.topic:topic", "List, describe, create and delete topics"),
     "partition": ("kctl.cli.partition:partition", "Inspect partitions: leaders, replicas, ISR"),
     "replication": ("kctl.cli.planned:replication", "Reassign partitions and elect leaders"),
-    "config": ("kctl.cli.planned:config", "Describe and alter topic and broker configs"),
+    "config": ("kctl.cli.config:config", "Describe and alter topic and broker configs"),
     "group": ("kctl.cli.planned:group", "Consumer groups: describe, lag, offset resets"),
     "offset": ("kctl.cli.planned:offset", "Look up partition offsets by position or time"),
     "record": ("kctl.cli.planned:record", "Produce and consume records"),

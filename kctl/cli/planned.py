@@ -19,7 +19,6 @@ def _planned(name: str, summary: str, verbs: str) -> click.Group:
 
 
 replication = _planned("replication", "Reassign partitions and elect leaders", "reassign and elect-leaders")
-config = _planned("config", "Describe and alter topic and broker configs", "describe and alter")
 group = _planned("group", "Consumer groups: describe, lag, offset resets", "list, describe, lag, status and reset-offsets")
 offset = _planned("offset", "Look up partition offsets by position or time", "get")
 record = _planned("record", "Produce and consume records", "produce, consume and delete")

@@ -8,6 +8,7 @@ from kctl.cli._app import App, pass_app
 from kctl.cli._batch import report
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import KeyValueType, RegexType, global_options, yes_option
+from kctl.cli.config import change_options, run_alter
 from kctl.errors import NotFoundError, PartialFailure
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
@@ -188,3 +189,20 @@ def delete(app: App, names, regex, if_exists, yes):
     )
     results, errors = delete_topics(app.session, chosen, if_exists=if_exists)
     report(app, results, errors, DELETE_TABLE, "delete topics")
+
+
+@topic.command("alter-config")
+@click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
+@change_options
+@global_options
+@pass_app
+def alter_config(app: App, names, sets, deletes, appends, subtracts, dry_run):
+    """Change topic configs incrementally (the same as `kctl config alter topic`).
+
+    \b
+    Examples:
+      kctl topic alter-config orders --set retention.ms=86400000
+      kctl topic alter-config orders payments --delete retention.bytes
+      kctl topic alter-config orders --append cleanup.policy=compact --dry-run
+    """
+    run_alter(app, "topic", list(dict.fromkeys(names)), sets, deletes, appends, subtracts, dry_run)

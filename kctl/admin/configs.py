@@ -1,0 +1,298 @@
+"""Configs of topics, brokers (one broker, or the cluster-wide default) and broker loggers:
+describe with their sources, and alter incrementally (set, delete, append, subtract).
+
+Topics and brokers go through librdkafka; broker loggers, which librdkafka cannot
+address, through kafka-python. Sensitive values are never shown: Kafka does not send
+them, and kctl masks any it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kctl.admin.session import AdminSession
+from kctl.config.secrets import MASK
+from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
+
+# kctl's entity types -> Kafka's ConfigResource type names.
+ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger")
+OPERATIONS = ("set", "delete", "append", "subtract")
+
+# Kafka's ConfigSource names, by librdkafka's ConfigSource value.
+_SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigValue:
+    name: str
+    value: str | None
+    # Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+    # DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, ...
+    source: str
+    is_default: bool
+    read_only: bool
+    sensitive: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResourceConfig:
+    entity_type: str
+    entity_name: str
+    configs: tuple[ConfigValue, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigChange:
+    """One incremental operation: set/append/subtract take a value, delete does not."""
+
+    operation: str
+    name: str
+    value: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlterResult:
+    entity_type: str
+    entity_name: str
+    # altered | validated | failed
+    status: str
+    changes: tuple[str, ...]
+    error: str | None = None
+
+
+def resource_name(entity_type: str, name: str | None) -> str:
+    """Check and normalise the entity name for its type."""
+    if entity_type == "broker-default":
+        if name:
+            raise UsageError("broker-default takes no name: it is the cluster-wide default of every broker")
+        return ""
+    if not name:
+        raise UsageError(f"{entity_type} needs a name" + (" (a broker id)" if entity_type != "topic" else ""))
+    if entity_type in ("broker", "broker-logger") and not name.isdigit():
+        raise UsageError(f"{entity_type} takes a broker id, not {name!r}")
+    return name
+
+
+def _display_name(entity_type: str, name: str) -> str:
+    return "cluster default" if entity_type == "broker-default" else f"{entity_type} {name}"
+
+
+def _confluent_type(entity_type: str):
+    from confluent_kafka.admin import ResourceType
+
+    return ResourceType.TOPIC if entity_type == "topic" else ResourceType.BROKER
+
+
+def _value(entry) -> ConfigValue:
+    sensitive = bool(entry.is_sensitive)
+    return ConfigValue(
+        name=entry.name,
+        value=MASK if sensitive and entry.value is not None else entry.value,
+        source=_SOURCES.get(int(entry.source.value if hasattr(entry.source, "value") else entry.source), "UNKNOWN"),
+        is_default=bool(entry.is_default),
+        read_only=bool(entry.is_read_only),
+        sensitive=sensitive,
+    )
+
+
+def describe_configs(
+    session: AdminSession, entity_type: str, names: Sequence[str | None], *, include_defaults: bool = False, keys: Sequence[str] = ()
+) -> tuple[list[ResourceConfig], dict[str, KctlError]]:
+    """Configs of each entity, sorted by name; overrides only unless `include_defaults`."""
+    resolved = [resource_name(entity_type, n) for n in names]
+    if entity_type in ("broker-logger", "broker-default"):
+        found, errors = _describe_kafka_python(session, entity_type, resolved)
+    else:
+        found, errors = _describe_confluent(session, entity_type, resolved)
+    out = []
+    for resource in found:
+        configs = [
+            c
+            for c in resource.configs
+            if (include_defaults or keys or c.source not in ("DEFAULT_CONFIG", "STATIC_BROKER_CONFIG") or entity_type == "broker-logger")
+            and (not keys or c.name in keys)
+        ]
+        out.append(ResourceConfig(entity_type=resource.entity_type, entity_name=resource.entity_name, configs=tuple(configs)))
+    return out, errors
+
+
+def _describe_confluent(session, entity_type, names):
+    from confluent_kafka.admin import ConfigResource
+
+    futures = {}
+    for name in names:
+        futures[name] = session.client.describe_configs([ConfigResource(_confluent_type(entity_type), name)], request_timeout=session.timeout)
+    flat = {name: next(iter(f.values())) for name, f in futures.items()}
+    results = session.wait_all(flat, f"describe {entity_type} configs")
+    found, errors = [], {}
+    for name in names:
+        result = results[name]
+        if isinstance(result, KctlError):
+            errors[name] = _not_found_for_unknown(result, entity_type, name)
+            continue
+        values = sorted((_value(e) for e in result.values()), key=lambda c: c.name)
+        found.append(ResourceConfig(entity_type=entity_type, entity_name=name, configs=tuple(values)))
+    return found, errors
+
+
+def _not_found_for_unknown(error: KctlError, entity_type: str, name: str) -> KctlError:
+    if entity_type == "topic" and "UNKNOWN_TOPIC" in error.message:
+        return NotFoundError(f"unable to describe configs of topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+    return error
+
+
+def _describe_kafka_python(session, entity_type, names):
+    """Broker loggers and the cluster-wide default, which librdkafka cannot address."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    from kctl.admin.kafka_python import describe_cluster_default_configs
+
+    found, errors = [], {}
+    for name in names:
+        action = f"describe configs of {_display_name(entity_type, name)}"
+        try:
+            if entity_type == "broker-default":
+                entries = session.run_kafka_python(describe_cluster_default_configs, action)
+            else:
+                resource = ConfigResource(ConfigResourceType.BROKER_LOGGER, name)
+                raw = session.run_kafka_python(lambda c, r=resource: c.describe_configs([r], config_filter="all"), action)
+                entries = raw.get("broker_logger", {}).get(name, {})
+        except KctlError as exc:
+            errors[name or "cluster-default"] = exc
+            continue
+        values = sorted(
+            (
+                ConfigValue(
+                    name=key,
+                    value=MASK if data.get("is_sensitive") and data.get("value") is not None else data.get("value"),
+                    source=str(data.get("config_source") or "UNKNOWN"),
+                    is_default=data.get("config_source") == "DEFAULT_CONFIG",
+                    read_only=bool(data.get("read_only", False)),
+                    sensitive=bool(data.get("is_sensitive", False)),
+                )
+                for key, data in entries.items()
+            ),
+            key=lambda c: c.name,
+        )
+        found.append(ResourceConfig(entity_type=entity_type, entity_name=name, configs=tuple(values)))
+    return found, errors
+
+
+def parse_changes(sets=(), deletes=(), appends=(), subtracts=()) -> list[ConfigChange]:
+    changes = [ConfigChange(operation="set", name=k, value=v) for k, v in sets]
+    changes += [ConfigChange(operation="delete", name=k) for k in deletes]
+    changes += [ConfigChange(operation="append", name=k, value=v) for k, v in appends]
+    changes += [ConfigChange(operation="subtract", name=k, value=v) for k, v in subtracts]
+    names = [c.name for c in changes]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise UsageError(f"unable to alter configs: {', '.join(duplicated)} given more than once")
+    if not changes:
+        raise UsageError("nothing to change: give --set, --delete, --append or --subtract")
+    return changes
+
+
+def _describe_change(change: ConfigChange) -> str:
+    symbol = {"set": "=", "append": "+=", "subtract": "-="}.get(change.operation)
+    return f"{change.name}{symbol}{change.value}" if symbol else f"-{change.name}"
+
+
+def alter_configs(
+    session: AdminSession, entity_type: str, names: Sequence[str | None], changes: Sequence[ConfigChange], *, validate_only: bool = False
+) -> tuple[list[AlterResult], dict[str, KctlError]]:
+    resolved = [resource_name(entity_type, n) for n in names]
+    described = [_describe_change(c) for c in changes]
+    if entity_type in ("broker-logger", "broker-default"):
+        outcomes = _alter_kafka_python(session, entity_type, resolved, changes, validate_only)
+    else:
+        outcomes = _alter_confluent(session, entity_type, resolved, changes, validate_only)
+    results, errors = [], {}
+    for name in resolved:
+        outcome = outcomes[name]
+        if isinstance(outcome, KctlError):
+            errors[name or "cluster-default"] = outcome
+            results.append(AlterResult(entity_type=entity_type, entity_name=name, status="failed", changes=tuple(described), error=outcome.message))
+        else:
+            status = "validated" if validate_only else "altered"
+            results.append(AlterResult(entity_type=entity_type, entity_name=name, status=status, changes=tuple(described)))
+    return results, errors
+
+
+def _alter_confluent(session, entity_type, names, changes, validate_only):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    ops = {"set": AlterConfigOpType.SET, "delete": AlterConfigOpType.DELETE, "append": AlterConfigOpType.APPEND, "subtract": AlterConfigOpType.SUBTRACT}
+    resources = [
+        ConfigResource(
+            _confluent_type(entity_type),
+            name,
+            incremental_configs=[ConfigEntry(c.name, c.value, incremental_operation=ops[c.operation]) for c in changes],
+        )
+        for name in names
+    ]
+    futures = session.client.incremental_alter_configs(resources, validate_only=validate_only, request_timeout=session.timeout)
+    by_name = {resource.name: future for resource, future in futures.items()}
+    results = session.wait_all(by_name, f"alter {entity_type} configs")
+    for name, result in results.items():
+        if isinstance(result, KctlError) and entity_type == "topic" and "UNKNOWN_TOPIC" in result.message:
+            results[name] = NotFoundError(f"unable to alter configs of topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+        elif isinstance(result, KctlError):
+            results[name] = type(result)(result.message.replace(f"alter {entity_type} configs", f"alter configs of {_display_name(entity_type, name)}", 1))
+    return results
+
+
+def _alter_kafka_python(session, entity_type, names, changes, validate_only):
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    from kctl.admin.kafka_python import alter_cluster_default_configs
+
+    if entity_type == "broker-logger" and any(c.operation in ("append", "subtract") for c in changes):
+        raise InvalidError("unable to alter broker-logger configs: loggers take --set and --delete only")
+    configs = {c.name: (c.operation.upper(), c.value) for c in changes}
+    results: dict[str, KctlError | None] = {}
+    for name in names:
+        action = f"alter configs of {_display_name(entity_type, name)}"
+        try:
+            if entity_type == "broker-default":
+                outcome = session.run_kafka_python(lambda c: alter_cluster_default_configs(c, configs, validate_only), action)
+            else:
+                resource = ConfigResource(ConfigResourceType.BROKER_LOGGER, name, configs=configs)
+                response = session.run_kafka_python(
+                    lambda c, r=resource: c.alter_configs([r], validate_only=validate_only, raise_on_unknown=False, incremental=True),
+                    action,
+                )
+                outcome = response.get("broker_logger", {}).get(name)
+        except KctlError as exc:
+            results[name] = exc
+            continue
+        results[name] = _alter_outcome(outcome, action)
+    return results
+
+
+def _alter_outcome(outcome: object, action: str) -> KctlError | None:
+    """kafka-python reports 'OK' or '[Error N] ClassName: message' per resource."""
+    import re as _re
+
+    from kafka import errors as kafka_errors
+
+    if outcome in (None, "OK"):
+        return None
+    text = str(outcome)
+    match = _re.match(r"\[Error (-?\d+)\] \w+: ?(.*)", text)
+    if not match:
+        return KctlError(f"unable to {action}: {text}")
+    error = kafka_errors.for_code(int(match.group(1)))
+    name = getattr(error, "message", None) or error.__name__
+    kind = {"INVALID_REQUEST": InvalidError, "INVALID_CONFIG": InvalidError, "POLICY_VIOLATION": InvalidError}.get(name, KctlError)
+    return kind(f"unable to {action}: {name}: {match.group(2) or getattr(error, 'description', '')}")

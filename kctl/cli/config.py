@@ -1,0 +1,127 @@
+"""kctl config: describe and alter configs of topics, brokers and broker loggers."""
+
+from __future__ import annotations
+
+import click
+
+from kctl.cli._app import App, pass_app
+from kctl.cli._batch import report
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import KeyValueType, global_options
+from kctl.errors import PartialFailure
+from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
+
+ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger")
+
+CONFIG_TABLE = TableSpec(
+    (
+        Column("name", "NAME"),
+        Column("value", "VALUE"),
+        Column("source", "SOURCE"),
+        Column("read_only", "READ-ONLY", wide=True),
+        Column("sensitive", "SENSITIVE", wide=True),
+        Column("is_default", "DEFAULT", wide=True),
+    )
+)
+CONFIG_DOCUMENT = DocumentSpec(
+    fields=(Field("entity_type", "ENTITY-TYPE"), Field("entity_name", "ENTITY-NAME", get=lambda r: r.entity_name or "(cluster default)")),
+    sections=(Section("configs", "CONFIGS", CONFIG_TABLE),),
+)
+ALTER_TABLE = TableSpec(
+    (
+        Column("entity_type", "ENTITY-TYPE"),
+        Column("entity_name", "ENTITY-NAME", get=lambda r: r.entity_name or "(cluster default)"),
+        Column("status", "STATUS"),
+        Column("changes", "CHANGES", get=lambda r: " ".join(r.changes)),
+        Column("error", "ERROR", wide=True),
+    )
+)
+
+
+def change_options(command):
+    """--set/--delete/--append/--subtract, shared by `config alter` and `topic alter-config`."""
+    decorators = [
+        click.option("--set", "sets", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="Set a config (repeatable)."),
+        click.option("--delete", "deletes", multiple=True, metavar="KEY", help="Remove an override, back to the default (repeatable)."),
+        click.option("--append", "appends", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="Add a value to a list config (repeatable)."),
+        click.option("--subtract", "subtracts", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="Remove a value from a list config (repeatable)."),
+        click.option("--dry-run", is_flag=True, help="Ask the brokers to validate the change without applying it."),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+def run_alter(app: App, entity_type: str, names, sets, deletes, appends, subtracts, dry_run) -> None:
+    from kctl.admin.configs import alter_configs, parse_changes
+
+    changes = parse_changes(sets, deletes, appends, subtracts)
+    results, errors = alter_configs(app.session, entity_type, names, changes, validate_only=dry_run)
+    report(app, results, errors, ALTER_TABLE, f"alter {entity_type} configs")
+
+
+@click.group(cls=LazyGroup)
+def config():
+    """Describe and alter topic and broker configs."""
+
+
+@config.command("describe")
+@click.argument("entity_type", type=click.Choice(ENTITY_TYPES), metavar="TYPE")
+@click.argument("names", nargs=-1, metavar="[NAME...]")
+@click.option("-a", "--all", "include_defaults", is_flag=True, help="Every config, defaults and static ones included.")
+@click.option("-k", "--key", "keys", multiple=True, metavar="NAME", help="Only this config (repeatable); shown even when default.")
+@global_options
+@pass_app
+def describe(app: App, entity_type, names, include_defaults, keys):
+    """Show configs with their source.
+
+    TYPE is topic, broker (NAME is a broker id), broker-default (the cluster-wide
+    dynamic default, no NAME) or broker-logger (NAME is a broker id). Without --all only
+    overrides are shown: dynamic topic and broker configs. SOURCE is Kafka's name for
+    where a value comes from: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG (server.properties) or
+    DEFAULT_CONFIG. Sensitive values are always hidden.
+
+    \b
+    Examples:
+      kctl config describe topic orders
+      kctl config describe topic orders --all -k retention.ms -k cleanup.policy
+      kctl config describe broker 1 --all -o json
+      kctl config describe broker-default
+      kctl config describe broker-logger 1
+    """
+    from kctl.admin.configs import describe_configs
+
+    targets = list(names) or [None]
+    found, errors = describe_configs(app.session, entity_type, targets, include_defaults=include_defaults, keys=keys)
+    if errors and not found:
+        raise next(iter(errors.values()))
+    app.out.documents(found, CONFIG_DOCUMENT)
+    for error in errors.values():
+        app.error_line(error.message)
+    if errors:
+        raise PartialFailure(f"unable to describe configs: {len(errors)} of {len(targets)} failed")
+
+
+@config.command("alter")
+@click.argument("entity_type", type=click.Choice(ENTITY_TYPES), metavar="TYPE")
+@click.argument("names", nargs=-1, metavar="[NAME...]")
+@change_options
+@global_options
+@pass_app
+def alter(app: App, entity_type, names, sets, deletes, appends, subtracts, dry_run):
+    """Change configs incrementally: only the named keys change.
+
+    TYPE is topic, broker, broker-default or broker-logger, as for `config describe`.
+    --append and --subtract edit list configs (cleanup.policy, ...). --dry-run uses
+    Kafka's validate-only mode: invalid values are reported, nothing changes.
+
+    \b
+    Examples:
+      kctl config alter topic orders --set retention.ms=86400000 --delete segment.bytes
+      kctl config alter topic orders --append cleanup.policy=compact --dry-run
+      kctl config alter broker 1 --set log.cleaner.threads=2
+      kctl config alter broker-default --set log.retention.check.interval.ms=60000
+      kctl config alter broker-logger 1 --set kafka.server.ReplicaManager=DEBUG
+    """
+    run_alter(app, entity_type, list(names) or [None], sets, deletes, appends, subtracts, dry_run)
