@@ -20,7 +20,5 @@ def _planned(name: str, summary: str, verbs: str) -> click.Group:
 
 replication = _planned("replication", "Reassign partitions and elect leaders", "reassign and elect-leaders")
 group = _planned("group", "Consumer groups: describe, lag, offset resets", "list, describe, lag, status and reset-offsets")
-offset = _planned("offset", "Look up partition offsets by position or time", "get")
-record = _planned("record", "Produce and consume records", "produce, consume and delete")
 local = _planned("local", "Run the bundled single-node Kafka broker", "start, stop, status, logs and purge")
 spark = _planned("spark", "Dump, replay and audit topics with PySpark", "dump, replay and audit")

@@ -1,0 +1,212 @@
+"""Partition offsets (ListOffsets): earliest, latest, max timestamp and by timestamp, and
+deleting records before an offset (DeleteRecords).
+
+librdkafka sends one ListOffsets request per partition leader for the whole batch, so
+asking for thousands of partitions costs a request per broker, not per partition.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kctl.admin.session import AdminSession
+from kctl.errors import KctlError, NotFoundError, UsageError
+
+_PARTITIONS = re.compile(r"(\d+)(?:-(\d*))?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionSelector:
+    """`topic` or `topic:0-3,5,7-` (Kafka's kafka-get-offsets syntax)."""
+
+    topic: str
+    # (first, last) ranges, last None for open-ended; empty means every partition.
+    ranges: tuple[tuple[int, int | None], ...] = ()
+
+    def selects(self, partition: int) -> bool:
+        return not self.ranges or any(lo <= partition and (hi is None or partition <= hi) for lo, hi in self.ranges)
+
+
+def parse_selector(text: str) -> PartitionSelector:
+    topic, sep, spec = text.rpartition(":") if ":" in text else (text, "", "")
+    if not sep:
+        return PartitionSelector(topic=text)
+    ranges = []
+    for part in spec.split(","):
+        match = _PARTITIONS.fullmatch(part.strip())
+        if not match or not topic:
+            raise UsageError(f"unable to parse {text!r}: expected TOPIC or TOPIC:PARTITIONS such as orders:0-3,5,7-")
+        lo = int(match.group(1))
+        hi = None if match.group(2) == "" else int(match.group(2) or lo)
+        if hi is not None and hi < lo:
+            raise UsageError(f"unable to parse {text!r}: range {lo}-{hi} is empty")
+        ranges.append((lo, hi))
+    return PartitionSelector(topic=topic, ranges=tuple(ranges))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionOffsets:
+    topic: str
+    partition: int
+    # The log start offset: the first offset still stored.
+    earliest: int
+    # The log end offset (high watermark), or the last stable offset with read_committed.
+    latest: int
+    # latest - earliest: an upper bound on the records stored (compaction and
+    # transaction markers make the real count lower).
+    span: int
+    # With --at: the first offset whose timestamp is at or after the instant (latest if none).
+    offset_at: int | None = None
+    timestamp_at: int | None = None
+    # With --max-timestamp: the offset of the record with the largest timestamp.
+    max_timestamp_offset: int | None = None
+    max_timestamp: int | None = None
+
+
+def resolve_partitions(session: AdminSession, selectors: Sequence[PartitionSelector], regex: re.Pattern[str] | None = None) -> list[tuple[str, int]]:
+    """(topic, partition) pairs for the selectors, checked against the cluster's metadata."""
+    metadata = session.metadata("list offsets")
+    selected: list[tuple[str, int]] = []
+    for selector in selectors:
+        topic = metadata.topics.get(selector.topic)
+        if topic is None or (topic.error is not None and not topic.partitions):
+            raise NotFoundError(f"unable to list offsets of topic {selector.topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+        existing = sorted(topic.partitions)
+        chosen = [p for p in existing if selector.selects(p)]
+        for lo, hi in selector.ranges:
+            if hi is not None and hi > existing[-1] or lo > existing[-1]:
+                raise NotFoundError(
+                    f"unable to list offsets of {selector.topic}: partition {max(lo, hi or lo)} does not exist "
+                    f"(the topic has {len(existing)})"
+                )
+        selected += [(selector.topic, p) for p in chosen]
+    if regex is not None:
+        for name in sorted(metadata.topics):
+            if regex.fullmatch(name) and not name.startswith("__"):
+                selected += [(name, p) for p in sorted(metadata.topics[name].partitions)]
+    return list(dict.fromkeys(selected))
+
+
+def _list(session: AdminSession, pairs, spec_factory, isolation: str, action: str) -> dict[tuple[str, int], object]:
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # noqa: F401 - spec_factory uses it
+
+    if not pairs:
+        return {}
+    request = {TopicPartition(t, p): spec_factory() for t, p in pairs}
+    level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+    futures = session.client.list_offsets(request, isolation_level=level, request_timeout=session.timeout)
+    results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
+    for key, result in results.items():
+        if isinstance(result, KctlError):
+            raise result
+    return results
+
+
+def list_offsets(
+    session: AdminSession,
+    pairs: Sequence[tuple[str, int]],
+    *,
+    at_ms: int | None = None,
+    max_timestamp: bool = False,
+    isolation: str = "read_uncommitted",
+) -> list[PartitionOffsets]:
+    from confluent_kafka.admin import OffsetSpec
+
+    earliest = _list(session, pairs, OffsetSpec.earliest, isolation, "list earliest offsets")
+    latest = _list(session, pairs, OffsetSpec.latest, isolation, "list latest offsets")
+    at = _list(session, pairs, lambda: OffsetSpec.for_timestamp(at_ms), isolation, "list offsets by timestamp") if at_ms is not None else {}
+    top = _list(session, pairs, OffsetSpec.max_timestamp, isolation, "list max-timestamp offsets") if max_timestamp else {}
+    rows = []
+    for key in pairs:
+        start, end = earliest[key].offset, latest[key].offset
+        found = at.get(key)
+        peak = top.get(key)
+        rows.append(
+            PartitionOffsets(
+                topic=key[0],
+                partition=key[1],
+                earliest=start,
+                latest=end,
+                span=end - start,
+                # No record at or after the instant: Kafka answers -1; the next record
+                # to arrive will be at the log end, which is what a consumer would use.
+                offset_at=(end if found.offset < 0 else found.offset) if found else None,
+                timestamp_at=(found.timestamp if found.offset >= 0 else None) if found else None,
+                max_timestamp_offset=(peak.offset if peak.offset >= 0 else None) if peak else None,
+                max_timestamp=(peak.timestamp if peak.offset >= 0 else None) if peak else None,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteRecordsPlan:
+    topic: str
+    partition: int
+    log_start_offset: int
+    log_end_offset: int
+    # The new log start offset: records below it are deleted.
+    delete_before: int
+    records_deleted: int
+    # planned | deleted | failed
+    status: str = "planned"
+    low_watermark: int | None = None
+    error: str | None = None
+
+
+def plan_delete_records(
+    session: AdminSession, pairs: Sequence[tuple[str, int]], *, before_offset: int | None = None, before_ms: int | None = None, to_end: bool = False
+) -> list[DeleteRecordsPlan]:
+    """What deleting records would do per partition; offsets are clamped to the log, and
+    a partition whose log starts at or after the target is left alone."""
+    offsets = list_offsets(session, pairs, at_ms=before_ms)
+    plans = []
+    for o in offsets:
+        if to_end:
+            target = o.latest
+        elif before_ms is not None:
+            target = o.offset_at if o.offset_at is not None else o.latest
+        else:
+            target = min(max(before_offset or 0, o.earliest), o.latest)
+        target = max(target, o.earliest)
+        plans.append(
+            DeleteRecordsPlan(
+                topic=o.topic,
+                partition=o.partition,
+                log_start_offset=o.earliest,
+                log_end_offset=o.latest,
+                delete_before=target,
+                records_deleted=target - o.earliest,
+            )
+        )
+    return plans
+
+
+def delete_records(session: AdminSession, plans: Sequence[DeleteRecordsPlan]) -> tuple[list[DeleteRecordsPlan], dict[str, KctlError]]:
+    import dataclasses
+
+    from confluent_kafka import TopicPartition
+
+    todo = [p for p in plans if p.records_deleted > 0]
+    results: list[DeleteRecordsPlan] = []
+    errors: dict[str, KctlError] = {}
+    outcomes = {}
+    if todo:
+        request = [TopicPartition(p.topic, p.partition, p.delete_before) for p in todo]
+        futures = session.client.delete_records(request, request_timeout=session.timeout, operation_timeout=session.timeout)
+        outcomes = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, "delete records")
+    for plan in plans:
+        key = (plan.topic, plan.partition)
+        if key not in outcomes:
+            results.append(dataclasses.replace(plan, status="unchanged", low_watermark=plan.log_start_offset))
+            continue
+        outcome = outcomes[key]
+        if isinstance(outcome, KctlError):
+            errors[f"{plan.topic}-{plan.partition}"] = outcome
+            results.append(dataclasses.replace(plan, status="failed", error=outcome.message))
+        else:
+            results.append(dataclasses.replace(plan, status="deleted", low_watermark=outcome.low_watermark))
+    return results, errors

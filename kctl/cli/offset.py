@@ -1,0 +1,77 @@
+"""kctl offset: partition offsets by position or time."""
+
+from __future__ import annotations
+
+import click
+
+from kctl.cli._app import App, pass_app
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import RegexType, global_options
+from kctl.output.spec import Column, TableSpec
+
+
+def _iso(key: str):
+    def get(row):
+        from kctl.timespec import format_instant
+
+        return format_instant(getattr(row, key))
+
+    return get
+
+
+BASE_COLUMNS = (
+    Column("topic", "TOPIC"),
+    Column("partition", "PARTITION", align="right"),
+    Column("earliest", "EARLIEST", align="right"),
+    Column("latest", "LATEST", align="right"),
+    Column("span", "SPAN", align="right"),
+)
+AT_COLUMNS = (Column("offset_at", "OFFSET-AT", align="right"), Column("timestamp_at", "TIMESTAMP-AT", get=_iso("timestamp_at")))
+MAX_COLUMNS = (
+    Column("max_timestamp_offset", "MAX-TIMESTAMP-OFFSET", align="right"),
+    Column("max_timestamp", "MAX-TIMESTAMP", get=_iso("max_timestamp")),
+)
+
+
+@click.group(cls=LazyGroup)
+def offset():
+    """Look up partition offsets by position or time."""
+
+
+@offset.command("get")
+@click.argument("selectors", nargs=-1, metavar="TOPIC[:PARTITIONS]...")
+@click.option("-r", "--regex", type=RegexType(), help="Also every topic whose whole name matches.")
+@click.option("--at", "at", metavar="TIME", help="Also the first offset at or after TIME (ISO-8601, epoch ms, now, -1h).")
+@click.option("--max-timestamp", is_flag=True, help="Also the offset and timestamp of the record with the largest timestamp.")
+@click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed makes LATEST the last stable offset.")
+@global_options
+@pass_app
+def get(app: App, selectors, regex, at, max_timestamp, isolation):
+    """Show earliest (log start) and latest (log end) offsets per partition.
+
+    PARTITIONS takes kafka-get-offsets' syntax: 0-3, 5, 7- (open-ended), comma-separated.
+    SPAN is LATEST - EARLIEST, an upper bound on the records stored. With --at, OFFSET-AT
+    is where a consumer seeking to that time would start (the log end when no record is
+    that recent); the resolved instant is printed on stderr.
+
+    \b
+    Examples:
+      kctl offset get orders
+      kctl offset get orders:0-3,7 payments -o json
+      kctl offset get orders --at 2026-11-22T09:00:00Z
+      kctl offset get orders --at -1h --max-timestamp
+      kctl offset get -r 'logs\\..*' --isolation read_committed
+    """
+    from kctl.admin.offsets import list_offsets, parse_selector, resolve_partitions
+    from kctl.timespec import format_instant, parse_instant
+
+    if not selectors and regex is None:
+        raise click.UsageError("name at least one TOPIC[:PARTITIONS], or give --regex")
+    parsed = [parse_selector(s) for s in selectors]
+    at_ms = parse_instant(at) if at is not None else None
+    if at_ms is not None:
+        app.note(f"--at {at} is {format_instant(at_ms)} ({at_ms})")
+    pairs = resolve_partitions(app.session, parsed, regex)
+    rows = list_offsets(app.session, pairs, at_ms=at_ms, max_timestamp=max_timestamp, isolation=isolation)
+    columns = BASE_COLUMNS + (AT_COLUMNS if at_ms is not None else ()) + (MAX_COLUMNS if max_timestamp else ())
+    app.out.table(rows, TableSpec(columns))
