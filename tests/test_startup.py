@@ -48,21 +48,22 @@ def test_help_imports_nothing_heavy(args):
 
 
 def test_every_command_has_help(kctl):
-    from kctl.cli.main import NOUNS, cli
+    from kctl.cli.main import cli
 
     import click
 
-    ctx = click.Context(cli)
-    for noun in NOUNS:
-        group = cli.get_command(ctx, noun)
-        result = kctl(noun, "--help")
-        assert result.exit_code == 0, result.stderr
-        assert result.stdout.startswith(f"Usage: kctl {noun}")
-        if isinstance(group, click.Group):
-            for verb in group.list_commands(ctx):
-                result = kctl(noun, verb, "--help")
-                assert result.exit_code == 0, (noun, verb, result.stderr)
-                assert "Examples:" in result.stdout, (noun, verb)
+    def visit(command: click.Command, path: tuple[str, ...], parent: click.Context | None) -> None:
+        ctx = click.Context(command, info_name=path[-1] if path else "kctl", parent=parent)
+        result = kctl(*path, "--help")
+        assert result.exit_code == 0, (path, result.stderr)
+        assert result.stdout.startswith("Usage: " + " ".join(("kctl", *path))), path
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                visit(command.get_command(ctx, name), (*path, name), ctx)
+        else:
+            assert "Examples:" in result.stdout, path
+
+    visit(cli, (), None)
 
 
 def test_version(kctl):

@@ -105,7 +105,7 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
             app.error_line(exc.message)
             return ExitCode.UNKNOWN
         if watch and app.stdout_is_tty and app.out.format == "table":
-            app.stdout.write("\x1b[H\x1b[2J")  # redraw in place, like watch(1)
+            app.out.raw("\x1b[H\x1b[2J")  # redraw in place, like watch(1)
             app.note(time.strftime("%H:%M:%S"))
         app.out.document(verdict, HEALTH_DOCUMENT)
         return _EXIT[verdict.status]
@@ -117,6 +117,6 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
             break
         time.sleep(interval)
         if not app.out.is_structured and not app.stdout_is_tty:
-            app.stdout.write("\n")
+            app.out.raw("\n")
         status = once()
     click.get_current_context().exit(status)

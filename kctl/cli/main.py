@@ -20,7 +20,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "broker": ("kctl.cli.broker:broker", "List the cluster's brokers"),
     "topic": ("kctl.cli.topic:topic", "List, describe, create and delete topics"),
     "partition": ("kctl.cli.partition:partition", "Inspect partitions: leaders, replicas, ISR"),
-    "replication": ("kctl.cli.planned:replication", "Reassign partitions and elect leaders"),
+    "replication": ("kctl.cli.replication:replication", "Reassign partitions and elect leaders"),
     "config": ("kctl.cli.config:config", "Describe and alter topic and broker configs"),
     "group": ("kctl.cli.planned:group", "Consumer groups: describe, lag, offset resets"),
     "offset": ("kctl.cli.offset:offset", "Look up partition offsets by position or time"),

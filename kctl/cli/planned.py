@@ -18,7 +18,6 @@ def _planned(name: str, summary: str, verbs: str) -> click.Group:
     )
 
 
-replication = _planned("replication", "Reassign partitions and elect leaders", "reassign and elect-leaders")
 group = _planned("group", "Consumer groups: describe, lag, offset resets", "list, describe, lag, status and reset-offsets")
 local = _planned("local", "Run the bundled single-node Kafka broker", "start, stop, status, logs and purge")
 spark = _planned("spark", "Dump, replay and audit topics with PySpark", "dump, replay and audit")

@@ -206,3 +206,46 @@ def alter_config(app: App, names, sets, deletes, appends, subtracts, dry_run):
       kctl topic alter-config orders --append cleanup.policy=compact --dry-run
     """
     run_alter(app, "topic", list(dict.fromkeys(names)), sets, deletes, appends, subtracts, dry_run)
+
+
+@topic.command("set-replication-factor")
+@click.argument("name", metavar="TOPIC")
+@click.argument("replication_factor", type=click.IntRange(min=1), metavar="N")
+@click.option("--throttle", metavar="RATE", help="Replication throttle while copying, e.g. 50MB/s.")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until every partition has its new replicas.")
+@click.option("--wait-timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Give up waiting after this long (the move goes on).")
+@click.option("--dry-run", is_flag=True, help="Show the plan; change nothing.")
+@global_options
+@pass_app
+def set_replication_factor(app: App, name, replication_factor, throttle, wait, wait_timeout, dry_run):
+    """Change a topic's replication factor: plan, execute and wait, with progress.
+
+    New replicas go to the least-loaded brokers (rack-aware); when lowering, the
+    leader is kept and the last replicas are dropped. The throttle, if any, is removed
+    when the move completes. kafka-topics.sh cannot do this; it needs a hand-written
+    reassignment plan.
+
+    \b
+    Examples:
+      kctl topic set-replication-factor orders 3
+      kctl topic set-replication-factor orders 3 --throttle 20MB --dry-run
+      kctl topic set-replication-factor logs 2 --no-wait
+    """
+    from kctl.admin.replication import execute, generate_plan, preview
+    from kctl.admin.topics import validate_topic_name
+    from kctl.cli.replication import MOVE_TABLE, finish, wait_for_moves
+    from kctl.sizes import parse_bytes
+
+    validate_topic_name(name)
+    rate = parse_bytes(throttle, "--throttle") if throttle else None
+    moves = generate_plan(app.session, [name], replication_factor=replication_factor)
+    moving = [m for m in moves if m.target != m.current]
+    if dry_run or not moving:
+        app.out.table(preview(moves), MOVE_TABLE)
+        app.note(f"{len(moving)} partition(s) would move" if dry_run else f"{name} already has replication factor {replication_factor}")
+        return
+    rows, errors = execute(app.session, moves, throttle=rate)
+    if errors or not wait:
+        report(app, rows, errors, MOVE_TABLE, f"set the replication factor of {name}")
+        return
+    finish(app, wait_for_moves(app, moves, wait_timeout=wait_timeout), f"set the replication factor of {name}")

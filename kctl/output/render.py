@@ -145,6 +145,10 @@ class Output:
             else:
                 self._aligned(rows, section.spec.visible(wide=self.format == "wide"))
 
+    def raw(self, text: str) -> None:
+        """Data that has its own fixed format (a reassignment plan, a screen redraw)."""
+        self._write(text)
+
     # -- writers --------------------------------------------------------------------------
 
     def _write(self, text: str) -> None:

@@ -1,0 +1,415 @@
+"""Partition reassignment and leader election.
+
+Plans use kafka-reassign-partitions.sh's JSON format, so plans move freely between the
+tools::
+
+    {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3],
+                                    "log_dirs": ["any", "any", "any"]}]}
+
+Generating keeps every replica it can (moving data is the expensive part), fills the
+rest from the least-loaded brokers, preferring racks the partition does not use yet,
+and keeps the current leader first when it stays. Executing sets the same replication
+throttles Kafka's tool sets (rates on the brokers involved, throttled replica lists on
+the topics) and verifying removes them once every partition has finished.
+
+Reassignment APIs go through kafka-python (librdkafka has none); elections through
+librdkafka.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kctl.admin.session import AdminSession
+from kctl.errors import InvalidError, KctlError, NotFoundError
+
+THROTTLE_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionMove:
+    topic: str
+    partition: int
+    current: tuple[int, ...]
+    target: tuple[int, ...]
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        return tuple(b for b in self.target if b not in self.current)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        return tuple(b for b in self.current if b not in self.target)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoveRow:
+    """One partition of a plan, as shown to people."""
+
+    topic: str
+    partition: int
+    current_replicas: tuple[int, ...]
+    target_replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    # unchanged | move | in-progress | done | failed | cancelled
+    status: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reassignment:
+    """An in-progress reassignment, as ListPartitionReassignments reports it."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElectionResult:
+    topic: str
+    partition: int
+    # elected | not-needed | failed
+    status: str
+    leader: int | None = None
+    error: str | None = None
+
+
+# -- plan files -----------------------------------------------------------------------------
+
+
+def plan_to_json(moves: Iterable[PartitionMove], *, current: bool = False) -> str:
+    """Kafka's reassignment JSON for the targets (or, with current=True, the rollback)."""
+    partitions = []
+    for m in sorted(moves, key=lambda m: (m.topic, m.partition)):
+        replicas = list(m.current if current else m.target)
+        partitions.append({"topic": m.topic, "partition": m.partition, "replicas": replicas, "log_dirs": ["any"] * len(replicas)})
+    return json.dumps({"version": 1, "partitions": partitions}, indent=2) + "\n"
+
+
+def parse_plan(text: str, source: str) -> dict[tuple[str, int], tuple[int, ...]]:
+    """Targets from Kafka's reassignment JSON; every malformation is an InvalidError."""
+
+    def bad(why: str) -> InvalidError:
+        return InvalidError(f"unable to read reassignment plan {source}: {why}")
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise bad(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("partitions"), list):
+        raise bad('expected {"version": 1, "partitions": [...]}')
+    if data.get("version", 1) != 1:
+        raise bad(f"unsupported version {data.get('version')!r}")
+    targets: dict[tuple[str, int], tuple[int, ...]] = {}
+    for index, entry in enumerate(data["partitions"]):
+        where = f"partitions[{index}]"
+        if not isinstance(entry, dict):
+            raise bad(f"{where} is not an object")
+        topic, partition, replicas = entry.get("topic"), entry.get("partition"), entry.get("replicas")
+        if not isinstance(topic, str) or not topic:
+            raise bad(f"{where}.topic must be a topic name")
+        if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+            raise bad(f"{where}.partition must be a partition number")
+        if not isinstance(replicas, list) or not replicas or not all(isinstance(r, int) and not isinstance(r, bool) for r in replicas):
+            raise bad(f"{where}.replicas must be a non-empty list of broker ids")
+        if len(set(replicas)) != len(replicas):
+            raise bad(f"{where}.replicas lists a broker twice: {replicas}")
+        log_dirs = entry.get("log_dirs")
+        if log_dirs is not None and (not isinstance(log_dirs, list) or any(d != "any" for d in log_dirs)):
+            raise bad(f"{where}.log_dirs: only \"any\" is supported (moving between log dirs is not)")
+        if (topic, partition) in targets:
+            raise bad(f"{where}: {topic}-{partition} appears twice")
+        targets[(topic, partition)] = tuple(replicas)
+    if not targets:
+        raise bad("the plan moves no partitions")
+    return targets
+
+
+# -- cluster state ----------------------------------------------------------------------
+
+
+def _assignments(session: AdminSession, topics: Iterable[str] | None = None) -> tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]]:
+    """Current replicas per partition (of `topics`, or all), and live brokers with their racks."""
+    metadata = session.metadata("describe partitions")
+    wanted = set(topics) if topics is not None else None
+    if wanted:
+        missing = sorted(wanted - set(metadata.topics))
+        if missing:
+            raise NotFoundError(f"unable to reassign topic {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+    current = {
+        (name, p.id): tuple(p.replicas)
+        for name, t in metadata.topics.items()
+        if wanted is None or name in wanted
+        for p in t.partitions.values()
+    }
+    from kctl.admin.cluster import describe_cluster
+
+    racks = {b.id: b.rack for b in describe_cluster(session).brokers}
+    return current, racks
+
+
+def moves_for(current: Mapping[tuple[str, int], tuple[int, ...]], targets: Mapping[tuple[str, int], tuple[int, ...]], brokers: Iterable[int]) -> list[PartitionMove]:
+    """PartitionMoves for a parsed plan, checked against the cluster."""
+    live = set(brokers)
+    moves = []
+    for (topic, partition), target in sorted(targets.items()):
+        if (topic, partition) not in current:
+            if not any(t == topic for t, _ in current):
+                raise NotFoundError(f"unable to reassign {topic}-{partition}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            raise NotFoundError(f"unable to reassign {topic}-{partition}: the topic has no partition {partition}")
+        unknown = sorted(set(target) - live)
+        if unknown:
+            raise InvalidError(
+                f"unable to reassign {topic}-{partition}: broker(s) {', '.join(map(str, unknown))} not in the cluster "
+                f"(brokers: {', '.join(map(str, sorted(live)))})"
+            )
+        moves.append(PartitionMove(topic=topic, partition=partition, current=current[(topic, partition)], target=target))
+    return moves
+
+
+# -- generating ---------------------------------------------------------------------------
+
+
+def generate(
+    current: Mapping[tuple[str, int], tuple[int, ...]],
+    brokers: Mapping[int, str | None],
+    *,
+    replication_factor: int | None = None,
+) -> list[PartitionMove]:
+    """A balanced, rack-aware plan placing every partition on `brokers` (id -> rack).
+
+    Pure: the same input gives the same plan, so a plan can be reviewed and re-created.
+    """
+    if not brokers:
+        raise InvalidError("unable to generate a plan: no brokers to place replicas on")
+    load: Counter[int] = Counter({b: 0 for b in brokers})
+    leaders: Counter[int] = Counter({b: 0 for b in brokers})
+    kept: dict[tuple[str, int], list[int]] = {}
+    # First pass: keep what can stay, so loads reflect the data that will not move.
+    for key, replicas in sorted(current.items()):
+        rf = replication_factor or len(replicas)
+        if rf > len(brokers):
+            raise InvalidError(
+                f"unable to place {key[0]}-{key[1]}: replication factor {rf} is larger than the {len(brokers)} broker(s) available"
+            )
+        stay = [b for b in replicas if b in brokers][:rf]
+        kept[key] = stay
+        load.update(stay)
+    moves = []
+    for key, replicas in sorted(current.items()):
+        rf = replication_factor or len(replicas)
+        chosen = list(kept[key])
+        while len(chosen) < rf:
+            used_racks = {brokers[b] for b in chosen if brokers[b] is not None}
+            candidates = [b for b in sorted(brokers) if b not in chosen]
+            # Least loaded first; among equals, a rack the partition does not use yet.
+            best = min(candidates, key=lambda b: (brokers[b] in used_racks if brokers[b] is not None else False, load[b], b))
+            chosen.append(best)
+            load[best] += 1
+        if not chosen or chosen[0] not in replicas:
+            # No surviving leader: give leadership to the broker leading least so far.
+            first = min(chosen, key=lambda b: (leaders[b], load[b], b))
+            chosen.remove(first)
+            chosen.insert(0, first)
+        leaders[chosen[0]] += 1
+        moves.append(PartitionMove(topic=key[0], partition=key[1], current=tuple(replicas), target=tuple(chosen)))
+    return moves
+
+
+def generate_plan(
+    session: AdminSession, topics: Sequence[str], broker_ids: Sequence[int] | None = None, *, replication_factor: int | None = None, rack_aware: bool = True
+) -> list[PartitionMove]:
+    current, racks = _assignments(session, topics)
+    if broker_ids:
+        unknown = sorted(set(broker_ids) - set(racks))
+        if unknown:
+            raise InvalidError(f"unable to generate a plan: broker(s) {', '.join(map(str, unknown))} not in the cluster (brokers: {', '.join(map(str, sorted(racks)))})")
+        racks = {b: racks[b] for b in broker_ids}
+    if not rack_aware:
+        racks = {b: None for b in racks}
+    return generate(current, racks, replication_factor=replication_factor)
+
+
+def load_plan(session: AdminSession, text: str, source: str) -> list[PartitionMove]:
+    targets = parse_plan(text, source)
+    current, racks = _assignments(session, {t for t, _ in targets})
+    return moves_for(current, targets, racks)
+
+
+# -- executing ----------------------------------------------------------------------------
+
+
+def _throttled_replicas(moves: Sequence[PartitionMove]) -> dict[str, dict[str, str]]:
+    """Per topic, the leader (source) and follower (destination) throttled replica lists."""
+    per_topic: dict[str, dict[str, list[str]]] = {}
+    for m in moves:
+        if not m.adding and not m.removing:
+            continue
+        entry = per_topic.setdefault(m.topic, {THROTTLED_REPLICAS_KEYS[0]: [], THROTTLED_REPLICAS_KEYS[1]: []})
+        entry[THROTTLED_REPLICAS_KEYS[0]] += [f"{m.partition}:{b}" for b in m.current]
+        entry[THROTTLED_REPLICAS_KEYS[1]] += [f"{m.partition}:{b}" for b in m.adding]
+    return {t: {k: ",".join(v) for k, v in entry.items() if v} for t, entry in per_topic.items()}
+
+
+def _alter(session: AdminSession, entity_type: str, name: str, changes) -> None:
+    from kctl.admin.configs import alter_configs
+
+    _results, errors = alter_configs(session, entity_type, [name], changes)
+    if errors:
+        raise next(iter(errors.values()))
+
+
+def set_throttles(session: AdminSession, moves: Sequence[PartitionMove], rate: int) -> None:
+    from kctl.admin.configs import ConfigChange
+
+    brokers = sorted({b for m in moves if m.adding or m.removing for b in (*m.current, *m.target)})
+    for broker in brokers:
+        _alter(session, "broker", str(broker), [ConfigChange(operation="set", name=k, value=str(rate)) for k in THROTTLE_RATE_KEYS])
+    for topic, lists in _throttled_replicas(moves).items():
+        _alter(session, "topic", topic, [ConfigChange(operation="set", name=k, value=v) for k, v in lists.items()])
+
+
+def clear_throttles(session: AdminSession, moves: Sequence[PartitionMove]) -> None:
+    from kctl.admin.configs import ConfigChange
+
+    brokers = sorted({b for m in moves for b in (*m.current, *m.target)})
+    for broker in brokers:
+        _alter(session, "broker", str(broker), [ConfigChange(operation="delete", name=k) for k in THROTTLE_RATE_KEYS])
+    for topic in sorted({m.topic for m in moves}):
+        _alter(session, "topic", topic, [ConfigChange(operation="delete", name=k) for k in THROTTLED_REPLICAS_KEYS])
+
+
+def execute(session: AdminSession, moves: Sequence[PartitionMove], *, throttle: int | None = None) -> tuple[list[MoveRow], dict[str, KctlError]]:
+    """Start the reassignment of every partition whose replicas change."""
+    from kafka import TopicPartition
+
+    from kctl.admin.kafka_python import for_code
+
+    changing = [m for m in moves if m.target != m.current]
+    if throttle is not None and changing:
+        set_throttles(session, changing, throttle)
+    outcome = {}
+    if changing:
+        request = {TopicPartition(m.topic, m.partition): list(m.target) for m in changing}
+        outcome = session.run_kafka_python(lambda c: c.alter_partition_reassignments(request, timeout_ms=int(session.timeout * 1000)), "reassign partitions")
+    rows, errors = [], {}
+    for m in moves:
+        if m.target == m.current:
+            rows.append(_row(m, "unchanged"))
+            continue
+        error = outcome.get(TopicPartition(m.topic, m.partition))
+        if error is not None:
+            failure = for_code(error, f"reassign {m.topic}-{m.partition}")
+            errors[f"{m.topic}-{m.partition}"] = failure
+            rows.append(_row(m, "failed", failure.message))
+        else:
+            rows.append(_row(m, "started"))
+    return rows, errors
+
+
+def _row(m: PartitionMove, status: str, error: str | None = None) -> MoveRow:
+    return MoveRow(
+        topic=m.topic,
+        partition=m.partition,
+        current_replicas=m.current,
+        target_replicas=m.target,
+        adding=m.adding,
+        removing=m.removing,
+        status=status,
+        error=error,
+    )
+
+
+def preview(moves: Sequence[PartitionMove]) -> list[MoveRow]:
+    return [_row(m, "move" if m.target != m.current else "unchanged") for m in moves]
+
+
+def list_reassignments(session: AdminSession) -> list[Reassignment]:
+    raw = session.run_kafka_python(lambda c: c.list_partition_reassignments(timeout_ms=int(session.timeout * 1000)), "list reassignments")
+    return [
+        Reassignment(
+            topic=tp.topic,
+            partition=tp.partition,
+            replicas=tuple(info["replicas"]),
+            adding_replicas=tuple(info["adding_replicas"]),
+            removing_replicas=tuple(info["removing_replicas"]),
+        )
+        for tp, info in sorted(raw.items(), key=lambda item: (item[0].topic, item[0].partition))
+    ]
+
+
+def verify(session: AdminSession, moves: Sequence[PartitionMove], *, clear: bool = True) -> list[MoveRow]:
+    """Where each partition stands; throttles are removed once all are done (unless told not to)."""
+    in_progress = {(r.topic, r.partition) for r in list_reassignments(session)}
+    current, _racks = _assignments(session, {m.topic for m in moves})
+    rows = []
+    for m in moves:
+        key = (m.topic, m.partition)
+        if key in in_progress:
+            rows.append(_row(m, "in-progress"))
+        elif tuple(current.get(key, ())) == m.target:
+            rows.append(_row(m, "done"))
+        else:
+            now = current.get(key, ())
+            rows.append(_row(PartitionMove(topic=m.topic, partition=m.partition, current=tuple(now), target=m.target), "failed", "the replicas differ from the plan and nothing is in progress"))
+    if clear and all(r.status == "done" for r in rows):
+        clear_throttles(session, moves)
+    return rows
+
+
+def cancel(session: AdminSession, moves: Sequence[PartitionMove] | None = None) -> list[Reassignment]:
+    """Cancel in-progress reassignments (of `moves`, or all); returns what was cancelled."""
+    from kafka import TopicPartition
+
+    ongoing = list_reassignments(session)
+    if moves is not None:
+        wanted = {(m.topic, m.partition) for m in moves}
+        ongoing = [r for r in ongoing if (r.topic, r.partition) in wanted]
+    if ongoing:
+        request = {TopicPartition(r.topic, r.partition): None for r in ongoing}
+        session.run_kafka_python(lambda c: c.alter_partition_reassignments(request, timeout_ms=int(session.timeout * 1000)), "cancel reassignments")
+    return ongoing
+
+
+# -- leader election ----------------------------------------------------------------------
+
+
+def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None, *, unclean: bool = False) -> tuple[list[ElectionResult], dict[str, KctlError]]:
+    """Preferred (or unclean) election for `pairs`, or every partition when None."""
+    from confluent_kafka import ElectionType, KafkaException, TopicPartition
+
+    from kctl.admin.errors import error_of, translate
+
+    kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
+    partitions = [TopicPartition(t, p) for t, p in pairs] if pairs is not None else None
+    # confluent-kafka 2.16's elect_leaders rejects request_timeout (a binding bug:
+    # "more argument specifiers than keyword list entries"); wait() bounds the time.
+    future = session.client.elect_leaders(kind, partitions)
+    outcome = session.wait(future, "elect leaders")
+    metadata = session.metadata("describe partitions")
+    rows, errors = [], {}
+    for tp, error in sorted(outcome.items(), key=lambda item: (item[0].topic, item[0].partition)):
+        leader = None
+        topic = metadata.topics.get(tp.topic)
+        if topic is not None and tp.partition in topic.partitions:
+            leader = topic.partitions[tp.partition].leader
+            leader = leader if leader is not None and leader >= 0 else None
+        if error is None:
+            rows.append(ElectionResult(topic=tp.topic, partition=tp.partition, status="elected", leader=leader))
+            continue
+        kafka_error = error_of(error) if isinstance(error, KafkaException) else error
+        if kafka_error is not None and kafka_error.name() == "ELECTION_NOT_NEEDED":
+            rows.append(ElectionResult(topic=tp.topic, partition=tp.partition, status="not-needed", leader=leader))
+            continue
+        failure = translate(kafka_error, f"elect a leader for {tp.topic}-{tp.partition}") if kafka_error is not None else KctlError(str(error))
+        errors[f"{tp.topic}-{tp.partition}"] = failure
+        rows.append(ElectionResult(topic=tp.topic, partition=tp.partition, status="failed", leader=leader, error=failure.message))
+    return rows, errors
