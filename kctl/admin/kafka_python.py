@@ -145,12 +145,15 @@ def translate_error(exc: BaseException, action: str, bootstrap: str | None = Non
 
     if isinstance(exc, KctlError):
         return exc
-    if isinstance(exc, errors.NoBrokersAvailable | errors.KafkaConnectionError):
+    connection_errors = tuple(
+        getattr(errors, name) for name in ("NoBrokersAvailable", "KafkaConnectionError", "NodeNotReadyError") if hasattr(errors, name)
+    )
+    if isinstance(exc, connection_errors):
         return UnreachableError(
             f"unable to {action}: cluster unreachable at {bootstrap}: {exc}",
             hint="check -b/--bootstrap-server, the context, and that the brokers are up",
         )
-    if isinstance(exc, errors.KafkaTimeoutError):
+    if isinstance(exc, getattr(errors, "KafkaTimeoutError", ())):
         return TimeoutError_(f"unable to {action}: no answer within the timeout", hint="raise --timeout if the cluster is slow")
     if isinstance(exc, errors.KafkaConfigurationError):
         return ConfigError(f"unable to configure the kafka-python client: {exc}")

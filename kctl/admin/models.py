@@ -35,11 +35,22 @@ class TopicSummary:
 class PartitionInfo:
     partition: int
     leader: int | None
+    leader_epoch: int | None
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    # Replicas on brokers that are not alive.
+    offline_replicas: tuple[int, ...]
     # Derived from the above so scripts need not recompute them.
     offline: bool
     under_replicated: bool
+    # The log start offset and log end offset (high watermark).
+    earliest_offset: int | None
+    latest_offset: int | None
+    # With --detail (these need kafka-python): the leader replica's size on disk and an
+    # in-progress reassignment's replicas; null otherwise.
+    size_bytes: int | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

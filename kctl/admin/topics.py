@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from kctl.admin.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
 from kctl.admin.session import AdminSession
-from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError
+from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
 # letters, digits, '.', '_' and '-', and neither "." nor "..".
@@ -31,6 +31,13 @@ def validate_topic_name(name: str) -> None:
     raise InvalidError(f"unable to use topic name {name!r}: {reason}")
 
 
+def kafka_uuid(uuid: object) -> str | None:
+    """A topic id as Kafka's tools print it (URL-safe base64); librdkafka uses '+' and '/'."""
+    if uuid is None:
+        return None
+    return str(uuid).replace("+", "-").replace("/", "_")
+
+
 @dataclass(frozen=True, kw_only=True)
 class NewTopicSpec:
     name: str
@@ -38,6 +45,27 @@ class NewTopicSpec:
     partitions: int | None = None
     replication_factor: int | None = None
     config: Mapping[str, str] = field(default_factory=dict)
+    # Explicit replicas per partition; excludes partitions/replication_factor.
+    replica_assignment: tuple[tuple[int, ...], ...] | None = None
+
+
+def parse_replica_assignment(text: str) -> tuple[tuple[int, ...], ...]:
+    """Kafka's --replica-assignment syntax: partitions separated by ',', replicas by ':'.
+
+    '1:2,2:3,3:1' is three partitions of two replicas, the first replica preferred leader.
+    """
+    partitions = []
+    for index, part in enumerate(text.split(",")):
+        try:
+            replicas = tuple(int(b) for b in part.split(":"))
+        except ValueError:
+            raise UsageError(f"unable to parse replica assignment {text!r}: partition {index} ({part!r}) is not broker ids joined by ':'") from None
+        if len(set(replicas)) != len(replicas):
+            raise UsageError(f"unable to parse replica assignment {text!r}: partition {index} lists a broker twice")
+        partitions.append(replicas)
+    if len({len(r) for r in partitions}) != 1:
+        raise UsageError(f"unable to parse replica assignment {text!r}: every partition needs the same number of replicas")
+    return tuple(partitions)
 
 
 def _topic_names(session: AdminSession) -> list[str]:
@@ -46,38 +74,91 @@ def _topic_names(session: AdminSession) -> list[str]:
 
 
 def _describe(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDescription | KctlError]:
+    """Partition layout only (no offsets): one Metadata request."""
     from confluent_kafka import TopicCollection
 
     if not names:
         return {}
     futures = session.client.describe_topics(TopicCollection(list(names)), request_timeout=session.timeout)
     results = session.wait_all(futures, "describe topic")
-    return {name: r if isinstance(r, KctlError) else _description(r) for name, r in results.items()}
+    return {name: r if isinstance(r, KctlError) else _description(r, live=None) for name, r in results.items()}
 
 
-def _description(raw) -> TopicDescription:
+def _description(raw, *, live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
     partitions = []
+    offsets = offsets or {}
+    detail = detail or {}
     for p in sorted(raw.partitions, key=lambda p: p.id):
         replicas = tuple(n.id for n in p.replicas)
         isr = tuple(n.id for n in p.isr)
         leader = p.leader.id if p.leader is not None and p.leader.id >= 0 else None
+        earliest, latest, epoch = offsets.get(p.id, (None, None, None))
+        size, adding, removing = detail.get(p.id, (None, None, None))
         partitions.append(
             PartitionInfo(
                 partition=p.id,
                 leader=leader,
+                leader_epoch=epoch,
                 replicas=replicas,
                 isr=isr,
+                offline_replicas=tuple(r for r in replicas if live is not None and r not in live),
                 offline=leader is None,
                 under_replicated=len(isr) < len(replicas),
+                earliest_offset=earliest,
+                latest_offset=latest,
+                size_bytes=size,
+                adding_replicas=adding,
+                removing_replicas=removing,
             )
         )
     return TopicDescription(
         name=raw.name,
-        topic_id=str(raw.topic_id) if raw.topic_id is not None else None,
+        topic_id=kafka_uuid(raw.topic_id),
         internal=bool(raw.is_internal),
         replication_factor=max((len(p.replicas) for p in partitions), default=0),
         partitions=tuple(partitions),
     )
+
+
+def _offsets(session: AdminSession, raws) -> dict[str, dict[int, tuple[int, int, int | None]]]:
+    """(earliest, latest, leader epoch) per partition: two ListOffsets rounds for all topics."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    pairs = [(raw.name, p.id) for raw in raws for p in raw.partitions if p.leader is not None and p.leader.id >= 0]
+    if not pairs:
+        return {}
+    found: dict[str, dict[int, list]] = {}
+    for index, spec in enumerate((OffsetSpec.earliest, OffsetSpec.latest)):
+        futures = session.client.list_offsets({TopicPartition(t, p): spec() for t, p in pairs}, request_timeout=session.timeout)
+        results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, "list offsets")
+        for (topic, partition), result in results.items():
+            if isinstance(result, KctlError):
+                continue
+            entry = found.setdefault(topic, {}).setdefault(partition, [None, None, None])
+            entry[index] = result.offset
+            if index == 1:
+                entry[2] = result.leader_epoch
+    return {t: {p: tuple(v) for p, v in parts.items()} for t, parts in found.items()}
+
+
+def _detail(session: AdminSession, names: Sequence[str], leaders: dict[tuple[str, int], int | None]) -> dict[str, dict[int, tuple]]:
+    """Leader replica sizes and in-progress reassignments (kafka-python)."""
+    from kctl.admin.logdirs import describe_log_dirs
+    from kctl.admin.replication import list_reassignments
+
+    _dirs, replicas = describe_log_dirs(session, topics=names)
+    sizes = {(r.topic, r.partition, r.broker): r.size_bytes for r in replicas if not r.is_future}
+    moving = {(r.topic, r.partition): r for r in list_reassignments(session)}
+    out: dict[str, dict[int, tuple]] = {}
+    for (topic, partition), leader in leaders.items():
+        r = moving.get((topic, partition))
+        out.setdefault(topic, {})[partition] = (
+            sizes.get((topic, partition, leader)) if leader is not None else None,
+            r.adding_replicas if r else (),
+            r.removing_replicas if r else (),
+        )
+    return out
 
 
 def list_topics(
@@ -104,13 +185,32 @@ def list_topics(
 
 
 def describe_topics(
-    session: AdminSession, names: Sequence[str]
+    session: AdminSession, names: Sequence[str], *, detail: bool = False
 ) -> tuple[list[TopicDescription], dict[str, KctlError]]:
-    """Descriptions in the order asked, and the errors of topics that could not be described."""
+    """Descriptions in the order asked, and the errors of topics that could not be described.
+
+    Offsets come from ListOffsets; with `detail`, replica sizes and in-progress
+    reassignments too (through kafka-python, which costs ~150 ms of start-up).
+    """
+    from confluent_kafka import TopicCollection
+
     for name in names:
         validate_topic_name(name)
-    results = _describe(session, list(dict.fromkeys(names)))
-    found = [r for n in dict.fromkeys(names) if not isinstance(r := results[n], KctlError)]
+    unique = list(dict.fromkeys(names))
+    futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
+    results = session.wait_all(futures, "describe topic")
+    raws = [r for r in results.values() if not isinstance(r, KctlError)]
+    live = set(session.metadata("describe topic").brokers)
+    offsets = _offsets(session, raws)
+    details: dict[str, dict[int, tuple]] = {}
+    if detail and raws:
+        leaders = {(raw.name, p.id): (p.leader.id if p.leader is not None and p.leader.id >= 0 else None) for raw in raws for p in raw.partitions}
+        details = _detail(session, [raw.name for raw in raws], leaders)
+    found = [
+        _description(results[n], live=live, offsets=offsets.get(n), detail=details.get(n))
+        for n in unique
+        if not isinstance(results[n], KctlError)
+    ]
     errors = {n: r for n, r in results.items() if isinstance(r, KctlError)}
     return found, errors
 
@@ -127,15 +227,21 @@ def create_topics(
 
     for spec in specs:
         validate_topic_name(spec.name)
-    new_topics = [
-        NewTopic(
-            spec.name,
-            num_partitions=spec.partitions if spec.partitions is not None else -1,
-            replication_factor=spec.replication_factor if spec.replication_factor is not None else -1,
-            config=dict(spec.config),
-        )
-        for spec in specs
-    ]
+    new_topics = []
+    for spec in specs:
+        if spec.replica_assignment is not None:
+            # librdkafka wants the partition count spelled out alongside the assignment.
+            assignment = [list(r) for r in spec.replica_assignment]
+            new_topics.append(NewTopic(spec.name, num_partitions=len(assignment), replica_assignment=assignment, config=dict(spec.config)))
+        else:
+            new_topics.append(
+                NewTopic(
+                    spec.name,
+                    num_partitions=spec.partitions if spec.partitions is not None else -1,
+                    replication_factor=spec.replication_factor if spec.replication_factor is not None else -1,
+                    config=dict(spec.config),
+                )
+            )
     futures = session.client.create_topics(
         new_topics,
         validate_only=validate_only,
@@ -215,3 +321,66 @@ def delete_topics(
         else:
             results.append(TopicResult(name=name, status="deleted"))
     return results, errors
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionsResult:
+    name: str
+    # added | validated | unchanged | failed
+    status: str
+    partitions_before: int | None
+    partitions_after: int | None
+    error: str | None = None
+
+
+def add_partitions(
+    session: AdminSession,
+    names: Sequence[str],
+    *,
+    total: int | None = None,
+    add: int | None = None,
+    replica_assignment: tuple[tuple[int, ...], ...] | None = None,
+    validate_only: bool = False,
+) -> tuple[list[PartitionsResult], dict[str, KctlError]]:
+    """Grow topics to `total` partitions (or by `add`); Kafka never removes partitions."""
+    from confluent_kafka.admin import NewPartitions
+
+    for name in names:
+        validate_topic_name(name)
+    metadata = session.metadata("add partitions")
+    results: dict[str, PartitionsResult] = {}
+    errors: dict[str, KctlError] = {}
+    requests = []
+    for name in names:
+        topic = metadata.topics.get(name)
+        if topic is None or not topic.partitions:
+            errors[name] = NotFoundError(f"unable to add partitions to {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            results[name] = PartitionsResult(name=name, status="failed", partitions_before=None, partitions_after=None, error=errors[name].message)
+            continue
+        before = len(topic.partitions)
+        target = total if total is not None else before + (add or 0)
+        if replica_assignment is not None and target - before != len(replica_assignment):
+            raise UsageError(
+                f"unable to add partitions to {name}: the replica assignment lists {len(replica_assignment)} partition(s) but {target - before} are being added"
+            )
+        if target < before:
+            errors[name] = InvalidError(f"unable to add partitions to {name}: it has {before} partitions; Kafka cannot remove partitions")
+            results[name] = PartitionsResult(name=name, status="failed", partitions_before=before, partitions_after=before, error=errors[name].message)
+        elif target == before:
+            results[name] = PartitionsResult(name=name, status="unchanged", partitions_before=before, partitions_after=before)
+        else:
+            if replica_assignment:
+                requests.append(NewPartitions(name, target, replica_assignment=[list(r) for r in replica_assignment]))
+            else:
+                requests.append(NewPartitions(name, target))
+            results[name] = PartitionsResult(name=name, status="validated" if validate_only else "added", partitions_before=before, partitions_after=target)
+    if requests:
+        futures = session.client.create_partitions(requests, validate_only=validate_only, operation_timeout=session.timeout, request_timeout=session.timeout)
+        outcomes = session.wait_all(futures, "add partitions")
+        for name, outcome in outcomes.items():
+            if isinstance(outcome, KctlError):
+                failure = type(outcome)(outcome.message.replace("unable to add partitions", f"unable to add partitions to {name}", 1))
+                errors[name] = failure
+                old = results[name]
+                results[name] = PartitionsResult(name=name, status="failed", partitions_before=old.partitions_before, partitions_after=old.partitions_before, error=failure.message)
+    return [results[n] for n in names], errors

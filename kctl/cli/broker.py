@@ -75,3 +75,65 @@ def balance(app: App, internal):
     from kctl.admin.partitions import snapshot
 
     app.out.table(broker_balance(snapshot(app.session, include_internal=internal)), BALANCE_TABLE)
+
+
+def _human(key: str):
+    def get(row):
+        from kctl.sizes import format_bytes
+
+        return format_bytes(getattr(row, key))
+
+    return get
+
+
+LOG_DIR_TABLE = TableSpec(
+    (
+        Column("broker", "BROKER", align="right"),
+        Column("log_dir", "LOG-DIR"),
+        Column("size_bytes", "SIZE", get=_human("size_bytes"), align="right"),
+        Column("replicas", "REPLICAS", align="right"),
+        Column("usable_bytes", "USABLE", get=_human("usable_bytes"), align="right"),
+        Column("total_bytes", "TOTAL", get=_human("total_bytes"), align="right"),
+        Column("error", "ERROR"),
+        Column("size_bytes", "SIZE-BYTES", wide=True, align="right"),
+    )
+)
+REPLICA_SIZE_TABLE = TableSpec(
+    (
+        Column("broker", "BROKER", align="right"),
+        Column("log_dir", "LOG-DIR"),
+        Column("topic", "TOPIC"),
+        Column("partition", "PARTITION", align="right"),
+        Column("size_bytes", "SIZE", get=_human("size_bytes"), align="right"),
+        Column("offset_lag", "OFFSET-LAG", align="right"),
+        Column("is_future", "FUTURE"),
+        Column("size_bytes", "SIZE-BYTES", wide=True, align="right"),
+    )
+)
+
+
+@broker.command("log-dirs")
+@click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics' replicas (repeatable).")
+@click.option("--broker", "brokers", multiple=True, type=int, metavar="ID", help="Only these brokers (repeatable).")
+@click.option("--replicas", is_flag=True, help="One row per replica instead of per log directory.")
+@global_options
+@pass_app
+def log_dirs(app: App, topics, brokers, replicas):
+    """Show log directories: size used, replicas, free and total space.
+
+    Sizes are human-readable in tables and exact bytes in JSON and CSV (SIZE-BYTES
+    with -o wide). With --topic, SIZE counts only those topics' replicas.
+
+    \b
+    Examples:
+      kctl broker log-dirs
+      kctl broker log-dirs --topic orders --replicas
+      kctl broker log-dirs --broker 1 -o json
+    """
+    from kctl.admin.logdirs import describe_log_dirs
+    from kctl.admin.topics import validate_topic_name
+
+    for topic in topics:
+        validate_topic_name(topic)
+    dirs, sizes = describe_log_dirs(app.session, topics=topics, brokers=brokers)
+    app.out.table(sizes if replicas else dirs, REPLICA_SIZE_TABLE if replicas else LOG_DIR_TABLE)

@@ -22,15 +22,30 @@ TOPIC_TABLE = TableSpec(
     )
 )
 
+def _size(p):
+    from kctl.sizes import format_bytes
+
+    return format_bytes(p.size_bytes)
+
+
 PARTITION_TABLE = TableSpec(
     (
         Column("partition", "PARTITION", align="right"),
         Column("leader", "LEADER", align="right"),
+        Column("leader_epoch", "EPOCH", align="right"),
         Column("replicas", "REPLICAS"),
         Column("isr", "ISR"),
-        Column("under_replicated", "UNDER-REPLICATED"),
-        Column("offline", "OFFLINE"),
+        Column("offline_replicas", "OFFLINE-REPLICAS"),
+        Column("earliest_offset", "LOG-START-OFFSET", align="right"),
+        Column("latest_offset", "LOG-END-OFFSET", align="right"),
+        Column("under_replicated", "UNDER-REPLICATED", wide=True),
+        Column("offline", "OFFLINE", wide=True),
     )
+)
+DETAIL_COLUMNS = (
+    Column("size_bytes", "SIZE", get=_size, align="right"),
+    Column("adding_replicas", "ADDING"),
+    Column("removing_replicas", "REMOVING"),
 )
 
 TOPIC_DOCUMENT = DocumentSpec(
@@ -82,27 +97,36 @@ def list_(app: App, regex, internal):
 
 @topic.command("describe")
 @click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
+@click.option("-d", "--detail", is_flag=True, help="Also each leader replica's size and in-progress reassignments (ADDING, REMOVING).")
 @global_options
 @pass_app
-def describe(app: App, names):
-    """Show topics partition by partition: leader, replicas, in-sync replicas.
+def describe(app: App, names, detail):
+    """Show topics partition by partition: leader and epoch, replicas, ISR, offsets.
 
-    JSON output is always a list, one object per topic.
+    OFFLINE-REPLICAS are replicas on brokers that are not alive. LOG-START-OFFSET and
+    LOG-END-OFFSET bound the records stored. --detail adds the leader replica's size on
+    disk and the replicas being added and removed by a reassignment (null in JSON
+    without it). JSON output is always a list, one object per topic.
 
     \b
     Examples:
       kctl topic describe orders
+      kctl topic describe orders --detail
       kctl topic describe orders payments -o json
     """
     from kctl.admin.topics import describe_topics
 
-    found, errors = describe_topics(app.session, names)
+    found, errors = describe_topics(app.session, names, detail=detail)
     if errors and not found:
         error = next(iter(errors.values()))
         if len(errors) == 1:
             raise error
         raise type(error)(f"unable to describe topics {', '.join(errors)}: {error.message.split(': ', 1)[-1]}")
-    app.out.documents(found, TOPIC_DOCUMENT)
+    spec = TOPIC_DOCUMENT
+    if detail:
+        table = TableSpec(PARTITION_TABLE.columns + DETAIL_COLUMNS)
+        spec = DocumentSpec(fields=TOPIC_DOCUMENT.fields, sections=(Section("partitions", "PARTITIONS", table),))
+    app.out.documents(found, spec)
     for error in errors.values():
         app.error_line(error.message)
     if errors:
@@ -121,11 +145,12 @@ def describe(app: App, names):
     help="Replicas per partition (default: the broker's default.replication.factor).",
 )
 @click.option("-c", "--config", "configs", type=KeyValueType(), multiple=True, help="Topic config, e.g. -c retention.ms=86400000 (repeatable).")
+@click.option("--replica-assignment", metavar="B:B,B:B,...", help="Replicas per partition, Kafka's syntax: 1:2,2:3,3:1 (excludes -p and --rf).")
 @click.option("--if-not-exists", is_flag=True, help="Succeed when the topic already exists.")
 @click.option("--dry-run", is_flag=True, help="Ask the brokers to validate the request without creating anything.")
 @global_options
 @pass_app
-def create(app: App, names, partitions, replication_factor, configs, if_not_exists, dry_run):
+def create(app: App, names, partitions, replication_factor, configs, replica_assignment, if_not_exists, dry_run):
     """Create topics.
 
     Creating several topics is one request; each topic's outcome is reported, and the
@@ -136,11 +161,17 @@ def create(app: App, names, partitions, replication_factor, configs, if_not_exis
       kctl topic create orders
       kctl topic create orders payments -p 12 --rf 3 -c cleanup.policy=compact
       kctl topic create orders -p 6 --dry-run
+      kctl topic create orders --replica-assignment 1:2,2:3,3:1
     """
-    from kctl.admin.topics import NewTopicSpec, create_topics
+    from kctl.admin.topics import NewTopicSpec, create_topics, parse_replica_assignment
 
+    assignment = None
+    if replica_assignment is not None:
+        if partitions is not None or replication_factor is not None:
+            raise click.UsageError("--replica-assignment sets the partitions and replicas; drop -p/--rf")
+        assignment = parse_replica_assignment(replica_assignment)
     specs = [
-        NewTopicSpec(name=name, partitions=partitions, replication_factor=replication_factor, config=dict(configs))
+        NewTopicSpec(name=name, partitions=partitions, replication_factor=replication_factor, config=dict(configs), replica_assignment=assignment)
         for name in dict.fromkeys(names)
     ]
     results, errors = create_topics(app.session, specs, validate_only=dry_run, if_not_exists=if_not_exists)
@@ -249,3 +280,44 @@ def set_replication_factor(app: App, name, replication_factor, throttle, wait, w
         report(app, rows, errors, MOVE_TABLE, f"set the replication factor of {name}")
         return
     finish(app, wait_for_moves(app, moves, wait_timeout=wait_timeout), f"set the replication factor of {name}")
+
+
+PARTITIONS_RESULT_TABLE = TableSpec(
+    (
+        Column("name", "NAME"),
+        Column("status", "STATUS"),
+        Column("partitions_before", "BEFORE", align="right"),
+        Column("partitions_after", "AFTER", align="right"),
+        Column("error", "ERROR", wide=True),
+    )
+)
+
+
+@topic.command("add-partitions")
+@click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
+@click.option("--to", "total", type=click.IntRange(min=1), metavar="N", help="Grow to N partitions in total.")
+@click.option("--add", type=click.IntRange(min=1), metavar="N", help="Add N partitions.")
+@click.option("--replica-assignment", metavar="B:B,B:B,...", help="Replicas of the new partitions, Kafka's syntax.")
+@click.option("--dry-run", is_flag=True, help="Ask the brokers to validate without adding anything.")
+@global_options
+@pass_app
+def add_partitions(app: App, names, total, add, replica_assignment, dry_run):
+    """Add partitions to topics (Kafka can add partitions, never remove them).
+
+    Keys hash to partitions by the partition count, so adding partitions moves where
+    new records with existing keys go: consumers relying on per-key order see it change.
+
+    \b
+    Examples:
+      kctl topic add-partitions orders --to 12
+      kctl topic add-partitions orders payments --add 3 --dry-run
+      kctl topic add-partitions orders --add 2 --replica-assignment 1:2,2:3
+    """
+    from kctl.admin.topics import add_partitions as grow
+    from kctl.admin.topics import parse_replica_assignment
+
+    if (total is None) == (add is None):
+        raise click.UsageError("give exactly one of --to N and --add N")
+    assignment = parse_replica_assignment(replica_assignment) if replica_assignment else None
+    results, errors = grow(app.session, list(dict.fromkeys(names)), total=total, add=add, replica_assignment=assignment, validate_only=dry_run)
+    report(app, results, errors, PARTITIONS_RESULT_TABLE, "add partitions")

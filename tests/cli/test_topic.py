@@ -10,6 +10,7 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
+from kctl.admin.topics import kafka_uuid
 from kctl.errors import ExitCode
 
 pytestmark = pytest.mark.integration
@@ -62,26 +63,38 @@ def test_create_then_list_and_describe(kctl, cluster, topic_name):
 
     listed = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, "-o", "json")
     assert json.loads(listed.stdout) == [
-        {"name": topic_name, "topic_id": str(described.topic_id), "partitions": 3, "replication_factor": rf, "internal": False}
+        {"name": topic_name, "topic_id": kafka_uuid(described.topic_id), "partitions": 3, "replication_factor": rf, "internal": False}
     ]
 
     result = kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, "-o", "json")
     assert result.exit_code == 0, result.stderr
     (topic,) = json.loads(result.stdout)
     assert topic["name"] == topic_name
-    assert topic["topic_id"] == str(described.topic_id)
+    assert topic["topic_id"] == kafka_uuid(described.topic_id)
     assert topic["replication_factor"] == rf
+    epochs = [p["leader_epoch"] for p in topic["partitions"]]
+    assert all(isinstance(e, int) and e >= 0 for e in epochs)
     assert topic["partitions"] == [
         {
             "partition": p.id,
             "leader": p.leader.id,
+            "leader_epoch": epoch,
             "replicas": [r.id for r in p.replicas],
             "isr": [r.id for r in p.isr],
+            "offline_replicas": [],
             "offline": False,
             "under_replicated": len(p.isr) < len(p.replicas),
+            "earliest_offset": 0,
+            "latest_offset": 0,
+            "size_bytes": None,
+            "adding_replicas": None,
+            "removing_replicas": None,
         }
-        for p in sorted(described.partitions, key=lambda p: p.id)
+        for p, epoch in zip(sorted(described.partitions, key=lambda p: p.id), epochs)
     ]
+
+    detailed = json.loads(kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, "--detail", "-o", "json").stdout)[0]
+    assert [(p["size_bytes"], p["adding_replicas"], p["removing_replicas"]) for p in detailed["partitions"]] == [(0, [], [])] * 3
 
 
 def test_describe_text_layout(kctl, cluster, topic_name):
@@ -89,23 +102,25 @@ def test_describe_text_layout(kctl, cluster, topic_name):
     described = kafka_topic(cluster, topic_name)
     result = kctl("-b", cluster.bootstrap, "topic", "describe", topic_name)
     partitions = sorted(described.partitions, key=lambda p: p.id)
+    epochs = [p["leader_epoch"] for p in json.loads(kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, "-o", "json").stdout)[0]["partitions"]]
     expected = [
         f"NAME\t{topic_name}",
-        f"TOPIC-ID\t{described.topic_id}",
+        f"TOPIC-ID\t{kafka_uuid(described.topic_id)}",
         "INTERNAL\tfalse",
         "PARTITIONS\t2",
         "REPLICATION-FACTOR\t1",
         "",
         "PARTITIONS",
-        "PARTITION\tLEADER\tREPLICAS\tISR\tUNDER-REPLICATED\tOFFLINE",
-    ] + [f"{p.id}\t{p.leader.id}\t{p.leader.id}\t{p.leader.id}\tfalse\tfalse" for p in partitions]
+        "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE-REPLICAS\tLOG-START-OFFSET\tLOG-END-OFFSET",
+    ] + [f"{p.id}\t{p.leader.id}\t{e}\t{p.leader.id}\t{p.leader.id}\t\t0\t0" for p, e in zip(partitions, epochs)]
     assert result.stdout == "\n".join(expected) + "\n"
 
     table = kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, tty=True, env={"NO_COLOR": "1"})
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["NAME", topic_name]
-    assert lines[7].split() == ["PARTITION", "LEADER", "REPLICAS", "ISR", "UNDER-REPLICATED", "OFFLINE"]
-    assert lines[8].split() == ["0", str(partitions[0].leader.id)] * 1 + [str(partitions[0].leader.id)] * 2 + ["no", "no"]
+    assert lines[7].split() == ["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE-REPLICAS", "LOG-START-OFFSET", "LOG-END-OFFSET"]
+    leader = str(partitions[0].leader.id)
+    assert lines[8].split() == ["0", leader, str(epochs[0]), leader, leader, "-", "0", "0"]
 
 
 def test_list_hides_internal_topics_unless_asked(kctl, cluster, topic_name):
@@ -241,3 +256,5 @@ def test_kafka_tool_sees_what_kctl_created(kctl, cluster, topic_name):
     assert proc.returncode == 0, proc.stderr
     assert f"Topic: {topic_name}" in proc.stdout
     assert "PartitionCount: 2" in proc.stdout
+    ours = json.loads(kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, "-o", "json").stdout)[0]
+    assert f"TopicId: {ours['topic_id']}" in proc.stdout
