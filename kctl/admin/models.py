@@ -29,6 +29,10 @@ class TopicSummary:
     partitions: int
     replication_factor: int
     internal: bool
+    # Configs set on the topic itself (DYNAMIC_TOPIC_CONFIG).
+    config_overrides: int
+    under_replicated_partitions: int
+    offline_partitions: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kctl.admin.session import AdminSession
 from kctl.errors import KctlError
@@ -46,21 +46,36 @@ class PartitionSnapshot:
 
     live_brokers: tuple[int, ...]
     partitions: tuple[PartitionHealth, ...]
+    # Topic -> number of configs set on the topic itself; filled when asked for.
+    overrides: dict[str, int] = field(default_factory=dict)
 
 
-def _min_isr(session: AdminSession, topics: Sequence[str]) -> dict[str, int | None]:
+def request_topic_configs(session: AdminSession, topics: Sequence[str]) -> dict:
+    """Start one DescribeConfigs request for `topics`; futures keyed by ConfigResource."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     if not topics:
         return {}
-    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-    futures = session.client.describe_configs(resources, request_timeout=session.timeout)
+    return session.client.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics], request_timeout=session.timeout)
+
+
+def _topic_configs(session: AdminSession, topics: Sequence[str], futures: dict | None = None) -> tuple[dict[str, int | None], dict[str, int]]:
+    """min.insync.replicas and the number of topic-level overrides, per topic (one request)."""
+    if not topics:
+        return {}, {}
+    futures = futures if futures is not None else request_topic_configs(session, topics)
     results = session.wait_all(futures, "describe topic configs")
-    values: dict[str, int | None] = {}
+    min_isr: dict[str, int | None] = {}
+    overrides: dict[str, int] = {}
     for resource, result in results.items():
-        entry = None if isinstance(result, KctlError) else result.get("min.insync.replicas")
-        values[resource.name] = int(entry.value) if entry is not None and entry.value is not None else None
-    return values
+        if isinstance(result, KctlError):
+            min_isr[resource.name], overrides[resource.name] = None, 0
+            continue
+        entry = result.get("min.insync.replicas")
+        min_isr[resource.name] = int(entry.value) if entry is not None and entry.value is not None else None
+        # ConfigSource 1 is DYNAMIC_TOPIC_CONFIG: set on this topic.
+        overrides[resource.name] = sum(1 for e in result.values() if int(getattr(e.source, "value", e.source)) == 1)
+    return min_isr, overrides
 
 
 def snapshot(
@@ -69,8 +84,12 @@ def snapshot(
     topics: Sequence[str] = (),
     regex: re.Pattern[str] | None = None,
     include_internal: bool = True,
+    overrides: bool = False,
+    metadata: object | None = None,
+    config_futures: dict | None = None,
 ) -> PartitionSnapshot:
-    metadata = session.metadata("list partitions")
+    """A snapshot from a fresh Metadata request, or from `metadata` the caller just fetched."""
+    metadata = metadata if metadata is not None else session.metadata("list partitions")
     live = tuple(sorted(metadata.brokers))
     names = sorted(
         name
@@ -84,12 +103,12 @@ def snapshot(
         from kctl.errors import NotFoundError
 
         raise NotFoundError(f"unable to list partitions of {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
-    min_isr = _min_isr(session, names)
+    min_isr, override_counts = _topic_configs(session, names, config_futures)
     partitions = []
     for name in names:
         for p in sorted(metadata.topics[name].partitions.values(), key=lambda p: p.id):
             partitions.append(_health(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs), min_isr.get(name), set(live)))
-    return PartitionSnapshot(live_brokers=live, partitions=tuple(partitions))
+    return PartitionSnapshot(live_brokers=live, partitions=tuple(partitions), overrides=override_counts if overrides else {})
 
 
 def _health(topic, partition, leader, replicas, isr, min_isr, live) -> PartitionHealth:

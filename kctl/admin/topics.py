@@ -14,6 +14,7 @@ from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundErr
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
 # letters, digits, '.', '_' and '-', and neither "." nor "..".
 TOPIC_NAME_MAX_LENGTH = 249
+_SETTLE_SECONDS = 0.3
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -162,15 +163,39 @@ def _detail(session: AdminSession, names: Sequence[str], leaders: dict[tuple[str
 
 
 def list_topics(
-    session: AdminSession, *, regex: re.Pattern[str] | None = None, include_internal: bool = False
+    session: AdminSession,
+    *,
+    regex: re.Pattern[str] | None = None,
+    include_internal: bool = False,
+    filters: Sequence[str] = (),
+    with_overrides: bool = False,
 ) -> list[TopicSummary]:
-    """Topics sorted by name; `regex` must match the whole name, as in kafka-topics.sh."""
-    names = [n for n in _topic_names(session) if regex is None or regex.fullmatch(n)]
+    """Topics sorted by name; `regex` must match the whole name, as in kafka-topics.sh.
+
+    `filters` (partition health conditions, see kctl.admin.partitions) keep topics with
+    at least one such partition; `with_overrides` keeps topics with config overrides.
+    """
+    from kctl.admin.partitions import request_topic_configs, snapshot
+
+    metadata = session.metadata("list topics")
+    names = [n for n in sorted(metadata.topics) if regex is None or regex.fullmatch(n)]
+    # Both requests are in flight at once; configs of internal topics are asked for and
+    # dropped when they are not shown, which costs less than a second round trip.
+    config_futures = request_topic_configs(session, names)
+    described = {n: d for n, d in _describe(session, names).items() if not isinstance(d, KctlError)}
+    # A topic deleted since the Metadata request is skipped rather than reported.
+    shown = [n for n in sorted(described) if (include_internal or not described[n].internal) and n in metadata.topics]
+    wanted = {r: f for r, f in config_futures.items() if r.name in shown}
+    taken = snapshot(session, topics=shown, include_internal=True, overrides=True, metadata=metadata, config_futures=wanted) if shown else None
+    health = {n: [p for p in taken.partitions if p.topic == n] for n in shown} if taken else {}
+    overrides = taken.overrides if taken else {}
     summaries = []
-    for name, description in sorted(_describe(session, names).items()):
-        if isinstance(description, KctlError):
-            continue  # deleted between the two requests
-        if description.internal and not include_internal:
+    for name in shown:
+        description = described[name]
+        parts = health.get(name, [])
+        if filters and not any(getattr(p, f) for p in parts for f in filters):
+            continue
+        if with_overrides and not overrides.get(name):
             continue
         summaries.append(
             TopicSummary(
@@ -179,6 +204,9 @@ def list_topics(
                 partitions=len(description.partitions),
                 replication_factor=description.replication_factor,
                 internal=description.internal,
+                config_overrides=overrides.get(name, 0),
+                under_replicated_partitions=sum(p.under_replicated for p in parts),
+                offline_partitions=sum(p.offline for p in parts),
             )
         )
     return summaries
@@ -286,8 +314,14 @@ def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, Top
         missing = [n for n in names if n not in found]
         found.update({d.name: d for d in _describe(session, missing).values() if not isinstance(d, KctlError) and d.partitions})
         if len(found) == len(names) or time.monotonic() >= deadline:
-            return found
+            break
         time.sleep(0.05)
+    # Each Metadata request goes to a random broker, and brokers apply the metadata log
+    # independently; a short settle lets the others catch up with the one that answered,
+    # so the next command (or producer) sees the topic wherever it asks.
+    if found and len(session.metadata("describe topic").brokers) > 1:
+        time.sleep(_SETTLE_SECONDS)
+    return found
 
 
 def match_topics(session: AdminSession, names: Sequence[str], regex: re.Pattern[str] | None) -> tuple[list[str], list[str]]:

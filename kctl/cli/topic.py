@@ -17,7 +17,10 @@ TOPIC_TABLE = TableSpec(
         Column("name", "NAME"),
         Column("partitions", "PARTITIONS", align="right"),
         Column("replication_factor", "REPLICATION-FACTOR", align="right"),
+        Column("config_overrides", "OVERRIDES", align="right"),
         Column("internal", "INTERNAL"),
+        Column("under_replicated_partitions", "UNDER-REPLICATED", align="right", wide=True),
+        Column("offline_partitions", "OFFLINE", align="right", wide=True),
         Column("topic_id", "TOPIC-ID", wide=True),
     )
 )
@@ -79,20 +82,32 @@ def topic():
 @topic.command("list")
 @click.option("-r", "--regex", type=RegexType(), help="Only topics whose whole name matches this regular expression.")
 @click.option("-i", "--internal", is_flag=True, help="Include internal topics (__consumer_offsets, ...).")
+@click.option("--under-replicated", "filters", flag_value="under_replicated", multiple=True, help="Only topics with under-replicated partitions.")
+@click.option("--under-min-isr", "filters", flag_value="under_min_isr", multiple=True, help="Only topics with partitions under min.insync.replicas.")
+@click.option("--at-min-isr", "filters", flag_value="at_min_isr", multiple=True, help="Only topics with partitions at min.insync.replicas.")
+@click.option("--unavailable", "filters", flag_value="unavailable", multiple=True, help="Only topics with partitions without a live leader.")
+@click.option("--offline", "filters", flag_value="offline", multiple=True, help="Only topics with partitions without any leader.")
+@click.option("--with-overrides", is_flag=True, help="Only topics with config overrides.")
 @global_options
 @pass_app
-def list_(app: App, regex, internal):
-    """List topics with their partition count and replication factor.
+def list_(app: App, regex, internal, filters, with_overrides):
+    """List topics: partitions, replication factor, config overrides.
+
+    The health filters keep topics having at least one partition in that condition
+    (see `kctl partition list` for the partitions themselves); -o wide adds the counts
+    of under-replicated and offline partitions and the topic id.
 
     \b
     Examples:
       kctl topic list
       kctl topic list -r 'orders\\..*' -o json
-      kctl topic list --internal -o wide
+      kctl topic list --under-replicated --unavailable
+      kctl topic list --with-overrides -o wide
     """
     from kctl.admin.topics import list_topics
 
-    app.out.table(list_topics(app.session, regex=regex, include_internal=internal), TOPIC_TABLE)
+    topics = list_topics(app.session, regex=regex, include_internal=internal, filters=filters, with_overrides=with_overrides)
+    app.out.table(topics, TOPIC_TABLE)
 
 
 @topic.command("describe")

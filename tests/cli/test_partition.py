@@ -109,6 +109,10 @@ def test_a_stopped_node_shows_in_every_filter_and_in_health(kctl, cluster, uniqu
         assert [(r["partition"], r["leader"]) for r in offline] == [(victim_partition, None)]
         assert rows(kctl, cluster, "partition", "list", single, "--unavailable") == offline
         assert all(r["leader"] != 3 for r in rows(kctl, cluster, "partition", "list", replicated))
+        listed = {t["name"]: t for t in rows(kctl, cluster, "topic", "list", "-r", ".*-test_a_stopped_node.*", "--under-replicated")}
+        assert {replicated, strict} <= set(listed)
+        assert (listed[replicated]["under_replicated_partitions"], listed[replicated]["offline_partitions"]) == (3, 0)
+        assert [t["name"] for t in rows(kctl, cluster, "topic", "list", "-r", ".*-test_a_stopped_node.*", "--offline")] == [single]
 
         result = kctl("-b", cluster.bootstrap, "cluster", "health", "-o", "json")
         verdict = json.loads(result.stdout)

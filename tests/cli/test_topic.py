@@ -63,7 +63,16 @@ def test_create_then_list_and_describe(kctl, cluster, topic_name):
 
     listed = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, "-o", "json")
     assert json.loads(listed.stdout) == [
-        {"name": topic_name, "topic_id": kafka_uuid(described.topic_id), "partitions": 3, "replication_factor": rf, "internal": False}
+        {
+            "name": topic_name,
+            "topic_id": kafka_uuid(described.topic_id),
+            "partitions": 3,
+            "replication_factor": rf,
+            "internal": False,
+            "config_overrides": 1,
+            "under_replicated_partitions": 0,
+            "offline_partitions": 0,
+        }
     ]
 
     result = kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, "-o", "json")
@@ -134,6 +143,11 @@ def test_list_hides_internal_topics_unless_asked(kctl, cluster, topic_name):
 
     plain = kctl("-b", cluster.bootstrap, "topic", "list", "--no-headers").stdout
     assert f"{topic_name}\t1\t" in plain
+    overridden = kctl("-b", cluster.bootstrap, "topic", "list", "--with-overrides", "--no-headers").stdout
+    assert topic_name not in overridden
+    kctl("-b", cluster.bootstrap, "topic", "alter-config", topic_name, "--set", "retention.ms=60000", "--set", "segment.ms=60000")
+    overridden = kctl("-b", cluster.bootstrap, "topic", "list", "--with-overrides", "--no-headers").stdout
+    assert f"{topic_name}\t1\t{min(cluster.nodes, 3)}\t2\tfalse" in overridden.splitlines()
     assert "__consumer_offsets" not in plain
     internal = kctl("-b", cluster.bootstrap, "topic", "list", "--internal", "-o", "jsonl").stdout
     rows = {json.loads(line)["name"]: json.loads(line) for line in internal.splitlines()}
@@ -145,8 +159,8 @@ def test_list_table_on_terminal(kctl, cluster, topic_name):
     kctl("-b", cluster.bootstrap, "topic", "create", topic_name, "-p", "4", "--rf", "1")
     result = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, tty=True, env={"NO_COLOR": "1"})
     header, row = result.stdout.splitlines()
-    assert header.split() == ["NAME", "PARTITIONS", "REPLICATION-FACTOR", "INTERNAL"]
-    assert row.split() == [topic_name, "4", "1", "no"]
+    assert header.split() == ["NAME", "PARTITIONS", "REPLICATION-FACTOR", "OVERRIDES", "INTERNAL"]
+    assert row.split() == [topic_name, "4", "1", "0", "no"]
     coloured = kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, tty=True)
     assert coloured.stdout.startswith("\x1b[1mNAME")
     assert topic_name in coloured.stdout.splitlines()[1]
