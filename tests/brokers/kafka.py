@@ -72,8 +72,15 @@ def free_port() -> int:
 
 
 def random_cluster_id() -> str:
-    """A Kafka Uuid in its string form: 16 random bytes, URL-safe base64, no padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka Uuid in its string form: 16 random bytes, URL-safe base64, no padding.
+
+    Like Kafka's Uuid.randomUuid, never one starting with '-': command-line parsers
+    (kafka-storage's among them) would take it for an option.
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 @dataclass
