@@ -14,33 +14,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import kctl_argv, print_rows, time_command
 
-from tests.brokers.kafka import KafkaCluster  # noqa: E402
-
-
-def time_command(argv: list[str], runs: int) -> float:
-    """Median wall-clock seconds of `argv`, after one warm-up run (page cache, JIT-free)."""
-    subprocess.run(argv, check=True, capture_output=True)
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True)
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
-
-
-def kctl_argv() -> list[str]:
-    script = Path(sys.executable).parent / "kctl"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "kctl"]
+from tests.brokers.kafka import KafkaCluster
 
 
 def main() -> None:
@@ -82,12 +63,7 @@ def main() -> None:
             cluster.stop()
 
     print(f"runs per command: {args.runs} (median), topics: {args.topics} x 4 partitions, Python {sys.version.split()[0]}")
-    print(f"{'command':<22} {'kctl s':>8}   {'anchor':<24} {'anchor s':>9} {'speed-up':>9}")
-    for name, ours, anchor, theirs in rows:
-        if theirs is None:
-            print(f"{name:<22} {ours:>8.3f}   {anchor:<24} {'':>9} {'':>9}")
-        else:
-            print(f"{name:<22} {ours:>8.3f}   {anchor:<24} {theirs:>9.3f} {theirs / ours:>8.1f}x")
+    print_rows(rows)
 
 
 if __name__ == "__main__":

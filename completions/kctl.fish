@@ -294,6 +294,7 @@ complete -c kctl -n '__kctl_at \'kctl topic list\'' -l 'at-min-isr' -d 'Only top
 complete -c kctl -n '__kctl_at \'kctl topic list\'' -l 'unavailable' -d 'Only topics with partitions without a live leader.'
 complete -c kctl -n '__kctl_at \'kctl topic list\'' -l 'offline' -d 'Only topics with partitions without any leader.'
 complete -c kctl -n '__kctl_at \'kctl topic list\'' -l 'with-overrides' -d 'Only topics with config overrides.'
+complete -c kctl -n '__kctl_at \'kctl topic list\'' -l 'overrides' -d 'Count each topic\'s config overrides (always with -o wide).'
 complete -c kctl -n '__kctl_at \'kctl topic list\'' -s 'b' -l 'bootstrap-server' -x -d 'Brokers to bootstrap from. [env: KCTL_BOOTSTRAP_SERVERS]'
 complete -c kctl -n '__kctl_at \'kctl topic list\'' -l 'context' -x -a '(__kctl_contexts)' -d 'Use this context. [env: KCTL_CONTEXT]'
 complete -c kctl -n '__kctl_at \'kctl topic list\'' -s 'X' -x -d 'librdkafka client property (repeatable); -X help lists common ones. [env: KCTL_X'

@@ -120,7 +120,7 @@ __kctl_opts=(
     'kctl topic create' '--bootstrap-server --config --context --debug --dry-run --help --if-not-exists --no-headers --output --partitions --quiet --replica-assignment --replication-factor --rf --timeout -X -b -c -h -o -p -q'
     'kctl topic delete' '--bootstrap-server --context --debug --help --if-exists --no-headers --output --quiet --regex --timeout --yes -X -b -h -o -q -r -y'
     'kctl topic describe' '--bootstrap-server --context --debug --detail --help --no-headers --output --quiet --timeout -X -b -d -h -o -q'
-    'kctl topic list' '--at-min-isr --bootstrap-server --context --debug --help --internal --no-headers --offline --output --quiet --regex --timeout --unavailable --under-min-isr --under-replicated --with-overrides -X -b -h -i -o -q -r'
+    'kctl topic list' '--at-min-isr --bootstrap-server --context --debug --help --internal --no-headers --offline --output --overrides --quiet --regex --timeout --unavailable --under-min-isr --under-replicated --with-overrides -X -b -h -i -o -q -r'
     'kctl topic set-replication-factor' '--bootstrap-server --context --debug --dry-run --help --no-headers --no-wait --output --quiet --throttle --timeout --wait --wait-timeout -X -b -h -o -q'
 )
 __kctl_value_opts=(

@@ -29,8 +29,9 @@ class TopicSummary:
     partitions: int
     replication_factor: int
     internal: bool
-    # Configs set on the topic itself (DYNAMIC_TOPIC_CONFIG).
-    config_overrides: int
+    # Configs set on the topic itself (DYNAMIC_TOPIC_CONFIG); None unless counted
+    # (topic list --overrides, --with-overrides or -o wide).
+    config_overrides: int | None
     under_replicated_partitions: int
     offline_partitions: int
 

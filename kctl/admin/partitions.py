@@ -59,7 +59,7 @@ def request_topic_configs(session: AdminSession, topics: Sequence[str]) -> dict:
     return session.client.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics], request_timeout=session.timeout)
 
 
-def _topic_configs(session: AdminSession, topics: Sequence[str], futures: dict | None = None) -> tuple[dict[str, int | None], dict[str, int]]:
+def topic_configs(session: AdminSession, topics: Sequence[str], futures: dict | None = None) -> tuple[dict[str, int | None], dict[str, int]]:
     """min.insync.replicas and the number of topic-level overrides, per topic (one request)."""
     if not topics:
         return {}, {}
@@ -103,15 +103,19 @@ def snapshot(
         from kctl.errors import NotFoundError
 
         raise NotFoundError(f"unable to list partitions of {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
-    min_isr, override_counts = _topic_configs(session, names, config_futures)
+    min_isr, override_counts = topic_configs(session, names, config_futures)
     partitions = []
+    live_set = set(live)
     for name in names:
         for p in sorted(metadata.topics[name].partitions.values(), key=lambda p: p.id):
-            partitions.append(_health(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs), min_isr.get(name), set(live)))
+            partitions.append(health_of(name, p, min_isr.get(name), live_set))
     return PartitionSnapshot(live_brokers=live, partitions=tuple(partitions), overrides=override_counts if overrides else {})
 
 
-def _health(topic, partition, leader, replicas, isr, min_isr, live) -> PartitionHealth:
+def health_of(topic: str, metadata_partition, min_isr: int | None, live: set[int]) -> PartitionHealth:
+    """Health of one partition from librdkafka's PartitionMetadata."""
+    leader, replicas, isr = metadata_partition.leader, tuple(metadata_partition.replicas), tuple(metadata_partition.isrs)
+    partition = metadata_partition.id
     has_leader = leader is not None and leader >= 0
     return PartitionHealth(
         topic=topic,

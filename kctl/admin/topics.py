@@ -169,44 +169,54 @@ def list_topics(
     include_internal: bool = False,
     filters: Sequence[str] = (),
     with_overrides: bool = False,
+    count_overrides: bool = False,
 ) -> list[TopicSummary]:
     """Topics sorted by name; `regex` must match the whole name, as in kafka-topics.sh.
 
     `filters` (partition health conditions, see kctl.admin.partitions) keep topics with
     at least one such partition; `with_overrides` keeps topics with config overrides.
+    Counting overrides needs every topic's configs, which costs more than everything
+    else together on large clusters, so it is done only when asked for (or needed by a
+    filter); `config_overrides` is None otherwise.
     """
-    from kctl.admin.partitions import request_topic_configs, snapshot
+    from confluent_kafka import TopicCollection
+
+    from kctl.admin.partitions import health_of, request_topic_configs, topic_configs
 
     metadata = session.metadata("list topics")
     names = [n for n in sorted(metadata.topics) if regex is None or regex.fullmatch(n)]
-    # Both requests are in flight at once; configs of internal topics are asked for and
-    # dropped when they are not shown, which costs less than a second round trip.
-    config_futures = request_topic_configs(session, names)
-    described = {n: d for n, d in _describe(session, names).items() if not isinstance(d, KctlError)}
-    # A topic deleted since the Metadata request is skipped rather than reported.
-    shown = [n for n in sorted(described) if (include_internal or not described[n].internal) and n in metadata.topics]
-    wanted = {r: f for r, f in config_futures.items() if r.name in shown}
-    taken = snapshot(session, topics=shown, include_internal=True, overrides=True, metadata=metadata, config_futures=wanted) if shown else None
-    health = {n: [p for p in taken.partitions if p.topic == n] for n in shown} if taken else {}
-    overrides = taken.overrides if taken else {}
+    need_configs = count_overrides or with_overrides or any(f in ("under_min_isr", "at_min_isr") for f in filters)
+    # Both requests are in flight at once.
+    config_futures = request_topic_configs(session, names) if need_configs else {}
+    described = session.wait_all(
+        session.client.describe_topics(TopicCollection(names), request_timeout=session.timeout) if names else {}, "describe topic"
+    )
+    # A topic deleted between the requests is skipped rather than reported.
+    shown = [
+        n
+        for n in names
+        if not isinstance(described.get(n), KctlError) and n in described and (include_internal or not described[n].is_internal)
+    ]
+    min_isr, overrides = topic_configs(session, shown, {r: f for r, f in config_futures.items() if r.name in shown}) if need_configs else ({}, {})
+    live = set(metadata.brokers)
     summaries = []
     for name in shown:
-        description = described[name]
-        parts = health.get(name, [])
-        if filters and not any(getattr(p, f) for p in parts for f in filters):
+        partitions = metadata.topics[name].partitions.values()
+        health = [health_of(name, p, min_isr.get(name), live) for p in partitions]
+        if filters and not any(getattr(h, f) for h in health for f in filters):
             continue
         if with_overrides and not overrides.get(name):
             continue
         summaries.append(
             TopicSummary(
-                name=description.name,
-                topic_id=description.topic_id,
-                partitions=len(description.partitions),
-                replication_factor=description.replication_factor,
-                internal=description.internal,
-                config_overrides=overrides.get(name, 0),
-                under_replicated_partitions=sum(p.under_replicated for p in parts),
-                offline_partitions=sum(p.offline for p in parts),
+                name=name,
+                topic_id=kafka_uuid(described[name].topic_id),
+                partitions=len(health),
+                replication_factor=max((len(p.replicas) for p in partitions), default=0),
+                internal=bool(described[name].is_internal),
+                config_overrides=overrides.get(name) if need_configs else None,
+                under_replicated_partitions=sum(h.under_replicated for h in health),
+                offline_partitions=sum(h.offline for h in health),
             )
         )
     return summaries

@@ -17,8 +17,8 @@ TOPIC_TABLE = TableSpec(
         Column("name", "NAME"),
         Column("partitions", "PARTITIONS", align="right"),
         Column("replication_factor", "REPLICATION-FACTOR", align="right"),
-        Column("config_overrides", "OVERRIDES", align="right"),
         Column("internal", "INTERNAL"),
+        Column("config_overrides", "OVERRIDES", align="right", wide=True),
         Column("under_replicated_partitions", "UNDER-REPLICATED", align="right", wide=True),
         Column("offline_partitions", "OFFLINE", align="right", wide=True),
         Column("topic_id", "TOPIC-ID", wide=True),
@@ -88,14 +88,17 @@ def topic():
 @click.option("--unavailable", "filters", flag_value="unavailable", multiple=True, help="Only topics with partitions without a live leader.")
 @click.option("--offline", "filters", flag_value="offline", multiple=True, help="Only topics with partitions without any leader.")
 @click.option("--with-overrides", is_flag=True, help="Only topics with config overrides.")
+@click.option("--overrides", "count_overrides", is_flag=True, help="Count each topic's config overrides (always with -o wide).")
 @global_options
 @pass_app
-def list_(app: App, regex, internal, filters, with_overrides):
+def list_(app: App, regex, internal, filters, with_overrides, count_overrides):
     """List topics: partitions, replication factor, config overrides.
 
     The health filters keep topics having at least one partition in that condition
     (see `kctl partition list` for the partitions themselves); -o wide adds the counts
-    of under-replicated and offline partitions and the topic id.
+    of under-replicated and offline partitions, config overrides and the topic id.
+    Counting overrides reads every topic's configs, slow on large clusters, so JSON
+    has config_overrides null unless --overrides (or --with-overrides, -o wide).
 
     \b
     Examples:
@@ -103,10 +106,14 @@ def list_(app: App, regex, internal, filters, with_overrides):
       kctl topic list -r 'orders\\..*' -o json
       kctl topic list --under-replicated --unavailable
       kctl topic list --with-overrides -o wide
+      kctl topic list --overrides -o json
     """
     from kctl.admin.topics import list_topics
 
-    topics = list_topics(app.session, regex=regex, include_internal=internal, filters=filters, with_overrides=with_overrides)
+    count = count_overrides or app.out.format == "wide"
+    topics = list_topics(
+        app.session, regex=regex, include_internal=internal, filters=filters, with_overrides=with_overrides, count_overrides=count
+    )
     app.out.table(topics, TOPIC_TABLE)
 
 

@@ -1,0 +1,39 @@
+"""Shared benchmark helpers: timing whole commands and finding the kctl under test."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def time_command(argv: list[str], runs: int) -> float:
+    """Median wall-clock seconds of `argv`, after one warm-up run (page cache)."""
+    subprocess.run(argv, check=True, capture_output=True)
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def kctl_argv() -> list[str]:
+    """The kctl of the running interpreter's environment (install it there to measure it)."""
+    script = Path(sys.executable).parent / "kctl"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kctl"]
+
+
+def print_rows(rows: list[tuple[str, float, str, float | None]]) -> None:
+    print(f"{'command':<34} {'kctl s':>8}   {'anchor':<40} {'anchor s':>9} {'speed-up':>9}")
+    for name, ours, anchor, theirs in rows:
+        if theirs is None:
+            print(f"{name:<34} {ours:>8.3f}   {anchor:<40}")
+        else:
+            print(f"{name:<34} {ours:>8.3f}   {anchor:<40} {theirs:>9.3f} {theirs / ours:>8.1f}x")
