@@ -14,7 +14,7 @@ from typing import Any
 from kctl.admin.errors import describe, error_of, translate
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
-from kctl.errors import ConfigError, KctlError, TimeoutError_, UnreachableError
+from kctl.errors import ConfigError, KctlError, NotAuthorizedError, TimeoutError_, UnreachableError
 
 log = logging.getLogger("kctl.admin")
 # librdkafka's own log lines go here instead of straight to stderr; --debug shows them.
@@ -101,10 +101,15 @@ class AdminSession:
     def _all_brokers_down(self) -> bool:
         return any(e.name() == "_ALL_BROKERS_DOWN" for e in self._connection_errors)
 
-    def _unreachable(self, action: str) -> UnreachableError:
+    def _unreachable(self, action: str) -> KctlError:
         # _ALL_BROKERS_DOWN says only "n/n brokers are down"; the error before it says why.
         causes = [e for e in self._connection_errors if e.name() != "_ALL_BROKERS_DOWN"]
         cause = describe(causes[-1]) if causes else describe(self._connection_errors[-1])
+        if any(e.name() == "_AUTHENTICATION" for e in causes):
+            return NotAuthorizedError(
+                f"unable to {action}: authentication failed at {self.settings.bootstrap_servers}: {cause}",
+                hint="check sasl.mechanism, sasl.username and sasl.password (-X, the context, KCTL_X_*)",
+            )
         return UnreachableError(
             f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {cause}",
             hint="check -b/--bootstrap-server, the context, and that the brokers are up",

@@ -109,11 +109,17 @@ class KafkaCluster:
         ports: list[int] | None = None,
         jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
         overrides: dict[str, str] | None = None,
+        sasl_users: dict[str, str] | None = None,
     ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kctl-kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.jvm_options = jvm_options
         self.overrides = dict(overrides or {})
+        # With users, clients authenticate with SASL/PLAIN and the StandardAuthorizer
+        # enforces ACLs; "admin" (the brokers' own identity) is the only super user.
+        self.sasl_users = dict(sasl_users or {})
+        if self.sasl_users:
+            self.sasl_users.setdefault("admin", "admin-secret")
         self.nodes = [
             KafkaNode(
                 node_id=i,
@@ -180,8 +186,34 @@ class KafkaCluster:
             "replica.lag.time.max.ms": "5000",
             "log.segment.bytes": str(16 * 1024 * 1024),
         }
+        if self.sasl_users:
+            users = " ".join(f'user_{u}="{p}"' for u, p in sorted(self.sasl_users.items()))
+            jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="{self.sasl_users["admin"]}" {users};'
+            properties.update(
+                {
+                    "listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+                    "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port}",
+                    "inter.broker.listener.name": "SASL_PLAINTEXT",
+                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+                    "sasl.enabled.mechanisms": "PLAIN",
+                    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                    "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+                    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                    "super.users": "User:admin;User:ANONYMOUS",
+                    "allow.everyone.if.no.acl.found": "false",
+                }
+            )
         properties.update(self.overrides)
         return properties
+
+    def client_config(self, user: str = "admin") -> dict[str, str]:
+        """librdkafka properties for a client of this cluster (SASL when users are set)."""
+        config = {"bootstrap.servers": self.bootstrap}
+        if self.sasl_users:
+            config.update(
+                {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": self.sasl_users[user]}
+            )
+        return config
 
     def _write_config(self, node: KafkaNode) -> None:
         text = "".join(f"{k}={v}\n" for k, v in self._properties(node).items())
@@ -243,7 +275,7 @@ class KafkaCluster:
 
         running = [n for n in self.nodes if n.process and n.process.poll() is None]
         deadline = time.monotonic() + timeout
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0, "logger": _quiet_logger()})
+        admin = AdminClient({**self.client_config(), "log_level": 0, "logger": _quiet_logger()})
         last_error = "no answer"
         while time.monotonic() < deadline:
             for node in self.nodes:

@@ -158,6 +158,27 @@ def cluster(request, _backends) -> Cluster:
         pytest.skip(str(exc))
 
 
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory):
+    """A single Kafka node with SASL/PLAIN and ACLs: users admin (super user) and alice
+    (no ACLs). Started only when a test asks and the `kafka` backend is selected."""
+    if "kafka" not in selected_backends():
+        pytest.skip("the secured cluster runs with the kafka backend")
+    from tests.brokers.jars import JarResolutionError
+    from tests.brokers.kafka import KafkaCluster, KafkaStartError
+
+    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users={"alice": "alice-secret"})
+    try:
+        cluster.start()
+    except (JarResolutionError, KafkaStartError, OSError) as exc:
+        cluster.stop()
+        if _required():
+            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and the secured cluster failed: {exc}", pytrace=False)
+        pytest.skip(f"secured cluster: {exc}")
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture(autouse=True)
 def _min_nodes(request):
     marker = request.node.get_closest_marker("min_nodes")
