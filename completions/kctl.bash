@@ -255,11 +255,10 @@ __kctl_contexts() {
     [ -r "$file" ] && sed -n -e 's/^\[contexts\."\([^"]*\)"\][[:space:]]*$/\1/p' -e 's/^\[contexts\.\([A-Za-z0-9_-]*\)\][[:space:]]*$/\1/p' "$file"
 }
 
-_kctl() {
-    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="kctl" word i skip=0 next
-    (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"
-    for (( i = 1; i < COMP_CWORD; i++ )); do
-        word="${COMP_WORDS[i]}"
+__kctl_candidates() {
+    local cur="$1" prev="$2" path="kctl" word next skip=0 found=""
+    shift 2
+    for word in "$@"; do
         if (( skip )); then skip=0; continue; fi
         if [[ "$word" == -* ]]; then
             [[ "$word" != *=* && "${__kctl_value_opts[$path]}" == *" $word "* ]] && skip=1
@@ -269,19 +268,27 @@ _kctl() {
         next="$path $word"
         [[ -n "${__kctl_known[$next]}" ]] && path="$next"
     done
-    local words=""
     if [[ "$prev" == -* && "${__kctl_value_opts[$path]}" == *" $prev "* ]]; then
-        words="${__kctl_choices[$path|$prev]}"
-        [[ "$words" == "@context" ]] && words="$(__kctl_contexts)"
-        [[ -z "$words" ]] && { COMPREPLY=(); return 0; }
+        found="${__kctl_choices[$path|$prev]}"
     elif [[ "$cur" == -* ]]; then
-        words="${__kctl_opts[$path]}"
+        found="${__kctl_opts[$path]}"
     elif [[ -n "${__kctl_subs[$path]}" ]]; then
-        words="${__kctl_subs[$path]}"
+        found="${__kctl_subs[$path]}"
     else
-        words="${__kctl_argchoices[$path]}"
-        [[ "$words" == "@context" ]] && words="$(__kctl_contexts)"
+        found="${__kctl_argchoices[$path]}"
     fi
+    if [[ "$found" == "@context" ]]; then
+        __kctl_contexts
+    elif [[ -n "$found" ]]; then
+        printf '%s\n' $found
+    fi
+}
+
+_kctl() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev=""
+    (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"
+    local words
+    words="$(__kctl_candidates "$cur" "$prev" "${COMP_WORDS[@]:1:COMP_CWORD-1}")"
     COMPREPLY=( $(compgen -W "$words" -- "$cur") )
 }
 complete -F _kctl kctl

@@ -256,11 +256,10 @@ __kctl_contexts() {
     [ -r "$file" ] && sed -n -e 's/^\[contexts\."\([^"]*\)"\][[:space:]]*$/\1/p' -e 's/^\[contexts\.\([A-Za-z0-9_-]*\)\][[:space:]]*$/\1/p' "$file"
 }
 
-_kctl() {
-    local cur="${words[CURRENT]}" prev="${words[CURRENT-1]}" path="kctl" word next
-    local -i i skip=0
-    for (( i = 2; i < CURRENT; i++ )); do
-        word="${words[i]}"
+__kctl_candidates() {
+    local cur="$1" prev="$2" path="kctl" word next skip=0 found=""
+    shift 2
+    for word in "$@"; do
         if (( skip )); then skip=0; continue; fi
         if [[ "$word" == -* ]]; then
             [[ "$word" != *=* && "${__kctl_value_opts[$path]}" == *" $word "* ]] && skip=1
@@ -270,19 +269,26 @@ _kctl() {
         next="$path $word"
         [[ -n "${__kctl_known[$next]}" ]] && path="$next"
     done
-    local choices=""
     if [[ "$prev" == -* && "${__kctl_value_opts[$path]}" == *" $prev "* ]]; then
-        choices="${__kctl_choices[$path|$prev]}"
-        [[ "$choices" == "@context" ]] && choices="$(__kctl_contexts)"
+        found="${__kctl_choices[$path|$prev]}"
     elif [[ "$cur" == -* ]]; then
-        choices="${__kctl_opts[$path]}"
+        found="${__kctl_opts[$path]}"
     elif [[ -n "${__kctl_subs[$path]}" ]]; then
-        choices="${__kctl_subs[$path]}"
+        found="${__kctl_subs[$path]}"
     else
-        choices="${__kctl_argchoices[$path]}"
-        [[ "$choices" == "@context" ]] && choices="$(__kctl_contexts)"
+        found="${__kctl_argchoices[$path]}"
     fi
-    [[ -n "$choices" ]] && compadd -- ${=choices}
+    if [[ "$found" == "@context" ]]; then
+        __kctl_contexts
+    elif [[ -n "$found" ]]; then
+        printf '%s\n' $found
+    fi
+}
+
+_kctl() {
+    local choices
+    choices="$(__kctl_candidates "${words[CURRENT]}" "${words[CURRENT-1]}" "${(@)words[2,CURRENT-1]}")"
+    [[ -n "$choices" ]] && compadd -- ${(f)choices}
 }
 
 if [[ "$funcstack[1]" == "_kctl" ]]; then

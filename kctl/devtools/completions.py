@@ -99,14 +99,13 @@ _CONTEXTS_FN = f"""__kctl_contexts() {{
 }}"""
 
 
-def render_bash(t: _Tables) -> str:
-    lines = [f"# bash completion for kctl. {HEADER}", "", *_common_tables(t, "declare -gA"), "", _CONTEXTS_FN, ""]
-    lines.append(
-        r"""_kctl() {
-    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="kctl" word i skip=0 next
-    (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"
-    for (( i = 1; i < COMP_CWORD; i++ )); do
-        word="${COMP_WORDS[i]}"
+# The completion logic, in the shell syntax bash and zsh share (associative arrays,
+# [[ ]], local): the candidates for the word being completed, one per line.
+# Arguments: the current word, the previous word, then the words after `kctl` before it.
+_CANDIDATES_FN = r"""__kctl_candidates() {
+    local cur="$1" prev="$2" path="kctl" word next skip=0 found=""
+    shift 2
+    for word in "$@"; do
         if (( skip )); then skip=0; continue; fi
         if [[ "$word" == -* ]]; then
             [[ "$word" != *=* && "${__kctl_value_opts[$path]}" == *" $word "* ]] && skip=1
@@ -116,19 +115,35 @@ def render_bash(t: _Tables) -> str:
         next="$path $word"
         [[ -n "${__kctl_known[$next]}" ]] && path="$next"
     done
-    local words=""
     if [[ "$prev" == -* && "${__kctl_value_opts[$path]}" == *" $prev "* ]]; then
-        words="${__kctl_choices[$path|$prev]}"
-        [[ "$words" == "@context" ]] && words="$(__kctl_contexts)"
-        [[ -z "$words" ]] && { COMPREPLY=(); return 0; }
+        found="${__kctl_choices[$path|$prev]}"
     elif [[ "$cur" == -* ]]; then
-        words="${__kctl_opts[$path]}"
+        found="${__kctl_opts[$path]}"
     elif [[ -n "${__kctl_subs[$path]}" ]]; then
-        words="${__kctl_subs[$path]}"
+        found="${__kctl_subs[$path]}"
     else
-        words="${__kctl_argchoices[$path]}"
-        [[ "$words" == "@context" ]] && words="$(__kctl_contexts)"
+        found="${__kctl_argchoices[$path]}"
     fi
+    if [[ "$found" == "@context" ]]; then
+        __kctl_contexts
+    elif [[ -n "$found" ]]; then
+        printf '%s\n' $found
+    fi
+}"""
+
+
+def _shared(t: _Tables, declare: str) -> list[str]:
+    return [*_common_tables(t, declare), "", _CONTEXTS_FN, "", _CANDIDATES_FN, ""]
+
+
+def render_bash(t: _Tables) -> str:
+    lines = [f"# bash completion for kctl. {HEADER}", "", *_shared(t, "declare -gA")]
+    lines.append(
+        r"""_kctl() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev=""
+    (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"
+    local words
+    words="$(__kctl_candidates "$cur" "$prev" "${COMP_WORDS[@]:1:COMP_CWORD-1}")"
     COMPREPLY=( $(compgen -W "$words" -- "$cur") )
 }
 complete -F _kctl kctl"""
@@ -137,35 +152,12 @@ complete -F _kctl kctl"""
 
 
 def render_zsh(t: _Tables) -> str:
-    lines = ["#compdef kctl", f"# zsh completion for kctl. {HEADER}", "", *_common_tables(t, "typeset -gA"), "", _CONTEXTS_FN, ""]
+    lines = ["#compdef kctl", f"# zsh completion for kctl. {HEADER}", "", *_shared(t, "typeset -gA")]
     lines.append(
         r"""_kctl() {
-    local cur="${words[CURRENT]}" prev="${words[CURRENT-1]}" path="kctl" word next
-    local -i i skip=0
-    for (( i = 2; i < CURRENT; i++ )); do
-        word="${words[i]}"
-        if (( skip )); then skip=0; continue; fi
-        if [[ "$word" == -* ]]; then
-            [[ "$word" != *=* && "${__kctl_value_opts[$path]}" == *" $word "* ]] && skip=1
-            continue
-        fi
-        word="${__kctl_aliases[$path|$word]:-$word}"
-        next="$path $word"
-        [[ -n "${__kctl_known[$next]}" ]] && path="$next"
-    done
-    local choices=""
-    if [[ "$prev" == -* && "${__kctl_value_opts[$path]}" == *" $prev "* ]]; then
-        choices="${__kctl_choices[$path|$prev]}"
-        [[ "$choices" == "@context" ]] && choices="$(__kctl_contexts)"
-    elif [[ "$cur" == -* ]]; then
-        choices="${__kctl_opts[$path]}"
-    elif [[ -n "${__kctl_subs[$path]}" ]]; then
-        choices="${__kctl_subs[$path]}"
-    else
-        choices="${__kctl_argchoices[$path]}"
-        [[ "$choices" == "@context" ]] && choices="$(__kctl_contexts)"
-    fi
-    [[ -n "$choices" ]] && compadd -- ${=choices}
+    local choices
+    choices="$(__kctl_candidates "${words[CURRENT]}" "${words[CURRENT-1]}" "${(@)words[2,CURRENT-1]}")"
+    [[ -n "$choices" ]] && compadd -- ${(f)choices}
 }
 
 if [[ "$funcstack[1]" == "_kctl" ]]; then
