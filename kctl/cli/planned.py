@@ -18,6 +18,5 @@ def _planned(name: str, summary: str, verbs: str) -> click.Group:
     )
 
 
-group = _planned("group", "Consumer groups: describe, lag, offset resets", "list, describe, lag, status and reset-offsets")
 local = _planned("local", "Run the bundled single-node Kafka broker", "start, stop, status, logs and purge")
 spark = _planned("spark", "Dump, replay and audit topics with PySpark", "dump, replay and audit")

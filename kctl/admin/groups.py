@@ -1,0 +1,372 @@
+"""Consumer groups: list, describe, delete, and lag in messages.
+
+Requests are planned per broker, never per partition: every group's OffsetFetch is
+submitted before any is waited on, then one ListOffsets round per broker covers the
+union of committed partitions (earliest and latest). kctl never joins a group.
+
+Lag semantics (shared/notes/lag.md §6), per partition with committed offset c, log
+start L and log end H (the last stable offset with read_committed):
+  raw_lag = H - c, may be negative, always reported;
+  lag     = max(0, H - max(c, L)): what is left to consume;
+  flags   = NO_COMMIT (c unknown: lag null), BELOW_LOG_START (c < L: L - c records were
+            deleted before being consumed), AHEAD_OF_END (c > H).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kctl.admin.session import AdminSession
+from kctl.errors import KctlError, NotFoundError
+
+# ConsumerGroupState names as Kafka prints them.
+_STATES = {
+    "UNKNOWN": "Unknown",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "STABLE": "Stable",
+    "DEAD": "Dead",
+    "EMPTY": "Empty",
+}
+STATES = tuple(_STATES.values())
+
+
+def _state(value) -> str:
+    name = getattr(value, "name", str(value))
+    return _STATES.get(name, name.title())
+
+
+def _type(value) -> str:
+    name = getattr(value, "name", str(value)) if value is not None else "UNKNOWN"
+    return name.lower()
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupSummary:
+    group: str
+    state: str
+    # classic | consumer | share | unknown
+    type: str
+    members: int
+    protocol: str | None
+    coordinator: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberInfo:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    # "topic:0,1,2" entries, sorted
+    assignment: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommittedOffset:
+    topic: str
+    partition: int
+    offset: int
+    metadata: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupDescription:
+    group: str
+    state: str
+    type: str
+    protocol: str | None
+    coordinator: int | None
+    members: tuple[MemberInfo, ...]
+    offsets: tuple[CommittedOffset, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionLag:
+    group: str
+    topic: str
+    partition: int
+    committed: int | None
+    log_start: int | None
+    log_end: int | None
+    raw_lag: int | None
+    lag: int | None
+    # NO_COMMIT, BELOW_LOG_START, AHEAD_OF_END
+    flags: tuple[str, ...]
+    # The member consuming the partition now, if any.
+    member_id: str | None
+    client_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupLag:
+    group: str
+    state: str
+    members: int
+    lag_sum: int
+    lag_max: int
+    partitions_without_commit: int
+    partitions: tuple[PartitionLag, ...]
+
+
+# -- listing and describing -----------------------------------------------------------------
+
+
+def list_groups(
+    session: AdminSession, *, states: Sequence[str] = (), types: Sequence[str] = (), regex: re.Pattern[str] | None = None
+) -> list[GroupSummary]:
+    result = session.wait(session.client.list_consumer_groups(request_timeout=session.timeout), "list groups")
+    ids = sorted(g.group_id for g in result.valid if regex is None or regex.fullmatch(g.group_id))
+    described, _errors = _describe_raw(session, ids)
+    summaries = []
+    for group_id in ids:
+        raw = described.get(group_id)
+        if raw is None:
+            continue
+        summary = GroupSummary(
+            group=group_id,
+            state=_state(raw.state),
+            type=_type(getattr(raw, "type", None)),
+            members=len(raw.members),
+            protocol=raw.partition_assignor or None,
+            coordinator=raw.coordinator.id if raw.coordinator is not None else None,
+        )
+        if states and summary.state.lower() not in {s.lower() for s in states}:
+            continue
+        if types and summary.type not in {t.lower() for t in types}:
+            continue
+        summaries.append(summary)
+    return summaries
+
+
+def _describe_raw(session: AdminSession, ids: Sequence[str]) -> tuple[dict, dict[str, KctlError]]:
+    if not ids:
+        return {}, {}
+    futures = session.client.describe_consumer_groups(list(ids), request_timeout=session.timeout)
+    results = session.wait_all(futures, "describe group")
+    found = {g: r for g, r in results.items() if not isinstance(r, KctlError)}
+    errors = {g: r for g, r in results.items() if isinstance(r, KctlError)}
+    return found, errors
+
+
+def _committed(session: AdminSession, ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, str | None]] | KctlError]:
+    """Committed offsets of every group; all requests in flight before any is awaited."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    futures = {}
+    for group_id in ids:
+        # librdkafka takes exactly one group per call (lag.md §4), so one call each.
+        (future,) = session.client.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group_id)], request_timeout=session.timeout
+        ).values()
+        futures[group_id] = future
+    results = session.wait_all(futures, "fetch committed offsets")
+    out: dict[str, dict | KctlError] = {}
+    for group_id, result in results.items():
+        if isinstance(result, KctlError):
+            out[group_id] = result
+            continue
+        out[group_id] = {
+            (tp.topic, tp.partition): (tp.offset, tp.metadata or None) for tp in result.topic_partitions if tp.offset >= 0
+        }
+    return out
+
+
+def _is_missing(raw, committed) -> bool:
+    """A group Kafka knows nothing about: Dead, no members, nothing committed."""
+    return _state(raw.state) == "Dead" and not raw.members and not committed
+
+
+def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupDescription], dict[str, KctlError]]:
+    ids = list(dict.fromkeys(ids))
+    described, errors = _describe_raw(session, ids)
+    committed = _committed(session, [g for g in ids if g in described])
+    found = []
+    for group_id in ids:
+        raw = described.get(group_id)
+        if raw is None:
+            continue
+        offsets = committed.get(group_id)
+        if isinstance(offsets, KctlError):
+            errors[group_id] = offsets
+            continue
+        if _is_missing(raw, offsets):
+            errors[group_id] = NotFoundError(f"unable to describe group {group_id}: GROUP_ID_NOT_FOUND: no such group")
+            continue
+        found.append(_description(raw, offsets))
+    return found, errors
+
+
+def _assignment(member) -> tuple[str, ...]:
+    by_topic: dict[str, list[int]] = {}
+    assignment = getattr(member, "assignment", None)
+    for tp in getattr(assignment, "topic_partitions", None) or []:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return tuple(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(by_topic.items()))
+
+
+def _description(raw, offsets) -> GroupDescription:
+    members = tuple(
+        sorted(
+            (
+                MemberInfo(
+                    member_id=m.member_id,
+                    group_instance_id=getattr(m, "group_instance_id", None) or None,
+                    client_id=m.client_id,
+                    host=m.host,
+                    assignment=_assignment(m),
+                )
+                for m in raw.members
+            ),
+            key=lambda m: (m.client_id, m.member_id),
+        )
+    )
+    return GroupDescription(
+        group=raw.group_id,
+        state=_state(raw.state),
+        type=_type(getattr(raw, "type", None)),
+        protocol=raw.partition_assignor or None,
+        coordinator=raw.coordinator.id if raw.coordinator is not None else None,
+        members=members,
+        offsets=tuple(
+            CommittedOffset(topic=t, partition=p, offset=o, metadata=md) for (t, p), (o, md) in sorted(offsets.items())
+        ),
+    )
+
+
+# -- lag ------------------------------------------------------------------------------------
+
+
+def _log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    """(log start, log end) for every partition: one ListOffsets round per broker, twice."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    if not partitions:
+        return {}
+    level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+    values: dict[tuple[str, int], list[int | None]] = {p: [None, None] for p in partitions}
+    for index, spec in enumerate((OffsetSpec.earliest, OffsetSpec.latest)):
+        futures = session.client.list_offsets({TopicPartition(t, p): spec() for t, p in partitions}, isolation_level=level, request_timeout=session.timeout)
+        results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, "list offsets")
+        for key, result in results.items():
+            if not isinstance(result, KctlError):
+                values[key][index] = result.offset
+    return {k: (v[0], v[1]) for k, v in values.items()}
+
+
+def partition_lag(group: str, topic: str, partition: int, committed: int | None, log_start: int | None, log_end: int | None, owner=None) -> PartitionLag:
+    """The lag semantics of the module docstring, for one partition."""
+    flags = []
+    raw_lag = lag = None
+    if committed is None:
+        flags.append("NO_COMMIT")
+    elif log_end is not None:
+        raw_lag = log_end - committed
+        start = log_start if log_start is not None else committed
+        lag = max(0, log_end - max(committed, start))
+        if log_start is not None and committed < log_start:
+            flags.append("BELOW_LOG_START")
+        if committed > log_end:
+            flags.append("AHEAD_OF_END")
+    return PartitionLag(
+        group=group,
+        topic=topic,
+        partition=partition,
+        committed=committed,
+        log_start=log_start,
+        log_end=log_end,
+        raw_lag=raw_lag,
+        lag=lag,
+        flags=tuple(flags),
+        member_id=owner.member_id if owner else None,
+        client_id=owner.client_id if owner else None,
+    )
+
+
+def group_lag(
+    session: AdminSession, ids: Sequence[str] | None, *, topics: Sequence[str] = (), isolation: str = "read_uncommitted"
+) -> tuple[list[GroupLag], dict[str, KctlError]]:
+    """Lag of the named groups (every group when `ids` is None), optionally only `topics`."""
+    if ids is None:
+        listed = session.wait(session.client.list_consumer_groups(request_timeout=session.timeout), "list groups")
+        ids = sorted(g.group_id for g in listed.valid)
+    ids = list(dict.fromkeys(ids))
+    # OffsetFetch first, ListOffsets after, so log ends are never older than commits
+    # and a negative raw lag means something real.
+    described, errors = _describe_raw(session, ids)
+    committed = _committed(session, [g for g in ids if g in described])
+    partitions: set[tuple[str, int]] = set()
+    owners: dict[str, dict[tuple[str, int], object]] = {}
+    for group_id in ids:
+        raw, offsets = described.get(group_id), committed.get(group_id)
+        if raw is None or isinstance(offsets, KctlError):
+            continue
+        assigned = {}
+        for member in raw.members:
+            for tp in getattr(getattr(member, "assignment", None), "topic_partitions", None) or []:
+                assigned[(tp.topic, tp.partition)] = member
+        owners[group_id] = assigned
+        partitions.update(k for k in offsets if not topics or k[0] in topics)
+        partitions.update(k for k in assigned if not topics or k[0] in topics)
+    log = _log_offsets(session, sorted(partitions), isolation)
+    results = []
+    for group_id in ids:
+        raw, offsets = described.get(group_id), committed.get(group_id)
+        if raw is None:
+            continue
+        if isinstance(offsets, KctlError):
+            errors[group_id] = offsets
+            continue
+        if _is_missing(raw, offsets):
+            errors[group_id] = NotFoundError(f"unable to compute lag of group {group_id}: GROUP_ID_NOT_FOUND: no such group")
+            continue
+        keys = sorted({k for k in (*offsets, *owners[group_id]) if not topics or k[0] in topics})
+        rows = tuple(
+            partition_lag(group_id, t, p, offsets[(t, p)][0] if (t, p) in offsets else None, *log.get((t, p), (None, None)), owner=owners[group_id].get((t, p)))
+            for t, p in keys
+        )
+        lags = [r.lag for r in rows if r.lag is not None]
+        results.append(
+            GroupLag(
+                group=group_id,
+                state=_state(raw.state),
+                members=len(raw.members),
+                lag_sum=sum(lags),
+                lag_max=max(lags, default=0),
+                partitions_without_commit=sum(1 for r in rows if "NO_COMMIT" in r.flags),
+                partitions=rows,
+            )
+        )
+    return results, errors
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupResult:
+    group: str
+    # deleted | failed
+    status: str
+    error: str | None = None
+
+
+def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupResult], dict[str, KctlError]]:
+    futures = session.client.delete_consumer_groups(list(ids), request_timeout=session.timeout)
+    outcomes = session.wait_all(futures, "delete group")
+    results, errors = [], {}
+    for group_id in ids:
+        outcome = outcomes[group_id]
+        if isinstance(outcome, KctlError):
+            if "GROUP_ID_NOT_FOUND" in outcome.message:
+                outcome = NotFoundError(f"unable to delete group {group_id}: GROUP_ID_NOT_FOUND: no such group")
+            elif "NON_EMPTY_GROUP" in outcome.message:
+                outcome = KctlError(
+                    f"unable to delete group {group_id}: NON_EMPTY_GROUP: the group has active members",
+                    hint="stop its consumers first; kctl group describe lists them",
+                )
+            errors[group_id] = outcome
+            results.append(GroupResult(group=group_id, status="failed", error=outcome.message))
+        else:
+            results.append(GroupResult(group=group_id, status="deleted"))
+    return results, errors

@@ -1,0 +1,134 @@
+"""Consumer groups with real consumers: list, describe, lag (every flag), delete."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kctl.errors import ExitCode
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def topic(kctl, cluster, unique_name):
+    """Two partitions holding 10 and 20 records."""
+    name = unique_name("grp")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", name, "-p", "2").exit_code == 0
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for partition, count in ((0, 10), (1, 20)):
+        for i in range(count):
+            producer.produce(name, value=str(i).encode(), partition=partition)
+    assert producer.flush(30) == 0
+    return name
+
+
+def commit(cluster, group, topic, offsets: dict[int, int]):
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    consumer.close()
+
+
+def lag(kctl, cluster, *args):
+    result = kctl("-b", cluster.bootstrap, "group", "lag", *args, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_empty_group_lag_and_describe(kctl, cluster, topic, unique_name):
+    group = unique_name("g")
+    commit(cluster, group, topic, {0: 4, 1: 20})
+    (g,) = lag(kctl, cluster, group)
+    assert (g["group"], g["state"], g["members"], g["lag_sum"], g["lag_max"], g["partitions_without_commit"]) == (group, "Empty", 0, 6, 6, 0)
+    assert [(p["partition"], p["committed"], p["log_start"], p["log_end"], p["lag"], p["raw_lag"], p["flags"]) for p in g["partitions"]] == [
+        (0, 4, 0, 10, 6, 6, []),
+        (1, 20, 0, 20, 0, 0, []),
+    ]
+    plain = kctl("-b", cluster.bootstrap, "group", "lag", group)
+    assert plain.stdout.splitlines() == [
+        "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-START\tLOG-END\tLAG\tCLIENT-ID\tFLAGS",
+        f"{group}\t{topic}\t0\t4\t0\t10\t6\t\t",
+        f"{group}\t{topic}\t1\t20\t0\t20\t0\t\t",
+    ]
+    assert plain.stderr == f"{group}: Empty, 0 member(s), lag 6 (max 6), 0 partition(s) without commit\n"
+
+    (d,) = json.loads(kctl("-b", cluster.bootstrap, "group", "describe", group, "-o", "json").stdout)
+    assert (d["state"], d["members"]) == ("Empty", [])
+    assert d["offsets"] == [
+        {"topic": topic, "partition": 0, "offset": 4, "metadata": None},
+        {"topic": topic, "partition": 1, "offset": 20, "metadata": None},
+    ]
+    listed = {g["group"]: g for g in json.loads(kctl("-b", cluster.bootstrap, "group", "list", "-o", "json").stdout)}
+    assert listed[group]["state"] == "Empty" and listed[group]["members"] == 0
+    assert group in kctl("-b", cluster.bootstrap, "group", "list", "--state", "Empty", "--no-headers").stdout
+    assert group not in kctl("-b", cluster.bootstrap, "group", "list", "--state", "Stable", "--no-headers").stdout
+
+
+def test_active_group_shows_members_and_partitions_without_commit(kctl, cluster, topic, unique_name):
+    group = unique_name("g")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": "kctl-test-client", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        consumer.commit(offsets=[TopicPartition(topic, 0, 7)], asynchronous=False)
+        (g,) = lag(kctl, cluster, group)
+        assert (g["state"], g["members"]) == ("Stable", 1)
+        rows = {p["partition"]: p for p in g["partitions"]}
+        assert (rows[0]["lag"], rows[0]["client_id"], rows[0]["flags"]) == (3, "kctl-test-client", [])
+        assert (rows[1]["committed"], rows[1]["lag"], rows[1]["flags"], rows[1]["client_id"]) == (None, None, ["NO_COMMIT"], "kctl-test-client")
+        assert g["partitions_without_commit"] == 1 and g["lag_sum"] == 3
+
+        (d,) = json.loads(kctl("-b", cluster.bootstrap, "group", "describe", group, "-o", "json").stdout)
+        (member,) = d["members"]
+        assert (member["client_id"], member["assignment"]) == ("kctl-test-client", [f"{topic}:0,1"])
+        assert d["protocol"] in ("range", "roundrobin", "cooperative-sticky")
+
+        refused = kctl("-b", cluster.bootstrap, "group", "delete", group, "--yes")
+        assert refused.exit_code != 0
+        assert "NON_EMPTY_GROUP" in refused.stderr
+    finally:
+        consumer.close()
+
+
+def test_commits_below_log_start_and_past_the_end(kctl, cluster, topic, unique_name):
+    group = unique_name("g")
+    commit(cluster, group, topic, {0: 2, 1: 25})
+    assert kctl("-b", cluster.bootstrap, "record", "delete", f"{topic}:0", "--before", "6", "--yes").exit_code == 0
+    (g,) = lag(kctl, cluster, group)
+    rows = {p["partition"]: p for p in g["partitions"]}
+    # Records 2-5 were deleted unconsumed: 4 are left to read, not 8.
+    assert (rows[0]["lag"], rows[0]["raw_lag"], rows[0]["flags"]) == (4, 8, ["BELOW_LOG_START"])
+    assert (rows[1]["lag"], rows[1]["raw_lag"], rows[1]["flags"]) == (0, -5, ["AHEAD_OF_END"])
+    only = lag(kctl, cluster, group, "-t", topic + "-other")
+    assert only[0]["partitions"] == []
+
+
+def test_lag_of_all_groups_and_unknown_groups(kctl, cluster, topic, unique_name):
+    first, second, missing = unique_name("a"), unique_name("b"), unique_name("missing")
+    commit(cluster, first, topic, {0: 1})
+    commit(cluster, second, topic, {1: 1})
+    everything = {g["group"]: g for g in lag(kctl, cluster, "--all")}
+    assert {first, second} <= set(everything)
+    result = kctl("-b", cluster.bootstrap, "group", "lag", missing)
+    assert (result.exit_code, result.stderr) == (ExitCode.NOT_FOUND, f"error: unable to compute lag of group {missing}: GROUP_ID_NOT_FOUND: no such group\n")
+    partial = kctl("-b", cluster.bootstrap, "group", "lag", first, missing, "-o", "json")
+    assert partial.exit_code == ExitCode.PARTIAL_FAILURE
+    assert [g["group"] for g in json.loads(partial.stdout)] == [first]
+    assert kctl("-b", cluster.bootstrap, "group", "lag").exit_code == ExitCode.USAGE
+    assert kctl("-b", cluster.bootstrap, "group", "describe", missing).exit_code == ExitCode.NOT_FOUND
+
+
+def test_delete_group(kctl, cluster, topic, unique_name):
+    group = unique_name("g")
+    commit(cluster, group, topic, {0: 1})
+    assert kctl("-b", cluster.bootstrap, "group", "delete", group).exit_code == ExitCode.ABORTED
+    result = kctl("-b", cluster.bootstrap, "group", "delete", group, "--yes")
+    assert (result.exit_code, result.stdout) == (0, f"GROUP\tSTATUS\n{group}\tdeleted\n")
+    assert kctl("-b", cluster.bootstrap, "group", "describe", group).exit_code == ExitCode.NOT_FOUND
+    again = kctl("-b", cluster.bootstrap, "group", "delete", group, "--yes")
+    assert again.exit_code == ExitCode.NOT_FOUND
