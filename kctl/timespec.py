@@ -1,8 +1,8 @@
 """Parsing instants and durations the way people type them.
 
 Instants: epoch milliseconds (13 digits or more, as Kafka stores them), ISO-8601 with or
-without a zone (no zone means local time, as kafka-consumer-groups.sh reads
---to-datetime), Kafka's own 'YYYY-MM-DDTHH:mm:SS.sss', `now`, and relative times
+without a zone (no zone means UTC, as kafka-consumer-groups.sh reads --to-datetime),
+Kafka's own 'YYYY-MM-DDTHH:mm:SS.sss', `now`, and relative times
 `-30s`, `-15m`, `-2h`, `-1d`, `-1w` (before now). Durations: `30s`, `15m`, `2h`,
 `1d`, `1w`, ISO-8601 `PT1H30M`, or plain seconds.
 
@@ -56,7 +56,7 @@ def parse_instant(text: str, *, now: Callable[[], float] = time.time) -> int:
             f"unable to parse time {text!r}: expected ISO-8601 (2026-11-22T10:00:00Z), epoch milliseconds, now, or -1h"
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.astimezone()  # local time, as Kafka's tools read it
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)  # Kafka's tools append Z
     return int(parsed.timestamp() * 1000)
 
 

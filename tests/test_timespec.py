@@ -41,13 +41,14 @@ def test_instants(text, ms):
     assert parse_instant(text, now=lambda: NOW) == ms
 
 
-def test_naive_times_are_local(monkeypatch):
+def test_naive_times_are_utc_as_in_kafka_tools(monkeypatch):
     import time
 
     monkeypatch.setenv("TZ", "Asia/Kolkata")
     time.tzset()
     try:
-        assert parse_instant("2026-09-21T19:43:20") == 1_790_000_000_000
+        assert parse_instant("2026-09-21T14:13:20") == 1_790_000_000_000
+        assert parse_instant("2026-09-21T14:13:20.000") == 1_790_000_000_000
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
