@@ -24,6 +24,8 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 5
     ALREADY_EXISTS = 6
     ABORTED = 7
+    GROUP_ACTIVE = 10
+    RESET_INCOMPLETE = 11
     USAGE = 64
     INVALID = 65
     UNREACHABLE = 69
@@ -42,6 +44,8 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.NOT_FOUND: "a named topic, group, broker or context does not exist",
     ExitCode.ALREADY_EXISTS: "the resource to create already exists",
     ExitCode.ABORTED: "not confirmed: declined at the prompt, or --yes missing without a terminal",
+    ExitCode.GROUP_ACTIVE: "offset reset refused: the group has active members",
+    ExitCode.RESET_INCOMPLETE: "offset reset not (fully) applied: the broker refused or the read-back differs",
     ExitCode.USAGE: "malformed command line: unknown option, bad flag value",
     ExitCode.INVALID: "the request or input is invalid (topic name, config, replication factor, file)",
     ExitCode.UNREACHABLE: "no broker of the cluster could be reached",

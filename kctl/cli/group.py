@@ -176,3 +176,113 @@ def delete(app: App, groups, yes):
     app.confirm(f"Delete {len(ids)} group(s) and their committed offsets: {', '.join(ids)}?", yes=yes, action="delete groups")
     results, errors = delete_groups(app.session, ids)
     report(app, results, errors, RESULT_TABLE, "delete groups")
+
+
+RESET_TABLE = TableSpec(
+    (
+        Column("group", "GROUP"),
+        Column("topic", "TOPIC"),
+        Column("partition", "PARTITION", align="right"),
+        Column("current", "CURRENT", align="right"),
+        Column("new", "NEW", align="right"),
+        Column("delta", "DELTA", align="right"),
+        Column("note", "NOTE"),
+        Column("log_start", "LOG-START", align="right", wide=True),
+        Column("log_end", "LOG-END", align="right", wide=True),
+    )
+)
+
+
+def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration):
+    from kctl.admin.resets import ResetSpec
+    from kctl.timespec import format_instant, parse_duration, parse_instant
+
+    chosen = [
+        (to_earliest, lambda: ResetSpec(mode="earliest")),
+        (to_latest, lambda: ResetSpec(mode="latest")),
+        (to_current, lambda: ResetSpec(mode="current")),
+        (to_offset is not None, lambda: ResetSpec(mode="offset", value=to_offset)),
+        (shift_by is not None, lambda: ResetSpec(mode="shift", value=shift_by)),
+        (to_datetime is not None, lambda: ResetSpec(mode="timestamp", value=parse_instant(to_datetime))),
+        (by_duration is not None, lambda: ResetSpec(mode="timestamp", value=parse_instant(f"-{parse_duration(by_duration)}"))),
+    ]
+    picked = [make for given, make in chosen if given]
+    if len(picked) != 1:
+        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration")
+    spec = picked[0]()
+    if spec.mode == "timestamp":
+        app.note(f"resetting to the first offset at or after {format_instant(spec.value)} ({spec.value})")
+    return spec
+
+
+@group.command("reset-offsets")
+@click.argument("groups", nargs=-1, required=True, metavar="GROUP...")
+@click.option("--to-earliest", is_flag=True, help="The log start of each partition.")
+@click.option("--to-latest", is_flag=True, help="The log end of each partition (skip everything).")
+@click.option("--to-current", is_flag=True, help="Keep committed offsets; partitions without one go to the log end.")
+@click.option("--to-offset", type=click.IntRange(min=0), metavar="N", help="Offset N in every selected partition.")
+@click.option("--shift-by", type=int, metavar="±N", help="Move committed offsets by N (negative re-consumes).")
+@click.option("--to-datetime", metavar="TIME", help="The first offset at or after TIME (ISO-8601, zone-less = UTC; epoch ms; -1h).")
+@click.option("--by-duration", metavar="DURATION", help="The first offset at or after now minus DURATION (PT1H, 90m, 2d).")
+@click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC[:P,P]", help="Topic (or some of its partitions) to reset (repeatable).")
+@click.option("--all-topics", is_flag=True, help="Every partition the group has committed offsets for.")
+@click.option("--execute", is_flag=True, help="Apply the plan (without it: a dry run).")
+@click.option("--allow-new-group", is_flag=True, help="Create the group if it does not exist.")
+@click.option("--undo", "undo", metavar="last|ID", help="Restore the offsets a journaled reset replaced (GROUP is ignored).")
+@yes_option
+@global_options
+@pass_app
+def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration, topics, all_topics, execute, allow_new_group, undo, yes):
+    """Reset committed offsets: a dry run unless --execute.
+
+    The plan shows each partition's current and new offset, the delta (negative
+    re-consumes, positive skips) and why a target was adjusted (clamped to the log
+    start or end, no record after the time). Groups with members are refused (exit 10,
+    naming the consumers to stop). With --execute, an undo journal of the old offsets is
+    written first ($XDG_STATE_HOME/kctl/resets), and the offsets are read back after;
+    a reset the broker refused is never reported as done.
+
+    \b
+    Examples:
+      kctl group reset-offsets billing --to-earliest --all-topics
+      kctl group reset-offsets billing -t orders --to-datetime 2026-11-22T09:00:00Z --execute --yes
+      kctl group reset-offsets billing -t orders:0,1 --shift-by -100 --execute
+      kctl group reset-offsets billing audit -t orders --by-duration 2h
+      kctl group reset-offsets billing --undo last --execute
+    """
+    from kctl.admin.resets import journal_dir, plan, read_journal, undo_plan
+
+    if undo is not None:
+        entry = read_journal(journal_dir(app.env), undo)
+        if entry.get("bootstrap") != app.settings.bootstrap_servers:
+            raise click.UsageError(f"reset {entry['id']} was made against {entry.get('bootstrap')}, not {app.settings.bootstrap_servers}; pass -b {entry.get('bootstrap')}")
+        plans, lost = undo_plan(app.session, entry)
+        for p in lost:
+            app.warn(f"{p.group} {p.topic}-{p.partition} had no committed offset before reset {entry['id']}; it keeps {p.new}")
+        app.note(f"undoing reset {entry['id']} ({entry.get('command', '')})")
+    else:
+        if bool(topics) == all_topics:
+            raise click.UsageError("choose the partitions: --topic TOPIC[:P,...] (repeatable) or --all-topics")
+        spec = _spec(app, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration)
+        plans = plan(app.session, list(dict.fromkeys(groups)), spec, topics=topics, all_topics=all_topics, allow_new_group=allow_new_group)
+    _run_reset(app, plans, execute, yes)
+
+
+def _run_reset(app: App, plans, execute: bool, yes: bool) -> None:
+    import shlex
+    import sys
+
+    from kctl.admin.resets import apply, journal_dir, write_journal
+
+    app.out.table(plans, RESET_TABLE)
+    back = -sum(p.delta for p in plans if p.delta is not None and p.delta < 0)
+    skip = sum(p.delta for p in plans if p.delta is not None and p.delta > 0)
+    summary = f"{len(plans)} partition(s): {back} record(s) to re-consume, {skip} to skip"
+    if not execute:
+        app.note(f"dry run: {summary}; nothing changed (add --execute to apply)")
+        return
+    app.confirm(f"Reset offsets of {len(plans)} partition(s) ({back} to re-consume, {skip} to skip)?", yes=yes, action="reset offsets")
+    journal_id = write_journal(journal_dir(app.env), plans, bootstrap=app.settings.bootstrap_servers, command=shlex.join(["kctl", *sys.argv[1:]]))
+    app.note(f"undo journal {journal_id} written to {journal_dir(app.env)}")
+    apply(app.session, plans)
+    app.note(f"reset applied and verified: {summary}")

@@ -1,0 +1,291 @@
+"""Offset resets for consumer groups: plan (a dry run by default), gate, journal, apply,
+verify — kafka-consumer-groups.sh --reset-offsets semantics, with every clamp reported.
+
+Safety, in order:
+  1. the group must exist (unless allow_new_group: a typo would otherwise create a group);
+  2. it must have no members (Empty or Dead), else GroupActiveError lists who to stop;
+  3. before anything is written, an undo journal records the old offsets;
+  4. after writing, offsets are read back; a mismatch is ResetIncompleteError, never success.
+The broker enforces (2) again when the commit arrives: a consumer that joins in between
+makes it refuse the commit, which surfaces as an error, not as a completed reset.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kctl.admin.session import AdminSession
+from kctl.errors import ExitCode, KctlError, NotFoundError, UsageError
+
+ACTIVE_STATES_OK = ("Empty", "Dead")
+
+
+class GroupActiveError(KctlError):
+    exit_code = ExitCode.GROUP_ACTIVE
+
+
+class ResetIncompleteError(KctlError):
+    exit_code = ExitCode.RESET_INCOMPLETE
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResetSpec:
+    """How to compute new offsets; exactly one of the modes is set."""
+
+    mode: str  # earliest | latest | current | offset | shift | timestamp
+    value: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedReset:
+    group: str
+    topic: str
+    partition: int
+    current: int | None
+    new: int
+    # new - current (None without a current commit); negative re-consumes, positive skips.
+    delta: int | None
+    log_start: int
+    log_end: int
+    # Why the new offset is not simply what was asked for, e.g. clamped_to_log_start.
+    note: str | None
+
+
+def plan_partition(
+    group: str, topic: str, partition: int, current: int | None, log_start: int, log_end: int, spec: ResetSpec, found_at: int | None = None
+) -> PlannedReset:
+    """Kafka's reset rules for one partition, with the reason for any adjustment."""
+    note = None
+    if spec.mode == "earliest":
+        target = log_start
+    elif spec.mode == "latest":
+        target = log_end
+    elif spec.mode == "current":
+        if current is None:
+            target, note = log_end, "no_commit_set_to_latest"
+        else:
+            target = current
+    elif spec.mode == "offset":
+        target = spec.value or 0
+    elif spec.mode == "shift":
+        if current is None:
+            raise UsageError(f"unable to shift {group} {topic}-{partition}: it has no committed offset to shift")
+        target = current + (spec.value or 0)
+    elif spec.mode == "timestamp":
+        if found_at is None or found_at < 0:
+            target, note = log_end, "no_record_after_time_set_to_latest"
+        else:
+            target = found_at
+    else:
+        raise ValueError(spec.mode)
+    if target < log_start:
+        target, note = log_start, "clamped_to_log_start"
+    elif target > log_end:
+        target, note = log_end, "clamped_to_log_end"
+    return PlannedReset(
+        group=group,
+        topic=topic,
+        partition=partition,
+        current=current,
+        new=target,
+        delta=None if current is None else target - current,
+        log_start=log_start,
+        log_end=log_end,
+        note=note,
+    )
+
+
+def _parse_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] | None]]:
+    """`topic` or `topic:0,1,2` (kafka-consumer-groups' --topic syntax)."""
+    out = []
+    for scope in scopes:
+        topic, sep, parts = scope.partition(":")
+        if not topic:
+            raise UsageError(f"unable to parse --topic {scope!r}: expected TOPIC or TOPIC:0,1,2")
+        if not sep:
+            out.append((topic, None))
+            continue
+        try:
+            out.append((topic, tuple(int(p) for p in parts.split(","))))
+        except ValueError:
+            raise UsageError(f"unable to parse --topic {scope!r}: expected TOPIC or TOPIC:0,1,2") from None
+    return out
+
+
+def plan(
+    session: AdminSession,
+    groups: Sequence[str],
+    spec: ResetSpec,
+    *,
+    topics: Sequence[str] = (),
+    all_topics: bool = False,
+    allow_new_group: bool = False,
+    ignore_active: bool = False,
+) -> list[PlannedReset]:
+    """The reset of every selected partition of every group, checked, nothing written."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    from kctl.admin.groups import _committed, _describe_raw, _is_missing, _log_offsets, _state
+
+    described, errors = _describe_raw(session, groups)
+    if errors:
+        raise next(iter(errors.values()))
+    committed = _committed(session, groups)
+    metadata = session.metadata("reset offsets")
+    selected: dict[str, list[tuple[str, int]]] = {}
+    for group in groups:
+        offsets = committed[group]
+        if isinstance(offsets, KctlError):
+            raise offsets
+        raw = described[group]
+        if _is_missing(raw, offsets) and not allow_new_group:
+            raise NotFoundError(
+                f"unable to reset offsets of group {group}: GROUP_ID_NOT_FOUND: no such group",
+                hint="--allow-new-group creates it with these offsets",
+            )
+        state = _state(raw.state)
+        if state not in ACTIVE_STATES_OK and not ignore_active:
+            members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in raw.members)) or "none listed"
+            raise GroupActiveError(
+                f"unable to reset offsets of group {group}: the group is {state}; stop its consumers first ({members})",
+                hint="offsets can only be reset while a group has no members (Empty)",
+            )
+        pairs: list[tuple[str, int]] = []
+        if all_topics:
+            pairs = sorted(offsets)
+        for topic, parts in _parse_scope(topics):
+            meta = metadata.topics.get(topic)
+            if meta is None or not meta.partitions:
+                raise NotFoundError(f"unable to reset offsets of {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            existing = sorted(meta.partitions)
+            for p in parts or existing:
+                if p not in meta.partitions:
+                    raise NotFoundError(f"unable to reset offsets of {group}: {topic} has no partition {p} (it has {len(existing)})")
+                pairs.append((topic, p))
+        selected[group] = sorted(set(pairs))
+    union = sorted({p for pairs in selected.values() for p in pairs})
+    log = _log_offsets(session, union, "read_uncommitted")
+    found: dict[tuple[str, int], int] = {}
+    if spec.mode == "timestamp" and union:
+        futures = session.client.list_offsets({TopicPartition(t, p): OffsetSpec.for_timestamp(spec.value) for t, p in union}, request_timeout=session.timeout)
+        results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, "list offsets by timestamp")
+        found = {k: r.offset for k, r in results.items() if not isinstance(r, KctlError)}
+    planned = []
+    for group, pairs in selected.items():
+        offsets = committed[group]
+        for topic, partition in pairs:
+            start, end = log[(topic, partition)]
+            if start is None or end is None:
+                raise KctlError(f"unable to reset offsets of {group}: {topic}-{partition} has no leader to read offsets from")
+            current = offsets.get((topic, partition), (None, None))[0]
+            planned.append(plan_partition(group, topic, partition, current, start, end, spec, found.get((topic, partition))))
+    return planned
+
+
+# -- journal, apply, verify -----------------------------------------------------------------
+
+
+def journal_dir(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "kctl" / "resets"
+
+
+def write_journal(directory: Path, plans: Sequence[PlannedReset], *, bootstrap: str | None, command: str) -> str:
+    """Record what is about to change, before it changes; returns the journal id."""
+    now = dt.datetime.now(dt.timezone.utc)
+    journal_id = now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    directory.mkdir(parents=True, exist_ok=True)
+    entry = {"id": journal_id, "created": now.isoformat(), "bootstrap": bootstrap, "command": command, "partitions": [asdict(p) for p in plans]}
+    path = directory / f"{journal_id}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(entry, indent=2) + "\n")
+    os.replace(tmp, path)
+    return journal_id
+
+
+def read_journal(directory: Path, journal_id: str) -> dict:
+    entries = sorted(directory.glob("*.json")) if directory.exists() else []
+    if not entries:
+        raise NotFoundError(f"unable to undo: no reset journal in {directory}")
+    chosen = entries[-1] if journal_id == "last" else directory / f"{journal_id}.json"
+    if not chosen.exists():
+        raise NotFoundError(f"unable to undo: no reset {journal_id!r} in {directory}")
+    try:
+        return json.loads(chosen.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        from kctl.errors import InvalidError
+
+        raise InvalidError(f"unable to undo: journal {chosen} is unreadable: {exc}") from exc
+
+
+def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
+    """Commit the new offsets, one request per group, then read them back."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    from kctl.admin.groups import _committed
+
+    by_group: dict[str, list[PlannedReset]] = {}
+    for p in plans:
+        by_group.setdefault(p.group, []).append(p)
+    futures = {}
+    for group, items in by_group.items():
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(p.topic, p.partition, p.new) for p in items])
+        (future,) = session.client.alter_consumer_group_offsets([request], request_timeout=session.timeout).values()
+        futures[group] = future
+    results = session.wait_all(futures, "commit offsets")
+    failures = {g: r for g, r in results.items() if isinstance(r, KctlError)}
+    for group, result in results.items():
+        if isinstance(result, KctlError):
+            continue
+        bad = [tp for tp in result.topic_partitions if tp.error is not None]
+        if bad:
+            failures[group] = KctlError(f"{bad[0].topic}-{bad[0].partition}: {bad[0].error.str()}")
+    if failures:
+        group, error = next(iter(failures.items()))
+        active = "UNKNOWN_MEMBER_ID" in error.message or "REBALANCE" in error.message or "NON_EMPTY" in error.message
+        kind = GroupActiveError if active else ResetIncompleteError
+        raise kind(
+            f"unable to reset offsets of group {group}: the broker refused the commit: {error.message.removeprefix('unable to commit offsets: ')}",
+            hint="a consumer may have joined the group; nothing is reported as reset",
+        )
+    after = _committed(session, list(by_group))
+    wrong = [
+        p for p in plans if isinstance(after[p.group], KctlError) or after[p.group].get((p.topic, p.partition), (None,))[0] != p.new
+    ]
+    if wrong:
+        p = wrong[0]
+        raise ResetIncompleteError(f"unable to verify the reset of group {p.group}: {p.topic}-{p.partition} is not at {p.new} ({len(wrong)} partition(s) differ)")
+
+
+def undo_plan(session: AdminSession, entry: dict) -> tuple[list[PlannedReset], list[PlannedReset]]:
+    """Plans restoring a journal's old offsets, and the partitions that cannot be restored
+    (they had no commit before; librdkafka cannot delete a committed offset)."""
+    from kctl.admin.groups import _committed, _describe_raw, _log_offsets, _state
+
+    recorded = [PlannedReset(**p) for p in entry["partitions"]]
+    groups = sorted({p.group for p in recorded})
+    described, errors = _describe_raw(session, groups)
+    if errors:
+        raise next(iter(errors.values()))
+    for group in groups:
+        state = _state(described[group].state)
+        if state not in ACTIVE_STATES_OK:
+            raise GroupActiveError(f"unable to undo the reset of group {group}: the group is {state}; stop its consumers first")
+    committed = _committed(session, groups)
+    log = _log_offsets(session, sorted({(p.topic, p.partition) for p in recorded}), "read_uncommitted")
+    restorable, lost = [], []
+    for p in recorded:
+        if p.current is None:
+            lost.append(p)
+            continue
+        now = committed[p.group].get((p.topic, p.partition), (None,))[0] if not isinstance(committed[p.group], KctlError) else None
+        start, end = log[(p.topic, p.partition)]
+        restorable.append(plan_partition(p.group, p.topic, p.partition, now, start, end, ResetSpec(mode="offset", value=p.current)))
+    return restorable, lost

@@ -1,0 +1,123 @@
+"""Offset resets with real consumers: dry runs change nothing, active groups are refused,
+executed resets are journaled, verified and undoable."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kctl.errors import ExitCode
+
+pytestmark = pytest.mark.integration
+
+BASE_MS = 1_790_000_000_000
+
+
+@pytest.fixture
+def setup(kctl, cluster, unique_name):
+    """A 2-partition topic of 20 records each (record i at BASE_MS + i minutes) and an
+    Empty group committed at 10 on both partitions."""
+    topic, group = unique_name("rst"), unique_name("g")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "2").exit_code == 0
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for partition in (0, 1):
+        for i in range(20):
+            producer.produce(topic, value=b"v", partition=partition, timestamp=BASE_MS + i * 60_000)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(topic, p, 10) for p in (0, 1)], asynchronous=False)
+    consumer.close()
+    return topic, group
+
+
+def committed(cluster, group, topic):
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    try:
+        return [tp.offset for tp in consumer.committed([TopicPartition(topic, p) for p in (0, 1)], timeout=10)]
+    finally:
+        consumer.close()
+
+
+def reset(kctl, cluster, tmp_path, *args):
+    return kctl("-b", cluster.bootstrap, "group", "reset-offsets", *args, env={"XDG_STATE_HOME": str(tmp_path / "state")})
+
+
+def test_dry_run_by_default(kctl, cluster, setup, tmp_path):
+    topic, group = setup
+    result = reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-earliest")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "GROUP\tTOPIC\tPARTITION\tCURRENT\tNEW\tDELTA\tNOTE",
+        f"{group}\t{topic}\t0\t10\t0\t-10\t",
+        f"{group}\t{topic}\t1\t10\t0\t-10\t",
+    ]
+    assert result.stderr == "dry run: 2 partition(s): 20 record(s) to re-consume, 0 to skip; nothing changed (add --execute to apply)\n"
+    assert committed(cluster, group, topic) == [10, 10]
+
+
+def test_execute_journal_verify_and_undo(kctl, cluster, setup, tmp_path):
+    topic, group = setup
+    refused = reset(kctl, cluster, tmp_path, group, "-t", f"{topic}:1", "--to-latest", "--execute")
+    assert refused.exit_code == ExitCode.ABORTED
+    result = reset(kctl, cluster, tmp_path, group, "-t", f"{topic}:1", "--to-latest", "--execute", "--yes", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert [(p["partition"], p["current"], p["new"], p["delta"]) for p in json.loads(result.stdout)] == [(1, 10, 20, 10)]
+    assert "reset applied and verified" in result.stderr
+    assert committed(cluster, group, topic) == [10, 20]
+    (journal,) = (tmp_path / "state" / "kctl" / "resets").glob("*.json")
+    entry = json.loads(journal.read_text())
+    assert entry["partitions"][0]["current"] == 10 and entry["bootstrap"] == cluster.bootstrap
+
+    undo = reset(kctl, cluster, tmp_path, group, "--undo", "last", "--execute", "--yes")
+    assert undo.exit_code == 0, undo.stderr
+    assert committed(cluster, group, topic) == [10, 10]
+
+
+def test_clamps_and_times_are_explained(kctl, cluster, setup, tmp_path):
+    topic, group = setup
+    shifted = json.loads(reset(kctl, cluster, tmp_path, group, "-t", topic, "--shift-by", "50", "-o", "json").stdout)
+    assert [(p["new"], p["note"]) for p in shifted] == [(20, "clamped_to_log_end"), (20, "clamped_to_log_end")]
+    at = reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-datetime", "2026-09-21T14:18:20", "-o", "json")
+    assert at.stderr.startswith("resetting to the first offset at or after 2026-09-21T14:18:20.000Z")
+    assert [p["new"] for p in json.loads(at.stdout)] == [5, 5]
+    later = json.loads(reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-datetime", "2030-01-01T00:00:00Z", "-o", "json").stdout)
+    assert [(p["new"], p["note"]) for p in later] == [(20, "no_record_after_time_set_to_latest")] * 2
+
+
+def test_active_group_is_refused(kctl, cluster, setup, tmp_path):
+    topic, group = setup
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": "busy-consumer", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        result = reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-earliest", "--execute", "--yes")
+        assert result.exit_code == ExitCode.GROUP_ACTIVE
+        assert result.stderr.startswith(f"error: unable to reset offsets of group {group}: the group is Stable; stop its consumers first (busy-consumer@")
+        assert not (tmp_path / "state").exists()
+    finally:
+        consumer.close()
+    assert committed(cluster, group, topic) == [10, 10]
+
+
+def test_unknown_group_topic_and_usage(kctl, cluster, setup, tmp_path, unique_name):
+    topic, group = setup
+    missing = unique_name("missing")
+    result = reset(kctl, cluster, tmp_path, missing, "-t", topic, "--to-earliest")
+    assert (result.exit_code, result.stderr.splitlines()[0]) == (ExitCode.NOT_FOUND, f"error: unable to reset offsets of group {missing}: GROUP_ID_NOT_FOUND: no such group")
+    created = reset(kctl, cluster, tmp_path, missing, "-t", topic, "--to-offset", "3", "--allow-new-group", "--execute", "--yes")
+    assert created.exit_code == 0, created.stderr
+    assert committed(cluster, missing, topic) == [3, 3]
+    assert reset(kctl, cluster, tmp_path, group, "-t", f"{topic}:7", "--to-earliest").exit_code == ExitCode.NOT_FOUND
+    assert reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-earliest", "--to-latest").exit_code == ExitCode.USAGE
+    assert reset(kctl, cluster, tmp_path, group, "--to-earliest").exit_code == ExitCode.USAGE
+    assert reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-datetime", "soon").exit_code == ExitCode.USAGE
+    # The --allow-new-group reset above had no offsets to replace: undoing it warns.
+    undo = reset(kctl, cluster, tmp_path, group, "--undo", "last")
+    assert undo.exit_code == 0
+    assert f"warning: {missing} {topic}-0 had no committed offset before reset" in undo.stderr
+    assert reset(kctl, cluster, tmp_path / "empty", group, "--undo", "last").exit_code == ExitCode.NOT_FOUND
