@@ -40,6 +40,8 @@ function __kctl_value_opts -a path
             echo '--bootstrap-server' '--context' '--output' '--timeout' '-X' '-b' '-o'
         case 'kctl group delete'
             echo '--bootstrap-server' '--context' '--output' '--timeout' '-X' '-b' '-o'
+        case 'kctl group delete-offsets'
+            echo '--bootstrap-server' '--context' '--output' '--timeout' '--topic' '-X' '-b' '-o' '-t'
         case 'kctl group describe'
             echo '--bootstrap-server' '--context' '--output' '--timeout' '-X' '-b' '-o'
         case 'kctl group lag'
@@ -87,7 +89,7 @@ function __kctl_path
     set -l tokens (commandline -opc)
     set -l path kctl
     set -l skip 0
-    set -l known 'kctl' 'kctl cluster' 'kctl cluster health' 'kctl cluster info' 'kctl broker' 'kctl broker balance' 'kctl broker list' 'kctl broker log-dirs' 'kctl topic' 'kctl topic add-partitions' 'kctl topic alter-config' 'kctl topic create' 'kctl topic delete' 'kctl topic describe' 'kctl topic list' 'kctl topic set-replication-factor' 'kctl partition' 'kctl partition list' 'kctl replication' 'kctl replication elect-leaders' 'kctl replication reassign' 'kctl replication reassign cancel' 'kctl replication reassign execute' 'kctl replication reassign generate' 'kctl replication reassign list' 'kctl replication reassign verify' 'kctl config' 'kctl config alter' 'kctl config describe' 'kctl group' 'kctl group delete' 'kctl group describe' 'kctl group lag' 'kctl group list' 'kctl group reset-offsets' 'kctl offset' 'kctl offset get' 'kctl record' 'kctl record delete' 'kctl local' 'kctl spark' 'kctl context' 'kctl context delete' 'kctl context list' 'kctl context set' 'kctl context show' 'kctl context use' 'kctl completion'
+    set -l known 'kctl' 'kctl cluster' 'kctl cluster health' 'kctl cluster info' 'kctl broker' 'kctl broker balance' 'kctl broker list' 'kctl broker log-dirs' 'kctl topic' 'kctl topic add-partitions' 'kctl topic alter-config' 'kctl topic create' 'kctl topic delete' 'kctl topic describe' 'kctl topic list' 'kctl topic set-replication-factor' 'kctl partition' 'kctl partition list' 'kctl replication' 'kctl replication elect-leaders' 'kctl replication reassign' 'kctl replication reassign cancel' 'kctl replication reassign execute' 'kctl replication reassign generate' 'kctl replication reassign list' 'kctl replication reassign verify' 'kctl config' 'kctl config alter' 'kctl config describe' 'kctl group' 'kctl group delete' 'kctl group delete-offsets' 'kctl group describe' 'kctl group lag' 'kctl group list' 'kctl group reset-offsets' 'kctl offset' 'kctl offset get' 'kctl record' 'kctl record delete' 'kctl local' 'kctl spark' 'kctl context' 'kctl context delete' 'kctl context list' 'kctl context set' 'kctl context show' 'kctl context use' 'kctl completion'
     for word in $tokens[2..-1]
         if test $skip -eq 1; set skip 0; continue; end
         if string match -q -- '-*' $word
@@ -462,6 +464,7 @@ complete -c kctl -n '__kctl_at \'kctl config describe\'' -l 'debug' -d 'Show cli
 complete -c kctl -n '__kctl_at \'kctl config describe\'' -s 'h' -l 'help' -d 'Show this message and exit.'
 complete -c kctl -n '__kctl_at \'kctl config describe\'' -a 'topic broker broker-default broker-logger'
 complete -c kctl -n '__kctl_at \'kctl group\'' -a 'delete' -d 'Delete groups and their committed offsets (only groups without members).'
+complete -c kctl -n '__kctl_at \'kctl group\'' -a 'delete-offsets' -d 'Delete a group\'s committed offsets for some topics or partitions.'
 complete -c kctl -n '__kctl_at \'kctl group\'' -a 'describe' -d 'Show groups: state, members (client id, host, assignment), committed offsets.'
 complete -c kctl -n '__kctl_at \'kctl group\'' -a 'lag' -d 'Show lag per partition: committed offset, log start and end, records left.'
 complete -c kctl -n '__kctl_at \'kctl group\'' -a 'list' -d 'List consumer groups with state, type, member count and assignor.'
@@ -477,6 +480,17 @@ complete -c kctl -n '__kctl_at \'kctl group delete\'' -l 'timeout' -x -d 'Give u
 complete -c kctl -n '__kctl_at \'kctl group delete\'' -s 'q' -l 'quiet' -d 'No progress or notes on stderr.'
 complete -c kctl -n '__kctl_at \'kctl group delete\'' -l 'debug' -d 'Show client logs and tracebacks. [env: KCTL_DEBUG]'
 complete -c kctl -n '__kctl_at \'kctl group delete\'' -s 'h' -l 'help' -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -s 't' -l 'topic' -x -d 'Topic (or some of its partitions) to forget (repeatable).'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -s 'y' -l 'yes' -d 'Do not ask for confirmation (required without a terminal).'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -s 'b' -l 'bootstrap-server' -x -d 'Brokers to bootstrap from. [env: KCTL_BOOTSTRAP_SERVERS]'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -l 'context' -x -a '(__kctl_contexts)' -d 'Use this context. [env: KCTL_CONTEXT]'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -s 'X' -x -d 'librdkafka client property (repeatable); -X help lists common ones. [env: KCTL_X'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -s 'o' -l 'output' -x -a 'auto table wide plain json jsonl csv' -d 'Output format: auto (table on a terminal, plain when piped), table, wide, plain,'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -l 'no-headers' -d 'Omit header rows.'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -l 'timeout' -x -d 'Give up on the cluster after this long (default 10). [env: KCTL_TIMEOUT]'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -s 'q' -l 'quiet' -d 'No progress or notes on stderr.'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -l 'debug' -d 'Show client logs and tracebacks. [env: KCTL_DEBUG]'
+complete -c kctl -n '__kctl_at \'kctl group delete-offsets\'' -s 'h' -l 'help' -d 'Show this message and exit.'
 complete -c kctl -n '__kctl_at \'kctl group describe\'' -s 'b' -l 'bootstrap-server' -x -d 'Brokers to bootstrap from. [env: KCTL_BOOTSTRAP_SERVERS]'
 complete -c kctl -n '__kctl_at \'kctl group describe\'' -l 'context' -x -a '(__kctl_contexts)' -d 'Use this context. [env: KCTL_CONTEXT]'
 complete -c kctl -n '__kctl_at \'kctl group describe\'' -s 'X' -x -d 'librdkafka client property (repeatable); -X help lists common ones. [env: KCTL_X'

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kctl.admin.session import AdminSession
-from kctl.errors import KctlError, NotFoundError
+from kctl.errors import ExitCode, KctlError, NotFoundError
 
 # ConsumerGroupState names as Kafka prints them.
 _STATES = {
@@ -370,3 +370,58 @@ def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Group
         else:
             results.append(GroupResult(group=group_id, status="deleted"))
     return results, errors
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetDeletion:
+    group: str
+    topic: str
+    partition: int
+    # deleted | not-committed | failed
+    status: str
+    error: str | None = None
+
+
+def delete_offsets(
+    session: AdminSession, group: str, topics: Sequence[tuple[str, tuple[int, ...] | None]]
+) -> tuple[list[OffsetDeletion], dict[str, KctlError]]:
+    """Delete a group's committed offsets for topics (or some of their partitions), through
+    kafka-python: librdkafka has OffsetDelete but confluent-kafka does not expose it."""
+    from kafka import TopicPartition
+
+    from kctl.admin.kafka_python import for_code, kafka_error_name
+
+    committed = _committed(session, [group])[group]
+    if isinstance(committed, KctlError):
+        raise committed
+    metadata = session.metadata("delete offsets")
+    pairs = []
+    for topic, parts in topics:
+        meta = metadata.topics.get(topic)
+        if meta is None or not meta.partitions:
+            raise NotFoundError(f"unable to delete offsets of group {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+        for p in parts or sorted(meta.partitions):
+            if p not in meta.partitions:
+                raise NotFoundError(f"unable to delete offsets of group {group}: {topic} has no partition {p}")
+            pairs.append((topic, p))
+    wanted = [(t, p) for t, p in pairs if (t, p) in committed]
+    outcome = {}
+    if wanted:
+        outcome = session.run_kafka_python(
+            lambda c: c.delete_group_offsets(group, [TopicPartition(t, p) for t, p in wanted]), f"delete offsets of group {group}"
+        )
+    rows, errors = [], {}
+    for topic, partition in pairs:
+        if (topic, partition) not in committed:
+            rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="not-committed"))
+            continue
+        error = outcome.get(TopicPartition(topic, partition))
+        if error is None or kafka_error_name(error) == "NO_ERROR":
+            rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="deleted"))
+            continue
+        failure = for_code(error, f"delete the offset of group {group} for {topic}-{partition}")
+        if kafka_error_name(error) == "GROUP_SUBSCRIBED_TO_TOPIC":
+            failure = KctlError(failure.message, hint="a member of the group consumes this topic; stop it first", exit_code=ExitCode.GROUP_ACTIVE)
+        errors[f"{topic}-{partition}"] = failure
+        rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="failed", error=failure.message))
+    return rows, errors

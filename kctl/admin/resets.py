@@ -101,7 +101,7 @@ def plan_partition(
     )
 
 
-def _parse_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] | None]]:
+def parse_topic_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] | None]]:
     """`topic` or `topic:0,1,2` (kafka-consumer-groups' --topic syntax)."""
     out = []
     for scope in scopes:
@@ -160,7 +160,7 @@ def plan(
         pairs: list[tuple[str, int]] = []
         if all_topics:
             pairs = sorted(offsets)
-        for topic, parts in _parse_scope(topics):
+        for topic, parts in parse_topic_scope(topics):
             meta = metadata.topics.get(topic)
             if meta is None or not meta.partitions:
                 raise NotFoundError(f"unable to reset offsets of {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")

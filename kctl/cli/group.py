@@ -286,3 +286,40 @@ def _run_reset(app: App, plans, execute: bool, yes: bool) -> None:
     app.note(f"undo journal {journal_id} written to {journal_dir(app.env)}")
     apply(app.session, plans)
     app.note(f"reset applied and verified: {summary}")
+
+
+DELETION_TABLE = TableSpec(
+    (
+        Column("group", "GROUP"),
+        Column("topic", "TOPIC"),
+        Column("partition", "PARTITION", align="right"),
+        Column("status", "STATUS"),
+        Column("error", "ERROR", wide=True),
+    )
+)
+
+
+@group.command("delete-offsets")
+@click.argument("group_id", metavar="GROUP")
+@click.option("-t", "--topic", "topics", multiple=True, required=True, metavar="TOPIC[:P,P]", help="Topic (or some of its partitions) to forget (repeatable).")
+@yes_option
+@global_options
+@pass_app
+def delete_offsets(app: App, group_id, topics, yes):
+    """Delete a group's committed offsets for some topics or partitions.
+
+    The group then starts those partitions from auto.offset.reset. Kafka refuses
+    while a member of the group consumes the topic (GROUP_SUBSCRIBED_TO_TOPIC).
+
+    \b
+    Examples:
+      kctl group delete-offsets billing -t old-orders --yes
+      kctl group delete-offsets billing -t orders:3,4 --yes
+    """
+    from kctl.admin.groups import delete_offsets as forget
+    from kctl.admin.resets import parse_topic_scope
+
+    scope = parse_topic_scope(topics)
+    app.confirm(f"Delete the committed offsets of {group_id} for {', '.join(topics)}?", yes=yes, action="delete offsets")
+    rows, errors = forget(app.session, group_id, scope)
+    report(app, rows, errors, DELETION_TABLE, f"delete offsets of group {group_id}")

@@ -132,3 +132,28 @@ def test_delete_group(kctl, cluster, topic, unique_name):
     assert kctl("-b", cluster.bootstrap, "group", "describe", group).exit_code == ExitCode.NOT_FOUND
     again = kctl("-b", cluster.bootstrap, "group", "delete", group, "--yes")
     assert again.exit_code == ExitCode.NOT_FOUND
+
+
+def test_delete_offsets(kctl, cluster, topic, unique_name):
+    group = unique_name("g")
+    commit(cluster, group, topic, {0: 3, 1: 4})
+    assert kctl("-b", cluster.bootstrap, "group", "delete-offsets", group, "-t", f"{topic}:0").exit_code == ExitCode.ABORTED
+    result = kctl("-b", cluster.bootstrap, "group", "delete-offsets", group, "-t", f"{topic}:0", "--yes")
+    assert (result.exit_code, result.stdout) == (0, f"GROUP\tTOPIC\tPARTITION\tSTATUS\n{group}\t{topic}\t0\tdeleted\n")
+    (d,) = json.loads(kctl("-b", cluster.bootstrap, "group", "describe", group, "-o", "json").stdout)
+    assert [(o["partition"], o["offset"]) for o in d["offsets"]] == [(1, 4)]
+    again = kctl("-b", cluster.bootstrap, "group", "delete-offsets", group, "-t", topic, "--yes")
+    assert again.stdout.splitlines()[1:] == [f"{group}\t{topic}\t0\tnot-committed", f"{group}\t{topic}\t1\tdeleted"]
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        refused = kctl("-b", cluster.bootstrap, "group", "delete-offsets", group, "-t", f"{topic}:0", "--yes")
+        assert refused.exit_code == ExitCode.GROUP_ACTIVE, refused.stderr
+        assert "GROUP_SUBSCRIBED_TO_TOPIC" in refused.stderr
+    finally:
+        consumer.close()
