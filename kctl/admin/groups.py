@@ -98,6 +98,10 @@ class PartitionLag:
     # The member consuming the partition now, if any.
     member_id: str | None
     client_id: str | None
+    # How old the next record to consume is (0 when caught up, null when unknown), and
+    # how that was measured: record (its timestamp), caught_up, or none.
+    lag_seconds: float | None = None
+    lag_seconds_source: str = "none"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,6 +111,8 @@ class GroupLag:
     members: int
     lag_sum: int
     lag_max: int
+    # The largest lag_seconds of the group's partitions, null when none is known.
+    lag_seconds_max: float | None
     partitions_without_commit: int
     partitions: tuple[PartitionLag, ...]
 
@@ -286,8 +292,52 @@ def partition_lag(group: str, topic: str, partition: int, committed: int | None,
     )
 
 
+def record_timestamps(session: AdminSession, positions: Sequence[tuple[str, int, int]], *, timeout: float) -> dict[tuple[str, int, int], int]:
+    """Timestamps of the records at (topic, partition, offset), read with a consumer that
+    is assigned partitions directly: it never joins or commits to any group."""
+    import time
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    if not positions:
+        return {}
+    config = session.client_config()
+    config.update({"group.id": "kctl-lag-probe", "enable.auto.commit": False, "enable.partition.eof": False, "fetch.max.bytes": 1_048_576, "max.partition.fetch.bytes": 65_536})
+    consumer = Consumer(config, logger=session_logger())
+    wanted = {(t, p): o for t, p, o in positions}
+    found: dict[tuple[str, int, int], int] = {}
+    try:
+        consumer.assign([TopicPartition(t, p, o) for (t, p), o in wanted.items()])
+        deadline = time.monotonic() + timeout
+        pending = set(wanted)
+        while pending and time.monotonic() < deadline:
+            message = consumer.poll(0.1)
+            if message is None or message.error() is not None:
+                continue
+            key = (message.topic(), message.partition())
+            if key in pending:
+                pending.discard(key)
+                found[(key[0], key[1], wanted[key])] = message.timestamp()[1]
+                consumer.pause([TopicPartition(key[0], key[1])])
+    finally:
+        consumer.close()
+    return found
+
+
+def session_logger():
+    from kctl.admin.session import librdkafka_log
+
+    return librdkafka_log
+
+
 def group_lag(
-    session: AdminSession, ids: Sequence[str] | None, *, topics: Sequence[str] = (), isolation: str = "read_uncommitted"
+    session: AdminSession,
+    ids: Sequence[str] | None,
+    *,
+    topics: Sequence[str] = (),
+    isolation: str = "read_uncommitted",
+    time_lag: str = "none",
+    now_ms: int | None = None,
 ) -> tuple[list[GroupLag], dict[str, KctlError]]:
     """Lag of the named groups (every group when `ids` is None), optionally only `topics`."""
     if ids is None:
@@ -336,11 +386,41 @@ def group_lag(
                 members=len(raw.members),
                 lag_sum=sum(lags),
                 lag_max=max(lags, default=0),
+                lag_seconds_max=None,
                 partitions_without_commit=sum(1 for r in rows if "NO_COMMIT" in r.flags),
                 partitions=rows,
             )
         )
+    if time_lag == "record":
+        results = _with_record_time_lag(session, results, now_ms)
     return results, errors
+
+
+def _with_record_time_lag(session: AdminSession, results: list[GroupLag], now_ms: int | None) -> list[GroupLag]:
+    """lag_seconds = now - timestamp of the next record to consume (exact for LogAppendTime
+    topics, subject to producer clocks for CreateTime)."""
+    import dataclasses
+    import time
+
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    positions = sorted(
+        {(p.topic, p.partition, max(p.committed, p.log_start or 0)) for g in results for p in g.partitions if p.lag}
+    )
+    stamps = record_timestamps(session, positions, timeout=min(session.timeout, 10.0))
+    updated = []
+    for g in results:
+        rows = []
+        for p in g.partitions:
+            if p.lag == 0:
+                rows.append(dataclasses.replace(p, lag_seconds=0.0, lag_seconds_source="caught_up"))
+            elif p.lag:
+                ts = stamps.get((p.topic, p.partition, max(p.committed, p.log_start or 0)))
+                rows.append(dataclasses.replace(p, lag_seconds=max(0.0, (now - ts) / 1000) if ts is not None and ts >= 0 else None, lag_seconds_source="record" if ts is not None and ts >= 0 else "none"))
+            else:
+                rows.append(p)
+        seconds = [r.lag_seconds for r in rows if r.lag_seconds is not None]
+        updated.append(dataclasses.replace(g, partitions=tuple(rows), lag_seconds_max=max(seconds) if seconds else None))
+    return updated
 
 
 @dataclass(frozen=True, kw_only=True)

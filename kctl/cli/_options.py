@@ -14,7 +14,7 @@ import click
 from kctl.cli._app import App
 from kctl.output.formats import FORMATS
 
-OUTPUT_HELP = "Output format: auto (table on a terminal, plain when piped), table, wide, plain, json, jsonl, csv."
+OUTPUT_HELP = "Output format: auto (table on a terminal, plain when piped), table, wide, plain, json, jsonl, csv; prom for group lag."
 
 
 def _set(attribute: str):

@@ -118,9 +118,15 @@ def describe(app: App, groups):
 @click.option("-a", "--all", "all_", is_flag=True, help="Every group of the cluster.")
 @click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC", help="Only this topic's partitions (repeatable).")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed measures to the last stable offset.")
+@click.option("--time-lag", type=click.Choice(["none", "record"]), default="none", show_default=True, help="record: lag in seconds from the timestamp of the next record to consume.")
+@click.option("--until-caught-up", is_flag=True, help="Check again every --interval until every partition's lag is at most --max-lag.")
+@click.option("--max-lag", type=click.IntRange(min=0), default=0, show_default=True, metavar="N", help="With --until-caught-up: the lag that counts as caught up.")
+@click.option("--max-seconds", type=click.FloatRange(min=0), metavar="S", help="With --until-caught-up: also require lag in seconds at most S (implies --time-lag record).")
+@click.option("--for", "for_", metavar="DURATION", help="With --until-caught-up: give up (status 2) after DURATION (90s, 10m).")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --until-caught-up.")
 @global_options
 @pass_app
-def lag(app: App, groups, all_, topics, isolation):
+def lag(app: App, groups, all_, topics, isolation, time_lag, until_caught_up, max_lag, max_seconds, for_, interval):
     """Show lag per partition: committed offset, log start and end, records left.
 
     LAG is what is left to consume: log end minus the committed offset, counted from
@@ -130,32 +136,69 @@ def lag(app: App, groups, all_, topics, isolation):
     RAW-LAG (-o wide, JSON) is log end minus committed, unclamped. Groups without
     members are included: a stopped consumer is when lag matters most.
 
+    --time-lag record reads the timestamp of each lagging partition's next record
+    (without joining the group). -o prom prints kafka-lag-exporter's metrics.
+    --until-caught-up is a deploy gate: status 0 once caught up, 2 when --for ends first.
+
     \b
     Examples:
       kctl group lag billing
       kctl group lag --all -o json | jq '.[] | {group, lag_sum}'
-      kctl group lag billing -t orders --isolation read_committed
+      kctl group lag billing -t orders --isolation read_committed --time-lag record
+      kctl group lag --all -o prom > /var/lib/node_exporter/kafka_lag.prom
+      kctl group lag billing --until-caught-up --max-lag 100 --for 10m
     """
+    import time
+
     from kctl.admin.groups import group_lag
+    from kctl.errors import ExitCode
+    from kctl.timespec import parse_duration
 
     if bool(groups) == all_:
         raise click.UsageError("name groups or give --all")
-    found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation)
-    if errors and not found:
-        raise next(iter(errors.values()))
-    if app.out.is_structured or app.out.format == "csv":
-        if app.out.format == "csv":
-            app.out.table([p for g in found for p in g.partitions], LAG_TABLE)
-        else:
-            app.out.documents(found, DocumentSpec())
-    else:
-        app.out.table([p for g in found for p in g.partitions], LAG_TABLE)
-        for g in found:
-            app.note(f"{g.group}: {g.state}, {g.members} member(s), lag {g.lag_sum} (max {g.lag_max}), {g.partitions_without_commit} partition(s) without commit")
+    if max_seconds is not None:
+        time_lag = "record"
+    limit = parse_duration(for_) if for_ else None
+    started = time.monotonic()
+    while True:
+        found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation, time_lag=time_lag)
+        if errors and not found:
+            raise next(iter(errors.values()))
+        if not until_caught_up:
+            break
+        behind = [p for g in found for p in g.partitions if (p.lag or 0) > max_lag or (max_seconds is not None and (p.lag_seconds or 0) > max_seconds)]
+        total = sum(g.lag_sum for g in found)
+        if not behind:
+            app.note(f"caught up: lag {total} after {time.monotonic() - started:.0f}s")
+            break
+        app.note(f"waiting: {len(behind)} partition(s) behind, lag {total} ({time.monotonic() - started:.0f}s)")
+        if limit is not None and time.monotonic() - started + interval > limit:
+            _render_lag(app, found, time_lag)
+            app.error_line(f"unable to catch up within {for_}: {len(behind)} partition(s) still behind")
+            click.get_current_context().exit(ExitCode.CRITICAL)
+        time.sleep(interval)
+    _render_lag(app, found, time_lag)
     for error in errors.values():
         app.error_line(error.message)
     if errors:
         raise PartialFailure(f"unable to compute lag: {len(errors)} group(s) failed")
+
+
+def _render_lag(app: App, found, time_lag: str) -> None:
+    rows = [p for g in found for p in g.partitions]
+    if app.out.format == "prom":
+        from kctl.output.prometheus import render_lag
+
+        app.out.raw(render_lag(found, app.settings.context or app.settings.bootstrap_servers or ""))
+        return
+    if app.out.format in ("json", "jsonl"):
+        app.out.documents(found, DocumentSpec())
+        return
+    spec = LAG_TABLE if time_lag == "none" else TableSpec(LAG_TABLE.columns[:7] + (Column("lag_seconds", "LAG-S", align="right"),) + LAG_TABLE.columns[7:])
+    app.out.table(rows, spec)
+    if app.out.format != "csv":
+        for g in found:
+            app.note(f"{g.group}: {g.state}, {g.members} member(s), lag {g.lag_sum} (max {g.lag_max}), {g.partitions_without_commit} partition(s) without commit")
 
 
 @group.command("delete")

@@ -7,6 +7,7 @@ plain  tab-separated, one record per line, no alignment: for cut/awk/while-read
 json   one JSON value (a list for listings), keys are the dataclass fields
 jsonl  one JSON object per line
 csv    RFC 4180 with a header row
+prom   Prometheus text exposition, only for `group lag` (others refuse it)
 
 rich is imported only when a terminal table is drawn, tabulate only for a piped table.
 """
@@ -83,7 +84,14 @@ class Output:
 
     # -- listings -------------------------------------------------------------------------
 
+    def _refuse_prom(self) -> None:
+        if self.format == "prom":
+            from kctl.errors import UsageError
+
+            raise UsageError("-o prom is only for `kctl group lag`; use json, jsonl or csv here")
+
     def table(self, rows: Sequence[Any], spec: TableSpec) -> None:
+        self._refuse_prom()
         if self.format == "json":
             self._write(json.dumps(to_jsonable(list(rows)), indent=2) + "\n")
         elif self.format == "jsonl":
@@ -98,6 +106,7 @@ class Output:
     # -- single objects -------------------------------------------------------------------
 
     def document(self, obj: Any, spec: DocumentSpec) -> None:
+        self._refuse_prom()
         if self.format == "json":
             self._write(json.dumps(to_jsonable(obj), indent=2) + "\n")
         else:
@@ -105,6 +114,7 @@ class Output:
 
     def documents(self, objs: Sequence[Any], spec: DocumentSpec) -> None:
         """Several objects of one kind; JSON is a list, jsonl a line each."""
+        self._refuse_prom()
         if self.format == "json":
             self._write(json.dumps(to_jsonable(list(objs)), indent=2) + "\n")
             return

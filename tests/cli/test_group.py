@@ -157,3 +157,73 @@ def test_delete_offsets(kctl, cluster, topic, unique_name):
         assert "GROUP_SUBSCRIBED_TO_TOPIC" in refused.stderr
     finally:
         consumer.close()
+
+
+def test_time_lag_from_record_timestamps(kctl, cluster, unique_name):
+    topic, group = unique_name("tl"), unique_name("g")
+    kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "1")
+    now_ms = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(10):
+        producer.produce(topic, value=b"v", partition=0, timestamp=now_ms - (10 - i) * 60_000)
+    assert producer.flush(30) == 0
+    commit(cluster, group, topic, {0: 4})
+    started = time.time()
+    (g,) = lag(kctl, cluster, group, "--time-lag", "record")
+    (p,) = g["partitions"]
+    # The next record to consume is offset 4, produced 6 minutes before now_ms.
+    expected = (started * 1000 - (now_ms - 6 * 60_000)) / 1000
+    assert p["lag_seconds_source"] == "record"
+    assert expected - 1 <= p["lag_seconds"] <= expected + 30
+    assert g["lag_seconds_max"] == p["lag_seconds"]
+    plain = kctl("-b", cluster.bootstrap, "group", "lag", group, "--time-lag", "record").stdout.splitlines()
+    assert plain[0].split("\t")[7] == "LAG-S"
+    (without,) = lag(kctl, cluster, group)
+    assert (without["partitions"][0]["lag_seconds"], without["partitions"][0]["lag_seconds_source"], without["lag_seconds_max"]) == (None, "none", None)
+
+
+def test_prometheus_output(kctl, cluster, topic, unique_name):
+    group = unique_name("g")
+    commit(cluster, group, topic, {0: 4})
+    text = kctl("-b", cluster.bootstrap, "group", "lag", group, "-o", "prom").stdout
+    labels = f'cluster_name="{cluster.bootstrap}",group="{group}",topic="{topic}",partition="0",member_host="",consumer_id="",client_id=""'
+    assert f"kafka_consumergroup_group_lag{{{labels}}} 6" in text.splitlines()
+    assert f"kafka_consumergroup_group_offset{{{labels}}} 4" in text.splitlines()
+    assert f'kafka_consumergroup_group_sum_lag{{cluster_name="{cluster.bootstrap}",group="{group}"}} 6' in text.splitlines()
+    assert "# TYPE kafka_consumergroup_group_lag gauge" in text.splitlines()
+    refused = kctl("-b", cluster.bootstrap, "topic", "list", "-o", "prom")
+    assert refused.exit_code == ExitCode.USAGE
+
+
+def test_until_caught_up_is_a_deploy_gate(kctl, cluster, topic, unique_name):
+    import threading
+
+    group = unique_name("g")
+    commit(cluster, group, topic, {0: 0, 1: 0})
+    stuck = kctl("-b", cluster.bootstrap, "group", "lag", group, "--until-caught-up", "--interval", "0.3", "--for", "1s")
+    assert stuck.exit_code == ExitCode.CRITICAL
+    assert "error: unable to catch up within 1s: 2 partition(s) still behind" in stuck.stderr
+
+    stop = threading.Event()
+
+    def consume():
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe([topic])
+        try:
+            while not stop.is_set():
+                message = consumer.poll(0.2)
+                if message is not None and message.error() is None:
+                    consumer.commit(message=message, asynchronous=False)
+        finally:
+            consumer.close()
+
+    worker = threading.Thread(target=consume, daemon=True)
+    worker.start()
+    try:
+        result = kctl("-b", cluster.bootstrap, "group", "lag", group, "--until-caught-up", "--interval", "0.5", "--for", "60s", "-o", "json")
+        assert result.exit_code == 0, result.stderr
+        assert "caught up: lag 0" in result.stderr
+        assert json.loads(result.stdout)[0]["lag_sum"] == 0
+    finally:
+        stop.set()
+        worker.join(15)
