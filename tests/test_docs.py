@@ -11,6 +11,7 @@ import pytest
 from kctl.devtools.__main__ import REPO_ROOT, expected_files, stale_files
 from kctl.devtools.completions import FILENAMES
 from kctl.devtools.tree import walk
+from kctl.output.formats import FORMATS
 
 COMPLETIONS = REPO_ROOT / "completions"
 
@@ -75,7 +76,7 @@ def test_bash_completes_nouns_verbs_options_and_values(tmp_path):
     assert _bash_complete("kctl", "to") == ["topic"]
     assert _bash_complete("kctl", "topic", "") == topic_verbs()
     assert {"create", "delete", "describe", "list"} <= set(topic_verbs())
-    assert _bash_complete("kctl", "topics", "ls", "-o", "") == ["auto", "table", "wide", "plain", "json", "jsonl", "csv"]
+    assert _bash_complete("kctl", "topics", "ls", "-o", "") == list(FORMATS)
     assert _bash_complete("kctl", "-b", "h:1", "topic", "li") == ["list"]
     assert "--if-not-exists" in _bash_complete("kctl", "topic", "create", "x", "--")
     assert _bash_complete("kctl", "completion", "") == ["bash", "zsh", "fish"]
@@ -107,7 +108,7 @@ words=(kctl topic ''); CURRENT=3; _kctl
 words=(kctl topic list -o ''); CURRENT=5; _kctl
 """
     proc = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, check=True)
-    assert proc.stdout.splitlines() == [" ".join(topic_verbs()), "auto table wide plain json jsonl csv"]
+    assert proc.stdout.splitlines() == [" ".join(topic_verbs()), " ".join(FORMATS)]
 
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
@@ -121,7 +122,7 @@ def test_fish_script():
         check=True,
     )
     names = [line.split("\t")[0] for line in proc.stdout.splitlines()]
-    assert names == [*topic_verbs(), "auto", "csv", "json", "jsonl", "plain", "table", "wide"]
+    assert names == [*topic_verbs(), *sorted(FORMATS)]
 
 
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
