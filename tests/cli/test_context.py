@@ -35,16 +35,15 @@ def test_context_lifecycle(kctl, config_home):
         "error: unable to delete context 'prod': confirmation required and stdin is not a terminal\nhint: pass --yes to confirm\n",
     )
     assert kctl("context", "delete", "prod", "--yes").exit_code == 0
-    assert kctl("context", "list", "-o", "json").stdout == '[\n  {\n    "name": "local",\n    "current": false,\n    "bootstrap_servers": "127.0.0.1:9092"\n  }\n]\n'
+    assert kctl("context", "list", "-o", "json").stdout == '[{"name":"local","current":false,"bootstrap_servers":"127.0.0.1:9092"}]\n'
 
 
 def test_effective_settings_layer_env_and_flags(kctl):
     kctl("context", "set", "dev", "-b", "dev:9092", "-X", "client.id=file")
     result = kctl("-X", "client.id=flag", "context", "show", "-o", "json", env={"KCTL_X_SASL_PASSWORD": "pw", "KCTL_TIMEOUT": "3"})
     assert result.stdout == (
-        '{\n  "name": "dev",\n  "bootstrap_servers": "dev:9092",\n  "timeout": 3.0,\n  "properties": [\n'
-        '    {\n      "key": "client.id",\n      "value": "flag"\n    },\n'
-        '    {\n      "key": "sasl.password",\n      "value": "[hidden]"\n    }\n  ]\n}\n'
+        '{"name":"dev","bootstrap_servers":"dev:9092","timeout":3.0,"properties":'
+        '[{"key":"client.id","value":"flag"},{"key":"sasl.password","value":"[hidden]"}]}\n'
     )
 
 

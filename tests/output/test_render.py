@@ -54,13 +54,15 @@ def test_terminal_table_and_wide():
 
 
 def test_json_jsonl_csv_carry_every_field():
-    assert render("json") == (
+    # Indented on a terminal, compact (and C-encoded) when piped.
+    assert render("json", tty=True) == (
         '[\n  {\n    "name": "a",\n    "count": 1,\n    "ids": [\n      1,\n      2\n    ],\n    "note": null,\n    "flag": true\n  },\n'
         '  {\n    "name": "b\\tc",\n    "count": 12,\n    "ids": [],\n    "note": "x",\n    "flag": false\n  }\n]\n'
     )
+    assert render("json") == '[{"name":"a","count":1,"ids":[1,2],"note":null,"flag":true},{"name":"b\\tc","count":12,"ids":[],"note":"x","flag":false}]\n'
     assert render("jsonl") == (
-        '{"name": "a", "count": 1, "ids": [1, 2], "note": null, "flag": true}\n'
-        '{"name": "b\\tc", "count": 12, "ids": [], "note": "x", "flag": false}\n'
+        '{"name":"a","count":1,"ids":[1,2],"note":null,"flag":true}\n'
+        '{"name":"b\\tc","count":12,"ids":[],"note":"x","flag":false}\n'
     )
     assert render("csv") == "name,count,ids,note,flag\na,1,\"1,2\",,true\nb\tc,12,,x,false\n"
 
@@ -87,7 +89,7 @@ def test_documents():
     assert stream.getvalue() == "TITLE\tt\n\nROWS\nNAME\tCOUNT\tIDS\tFLAG\na\t1\t1,2\ttrue\n"
     stream = io.StringIO()
     Output("json", stream, tty=False, color=False).document(doc, DOC_SPEC)
-    assert stream.getvalue().startswith('{\n  "title": "t",\n  "rows": [')
+    assert stream.getvalue().startswith('{"title":"t","rows":[')
     stream = io.StringIO()
     Output("csv", stream, tty=False, color=False).documents([doc], DOC_SPEC)
     assert stream.getvalue() == "title,name,count,ids,note,flag\nt,a,1,\"1,2\",,true\n"
