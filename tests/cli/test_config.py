@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
 from kctl.errors import ExitCode
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -17,6 +18,21 @@ def kafka_topic_configs(cluster, topic) -> dict[str, tuple[str, str]]:
     client = AdminClient({"bootstrap.servers": cluster.bootstrap})
     (future,) = client.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
     return {name: (entry.value, ConfigSource(entry.source).name) for name, entry in future.result().items()}
+
+
+def assert_configs(cluster, topic, **expected: tuple[str | None, str]) -> None:
+    """The topic's configs, as soon as every broker agrees (see tests/eventually.py).
+    A None value matches any value with that source."""
+
+    def check():
+        actual = kafka_topic_configs(cluster, topic)
+        for key, (value, source) in expected.items():
+            name = key.replace("__", ".")
+            assert actual[name][1] == source, (name, actual[name])
+            if value is not None:
+                assert actual[name][0] == value, (name, actual[name])
+
+    eventually(check)
 
 
 @pytest.fixture
@@ -32,18 +48,15 @@ def test_set_append_subtract_delete(kctl, cluster, topic):
         0,
         f"ENTITY-TYPE\tENTITY-NAME\tSTATUS\tCHANGES\ntopic\t{topic}\taltered\tretention.ms=86400000 cleanup.policy+=compact\n",
     )
-    configs = kafka_topic_configs(cluster, topic)
-    assert configs["retention.ms"] == ("86400000", "DYNAMIC_TOPIC_CONFIG")
-    assert configs["cleanup.policy"] == ("delete,compact", "DYNAMIC_TOPIC_CONFIG")
+    assert_configs(cluster, topic, retention__ms=("86400000", "DYNAMIC_TOPIC_CONFIG"), cleanup__policy=("delete,compact", "DYNAMIC_TOPIC_CONFIG"))
 
     kctl("-b", cluster.bootstrap, "config", "alter", "topic", topic, "--subtract", "cleanup.policy=delete", "--delete", "retention.ms")
-    configs = kafka_topic_configs(cluster, topic)
-    assert configs["cleanup.policy"] == ("compact", "DYNAMIC_TOPIC_CONFIG")
-    assert configs["retention.ms"][1] == "DEFAULT_CONFIG"
+    assert_configs(cluster, topic, cleanup__policy=("compact", "DYNAMIC_TOPIC_CONFIG"), retention__ms=(None, "DEFAULT_CONFIG"))
 
 
 def test_describe_shows_overrides_then_everything(kctl, cluster, topic):
     kctl("-b", cluster.bootstrap, "topic", "alter-config", topic, "--set", "retention.ms=1234567")
+    assert_configs(cluster, topic, retention__ms=("1234567", "DYNAMIC_TOPIC_CONFIG"))
     result = kctl("-b", cluster.bootstrap, "config", "describe", "topic", topic, "-o", "json")
     assert result.exit_code == 0, result.stderr
     (resource,) = json.loads(result.stdout)
@@ -74,7 +87,7 @@ def test_describe_shows_overrides_then_everything(kctl, cluster, topic):
 def test_dry_run_changes_nothing(kctl, cluster, topic):
     result = kctl("-b", cluster.bootstrap, "topic", "alter-config", topic, "--set", "retention.ms=5", "--dry-run")
     assert result.stdout.splitlines()[1].split("\t")[2] == "validated"
-    assert kafka_topic_configs(cluster, topic)["retention.ms"][1] == "DEFAULT_CONFIG"
+    assert_configs(cluster, topic, retention__ms=(None, "DEFAULT_CONFIG"))
 
 
 def test_invalid_values_and_names_keep_kafka_error_names(kctl, cluster, topic):
@@ -106,7 +119,7 @@ def test_partial_failure_over_several_topics(kctl, cluster, topic, unique_name):
     result = kctl("-b", cluster.bootstrap, "topic", "alter-config", topic, missing, "--set", "retention.ms=7200000")
     assert result.exit_code == ExitCode.PARTIAL_FAILURE
     assert [line.split("\t")[1:3] for line in result.stdout.splitlines()[1:]] == [[topic, "altered"], [missing, "failed"]]
-    assert kafka_topic_configs(cluster, topic)["retention.ms"][0] == "7200000"
+    assert_configs(cluster, topic, retention__ms=("7200000", "DYNAMIC_TOPIC_CONFIG"))
 
 
 def test_broker_configs_per_broker_and_cluster_default(kctl, cluster):
@@ -119,18 +132,24 @@ def test_broker_configs_per_broker_and_cluster_default(kctl, cluster):
     try:
         result = kctl("-b", cluster.bootstrap, "config", "alter", "broker-default", "--set", "log.cleaner.backoff.ms=16000")
         assert result.exit_code == 0, result.stderr
-        default = json.loads(kctl("-b", cluster.bootstrap, "config", "describe", "broker-default", "-o", "json").stdout)[0]
-        assert {"name": "log.cleaner.backoff.ms", "value": "16000", "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"}.items() <= next(
-            c for c in default["configs"] if c["name"] == "log.cleaner.backoff.ms"
-        ).items()
+        def applied():
+            default = json.loads(kctl("-b", cluster.bootstrap, "config", "describe", "broker-default", "-o", "json").stdout)[0]
+            assert {"name": "log.cleaner.backoff.ms", "value": "16000", "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"}.items() <= next(
+                (c for c in default["configs"] if c["name"] == "log.cleaner.backoff.ms"), {}
+            ).items()
+
+        eventually(applied)
         if cluster.kafka is not None:
             proc = cluster.kafka.run_tool(
                 "kafka.admin.ConfigCommand", "--bootstrap-server", cluster.bootstrap, "--describe", "--entity-type", "brokers", "--entity-default"
             )
             assert "log.cleaner.backoff.ms=16000" in proc.stdout, proc.stdout + proc.stderr
 
-        per_broker = kctl("-b", cluster.bootstrap, "config", "describe", "broker", broker, "-k", "log.cleaner.backoff.ms", "-o", "json")
-        assert json.loads(per_broker.stdout)[0]["configs"][0]["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+        def inherited():
+            per_broker = kctl("-b", cluster.bootstrap, "config", "describe", "broker", broker, "-k", "log.cleaner.backoff.ms", "-o", "json")
+            assert json.loads(per_broker.stdout)[0]["configs"][0]["source"] == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+
+        eventually(inherited)
 
         bad = kctl("-b", cluster.bootstrap, "config", "alter", "broker-default", "--set", "log.cleaner.backoff.ms=x")
         assert bad.exit_code == ExitCode.INVALID
@@ -144,10 +163,13 @@ def test_broker_logger_levels(kctl, cluster):
     logger = "kafka.server.ReplicaFetcherManager"
     try:
         assert kctl("-b", cluster.bootstrap, "config", "alter", "broker-logger", broker, "--set", f"{logger}=DEBUG").exit_code == 0
-        shown = json.loads(kctl("-b", cluster.bootstrap, "config", "describe", "broker-logger", broker, "-k", logger, "-o", "json").stdout)
-        assert shown[0]["configs"] == [
-            {"name": logger, "value": "DEBUG", "source": "DYNAMIC_BROKER_LOGGER_CONFIG", "is_default": False, "read_only": False, "sensitive": False}
-        ]
+        def applied():
+            shown = json.loads(kctl("-b", cluster.bootstrap, "config", "describe", "broker-logger", broker, "-k", logger, "-o", "json").stdout)
+            assert shown[0]["configs"] == [
+                {"name": logger, "value": "DEBUG", "source": "DYNAMIC_BROKER_LOGGER_CONFIG", "is_default": False, "read_only": False, "sensitive": False}
+            ]
+
+        eventually(applied)
         refused = kctl("-b", cluster.bootstrap, "config", "alter", "broker-logger", broker, "--append", f"{logger}=INFO")
         assert refused.exit_code == ExitCode.INVALID
     finally:

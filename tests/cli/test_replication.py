@@ -10,6 +10,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -131,10 +132,13 @@ def test_set_replication_factor_with_throttle(kctl, cluster, unique_name):
         assert sorted(p["replicas"]) == [1, 2, 3]
         assert p["replicas"][0] == p["leader"]
     wait_until(lambda: all(sorted(p["isr"]) == [1, 2, 3] for p in partitions(kctl, cluster, topic)))
-    # The throttle is gone once the move is done.
-    assert configs(kctl, cluster, "topic", topic, "leader.replication.throttled.replicas")["leader.replication.throttled.replicas"][1] == "DEFAULT_CONFIG"
-    # An unset throttle rate is not even listed by the broker.
-    assert configs(kctl, cluster, "broker", "1", "leader.replication.throttled.rate").get("leader.replication.throttled.rate", (None, "DEFAULT_CONFIG"))[1] == "DEFAULT_CONFIG"
+    # The throttle is gone once the move is done (an unset rate is not even listed).
+    def unthrottled():
+        assert configs(kctl, cluster, "topic", topic, "leader.replication.throttled.replicas")["leader.replication.throttled.replicas"][1] == "DEFAULT_CONFIG"
+        rate = configs(kctl, cluster, "broker", "1", "leader.replication.throttled.rate").get("leader.replication.throttled.rate", (None, "DEFAULT_CONFIG"))
+        assert rate[1] == "DEFAULT_CONFIG"
+
+    eventually(unthrottled)
 
     result = kctl("-b", cluster.bootstrap, "topic", "set-replication-factor", topic, "2")
     assert result.exit_code == 0, result.stderr
@@ -160,12 +164,14 @@ def test_a_throttled_reassignment_is_listed_and_cancelled(kctl, cluster, unique_
     assert result.stdout.splitlines()[1].split("\t")[-1] == "started"
     listed = json.loads(kctl("-b", cluster.bootstrap, "replication", "reassign", "list", "-o", "json").stdout)
     assert {"topic": topic, "partition": 0, "replicas": target, "adding_replicas": target[1:], "removing_replicas": []} in listed
-    throttled = configs(kctl, cluster, "topic", topic, "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
-    assert throttled == {
-        "leader.replication.throttled.replicas": (f"0:{source}", "DYNAMIC_TOPIC_CONFIG"),
-        "follower.replication.throttled.replicas": (f"0:{target[1]}", "DYNAMIC_TOPIC_CONFIG"),
-    }
-    assert configs(kctl, cluster, "broker", str(source), "leader.replication.throttled.rate")["leader.replication.throttled.rate"] == ("1000", "DYNAMIC_BROKER_CONFIG")
+    def throttled():
+        assert configs(kctl, cluster, "topic", topic, "leader.replication.throttled.replicas", "follower.replication.throttled.replicas") == {
+            "leader.replication.throttled.replicas": (f"0:{source}", "DYNAMIC_TOPIC_CONFIG"),
+            "follower.replication.throttled.replicas": (f"0:{target[1]}", "DYNAMIC_TOPIC_CONFIG"),
+        }
+        assert configs(kctl, cluster, "broker", str(source), "leader.replication.throttled.rate")["leader.replication.throttled.rate"] == ("1000", "DYNAMIC_BROKER_CONFIG")
+
+    eventually(throttled)
 
     verify = kctl("-b", cluster.bootstrap, "replication", "reassign", "verify", str(tmp_path / "plan.json"))
     assert verify.exit_code == ExitCode.TIMEOUT
@@ -176,7 +182,11 @@ def test_a_throttled_reassignment_is_listed_and_cancelled(kctl, cluster, unique_
     assert cancelled.stderr == "cancelled 1 reassignment(s)\n"
     wait_until(lambda: partitions(kctl, cluster, topic)[0]["replicas"] == [source])
     assert json.loads(kctl("-b", cluster.bootstrap, "replication", "reassign", "list", "-o", "json").stdout) == []
-    assert configs(kctl, cluster, "topic", topic, "leader.replication.throttled.replicas")["leader.replication.throttled.replicas"][1] == "DEFAULT_CONFIG"
+
+    def unthrottled():
+        assert configs(kctl, cluster, "topic", topic, "leader.replication.throttled.replicas")["leader.replication.throttled.replicas"][1] == "DEFAULT_CONFIG"
+
+    eventually(unthrottled)
 
 
 @pytest.mark.min_nodes(3)

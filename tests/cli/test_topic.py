@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from kctl.admin.topics import kafka_uuid
 from kctl.errors import ExitCode
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -146,10 +147,13 @@ def test_list_hides_internal_topics_unless_asked(kctl, cluster, topic_name):
     overridden = kctl("-b", cluster.bootstrap, "topic", "list", "--with-overrides", "--no-headers").stdout
     assert topic_name not in overridden
     kctl("-b", cluster.bootstrap, "topic", "alter-config", topic_name, "--set", "retention.ms=60000", "--set", "segment.ms=60000")
-    overridden = kctl("-b", cluster.bootstrap, "topic", "list", "--with-overrides", "--no-headers").stdout
-    assert f"{topic_name}\t1\t{min(cluster.nodes, 3)}\tfalse" in overridden.splitlines()
-    counted = json.loads(kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, "--overrides", "-o", "json").stdout)
-    assert counted[0]["config_overrides"] == 2
+    def overridden():
+        listed = kctl("-b", cluster.bootstrap, "topic", "list", "--with-overrides", "--no-headers").stdout
+        assert f"{topic_name}\t1\t{min(cluster.nodes, 3)}\tfalse" in listed.splitlines()
+        counted = json.loads(kctl("-b", cluster.bootstrap, "topic", "list", "-r", topic_name, "--overrides", "-o", "json").stdout)
+        assert counted[0]["config_overrides"] == 2
+
+    eventually(overridden)
     assert "__consumer_offsets" not in plain
     internal = kctl("-b", cluster.bootstrap, "topic", "list", "--internal", "-o", "jsonl").stdout
     rows = {json.loads(line)["name"]: json.loads(line) for line in internal.splitlines()}

@@ -8,8 +8,13 @@ import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration
+
+
+def _assert(condition: bool) -> None:
+    assert condition
 
 
 def layout(kctl, cluster, topic):
@@ -23,7 +28,7 @@ def test_add_partitions(kctl, cluster, unique_name):
     kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "2")
     result = kctl("-b", cluster.bootstrap, "topic", "add-partitions", topic, "--to", "5")
     assert (result.exit_code, result.stdout) == (0, f"NAME\tSTATUS\tBEFORE\tAFTER\n{topic}\tadded\t2\t5\n")
-    assert len(layout(kctl, cluster, topic)) == 5
+    eventually(lambda: _assert(len(layout(kctl, cluster, topic)) == 5))
     dry = kctl("-b", cluster.bootstrap, "topic", "add-partitions", topic, "--add", "2", "--dry-run")
     assert dry.stdout.splitlines()[1] == f"{topic}\tvalidated\t5\t7"
     assert len(layout(kctl, cluster, topic)) == 5
@@ -50,7 +55,7 @@ def test_add_partitions_partial_failure(kctl, cluster, unique_name):
         f"error: unable to add partitions to {missing}: UNKNOWN_TOPIC_OR_PARTITION: no such topic",
         "error: unable to add partitions: 1 of 2 failed",
     ]
-    assert len(layout(kctl, cluster, topic)) == 2
+    eventually(lambda: _assert(len(layout(kctl, cluster, topic)) == 2))
 
 
 def test_replica_assignment(kctl, cluster, unique_name):
@@ -65,7 +70,7 @@ def test_replica_assignment(kctl, cluster, unique_name):
 
     grown = kctl("-b", cluster.bootstrap, "topic", "add-partitions", topic, "--add", "1", "--replica-assignment", assignment.split(",")[1])
     assert grown.exit_code == 0, grown.stderr
-    assert layout(kctl, cluster, topic) == expected + [expected[1]]
+    eventually(lambda: _assert(layout(kctl, cluster, topic) == expected + [expected[1]]))
 
     unknown = kctl("-b", cluster.bootstrap, "topic", "create", unique_name("bad"), "--replica-assignment", "4242")
     assert unknown.exit_code == ExitCode.INVALID
