@@ -38,8 +38,10 @@ class ResetIncompleteError(KctlError):
 class ResetSpec:
     """How to compute new offsets; exactly one of the modes is set."""
 
-    mode: str  # earliest | latest | current | offset | shift | timestamp
+    mode: str  # earliest | latest | current | offset | shift | timestamp | explicit
     value: int | None = None
+    # explicit: (group, topic, partition) -> offset, from --from-file or --to-group.
+    offsets: Mapping[tuple[str, str, int], int] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +79,8 @@ def plan_partition(
         if current is None:
             raise UsageError(f"unable to shift {group} {topic}-{partition}: it has no committed offset to shift")
         target = current + (spec.value or 0)
+    elif spec.mode == "explicit":
+        target = found_at if found_at is not None else log_end
     elif spec.mode == "timestamp":
         if found_at is None or found_at < 0:
             target, note = log_end, "no_record_after_time_set_to_latest"
@@ -158,6 +162,11 @@ def plan(
                 hint="offsets can only be reset while a group has no members (Empty)",
             )
         pairs: list[tuple[str, int]] = []
+        if spec.mode == "explicit":
+            pairs = [(t, p) for (g, t, p) in (spec.offsets or {}) if g == group]
+            for t, p in pairs:
+                if t not in metadata.topics or p not in metadata.topics[t].partitions:
+                    raise NotFoundError(f"unable to reset offsets of {group}: {t}-{p} does not exist")
         if all_topics:
             pairs = sorted(offsets)
         for topic, parts in parse_topic_scope(topics):
@@ -185,7 +194,8 @@ def plan(
             if start is None or end is None:
                 raise KctlError(f"unable to reset offsets of {group}: {topic}-{partition} has no leader to read offsets from")
             current = offsets.get((topic, partition), (None, None))[0]
-            planned.append(plan_partition(group, topic, partition, current, start, end, spec, found.get((topic, partition))))
+            at = (spec.offsets or {}).get((group, topic, partition)) if spec.mode == "explicit" else found.get((topic, partition))
+            planned.append(plan_partition(group, topic, partition, current, start, end, spec, at))
     return planned
 
 
@@ -289,3 +299,75 @@ def undo_plan(session: AdminSession, entry: dict) -> tuple[list[PlannedReset], l
         start, end = log[(p.topic, p.partition)]
         restorable.append(plan_partition(p.group, p.topic, p.partition, now, start, end, ResetSpec(mode="offset", value=p.current)))
     return restorable, lost
+
+
+# -- Kafka's CSV files ----------------------------------------------------------------------
+
+
+def parse_offsets_csv(text: str, groups: Sequence[str], source: str) -> dict[tuple[str, str, int], int]:
+    """kafka-consumer-groups' --from-file CSV: `topic,partition,offset` (for every group
+    given) or `group,topic,partition,offset`; a header line is tolerated."""
+    import csv
+    import io
+
+    from kctl.errors import InvalidError
+
+    offsets: dict[tuple[str, str, int], int] = {}
+    for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        cells = [c.strip() for c in row]
+        if number == 1 and cells[-1].lower() in ("offset", "new-offset", "current-offset"):
+            continue
+        try:
+            if len(cells) == 3:
+                topic, partition, offset = cells[0], int(cells[1]), int(cells[2])
+                targets = [(g, topic, partition) for g in groups]
+            elif len(cells) == 4:
+                group, topic, partition, offset = cells[0], cells[1], int(cells[2]), int(cells[3])
+                targets = [(group, topic, partition)]
+            else:
+                raise ValueError(f"expected 3 or 4 fields, found {len(cells)}")
+        except ValueError as exc:
+            message = str(exc) if "fields" in str(exc) else "partition and offset must be integers"
+            raise InvalidError(f"unable to read offsets file {source}: line {number}: {message}") from None
+        if offset < 0:
+            raise InvalidError(f"unable to read offsets file {source}: line {number}: negative offset {offset}")
+        for key in targets:
+            offsets[key] = offset
+    if not offsets:
+        raise InvalidError(f"unable to read offsets file {source}: it lists no offsets")
+    missing = sorted(set(groups) - {g for g, _, _ in offsets})
+    if missing:
+        raise InvalidError(f"unable to read offsets file {source}: no offsets for group {', '.join(missing)}")
+    return offsets
+
+
+def offsets_csv(plans: Sequence[PlannedReset], *, old: bool = False) -> str:
+    """`group,topic,partition,offset` lines (Kafka's --export layout); old=True writes the
+    offsets being replaced, a backup kafka-consumer-groups --from-file can restore."""
+    lines = []
+    for p in plans:
+        value = p.current if old else p.new
+        if value is not None:
+            lines.append(f"{p.group},{p.topic},{p.partition},{value}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def copy_offsets(session: AdminSession, source: str, groups: Sequence[str], topics: Sequence[str]) -> dict[tuple[str, str, int], int]:
+    """--to-group: the source group's committed offsets, for each target group."""
+    from kctl.admin.groups import _committed
+
+    committed = _committed(session, [source])[source]
+    if isinstance(committed, KctlError):
+        raise committed
+    scope = {t for t, _ in parse_topic_scope(topics)} if topics else None
+    parts = {t: p for t, p in parse_topic_scope(topics)} if topics else {}
+    chosen = {
+        (t, p): o
+        for (t, p), (o, _md) in committed.items()
+        if scope is None or (t in scope and (parts.get(t) is None or p in parts[t]))
+    }
+    if not chosen:
+        raise NotFoundError(f"unable to copy offsets from group {source}: it has no committed offsets" + (" for those topics" if topics else ""))
+    return {(g, t, p): o for g in groups for (t, p), o in chosen.items()}

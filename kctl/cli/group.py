@@ -267,6 +267,10 @@ def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_
 @click.option("--shift-by", type=int, metavar="±N", help="Move committed offsets by N (negative re-consumes).")
 @click.option("--to-datetime", metavar="TIME", help="The first offset at or after TIME (ISO-8601, zone-less = UTC; epoch ms; -1h).")
 @click.option("--by-duration", metavar="DURATION", help="The first offset at or after now minus DURATION (PT1H, 90m, 2d).")
+@click.option("--from-file", "from_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="CSV", help="Offsets from Kafka's CSV: topic,partition,offset or group,topic,partition,offset.")
+@click.option("--to-group", "to_group", metavar="SOURCE", help="The offsets SOURCE has committed (for --topic, or all of them).")
+@click.option("--export", "export", type=click.Path(dir_okay=False, writable=True), metavar="CSV", help="Also write the new offsets as Kafka's CSV.")
+@click.option("--backup", "backup", type=click.Path(dir_okay=False, writable=True), metavar="CSV", help="With --execute: write the replaced offsets as Kafka's CSV first.")
 @click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC[:P,P]", help="Topic (or some of its partitions) to reset (repeatable).")
 @click.option("--all-topics", is_flag=True, help="Every partition the group has committed offsets for.")
 @click.option("--execute", is_flag=True, help="Apply the plan (without it: a dry run).")
@@ -275,7 +279,7 @@ def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_
 @yes_option
 @global_options
 @pass_app
-def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration, topics, all_topics, execute, allow_new_group, undo, yes):
+def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration, from_file, to_group, export, backup, topics, all_topics, execute, allow_new_group, undo, yes):
     """Reset committed offsets: a dry run unless --execute.
 
     The plan shows each partition's current and new offset, the delta (negative
@@ -292,8 +296,15 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
       kctl group reset-offsets billing -t orders:0,1 --shift-by -100 --execute
       kctl group reset-offsets billing audit -t orders --by-duration 2h
       kctl group reset-offsets billing --undo last --execute
+      kctl group reset-offsets billing --from-file offsets.csv --execute --backup before.csv
+      kctl group reset-offsets billing-v2 --to-group billing --all-topics --allow-new-group
     """
-    from kctl.admin.resets import journal_dir, plan, read_journal, undo_plan
+    import sys
+
+    from kctl.admin.resets import ResetSpec, copy_offsets, journal_dir, parse_offsets_csv, plan, read_journal, undo_plan
+    from kctl.errors import InvalidError
+
+    ids = list(dict.fromkeys(groups))
 
     if undo is not None:
         entry = read_journal(journal_dir(app.env), undo)
@@ -303,21 +314,47 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
         for p in lost:
             app.warn(f"{p.group} {p.topic}-{p.partition} had no committed offset before reset {entry['id']}; it keeps {p.new}")
         app.note(f"undoing reset {entry['id']} ({entry.get('command', '')})")
+    elif from_file is not None:
+        if topics or all_topics or any((to_earliest, to_latest, to_current, to_offset is not None, shift_by is not None, to_datetime, by_duration, to_group)):
+            raise click.UsageError("--from-file gives the partitions and offsets; drop --topic/--all-topics and the other --to-* options")
+        try:
+            text = sys.stdin.read() if from_file == "-" else open(from_file, encoding="utf-8").read()
+        except OSError as exc:
+            raise InvalidError(f"unable to read offsets file {from_file}: {exc.strerror}") from exc
+        spec = ResetSpec(mode="explicit", offsets=parse_offsets_csv(text, ids, from_file))
+        plans = plan(app.session, ids, spec, allow_new_group=allow_new_group)
+    elif to_group is not None:
+        if any((to_earliest, to_latest, to_current, to_offset is not None, shift_by is not None, to_datetime, by_duration)):
+            raise click.UsageError("--to-group gives the offsets; drop the other --to-* options")
+        spec = ResetSpec(mode="explicit", offsets=copy_offsets(app.session, to_group, ids, topics))
+        plans = plan(app.session, ids, spec, allow_new_group=allow_new_group)
     else:
         if bool(topics) == all_topics:
             raise click.UsageError("choose the partitions: --topic TOPIC[:P,...] (repeatable) or --all-topics")
         spec = _spec(app, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration)
-        plans = plan(app.session, list(dict.fromkeys(groups)), spec, topics=topics, all_topics=all_topics, allow_new_group=allow_new_group)
-    _run_reset(app, plans, execute, yes)
+        plans = plan(app.session, ids, spec, topics=topics, all_topics=all_topics, allow_new_group=allow_new_group)
+    _run_reset(app, plans, execute, yes, export=export, backup=backup)
 
 
-def _run_reset(app: App, plans, execute: bool, yes: bool) -> None:
+def _write_file(path: str, text: str) -> None:
+    from kctl.errors import InvalidError
+
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise InvalidError(f"unable to write {path}: {exc.strerror}") from exc
+
+
+def _run_reset(app: App, plans, execute: bool, yes: bool, *, export: str | None = None, backup: str | None = None) -> None:
     import shlex
     import sys
 
-    from kctl.admin.resets import apply, journal_dir, write_journal
+    from kctl.admin.resets import apply, journal_dir, offsets_csv, write_journal
 
     app.out.table(plans, RESET_TABLE)
+    if export:
+        _write_file(export, offsets_csv(plans))
     back = -sum(p.delta for p in plans if p.delta is not None and p.delta < 0)
     skip = sum(p.delta for p in plans if p.delta is not None and p.delta > 0)
     summary = f"{len(plans)} partition(s): {back} record(s) to re-consume, {skip} to skip"
@@ -325,6 +362,8 @@ def _run_reset(app: App, plans, execute: bool, yes: bool) -> None:
         app.note(f"dry run: {summary}; nothing changed (add --execute to apply)")
         return
     app.confirm(f"Reset offsets of {len(plans)} partition(s) ({back} to re-consume, {skip} to skip)?", yes=yes, action="reset offsets")
+    if backup:
+        _write_file(backup, offsets_csv(plans, old=True))
     journal_id = write_journal(journal_dir(app.env), plans, bootstrap=app.settings.bootstrap_servers, command=shlex.join(["kctl", *sys.argv[1:]]))
     app.note(f"undo journal {journal_id} written to {journal_dir(app.env)}")
     apply(app.session, plans)

@@ -121,3 +121,44 @@ def test_unknown_group_topic_and_usage(kctl, cluster, setup, tmp_path, unique_na
     assert undo.exit_code == 0
     assert f"warning: {missing} {topic}-0 had no committed offset before reset" in undo.stderr
     assert reset(kctl, cluster, tmp_path / "empty", group, "--undo", "last").exit_code == ExitCode.NOT_FOUND
+
+
+def test_from_file_export_and_backup(kctl, cluster, setup, tmp_path):
+    topic, group = setup
+    (tmp_path / "in.csv").write_text(f"topic,partition,offset\n{topic},0,3\n{topic},1,30\n")
+    result = reset(
+        kctl, cluster, tmp_path, group, "--from-file", str(tmp_path / "in.csv"), "--export", str(tmp_path / "plan.csv"),
+        "--backup", str(tmp_path / "before.csv"), "--execute", "--yes", "-o", "json",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert [(p["new"], p["note"]) for p in json.loads(result.stdout)] == [(3, None), (20, "clamped_to_log_end")]
+    assert committed(cluster, group, topic) == [3, 20]
+    assert (tmp_path / "plan.csv").read_text() == f"{group},{topic},0,3\n{group},{topic},1,20\n"
+    assert (tmp_path / "before.csv").read_text() == f"{group},{topic},0,10\n{group},{topic},1,10\n"
+
+    # The backup is in Kafka's layout: Kafka's own tool restores from it.
+    if cluster.kafka is not None:
+        proc = cluster.kafka.run_tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", cluster.bootstrap,
+            "--group", group, "--reset-offsets", "--from-file", str(tmp_path / "before.csv"), "--execute",
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert committed(cluster, group, topic) == [10, 10]
+
+    (tmp_path / "bad.csv").write_text(f"{topic},0,3\n{topic},one,3\n")
+    bad = reset(kctl, cluster, tmp_path, group, "--from-file", str(tmp_path / "bad.csv"))
+    assert (bad.exit_code, bad.stderr) == (ExitCode.INVALID, f"error: unable to read offsets file {tmp_path / 'bad.csv'}: line 2: partition and offset must be integers\n")
+    (tmp_path / "other.csv").write_text(f"someone-else,{topic},0,3\n")
+    assert reset(kctl, cluster, tmp_path, group, "--from-file", str(tmp_path / "other.csv")).exit_code == ExitCode.INVALID
+    assert reset(kctl, cluster, tmp_path, group, "--from-file", str(tmp_path / "in.csv"), "--to-earliest").exit_code == ExitCode.USAGE
+
+
+def test_to_group_copies_offsets(kctl, cluster, setup, tmp_path, unique_name):
+    topic, source = setup
+    copy = unique_name("copy")
+    result = reset(kctl, cluster, tmp_path, copy, "--to-group", source, "--allow-new-group", "--execute", "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert committed(cluster, copy, topic) == [10, 10]
+    empty = unique_name("empty")
+    refused = reset(kctl, cluster, tmp_path, copy, "--to-group", empty)
+    assert refused.exit_code == ExitCode.NOT_FOUND
