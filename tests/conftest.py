@@ -23,6 +23,8 @@ def config_home(tmp_path, monkeypatch):
     """An empty XDG_CONFIG_HOME, so no test reads or writes the user's config."""
     home = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    # Lag history and reset journals go here, not into the user's state directory.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
     for name in ("KCTL_CONFIG", "KCTL_CONTEXT", "KCTL_BOOTSTRAP_SERVERS", "KCTL_OUTPUT", "KCTL_TIMEOUT", "KCTL_DEBUG", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     return home

@@ -118,7 +118,9 @@ def describe(app: App, groups):
 @click.option("-a", "--all", "all_", is_flag=True, help="Every group of the cluster.")
 @click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC", help="Only this topic's partitions (repeatable).")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed measures to the last stable offset.")
-@click.option("--time-lag", type=click.Choice(["none", "record"]), default="none", show_default=True, help="record: lag in seconds from the timestamp of the next record to consume.")
+@click.option("--time-lag", type=click.Choice(["none", "record", "interp"]), default="none", show_default=True, help="Lag in seconds: record (timestamp of the next record) or interp (from the history of earlier runs).")
+@click.option("--no-history", is_flag=True, help="Do not add this sample to the lag history (state file).")
+@click.option("--state-file", type=click.Path(dir_okay=False), metavar="PATH", help="Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).")
 @click.option("--until-caught-up", is_flag=True, help="Check again every --interval until every partition's lag is at most --max-lag.")
 @click.option("--max-lag", type=click.IntRange(min=0), default=0, show_default=True, metavar="N", help="With --until-caught-up: the lag that counts as caught up.")
 @click.option("--max-seconds", type=click.FloatRange(min=0), metavar="S", help="With --until-caught-up: also require lag in seconds at most S (implies --time-lag record).")
@@ -126,7 +128,7 @@ def describe(app: App, groups):
 @click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --until-caught-up.")
 @global_options
 @pass_app
-def lag(app: App, groups, all_, topics, isolation, time_lag, until_caught_up, max_lag, max_seconds, for_, interval):
+def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_file, until_caught_up, max_lag, max_seconds, for_, interval):
     """Show lag per partition: committed offset, log start and end, records left.
 
     LAG is what is left to consume: log end minus the committed offset, counted from
@@ -137,7 +139,9 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, until_caught_up, ma
     members are included: a stopped consumer is when lag matters most.
 
     --time-lag record reads the timestamp of each lagging partition's next record
-    (without joining the group). -o prom prints kafka-lag-exporter's metrics.
+    (without joining the group); interp estimates it from the history of earlier runs,
+    which every run extends (a state file, so cron jobs get time lag and trends without a
+    daemon; --no-history skips it). -o prom prints kafka-lag-exporter's metrics.
     --until-caught-up is a deploy gate: status 0 once caught up, 2 when --for ends first.
 
     \b
@@ -150,7 +154,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, until_caught_up, ma
     """
     import time
 
-    from kctl.admin.groups import group_lag
+    from kctl.admin.groups import group_lag, with_history
     from kctl.errors import ExitCode
     from kctl.timespec import parse_duration
 
@@ -161,9 +165,11 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, until_caught_up, ma
     limit = parse_duration(for_) if for_ else None
     started = time.monotonic()
     while True:
-        found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation, time_lag=time_lag)
+        found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation, time_lag="record" if time_lag == "record" else "none")
         if errors and not found:
             raise next(iter(errors.values()))
+        if not no_history:
+            found, _histories = with_history(found, _state_file(app, state_file), interpolate=time_lag == "interp")
         if not until_caught_up:
             break
         behind = [p for g in found for p in g.partitions if (p.lag or 0) > max_lag or (max_seconds is not None and (p.lag_seconds or 0) > max_seconds)]
@@ -184,6 +190,14 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, until_caught_up, ma
         raise PartialFailure(f"unable to compute lag: {len(errors)} group(s) failed")
 
 
+def _state_file(app: App, path: str | None):
+    from pathlib import Path
+
+    from kctl.admin.lag_history import state_path
+
+    return Path(path) if path else state_path(app.env, app.settings.bootstrap_servers)
+
+
 def _render_lag(app: App, found, time_lag: str) -> None:
     rows = [p for g in found for p in g.partitions]
     if app.out.format == "prom":
@@ -199,6 +213,71 @@ def _render_lag(app: App, found, time_lag: str) -> None:
     if app.out.format != "csv":
         for g in found:
             app.note(f"{g.group}: {g.state}, {g.members} member(s), lag {g.lag_sum} (max {g.lag_max}), {g.partitions_without_commit} partition(s) without commit")
+
+
+STATUS_TABLE = TableSpec(
+    (
+        Column("group", "GROUP"),
+        Column("topic", "TOPIC"),
+        Column("partition", "PARTITION", align="right"),
+        Column("lag", "LAG", align="right"),
+        Column("lag_seconds", "LAG-S", align="right"),
+        Column("status", "STATUS"),
+        Column("samples", "SAMPLES", align="right"),
+        Column("reason", "REASON"),
+    )
+)
+
+
+@group.command("status")
+@click.argument("groups", nargs=-1, metavar="[GROUP...]")
+@click.option("-a", "--all", "all_", is_flag=True, help="Every group of the cluster.")
+@click.option("--window", type=click.IntRange(min=2), default=10, show_default=True, help="Samples of history to judge by.")
+@click.option("--warn-lag", type=click.IntRange(min=0), metavar="N", help="WARN when a partition's lag reaches N.")
+@click.option("--crit-lag", type=click.IntRange(min=0), metavar="N", help="ERR when a partition's lag reaches N.")
+@click.option("--warn-seconds", type=click.FloatRange(min=0), metavar="S", help="WARN when a partition is S seconds behind.")
+@click.option("--crit-seconds", type=click.FloatRange(min=0), metavar="S", help="ERR when a partition is S seconds behind.")
+@click.option("--state-file", type=click.Path(dir_okay=False), metavar="PATH", help="Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).")
+@global_options
+@pass_app
+def status(app: App, groups, all_, window, warn_lag, crit_lag, warn_seconds, crit_seconds, state_file):
+    """Judge groups Burrow-style from the lag history, with Nagios exit statuses.
+
+    Each run adds a sample to the history and judges each partition by the last
+    --window samples: REWIND (the commit went backwards), STOP (lag, no progress, no
+    members), STALL (lag, no progress, members present), WARN (lag grew in every
+    sample), else OK. --warn-*/--crit-* thresholds escalate to WARN/ERR. Exit status:
+    0 OK, 1 WARN, 2 ERR/STOP/STALL/REWIND, 3 when the state could not be read. Run it
+    from cron: the history builds up between runs.
+
+    \b
+    Examples:
+      kctl group status billing
+      kctl group status --all --crit-lag 100000 --warn-seconds 300 -o json
+    """
+    from kctl.admin.groups import group_lag, with_history
+    from kctl.admin.lag_history import SEVERITY, judge
+    from kctl.errors import KctlError
+
+    if bool(groups) == all_:
+        raise click.UsageError("name groups or give --all")
+    try:
+        found, errors = group_lag(app.session, None if all_ else groups)
+    except KctlError as exc:
+        app.error_line(exc.message)
+        click.get_current_context().exit(3)
+    found, histories = with_history(found, _state_file(app, state_file), interpolate=True)
+    verdicts = judge(found, histories, window=window, warn_lag=warn_lag, crit_lag=crit_lag, warn_seconds=warn_seconds, crit_seconds=crit_seconds)
+    if app.out.format in ("json", "jsonl"):
+        app.out.documents(verdicts, DocumentSpec())
+    else:
+        app.out.table([p for v in verdicts for p in v.partitions], STATUS_TABLE)
+        for v in verdicts:
+            app.note(f"{v.group}: {v.status} ({v.state}, {v.members} member(s), lag {v.lag_sum})")
+    for error in errors.values():
+        app.error_line(error.message)
+    worst = max([SEVERITY[v.status] for v in verdicts] + ([3] if errors else []), default=0)
+    click.get_current_context().exit(worst)
 
 
 @group.command("delete")

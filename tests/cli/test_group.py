@@ -227,3 +227,33 @@ def test_until_caught_up_is_a_deploy_gate(kctl, cluster, topic, unique_name):
     finally:
         stop.set()
         worker.join(15)
+
+
+def test_status_from_history_and_interpolated_time_lag(kctl, cluster, topic, unique_name, tmp_path):
+    group = unique_name("g")
+    commit(cluster, group, topic, {0: 2})
+    state = ["--state-file", str(tmp_path / "lag.json")]
+    first = kctl("-b", cluster.bootstrap, "group", "status", group, *state)
+    assert first.exit_code == 0, first.stderr
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for _ in range(10):
+        producer.produce(topic, value=b"more", partition=0)
+    assert producer.flush(30) == 0
+    second = kctl("-b", cluster.bootstrap, "group", "status", group, *state, "-o", "json")
+    assert second.exit_code == ExitCode.CRITICAL
+    (verdict,) = json.loads(second.stdout)
+    assert verdict["status"] == "STOP"
+    assert verdict["partitions"][0]["reason"] == "no progress and no members"
+    assert kctl("-b", cluster.bootstrap, "group", "status", group, *state, "--window", "2", "--crit-lag", "1000").exit_code == ExitCode.CRITICAL
+
+    # The log end moved from 10 to 20 between the samples and the commit (2) is older than
+    # both: interp extrapolates when offset 2 was written.
+    (g,) = lag(kctl, cluster, group, *state, "--time-lag", "interp")
+    (p,) = [p for p in g["partitions"] if p["partition"] == 0]
+    assert p["lag_seconds_source"] == "interp" and p["lag_seconds"] >= 0
+
+    consumer_group = unique_name("ok")
+    commit(cluster, consumer_group, topic, {0: 20, 1: 20})
+    for _ in range(2):
+        ok = kctl("-b", cluster.bootstrap, "group", "status", consumer_group, *state)
+    assert ok.exit_code == 0, ok.stdout + ok.stderr

@@ -1,0 +1,63 @@
+"""Time lag by interpolation and Burrow-style verdicts from sample windows (pure)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from kctl.admin.lag_history import Sample, interpolated_lag_seconds, judge, partition_status, record
+
+
+def window(*triples):
+    return [Sample(t=t, committed=c, log_end=h) for t, c, h in triples]
+
+
+def test_interpolation_between_samples():
+    history = window((0, 0, 100), (10_000, 0, 200))
+    # Offset 150 was written half-way between the samples: 5 s in; now is 20 s.
+    assert interpolated_lag_seconds(history, 150, 20_000) == pytest.approx(15.0)
+    assert interpolated_lag_seconds(history, 200, 20_000) == 0.0
+    # Before the oldest sample: extrapolated at the observed rate (10 offsets/s).
+    assert interpolated_lag_seconds(history, 50, 20_000) == pytest.approx(25.0)
+    assert interpolated_lag_seconds(history, None, 20_000) is None
+    assert interpolated_lag_seconds(window((0, 0, 100)), 50, 20_000) is None
+    # A log end that never moved says nothing about when older offsets were written.
+    assert interpolated_lag_seconds(window((0, 0, 100), (10_000, 0, 100)), 50, 20_000) is None
+
+
+@pytest.mark.parametrize(
+    ("samples", "members", "expected"),
+    [
+        (window((0, 10, 20), (1, 15, 25), (2, 20, 30)), 0, "OK"),
+        (window((0, 10, 20), (1, 8, 25)), 1, "REWIND"),
+        (window((0, 10, 20), (1, 10, 30), (2, 10, 40)), 0, "STOP"),
+        (window((0, 10, 20), (1, 10, 30), (2, 10, 40)), 2, "STALL"),
+        (window((0, 10, 20), (1, 12, 30), (2, 14, 40)), 1, "WARN"),
+        (window((0, 10, 20), (1, 30, 30), (2, 31, 40)), 1, "OK"),
+        (window((0, 10, 20)), 0, "OK"),
+    ],
+)
+def test_partition_status(samples, members, expected):
+    assert partition_status(samples, members) == expected
+
+
+def test_thresholds_escalate():
+    partition = SimpleNamespace(group="g", topic="t", partition=0, lag=500, lag_seconds=30.0)
+    group = SimpleNamespace(group="g", state="Stable", members=1, lag_sum=500, partitions=[partition])
+    histories = {("g", "t", 0): window((0, 10, 20), (1, 30, 40))}
+    (verdict,) = judge([group], histories, window=10)
+    assert verdict.status == "OK"
+    (verdict,) = judge([group], histories, window=10, warn_lag=100)
+    assert (verdict.status, verdict.partitions[0].reason) == ("WARN", "lag 500 >= 100")
+    (verdict,) = judge([group], histories, window=10, warn_lag=100, crit_seconds=20)
+    assert (verdict.status, verdict.partitions[0].reason) == ("ERR", "lag seconds 30 >= 20")
+
+
+def test_history_file_keeps_the_last_samples(tmp_path):
+    path = tmp_path / "lag.json"
+    for t in range(40):
+        histories = record(path, {("g", "t", 0): Sample(t=t, committed=t, log_end=t + 1)})
+    assert [s.t for s in histories[("g", "t", 0)]] == list(range(10, 40))
+    path.write_text("{broken")
+    assert len(record(path, {("g", "t", 0): Sample(t=99, committed=1, log_end=2)})[("g", "t", 0)]) == 1
