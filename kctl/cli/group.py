@@ -121,14 +121,15 @@ def describe(app: App, groups):
 @click.option("--time-lag", type=click.Choice(["none", "record", "interp"]), default="none", show_default=True, help="Lag in seconds: record (timestamp of the next record) or interp (from the history of earlier runs).")
 @click.option("--no-history", is_flag=True, help="Do not add this sample to the lag history (state file).")
 @click.option("--state-file", type=click.Path(dir_okay=False), metavar="PATH", help="Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).")
+@click.option("-w", "--watch", is_flag=True, help="Refresh every --interval with consume and produce rates and time to catch up (jsonl when piped).")
 @click.option("--until-caught-up", is_flag=True, help="Check again every --interval until every partition's lag is at most --max-lag.")
 @click.option("--max-lag", type=click.IntRange(min=0), default=0, show_default=True, metavar="N", help="With --until-caught-up: the lag that counts as caught up.")
 @click.option("--max-seconds", type=click.FloatRange(min=0), metavar="S", help="With --until-caught-up: also require lag in seconds at most S (implies --time-lag record).")
-@click.option("--for", "for_", metavar="DURATION", help="With --until-caught-up: give up (status 2) after DURATION (90s, 10m).")
-@click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --until-caught-up.")
+@click.option("--for", "for_", metavar="DURATION", help="With --until-caught-up: give up (status 2) after DURATION; with --watch: stop after it.")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --watch and --until-caught-up.")
 @global_options
 @pass_app
-def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_file, until_caught_up, max_lag, max_seconds, for_, interval):
+def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_file, watch, until_caught_up, max_lag, max_seconds, for_, interval):
     """Show lag per partition: committed offset, log start and end, records left.
 
     LAG is what is left to consume: log end minus the committed offset, counted from
@@ -151,6 +152,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_f
       kctl group lag billing -t orders --isolation read_committed --time-lag record
       kctl group lag --all -o prom > /var/lib/node_exporter/kafka_lag.prom
       kctl group lag billing --until-caught-up --max-lag 100 --for 10m
+      kctl group lag billing --watch --interval 2
     """
     import time
 
@@ -163,6 +165,11 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_f
     if max_seconds is not None:
         time_lag = "record"
     limit = parse_duration(for_) if for_ else None
+    if watch and until_caught_up:
+        raise click.UsageError("choose --watch or --until-caught-up")
+    if watch:
+        _watch(app, None if all_ else groups, topics, isolation, interval, limit)
+        return
     started = time.monotonic()
     while True:
         found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation, time_lag="record" if time_lag == "record" else "none")
@@ -188,6 +195,59 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_f
         app.error_line(error.message)
     if errors:
         raise PartialFailure(f"unable to compute lag: {len(errors)} group(s) failed")
+
+
+WATCH_TABLE = TableSpec(
+    (
+        Column("group", "GROUP"),
+        Column("topic", "TOPIC"),
+        Column("partition", "PARTITION", align="right"),
+        Column("committed", "COMMITTED", align="right"),
+        Column("log_end", "LOG-END", align="right"),
+        Column("lag", "LAG", align="right"),
+        Column("lag_delta", "LAG-DELTA", align="right"),
+        Column("consume_rate", "CONSUME/S", align="right", get=lambda r: None if r.consume_rate is None else f"{r.consume_rate:.1f}"),
+        Column("produce_rate", "PRODUCE/S", align="right", get=lambda r: None if r.produce_rate is None else f"{r.produce_rate:.1f}"),
+        Column("eta_seconds", "CATCH-UP", align="right", get=lambda r: _eta(r.eta_seconds, r.lag, r.falling_behind)),
+    )
+)
+
+
+def _eta(seconds, lag, falling_behind) -> str | None:
+    if lag == 0:
+        return "caught up"
+    if falling_behind:
+        return "falling behind"
+    return None if seconds is None else f"{seconds:.0f}s"
+
+
+def _watch(app: App, groups, topics, isolation, interval: float, limit: float | None) -> None:
+    """Sample every interval; rates and time to catch up from consecutive samples."""
+    import time
+
+    from kctl.admin.groups import group_lag
+    from kctl.admin.lag_rates import rates
+
+    started = time.monotonic()
+    previous, previous_t = None, None
+    while True:
+        found, errors = group_lag(app.session, groups, topics=topics, isolation=isolation)
+        now = time.monotonic()
+        rows = rates(found, previous, now - previous_t if previous_t is not None else None)
+        if app.stdout_is_tty and app.out.format in ("table", "wide"):
+            app.out.raw("\x1b[H\x1b[2J")
+            app.out.table(rows, WATCH_TABLE)
+            app.note(f"{time.strftime('%H:%M:%S')}  every {interval:g}s, Ctrl-C stops")
+        else:
+            from kctl.output.render import Output
+
+            Output("jsonl", app.stdout, tty=False, color=False).table(rows, WATCH_TABLE)
+        for error in errors.values():
+            app.error_line(error.message)
+        previous, previous_t = found, now
+        if limit is not None and now - started + interval > limit:
+            return
+        time.sleep(interval)
 
 
 def _state_file(app: App, path: str | None):

@@ -257,3 +257,18 @@ def test_status_from_history_and_interpolated_time_lag(kctl, cluster, topic, uni
     for _ in range(2):
         ok = kctl("-b", cluster.bootstrap, "group", "status", consumer_group, *state)
     assert ok.exit_code == 0, ok.stdout + ok.stderr
+
+
+def test_watch_streams_rates_as_jsonl(kctl, cluster, topic, unique_name):
+    group = unique_name("g")
+    commit(cluster, group, topic, {0: 0})
+    result = kctl("-b", cluster.bootstrap, "group", "lag", group, "--watch", "--interval", "0.5", "--for", "1.2s")
+    assert result.exit_code == 0, result.stderr
+    samples = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(samples) >= 2
+    first, last = samples[0], samples[-1]
+    assert (first["consume_rate"], first["eta_seconds"], first["falling_behind"]) == (None, None, False)
+    # Nothing consumes and nothing is produced: the lag cannot shrink.
+    assert (last["consume_rate"], last["produce_rate"], last["lag_delta"], last["falling_behind"]) == (0.0, 0.0, 0, True)
+    assert "Infinity" not in result.stdout
+    assert kctl("-b", cluster.bootstrap, "group", "lag", group, "--watch", "--until-caught-up").exit_code == ExitCode.USAGE
