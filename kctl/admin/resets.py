@@ -256,7 +256,9 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
             continue
         bad = [tp for tp in result.topic_partitions if tp.error is not None]
         if bad:
-            failures[group] = KctlError(f"{bad[0].topic}-{bad[0].partition}: {bad[0].error.str()}")
+            from kctl.admin.errors import describe
+
+            failures[group] = KctlError(f"{bad[0].topic}-{bad[0].partition}: {describe(bad[0].error)}")
     if failures:
         group, error = next(iter(failures.items()))
         active = "UNKNOWN_MEMBER_ID" in error.message or "REBALANCE" in error.message or "NON_EMPTY" in error.message

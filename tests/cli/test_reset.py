@@ -162,3 +162,30 @@ def test_to_group_copies_offsets(kctl, cluster, setup, tmp_path, unique_name):
     empty = unique_name("empty")
     refused = reset(kctl, cluster, tmp_path, copy, "--to-group", empty)
     assert refused.exit_code == ExitCode.NOT_FOUND
+
+
+def test_a_consumer_joining_after_the_plan_makes_the_reset_fail(kctl, cluster, setup):
+    """The race kafka-consumer-groups users hit: the group is Empty when checked, a
+    consumer joins before the commit, and the broker refuses it. kctl must not report
+    the reset as done."""
+    from kctl.admin.resets import GroupActiveError, ResetIncompleteError, ResetSpec, apply, plan
+    from kctl.admin.session import AdminSession
+    from kctl.config.model import ClientSettings
+
+    topic, group = setup
+    session = AdminSession(ClientSettings(bootstrap_servers=cluster.bootstrap, properties={}, timeout=10, context=None))
+    plans = plan(session, [group], ResetSpec(mode="earliest"), topics=[topic])
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment()
+        with pytest.raises((GroupActiveError, ResetIncompleteError)) as info:
+            apply(session, plans)
+        assert info.value.message.startswith(f"unable to reset offsets of group {group}: the broker refused the commit: ")
+        assert info.value.exit_code == ExitCode.GROUP_ACTIVE, info.value.message
+    finally:
+        consumer.close()
+    assert committed(cluster, group, topic) == [10, 10]
