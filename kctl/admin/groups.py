@@ -330,6 +330,15 @@ def session_logger():
     return librdkafka_log
 
 
+@dataclass(frozen=True)
+class _EmptyGroup:
+    """What DescribeGroups would say of a group ListGroups reported Empty."""
+
+    group_id: str
+    state: object
+    members: tuple = ()
+
+
 def group_lag(
     session: AdminSession,
     ids: Sequence[str] | None,
@@ -340,13 +349,19 @@ def group_lag(
     now_ms: int | None = None,
 ) -> tuple[list[GroupLag], dict[str, KctlError]]:
     """Lag of the named groups (every group when `ids` is None), optionally only `topics`."""
+    listed = session.wait(session.client.list_consumer_groups(request_timeout=session.timeout), "list groups")
+    states = {g.group_id: g.state for g in listed.valid}
     if ids is None:
-        listed = session.wait(session.client.list_consumer_groups(request_timeout=session.timeout), "list groups")
-        ids = sorted(g.group_id for g in listed.valid)
+        ids = sorted(states)
     ids = list(dict.fromkeys(ids))
+    # ListGroups (one request per broker) already says which groups are Empty; only the
+    # others need DescribeGroups (one request per group in librdkafka) for their members.
+    empty = {g for g in ids if g in states and _state(states[g]) == "Empty"}
+    described, errors = _describe_raw(session, [g for g in ids if g not in empty])
+    for group_id in empty:
+        described[group_id] = _EmptyGroup(group_id, states[group_id])
     # OffsetFetch first, ListOffsets after, so log ends are never older than commits
     # and a negative raw lag means something real.
-    described, errors = _describe_raw(session, ids)
     committed = _committed(session, [g for g in ids if g in described])
     partitions: set[tuple[str, int]] = set()
     owners: dict[str, dict[tuple[str, int], object]] = {}
