@@ -507,7 +507,7 @@ complete -c kctl -n '__kctl_at \'kctl group lag\'' -s 'a' -l 'all' -d 'Every gro
 complete -c kctl -n '__kctl_at \'kctl group lag\'' -s 't' -l 'topic' -x -d 'Only this topic\'s partitions (repeatable).'
 complete -c kctl -n '__kctl_at \'kctl group lag\'' -l 'isolation' -x -a 'read_uncommitted read_committed' -d 'read_committed measures to the last stable offset.'
 complete -c kctl -n '__kctl_at \'kctl group lag\'' -l 'time-lag' -x -a 'none record interp' -d 'Lag in seconds: record (timestamp of the next record) or interp (from the histor'
-complete -c kctl -n '__kctl_at \'kctl group lag\'' -l 'no-history' -d 'Do not add this sample to the lag history (state file).'
+complete -c kctl -n '__kctl_at \'kctl group lag\'' -l 'history' -d 'Add this sample to the lag history (implied by --time-lag interp; group status a'
 complete -c kctl -n '__kctl_at \'kctl group lag\'' -l 'state-file' -x -d 'Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).'
 complete -c kctl -n '__kctl_at \'kctl group lag\'' -s 'w' -l 'watch' -d 'Refresh every --interval with consume and produce rates and time to catch up (js'
 complete -c kctl -n '__kctl_at \'kctl group lag\'' -l 'until-caught-up' -d 'Check again every --interval until every partition\'s lag is at most --max-lag.'

@@ -111,7 +111,7 @@ __kctl_opts=(
     'kctl group delete' '--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout --yes -X -b -h -o -q -y'
     'kctl group delete-offsets' '--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout --topic --yes -X -b -h -o -q -t -y'
     'kctl group describe' '--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -h -o -q'
-    'kctl group lag' '--all --bootstrap-server --context --debug --for --help --interval --isolation --max-lag --max-seconds --no-headers --no-history --output --quiet --state-file --time-lag --timeout --topic --until-caught-up --watch -X -a -b -h -o -q -t -w'
+    'kctl group lag' '--all --bootstrap-server --context --debug --for --help --history --interval --isolation --max-lag --max-seconds --no-headers --output --quiet --state-file --time-lag --timeout --topic --until-caught-up --watch -X -a -b -h -o -q -t -w'
     'kctl group list' '--bootstrap-server --context --debug --help --no-headers --output --quiet --regex --state --timeout --type -X -b -h -o -q -r -s'
     'kctl group reset-offsets' '--all-topics --allow-new-group --backup --bootstrap-server --by-duration --context --debug --execute --export --from-file --help --no-headers --output --quiet --shift-by --timeout --to-current --to-datetime --to-earliest --to-group --to-latest --to-offset --topic --undo --yes -X -b -h -o -q -t -y'
     'kctl group status' '--all --bootstrap-server --context --crit-lag --crit-seconds --debug --help --no-headers --output --quiet --state-file --timeout --warn-lag --warn-seconds --window -X -a -b -h -o -q'

@@ -119,7 +119,7 @@ def describe(app: App, groups):
 @click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC", help="Only this topic's partitions (repeatable).")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed measures to the last stable offset.")
 @click.option("--time-lag", type=click.Choice(["none", "record", "interp"]), default="none", show_default=True, help="Lag in seconds: record (timestamp of the next record) or interp (from the history of earlier runs).")
-@click.option("--no-history", is_flag=True, help="Do not add this sample to the lag history (state file).")
+@click.option("--history", is_flag=True, help="Add this sample to the lag history (implied by --time-lag interp; group status always does).")
 @click.option("--state-file", type=click.Path(dir_okay=False), metavar="PATH", help="Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).")
 @click.option("-w", "--watch", is_flag=True, help="Refresh every --interval with consume and produce rates and time to catch up (jsonl when piped).")
 @click.option("--until-caught-up", is_flag=True, help="Check again every --interval until every partition's lag is at most --max-lag.")
@@ -129,7 +129,7 @@ def describe(app: App, groups):
 @click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --watch and --until-caught-up.")
 @global_options
 @pass_app
-def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_file, watch, until_caught_up, max_lag, max_seconds, for_, interval):
+def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file, watch, until_caught_up, max_lag, max_seconds, for_, interval):
     """Show lag per partition: committed offset, log start and end, records left.
 
     LAG is what is left to consume: log end minus the committed offset, counted from
@@ -140,9 +140,10 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_f
     members are included: a stopped consumer is when lag matters most.
 
     --time-lag record reads the timestamp of each lagging partition's next record
-    (without joining the group); interp estimates it from the history of earlier runs,
-    which every run extends (a state file, so cron jobs get time lag and trends without a
-    daemon; --no-history skips it). -o prom prints kafka-lag-exporter's metrics.
+    (without joining the group); interp estimates it from the history of earlier runs
+    kept in a state file (runs with --history, --time-lag interp and `group status` add
+    to it), so cron jobs get time lag and trends without a daemon. -o prom prints
+    kafka-lag-exporter's metrics.
     --until-caught-up is a deploy gate: status 0 once caught up, 2 when --for ends first.
 
     \b
@@ -175,7 +176,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, no_history, state_f
         found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation, time_lag="record" if time_lag == "record" else "none")
         if errors and not found:
             raise next(iter(errors.values()))
-        if not no_history:
+        if history or time_lag == "interp":
             found, _histories = with_history(found, _state_file(app, state_file), interpolate=time_lag == "interp")
         if not until_caught_up:
             break
