@@ -30,3 +30,18 @@ def report(app: App, results: Sequence[Any], errors: Mapping[str, KctlError], sp
         error = next(iter(errors.values()))
         raise type(error)(f"unable to {action}: all {len(errors)} failed", exit_code=error.exit_code)
     raise PartialFailure(f"unable to {action}: {len(errors)} of {len(results)} failed")
+
+
+def report_documents(app: App, found: Sequence[Any], errors: Mapping[str, KctlError], spec, action: str, asked: int) -> None:
+    """Render what could be described; fail like a batch for what could not.
+
+    Nothing found is the (first) error itself, with its own exit status; some found is
+    the documents plus one line per failure and PARTIAL_FAILURE.
+    """
+    if errors and not found:
+        raise next(iter(errors.values()))
+    app.out.documents(found, spec)
+    for error in errors.values():
+        app.error_line(error.message)
+    if errors:
+        raise PartialFailure(f"unable to {action}: {len(errors)} of {asked} failed")

@@ -5,10 +5,9 @@ from __future__ import annotations
 import click
 
 from kctl.cli._app import App, pass_app
-from kctl.cli._batch import report
+from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import KeyValueType, global_options
-from kctl.errors import PartialFailure
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger")
@@ -94,13 +93,7 @@ def describe(app: App, entity_type, names, include_defaults, keys):
 
     targets = list(names) or [None]
     found, errors = describe_configs(app.session, entity_type, targets, include_defaults=include_defaults, keys=keys)
-    if errors and not found:
-        raise next(iter(errors.values()))
-    app.out.documents(found, CONFIG_DOCUMENT)
-    for error in errors.values():
-        app.error_line(error.message)
-    if errors:
-        raise PartialFailure(f"unable to describe configs: {len(errors)} of {len(targets)} failed")
+    report_documents(app, found, errors, CONFIG_DOCUMENT, "describe configs", len(targets))
 
 
 @config.command("alter")

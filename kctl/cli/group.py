@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kctl.cli._app import App, pass_app
-from kctl.cli._batch import report
+from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import RegexType, global_options, yes_option
 from kctl.errors import PartialFailure
@@ -104,13 +104,7 @@ def describe(app: App, groups):
     from kctl.admin.groups import describe_groups
 
     found, errors = describe_groups(app.session, groups)
-    if errors and not found:
-        raise next(iter(errors.values()))
-    app.out.documents(found, GROUP_DOCUMENT)
-    for error in errors.values():
-        app.error_line(error.message)
-    if errors:
-        raise PartialFailure(f"unable to describe groups: {len(errors)} of {len(set(groups))} failed")
+    report_documents(app, found, errors, GROUP_DOCUMENT, "describe groups", len(set(groups)))
 
 
 @group.command("lag")

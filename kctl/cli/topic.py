@@ -5,11 +5,11 @@ from __future__ import annotations
 import click
 
 from kctl.cli._app import App, pass_app
-from kctl.cli._batch import report
+from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import KeyValueType, RegexType, global_options, yes_option
 from kctl.cli.config import change_options, run_alter
-from kctl.errors import NotFoundError, PartialFailure
+from kctl.errors import NotFoundError
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 TOPIC_TABLE = TableSpec(
@@ -148,11 +148,7 @@ def describe(app: App, names, detail):
     if detail:
         table = TableSpec(PARTITION_TABLE.columns + DETAIL_COLUMNS)
         spec = DocumentSpec(fields=TOPIC_DOCUMENT.fields, sections=(Section("partitions", "PARTITIONS", table),))
-    app.out.documents(found, spec)
-    for error in errors.values():
-        app.error_line(error.message)
-    if errors:
-        raise PartialFailure(f"unable to describe topics: {len(errors)} of {len(names)} failed")
+    report_documents(app, found, errors, spec, "describe topics", len(names))
 
 
 @topic.command("create")
