@@ -99,7 +99,7 @@ def _list(session: AdminSession, pairs, spec_factory, isolation: str, action: st
     level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
     futures = session.client.list_offsets(request, isolation_level=level, request_timeout=session.timeout)
     results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
-    for key, result in results.items():
+    for result in results.values():
         if isinstance(result, KctlError):
             raise result
     return results

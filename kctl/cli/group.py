@@ -452,7 +452,11 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
         if topics or all_topics or any((to_earliest, to_latest, to_current, to_offset is not None, shift_by is not None, to_datetime, by_duration, to_group)):
             raise click.UsageError("--from-file gives the partitions and offsets; drop --topic/--all-topics and the other --to-* options")
         try:
-            text = sys.stdin.read() if from_file == "-" else open(from_file, encoding="utf-8").read()
+            if from_file == "-":
+                text = sys.stdin.read()
+            else:
+                with open(from_file, encoding="utf-8") as handle:
+                    text = handle.read()
         except OSError as exc:
             raise InvalidError(f"unable to read offsets file {from_file}: {exc.strerror}") from exc
         spec = ResetSpec(mode="explicit", offsets=parse_offsets_csv(text, ids, from_file))

@@ -50,7 +50,11 @@ def _read_plan(app: App, path: str):
     from kctl.errors import InvalidError
 
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
     except OSError as exc:
         raise InvalidError(f"unable to read reassignment plan {path}: {exc.strerror}") from exc
     return load_plan(app.session, text, "(stdin)" if path == "-" else path)
