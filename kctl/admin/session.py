@@ -98,6 +98,14 @@ class AdminSession:
         if error.name() in _CONNECTION_ERRORS:
             self._connection_errors.append(error)
 
+    def _forget_old_errors(self) -> None:
+        """Once a request is over, its connection errors are too: a long-lived session
+        (watch loops) must not judge later requests by an outage that has ended."""
+        if "client" not in self.__dict__:
+            return  # the client could not even be built; there is nothing to forget
+        self.client.poll(0)
+        self._connection_errors.clear()
+
     def _all_brokers_down(self) -> bool:
         return any(e.name() == "_ALL_BROKERS_DOWN" for e in self._connection_errors)
 
@@ -130,11 +138,18 @@ class AdminSession:
         per-item broker error (unknown topic, already exists...) is returned in place
         of that item's result so batch commands can report each item.
         """
-        from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + self.timeout + 1.0
         pending = dict(futures)
         results: dict[Any, Any] = {}
+        try:
+            return self._wait(pending, results, deadline, action, len(futures))
+        finally:
+            self._forget_old_errors()
+
+    def _wait(self, pending: dict, results: dict, deadline: float, action: str, count: int) -> dict[Any, Any]:
+        from confluent_kafka import KafkaException
+
         while pending:
             self.client.poll(0)
             if self._all_brokers_down():
@@ -151,7 +166,7 @@ class AdminSession:
                         raise KctlError(f"unable to {action}: {exc}") from exc
                     if error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS:
                         raise self._timeout_or_unreachable(action) from exc
-                    results[key] = translate(error, action if len(futures) == 1 else f"{action} {key}")
+                    results[key] = translate(error, action if count == 1 else f"{action} {key}")
             if pending:
                 if time.monotonic() > deadline:
                     raise self._timeout_or_unreachable(action)
@@ -173,9 +188,16 @@ class AdminSession:
         list_topics blocks for its whole timeout when nothing answers, so it is asked
         in short slices with the connection errors checked in between.
         """
-        from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + self.timeout
+        try:
+            return self._metadata(deadline, action)
+        finally:
+            self._forget_old_errors()
+
+    def _metadata(self, deadline: float, action: str) -> Any:
+        from confluent_kafka import KafkaException
+
         while True:
             remaining = deadline - time.monotonic()
             try:
