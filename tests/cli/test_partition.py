@@ -150,3 +150,31 @@ def test_health_watch_gives_up_after_max_wait(kctl, cluster):
     statuses = [json.loads(line)["status"] for line in result.stdout.splitlines()]
     assert len(statuses) >= 2
     assert result.exit_code == {"OK": 0, "WARNING": 1, "CRITICAL": 2}[statuses[-1]]
+
+
+def test_health_watch_recovers_after_a_full_outage(tmp_path, cluster):
+    """A watch loop keeps one client: an outage must not poison the checks after it."""
+    import subprocess
+    import sys
+
+    if cluster.backend != "kafka":
+        pytest.skip("runs once, on its own single node")
+    from tests.brokers.kafka import KafkaCluster
+
+    own = KafkaCluster(nodes=1, workdir=tmp_path / "own")
+    own.start()
+    try:
+        own.stop_node(1)
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "kctl", "-b", own.bootstrap, "--timeout", "2", "cluster", "health",
+             "--watch", "--interval", "0.5", "--exit-when-healthy", "--max-wait", "90", "-o", "jsonl"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        time.sleep(2)
+        own.start_node(1)
+        out, err = watch.communicate(timeout=120)
+        assert watch.returncode == 0, err
+        assert "cluster unreachable" in err
+        assert json.loads(out.splitlines()[-1])["status"] == "OK"
+    finally:
+        own.stop()
