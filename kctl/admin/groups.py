@@ -33,7 +33,7 @@ _STATES = {
 STATES = tuple(_STATES.values())
 
 
-def _state(value) -> str:
+def state_name(value) -> str:
     name = getattr(value, "name", str(value))
     return _STATES.get(name, name.title())
 
@@ -125,7 +125,7 @@ def list_groups(
 ) -> list[GroupSummary]:
     result = session.wait(session.client.list_consumer_groups(request_timeout=session.timeout), "list groups")
     ids = sorted(g.group_id for g in result.valid if regex is None or regex.fullmatch(g.group_id))
-    described, _errors = _describe_raw(session, ids)
+    described, _errors = describe_raw(session, ids)
     summaries = []
     for group_id in ids:
         raw = described.get(group_id)
@@ -133,7 +133,7 @@ def list_groups(
             continue
         summary = GroupSummary(
             group=group_id,
-            state=_state(raw.state),
+            state=state_name(raw.state),
             type=_type(getattr(raw, "type", None)),
             members=len(raw.members),
             protocol=raw.partition_assignor or None,
@@ -147,7 +147,7 @@ def list_groups(
     return summaries
 
 
-def _describe_raw(session: AdminSession, ids: Sequence[str]) -> tuple[dict, dict[str, KctlError]]:
+def describe_raw(session: AdminSession, ids: Sequence[str]) -> tuple[dict, dict[str, KctlError]]:
     if not ids:
         return {}, {}
     futures = session.client.describe_consumer_groups(list(ids), request_timeout=session.timeout)
@@ -157,7 +157,7 @@ def _describe_raw(session: AdminSession, ids: Sequence[str]) -> tuple[dict, dict
     return found, errors
 
 
-def _committed(session: AdminSession, ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, str | None]] | KctlError]:
+def committed_offsets(session: AdminSession, ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, str | None]] | KctlError]:
     """Committed offsets of every group; all requests in flight before any is awaited."""
     from confluent_kafka import ConsumerGroupTopicPartitions
 
@@ -180,15 +180,15 @@ def _committed(session: AdminSession, ids: Sequence[str]) -> dict[str, dict[tupl
     return out
 
 
-def _is_missing(raw, committed) -> bool:
+def is_missing(raw, committed) -> bool:
     """A group Kafka knows nothing about: Dead, no members, nothing committed."""
-    return _state(raw.state) == "Dead" and not raw.members and not committed
+    return state_name(raw.state) == "Dead" and not raw.members and not committed
 
 
 def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupDescription], dict[str, KctlError]]:
     ids = list(dict.fromkeys(ids))
-    described, errors = _describe_raw(session, ids)
-    committed = _committed(session, [g for g in ids if g in described])
+    described, errors = describe_raw(session, ids)
+    committed = committed_offsets(session, [g for g in ids if g in described])
     found = []
     for group_id in ids:
         raw = described.get(group_id)
@@ -198,7 +198,7 @@ def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Gro
         if isinstance(offsets, KctlError):
             errors[group_id] = offsets
             continue
-        if _is_missing(raw, offsets):
+        if is_missing(raw, offsets):
             errors[group_id] = NotFoundError(f"unable to describe group {group_id}: GROUP_ID_NOT_FOUND: no such group")
             continue
         found.append(_description(raw, offsets))
@@ -231,7 +231,7 @@ def _description(raw, offsets) -> GroupDescription:
     )
     return GroupDescription(
         group=raw.group_id,
-        state=_state(raw.state),
+        state=state_name(raw.state),
         type=_type(getattr(raw, "type", None)),
         protocol=raw.partition_assignor or None,
         coordinator=raw.coordinator.id if raw.coordinator is not None else None,
@@ -245,7 +245,7 @@ def _description(raw, offsets) -> GroupDescription:
 # -- lag ------------------------------------------------------------------------------------
 
 
-def _log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
     """(log start, log end) for every partition: one ListOffsets round per broker, twice."""
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec
@@ -356,13 +356,13 @@ def group_lag(
     ids = list(dict.fromkeys(ids))
     # ListGroups (one request per broker) already says which groups are Empty; only the
     # others need DescribeGroups (one request per group in librdkafka) for their members.
-    empty = {g for g in ids if g in states and _state(states[g]) == "Empty"}
-    described, errors = _describe_raw(session, [g for g in ids if g not in empty])
+    empty = {g for g in ids if g in states and state_name(states[g]) == "Empty"}
+    described, errors = describe_raw(session, [g for g in ids if g not in empty])
     for group_id in empty:
         described[group_id] = _EmptyGroup(group_id, states[group_id])
     # OffsetFetch first, ListOffsets after, so log ends are never older than commits
     # and a negative raw lag means something real.
-    committed = _committed(session, [g for g in ids if g in described])
+    committed = committed_offsets(session, [g for g in ids if g in described])
     partitions: set[tuple[str, int]] = set()
     owners: dict[str, dict[tuple[str, int], object]] = {}
     for group_id in ids:
@@ -376,7 +376,7 @@ def group_lag(
         owners[group_id] = assigned
         partitions.update(k for k in offsets if not topics or k[0] in topics)
         partitions.update(k for k in assigned if not topics or k[0] in topics)
-    log = _log_offsets(session, sorted(partitions), isolation)
+    log = log_offsets(session, sorted(partitions), isolation)
     results = []
     for group_id in ids:
         raw, offsets = described.get(group_id), committed.get(group_id)
@@ -385,7 +385,7 @@ def group_lag(
         if isinstance(offsets, KctlError):
             errors[group_id] = offsets
             continue
-        if _is_missing(raw, offsets):
+        if is_missing(raw, offsets):
             errors[group_id] = NotFoundError(f"unable to compute lag of group {group_id}: GROUP_ID_NOT_FOUND: no such group")
             continue
         keys = sorted({k for k in (*offsets, *owners[group_id]) if not topics or k[0] in topics})
@@ -397,7 +397,7 @@ def group_lag(
         results.append(
             GroupLag(
                 group=group_id,
-                state=_state(raw.state),
+                state=state_name(raw.state),
                 members=len(raw.members),
                 lag_sum=sum(lags),
                 lag_max=max(lags, default=0),
@@ -513,7 +513,7 @@ def delete_offsets(
 
     from kctl.admin.kafka_python import for_code, kafka_error_name
 
-    committed = _committed(session, [group])[group]
+    committed = committed_offsets(session, [group])[group]
     if isinstance(committed, KctlError):
         raise committed
     metadata = session.metadata("delete offsets")

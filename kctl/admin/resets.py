@@ -23,7 +23,7 @@ from pathlib import Path
 from kctl.admin.session import AdminSession
 from kctl.errors import ExitCode, KctlError, NotFoundError, UsageError
 
-ACTIVE_STATES_OK = ("Empty", "Dead")
+INACTIVE_STATES = ("Empty", "Dead")
 
 
 class GroupActiveError(KctlError):
@@ -130,18 +130,17 @@ def plan(
     topics: Sequence[str] = (),
     all_topics: bool = False,
     allow_new_group: bool = False,
-    ignore_active: bool = False,
 ) -> list[PlannedReset]:
     """The reset of every selected partition of every group, checked, nothing written."""
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    from kctl.admin.groups import _committed, _describe_raw, _is_missing, _log_offsets, _state
+    from kctl.admin.groups import committed_offsets, describe_raw, is_missing, log_offsets, state_name
 
-    described, errors = _describe_raw(session, groups)
+    described, errors = describe_raw(session, groups)
     if errors:
         raise next(iter(errors.values()))
-    committed = _committed(session, groups)
+    committed = committed_offsets(session, groups)
     metadata = session.metadata("reset offsets")
     selected: dict[str, list[tuple[str, int]]] = {}
     for group in groups:
@@ -149,13 +148,13 @@ def plan(
         if isinstance(offsets, KctlError):
             raise offsets
         raw = described[group]
-        if _is_missing(raw, offsets) and not allow_new_group:
+        if is_missing(raw, offsets) and not allow_new_group:
             raise NotFoundError(
                 f"unable to reset offsets of group {group}: GROUP_ID_NOT_FOUND: no such group",
                 hint="--allow-new-group creates it with these offsets",
             )
-        state = _state(raw.state)
-        if state not in ACTIVE_STATES_OK and not ignore_active:
+        state = state_name(raw.state)
+        if state not in INACTIVE_STATES:
             members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in raw.members)) or "none listed"
             raise GroupActiveError(
                 f"unable to reset offsets of group {group}: the group is {state}; stop its consumers first ({members})",
@@ -180,7 +179,7 @@ def plan(
                 pairs.append((topic, p))
         selected[group] = sorted(set(pairs))
     union = sorted({p for pairs in selected.values() for p in pairs})
-    log = _log_offsets(session, union, "read_uncommitted")
+    log = log_offsets(session, union, "read_uncommitted")
     found: dict[tuple[str, int], int] = {}
     if spec.mode == "timestamp" and union:
         futures = session.client.list_offsets({TopicPartition(t, p): OffsetSpec.for_timestamp(spec.value) for t, p in union}, request_timeout=session.timeout)
@@ -239,7 +238,7 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
     """Commit the new offsets, one request per group, then read them back."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-    from kctl.admin.groups import _committed
+    from kctl.admin.groups import committed_offsets
 
     by_group: dict[str, list[PlannedReset]] = {}
     for p in plans:
@@ -267,7 +266,7 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
             f"unable to reset offsets of group {group}: the broker refused the commit: {error.message.removeprefix('unable to commit offsets: ')}",
             hint="a consumer may have joined the group; nothing is reported as reset",
         )
-    after = _committed(session, list(by_group))
+    after = committed_offsets(session, list(by_group))
     wrong = [
         p for p in plans if isinstance(after[p.group], KctlError) or after[p.group].get((p.topic, p.partition), (None,))[0] != p.new
     ]
@@ -279,19 +278,19 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
 def undo_plan(session: AdminSession, entry: dict) -> tuple[list[PlannedReset], list[PlannedReset]]:
     """Plans restoring a journal's old offsets, and the partitions that cannot be restored
     (they had no commit before; librdkafka cannot delete a committed offset)."""
-    from kctl.admin.groups import _committed, _describe_raw, _log_offsets, _state
+    from kctl.admin.groups import committed_offsets, describe_raw, log_offsets, state_name
 
     recorded = [PlannedReset(**p) for p in entry["partitions"]]
     groups = sorted({p.group for p in recorded})
-    described, errors = _describe_raw(session, groups)
+    described, errors = describe_raw(session, groups)
     if errors:
         raise next(iter(errors.values()))
     for group in groups:
-        state = _state(described[group].state)
-        if state not in ACTIVE_STATES_OK:
+        state = state_name(described[group].state)
+        if state not in INACTIVE_STATES:
             raise GroupActiveError(f"unable to undo the reset of group {group}: the group is {state}; stop its consumers first")
-    committed = _committed(session, groups)
-    log = _log_offsets(session, sorted({(p.topic, p.partition) for p in recorded}), "read_uncommitted")
+    committed = committed_offsets(session, groups)
+    log = log_offsets(session, sorted({(p.topic, p.partition) for p in recorded}), "read_uncommitted")
     restorable, lost = [], []
     for p in recorded:
         if p.current is None:
@@ -358,9 +357,9 @@ def offsets_csv(plans: Sequence[PlannedReset], *, old: bool = False) -> str:
 
 def copy_offsets(session: AdminSession, source: str, groups: Sequence[str], topics: Sequence[str]) -> dict[tuple[str, str, int], int]:
     """--to-group: the source group's committed offsets, for each target group."""
-    from kctl.admin.groups import _committed
+    from kctl.admin.groups import committed_offsets
 
-    committed = _committed(session, [source])[source]
+    committed = committed_offsets(session, [source])[source]
     if isinstance(committed, KctlError):
         raise committed
     scope = {t for t, _ in parse_topic_scope(topics)} if topics else None
