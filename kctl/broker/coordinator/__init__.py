@@ -1,0 +1,1 @@
+"""Consumer group coordinator (classic protocol), committed offsets and producer ids."""

@@ -1,0 +1,11 @@
+"""Request handlers: `async handler(broker, context, request) -> response fields | None`.
+
+A handler reads a decoded kafka-python request object and returns the response as plain
+dicts (field names in snake_case, as in Kafka's JSON); None means no response (acks=0).
+"""
+
+from . import configs, fetch, groups, metadata, produce, topics
+
+HANDLERS = {}
+for _module in (metadata, produce, fetch, topics, configs, groups):
+    HANDLERS.update(_module.HANDLERS)

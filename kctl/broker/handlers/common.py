@@ -1,0 +1,41 @@
+"""Helpers the handlers share: topic lookup, auto-creation, authorised-operation bits."""
+
+from __future__ import annotations
+
+import uuid
+
+from ..protocol import errors
+from ..storage.manager import topic_name_problem
+
+ZERO_UUID = uuid.UUID(int=0)
+# AclOperation codes a topic supports: READ..DESCRIBE (3-8), DESCRIBE_CONFIGS, ALTER_CONFIGS
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
+NO_OPERATIONS = -2147483648
+
+
+def topic_for_name(broker, name: str, auto_create: bool):
+    """(TopicInfo or None, error code): auto-creates when the broker and request allow."""
+    info = broker.logs.topics.get(name)
+    if info is not None:
+        return info, errors.NONE
+    if topic_name_problem(name):
+        return None, errors.INVALID_TOPIC_EXCEPTION
+    if auto_create and broker.config.auto_create_topics:
+        return broker.logs.create_topic(name, broker.config.num_partitions, {}), errors.NONE
+    return None, errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def topic_name(broker, name: str | None, topic_id) -> str | None:
+    """The topic a request names, by name (older versions) or by id (newer ones)."""
+    if topic_id is not None and topic_id != ZERO_UUID:
+        return broker.logs.topic_ids.get(topic_id)
+    return name
+
+
+def leader_epoch_error(current_leader_epoch: int) -> int:
+    """Kafka's check of a client's known leader epoch against ours (always 0)."""
+    if current_leader_epoch is None or current_leader_epoch < 0 or current_leader_epoch == 0:
+        return errors.NONE
+    return errors.UNKNOWN_LEADER_EPOCH

@@ -1,0 +1,143 @@
+"""Fetch (with long-poll), ListOffsets and OffsetForLeaderEpoch."""
+
+from __future__ import annotations
+
+import time
+
+from ..protocol import errors
+from .common import leader_epoch_error, topic_name
+
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
+
+
+def _fetch_partition(broker, name, p, budget: int, first: bool) -> dict:
+    plog = broker.logs.logs.get((name, p.partition)) if name is not None else None
+    result = {"partition_index": p.partition, "error_code": errors.NONE, "high_watermark": -1,
+              "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+              "preferred_read_replica": -1, "records": b""}
+    if plog is None:
+        result["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION if name is not None \
+            else errors.UNKNOWN_TOPIC_ID
+        return result
+    end = plog.log_end_offset
+    result.update(high_watermark=end, last_stable_offset=end,
+                  log_start_offset=plog.log_start_offset)
+    error = leader_epoch_error(getattr(p, "current_leader_epoch", -1))
+    if error:
+        result["error_code"] = error
+        return result
+    offset = p.fetch_offset
+    if offset < plog.log_start_offset or offset > end:
+        result["error_code"] = errors.OFFSET_OUT_OF_RANGE
+        return result
+    if offset < end and budget > 0:
+        result["records"] = plog.read(offset, min(p.partition_max_bytes, budget), first)
+    return result
+
+
+async def fetch(broker, context, request):
+    version = context.version
+    deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    by_id = version >= 13
+    names = [topic_name(broker, None if by_id else t.topic, getattr(t, "topic_id", None))
+             for t in request.topics]
+    while True:
+        budget = request.max_bytes if version >= 3 else 2**31 - 1
+        total = 0
+        has_error = False
+        responses = []
+        for topic, name in zip(request.topics, names):
+            partitions = []
+            for p in topic.partitions:
+                result = _fetch_partition(broker, name, p, budget - total, total == 0)
+                total += len(result["records"])
+                has_error |= result["error_code"] != errors.NONE
+                partitions.append(result)
+            entry = {"partitions": partitions}
+            if by_id:
+                entry["topic_id"] = topic.topic_id
+            else:
+                entry["topic"] = topic.topic
+            responses.append(entry)
+        remaining = deadline - time.monotonic()
+        if total >= request.min_bytes or has_error or remaining <= 0 or not request.topics:
+            break
+        await broker.wait_for_append(remaining)
+    return {"throttle_time_ms": 0, "error_code": errors.NONE, "session_id": 0,
+            "responses": responses}
+
+
+def _list_offset(broker, name, p, version) -> dict:
+    result = {"partition_index": p.partition_index, "error_code": errors.NONE,
+              "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    plog = broker.logs.logs.get((name, p.partition_index))
+    if plog is None:
+        result["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
+        return result
+    error = leader_epoch_error(getattr(p, "current_leader_epoch", -1))
+    if error:
+        result["error_code"] = error
+        return result
+    timestamp = p.timestamp
+    if timestamp == LATEST:
+        result.update(offset=plog.log_end_offset, leader_epoch=0)
+    elif timestamp in (EARLIEST, EARLIEST_LOCAL):
+        result.update(offset=plog.log_start_offset, leader_epoch=0)
+    elif timestamp == MAX_TIMESTAMP:
+        found = plog.max_timestamp_offset()
+        if found is not None:
+            result.update(timestamp=found[0], offset=found[1], leader_epoch=0)
+    elif timestamp == LATEST_TIERED:
+        pass  # no tiered storage: offset -1, as Kafka answers
+    elif timestamp < 0:
+        result["error_code"] = errors.INVALID_REQUEST if version >= 1 else errors.NONE
+    else:
+        offset = plog.offset_for_timestamp(timestamp)
+        if offset is not None:
+            found_ts = timestamp
+            result.update(offset=offset, timestamp=_timestamp_at(plog, offset, found_ts),
+                          leader_epoch=0)
+    return result
+
+
+def _timestamp_at(plog, offset: int, fallback: int) -> int:
+    from ..protocol import records
+    for segment in plog.segments:
+        if segment.base_offset <= offset < segment.next_offset:
+            for batch, header in segment.batches_from(offset):
+                for record_offset, ts in records.record_timestamps(batch, header) or []:
+                    if record_offset == offset:
+                        return ts
+                return header.max_timestamp if header.base_offset <= offset else fallback
+    return fallback
+
+
+async def list_offsets(broker, context, request):
+    topics = []
+    for topic in request.topics:
+        topics.append({"name": topic.name, "partitions": [
+            _list_offset(broker, topic.name, p, context.version) for p in topic.partitions]})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+async def offset_for_leader_epoch(broker, context, request):
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            result = {"error_code": errors.NONE, "partition": p.partition, "leader_epoch": -1,
+                      "end_offset": -1}
+            plog = broker.logs.logs.get((topic.topic, p.partition))
+            if plog is None:
+                result["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif leader_epoch_error(p.current_leader_epoch):
+                result["error_code"] = leader_epoch_error(p.current_leader_epoch)
+            elif p.leader_epoch <= 0:
+                # Every record was written in epoch 0: its end is the log end.
+                result.update(leader_epoch=0, end_offset=plog.log_end_offset)
+            partitions.append(result)
+        topics.append({"topic": topic.topic, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+HANDLERS = {1: fetch, 2: list_offsets, 23: offset_for_leader_epoch}

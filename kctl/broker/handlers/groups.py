@@ -1,0 +1,204 @@
+"""Consumer group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+OffsetFetch (single and multi-group), ListGroups, DescribeGroups, DeleteGroups, OffsetDelete."""
+
+from __future__ import annotations
+
+from ..coordinator.groups import DEAD, EMPTY, MAX_METADATA_BYTES
+from ..coordinator.offsets import CommittedOffset
+from ..protocol import errors
+from .common import GROUP_OPERATIONS, NO_OPERATIONS, topic_name
+
+
+async def join_group(broker, context, request):
+    version = context.version
+    result = await broker.groups.join(
+        request.group_id, request.member_id,
+        request.group_instance_id if version >= 5 else None,
+        context.header.client_id or "", "/" + context.client_host,
+        request.session_timeout_ms,
+        request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms,
+        request.protocol_type, [(p.name, bytes(p.metadata)) for p in request.protocols],
+        require_known_member_id=version >= 4)
+    return {
+        "throttle_time_ms": 0, "error_code": result.error, "generation_id": result.generation_id,
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name if version >= 7 else (result.protocol_name or ""),
+        "leader": result.leader, "skip_assignment": result.skip_assignment,
+        "member_id": result.member_id,
+        "members": [{"member_id": m, "group_instance_id": i, "metadata": md}
+                    for m, i, md in result.members],
+    }
+
+
+async def sync_group(broker, context, request):
+    version = context.version
+    assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
+    code, assignment, group = await broker.groups.sync(
+        request.group_id, request.generation_id, request.member_id,
+        request.group_instance_id if version >= 3 else None, assignments)
+    return {"throttle_time_ms": 0, "error_code": code,
+            "protocol_type": group.protocol_type if group else None,
+            "protocol_name": group.protocol_name if group else None,
+            "assignment": assignment}
+
+
+async def heartbeat(broker, context, request):
+    code = broker.groups.heartbeat(request.group_id, request.generation_id, request.member_id,
+                                   request.group_instance_id if context.version >= 3 else None)
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+async def leave_group(broker, context, request):
+    if context.version >= 3:
+        members = [(m.member_id, m.group_instance_id) for m in request.members]
+        results = broker.groups.leave(request.group_id, members)
+        return {"throttle_time_ms": 0, "error_code": errors.NONE, "members": [
+            {"member_id": m, "group_instance_id": i, "error_code": code}
+            for (m, i), code in zip(members, results)]}
+    [code] = broker.groups.leave(request.group_id, [(request.member_id, None)])
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+async def offset_commit(broker, context, request):
+    version = context.version
+    by_id = version >= 10
+    code = broker.groups.check_commit(request.group_id, request.generation_id_or_member_epoch,
+                                      request.member_id,
+                                      request.group_instance_id if version >= 7 else None)
+    if not request.group_id:
+        code = errors.INVALID_GROUP_ID
+    now = broker.clock()
+    accepted = {}
+    topics = []
+    for topic in request.topics:
+        name = topic_name(broker, None if by_id else topic.name, getattr(topic, "topic_id", None))
+        partitions = []
+        for p in topic.partitions:
+            error = code
+            if not error:
+                metadata = p.committed_metadata
+                if name is None or (name, p.partition_index) not in broker.logs.logs:
+                    error = errors.UNKNOWN_TOPIC_ID if by_id and name is None else \
+                        errors.UNKNOWN_TOPIC_OR_PARTITION
+                elif metadata is not None and len(metadata.encode()) > MAX_METADATA_BYTES:
+                    error = errors.OFFSET_METADATA_TOO_LARGE
+                else:
+                    accepted[(name, p.partition_index)] = CommittedOffset(
+                        p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                        metadata, now)
+            partitions.append({"partition_index": p.partition_index, "error_code": error})
+        entry = {"partitions": partitions}
+        if by_id:
+            entry["topic_id"] = topic.topic_id
+        else:
+            entry["name"] = topic.name
+        topics.append(entry)
+    broker.groups.commit(request.group_id, accepted)
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _fetch_group(broker, group_id, topics, by_id: bool):
+    committed = broker.offsets.committed(group_id)
+    if topics is None:
+        wanted: dict[str, list[int]] = {}
+        for (name, partition) in sorted(committed):
+            wanted.setdefault(name, []).append(partition)
+        requested = [(name, None, parts) for name, parts in wanted.items()]
+    else:
+        requested = [(topic_name(broker, None if by_id else t.name, getattr(t, "topic_id", None)),
+                      getattr(t, "topic_id", None), list(t.partition_indexes)) for t in topics]
+    result = []
+    for name, topic_id, partitions in requested:
+        entries = []
+        for partition in partitions:
+            offset = committed.get((name, partition))
+            entries.append({"partition_index": partition,
+                            "committed_offset": offset.offset if offset else -1,
+                            "committed_leader_epoch": offset.leader_epoch if offset else -1,
+                            "metadata": (offset.metadata if offset else "") or "",
+                            "error_code": errors.NONE})
+        entry = {"partitions": entries}
+        if by_id:
+            info = broker.logs.topics.get(name) if name else None
+            entry["topic_id"] = topic_id or (info.topic_id if info else None)
+        else:
+            entry["name"] = name
+        result.append(entry)
+    return result
+
+
+async def offset_fetch(broker, context, request):
+    version = context.version
+    if version >= 8:
+        groups = [{"group_id": g.group_id,
+                   "topics": _fetch_group(broker, g.group_id, g.topics, version >= 10),
+                   "error_code": errors.NONE} for g in request.groups]
+        return {"throttle_time_ms": 0, "groups": groups}
+    return {"throttle_time_ms": 0, "error_code": errors.NONE,
+            "topics": _fetch_group(broker, request.group_id, request.topics, False)}
+
+
+async def list_groups(broker, context, request):
+    version = context.version
+    states = {s.lower() for s in request.states_filter} if version >= 4 and request.states_filter else None
+    types = {t.lower() for t in request.types_filter} if version >= 5 and request.types_filter else None
+    listed = []
+    for group_id in broker.groups.all_group_ids():
+        group = broker.groups.group(group_id)
+        if states is not None and group.state.lower() not in states:
+            continue
+        if types is not None and "classic" not in types:
+            continue
+        listed.append({"group_id": group_id, "protocol_type": group.protocol_type or "",
+                       "group_state": group.state, "group_type": "classic"})
+    return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": listed}
+
+
+async def describe_groups(broker, context, request):
+    version = context.version
+    described = []
+    for group_id in request.groups:
+        group = broker.groups.group(group_id)
+        ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations \
+            else NO_OPERATIONS
+        if group is None:
+            described.append({
+                "error_code": errors.GROUP_ID_NOT_FOUND if version >= 6 else errors.NONE,
+                "error_message": f"Group {group_id} not found." if version >= 6 else None,
+                "group_id": group_id, "group_state": DEAD, "protocol_type": "",
+                "protocol_data": "", "members": [], "authorized_operations": ops})
+            continue
+        described.append({
+            "error_code": errors.NONE, "error_message": None, "group_id": group_id,
+            "group_state": group.state, "protocol_type": group.protocol_type or "",
+            "protocol_data": group.protocol_name or "" if group.state != EMPTY else "",
+            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                         "client_id": m.client_id, "client_host": m.client_host,
+                         "member_metadata": m.metadata_for(group.protocol_name) if group.protocol_name else b"",
+                         "member_assignment": m.assignment}
+                        for m in group.members.values()],
+            "authorized_operations": ops})
+    return {"throttle_time_ms": 0, "groups": described}
+
+
+async def delete_groups(broker, context, request):
+    return {"throttle_time_ms": 0, "results": [
+        {"group_id": g, "error_code": broker.groups.delete_group(g)} for g in request.groups_names]}
+
+
+async def offset_delete(broker, context, request):
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    code, results = broker.groups.delete_offsets(request.group_id, partitions)
+    topics = []
+    if not code:
+        for t in request.topics:
+            topics.append({"name": t.name, "partitions": [
+                {"partition_index": p.partition_index,
+                 "error_code": results.get((t.name, p.partition_index), errors.NONE)}
+                for p in t.partitions]})
+    return {"error_code": code, "throttle_time_ms": 0, "topics": topics}
+
+
+HANDLERS = {11: join_group, 14: sync_group, 12: heartbeat, 13: leave_group, 8: offset_commit,
+            9: offset_fetch, 16: list_groups, 15: describe_groups, 42: delete_groups,
+            47: offset_delete}

@@ -1,0 +1,90 @@
+"""ApiVersions, Metadata, DescribeCluster and FindCoordinator."""
+
+from __future__ import annotations
+
+from ..protocol import apis, errors
+from .common import (CLUSTER_OPERATIONS, NO_OPERATIONS, TOPIC_OPERATIONS, ZERO_UUID,
+                     topic_for_name)
+
+
+async def api_versions(broker, context, request):
+    return {
+        "error_code": errors.NONE,
+        "api_keys": [{"api_key": a.key, "min_version": a.min_version,
+                      "max_version": a.max_version} for a in apis.APIS.values()],
+        "throttle_time_ms": 0,
+    }
+
+
+def _brokers(broker, key: str = "node_id") -> list[dict]:
+    host, port = broker.config.advertised
+    return [{key: broker.node_id, "host": host, "port": port, "rack": None}]
+
+
+async def metadata(broker, context, request):
+    version = context.version
+    allow_auto = request.allow_auto_topic_creation if version >= 4 else True
+    include_ops = version >= 8 and request.include_topic_authorized_operations
+    if request.topics is None or (version == 0 and not request.topics):
+        wanted = [(name, None) for name in sorted(broker.logs.topics)]
+        allow_auto = False
+    else:
+        wanted = [(t.name, getattr(t, "topic_id", None)) for t in request.topics]
+    topics = []
+    for name, topic_id in wanted:
+        if name is None and topic_id is not None and topic_id != ZERO_UUID:
+            name = broker.logs.topic_ids.get(topic_id)
+            if name is None:
+                topics.append({"error_code": errors.UNKNOWN_TOPIC_ID, "name": None,
+                               "topic_id": topic_id, "partitions": []})
+                continue
+        info, error = topic_for_name(broker, name, allow_auto)
+        if info is None:
+            topics.append({"error_code": error, "name": name, "topic_id": ZERO_UUID,
+                           "is_internal": False, "partitions": []})
+            continue
+        node = [broker.node_id]
+        topics.append({
+            "error_code": errors.NONE, "name": info.name, "topic_id": info.topic_id,
+            "is_internal": False,
+            "partitions": [{"error_code": errors.NONE, "partition_index": p,
+                            "leader_id": broker.node_id, "leader_epoch": 0,
+                            "replica_nodes": node, "isr_nodes": node, "offline_replicas": []}
+                           for p in range(info.partitions)],
+            "authorized_operations": _bits(TOPIC_OPERATIONS) if include_ops else None,
+        })
+    response = {"throttle_time_ms": 0, "brokers": _brokers(broker),
+                "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
+                "topics": topics}
+    if version >= 13:
+        response["error_code"] = errors.NONE
+    return response
+
+
+def _bits(value: int) -> set[int]:
+    return {bit for bit in range(32) if value >> bit & 1}
+
+
+async def describe_cluster(broker, context, request):
+    return {
+        "throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
+        "endpoint_type": 1, "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
+        "brokers": _brokers(broker, "broker_id"),
+        "cluster_authorized_operations": (CLUSTER_OPERATIONS
+                                          if request.include_cluster_authorized_operations
+                                          else NO_OPERATIONS),
+    }
+
+
+async def find_coordinator(broker, context, request):
+    host, port = broker.config.advertised
+    if context.version >= 4:
+        return {"throttle_time_ms": 0, "coordinators": [
+            {"key": key, "node_id": broker.node_id, "host": host, "port": port,
+             "error_code": errors.NONE, "error_message": None}
+            for key in request.coordinator_keys]}
+    return {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
+            "node_id": broker.node_id, "host": host, "port": port}
+
+
+HANDLERS = {18: api_versions, 3: metadata, 60: describe_cluster, 10: find_coordinator}

@@ -1,0 +1,69 @@
+"""Produce and InitProducerId."""
+
+from __future__ import annotations
+
+import logging
+
+from ..protocol import errors
+from ..protocol.records import InvalidBatch
+from .common import topic_for_name, topic_name
+
+log = logging.getLogger("kctl.broker.produce")
+
+
+async def produce(broker, context, request):
+    version = context.version
+    acks = request.acks
+    responses = []
+    appended = False
+    for topic in request.topic_data:
+        name = topic_name(broker, topic.name if version <= 12 else None,
+                          getattr(topic, "topic_id", None))
+        info, topic_error = (None, errors.UNKNOWN_TOPIC_ID) if name is None else \
+            topic_for_name(broker, name, True)
+        partitions = []
+        for data in topic.partition_data:
+            result = {"index": data.index, "error_code": errors.NONE, "base_offset": -1,
+                      "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
+                      "error_message": None}
+            partitions.append(result)
+            if acks not in (-1, 0, 1):
+                result["error_code"] = errors.INVALID_REQUIRED_ACKS
+                continue
+            plog = broker.logs.logs.get((name, data.index)) if info is not None else None
+            if plog is None:
+                result["error_code"] = topic_error or errors.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            try:
+                base, _last, append_time = plog.append(data.records)
+            except InvalidBatch as exc:
+                result["error_code"] = exc.error_code
+                result["error_message"] = str(exc)
+                log.debug("rejected batch for %s-%d: %s", name, data.index, exc)
+            except OSError as exc:
+                result["error_code"] = errors.KAFKA_STORAGE_ERROR
+                result["error_message"] = f"cannot write the log: {exc.strerror or exc}"
+                log.error("cannot append to %s-%d: %s", name, data.index, exc)
+            else:
+                appended = True
+                result.update(base_offset=base, log_append_time_ms=append_time,
+                              log_start_offset=plog.log_start_offset)
+        responses.append({"name": name or "", "topic_id": getattr(topic, "topic_id", None),
+                          "partition_responses": partitions})
+    if appended:
+        broker.notify_appended()
+    if acks == 0:
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+async def init_producer_id(broker, context, request):
+    version = context.version
+    producer_id = request.producer_id if version >= 3 else -1
+    producer_epoch = request.producer_epoch if version >= 3 else -1
+    pid, epoch = broker.producer_ids.init(request.transactional_id, producer_id, producer_epoch)
+    return {"throttle_time_ms": 0, "error_code": errors.NONE, "producer_id": pid,
+            "producer_epoch": epoch}
+
+
+HANDLERS = {0: produce, 22: init_producer_id}

@@ -1,0 +1,1 @@
+"""Kafka wire protocol: frames, API table, message codec and record batches."""

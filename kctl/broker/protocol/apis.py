@@ -1,0 +1,116 @@
+"""The APIs the broker implements: advertised version ranges and the message codec.
+
+Ranges are exactly those of an Apache Kafka 4.3 broker listener (validVersions of Kafka's
+message JSON, unstable versions left out), with Kafka's two carve-outs: Produce is
+*advertised* from v0 (KAFKA-18659: older librdkafka turns off compression otherwise) but
+v0-2 are refused, and JoinGroup keeps v0-1 (KAFKA-19444). An API that is not listed here is
+never advertised: clients act on what ApiVersions says (librdkafka starts telemetry or
+KIP-848 calls as soon as those keys appear).
+
+Messages are encoded and decoded with kafka-python's schema-driven classes (generated from
+the same Kafka JSON), loaded lazily per API so start-up pays only for what clients use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    first_flexible: int  # first version using compact encodings and tagged fields (99: none)
+    module: str  # kafka.protocol submodule holding <name>Request / <name>Response
+    accept_min: int | None = None  # lowest version actually served, when below min is advertised
+
+    @property
+    def lowest_served(self) -> int:
+        return self.min_version if self.accept_min is None else self.accept_min
+
+    def flexible(self, version: int) -> bool:
+        return version >= self.first_flexible
+
+
+_APIS = (
+    Api(0, "Produce", 0, 13, 9, "producer.produce", accept_min=3),
+    Api(1, "Fetch", 4, 18, 12, "consumer.fetch"),
+    Api(2, "ListOffsets", 1, 11, 6, "consumer.offsets"),
+    Api(3, "Metadata", 0, 13, 9, "metadata.metadata"),
+    Api(8, "OffsetCommit", 2, 10, 8, "consumer.group"),
+    Api(9, "OffsetFetch", 1, 10, 6, "consumer.group"),
+    Api(10, "FindCoordinator", 0, 6, 3, "metadata.find_coordinator"),
+    Api(11, "JoinGroup", 0, 9, 6, "consumer.group"),
+    Api(12, "Heartbeat", 0, 4, 4, "consumer.group"),
+    Api(13, "LeaveGroup", 0, 5, 4, "consumer.group"),
+    Api(14, "SyncGroup", 0, 5, 4, "consumer.group"),
+    Api(15, "DescribeGroups", 0, 6, 5, "admin.groups"),
+    Api(16, "ListGroups", 0, 5, 3, "admin.groups"),
+    Api(18, "ApiVersions", 0, 4, 3, "metadata.api_versions"),
+    Api(19, "CreateTopics", 2, 7, 5, "admin.topics"),
+    Api(20, "DeleteTopics", 1, 6, 4, "admin.topics"),
+    Api(21, "DeleteRecords", 0, 2, 2, "admin.topics"),
+    Api(22, "InitProducerId", 0, 5, 2, "producer.transaction"),
+    Api(23, "OffsetForLeaderEpoch", 2, 4, 4, "consumer.offsets"),
+    Api(32, "DescribeConfigs", 1, 4, 4, "admin.configs"),
+    Api(33, "AlterConfigs", 0, 2, 2, "admin.configs"),
+    Api(35, "DescribeLogDirs", 1, 5, 2, "admin.cluster"),
+    Api(37, "CreatePartitions", 0, 3, 2, "admin.topics"),
+    Api(42, "DeleteGroups", 0, 2, 2, "admin.groups"),
+    Api(43, "ElectLeaders", 0, 2, 2, "admin.topics"),
+    Api(44, "IncrementalAlterConfigs", 0, 1, 1, "admin.configs"),
+    Api(47, "OffsetDelete", 0, 0, 99, "consumer.group"),
+    Api(60, "DescribeCluster", 0, 2, 0, "admin.cluster"),
+)
+
+APIS: dict[int, Api] = {api.key: api for api in _APIS}
+API_VERSIONS = 18
+PRODUCE = 0
+
+_classes: dict[tuple[int, str], type] = {}
+
+
+def message_class(api: Api, kind: str) -> type:
+    """kafka-python's Request or Response class for an API (imported on first use)."""
+    cached = _classes.get((api.key, kind))
+    if cached is None:
+        module = importlib.import_module("kafka.protocol." + api.module)
+        cached = _classes[(api.key, kind)] = getattr(module, api.name + kind)
+    return cached
+
+
+def decode_request(api: Api, version: int, body: memoryview):
+    """Decode a request body. Trailing bytes are ignored, as Kafka does (librdkafka's
+    all-topics Metadata request carries three, see notes/broker.md §1.5)."""
+    return message_class(api, "Request").decode(body, version=version)
+
+
+def encode_response(api: Api, version: int, fields: dict) -> bytes:
+    """Encode a response given as plain dicts and lists (nested structs as dicts)."""
+    cls = message_class(api, "Response")
+    message = cls(version=version, **_convert_fields(cls._struct, fields))
+    return message.encode(version=version)
+
+
+def _convert_fields(struct, fields: dict) -> dict:
+    known = struct.fields
+    converted = {}
+    for name, value in fields.items():
+        field = known.get(name)
+        if field is None:
+            raise KeyError(f"{struct.name} has no field {name!r}")
+        if value is not None:
+            if field.is_struct_array():
+                inner = field.array_of
+                value = [_build(inner, item) if isinstance(item, dict) else item for item in value]
+            elif field.is_struct() and isinstance(value, dict):
+                value = _build(field, value)
+        converted[name] = value
+    return converted
+
+
+def _build(struct, fields: dict):
+    return struct.data_class(**_convert_fields(struct, fields))

@@ -1,0 +1,1 @@
+"""Partition logs in Kafka's on-disk format: segments, indexes, checkpoints, recovery."""

@@ -1,0 +1,299 @@
+"""A partition's log: an ordered list of segments with one active (last) segment.
+
+Owns offset assignment, batch validation against the topic's configs, idempotent producer
+checks, rolling, retention, DeleteRecords and recovery. Knows nothing of sockets; time comes
+from an injected clock (milliseconds).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Callable
+
+from ..configs import LogConfig
+from ..protocol import errors, records
+from ..protocol.records import InvalidBatch
+from .producer_state import ProducerStateManager
+from .segment import LogSegment
+
+log = logging.getLogger("kctl.broker.storage")
+
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+PRODUCER_SNAPSHOT = "producer-state.json"
+LEADER_EPOCH = 0  # a single node never changes leader
+
+
+class Log:
+    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig,
+                 clock: Callable[[], int]):
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.clock = clock
+        self.segments: list[LogSegment] = []
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.producers = ProducerStateManager()
+        self._unflushed = 0
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def open(self, log_start_offset: int, recovery_point: int, clean: bool) -> int:
+        """Load segments; re-validate those at or after the recovery point unless the last
+        shutdown was clean. Returns the number of bytes cut from torn tails."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for leftover in self.dir.glob("*.tmp"):
+            leftover.unlink()
+        now = self.clock()
+        bases = sorted(int(m.group(1)) for p in self.dir.iterdir()
+                       if (m := _SEGMENT_NAME.match(p.name)))
+        for base in bases:
+            created = int(os.stat(self.dir / f"{base:020d}.log").st_mtime * 1000)
+            self.segments.append(LogSegment(self.dir, base, self.config.index_interval_bytes,
+                                            created))
+        snapshot_offset = self._load_producer_snapshot()
+        truncated = 0
+        for i, segment in enumerate(self.segments):
+            needs_check = not clean and segment.next_offset >= recovery_point or \
+                segment.base_offset >= recovery_point
+            if not needs_check and segment.load():
+                continue
+            result = segment.recover(self.config.max_message_bytes)
+            if result.truncated_bytes:
+                truncated += result.truncated_bytes
+                log.warning("%s-%d: truncated %d invalid bytes at the end of segment %d",
+                            self.topic, self.partition, result.truncated_bytes,
+                            segment.base_offset)
+                for later in self.segments[i + 1:]:
+                    truncated += later.size
+                    later.delete()
+                del self.segments[i + 1:]
+                break
+        if not self.segments:
+            self.segments.append(LogSegment(self.dir, max(log_start_offset, 0),
+                                            self.config.index_interval_bytes, now))
+        self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        end = self.log_end_offset
+        if self.log_start_offset > end:  # segments vanished under a later start offset
+            self.log_start_offset = end
+        if snapshot_offset > end:
+            self.producers = ProducerStateManager()
+            snapshot_offset = self.segments[0].base_offset
+        self._replay_producer_state(snapshot_offset)
+        self.recovery_point = end if clean else min(recovery_point, end)
+        return truncated
+
+    def _load_producer_snapshot(self) -> int:
+        path = self.dir / PRODUCER_SNAPSHOT
+        try:
+            data = json.loads(path.read_text())
+            self.producers.load_json(data["producers"])
+            return int(data["offset"])
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            self.producers = ProducerStateManager()
+            return 0
+
+    def _replay_producer_state(self, from_offset: int) -> None:
+        for segment in self.segments:
+            if segment.next_offset <= from_offset:
+                continue
+            for _batch, header in segment.batches_from(max(from_offset, segment.base_offset)):
+                if header.base_offset >= from_offset:
+                    self.producers.update(header)
+
+    def write_producer_snapshot(self) -> None:
+        path = self.dir / PRODUCER_SNAPSHOT
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"offset": self.log_end_offset,
+                                   "producers": self.producers.to_json()}))
+        os.replace(tmp, path)
+
+    def flush(self) -> None:
+        for segment in self.segments:
+            if segment.next_offset > self.recovery_point:
+                segment.flush()
+        self.recovery_point = self.log_end_offset
+        self._unflushed = 0
+
+    def close(self) -> None:
+        self.flush()
+        self.write_producer_snapshot()
+        for segment in self.segments:
+            segment.close()
+
+    def delete(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    @property
+    def active(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active.next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self.segments)
+
+    # -- append -----------------------------------------------------------------------------
+
+    def append(self, records_field) -> tuple[int, int, int]:
+        """Validate and append one produced batch.
+
+        Returns (base_offset, last_offset, log_append_time or -1). Raises InvalidBatch with
+        the Kafka error code; a duplicate returns the offsets it got the first time."""
+        data = bytes(records_field) if records_field is not None else b""
+        batches = records.split_batches(data)
+        if len(batches) != 1:
+            raise InvalidBatch(f"a produce request must carry exactly one batch per partition, "
+                               f"got {len(batches)}", errors.INVALID_RECORD)
+        _, header = batches[0]
+        if header.magic != 2:
+            raise InvalidBatch(f"record batch magic {header.magic} is not supported",
+                               errors.UNSUPPORTED_FOR_MESSAGE_FORMAT)
+        if header.size > self.config.max_message_bytes:
+            raise InvalidBatch(f"batch of {header.size} bytes exceeds max.message.bytes "
+                               f"{self.config.max_message_bytes}", errors.MESSAGE_TOO_LARGE)
+        if not records.crc_ok(data, 0, header):
+            raise InvalidBatch("record batch CRC does not match", errors.CORRUPT_MESSAGE)
+        if header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
+            raise InvalidBatch("record count and last offset delta disagree", errors.INVALID_RECORD)
+        if header.is_control:
+            raise InvalidBatch("clients may not produce control batches", errors.INVALID_RECORD)
+        if header.base_offset != 0:
+            raise InvalidBatch("a produced batch must have base offset 0", errors.INVALID_RECORD)
+        now = self.clock()
+        if not self.config.log_append_time:
+            if header.max_timestamp - now > self.config.timestamp_after_max_ms or \
+                    now - header.base_timestamp > self.config.timestamp_before_max_ms:
+                raise InvalidBatch(f"timestamp {header.max_timestamp} is out of the accepted "
+                                   f"range of broker time {now}", errors.INVALID_TIMESTAMP)
+        duplicate = self.producers.check(header)
+        if duplicate is not None:
+            return duplicate[0], duplicate[1], -1
+        self._maybe_roll(header.size, now)
+        base = self.log_end_offset
+        batch = bytearray(data)
+        records.assign_offsets(batch, base, LEADER_EPOCH)
+        append_time = -1
+        if self.config.log_append_time:
+            records.set_log_append_time(batch, now)
+            append_time = now
+        header.base_offset = base
+        if append_time >= 0:
+            header.max_timestamp = append_time
+        self.active.append(batch, header)
+        self.producers.update(header)
+        self._unflushed += header.records_count
+        if self._unflushed >= self.config.flush_messages:
+            self.flush()
+        return base, header.last_offset, append_time
+
+    def _maybe_roll(self, incoming: int, now: int) -> None:
+        active = self.active
+        if active.size == 0:
+            return
+        if (active.size + incoming > self.config.segment_bytes
+                or now - active.created_ms >= self.config.segment_ms
+                or self.log_end_offset - active.base_offset >= 2**31 - 1):
+            self.roll(now)
+
+    def roll(self, now: int | None = None) -> None:
+        """Close the active segment (flushing it, as Kafka does) and start a new one."""
+        if self.active.size == 0:
+            return
+        self.active.flush()
+        self.segments.append(LogSegment(self.dir, self.log_end_offset,
+                                        self.config.index_interval_bytes,
+                                        self.clock() if now is None else now))
+        self.write_producer_snapshot()
+        self.recovery_point = max(self.recovery_point, self.active.base_offset)
+
+    # -- read -------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, min_one: bool) -> bytes:
+        """Stored batches from `offset`; caller checked log_start_offset <= offset <= LEO."""
+        chunks, remaining = [], max_bytes
+        for segment in self._segments_from(offset):
+            data, reached_end = segment.read(max(offset, segment.base_offset), remaining,
+                                             min_one and not chunks)
+            if data:
+                chunks.append(data)
+                remaining -= len(data)
+            if not reached_end or remaining < records.HEADER_SIZE:
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _segments_from(self, offset: int):
+        for i, segment in enumerate(self.segments):
+            following = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            if following is not None and following.base_offset <= offset:
+                continue
+            yield segment
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        for segment in self.segments:
+            found = segment.find_offset_by_timestamp(timestamp)
+            if found is not None and found >= self.log_start_offset:
+                return found
+            if found is not None:
+                return self.log_start_offset if self.log_start_offset < self.log_end_offset else None
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        best = None
+        for segment in self.segments:
+            found = segment.offset_of_max_timestamp()
+            if found is not None and (best is None or found[0] > best[0]) and found[1] >= self.log_start_offset:
+                best = found
+        return best
+
+    # -- deletion ---------------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset (never past the end) and drop whole
+        segments below it. Returns the new low watermark."""
+        if offset > self.log_start_offset:
+            self.log_start_offset = min(offset, self.log_end_offset)
+            self._delete_segments(lambda s, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
+        return self.log_start_offset
+
+    def enforce_retention(self, now: int) -> int:
+        """Delete segments by retention.ms (newest record older than it) and retention.bytes.
+        The active segment is rolled first when it alone has expired, as Kafka does."""
+        if self.config.compact:
+            return 0
+        deleted = 0
+        if self.config.retention_ms >= 0:
+            expired = lambda s, nxt: s.max_timestamp >= 0 and now - s.max_timestamp > self.config.retention_ms
+            if len(self.segments) == 1 and self.active.size and expired(self.active, None):
+                self.roll(now)
+            deleted += self._delete_segments(lambda s, nxt: nxt is not None and expired(s, nxt))
+        if self.config.retention_bytes >= 0:
+            excess = self.size - self.config.retention_bytes
+            def over(s, nxt):
+                nonlocal excess
+                if nxt is not None and excess - s.size >= 0:
+                    excess -= s.size
+                    return True
+                return False
+            deleted += self._delete_segments(over)
+        return deleted
+
+    def _delete_segments(self, predicate) -> int:
+        count = 0
+        while len(self.segments) > 1 and predicate(self.segments[0], self.segments[1]):
+            segment = self.segments.pop(0)
+            segment.delete()
+            count += 1
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        return count

@@ -1,0 +1,298 @@
+"""All partition logs of the broker and the metadata that describes them.
+
+Data directory layout (Kafka's where Kafka has a format for it):
+
+    meta.properties                    cluster.id, node.id, version (Kafka's format)
+    kctl-metadata.json                 topics (id, partition count, config overrides) and
+                                       dynamic broker configs: what KRaft's metadata log
+                                       holds on a real cluster
+    log-start-offset-checkpoint        Kafka's checkpoint text format
+    recovery-point-offset-checkpoint
+    .kafka_cleanshutdown               present only after a clean shutdown
+    <topic>-<partition>/               segments, indexes, partition.metadata
+
+Every metadata and checkpoint file is replaced atomically (write temp, fsync, rename).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..configs import TOPIC_CONFIGS, LogConfig
+from .log import Log
+
+log = logging.getLogger("kctl.broker.storage")
+
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+METADATA = "kctl-metadata.json"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME = 249
+
+
+class StorageError(Exception):
+    """The data directory cannot be used (unwritable, full, foreign or corrupt)."""
+
+
+def atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def topic_name_problem(name: str) -> str | None:
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_TOPIC_NAME:
+        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters"
+    if not _LEGAL_TOPIC.match(name):
+        return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
+                "alphanumerics, '.', '_' and '-'")
+    return None
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)  # overrides only
+
+
+def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    """Kafka's offset checkpoint: `0`, count, then `topic partition offset` lines."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    result = {}
+    try:
+        if lines[0].strip() != "0":
+            raise ValueError
+        for line in lines[2:2 + int(lines[1])]:
+            topic, partition, offset = line.split()
+            result[(topic, int(partition))] = int(offset)
+    except (ValueError, IndexError):
+        log.warning("ignoring malformed checkpoint %s", path)
+        return {}
+    return result
+
+
+def write_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
+    lines = ["0", str(len(offsets))] + [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
+    atomic_write(path, "\n".join(lines) + "\n")
+
+
+class LogManager:
+    def __init__(self, data_dir: Path, clock: Callable[[], int], node_id: int = 1):
+        self.dir = data_dir
+        self.clock = clock
+        self.node_id = node_id
+        self.cluster_id = ""
+        self.topics: dict[str, TopicInfo] = {}
+        self.topic_ids: dict[uuid.UUID, str] = {}
+        self.logs: dict[tuple[str, int], Log] = {}
+        self.broker_defaults: dict[str, str] = {}  # dynamic cluster-wide log.* configs
+        self.broker_overrides: dict[str, str] = {}  # dynamic configs of this node
+        self.was_clean = False
+
+    # -- start and stop ---------------------------------------------------------------------
+
+    def open(self, cluster_id: str | None = None) -> dict:
+        """Open (or create) the data directory and every log; returns a recovery report."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            probe = self.dir / ".write-probe"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise StorageError(f"data directory {self.dir} is not writable: "
+                               f"{exc.strerror or exc}") from None
+        self._load_meta_properties(cluster_id)
+        self._load_metadata()
+        marker = self.dir / CLEAN_SHUTDOWN
+        self.was_clean = marker.exists()
+        marker.unlink(missing_ok=True)
+        starts = read_checkpoint(self.dir / LOG_START_CHECKPOINT)
+        recovery = read_checkpoint(self.dir / RECOVERY_CHECKPOINT)
+        truncated = 0
+        for topic in self.topics.values():
+            for partition in range(topic.partitions):
+                key = (topic.name, partition)
+                plog = self._new_log(topic, partition)
+                truncated += plog.open(starts.get(key, 0), recovery.get(key, 0), self.was_clean)
+                self.logs[key] = plog
+        self._remove_stray_dirs()
+        self.checkpoint()
+        return {"clean_shutdown": self.was_clean, "partitions": len(self.logs),
+                "truncated_bytes": truncated}
+
+    def close(self) -> None:
+        for plog in self.logs.values():
+            plog.close()
+        self.checkpoint()
+        (self.dir / CLEAN_SHUTDOWN).write_bytes(b"")
+
+    def checkpoint(self) -> None:
+        write_checkpoint(self.dir / LOG_START_CHECKPOINT,
+                         {k: v.log_start_offset for k, v in self.logs.items()})
+        write_checkpoint(self.dir / RECOVERY_CHECKPOINT,
+                         {k: v.recovery_point for k, v in self.logs.items()})
+
+    def flush_all(self) -> None:
+        for plog in self.logs.values():
+            plog.flush()
+        self.checkpoint()
+
+    def _load_meta_properties(self, cluster_id: str | None) -> None:
+        path = self.dir / "meta.properties"
+        if path.exists():
+            props = dict(line.split("=", 1) for line in path.read_text().splitlines()
+                         if "=" in line and not line.startswith("#"))
+            if "cluster.id" not in props:
+                raise StorageError(f"{path} has no cluster.id: not a kctl broker directory")
+            self.cluster_id = props["cluster.id"].strip()
+            return
+        if any(p for p in self.dir.iterdir() if not p.name.startswith(".")):
+            raise StorageError(f"data directory {self.dir} is not empty and has no "
+                               "meta.properties: refusing to use a foreign directory")
+        self.cluster_id = cluster_id or _random_cluster_id()
+        atomic_write(path, f"#kctl bundled broker\nversion=1\nnode.id={self.node_id}\n"
+                           f"directory.id={_random_cluster_id()}\ncluster.id={self.cluster_id}\n")
+
+    def _load_metadata(self) -> None:
+        path = self.dir / METADATA
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            return
+        except ValueError as exc:
+            raise StorageError(f"{path} is corrupt: {exc}") from None
+        for name, value in data.get("topics", {}).items():
+            info = TopicInfo(name, uuid.UUID(value["topic_id"]), int(value["partitions"]),
+                             dict(value.get("configs", {})))
+            self.topics[name] = info
+            self.topic_ids[info.topic_id] = name
+        self.broker_defaults = dict(data.get("broker_defaults", {}))
+        self.broker_overrides = dict(data.get("broker_overrides", {}))
+
+    def save_metadata(self) -> None:
+        data = {
+            "topics": {t.name: {"topic_id": str(t.topic_id), "partitions": t.partitions,
+                                "configs": t.configs} for t in self.topics.values()},
+            "broker_defaults": self.broker_defaults,
+            "broker_overrides": self.broker_overrides,
+        }
+        atomic_write(self.dir / METADATA, json.dumps(data, indent=1, sort_keys=True))
+
+    def _remove_stray_dirs(self) -> None:
+        """Partition dirs of deleted topics (a crash between delete steps)."""
+        live = {f"{t}-{p}" for t, p in self.logs}
+        for path in self.dir.iterdir():
+            if path.is_dir() and re.search(r"-\d+(\.[0-9a-f-]+-delete)?$", path.name) \
+                    and path.name not in live:
+                shutil.rmtree(path, ignore_errors=True)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def resolved_configs(self, topic: TopicInfo | None) -> dict[str, str]:
+        values = {}
+        for name, definition in TOPIC_CONFIGS.items():
+            if topic is not None and name in topic.configs:
+                values[name] = topic.configs[name]
+            elif definition.synonym in self.broker_overrides:
+                values[name] = self.broker_overrides[definition.synonym]
+            elif definition.synonym in self.broker_defaults:
+                values[name] = self.broker_defaults[definition.synonym]
+            else:
+                values[name] = definition.default
+        return values
+
+    def _new_log(self, topic: TopicInfo, partition: int) -> Log:
+        directory = self.dir / f"{topic.name}-{partition}"
+        directory.mkdir(parents=True, exist_ok=True)
+        metadata = directory / "partition.metadata"
+        if not metadata.exists():
+            atomic_write(metadata, f"version: 0\ntopic_id: {_kafka_uuid(topic.topic_id)}\n")
+        return Log(directory, topic.name, partition,
+                   LogConfig.from_values(self.resolved_configs(topic)), self.clock)
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
+        info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs))
+        self.topics[name] = info
+        self.topic_ids[info.topic_id] = name
+        for partition in range(partitions):
+            plog = self._new_log(info, partition)
+            plog.open(0, 0, True)
+            self.logs[(name, partition)] = plog
+        self.save_metadata()
+        return info
+
+    def delete_topic(self, name: str) -> None:
+        info = self.topics.pop(name)
+        self.topic_ids.pop(info.topic_id, None)
+        self.save_metadata()
+        for partition in range(info.partitions):
+            plog = self.logs.pop((name, partition), None)
+            if plog is not None:
+                plog.delete()
+            shutil.rmtree(self.dir / f"{name}-{partition}", ignore_errors=True)
+        self.checkpoint()
+
+    def add_partitions(self, name: str, total: int) -> None:
+        info = self.topics[name]
+        for partition in range(info.partitions, total):
+            plog = self._new_log(info, partition)
+            plog.open(0, 0, True)
+            self.logs[(name, partition)] = plog
+        info.partitions = total
+        self.save_metadata()
+
+    def set_topic_configs(self, name: str, overrides: dict[str, str]) -> None:
+        info = self.topics[name]
+        info.configs = dict(overrides)
+        self.save_metadata()
+        self._refresh_configs(info)
+
+    def set_broker_configs(self, defaults: dict[str, str], overrides: dict[str, str]) -> None:
+        self.broker_defaults = dict(defaults)
+        self.broker_overrides = dict(overrides)
+        self.save_metadata()
+        for info in self.topics.values():
+            self._refresh_configs(info)
+
+    def _refresh_configs(self, info: TopicInfo) -> None:
+        config = LogConfig.from_values(self.resolved_configs(info))
+        for partition in range(info.partitions):
+            self.logs[(info.name, partition)].config = config
+
+    def enforce_retention(self) -> int:
+        now = self.clock()
+        return sum(plog.enforce_retention(now) for plog in self.logs.values())
+
+
+def _random_cluster_id() -> str:
+    while True:
+        value = _kafka_uuid(uuid.uuid4())
+        if not value.startswith("-"):
+            return value
+
+
+def _kafka_uuid(value: uuid.UUID) -> str:
+    """Kafka's textual UUID: URL-safe base64 without padding."""
+    import base64
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
