@@ -85,11 +85,31 @@ TOPIC_CONFIGS = {c.name: c for c in (
               "unclean.leader.election.enable", "Allow out-of-sync replicas to lead."),
 )}
 
+# Broker-only configs (beyond the log.* synonyms of topic configs) with Kafka 4.x defaults.
+# None: no default value (Kafka shows null).
+BROKER_CONFIGS = {c.name: c for c in (
+    ConfigDef("log.retention.hours", "168", INT, None, "Hours to keep a log segment."),
+    ConfigDef("log.retention.minutes", None, INT, None, "Minutes to keep a log segment."),
+    ConfigDef("log.roll.hours", "168", INT, None, "Maximum time before a new segment is rolled."),
+    ConfigDef("log.retention.check.interval.ms", "300000", LONG, None,
+              "How often retention is checked."),
+    ConfigDef("log.cleaner.threads", "1", INT, None, "Log cleaner threads."),
+    ConfigDef("log.cleaner.backoff.ms", "15000", LONG, None,
+              "Sleep when there are no logs to clean."),
+    ConfigDef("log.cleaner.dedupe.buffer.size", "134217728", LONG, None, "Cleaner memory."),
+    ConfigDef("log.cleaner.io.buffer.size", "524288", INT, None, "Cleaner I/O buffer."),
+    ConfigDef("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", DOUBLE, None,
+              "Cleaner I/O limit."),
+    ConfigDef("num.io.threads", "8", INT, None, "Request handler threads."),
+    ConfigDef("num.network.threads", "3", INT, None, "Network threads."),
+    ConfigDef("num.replica.fetchers", "1", INT, None, "Replica fetcher threads."),
+    ConfigDef("background.threads", "10", INT, None, "Background threads."),
+    ConfigDef("max.connections", "2147483647", INT, None, "Maximum connections."),
+    ConfigDef("max.connections.per.ip", "2147483647", INT, None, "Connections per IP."),
+)}
+
 # Broker configs that may be changed at runtime (cluster-wide default or per broker).
-DYNAMIC_BROKER_CONFIGS = {c.synonym for c in TOPIC_CONFIGS.values()} | {
-    "log.retention.check.interval.ms", "log.cleaner.threads", "num.io.threads",
-    "num.network.threads", "log.retention.minutes", "log.retention.hours",
-}
+DYNAMIC_BROKER_CONFIGS = {c.synonym for c in TOPIC_CONFIGS.values()} | set(BROKER_CONFIGS)
 
 
 class InvalidConfig(ValueError):

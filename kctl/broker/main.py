@@ -69,6 +69,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--log-file", type=Path)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--pid-file", type=Path)
+    parser.add_argument("--ready-file", type=Path,
+                        help="written with HOST:PORT once clients can connect")
     parser.add_argument("--num-partitions", type=int, default=1)
     parser.add_argument("--no-auto-create", action="store_true")
     return parser.parse_args(argv)
@@ -90,6 +92,10 @@ def main(argv=None) -> int:
         if args.pid_file:
             args.pid_file.write_text(f"{os.getpid()}\n")
         host, port = config.advertised
+        if args.ready_file:
+            tmp = args.ready_file.with_name(args.ready_file.name + ".tmp")
+            tmp.write_text(f"{host}:{port}\n")
+            os.replace(tmp, args.ready_file)
         print(f"{READY_PREFIX}{host}:{port}", flush=True)
 
     try:
@@ -99,6 +105,8 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
+        if args.ready_file:
+            args.ready_file.unlink(missing_ok=True)
         if args.pid_file:
             try:
                 if args.pid_file.read_text().strip() == str(os.getpid()):

@@ -1,12 +1,12 @@
 """pytest plugin: the `cluster` fixture, one parametrised run per broker backend.
 
-KCTL_TEST_BROKERS (comma list) selects backends; the default is `kafka`:
+KCTL_TEST_BROKERS (comma list) selects backends; the default is `bundled`:
 
   kafka           a real single-node Apache Kafka 4.x from Maven Central jars
   kafka3          three real Kafka nodes on loopback (ISR, replication, node failures)
   testcontainers  testcontainers' Kafka module, when a Docker engine is reachable
   external        whatever KCTL_TEST_BOOTSTRAP points at
-  bundled         kctl's own broker (not available yet)
+  bundled         kctl's own broker (`python -m kctl.broker`), a child process
 
 Each backend starts once per session, on first use, and is stopped at session end. A
 backend that cannot start skips its tests with the reason (and the brokers' log tails),
@@ -37,6 +37,8 @@ class Cluster:
     nodes: int
     # The KafkaCluster behind kafka/kafka3 (stop and start nodes, run Kafka's tools).
     kafka: Any = None
+    # The BrokerProcess behind `bundled` (restart or kill it).
+    bundled: Any = None
 
 
 class BackendUnavailable(Exception):
@@ -44,7 +46,7 @@ class BackendUnavailable(Exception):
 
 
 def selected_backends() -> list[str]:
-    names = [b.strip() for b in os.environ.get("KCTL_TEST_BROKERS", "kafka").split(",") if b.strip()]
+    names = [b.strip() for b in os.environ.get("KCTL_TEST_BROKERS", "bundled").split(",") if b.strip()]
     unknown = [b for b in names if b not in BACKENDS]
     if unknown:
         raise pytest.UsageError(f"KCTL_TEST_BROKERS: unknown backend(s) {unknown}; choose from {list(BACKENDS)}")
@@ -84,7 +86,18 @@ class Backends:
             if not bootstrap:
                 raise BackendUnavailable("external: set KCTL_TEST_BOOTSTRAP=host:port")
             return Cluster("external", bootstrap, _count_brokers(bootstrap))
-        raise BackendUnavailable("bundled: kctl's bundled broker is not implemented yet")
+        return self._start_bundled()
+
+    def _start_bundled(self) -> Cluster:
+        from kctl.broker.process import BrokerProcess, BrokerProcessError
+
+        process = BrokerProcess(self.basetemp / "broker-bundled")
+        self._stoppers.append(process.stop)
+        try:
+            bootstrap = process.start()
+        except BrokerProcessError as exc:
+            raise BackendUnavailable(f"bundled: {exc}") from exc
+        return Cluster("bundled", bootstrap, 1, bundled=process)
 
     def _start_kafka(self, backend: str, nodes: int) -> Cluster:
         from tests.brokers.jars import JarResolutionError

@@ -12,7 +12,8 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LOGGERS = ("root", "kctl.broker", "kctl.broker.server", "kctl.broker.storage",
            "kctl.broker.coordinator", "kctl.broker.produce")
-_SYNONYM_DEFS = {d.synonym: d for d in cfg.TOPIC_CONFIGS.values()}
+_SYNONYM_DEFS = {d.synonym: d for d in cfg.TOPIC_CONFIGS.values()} | cfg.BROKER_CONFIGS
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 class _Failure(Exception):
@@ -92,6 +93,8 @@ def _describe_broker(broker, name, with_synonyms):
             chain.append((definition.default, cfg.DEFAULT_CONFIG))
         if not chain:
             continue
+        if name == "":
+            chain = [c for c in chain if c[1] != cfg.DEFAULT_CONFIG]
         synonyms = [{"name": key, "value": v, "source": s} for v, s in chain] if with_synonyms else []
         out.append(_entry(key, chain[0][0], chain[0][1], False, synonyms,
                           definition.type if definition else cfg.STRING,
@@ -99,15 +102,18 @@ def _describe_broker(broker, name, with_synonyms):
     return out
 
 
+_set_loggers: set[str] = set()
+
+
 def _describe_loggers(broker, name):
     if name and name != str(broker.node_id):
         raise _Failure(errors.INVALID_REQUEST, f"Broker {name} is not this node ({broker.node_id})")
     out = []
-    for logger_name in LOGGERS:
+    for logger_name in sorted(set(LOGGERS) | _set_loggers):
         logger = logging.getLogger() if logger_name == "root" else logging.getLogger(logger_name)
         level = logging.getLevelName(logger.getEffectiveLevel())
         level = {"WARNING": "WARN", "CRITICAL": "FATAL"}.get(level, level)
-        out.append(_entry(logger_name, level, cfg.DYNAMIC_BROKER_CONFIG if logger.level else
+        out.append(_entry(logger_name, level, DYNAMIC_BROKER_LOGGER_CONFIG if logger.level else
                           cfg.DEFAULT_CONFIG, False, [], cfg.STRING, None))
     return out
 
@@ -158,7 +164,8 @@ def _validate_broker_value(name, value):
     try:
         return cfg.validate(definition, value)
     except cfg.InvalidConfig as exc:
-        raise _Failure(errors.INVALID_CONFIG, str(exc)) from None
+        # Kafka refuses bad dynamic broker values with INVALID_REQUEST, not INVALID_CONFIG.
+        raise _Failure(errors.INVALID_REQUEST, str(exc)) from None
 
 
 def _static_names():
@@ -220,17 +227,18 @@ def _apply_loggers(broker, name, new_values, incremental_ops, validate_only):
               "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
     changes = []
     for key, (op, value) in new_values.items():
-        if key not in LOGGERS:
-            raise _Failure(errors.INVALID_CONFIG, f"Logger {key} does not exist")
         if op == DELETE:
             changes.append((key, logging.NOTSET))
         elif op == SET and (value or "").upper() in levels:
             changes.append((key, levels[value.upper()]))
         else:
-            raise _Failure(errors.INVALID_CONFIG, f"Invalid log level {value} for logger {key}")
+            raise _Failure(errors.INVALID_REQUEST if op in (APPEND, SUBTRACT) else errors.INVALID_CONFIG,
+                           f"Invalid log level {value} for logger {key}" if op == SET else
+                           f"{('APPEND', 'SUBTRACT')[op - APPEND]} operation is not allowed for the BROKER_LOGGER resource")
     if not validate_only:
         for key, level in changes:
             (logging.getLogger() if key == "root" else logging.getLogger(key)).setLevel(level)
+            (_set_loggers.add if level else _set_loggers.discard)(key)
 
 
 async def _alter(broker, request, incremental: bool):

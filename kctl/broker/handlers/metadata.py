@@ -51,7 +51,7 @@ async def metadata(broker, context, request):
                             "leader_id": broker.node_id, "leader_epoch": 0,
                             "replica_nodes": node, "isr_nodes": node, "offline_replicas": []}
                            for p in range(info.partitions)],
-            "authorized_operations": _bits(TOPIC_OPERATIONS) if include_ops else None,
+            "authorized_operations": TOPIC_OPERATIONS if include_ops else NO_OPERATIONS,
         })
     response = {"throttle_time_ms": 0, "brokers": _brokers(broker),
                 "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
@@ -59,10 +59,6 @@ async def metadata(broker, context, request):
     if version >= 13:
         response["error_code"] = errors.NONE
     return response
-
-
-def _bits(value: int) -> set[int]:
-    return {bit for bit in range(32) if value >> bit & 1}
 
 
 async def describe_cluster(broker, context, request):

@@ -221,5 +221,32 @@ async def describe_log_dirs(broker, context, request):
         "total_bytes": usage.total, "usable_bytes": usage.free, "is_cordoned": False}]}
 
 
-HANDLERS = {19: create_topics, 20: delete_topics, 37: create_partitions, 21: delete_records,
+async def list_partition_reassignments(broker, context, request):
+    # One node: a reassignment can never be in progress.
+    return {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
+            "topics": []}
+
+
+async def alter_partition_reassignments(broker, context, request):
+    responses = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            code, message = errors.NONE, None
+            if (topic.name, p.partition_index) not in broker.logs.logs:
+                code, message = errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+            elif p.replicas is None:
+                code, message = errors.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment in progress."
+            elif list(p.replicas) != [broker.node_id]:
+                code = errors.INVALID_REPLICA_ASSIGNMENT
+                message = (f"The replica assignment {list(p.replicas)} names brokers other than "
+                           f"the only one, {broker.node_id}.")
+            partitions.append({"partition_index": p.partition_index, "error_code": code,
+                               "error_message": message})
+        responses.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "allow_replication_factor_change": True,
+            "error_code": errors.NONE, "error_message": None, "responses": responses}
+
+
+HANDLERS = {45: alter_partition_reassignments, 46: list_partition_reassignments, 19: create_topics, 20: delete_topics, 37: create_partitions, 21: delete_records,
             43: elect_leaders, 35: describe_log_dirs}

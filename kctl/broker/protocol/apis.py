@@ -62,6 +62,8 @@ _APIS = (
     Api(42, "DeleteGroups", 0, 2, 2, "admin.groups"),
     Api(43, "ElectLeaders", 0, 2, 2, "admin.topics"),
     Api(44, "IncrementalAlterConfigs", 0, 1, 1, "admin.configs"),
+    Api(45, "AlterPartitionReassignments", 0, 1, 0, "admin.topics"),
+    Api(46, "ListPartitionReassignments", 0, 0, 0, "admin.topics"),
     Api(47, "OffsetDelete", 0, 0, 99, "consumer.group"),
     Api(60, "DescribeCluster", 0, 2, 0, "admin.cluster"),
 )
@@ -103,7 +105,10 @@ def _convert_fields(struct, fields: dict) -> dict:
         if field is None:
             raise KeyError(f"{struct.name} has no field {name!r}")
         if value is not None:
-            if field.is_struct_array():
+            if isinstance(value, int) and getattr(field, "_type_str", None) == "bitfield":
+                # kafka-python models authorized-operation bitfields as sets of bit numbers
+                value = None if value == -2**31 else {b for b in range(32) if value >> b & 1}
+            elif field.is_struct_array():
                 inner = field.array_of
                 value = [_build(inner, item) if isinstance(item, dict) else item for item in value]
             elif field.is_struct() and isinstance(value, dict):

@@ -35,6 +35,8 @@ CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 METADATA = "kctl-metadata.json"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+# Files `kctl local` keeps beside the data (kctl.broker.process), allowed in a new directory.
+PROCESS_FILES = {"broker.log", "broker.pid", "broker.ready", "broker.ready.tmp"}
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 
@@ -167,7 +169,8 @@ class LogManager:
                 raise StorageError(f"{path} has no cluster.id: not a kctl broker directory")
             self.cluster_id = props["cluster.id"].strip()
             return
-        if any(p for p in self.dir.iterdir() if not p.name.startswith(".")):
+        if any(p for p in self.dir.iterdir()
+               if not p.name.startswith(".") and p.name not in PROCESS_FILES):
             raise StorageError(f"data directory {self.dir} is not empty and has no "
                                "meta.properties: refusing to use a foreign directory")
         self.cluster_id = cluster_id or _random_cluster_id()
