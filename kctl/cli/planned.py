@@ -18,5 +18,4 @@ def _planned(name: str, summary: str, verbs: str) -> click.Group:
     )
 
 
-local = _planned("local", "Run the bundled single-node Kafka broker", "start, stop, status, logs and purge")
 spark = _planned("spark", "Dump, replay and audit topics with PySpark", "dump, replay and audit")

@@ -1,0 +1,237 @@
+"""kctl local: run the bundled single-node Kafka broker (pure Python, no Java, no Docker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kctl.cli._app import App, pass_app
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import global_options, yes_option
+from kctl.output.spec import DocumentSpec, Field
+
+STATUS_DOCUMENT = DocumentSpec(
+    fields=(
+        Field("state", "STATE"),
+        Field("bootstrap", "BOOTSTRAP"),
+        Field("pid", "PID"),
+        Field("data_dir", "DATA-DIR"),
+        Field("topics", "TOPICS"),
+        Field("size_bytes", "SIZE-BYTES"),
+        Field("log_file", "LOG-FILE"),
+    )
+)
+DEFAULT_WAIT = 15.0
+
+data_dir_option = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="The instance's data directory (default: $XDG_DATA_HOME/kctl/local).",
+)
+
+
+def _data_dir(app: App, value: Path | None) -> Path:
+    from kctl.local import default_data_dir
+
+    return (value or default_data_dir(app.env)).expanduser().absolute()
+
+
+def _wait(app: App) -> float:
+    return app.timeout or DEFAULT_WAIT
+
+
+@click.group(cls=LazyGroup)
+def local():
+    """Run the bundled single-node Kafka broker.
+
+    A Kafka broker written in Python that unmodified clients (librdkafka, Java,
+    kafka-python, kcat) talk to: Kafka's wire protocol, Kafka's on-disk log format,
+    consumer groups and idempotent producers. It starts in a fraction of a second
+    and needs no Java and no Docker. Meant for trying kctl, development and tests,
+    not production: one node, no replication, no TLS/SASL, no transactions.
+
+    \b
+    Examples:
+      kctl local start && kctl topic create demo -p 3
+      kctl local status
+      kctl local stop
+    """
+
+
+@local.command("start")
+@click.option("--port", type=click.IntRange(0, 65535), default=9092, show_default=True, help="Port to listen on (0: any free port).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind and advertise.")
+@data_dir_option
+@click.option("--foreground", is_flag=True, help="Run in this process, logging to stderr, until Ctrl-C.")
+@click.option("--save-context", "context_name", default="local", show_default=True, metavar="NAME", help="Context to create or update with the bootstrap address.")
+@click.option("--no-context", is_flag=True, help="Do not touch the config file.")
+@global_options
+@pass_app
+def start(app: App, port, host, data_dir, foreground, context_name, no_context):
+    """Start the broker (detached) and print its bootstrap address.
+
+    Data, broker.log and broker.pid live in the data directory, which survives
+    restarts. Starting an instance that already runs prints its address again.
+    The `local` context is created (and made current if there is none), so later
+    commands need no -b. Instances on different --data-dir and --port coexist.
+
+    \b
+    Examples:
+      kctl local start
+      kctl local start --port 19092 --data-dir /tmp/kafka2 --save-context dev2
+      BOOTSTRAP=$(kctl local start --port 0 --data-dir "$TMP" --no-context)
+      kctl local start --foreground
+    """
+    from kctl import local as lib
+
+    directory = _data_dir(app, data_dir)
+    if foreground:
+        _run_foreground(app, directory, host, port, context_name, no_context)
+        return
+    state = lib.start(directory, host, port, _wait(app))
+    if not no_context:
+        _save_context(app, context_name, state.bootstrap)
+    _report_started(app, state)
+
+
+def _report_started(app: App, state) -> None:
+    if app.out.format in ("json", "jsonl"):
+        app.out.document(state, STATUS_DOCUMENT)
+    else:
+        app.out.raw(f"{state.bootstrap}\n")
+    app.note(f"local broker running (pid {state.pid}, data {state.data_dir})")
+
+
+def _save_context(app: App, name: str, bootstrap: str) -> None:
+    from kctl.config.contexts import set_context
+    from kctl.config.file import save
+
+    save(app.config_path, set_context(app.config_file, name, bootstrap_servers=bootstrap))
+
+
+def _run_foreground(app: App, directory: Path, host: str, port: int, context_name: str, no_context: bool) -> None:
+    import asyncio
+    import logging
+
+    from kctl.broker.broker import BrokerConfig
+    from kctl.broker.main import serve
+    from kctl.broker.storage.manager import StorageError
+    from kctl.local import LocalBrokerError
+
+    handler = logging.StreamHandler(app.stderr)
+    handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.DEBUG if app.debug else logging.INFO)
+    config = BrokerConfig(data_dir=directory, host=host, port=port)
+
+    def ready(broker):
+        bootstrap = "%s:%d" % config.advertised
+        if not no_context:
+            _save_context(app, context_name, bootstrap)
+        app.out.raw(f"{bootstrap}\n")
+        app.stdout.flush()
+
+    try:
+        asyncio.run(serve(config, ready))
+    except StorageError as exc:
+        raise LocalBrokerError(f"unable to start the local broker: {exc}") from None
+
+
+@local.command("stop")
+@data_dir_option
+@global_options
+@pass_app
+def stop(app: App, data_dir):
+    """Stop the broker cleanly (logs flushed, checkpoints written).
+
+    Stopping an instance that is not running is not an error.
+
+    \b
+    Examples:
+      kctl local stop
+      kctl local stop --data-dir /tmp/kafka2
+    """
+    from kctl import local as lib
+
+    directory = _data_dir(app, data_dir)
+    stopped = lib.stop(directory, _wait(app))
+    app.note(f"local broker stopped (pid {stopped.pid})" if stopped else f"no local broker runs on {directory}")
+
+
+@local.command("status")
+@data_dir_option
+@global_options
+@pass_app
+def status(app: App, data_dir):
+    """Show whether the broker runs, where, and how much data it holds.
+
+    Exits 0 when the broker runs and 1 when it is stopped, so scripts can test it.
+
+    \b
+    Examples:
+      kctl local status
+      kctl local status -o json
+    """
+    from kctl import local as lib
+    from kctl.errors import ExitCode
+
+    state = lib.status(_data_dir(app, data_dir))
+    app.out.document(state, STATUS_DOCUMENT)
+    if state.state != "running":
+        raise click.exceptions.Exit(ExitCode.ERROR)
+
+
+@local.command("logs")
+@data_dir_option
+@click.option("-n", "--lines", type=click.IntRange(min=0), default=50, show_default=True, help="How many of the last lines to show.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until Ctrl-C.")
+@global_options
+@pass_app
+def logs(app: App, data_dir, lines, follow):
+    """Print the broker's log (broker.log in the data directory).
+
+    \b
+    Examples:
+      kctl local logs
+      kctl local logs -f
+      kctl local logs -n 200 | grep WARN
+    """
+    from kctl import local as lib
+
+    directory = _data_dir(app, data_dir)
+    for line in lib.log_lines(directory, lines):
+        app.out.raw(line + "\n")
+    if follow:
+        app.stdout.flush()
+
+        def write(text: str) -> None:
+            app.out.raw(text)
+            app.stdout.flush()
+
+        lib.follow(directory, write)
+
+
+@local.command("purge")
+@data_dir_option
+@yes_option
+@global_options
+@pass_app
+def purge(app: App, data_dir, yes):
+    """Stop the broker and delete its data directory: every topic, offset and log.
+
+    \b
+    Examples:
+      kctl local purge --yes
+      kctl local purge --data-dir /tmp/kafka2 --yes
+    """
+    from kctl import local as lib
+
+    directory = _data_dir(app, data_dir)
+    if not directory.exists():
+        app.note(f"nothing to purge: {directory} does not exist")
+        return
+    app.confirm(f"Delete the local broker's data in {directory}?", yes=yes, action=f"purge {directory}")
+    lib.purge(directory, _wait(app))
+    app.note(f"purged {directory}")

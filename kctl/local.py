@@ -1,0 +1,150 @@
+"""Instances of the bundled broker run by `kctl local`: start, stop, status, logs, purge.
+
+An instance is a data directory; `kctl local start` runs `python -m kctl.broker` detached
+with its pid, log and ready files inside that directory, so several instances on
+different directories and ports coexist and any later kctl finds them again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from kctl.errors import ExitCode, KctlError, NotFoundError
+
+
+class LocalBrokerError(KctlError):
+    exit_code = ExitCode.ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class LocalStatus:
+    state: str  # running | stopped
+    bootstrap: str | None
+    pid: int | None
+    data_dir: str
+    topics: int
+    size_bytes: int
+    log_file: str
+
+
+def default_data_dir(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "kctl" / "local"
+
+
+def status(data_dir: Path) -> LocalStatus:
+    from kctl.broker.process import LOG_FILE, READY_FILE, running_pid
+
+    pid = running_pid(data_dir)
+    bootstrap = None
+    if pid is not None:
+        try:
+            bootstrap = (data_dir / READY_FILE).read_text().strip() or None
+        except FileNotFoundError:
+            pass
+    topics = 0
+    try:
+        import json
+
+        topics = len(json.loads((data_dir / "kctl-metadata.json").read_text()).get("topics", {}))
+    except (FileNotFoundError, ValueError):
+        pass
+    size = sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) if data_dir.exists() else 0
+    return LocalStatus("running" if pid else "stopped", bootstrap, pid, str(data_dir), topics, size,
+                       str(data_dir / LOG_FILE))
+
+
+def start(data_dir: Path, host: str, port: int, timeout: float) -> LocalStatus:
+    """Start a detached broker on data_dir, or return the one already running there."""
+    from kctl.broker.process import BrokerProcess, BrokerProcessError
+
+    current = status(data_dir)
+    if current.state == "running":
+        return current
+    process = BrokerProcess(data_dir, port=port, host=host, detach=True)
+    try:
+        process.start(timeout)
+    except BrokerProcessError as exc:
+        raise LocalBrokerError(f"unable to start the local broker: {exc}",
+                               hint=f"see {process.log_path}") from None
+    return status(data_dir)
+
+
+def stop(data_dir: Path, timeout: float) -> LocalStatus | None:
+    """SIGTERM the broker and wait for its clean shutdown; None if it was not running."""
+    current = status(data_dir)
+    if current.pid is None:
+        return None
+    os.kill(current.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if status(data_dir).pid is None and not _alive(current.pid):
+            return current
+        time.sleep(0.02)
+    raise LocalBrokerError(f"unable to stop the local broker: pid {current.pid} still runs "
+                           f"after {timeout:g}s", hint=f"kill -9 {current.pid} forces it (the next start recovers the logs)")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as gone
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+        return finished == 0
+    except ChildProcessError:
+        return True
+
+
+def purge(data_dir: Path, timeout: float) -> bool:
+    """Stop the broker if it runs and delete its data directory; False if none existed."""
+    if not data_dir.exists():
+        return False
+    if not (data_dir / "meta.properties").exists() and any(data_dir.iterdir()):
+        from kctl.broker.storage.manager import PROCESS_FILES
+
+        if any(p.name not in PROCESS_FILES for p in data_dir.iterdir()):
+            raise LocalBrokerError(f"unable to purge {data_dir}: it is not a kctl broker data directory",
+                                   exit_code=ExitCode.INVALID)
+    stop(data_dir, timeout)
+    shutil.rmtree(data_dir)
+    return True
+
+
+def log_lines(data_dir: Path, count: int) -> list[str]:
+    from kctl.broker.process import LOG_FILE
+
+    path = data_dir / LOG_FILE
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max(count, 1) * 400))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        raise NotFoundError(f"unable to read the local broker log: {path} does not exist",
+                            hint="kctl local start creates it") from None
+    return lines[-count:] if count > 0 else []
+
+
+def follow(data_dir: Path, write, poll: float = 0.2) -> None:
+    """Write new log lines as they are appended, until interrupted."""
+    from kctl.broker.process import LOG_FILE
+
+    with open(data_dir / LOG_FILE, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        while True:
+            chunk = handle.read()
+            if chunk:
+                write(chunk.decode("utf-8", "replace"))
+            else:
+                time.sleep(poll)

@@ -1,0 +1,107 @@
+"""Malformed frames close only the offending connection, never the broker; decoders are
+fuzzed with hypothesis; oversized requests are refused before being buffered."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from confluent_kafka.admin import AdminClient
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kctl.broker.protocol import apis, frames
+from kctl.broker.protocol.errors import ProtocolError
+
+from .conftest import request_frame, roundtrip
+
+API_VERSIONS_V0 = request_frame(18, 0, b"")
+
+
+def _healthy(bootstrap: str) -> None:
+    response = roundtrip(bootstrap, API_VERSIONS_V0)
+    assert response is not None and response[:4] == struct.pack(">i", 1)
+    assert struct.unpack_from(">h", response, 4)[0] == 0  # error_code NONE
+
+
+def test_api_versions_lists_exactly_what_is_implemented(broker):
+    response = roundtrip(broker.bootstrap, API_VERSIONS_V0)
+    count = struct.unpack_from(">i", response, 6)[0]
+    advertised = {k: (lo, hi) for k, lo, hi in struct.iter_unpack(">hhh", response[10:10 + 6 * count])}
+    assert advertised == {a.key: (a.min_version, a.max_version) for a in apis.APIS.values()}
+    assert advertised[0] == (0, 13)  # KAFKA-18659: Produce advertised from 0
+    for not_implemented in (68, 69, 71, 72, 24, 25, 26):  # KIP-848, KIP-714, transactions
+        assert not_implemented not in advertised
+
+
+def test_unsupported_api_versions_version_is_answered_as_v0(broker):
+    response = roundtrip(broker.bootstrap, request_frame(18, 99, b"", flexible=True))
+    assert struct.unpack_from(">h", response, 4)[0] == 35  # UNSUPPORTED_VERSION, header v0
+
+
+def test_malformed_frames_close_only_that_connection(broker, tmp_path):
+    bad_frames = [
+        struct.pack(">i", 3) + b"abc",                     # shorter than a header
+        struct.pack(">i", -5),                             # negative size
+        request_frame(9999, 0, b""),                       # unknown api key
+        request_frame(3, 77, b""),                         # unsupported version
+        request_frame(0, 1, b"\x00" * 10),                 # Produce v0-2 are refused
+        request_frame(3, 12, b"\xff\xff\xff", flexible=True),  # truncated body
+        struct.pack(">i", 20) + bytes(range(20)),          # garbage
+        struct.pack(">i", 8) + struct.pack(">hhi", 18, 0, 1),  # header without client id
+    ]
+    # A client that stays connected the whole time is not disturbed.
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert admin.list_topics(timeout=5) is not None
+    for frame in bad_frames:
+        assert roundtrip(broker.bootstrap, frame) is None, frame
+        _healthy(broker.bootstrap)
+    assert admin.list_topics(timeout=5).brokers
+    log = broker.log_path.read_text()
+    assert "unknown api key 9999" in log
+    assert "unsupported Metadata version 77" in log
+
+
+def test_oversized_request_is_refused_before_reading_it(broker):
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(struct.pack(">i", 200 * 1024 * 1024))  # 200 MiB announced, none sent
+        assert sock.recv(1) == b""  # closed at once, nothing buffered
+    _healthy(broker.bootstrap)
+    assert "request size 209715200 is outside" in broker.log_path.read_text()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200))
+def test_header_parser_raises_only_protocol_errors(data):
+    try:
+        header, pos = frames.parse_header(memoryview(data))
+        frames.skip_tagged_fields(memoryview(data), pos)
+    except ProtocolError:
+        pass
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(apis.APIS)), st.integers(0, 18), st.binary(max_size=120))
+def test_request_decoders_survive_garbage(key, version, body):
+    """Whatever the bytes, decoding either works or raises: it never hangs or crashes
+    the interpreter (the server turns the exception into a closed connection)."""
+    api = apis.APIS[key]
+    if not api.min_version <= version <= api.max_version:
+        return
+    try:
+        apis.decode_request(api, version, memoryview(body))
+    except Exception:  # noqa: BLE001 - any exception is a refused request
+        pass
+
+
+def test_fuzzed_frames_never_stop_the_broker(broker):
+    import random
+
+    rng = random.Random(7)
+    for _ in range(60):
+        key = rng.choice(sorted(apis.APIS))
+        api = apis.APIS[key]
+        version = rng.randint(api.lowest_served, api.max_version)
+        body = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 64)))
+        roundtrip(broker.bootstrap, request_frame(key, version, body, flexible=api.flexible(version)), timeout=3)
+    _healthy(broker.bootstrap)
