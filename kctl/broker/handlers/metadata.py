@@ -66,7 +66,7 @@ async def describe_cluster(broker, context, request):
         "throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
         "endpoint_type": 1, "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
         "brokers": _brokers(broker, "broker_id"),
-        "cluster_authorized_operations": (CLUSTER_OPERATIONS
+        "authorized_operations": (CLUSTER_OPERATIONS
                                           if request.include_cluster_authorized_operations
                                           else NO_OPERATIONS),
     }
