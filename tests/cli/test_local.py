@@ -1,0 +1,66 @@
+"""kctl local: start, status, logs, stop and purge of bundled broker instances."""
+
+from __future__ import annotations
+
+import json
+
+from kctl.errors import ExitCode
+
+
+def test_start_status_stop_purge(kctl, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    first, second = tmp_path / "one", tmp_path / "two"
+    try:
+        started = kctl("local", "start", "--port", "0", "--data-dir", str(first))
+        assert started.exit_code == 0, started.stderr
+        bootstrap = started.stdout.strip()
+        assert bootstrap.startswith("127.0.0.1:") and "local broker running" in started.stderr
+
+        # The `local` context was saved and became current: no -b needed.
+        assert kctl("topic", "create", "demo", "-p", "2").exit_code == 0
+        assert json.loads(kctl("topic", "list", "-o", "json").stdout)[0]["name"] == "demo"
+
+        # Starting again reports the running instance; a second instance coexists.
+        assert kctl("local", "start", "--port", "0", "--data-dir", str(first)).stdout.strip() == bootstrap
+        other = kctl("local", "start", "--port", "0", "--data-dir", str(second), "--no-context", "-o", "json")
+        other_state = json.loads(other.stdout)
+        assert other_state["state"] == "running" and other_state["bootstrap"] != bootstrap
+        assert json.loads(kctl("-b", other_state["bootstrap"], "topic", "list", "-o", "json").stdout) == []
+
+        status = json.loads(kctl("local", "status", "--data-dir", str(first), "-o", "json").stdout)
+        assert status["state"] == "running" and status["bootstrap"] == bootstrap and status["topics"] == 1
+        assert "listening on" in kctl("local", "logs", "--data-dir", str(first)).stdout
+
+        assert kctl("local", "stop", "--data-dir", str(first)).exit_code == 0
+        stopped = kctl("local", "status", "--data-dir", str(first), "-o", "json")
+        assert stopped.exit_code == ExitCode.ERROR and json.loads(stopped.stdout)["state"] == "stopped"
+        assert "no local broker runs" in kctl("local", "stop", "--data-dir", str(first)).stderr
+        assert (first / ".kafka_cleanshutdown").exists()
+
+        # Restarted on the same directory, the topic is still there.
+        kctl("local", "start", "--port", "0", "--data-dir", str(first))
+        assert json.loads(kctl("topic", "list", "-o", "json").stdout)[0]["name"] == "demo"
+
+        refused = kctl("local", "purge", "--data-dir", str(first))
+        assert refused.exit_code == ExitCode.ABORTED and first.exists()
+        assert kctl("local", "purge", "--data-dir", str(first), "--yes").exit_code == 0
+        assert not first.exists()
+    finally:
+        kctl("local", "stop", "--data-dir", str(first))
+        kctl("local", "stop", "--data-dir", str(second))
+
+
+def test_start_failures_are_one_line(kctl, tmp_path):
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    result = kctl("local", "start", "--port", "0", "--data-dir", str(foreign), "--no-context")
+    assert result.exit_code == ExitCode.ERROR
+    first_line, hint = result.stderr.splitlines()[:2]
+    assert first_line.startswith("error: unable to start the local broker: the broker exited with status 1: ")
+    assert "not empty and has no meta.properties" in first_line
+    assert hint.startswith("hint: see ")
+    assert (foreign / "notes.txt").read_text() == "mine"
+
+    assert kctl("local", "logs", "--data-dir", str(tmp_path / "none")).exit_code == ExitCode.NOT_FOUND
+    assert kctl("local", "start", "--port", "70000").exit_code == ExitCode.USAGE
