@@ -1,0 +1,153 @@
+"""The bundled broker against Apache Kafka (the same jars as the tests), same client.
+
+    python bench/bench_broker.py [--records 200000] [--rate 2000] [--seconds 5]
+
+For each broker: seconds from launch to the first successful Metadata, idle RSS, produce
+throughput (1 KiB records, acks=all, linger 5 ms, librdkafka), consume throughput, and
+p50/p99 produce latency at a fixed rate. Prints kctl's figure, Kafka's and the ratio.
+Kafka's start-up includes its storage-format step, as every fresh test cluster pays it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import common  # noqa: F401 - puts the repository on sys.path
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+RECORD = b"x" * 1024
+
+
+def wait_for_metadata(bootstrap: str, started: float) -> float:
+    while True:
+        try:
+            AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 1000}).list_topics(timeout=0.5)
+            return time.perf_counter() - started
+        except Exception:  # noqa: BLE001 - not up yet
+            time.sleep(0.005)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start_bundled(workdir: Path):
+    from kctl.broker.process import BrokerProcess
+
+    process = BrokerProcess(workdir / "bundled")
+    started = time.perf_counter()
+    bootstrap = process.start()
+    ready = wait_for_metadata(bootstrap, started)
+    return bootstrap, ready, process.process.pid, process.stop
+
+
+def start_kafka(workdir: Path):
+    from tests.brokers.kafka import KafkaCluster
+
+    cluster = KafkaCluster(nodes=1, workdir=workdir / "kafka")
+    cluster.classpath  # resolve jars before the clock starts
+    started = time.perf_counter()
+    cluster.start()
+    ready = wait_for_metadata(cluster.bootstrap, started)
+    return cluster.bootstrap, ready, cluster.nodes[0].process.pid, cluster.stop
+
+
+def produce_throughput(bootstrap: str, topic: str, records: int) -> float:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                         "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000})
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, RECORD)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    assert producer.flush(120) == 0
+    return records / (time.perf_counter() - started)
+
+
+def consume_throughput(bootstrap: str, topic: str, records: int) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time_ns()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "fetch.max.bytes": 52428800})
+    consumer.subscribe([topic])
+    count, started = 0, None
+    while count < records:
+        messages = consumer.consume(10000, 1.0)
+        if messages and started is None:
+            started = time.perf_counter()
+        count += sum(1 for m in messages if not m.error())
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return records / elapsed
+
+
+def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[float, float]:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    samples = []
+
+    interval = 1 / rate
+    next_at = time.perf_counter()
+    end = next_at + seconds
+    while next_at < end:
+        sent = time.perf_counter()
+        producer.produce(topic, RECORD, on_delivery=lambda err, msg, s=sent: samples.append(time.perf_counter() - s))
+        producer.poll(0)
+        next_at += interval
+        delay = next_at - time.perf_counter()
+        if delay > 0:
+            producer.poll(delay)  # serves delivery callbacks the moment they arrive
+    producer.flush(30)
+    samples.sort()
+    return samples[len(samples) // 2] * 1000, samples[int(len(samples) * 0.99)] * 1000
+
+
+def measure(name: str, start, args, workdir: Path) -> dict:
+    bootstrap, ready, pid, stop = start(workdir)
+    try:
+        time.sleep(2)
+        idle = rss_mb(pid)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic("bench", 1), NewTopic("lat", 1)]).values():
+            future.result(30)
+        time.sleep(0.5)
+        produce = produce_throughput(bootstrap, "bench", args.records)
+        consume = consume_throughput(bootstrap, "bench", args.records)
+        p50, p99 = latency(bootstrap, "lat", args.rate, args.seconds)
+    finally:
+        stop()
+    result = {"ready_s": ready, "idle_rss_mb": idle, "produce_rec_s": produce,
+              "consume_rec_s": consume, "p50_ms": p50, "p99_ms": p99}
+    print(f"{name}: " + ", ".join(f"{k}={v:.3f}" for k, v in result.items()), flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = measure("bundled", start_bundled, args, Path(tmp))
+        kafka = measure("kafka", start_kafka, args, Path(tmp))
+    print(f"\n{'figure':<16} {'bundled':>10} {'kafka':>10} {'ratio':>8}")
+    for key, better_high in (("ready_s", False), ("idle_rss_mb", False), ("produce_rec_s", True),
+                             ("consume_rec_s", True), ("p50_ms", False), ("p99_ms", False)):
+        ratio = ours[key] / kafka[key] if better_high else kafka[key] / ours[key]
+        print(f"{key:<16} {ours[key]:>10.3f} {kafka[key]:>10.3f} {ratio:>7.2f}x")
+    print("(ratio > 1: the bundled broker is better)")
+
+
+if __name__ == "__main__":
+    main()
