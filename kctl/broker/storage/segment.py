@@ -114,7 +114,14 @@ class LogSegment:
 
     def append(self, batch, header: records.BatchHeader) -> None:
         position = self.size
-        os.write(self._fd, batch)
+        try:
+            written = os.write(self._fd, batch)
+            if written != len(batch):
+                raise OSError(28, "short write (disk full?)")
+        except OSError:
+            # Disk full or I/O error: cut the partial batch so the log stays valid.
+            os.ftruncate(self._fd, position)
+            raise
         self.size += len(batch)
         self._index_batch(header, position)
 
