@@ -59,8 +59,10 @@ class Log:
         snapshot_offset = self._load_producer_snapshot()
         truncated = 0
         for i, segment in enumerate(self.segments):
-            needs_check = not clean and segment.next_offset >= recovery_point or \
-                segment.base_offset >= recovery_point
+            following = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            # After a crash every segment holding offsets at or past the recovery point is
+            # re-validated, including the one the recovery point falls in (Kafka's rule).
+            needs_check = not clean and (following is None or following.base_offset > recovery_point)
             if not needs_check and segment.load():
                 continue
             result = segment.recover(self.config.max_message_bytes)
