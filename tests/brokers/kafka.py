@@ -66,9 +66,23 @@ class KafkaStartError(RuntimeError):
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free port below the kernel's ephemeral range (32768+ on Linux).
+
+    Kafka binds its ports seconds after they are chosen; a port from the ephemeral range
+    can meanwhile become the source port of some client connection (the tests open many),
+    and Kafka then dies with "Address already in use".
+    """
+    import random
+
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise KafkaStartError("no free port found in 20000-32000")
 
 
 def random_cluster_id() -> str:
