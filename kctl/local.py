@@ -84,7 +84,7 @@ def stop(data_dir: Path, timeout: float) -> LocalStatus | None:
     os.kill(current.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if status(data_dir).pid is None and not _alive(current.pid):
+        if not _alive(current.pid):
             return current
         time.sleep(0.02)
     raise LocalBrokerError(f"unable to stop the local broker: pid {current.pid} still runs "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .coordinator.groups import GroupCoordinator
@@ -41,7 +41,6 @@ class BrokerConfig:
     max_request_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     retention_check_interval_ms: int = 300_000
     checkpoint_interval_ms: int = 60_000
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def advertised(self) -> tuple[str, int]:
@@ -58,7 +57,6 @@ class Broker:
         self.producer_ids = ProducerIdManager(config.data_dir)
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
         self._housekeeping = None
-        self.started_ms = clock()
 
     @property
     def node_id(self) -> int:

@@ -47,10 +47,6 @@ class BrokerServer:
             config.port = self._server.sockets[0].getsockname()[1]
         self.broker.start_background()
 
-    async def serve_until(self, stop: asyncio.Event) -> None:
-        await stop.wait()
-        await self.close()
-
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
@@ -101,7 +97,7 @@ class BrokerServer:
             if header.api_key == apis.API_VERSIONS:
                 # Answered as v0 so that any client can read the supported ranges.
                 body = apis.encode_response(api, 0, {"error_code": errors.UNSUPPORTED_VERSION,
-                                                     "api_keys": _api_key_list()})
+                                                     "api_keys": apis.api_version_entries()})
                 return frames.response_frame(header.correlation_id, False, body)
             raise ProtocolError(f"unsupported {api.name} version {version} "
                                 f"(served: {api.lowest_served}-{api.max_version})")
@@ -121,7 +117,3 @@ class BrokerServer:
         flexible_header = flexible and header.api_key != apis.API_VERSIONS
         return frames.response_frame(header.correlation_id, flexible_header, body)
 
-
-def _api_key_list() -> list[dict]:
-    return [{"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version}
-            for a in apis.APIS.values()]

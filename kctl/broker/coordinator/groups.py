@@ -28,6 +28,8 @@ EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
 MIN_SESSION_TIMEOUT_MS = 6000
 MAX_SESSION_TIMEOUT_MS = 1800000
 MAX_METADATA_BYTES = 4096
+# How long a member id handed out with MEMBER_ID_REQUIRED waits for its JoinGroup.
+PENDING_MEMBER_TIMEOUT_MS = 30_000
 
 
 class GroupError(Exception):
@@ -387,7 +389,7 @@ class GroupCoordinator:
         now = self.clock()
         for group in list(self.groups.values()):
             for member_id, issued in list(group.pending_members.items()):
-                if now - issued > MAX_SESSION_TIMEOUT_MS // 60:  # 30 s to come back with the id
+                if now - issued > PENDING_MEMBER_TIMEOUT_MS:
                     del group.pending_members[member_id]
             if group.state == PREPARING and now >= group.rebalance_deadline:
                 self._maybe_complete_join(group, deadline_passed=True)

@@ -36,6 +36,4 @@ def topic_name(broker, name: str | None, topic_id) -> str | None:
 
 def leader_epoch_error(current_leader_epoch: int) -> int:
     """Kafka's check of a client's known leader epoch against ours (always 0)."""
-    if current_leader_epoch is None or current_leader_epoch < 0 or current_leader_epoch == 0:
-        return errors.NONE
-    return errors.UNKNOWN_LEADER_EPOCH
+    return errors.UNKNOWN_LEADER_EPOCH if (current_leader_epoch or 0) > 0 else errors.NONE

@@ -42,7 +42,7 @@ async def fetch(broker, context, request):
     names = [topic_name(broker, None if by_id else t.topic, getattr(t, "topic_id", None))
              for t in request.topics]
     while True:
-        budget = request.max_bytes if version >= 3 else 2**31 - 1
+        budget = request.max_bytes
         total = 0
         has_error = False
         responses = []
@@ -92,24 +92,10 @@ def _list_offset(broker, name, p, version) -> dict:
     elif timestamp < 0:
         result["error_code"] = errors.INVALID_REQUEST if version >= 1 else errors.NONE
     else:
-        offset = plog.offset_for_timestamp(timestamp)
-        if offset is not None:
-            found_ts = timestamp
-            result.update(offset=offset, timestamp=_timestamp_at(plog, offset, found_ts),
-                          leader_epoch=0)
+        found = plog.find_by_timestamp(timestamp)
+        if found is not None:
+            result.update(offset=found[0], timestamp=found[1], leader_epoch=0)
     return result
-
-
-def _timestamp_at(plog, offset: int, fallback: int) -> int:
-    from ..protocol import records
-    for segment in plog.segments:
-        if segment.base_offset <= offset < segment.next_offset:
-            for batch, header in segment.batches_from(offset):
-                for record_offset, ts in records.record_timestamps(batch, header) or []:
-                    if record_offset == offset:
-                        return ts
-                return header.max_timestamp if header.base_offset <= offset else fallback
-    return fallback
 
 
 async def list_offsets(broker, context, request):

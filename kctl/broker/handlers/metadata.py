@@ -10,8 +10,7 @@ from .common import (CLUSTER_OPERATIONS, NO_OPERATIONS, TOPIC_OPERATIONS, ZERO_U
 async def api_versions(broker, context, request):
     return {
         "error_code": errors.NONE,
-        "api_keys": [{"api_key": a.key, "min_version": a.min_version,
-                      "max_version": a.max_version} for a in apis.APIS.values()],
+        "api_keys": apis.api_version_entries(),
         "throttle_time_ms": 0,
     }
 

@@ -7,8 +7,8 @@ import shutil
 
 from .. import configs as cfg
 from ..protocol import errors
-from ..storage.manager import topic_name_problem
-from .common import topic_name
+from ..storage.manager import TopicInfo, topic_name_problem
+from .common import ZERO_UUID, topic_name
 
 
 def _replication_error(broker, factor: int) -> str | None:
@@ -21,12 +21,15 @@ def _replication_error(broker, factor: int) -> str | None:
 
 
 def _assignment_error(broker, assignments) -> str | None:
-    for replicas in assignments:
-        if list(replicas) != [broker.node_id]:
-            return (f"The manual partition assignment includes broker(s) {sorted(set(replicas) - {broker.node_id})} "
-                    f"that are not registered or replicas other than exactly one: {list(replicas)}"
-                    if set(replicas) - {broker.node_id} else
-                    f"Invalid replica assignment {list(replicas)}")
+    """A single node accepts only assignments of exactly [this node]."""
+    for replicas in map(list, assignments):
+        if replicas == [broker.node_id]:
+            continue
+        unknown = sorted(set(replicas) - {broker.node_id})
+        if unknown:
+            return (f"The manual partition assignment includes broker(s) {unknown} that are "
+                    f"not registered or replicas other than exactly one: {replicas}")
+        return f"Invalid replica assignment {replicas}"
     return None
 
 
@@ -91,9 +94,7 @@ async def create_topics(broker, context, request):
             result.update(error_code=failure.code, error_message=failure.message)
             continue
         if request.validate_only:
-            from ..storage.manager import TopicInfo
-            import uuid
-            info = TopicInfo(name, uuid.UUID(int=0), partitions, overrides)
+            info = TopicInfo(name, ZERO_UUID, partitions, overrides)
         else:
             info = broker.logs.create_topic(name, partitions, overrides)
             result["topic_id"] = info.topic_id

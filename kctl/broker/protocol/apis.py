@@ -75,6 +75,12 @@ PRODUCE = 0
 _classes: dict[tuple[int, str], type] = {}
 
 
+def api_version_entries() -> list[dict]:
+    """The ApiVersions response's api_keys: what this broker advertises."""
+    return [{"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version}
+            for a in APIS.values()]
+
+
 def message_class(api: Api, kind: str) -> type:
     """kafka-python's Request or Response class for an API (imported on first use)."""
     cached = _classes.get((api.key, kind))

@@ -37,7 +37,6 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
-NO_PRODUCER_ID = -1
 
 
 class InvalidBatch(ValueError):
@@ -81,10 +80,6 @@ class BatchHeader:
         return bool(self.attributes & CONTROL_BIT)
 
     @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_BIT)
-
-    @property
     def last_sequence(self) -> int:
         if self.base_sequence < 0:
             return -1
@@ -96,8 +91,8 @@ def read_header(buf, pos: int = 0) -> BatchHeader:
 
 
 def crc_ok(buf, pos: int, header: BatchHeader) -> bool:
-    end = pos + header.size
-    return google_crc32c.value(bytes(buf[pos + 21:end])) == header.crc
+    # google-crc32c accepts only bytes (not memoryviews), hence the slice copy.
+    return google_crc32c.value(bytes(buf[pos + 21:pos + header.size])) == header.crc
 
 
 def split_batches(buf) -> list[tuple[int, BatchHeader]]:

@@ -21,24 +21,62 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
 
-class OffsetIndex:
+class _IndexFile:
+    """The file side of an index: whole fixed-size entries, appended or rewritten."""
+
+    ENTRY: struct.Struct
+
     def __init__(self, path: Path, base_offset: int):
         self.path = path
         self.base_offset = base_offset
-        self.offsets: list[int] = []  # absolute
-        self.positions: list[int] = []
         self._file = None
 
-    def load(self, log_size: int) -> bool:
-        """Read the file; False when it is missing or fails Kafka's sanity checks."""
+    def _read_entries(self):
+        """Unpacked entries, or None when the file is missing or not whole entries."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return False
-        if len(data) % _OFFSET_ENTRY.size:
+            return None
+        if len(data) % self.ENTRY.size:
+            return None
+        return self.ENTRY.iter_unpack(data)
+
+    def _append(self, *fields) -> None:
+        if self._file is None:
+            self._file = open(self.path, "ab", buffering=0)
+        self._file.write(self.ENTRY.pack(*fields))
+
+    def _rewrite(self, entries) -> None:
+        self.close()
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_bytes(b"".join(self.ENTRY.pack(*e) for e in entries))
+        os.replace(tmp, self.path)
+
+    def flush(self) -> None:
+        if self._file is not None:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class OffsetIndex(_IndexFile):
+    ENTRY = _OFFSET_ENTRY
+
+    def __init__(self, path: Path, base_offset: int):
+        super().__init__(path, base_offset)
+        self.offsets: list[int] = []  # absolute
+        self.positions: list[int] = []
+
+    def load(self, log_size: int) -> bool:
+        """Read the file; False when it is missing or fails Kafka's sanity checks."""
+        entries = self._read_entries()
+        if entries is None:
             return False
         offsets, positions = [], []
-        for relative, position in _OFFSET_ENTRY.iter_unpack(data):
+        for relative, position in entries:
             absolute = self.base_offset + relative
             if (offsets and absolute <= offsets[-1]) or position >= log_size or position < 0:
                 return False
@@ -49,13 +87,12 @@ class OffsetIndex:
 
     def reset(self) -> None:
         self.offsets, self.positions = [], []
-        self.close()
-        self.path.write_bytes(b"")
+        self._rewrite([])
 
     def append(self, offset: int, position: int) -> None:
         self.offsets.append(offset)
         self.positions.append(position)
-        self._writer().write(_OFFSET_ENTRY.pack(offset - self.base_offset, position))
+        self._append(offset - self.base_offset, position)
 
     def lookup(self, offset: int) -> int:
         """File position to start scanning from for `offset`."""
@@ -67,47 +104,23 @@ class OffsetIndex:
         keep = bisect.bisect_left(self.positions, position)
         if keep < len(self.positions):
             del self.offsets[keep:], self.positions[keep:]
-            self.rewrite()
-
-    def rewrite(self) -> None:
-        self.close()
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_bytes(b"".join(_OFFSET_ENTRY.pack(o - self.base_offset, p)
-                                 for o, p in zip(self.offsets, self.positions)))
-        os.replace(tmp, self.path)
-
-    def _writer(self):
-        if self._file is None:
-            self._file = open(self.path, "ab", buffering=0)
-        return self._file
-
-    def flush(self) -> None:
-        if self._file is not None:
-            os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+            self._rewrite((o - self.base_offset, p) for o, p in zip(self.offsets, self.positions))
 
 
-class TimeIndex:
+class TimeIndex(_IndexFile):
+    ENTRY = _TIME_ENTRY
+
     def __init__(self, path: Path, base_offset: int):
-        self.path = path
-        self.base_offset = base_offset
+        super().__init__(path, base_offset)
         self.timestamps: list[int] = []
         self.offsets: list[int] = []
-        self._file = None
 
     def load(self) -> bool:
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return False
-        if len(data) % _TIME_ENTRY.size:
+        entries = self._read_entries()
+        if entries is None:
             return False
         timestamps, offsets = [], []
-        for timestamp, relative in _TIME_ENTRY.iter_unpack(data):
+        for timestamp, relative in entries:
             if timestamps and (timestamp < timestamps[-1] or relative < 0):
                 return False
             timestamps.append(timestamp)
@@ -117,8 +130,7 @@ class TimeIndex:
 
     def reset(self) -> None:
         self.timestamps, self.offsets = [], []
-        self.close()
-        self.path.write_bytes(b"")
+        self._rewrite([])
 
     @property
     def last_timestamp(self) -> int:
@@ -128,9 +140,7 @@ class TimeIndex:
         if timestamp > self.last_timestamp:
             self.timestamps.append(timestamp)
             self.offsets.append(offset)
-            if self._file is None:
-                self._file = open(self.path, "ab", buffering=0)
-            self._file.write(_TIME_ENTRY.pack(timestamp, offset - self.base_offset))
+            self._append(timestamp, offset - self.base_offset)
 
     def offset_before(self, timestamp: int) -> int | None:
         """The last indexed offset whose prefix is entirely older than `timestamp`."""
@@ -141,15 +151,4 @@ class TimeIndex:
         keep = bisect.bisect_right(self.offsets, offset)
         if keep < len(self.offsets):
             del self.timestamps[keep:], self.offsets[keep:]
-            self.close()
-            self.path.write_bytes(b"".join(_TIME_ENTRY.pack(t, o - self.base_offset)
-                                           for t, o in zip(self.timestamps, self.offsets)))
-
-    def flush(self) -> None:
-        if self._file is not None:
-            os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+            self._rewrite((t, o - self.base_offset) for t, o in zip(self.timestamps, self.offsets))

@@ -242,14 +242,27 @@ class Log:
                 continue
             yield segment
 
-    def offset_for_timestamp(self, timestamp: int) -> int | None:
+    def find_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= `timestamp`; a
+        record below the log start offset answers with the record at the log start."""
         for segment in self.segments:
             found = segment.find_offset_by_timestamp(timestamp)
-            if found is not None and found >= self.log_start_offset:
+            if found is None:
+                continue
+            if found[0] >= self.log_start_offset:
                 return found
-            if found is not None:
-                return self.log_start_offset if self.log_start_offset < self.log_end_offset else None
+            if self.log_start_offset >= self.log_end_offset:
+                return None
+            return self._segment_of(self.log_start_offset).find_offset_by_timestamp(
+                -2**63, self.log_start_offset)
         return None
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        found = self.find_by_timestamp(timestamp)
+        return None if found is None else found[0]
+
+    def _segment_of(self, offset: int) -> LogSegment:
+        return next(self._segments_from(offset))
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         best = None

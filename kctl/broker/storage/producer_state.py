@@ -73,14 +73,6 @@ class ProducerStateManager:
                                   header.base_offset, header.last_offset))
         entry.last_timestamp = header.max_timestamp
 
-    def truncate_from(self, offset: int) -> None:
-        """Forget batches at or after `offset` (a log truncated by recovery)."""
-        for pid in list(self.producers):
-            entry = self.producers[pid]
-            kept = [b for b in entry.batches if b[3] < offset]
-            entry.batches.clear()
-            entry.batches.extend(kept)
-
     def to_json(self) -> dict:
         return {str(pid): {"epoch": e.epoch, "batches": list(e.batches),
                            "last_timestamp": e.last_timestamp}

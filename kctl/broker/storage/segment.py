@@ -208,21 +208,22 @@ class LogSegment:
             yield os.pread(self._fd, header.size, position), header
             position += header.size
 
-    def find_offset_by_timestamp(self, timestamp: int) -> int | None:
-        """First offset whose record timestamp is >= `timestamp`, if this segment has one."""
+    def find_offset_by_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after `min_offset` whose timestamp
+        is >= `timestamp`, if this segment has one."""
         if self.max_timestamp < timestamp:
             return None
         before = self.time_index.offset_before(timestamp)
-        start = self.base_offset if before is None else before + 1
+        start = max(self.base_offset if before is None else before + 1, min_offset)
         for batch, header in self.batches_from(start):
             if header.max_timestamp < timestamp:
                 continue
             stamps = records.record_timestamps(batch, header)
             if stamps is None:  # a codec we do not decode: the batch's first offset
-                return max(header.base_offset, start)
+                return max(header.base_offset, start), header.max_timestamp
             for record_offset, record_timestamp in stamps:
                 if record_timestamp >= timestamp and record_offset >= start:
-                    return record_offset
+                    return record_offset, record_timestamp
         return None
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
