@@ -65,20 +65,23 @@ class PartitionOffsets:
     max_timestamp: int | None = None
 
 
-def resolve_partitions(session: AdminSession, selectors: Sequence[PartitionSelector], regex: re.Pattern[str] | None = None) -> list[tuple[str, int]]:
-    """(topic, partition) pairs for the selectors, checked against the cluster's metadata."""
-    metadata = session.metadata("list offsets")
+def resolve_partitions(
+    session: AdminSession, selectors: Sequence[PartitionSelector], regex: re.Pattern[str] | None = None, *, action: str = "list offsets of"
+) -> list[tuple[str, int]]:
+    """(topic, partition) pairs for the selectors, checked against the cluster's metadata.
+    `action` words the errors: "unable to <action> topic T: ..."."""
+    metadata = session.metadata(action.removesuffix(" of"))
     selected: list[tuple[str, int]] = []
     for selector in selectors:
         topic = metadata.topics.get(selector.topic)
         if topic is None or (topic.error is not None and not topic.partitions):
-            raise NotFoundError(f"unable to list offsets of topic {selector.topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            raise NotFoundError(f"unable to {action} topic {selector.topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
         existing = sorted(topic.partitions)
         chosen = [p for p in existing if selector.selects(p)]
         for lo, hi in selector.ranges:
             if hi is not None and hi > existing[-1] or lo > existing[-1]:
                 raise NotFoundError(
-                    f"unable to list offsets of {selector.topic}: partition {max(lo, hi or lo)} does not exist "
+                    f"unable to {action} {selector.topic}: partition {max(lo, hi or lo)} does not exist "
                     f"(the topic has {len(existing)})"
                 )
         selected += [(selector.topic, p) for p in chosen]

@@ -123,3 +123,15 @@ class KeyValueType(click.ParamType):
         if not sep or not key.strip():
             self.fail(f"{value!r} is not of the form key=value", param, ctx)
         return key.strip(), val
+
+
+class BytesRegexType(RegexType):
+    """A regular expression matched against record bytes (keys, values)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, re.Pattern):
+            return value
+        try:
+            return re.compile(value.encode())
+        except re.error as exc:
+            self.fail(f"{value!r} is not a valid regular expression: {exc}", param, ctx)

@@ -7,8 +7,8 @@ import click
 from kctl.cli._app import App, pass_app
 from kctl.cli._batch import report
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options, yes_option
-from kctl.output.spec import Column, TableSpec
+from kctl.cli._options import BytesRegexType, global_options, yes_option
+from kctl.output.spec import Column, DocumentSpec, Field, TableSpec
 
 DELETE_TABLE = TableSpec(
     (
@@ -27,10 +27,272 @@ DELETE_TABLE = TableSpec(
 
 @click.group(cls=LazyGroup)
 def record():
-    """Produce, consume and delete records.
+    """Produce, consume and delete records."""
 
-    produce and consume arrive in a later kctl release.
+
+COMPRESSION = click.Choice(["none", "gzip", "snappy", "lz4", "zstd"])
+PRODUCE_REPORT = DocumentSpec(
+    fields=(
+        Field("topic", "TOPIC"),
+        Field("records", "RECORDS"),
+        Field("bytes", "BYTES"),
+        Field("failed", "FAILED"),
+        Field("skipped", "SKIPPED"),
+        Field("seconds", "SECONDS"),
+    )
+)
+
+
+def _escaped(_ctx, _param, value):
+    from kctl.records.model import unescape
+
+    return None if value is None else unescape(value)
+
+
+def _header_pairs(values, *, value_required: bool):
+    pairs = []
+    for text in values:
+        name, sep, value = text.partition("=")
+        if not name or (value_required and not sep):
+            raise click.BadParameter(f"{text!r} is not of the form key=value", param_hint="'-H' / '--header'")
+        pairs.append((name, value if sep else None))
+    return pairs
+
+
+@record.command("produce")
+@click.argument("topic")
+@click.option("--file", "path", type=click.Path(dir_okay=False, allow_dash=True), default="-", show_default="stdin", help="Read records from this file.")
+@click.option("--format", "template", metavar="TEMPLATE", help="How each input record splits into fields: %k key, %v value, %p partition, %T timestamp, %h headers (k=v,...); %k{base64}, %v{hex} decode.")
+@click.option("-K", "--key-separator", callback=_escaped, metavar="SEP", help="Each record is KEY SEP VALUE (same as --format '%k<SEP>%v').")
+@click.option("--input", "input_format", type=click.Choice(["text", "jsonl"]), default="text", show_default=True, help="jsonl: one JSON object per record, as consume -o jsonl writes them.")
+@click.option("-D", "--delimiter", callback=_escaped, default="\\n", show_default=True, metavar="SEP", help="What separates input records (\\0 for NUL-separated input).")
+@click.option("-k", "--key", metavar="KEY", help="Key for every record that has none.")
+@click.option("-H", "--header", "headers", multiple=True, metavar="KEY=VALUE", help="Header added to every record (repeatable).")
+@click.option("-p", "--partition", type=click.IntRange(min=0), help="Write every record to this partition (default: the partitioner chooses by key).")
+@click.option("--timestamp", metavar="TIME", help="CreateTime for every record without one (ISO-8601, epoch ms, -1h); default now.")
+@click.option("--null-marker", metavar="TEXT", help="A value (or key) equal to TEXT is sent as null: a tombstone. --null-marker '' makes empty lines tombstones.")
+@click.option("-z", "--compression", type=COMPRESSION, default="none", show_default=True, help="Compression codec for record batches.")
+@click.option("--acks", type=click.Choice(["all", "-1", "1", "0"]), default="all", show_default=True, help="Acknowledgements to wait for.")
+@click.option("--idempotent/--no-idempotent", default=None, help="Idempotent producer: no duplicates on retry. [default: on with --acks all]")
+@click.option("--skip-invalid", is_flag=True, help="Skip input records that cannot be read (warned on stderr) instead of stopping.")
+@global_options
+@pass_app
+def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, timestamp, null_marker, compression, acks, idempotent, skip_invalid):
+    """Write records to TOPIC from stdin or a file, one per line.
+
+    Each line is a value unless --key-separator, --format or --input jsonl says how to
+    read keys, partitions, timestamps and headers. The count of records written goes to
+    stderr (or stdout with -o json). Every record is acknowledged before kctl exits 0;
+    if any is not, the error says how many were written and where the input stopped. A
+    line that cannot be read stops the input there (records before it are written)
+    unless --skip-invalid.
+
+    \b
+    Examples:
+      echo 'hello' | kctl record produce greetings
+      kctl record produce orders -K : --file orders.txt          # key:value lines
+      kctl record produce orders --format '%k\\t%v{base64}' -z zstd < dump.tsv
+      kctl record produce users -k user-42 --null-marker '' <<< ''   # tombstone for user-42
+      kctl record consume orders -o jsonl | kctl record produce orders-copy --input jsonl
+      seq 1000000 | kctl record produce load-test --acks 1
     """
+    from kctl.admin.produce import ProduceOptions, produce as produce_records
+    from kctl.errors import UsageError
+    from kctl.records.reader import split_records
+    from kctl.records.template import InputTemplate, TemplateError
+    from kctl.timespec import parse_instant
+
+    if sum(x is not None for x in (template, key_separator)) + (input_format == "jsonl") > 1:
+        raise UsageError("unable to produce: --format, --key-separator and --input jsonl exclude each other")
+    if not delimiter:
+        raise UsageError("unable to produce: --delimiter must not be empty")
+    marker = null_marker.encode() if null_marker is not None else None
+    parse = None
+    try:
+        if key_separator is not None:
+            if not key_separator:
+                raise UsageError("unable to produce: --key-separator must not be empty")
+            parse = InputTemplate.key_value(key_separator, null_marker=marker)
+        elif template is not None:
+            parse = InputTemplate(template, null_marker=marker)
+    except TemplateError as exc:
+        raise UsageError(f"unable to parse --format {template!r}: {exc}") from None
+    if input_format == "jsonl":
+        from kctl.records.envelope import from_line
+
+        parse = from_line
+    options = ProduceOptions(
+        topic=topic,
+        acks=acks,
+        idempotence=idempotent,
+        compression=compression,
+        partition=partition,
+        key=key.encode() if key is not None else None,
+        headers=tuple((k, v.encode()) for k, v in _header_pairs(headers, value_required=True)),
+        timestamp=parse_instant(timestamp) if timestamp is not None else None,
+        null_marker=marker,
+        skip_invalid=skip_invalid,
+    )
+    stream = _open_input(path, app)
+    try:
+        report = produce_records(
+            app.session, options, split_records(stream, delimiter.encode()), parse, on_skip=lambda line, why: app.warn(f"line {line} skipped: {why}")
+        )
+    finally:
+        if stream is not getattr(app.stdin, "buffer", None):
+            stream.close()
+    if app.out.is_structured:
+        app.out.document(report, PRODUCE_REPORT)
+    else:
+        skipped = f", {report.skipped} skipped" if report.skipped else ""
+        app.note(f"produced {report.records} record(s) ({report.bytes} bytes) to {topic} in {report.seconds:.2f}s{skipped}")
+
+
+def _open_input(path: str, app: App):
+    from kctl.errors import InvalidError
+
+    if path == "-":
+        return getattr(app.stdin, "buffer", app.stdin)
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise InvalidError(f"unable to read {path}: {exc.strerror}") from None
+
+
+@record.command("consume")
+@click.argument("selectors", nargs=-1, required=True, metavar="TOPIC[:PARTITIONS]...")
+@click.option("--from", "start", metavar="POSITION", help="earliest, latest, committed, OFFSET, -N (last N per partition), @TIME (@2026-11-22T10:00Z, @-1h). [default: earliest; committed with --group]")
+@click.option("--to", "end", metavar="POSITION", help="Stop before OFFSET or @TIME, or at the end. [default: end, the log end when consuming starts]")
+@click.option("-p", "--partition", "partitions", multiple=True, type=click.IntRange(min=0), help="Only this partition of every topic (repeatable).")
+@click.option("-n", "--max-records", type=click.IntRange(min=1), help="Stop after this many records (after filters).")
+@click.option("-f", "--follow", is_flag=True, help="Keep waiting for new records at the end (Ctrl-C stops, exit 0).")
+@click.option("-g", "--group", metavar="GROUP", help="Consume as a member of GROUP: share its partitions, start from its committed offsets, commit progress.")
+@click.option("--commit/--no-commit", default=True, show_default=True, help="With --group: commit the offsets of records written.")
+@click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed hides records of aborted transactions and stops at the last stable offset.")
+@click.option("--key", "key_filter", metavar="KEY", help="Only records whose key is exactly KEY.")
+@click.option("--grep", type=BytesRegexType(), metavar="REGEX", help="Only records whose value matches REGEX.")
+@click.option("-H", "--header", "headers", multiple=True, metavar="KEY[=VALUE]", help="Only records with this header (and value); repeatable, all must match.")
+@click.option("--format", "template", metavar="TEMPLATE", help="Output per record: %t topic %p partition %o offset %k key %v value %h headers %T timestamp ms %d ISO time %K/%S key/value size; %v{hex} %k{base64}; \\n \\t. [default: '%v\\n']")
+@global_options
+@pass_app
+def consume(app: App, selectors, start, end, partitions, max_records, follow, group, commit, isolation, key_filter, grep, headers, template):
+    """Read records from topics and write them to stdout.
+
+    Reads every partition from --from (the earliest offset, or the group's committed
+    offsets with --group) to the log end as it was when consuming started, then exits;
+    --follow keeps waiting for new records. Output is each value on a line, a --format
+    template, or JSON envelopes with -o json|jsonl (keys and values that are not UTF-8
+    are base64, marked in key_encoding/value_encoding). Output streams as records
+    arrive; a closed pipe (| head) stops consuming quietly, and with --group only the
+    records written are committed.
+
+    \b
+    Examples:
+      kctl record consume orders
+      kctl record consume orders:0 --from -10 --format '%p:%o %k=%v\\n'
+      kctl record consume orders --from @-1h --to @-30m -o jsonl
+      kctl record consume orders --grep 'status":"failed' -n 5
+      kctl record consume orders --group audit --follow
+      kctl record consume blobs --format '%k{base64}\\t%v{base64}\\n' > blobs.tsv
+    """
+    from kctl.admin.consume import ConsumeOptions, consume as consume_records
+    from kctl.admin.offsets import PartitionSelector, parse_selector
+    from kctl.errors import UsageError
+    from kctl.records import filters
+    from kctl.records.position import COMMITTED, EARLIEST, Position, parse_from, parse_to
+
+    parsed = [parse_selector(s) for s in selectors]
+    if partitions:
+        if any(s.ranges for s in parsed):
+            raise UsageError("unable to consume: give partitions either as TOPIC:PARTITIONS or with --partition, not both")
+        parsed = [PartitionSelector(topic=s.topic, ranges=tuple((p, p) for p in sorted(set(partitions)))) for s in parsed]
+    start_at = parse_from(start) if start is not None else Position(COMMITTED if group else EARLIEST)
+    if end is not None:
+        end_at = parse_to(end)
+    else:
+        end_at = None if follow else parse_to("end")
+    sink, close = _sink(app, template)
+    keep = filters.build(key=key_filter, grep=grep, headers=_header_pairs(headers, value_required=False))
+    options = ConsumeOptions(
+        selectors=parsed, start=start_at, end=end_at, follow=follow, max_records=max_records,
+        group=group, commit=commit, isolation=isolation,
+    )
+    _stop_on_sigterm()
+    report = consume_records(app.session, options, sink, keep)
+    if report.stopped == "closed-pipe":
+        raise BrokenPipeError  # main() silences stdout and exits 0, as `| head` expects
+    close()
+    filtered = f" ({report.filtered} filtered out)" if report.filtered else ""
+    app.note(f"consumed {report.records} record(s) from {report.partitions} partition(s){filtered}")
+
+
+def _sink(app: App, template: str | None):
+    """(write a batch of messages, finish the output) for the chosen format."""
+    from kctl.errors import UsageError
+
+    stream = getattr(app.stdout, "buffer", None)
+    if stream is None:  # a text-only stream (tests): decode what would have been bytes
+        text = app.stdout
+        stream = type("_TextAdapter", (), {"write": lambda self, b: text.write(b.decode(errors="replace")), "flush": lambda self: text.flush()})()
+    else:
+        app.stdout.flush()
+    fmt = app.out.format
+    if template is not None and fmt in ("json", "jsonl"):
+        raise UsageError("unable to consume: --format and -o json|jsonl exclude each other")
+    if fmt in ("csv", "prom"):
+        raise UsageError(f"unable to consume: -o {fmt} is not available for records; use -o json, -o jsonl or --format")
+    if fmt == "jsonl":
+        from kctl.records.envelope import encode_line
+
+        def write_lines(messages):
+            stream.write(b"".join([encode_line(m) for m in messages]))
+            stream.flush()
+
+        return write_lines, lambda: None
+    if fmt == "json":
+        # One JSON array, written as records arrive: valid once consuming ends.
+        from kctl.records.envelope import encode_line
+
+        opened = [False]
+
+        def write_array(messages):
+            body = b",\n".join([encode_line(m)[:-1] for m in messages])
+            stream.write((b",\n" if opened[0] else b"[\n") + body)
+            opened[0] = True
+            stream.flush()
+
+        def close_array():
+            stream.write(b"\n]\n" if opened[0] else b"[]\n")
+            stream.flush()
+
+        return write_array, close_array
+    from kctl.records.template import TemplateError, compile_output
+
+    try:
+        render = compile_output(template if template is not None else "%v\\n")
+    except TemplateError as exc:
+        raise UsageError(f"unable to parse --format {template!r}: {exc}") from None
+
+    def write(messages):
+        stream.write(b"".join([render(m) for m in messages]))
+        stream.flush()
+
+    return write, lambda: None
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops consuming like Ctrl-C: offsets are committed and the consumer leaves
+    its group at once instead of after session.timeout.ms."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 @record.command("delete")

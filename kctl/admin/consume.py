@@ -1,0 +1,297 @@
+"""Consuming records between two positions, in one or many partitions.
+
+Without a group kctl assigns the partitions itself and commits nothing. With a group it
+joins it (subscribe), so it shares partitions with the group's other members and starts
+from the group's committed offsets; `--from` then overrides where each assigned
+partition starts. Offsets are stored only for records the sink has taken (written or
+filtered out), and committed by librdkafka's auto-commit and on close: what was printed
+is never skipped on the next run, and nothing unprinted is marked consumed.
+
+Unless following, each partition stops at its end as of the moment consuming starts (or
+at --to); librdkafka's partition-EOF event ends partitions whose last offsets are
+transaction markers or compacted away.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kctl.admin.errors import translate
+from kctl.admin.offsets import PartitionSelector, list_offsets, resolve_partitions
+from kctl.admin.session import AdminSession, librdkafka_log
+from kctl.errors import ConfigError, ExitCode, KctlError, TimeoutError_, UsageError
+from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
+
+_BATCH = 10_000
+_POLL_SECONDS = 0.2
+# A new group waits group.initial.rebalance.delay.ms (3 s by default) before assigning.
+_JOIN_SECONDS = 30.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumeOptions:
+    selectors: Sequence[PartitionSelector]
+    start: Position
+    # Where each partition stops (exclusive); None: never (with follow).
+    end: Position | None
+    # Wait for new records at the end instead of stopping there; an --to offset or time
+    # in the future is then waited for too.
+    follow: bool = False
+    max_records: int | None = None
+    group: str | None = None
+    commit: bool = True
+    isolation: str = "read_uncommitted"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumeReport:
+    records: int
+    # Records read but not passed to the sink by the filter.
+    filtered: int
+    partitions: int
+    seconds: float
+    # Why consuming stopped: end, max-records, interrupted, closed-pipe.
+    stopped: str
+
+
+Key = tuple[str, int]
+
+
+class _Bounds:
+    """Per-partition start and end offsets, from the spec and the partitions' offsets."""
+
+    def __init__(self, session: AdminSession, options: ConsumeOptions):
+        self.session = session
+        self.options = options
+
+    def resolve(self, pairs: Sequence[Key], committed: dict[Key, int] | None = None) -> tuple[dict[Key, int], dict[Key, int]]:
+        """(start, end) offsets. Following, ends are only the --to offsets (not capped at
+        the current end); a --to time is then checked per record (see _loop)."""
+        start, end, follow = self.options.start, self.options.end, self.options.follow
+        at_ms = start.at_ms if start.kind == "time" else None
+        rows = {(r.topic, r.partition): r for r in list_offsets(self.session, pairs, at_ms=at_ms, isolation=self.options.isolation)}
+        starts: dict[Key, int] = {}
+        for key in pairs:
+            row = rows[key]
+            if start.kind == EARLIEST:
+                offset = row.earliest
+            elif start.kind == LATEST:
+                offset = row.latest
+            elif start.kind == "offset":
+                offset = min(max(start.offset, row.earliest), row.latest)
+            elif start.kind == "tail":
+                offset = max(row.earliest, row.latest - start.tail)
+            elif start.kind == "time":
+                offset = row.offset_at
+            else:  # committed; a partition the group never committed starts at the earliest
+                offset = (committed or {}).get(key, -1)
+                offset = row.earliest if offset < 0 else min(max(offset, row.earliest), row.latest)
+            starts[key] = offset
+        ends: dict[Key, int] = {}
+        if end is None or (follow and end.kind != "offset"):
+            return starts, ends
+        if end.kind == "time":
+            at_end = {(r.topic, r.partition): r for r in list_offsets(self.session, pairs, at_ms=end.at_ms, isolation=self.options.isolation)}
+        for key in pairs:
+            latest = rows[key].latest
+            if end.kind == LATEST:
+                ends[key] = latest
+            elif end.kind == "offset":
+                ends[key] = end.offset if follow else min(end.offset, latest)
+            else:
+                ends[key] = at_end[key].offset_at
+        return starts, ends
+
+
+def consumer_config(session: AdminSession, options: ConsumeOptions) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": "true",
+        # Offsets are stored by hand once the sink has the records (see the module doc).
+        "enable.auto.offset.store": "false",
+    }
+    config.update(session.client_config())
+    config.update(
+        {
+            "group.id": options.group or "kctl-consume",
+            "enable.auto.commit": "true" if options.group and options.commit else "false",
+            "isolation.level": options.isolation,
+        }
+    )
+    return config
+
+
+class _Run:
+    """The state of one consume: which partitions are live, where each stops."""
+
+    def __init__(self, session: AdminSession, options: ConsumeOptions, consumer: Any):
+        self.session = session
+        self.options = options
+        self.consumer = consumer
+        self.bounds = _Bounds(session, options)
+        self.ends: dict[Key, int] = {}
+        self.live: set[Key] = set()
+        self.assigned = False
+        self.partitions_seen: set[Key] = set()
+
+    def start_partitions(self, pairs: Sequence[Key], committed: dict[Key, int] | None) -> list:
+        """TopicPartitions to assign, positioned at their start; empty ranges are skipped."""
+        from confluent_kafka import TopicPartition
+
+        starts, ends = self.bounds.resolve(pairs, committed)
+        self.ends.update(ends)
+        chosen = []
+        for key in pairs:
+            if key in ends and starts[key] >= ends[key]:
+                continue
+            self.live.add(key)
+            chosen.append(TopicPartition(key[0], key[1], starts[key]))
+        self.partitions_seen.update(pairs)
+        return chosen
+
+    def on_assign(self, consumer: Any, partitions: list) -> None:
+        pairs = [(tp.topic, tp.partition) for tp in partitions]
+        committed = None
+        if self.options.start.kind == COMMITTED:
+            committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(partitions, timeout=self.session.timeout)}
+        consumer.assign(self.start_partitions(pairs, committed))
+        self.assigned = True
+
+    def on_revoke(self, consumer: Any, partitions: list) -> None:
+        for tp in partitions:
+            self.live.discard((tp.topic, tp.partition))
+        consumer.unassign()
+
+    def finish(self, key: Key) -> None:
+        from confluent_kafka import TopicPartition
+
+        if key in self.live:
+            self.live.discard(key)
+            self.consumer.pause([TopicPartition(key[0], key[1])])
+
+    @property
+    def done(self) -> bool:
+        return self.assigned and not self.live and (not self.options.follow or self.options.end is not None)
+
+
+def consume(
+    session: AdminSession,
+    options: ConsumeOptions,
+    sink: Callable[[list[Any]], None],
+    keep: Callable[[Any], bool] | None = None,
+) -> ConsumeReport:
+    """Read records and hand them to `sink` in batches (confluent_kafka.Message objects,
+    in offset order per partition). `keep` filters before the sink and --max-records."""
+    from confluent_kafka import Consumer, KafkaException
+
+    if options.start.kind == COMMITTED and not options.group:
+        raise UsageError("unable to consume: --from committed needs --group")
+    pairs = resolve_partitions(session, options.selectors, action="consume")
+    explicit = any(s.ranges for s in options.selectors)
+    try:
+        consumer = Consumer(consumer_config(session, options), logger=librdkafka_log)
+    except (KafkaException, ValueError, TypeError) as exc:
+        raise ConfigError(f"unable to configure the Kafka consumer: {exc}") from exc
+    run = _Run(session, options, consumer)
+    started = time.monotonic()
+    try:
+        if options.group and not explicit:
+            topics = list(dict.fromkeys(t for t, _ in pairs))
+            consumer.subscribe(topics, on_assign=run.on_assign, on_revoke=run.on_revoke)
+        else:
+            committed = None
+            if options.start.kind == COMMITTED:
+                from confluent_kafka import TopicPartition
+
+                tps = [TopicPartition(t, p) for t, p in pairs]
+                committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(tps, timeout=session.timeout)}
+            consumer.assign(run.start_partitions(pairs, committed))
+            run.assigned = True
+        records, filtered, stopped = _loop(run, sink, keep, started)
+    finally:
+        _close(consumer)
+    return ConsumeReport(
+        records=records, filtered=filtered, partitions=len(run.partitions_seen), seconds=time.monotonic() - started, stopped=stopped
+    )
+
+
+def _close(consumer: Any) -> None:
+    try:
+        consumer.close()
+    except Exception:  # noqa: BLE001 - closing must not mask the outcome (e.g. a closed pipe)
+        pass
+
+
+def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, started: float) -> tuple[int, int, str]:
+    from confluent_kafka import KafkaError, TopicPartition
+
+    options, consumer = run.options, run.consumer
+    eof = KafkaError._PARTITION_EOF
+    ends = run.ends
+    store = options.group is not None and options.commit
+    limit = options.max_records
+    records = filtered = 0
+    follow = options.follow
+    # Following up to a time: a partition ends at its first record at or after it.
+    end_ms = options.end.at_ms if follow and options.end is not None and options.end.kind == "time" else None
+    join_deadline = started + max(_JOIN_SECONDS, run.session.timeout)
+    try:
+        while not run.done:
+            if not run.assigned and time.monotonic() > join_deadline:
+                raise TimeoutError_(f"unable to consume: group {options.group} assigned no partitions within {join_deadline - started:.0f}s")
+            want = _BATCH if limit is None else min(_BATCH, limit - records)
+            # consume(n, timeout) waits for all n records or the whole timeout, so take
+            # what is queued, and block only for the first record when nothing is.
+            messages = consumer.consume(want, 0)
+            if not messages:
+                first = consumer.poll(_POLL_SECONDS)
+                if first is None:
+                    continue
+                messages = [first] + consumer.consume(want - 1, 0) if want > 1 else [first]
+            out = []
+            positions: dict[Key, int] = {}
+            live = run.live
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    if error.code() == eof:
+                        if not follow:
+                            run.finish((message.topic(), message.partition()))
+                        continue
+                    if error.fatal() or not error.retriable():
+                        raise translate(error, f"consume {message.topic() or ''}".rstrip())
+                    continue
+                key = (message.topic(), message.partition())
+                if key not in live:
+                    continue
+                offset = message.offset()
+                end = ends.get(key)
+                if end is not None and offset >= end or end_ms is not None and message.timestamp()[1] >= end_ms:
+                    run.finish(key)
+                    continue
+                positions[key] = offset + 1
+                if keep is not None and not keep(message):
+                    filtered += 1
+                else:
+                    out.append(message)
+                    records += 1
+                if end is not None and offset + 1 >= end:
+                    run.finish(key)
+                if limit is not None and records >= limit:
+                    break
+            if out:
+                sink(out)
+            if store and positions:
+                consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()])
+            if limit is not None and records >= limit:
+                return records, filtered, "max-records"
+    except KeyboardInterrupt:
+        if follow:
+            return records, filtered, "interrupted"
+        raise KctlError("unable to consume: interrupted", exit_code=ExitCode.INTERRUPTED) from None
+    except BrokenPipeError:
+        return records, filtered, "closed-pipe"
+    return records, filtered, "end"

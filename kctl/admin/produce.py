@@ -1,0 +1,290 @@
+"""Producing records read from a stream, with every failure accounted for.
+
+Delivery reports are asked for failures only (`delivery.report.only.error`): a callback
+per record would cost more than producing it. A record is therefore counted as written
+when flush() has returned with nothing outstanding and no failure was reported for it.
+The first failure stops reading input; what was already queued is still flushed and
+counted, and the error says how far the input got.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kctl.admin.errors import describe, error_of, translate
+from kctl.admin.session import AdminSession, librdkafka_log
+from kctl.errors import ExitCode, InvalidError, KctlError, NotFoundError, PartialFailure, UsageError
+from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
+
+# Undeliverable records fail after this long instead of librdkafka's five minutes, so an
+# outage mid-run ends the command with an error rather than a hang.
+DEFAULT_MESSAGE_TIMEOUT_MS = 30_000
+# Headroom above the topic's max.message.bytes for the record batch framing.
+_BATCH_OVERHEAD = 1024
+_POLL_EVERY = 4096
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProduceOptions:
+    topic: str
+    acks: str = "all"
+    # None: on when acks is all, as Kafka's own producer does since 3.0.
+    idempotence: bool | None = None
+    compression: str = "none"
+    # Applied to every record: a fixed partition, extra headers, a timestamp, and a key
+    # for records that have none.
+    partition: int | None = None
+    key: bytes | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp: int | None = None
+    # Lines equal to this are sent with a null value (tombstones), in the plain format.
+    null_marker: bytes | None = None
+    skip_invalid: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProduceReport:
+    topic: str
+    # Records the brokers acknowledged (with acks=0: records sent).
+    records: int
+    # Key and value bytes of those records.
+    bytes: int
+    failed: int
+    skipped: int
+    seconds: float
+    partitions: int = field(default=0)
+
+
+def producer_config(session: AdminSession, options: ProduceOptions, max_message_bytes: int | None) -> dict:
+    acks = {"-1": "all", "all": "all", "1": "1", "0": "0"}[options.acks]
+    idempotence = options.idempotence
+    if idempotence and acks != "all":
+        raise UsageError(f"unable to produce: --idempotent needs --acks all, not {options.acks}")
+    if idempotence is None:
+        idempotence = acks == "all"
+    config = {
+        "message.timeout.ms": DEFAULT_MESSAGE_TIMEOUT_MS,
+        "linger.ms": 5,
+        "allow.auto.create.topics": "false",
+    }
+    if max_message_bytes is not None:
+        config["message.max.bytes"] = max(1_000_000, max_message_bytes + _BATCH_OVERHEAD)
+    config.update(session.client_config())
+    config.update(
+        {
+            "acks": acks,
+            "enable.idempotence": "true" if idempotence else "false",
+            "compression.type": options.compression,
+            "delivery.report.only.error": True,
+        }
+    )
+    return config
+
+
+def _topic_limits(session: AdminSession, topic: str) -> tuple[int, int | None]:
+    """(partition count, max.message.bytes or None when it cannot be read)."""
+    metadata = session.metadata(f"produce to {topic}")
+    found = metadata.topics.get(topic)
+    if found is None or (found.error is not None and not found.partitions):
+        raise NotFoundError(
+            f"unable to produce to {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic",
+            hint=f"create it first: kctl topic create {topic}",
+        )
+    from kctl.admin.configs import describe_configs
+
+    try:
+        configs, errors = describe_configs(session, "topic", [topic], keys=["max.message.bytes"])
+    except KctlError:
+        return len(found.partitions), None  # not authorised to read configs: librdkafka's default
+    values = [c.value for r in configs for c in r.configs if c.value]
+    return len(found.partitions), (int(values[0]) if values and values[0].isdigit() else None)
+
+
+class _Failures:
+    """Delivery failures reported by librdkafka's callback (only failures are reported)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: str | None = None
+        self.first_error = None
+
+    def __call__(self, error, message) -> None:
+        if error is None:
+            return
+        self.count += 1
+        if self.first is None:
+            self.first_error = error
+            size = len(message.value() or b"")
+            self.first = f"{describe(error)} (partition {message.partition()}, value of {size} bytes)"
+
+
+def produce(
+    session: AdminSession,
+    options: ProduceOptions,
+    chunks: Iterable[Sequence[bytes]],
+    parse: Callable[[bytes], ProducerRecord | None] | None = None,
+    on_skip: Callable[[int, str], None] = lambda line, reason: None,
+) -> ProduceReport:
+    """Produce one record per input item: the item is the value (plain), or `parse` turns
+    it into a ProducerRecord (None skips it, as a blank JSON line). Raises a KctlError
+    naming the input line when a record is invalid or was not delivered."""
+    from confluent_kafka import KafkaException, Producer
+
+    topic = options.topic
+    partitions, max_bytes = _topic_limits(session, topic)
+    if options.partition is not None and not 0 <= options.partition < partitions:
+        raise NotFoundError(f"unable to produce to {topic}: partition {options.partition} does not exist (the topic has {partitions})")
+    failures = _Failures()
+    config = producer_config(session, options, max_bytes)
+    config["on_delivery"] = failures
+    try:
+        producer = Producer(config, logger=librdkafka_log)
+    except (KafkaException, ValueError, TypeError) as exc:
+        from kctl.errors import ConfigError
+
+        raise ConfigError(f"unable to configure the Kafka producer: {exc}") from exc
+
+    state = _State()
+    started = time.monotonic()
+    stop: KctlError | None = None
+    try:
+        if parse is None and options.partition is None and not options.headers and options.timestamp is None and options.key is None:
+            stop = _produce_plain(producer, topic, chunks, options.null_marker, failures, state)
+        else:
+            stop = _produce_records(producer, topic, chunks, parse, options, partitions, failures, state, on_skip)
+    except KeyboardInterrupt:
+        stop = KctlError(f"unable to produce to {topic}: interrupted", exit_code=ExitCode.INTERRUPTED)
+    finally:
+        outstanding = _flush(producer, session)
+    seconds = time.monotonic() - started
+    written = state.queued - failures.count - outstanding
+    report = ProduceReport(
+        topic=topic, records=written, bytes=state.bytes, failed=failures.count + outstanding,
+        skipped=state.skipped, seconds=seconds, partitions=partitions,
+    )
+    if failures.count or outstanding:
+        raise _delivery_error(report, failures, outstanding, state.line, stop)
+    if stop is not None:
+        stop.hint = f"{written} record(s) before it were written" + (f"; {stop.hint}" if stop.hint else "")
+        raise stop
+    return report
+
+
+class _State:
+    __slots__ = ("queued", "bytes", "line", "skipped")
+
+    def __init__(self) -> None:
+        self.queued = 0
+        self.bytes = 0
+        self.line = 0
+        self.skipped = 0
+
+
+def _queue(producer, *args, **kwargs) -> None:
+    """producer.produce, waiting for room when librdkafka's queue is full."""
+    while True:
+        try:
+            producer.produce(*args, **kwargs)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> KctlError | None:
+    """The hot path: every input item is a value, nothing else is set."""
+    from confluent_kafka import KafkaException
+
+    produce = producer.produce
+    for chunk in chunks:
+        for value in chunk:
+            state.line += 1
+            if value == null_marker:
+                value = None
+            try:
+                produce(topic, value)
+            except BufferError:
+                _queue(producer, topic, value)
+            except KafkaException as exc:
+                return _local_error(exc, topic, state.line)
+            state.queued += 1
+            state.bytes += len(value) if value is not None else 0
+        producer.poll(0)
+        if failures.count:
+            return None
+    return None
+
+
+def _produce_records(producer, topic, chunks, parse, options, partitions, failures, state, on_skip) -> KctlError | None:
+    from confluent_kafka import KafkaException
+
+    fixed_headers = list(options.headers)
+    null_marker = options.null_marker
+    for chunk in chunks:
+        for item in chunk:
+            state.line += 1
+            try:
+                record = parse(item) if parse is not None else ProducerRecord(None if item == null_marker else item)
+                if record is None:
+                    continue
+                value, key, partition, timestamp, headers = record
+                if options.partition is not None:
+                    partition = options.partition
+                elif partition != ANY_PARTITION and partition >= partitions:
+                    raise RecordError(f"partition {partition} does not exist (the topic has {partitions})")
+                if key is None and options.key is not None:
+                    key = options.key
+                if options.timestamp is not None and not timestamp:
+                    timestamp = options.timestamp
+                if fixed_headers:
+                    headers = fixed_headers + (headers or [])
+            except RecordError as exc:
+                if options.skip_invalid:
+                    state.skipped += 1
+                    on_skip(state.line, str(exc))
+                    continue
+                return InvalidError(
+                    f"unable to produce to {topic}: line {state.line}: {exc}",
+                    hint="--skip-invalid skips such lines",
+                )
+            try:
+                _queue(producer, topic, value, key, partition, timestamp=timestamp, headers=headers)
+            except KafkaException as exc:
+                return _local_error(exc, topic, state.line)
+            state.queued += 1
+            state.bytes += (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
+            if state.queued % _POLL_EVERY == 0:
+                producer.poll(0)
+        producer.poll(0)
+        if failures.count:
+            return None
+    return None
+
+
+def _local_error(exc: Exception, topic: str, line: int) -> KctlError:
+    """A record librdkafka refused before sending it (too large, unknown partition)."""
+    error = error_of(exc)
+    if error is None:
+        return KctlError(f"unable to produce to {topic}: line {line}: {exc}")
+    kind = InvalidError if error.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG") else type(translate(error, ""))
+    return kind(f"unable to produce to {topic}: line {line}: {describe(error)}")
+
+
+def _flush(producer, session: AdminSession) -> int:
+    """Wait for every queued record's fate; the number still undecided (0 normally)."""
+    deadline = time.monotonic() + DEFAULT_MESSAGE_TIMEOUT_MS / 1000 + session.timeout
+    remaining = len(producer)
+    while remaining and time.monotonic() < deadline:
+        remaining = producer.flush(0.5)
+    return remaining
+
+
+def _delivery_error(report: ProduceReport, failures: _Failures, outstanding: int, line: int, stop: KctlError | None) -> KctlError:
+    total = report.records + report.failed
+    cause = failures.first or f"no answer within {DEFAULT_MESSAGE_TIMEOUT_MS // 1000}s"
+    message = f"unable to produce to {report.topic}: {report.failed} of {total} record(s) not delivered: {cause}"
+    kind = type(translate(failures.first_error, "produce")) if failures.first_error is not None else KctlError
+    if report.records and kind is KctlError:
+        kind = PartialFailure
+    return kind(message, hint=f"{report.records} record(s) were written; input stopped after line {line}")

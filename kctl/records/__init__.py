@@ -1,0 +1,6 @@
+"""Topic data as kctl reads and writes it: input records from lines, templates and JSON
+lines; output as format strings and JSON envelopes; --from/--to positions; filters.
+
+Pure code over bytes: no Kafka client, no click. The admin layer moves the records
+(kctl.admin.produce, kctl.admin.consume) and the CLI wires the two together.
+"""

@@ -1,0 +1,31 @@
+"""Record filters for consume: --key, --grep and --header, all of which must match."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def build(key: str | None = None, grep: re.Pattern[bytes] | None = None, headers: Sequence[tuple[str, str | None]] = ()) -> Callable[[Any], bool] | None:
+    """A predicate over confluent_kafka.Message, or None when nothing filters."""
+    checks: list[Callable[[Any], bool]] = []
+    if key is not None:
+        wanted = key.encode()
+        checks.append(lambda m: m.key() == wanted)
+    if grep is not None:
+        search = grep.search
+        checks.append(lambda m: (v := m.value()) is not None and search(v) is not None)
+    for name, value in headers:
+        checks.append(_header_check(name, None if value is None else value.encode()))
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+    return lambda m: all(check(m) for check in checks)
+
+
+def _header_check(name: str, value: bytes | None) -> Callable[[Any], bool]:
+    if value is None:
+        return lambda m: any(k == name for k, _ in m.headers() or ())
+    return lambda m: any(k == name and v == value for k, v in m.headers() or ())

@@ -1,0 +1,50 @@
+"""The record shape kctl produces, and the escapes shared by templates and separators."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# librdkafka's "no partition": let the partitioner choose.
+ANY_PARTITION = -1
+
+
+class ProducerRecord(NamedTuple):
+    """One record to produce. timestamp 0 means "now" (librdkafka's CreateTime default)."""
+
+    value: bytes | None
+    key: bytes | None = None
+    partition: int = ANY_PARTITION
+    timestamp: int = 0
+    headers: list[tuple[str, bytes | None]] | None = None
+
+
+class RecordError(ValueError):
+    """An input record kctl cannot read; the message says what is wrong, not where."""
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\"}
+
+
+def unescape(text: str) -> str:
+    r"""Backslash escapes as shells leave them in flags: \n \t \r \0 \\ and \xHH."""
+    out = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+            if nxt == "x" and _is_hex(text[i + 2 : i + 4]):
+                out.append(chr(int(text[i + 2 : i + 4], 16)))
+                i += 4
+                continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)
