@@ -25,7 +25,7 @@ from kctl.admin.session import AdminSession, librdkafka_log
 from kctl.errors import ConfigError, ExitCode, KctlError, TimeoutError_, UsageError
 from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
 
-_BATCH = 10_000
+_BATCH = 1000
 _POLL_SECONDS = 0.2
 # A new group waits group.initial.rebalance.delay.ms (3 s by default) before assigning.
 _JOIN_SECONDS = 30.0
@@ -110,6 +110,9 @@ def consumer_config(session: AdminSession, options: ConsumeOptions) -> dict[str,
     config: dict[str, Any] = {
         "auto.offset.reset": "earliest",
         "enable.partition.eof": "true",
+        # librdkafka postpones fetching for a whole second (its default) whenever the
+        # prefetch queue is full; a consumer that writes to a slow pipe hits that often.
+        "fetch.queue.backoff.ms": 10,
         # Offsets are stored by hand once the sink has the records (see the module doc).
         "enable.auto.offset.store": "false",
     }
@@ -182,9 +185,12 @@ def consume(
     options: ConsumeOptions,
     sink: Callable[[list[Any]], None],
     keep: Callable[[Any], bool] | None = None,
+    gone: Callable[[], bool] = lambda: False,
 ) -> ConsumeReport:
     """Read records and hand them to `sink` in batches (confluent_kafka.Message objects,
-    in offset order per partition). `keep` filters before the sink and --max-records."""
+    in offset order per partition). `keep` filters before the sink and --max-records.
+    `gone` is asked while no records arrive: True (the reader of a pipe went away)
+    stops consuming as a closed pipe does when written to."""
     from confluent_kafka import Consumer, KafkaException
 
     if options.start.kind == COMMITTED and not options.group:
@@ -210,7 +216,7 @@ def consume(
                 committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(tps, timeout=session.timeout)}
             consumer.assign(run.start_partitions(pairs, committed))
             run.assigned = True
-        records, filtered, stopped = _loop(run, sink, keep, started)
+        records, filtered, stopped = _loop(run, sink, keep, gone, started)
     finally:
         _close(consumer)
     return ConsumeReport(
@@ -225,12 +231,68 @@ def _close(consumer: Any) -> None:
         pass
 
 
-def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, started: float) -> tuple[int, int, str]:
-    from confluent_kafka import KafkaError, TopicPartition
+def _take(run: _Run, messages: list, keep, end_ms: int | None, room: int | None) -> tuple[list, dict[Key, int], int]:
+    """(records for the sink, next offset per partition to store, records filtered out)
+    from one batch. Most batches lie wholly inside every partition's range, which a few
+    C-level passes establish; only a batch that crosses an end, a limit, an error or a
+    finished partition is walked record by record."""
+    clean = [m for m in messages if m.error() is None]
+    if len(clean) == len(messages) and end_ms is None:
+        keys = list(zip([m.topic() for m in clean], [m.partition() for m in clean]))
+        # Offsets ascend within a partition, so the last one seen is the highest.
+        last = dict(zip(keys, [m.offset() for m in clean]))
+        ends, live = run.ends, run.live
+        if all(k in live and (k not in ends or o < ends[k]) for k, o in last.items()):
+            out = clean if keep is None else [m for m in clean if keep(m)]
+            if room is None or len(out) <= room:
+                for key, offset in last.items():
+                    if key in ends and offset + 1 >= ends[key]:
+                        run.finish(key)
+                return out, {k: o + 1 for k, o in last.items()}, len(clean) - len(out)
+    return _take_slowly(run, messages, keep, end_ms, room)
+
+
+def _take_slowly(run: _Run, messages: list, keep, end_ms: int | None, room: int | None) -> tuple[list, dict[Key, int], int]:
+    from confluent_kafka import KafkaError
+
+    out: list = []
+    positions: dict[Key, int] = {}
+    dropped = 0
+    ends, live, follow = run.ends, run.live, run.options.follow
+    for message in messages:
+        error = message.error()
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                if not follow:
+                    run.finish((message.topic(), message.partition()))
+                continue
+            if error.fatal() or not error.retriable():
+                raise translate(error, f"consume {message.topic() or ''}".rstrip())
+            continue
+        key = (message.topic(), message.partition())
+        if key not in live:
+            continue
+        offset = message.offset()
+        end = ends.get(key)
+        if end is not None and offset >= end or end_ms is not None and message.timestamp()[1] >= end_ms:
+            run.finish(key)
+            continue
+        positions[key] = offset + 1
+        if keep is not None and not keep(message):
+            dropped += 1
+        else:
+            out.append(message)
+        if end is not None and offset + 1 >= end:
+            run.finish(key)
+        if room is not None and len(out) >= room:
+            break
+    return out, positions, dropped
+
+
+def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, gone: Callable[[], bool], started: float) -> tuple[int, int, str]:
+    from confluent_kafka import TopicPartition
 
     options, consumer = run.options, run.consumer
-    eof = KafkaError._PARTITION_EOF
-    ends = run.ends
     store = options.group is not None and options.commit
     limit = options.max_records
     records = filtered = 0
@@ -249,39 +311,13 @@ def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bo
             if not messages:
                 first = consumer.poll(_POLL_SECONDS)
                 if first is None:
+                    if gone():
+                        return records, filtered, "closed-pipe"
                     continue
                 messages = [first] + consumer.consume(want - 1, 0) if want > 1 else [first]
-            out = []
-            positions: dict[Key, int] = {}
-            live = run.live
-            for message in messages:
-                error = message.error()
-                if error is not None:
-                    if error.code() == eof:
-                        if not follow:
-                            run.finish((message.topic(), message.partition()))
-                        continue
-                    if error.fatal() or not error.retriable():
-                        raise translate(error, f"consume {message.topic() or ''}".rstrip())
-                    continue
-                key = (message.topic(), message.partition())
-                if key not in live:
-                    continue
-                offset = message.offset()
-                end = ends.get(key)
-                if end is not None and offset >= end or end_ms is not None and message.timestamp()[1] >= end_ms:
-                    run.finish(key)
-                    continue
-                positions[key] = offset + 1
-                if keep is not None and not keep(message):
-                    filtered += 1
-                else:
-                    out.append(message)
-                    records += 1
-                if end is not None and offset + 1 >= end:
-                    run.finish(key)
-                if limit is not None and records >= limit:
-                    break
+            out, positions, dropped = _take(run, messages, keep, end_ms, None if limit is None else limit - records)
+            records += len(out)
+            filtered += dropped
             if out:
                 sink(out)
             if store and positions:

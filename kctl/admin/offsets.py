@@ -75,7 +75,9 @@ def resolve_partitions(
     for selector in selectors:
         topic = metadata.topics.get(selector.topic)
         if topic is None or (topic.error is not None and not topic.partitions):
-            raise NotFoundError(f"unable to {action} topic {selector.topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            from kctl.admin.topics import missing_topic_error
+
+            raise missing_topic_error(session, selector.topic, f"{action} topic {selector.topic}")
         existing = sorted(topic.partitions)
         chosen = [p for p in existing if selector.selects(p)]
         for lo, hi in selector.ranges:

@@ -88,10 +88,9 @@ def _topic_limits(session: AdminSession, topic: str) -> tuple[int, int | None]:
     metadata = session.metadata(f"produce to {topic}")
     found = metadata.topics.get(topic)
     if found is None or (found.error is not None and not found.partitions):
-        raise NotFoundError(
-            f"unable to produce to {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic",
-            hint=f"create it first: kctl topic create {topic}",
-        )
+        from kctl.admin.topics import missing_topic_error
+
+        raise missing_topic_error(session, topic, f"produce to {topic}", hint=f"create it first: kctl topic create {topic}")
     from kctl.admin.configs import describe_configs
 
     try:

@@ -85,6 +85,21 @@ def _describe(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDes
     return {name: r if isinstance(r, KctlError) else _description(r, live=None) for name, r in results.items()}
 
 
+def missing_topic_error(session: AdminSession, name: str, action: str, hint: str | None = None) -> KctlError:
+    """Why the cluster's metadata lacks topic `name`. Brokers list only the topics a user
+    may describe, so ask for this one by name to tell "no such topic" from "not
+    authorized" (Describe answers without creating topics, unlike a producer's Metadata)."""
+    from kctl.errors import NotAuthorizedError
+
+    try:
+        result = _describe(session, [name]).get(name)
+    except KctlError as exc:
+        result = exc
+    if isinstance(result, NotAuthorizedError):
+        return NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}")
+    return NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic", hint=hint)
+
+
 def _description(raw, *, live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
     partitions = []
     offsets = offsets or {}

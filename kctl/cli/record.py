@@ -218,7 +218,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         group=group, commit=commit, isolation=isolation,
     )
     _stop_on_sigterm()
-    report = consume_records(app.session, options, sink, keep)
+    report = consume_records(app.session, options, sink, keep, gone=_reader_gone(app.stdout))
     if report.stopped == "closed-pipe":
         raise BrokenPipeError  # main() silences stdout and exits 0, as `| head` expects
     close()
@@ -266,18 +266,33 @@ def _sink(app: App, template: str | None):
             stream.flush()
 
         return write_array, close_array
-    from kctl.records.template import TemplateError, compile_output
+    from kctl.records.template import TemplateError, compile_batch
 
     try:
-        render = compile_output(template if template is not None else "%v\\n")
+        render = compile_batch(template if template is not None else "%v\\n")
     except TemplateError as exc:
         raise UsageError(f"unable to parse --format {template!r}: {exc}") from None
 
     def write(messages):
-        stream.write(b"".join([render(m) for m in messages]))
+        stream.write(render(messages))
         stream.flush()
 
     return write, lambda: None
+
+
+def _reader_gone(stream):
+    """Whether stdout is a pipe whose reader has gone (`--follow | head` after head
+    exits): Linux flags the write end with POLLERR, so an idle follower need not wait
+    for its next record to find out."""
+    import select
+
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return lambda: False
+    poller = select.poll()
+    poller.register(fd, select.POLLERR)
+    return lambda: any(event & select.POLLERR for _, event in poller.poll(0))
 
 
 def _stop_on_sigterm() -> None:

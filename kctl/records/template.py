@@ -142,6 +142,14 @@ def compile_output(template: str) -> Callable[[Any], bytes]:
     return lambda m: b"".join([g(m) for g in getters])
 
 
+def compile_batch(template: str) -> Callable[[list[Any]], bytes]:
+    """A function from a batch of messages to their output bytes, joined."""
+    if parse(template) == [Field("v"), "\n"]:
+        return lambda messages: b"\n".join([m.value() or b"" for m in messages]) + b"\n"
+    render = compile_output(template)
+    return lambda messages: b"".join([render(m) for m in messages])
+
+
 # -- input ----------------------------------------------------------------------------------
 
 

@@ -138,7 +138,8 @@ def _count_brokers(bootstrap: str) -> int:
     from confluent_kafka.admin import AdminClient
 
     try:
-        return len(AdminClient({"bootstrap.servers": bootstrap}).describe_cluster(request_timeout=10).result().nodes)
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future resolves
+        return len(admin.describe_cluster(request_timeout=10).result().nodes)
     except Exception as exc:  # noqa: BLE001
         raise BackendUnavailable(f"external: cannot describe the cluster at {bootstrap}: {exc}") from exc
 

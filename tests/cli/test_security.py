@@ -61,3 +61,17 @@ def test_user_without_acls_is_refused(kctl, secured_kafka, unique_name):
     assert "AUTHORIZATION_FAILED" in result.stderr
     described = kctl(*flags, "config", "describe", "broker", "1")
     assert described.exit_code == ExitCode.NOT_AUTHORIZED, described.stderr
+
+
+def test_records_of_a_topic_the_user_may_not_read(kctl, secured_kafka, unique_name):
+    topic = unique_name("private")
+    assert kctl(*sasl_flags(secured_kafka), "topic", "create", topic).exit_code == 0
+    flags = sasl_flags(secured_kafka, user="alice")
+    produced = kctl(*flags, "record", "produce", topic, input="x\n")
+    assert (produced.exit_code, produced.stderr) == (
+        ExitCode.NOT_AUTHORIZED, f"error: unable to produce to {topic}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {topic}\n"
+    )
+    consumed = kctl(*flags, "record", "consume", topic)
+    assert (consumed.exit_code, consumed.stderr) == (
+        ExitCode.NOT_AUTHORIZED, f"error: unable to consume topic {topic}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {topic}\n"
+    )
