@@ -138,6 +138,8 @@ class _Run:
         self.ends: dict[Key, int] = {}
         self.live: set[Key] = set()
         self.assigned = False
+        # Since when the group has given this member no assignment (start, or a revoke).
+        self.unassigned_since = time.monotonic()
         self.partitions_seen: set[Key] = set()
 
     def start_partitions(self, pairs: Sequence[Key], committed: dict[Key, int] | None) -> list:
@@ -164,8 +166,11 @@ class _Run:
         self.assigned = True
 
     def on_revoke(self, consumer: Any, partitions: list) -> None:
+        # A rebalance: wait for the next assignment rather than ending with nothing live.
         for tp in partitions:
             self.live.discard((tp.topic, tp.partition))
+        self.assigned = False
+        self.unassigned_since = time.monotonic()
         consumer.unassign()
 
     def finish(self, key: Key) -> None:
@@ -216,7 +221,7 @@ def consume(
                 committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(tps, timeout=session.timeout)}
             consumer.assign(run.start_partitions(pairs, committed))
             run.assigned = True
-        records, filtered, stopped = _loop(run, sink, keep, gone, started)
+        records, filtered, stopped = _loop(run, sink, keep, gone)
     finally:
         _close(consumer)
     return ConsumeReport(
@@ -289,7 +294,7 @@ def _take_slowly(run: _Run, messages: list, keep, end_ms: int | None, room: int 
     return out, positions, dropped
 
 
-def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, gone: Callable[[], bool], started: float) -> tuple[int, int, str]:
+def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, gone: Callable[[], bool]) -> tuple[int, int, str]:
     from confluent_kafka import TopicPartition
 
     options, consumer = run.options, run.consumer
@@ -299,11 +304,11 @@ def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bo
     follow = options.follow
     # Following up to a time: a partition ends at its first record at or after it.
     end_ms = options.end.at_ms if follow and options.end is not None and options.end.kind == "time" else None
-    join_deadline = started + max(_JOIN_SECONDS, run.session.timeout)
+    join_seconds = max(_JOIN_SECONDS, run.session.timeout)
     try:
         while not run.done:
-            if not run.assigned and time.monotonic() > join_deadline:
-                raise TimeoutError_(f"unable to consume: group {options.group} assigned no partitions within {join_deadline - started:.0f}s")
+            if not run.assigned and time.monotonic() - run.unassigned_since > join_seconds:
+                raise TimeoutError_(f"unable to consume: group {options.group} assigned no partitions within {join_seconds:.0f}s")
             want = _BATCH if limit is None else min(_BATCH, limit - records)
             # consume(n, timeout) waits for all n records or the whole timeout, so take
             # what is queued, and block only for the first record when nothing is.

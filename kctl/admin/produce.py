@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kctl.admin.errors import describe, error_of, translate
 from kctl.admin.session import AdminSession, librdkafka_log
@@ -49,12 +49,12 @@ class ProduceReport:
     topic: str
     # Records the brokers acknowledged (with acks=0: records sent).
     records: int
-    # Key and value bytes of those records.
+    # Key and value bytes of the records sent.
     bytes: int
     failed: int
+    # Input records skipped as unreadable (--skip-invalid).
     skipped: int
     seconds: float
-    partitions: int = field(default=0)
 
 
 def producer_config(session: AdminSession, options: ProduceOptions, max_message_bytes: int | None) -> dict:
@@ -161,12 +161,15 @@ def produce(
     written = state.queued - failures.count - outstanding
     report = ProduceReport(
         topic=topic, records=written, bytes=state.bytes, failed=failures.count + outstanding,
-        skipped=state.skipped, seconds=seconds, partitions=partitions,
+        skipped=state.skipped, seconds=seconds,
     )
     if failures.count or outstanding:
         raise _delivery_error(report, failures, outstanding, state.line, stop)
     if stop is not None:
-        stop.hint = f"{written} record(s) before it were written" + (f"; {stop.hint}" if stop.hint else "")
+        if stop.exit_code == ExitCode.INTERRUPTED:
+            stop.hint = f"{written} record(s) were written"
+        else:  # a line that could not be read or sent
+            stop.hint = f"{written} record(s) before it were written" + (f"; {stop.hint}" if stop.hint else "")
         raise stop
     return report
 

@@ -230,12 +230,9 @@ def _sink(app: App, template: str | None):
     """(write a batch of messages, finish the output) for the chosen format."""
     from kctl.errors import UsageError
 
-    stream = getattr(app.stdout, "buffer", None)
-    if stream is None:  # a text-only stream (tests): decode what would have been bytes
-        text = app.stdout
-        stream = type("_TextAdapter", (), {"write": lambda self, b: text.write(b.decode(errors="replace")), "flush": lambda self: text.flush()})()
-    else:
-        app.stdout.flush()
+    # Records are bytes: write them to the binary stream under stdout, unchanged.
+    app.stdout.flush()
+    stream = app.stdout.buffer
     fmt = app.out.format
     if template is not None and fmt in ("json", "jsonl"):
         raise UsageError("unable to consume: --format and -o json|jsonl exclude each other")

@@ -64,8 +64,12 @@ def to_envelope(message: Any) -> dict[str, Any]:
     }
 
 
+# Built once: json.dumps with non-default arguments builds a new encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def encode_line(message: Any) -> bytes:
-    return json.dumps(to_envelope(message), ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return _ENCODER.encode(to_envelope(message)).encode() + b"\n"
 
 
 # -- input ----------------------------------------------------------------------------------

@@ -392,3 +392,35 @@ def test_undelivered_records_fail_the_command(tmp_path, config_home):
         assert len(read_all(broker.bootstrap, "doomed", 1)) == 100
     finally:
         broker.stop()
+
+
+def test_group_member_survives_a_rebalance(cluster, topic, unique_name, config_home):
+    """Another member joining revokes kctl's partitions for a moment; kctl must wait for
+    its new assignment, not stop because nothing is assigned."""
+    group = unique_name("g")
+    kctl = subprocess.Popen(
+        [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "record", "consume", topic, "--group", group, "--follow",
+         "--format", r"%p %v\n"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    other = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest"})
+    try:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap})
+        producer.produce(topic, value=b"first", partition=0)
+        producer.flush(10)
+        assert kctl.stdout.readline() == b"0 first\n"
+        other.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not other.assignment() and time.monotonic() < deadline:
+            other.poll(0.2)
+        theirs = {tp.partition for tp in other.assignment()}
+        assert theirs and len(theirs) < 3 and kctl.poll() is None
+        mine = min({0, 1, 2} - theirs)
+        producer.produce(topic, value=b"second", partition=mine)
+        producer.flush(10)
+        assert kctl.stdout.readline() == f"{mine} second\n".encode()
+        kctl.send_signal(signal.SIGINT)
+        assert kctl.wait(timeout=20) == 0
+    finally:
+        kctl.kill()
+        other.close()
