@@ -55,6 +55,8 @@ class ConsumeReport:
     seconds: float
     # Why consuming stopped: end, max-records, interrupted, closed-pipe.
     stopped: str
+    # With --group: the last failed offset commit ("NAME: description"), else None.
+    commit_error: str | None = None
 
 
 Key = tuple[str, int]
@@ -141,6 +143,18 @@ class _Run:
         # Since when the group has given this member no assignment (start, or a revoke).
         self.unassigned_since = time.monotonic()
         self.partitions_seen: set[Key] = set()
+        self.commit_error: str | None = None
+
+    def on_commit(self, error: Any, partitions: list) -> None:
+        """librdkafka's commit callback: a failed auto-commit is otherwise only logged."""
+        from kctl.admin.errors import describe
+
+        if error is not None and error.name() != "_NO_OFFSET":
+            self.commit_error = describe(error)
+        else:
+            failed = [tp for tp in partitions or () if tp.error is not None]
+            if failed:
+                self.commit_error = describe(failed[0].error)
 
     def start_partitions(self, pairs: Sequence[Key], committed: dict[Key, int] | None) -> list:
         """TopicPartitions to assign, positioned at their start; empty ranges are skipped."""
@@ -202,8 +216,11 @@ def consume(
         raise UsageError("unable to consume: --from committed needs --group")
     pairs = resolve_partitions(session, options.selectors, action="consume")
     explicit = any(s.ranges for s in options.selectors)
+    config = consumer_config(session, options)
+    commits: list[tuple[Any, list]] = []
+    config["on_commit"] = lambda error, partitions: commits.append((error, partitions))
     try:
-        consumer = Consumer(consumer_config(session, options), logger=librdkafka_log)
+        consumer = Consumer(config, logger=librdkafka_log)
     except (KafkaException, ValueError, TypeError) as exc:
         raise ConfigError(f"unable to configure the Kafka consumer: {exc}") from exc
     run = _Run(session, options, consumer)
@@ -224,8 +241,11 @@ def consume(
         records, filtered, stopped = _loop(run, sink, keep, gone)
     finally:
         _close(consumer)
+    for error, partitions in commits:  # the final commit's result arrives during close()
+        run.on_commit(error, partitions)
     return ConsumeReport(
-        records=records, filtered=filtered, partitions=len(run.partitions_seen), seconds=time.monotonic() - started, stopped=stopped
+        records=records, filtered=filtered, partitions=len(run.partitions_seen), seconds=time.monotonic() - started,
+        stopped=stopped, commit_error=run.commit_error,
     )
 
 

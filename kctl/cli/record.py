@@ -224,6 +224,13 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
     close()
     filtered = f" ({report.filtered} filtered out)" if report.filtered else ""
     app.note(f"consumed {report.records} record(s) from {report.partitions} partition(s){filtered}")
+    if report.commit_error is not None:
+        from kctl.errors import PartialFailure
+
+        raise PartialFailure(
+            f"unable to commit offsets for group {group}: {report.commit_error}",
+            hint="the records were written, but the group will read them again; is another member consuming these partitions?",
+        )
 
 
 def _sink(app: App, template: str | None):

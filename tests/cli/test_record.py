@@ -424,3 +424,22 @@ def test_group_member_survives_a_rebalance(cluster, topic, unique_name, config_h
     finally:
         kctl.kill()
         other.close()
+
+
+def test_commit_refused_by_an_active_group_is_an_error(kctl, cluster, topic, unique_name):
+    """Explicit partitions with --group commit without joining; while the group has an
+    active member the broker refuses, and kctl must say so rather than exit 0."""
+    fill(cluster.bootstrap, topic)
+    group = unique_name("g")
+    member = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    member.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        result = kctl("-b", cluster.bootstrap, "record", "consume", f"{topic}:0", "--group", group, "--from", "earliest", "--format", r"%o\n")
+        assert result.stdout.split() == [str(i) for i in range(10)]
+        assert result.exit_code == ExitCode.PARTIAL_FAILURE
+        assert result.stderr.splitlines()[1].startswith(f"error: unable to commit offsets for group {group}: ")
+    finally:
+        member.close()
