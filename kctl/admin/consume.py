@@ -110,6 +110,8 @@ class _Bounds:
 
 def consumer_config(session: AdminSession, options: ConsumeOptions) -> dict[str, Any]:
     config: dict[str, Any] = {
+        # Records deleted (retention, DeleteRecords) after the start was chosen: go on
+        # from what is left, as Kafka's consumers do.
         "auto.offset.reset": "earliest",
         "enable.partition.eof": "true",
         # librdkafka postpones fetching for a whole second (its default) whenever the
@@ -146,7 +148,8 @@ class _Run:
         self.commit_error: str | None = None
 
     def on_commit(self, error: Any, partitions: list) -> None:
-        """librdkafka's commit callback: a failed auto-commit is otherwise only logged."""
+        """Judge one commit result from librdkafka (a failed auto-commit is otherwise only
+        logged); collected during the run and read once the consumer is closed."""
         from kctl.admin.errors import describe
 
         if error is not None and error.name() != "_NO_OFFSET":
@@ -288,8 +291,11 @@ def _take_slowly(run: _Run, messages: list, keep, end_ms: int | None, room: int 
         error = message.error()
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
-                if not follow:
-                    run.finish((message.topic(), message.partition()))
+                # Only an end at or past the snapshot counts: an EOF below it would end
+                # a partition whose records are still to come.
+                key = (message.topic(), message.partition())
+                if not follow and message.offset() >= ends.get(key, 0):
+                    run.finish(key)
                 continue
             if error.fatal() or not error.retriable():
                 raise translate(error, f"consume {message.topic() or ''}".rstrip())

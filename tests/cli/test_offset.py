@@ -19,7 +19,8 @@ BASE_MS = 1_790_000_000_000  # 2026-09-21T14:13:20Z
 def filled(kctl, cluster, unique_name):
     """A 3-partition topic; partition p holds 10 * (p + 1) records, record i at BASE_MS + i minutes."""
     topic = unique_name("off")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "3").exit_code == 0
+    # Months-old timestamps: keep the records from time-based retention.
+    assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "3", "-c", "retention.ms=-1").exit_code == 0
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
     for partition in range(3):
         for i in range(10 * (partition + 1)):
