@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kctl.admin.errors import translate
-from kctl.admin.offsets import PartitionSelector, list_offsets, resolve_partitions
-from kctl.admin.session import AdminSession, librdkafka_log
-from kctl.errors import ConfigError, ExitCode, KctlError, TimeoutError_, UsageError
+from kctl.admin.offsets import PartitionSelector, list_offsets, offsets_for_time, resolve_partitions
+from kctl.admin.session import AdminSession, build_client
+from kctl.errors import ExitCode, KctlError, TimeoutError_, UsageError
 from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
 
 _BATCH = 1000
@@ -62,50 +62,43 @@ class ConsumeReport:
 Key = tuple[str, int]
 
 
-class _Bounds:
-    """Per-partition start and end offsets, from the spec and the partitions' offsets."""
-
-    def __init__(self, session: AdminSession, options: ConsumeOptions):
-        self.session = session
-        self.options = options
-
-    def resolve(self, pairs: Sequence[Key], committed: dict[Key, int] | None = None) -> tuple[dict[Key, int], dict[Key, int]]:
-        """(start, end) offsets. Following, ends are only the --to offsets (not capped at
-        the current end); a --to time is then checked per record (see _loop)."""
-        start, end, follow = self.options.start, self.options.end, self.options.follow
-        at_ms = start.at_ms if start.kind == "time" else None
-        rows = {(r.topic, r.partition): r for r in list_offsets(self.session, pairs, at_ms=at_ms, isolation=self.options.isolation)}
-        starts: dict[Key, int] = {}
-        for key in pairs:
-            row = rows[key]
-            if start.kind == EARLIEST:
-                offset = row.earliest
-            elif start.kind == LATEST:
-                offset = row.latest
-            elif start.kind == "offset":
-                offset = min(max(start.offset, row.earliest), row.latest)
-            elif start.kind == "tail":
-                offset = max(row.earliest, row.latest - start.tail)
-            elif start.kind == "time":
-                offset = row.offset_at
-            else:  # committed; a partition the group never committed starts at the earliest
-                offset = (committed or {}).get(key, -1)
-                offset = row.earliest if offset < 0 else min(max(offset, row.earliest), row.latest)
-            starts[key] = offset
-        ends: dict[Key, int] = {}
-        if end is None or (follow and end.kind != "offset"):
-            return starts, ends
-        if end.kind == "time":
-            at_end = {(r.topic, r.partition): r for r in list_offsets(self.session, pairs, at_ms=end.at_ms, isolation=self.options.isolation)}
-        for key in pairs:
-            latest = rows[key].latest
-            if end.kind == LATEST:
-                ends[key] = latest
-            elif end.kind == "offset":
-                ends[key] = end.offset if follow else min(end.offset, latest)
-            else:
-                ends[key] = at_end[key].offset_at
+def _bounds(session: AdminSession, options: ConsumeOptions, pairs: Sequence[Key], committed: dict[Key, int]) -> tuple[dict[Key, int], dict[Key, int]]:
+    """(start, end) offsets per partition, from the options and the partitions' offsets.
+    Following, ends are only the --to offsets (not capped at the current end); a --to
+    time is then checked per record (see _loop)."""
+    start, end, follow = options.start, options.end, options.follow
+    at_ms = start.at_ms if start.kind == "time" else None
+    rows = {(r.topic, r.partition): r for r in list_offsets(session, pairs, at_ms=at_ms, isolation=options.isolation)}
+    starts: dict[Key, int] = {}
+    for key in pairs:
+        row = rows[key]
+        if start.kind == EARLIEST:
+            offset = row.earliest
+        elif start.kind == LATEST:
+            offset = row.latest
+        elif start.kind == "offset":
+            offset = min(max(start.offset, row.earliest), row.latest)
+        elif start.kind == "tail":
+            offset = max(row.earliest, row.latest - start.tail)
+        elif start.kind == "time":
+            offset = row.offset_at
+        else:  # committed; a partition the group never committed starts at the earliest
+            offset = committed.get(key, -1)
+            offset = row.earliest if offset < 0 else min(max(offset, row.earliest), row.latest)
+        starts[key] = offset
+    ends: dict[Key, int] = {}
+    if end is None or (follow and end.kind != "offset"):
         return starts, ends
+    at_end = offsets_for_time(session, pairs, end.at_ms, isolation=options.isolation) if end.kind == "time" else {}
+    for key in pairs:
+        latest = rows[key].latest
+        if end.kind == LATEST:
+            ends[key] = latest
+        elif end.kind == "offset":
+            ends[key] = end.offset if follow else min(end.offset, latest)
+        else:  # no record at or after the time: everything up to the end is before it
+            ends[key] = latest if at_end[key] < 0 else at_end[key]
+    return starts, ends
 
 
 def consumer_config(session: AdminSession, options: ConsumeOptions) -> dict[str, Any]:
@@ -134,11 +127,10 @@ def consumer_config(session: AdminSession, options: ConsumeOptions) -> dict[str,
 class _Run:
     """The state of one consume: which partitions are live, where each stops."""
 
-    def __init__(self, session: AdminSession, options: ConsumeOptions, consumer: Any):
+    def __init__(self, session: AdminSession, options: ConsumeOptions):
         self.session = session
         self.options = options
-        self.consumer = consumer
-        self.bounds = _Bounds(session, options)
+        self.consumer: Any = None  # set once built: its config needs on_commit below
         self.ends: dict[Key, int] = {}
         self.live: set[Key] = set()
         self.assigned = False
@@ -148,8 +140,8 @@ class _Run:
         self.commit_error: str | None = None
 
     def on_commit(self, error: Any, partitions: list) -> None:
-        """Judge one commit result from librdkafka (a failed auto-commit is otherwise only
-        logged); collected during the run and read once the consumer is closed."""
+        """librdkafka's commit callback, served while consuming and in close() (the final
+        commit): a failed auto-commit would otherwise only be logged."""
         from kctl.admin.errors import describe
 
         if error is not None and error.name() != "_NO_OFFSET":
@@ -159,11 +151,15 @@ class _Run:
             if failed:
                 self.commit_error = describe(failed[0].error)
 
-    def start_partitions(self, pairs: Sequence[Key], committed: dict[Key, int] | None) -> list:
+    def start_partitions(self, pairs: Sequence[Key]) -> list:
         """TopicPartitions to assign, positioned at their start; empty ranges are skipped."""
         from confluent_kafka import TopicPartition
 
-        starts, ends = self.bounds.resolve(pairs, committed)
+        committed: dict[Key, int] = {}
+        if self.options.start.kind == COMMITTED:
+            asked = [TopicPartition(t, p) for t, p in pairs]
+            committed = {(tp.topic, tp.partition): tp.offset for tp in self.consumer.committed(asked, timeout=self.session.timeout)}
+        starts, ends = _bounds(self.session, self.options, pairs, committed)
         self.ends.update(ends)
         chosen = []
         for key in pairs:
@@ -175,11 +171,7 @@ class _Run:
         return chosen
 
     def on_assign(self, consumer: Any, partitions: list) -> None:
-        pairs = [(tp.topic, tp.partition) for tp in partitions]
-        committed = None
-        if self.options.start.kind == COMMITTED:
-            committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(partitions, timeout=self.session.timeout)}
-        consumer.assign(self.start_partitions(pairs, committed))
+        consumer.assign(self.start_partitions([(tp.topic, tp.partition) for tp in partitions]))
         self.assigned = True
 
     def on_revoke(self, consumer: Any, partitions: list) -> None:
@@ -213,39 +205,27 @@ def consume(
     in offset order per partition). `keep` filters before the sink and --max-records.
     `gone` is asked while no records arrive: True (the reader of a pipe went away)
     stops consuming as a closed pipe does when written to."""
-    from confluent_kafka import Consumer, KafkaException
+    from confluent_kafka import Consumer
 
     if options.start.kind == COMMITTED and not options.group:
         raise UsageError("unable to consume: --from committed needs --group")
     pairs = resolve_partitions(session, options.selectors, action="consume")
     explicit = any(s.ranges for s in options.selectors)
+    run = _Run(session, options)
     config = consumer_config(session, options)
-    commits: list[tuple[Any, list]] = []
-    config["on_commit"] = lambda error, partitions: commits.append((error, partitions))
-    try:
-        consumer = Consumer(config, logger=librdkafka_log)
-    except (KafkaException, ValueError, TypeError) as exc:
-        raise ConfigError(f"unable to configure the Kafka consumer: {exc}") from exc
-    run = _Run(session, options, consumer)
+    config["on_commit"] = run.on_commit
+    consumer = run.consumer = build_client(Consumer, config, "consumer")
     started = time.monotonic()
     try:
         if options.group and not explicit:
             topics = list(dict.fromkeys(t for t, _ in pairs))
             consumer.subscribe(topics, on_assign=run.on_assign, on_revoke=run.on_revoke)
         else:
-            committed = None
-            if options.start.kind == COMMITTED:
-                from confluent_kafka import TopicPartition
-
-                tps = [TopicPartition(t, p) for t, p in pairs]
-                committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(tps, timeout=session.timeout)}
-            consumer.assign(run.start_partitions(pairs, committed))
+            consumer.assign(run.start_partitions(pairs))
             run.assigned = True
         records, filtered, stopped = _loop(run, sink, keep, gone)
     finally:
         _close(consumer)
-    for error, partitions in commits:  # the final commit's result arrives during close()
-        run.on_commit(error, partitions)
     return ConsumeReport(
         records=records, filtered=filtered, partitions=len(run.partitions_seen), seconds=time.monotonic() - started,
         stopped=stopped, commit_error=run.commit_error,

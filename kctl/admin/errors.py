@@ -66,10 +66,14 @@ def describe(error: Any) -> str:
     return f"{kafka_name(error)}: {text}" if text else kafka_name(error)
 
 
+def error_class(error: Any) -> type[KctlError]:
+    """The KctlError subclass (and so the exit status) for a KafkaError."""
+    return _BY_NAME.get(error.name(), KctlError)
+
+
 def translate(error: Any, action: str) -> KctlError:
     """A KctlError for `unable to <action>: <NAME: description>`."""
-    kind = _BY_NAME.get(error.name(), KctlError)
-    return kind(f"unable to {action}: {describe(error)}")
+    return error_class(error)(f"unable to {action}: {describe(error)}")
 
 
 def error_of(exc: BaseException) -> Any | None:

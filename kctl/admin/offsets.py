@@ -147,6 +147,15 @@ def list_offsets(
     return rows
 
 
+def offsets_for_time(session: AdminSession, pairs: Sequence[tuple[str, int]], at_ms: int, *, isolation: str = "read_uncommitted") -> dict[tuple[str, int], int]:
+    """Only the first offset at or after `at_ms` per partition (-1 where no record is
+    that recent): one request, for callers that already hold the other offsets."""
+    from confluent_kafka.admin import OffsetSpec
+
+    found = _list(session, pairs, lambda: OffsetSpec.for_timestamp(at_ms), isolation, "list offsets by timestamp")
+    return {key: info.offset for key, info in found.items()}
+
+
 @dataclass(frozen=True, kw_only=True)
 class DeleteRecordsPlan:
     topic: str

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from kctl.admin.errors import describe, error_of, translate
-from kctl.admin.session import AdminSession, librdkafka_log
+from kctl.admin.errors import describe, error_class, error_of
+from kctl.admin.session import AdminSession, build_client
 from kctl.errors import ExitCode, InvalidError, KctlError, NotFoundError, PartialFailure, UsageError
 from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
 
@@ -94,7 +94,7 @@ def _topic_limits(session: AdminSession, topic: str) -> tuple[int, int | None]:
     from kctl.admin.configs import describe_configs
 
     try:
-        configs, errors = describe_configs(session, "topic", [topic], keys=["max.message.bytes"])
+        configs, _errors = describe_configs(session, "topic", [topic], keys=["max.message.bytes"])
     except KctlError:
         return len(found.partitions), None  # not authorised to read configs: librdkafka's default
     values = [c.value for r in configs for c in r.configs if c.value]
@@ -129,7 +129,7 @@ def produce(
     """Produce one record per input item: the item is the value (plain), or `parse` turns
     it into a ProducerRecord (None skips it, as a blank JSON line). Raises a KctlError
     naming the input line when a record is invalid or was not delivered."""
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import Producer
 
     topic = options.topic
     partitions, max_bytes = _topic_limits(session, topic)
@@ -138,12 +138,7 @@ def produce(
     failures = _Failures()
     config = producer_config(session, options, max_bytes)
     config["on_delivery"] = failures
-    try:
-        producer = Producer(config, logger=librdkafka_log)
-    except (KafkaException, ValueError, TypeError) as exc:
-        from kctl.errors import ConfigError
-
-        raise ConfigError(f"unable to configure the Kafka producer: {exc}") from exc
+    producer = build_client(Producer, config, "producer")
 
     state = _State()
     started = time.monotonic()
@@ -164,7 +159,7 @@ def produce(
         skipped=state.skipped, seconds=seconds,
     )
     if failures.count or outstanding:
-        raise _delivery_error(report, failures, outstanding, state.line, stop)
+        raise _delivery_error(report, failures, state.line)
     if stop is not None:
         if stop.exit_code == ExitCode.INTERRUPTED:
             stop.hint = f"{written} record(s) were written"
@@ -185,13 +180,15 @@ class _State:
 
 
 def _queue(producer, *args, **kwargs) -> None:
-    """producer.produce, waiting for room when librdkafka's queue is full."""
+    """producer.produce once librdkafka's queue has room again (the loops try first
+    without this extra call per record)."""
     while True:
+        producer.poll(0.05)
         try:
             producer.produce(*args, **kwargs)
             return
         except BufferError:
-            producer.poll(0.05)
+            pass
 
 
 def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> KctlError | None:
@@ -221,6 +218,7 @@ def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> Kct
 def _produce_records(producer, topic, chunks, parse, options, partitions, failures, state, on_skip) -> KctlError | None:
     from confluent_kafka import KafkaException
 
+    produce = producer.produce
     fixed_headers = list(options.headers)
     null_marker = options.null_marker
     for chunk in chunks:
@@ -251,6 +249,8 @@ def _produce_records(producer, topic, chunks, parse, options, partitions, failur
                     hint="--skip-invalid skips such lines",
                 )
             try:
+                produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+            except BufferError:
                 _queue(producer, topic, value, key, partition, timestamp=timestamp, headers=headers)
             except KafkaException as exc:
                 return _local_error(exc, topic, state.line)
@@ -269,7 +269,7 @@ def _local_error(exc: Exception, topic: str, line: int) -> KctlError:
     error = error_of(exc)
     if error is None:
         return KctlError(f"unable to produce to {topic}: line {line}: {exc}")
-    kind = InvalidError if error.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG") else type(translate(error, ""))
+    kind = InvalidError if error.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG") else error_class(error)
     return kind(f"unable to produce to {topic}: line {line}: {describe(error)}")
 
 
@@ -282,11 +282,11 @@ def _flush(producer, session: AdminSession) -> int:
     return remaining
 
 
-def _delivery_error(report: ProduceReport, failures: _Failures, outstanding: int, line: int, stop: KctlError | None) -> KctlError:
+def _delivery_error(report: ProduceReport, failures: _Failures, line: int) -> KctlError:
     total = report.records + report.failed
     cause = failures.first or f"no answer within {DEFAULT_MESSAGE_TIMEOUT_MS // 1000}s"
     message = f"unable to produce to {report.topic}: {report.failed} of {total} record(s) not delivered: {cause}"
-    kind = type(translate(failures.first_error, "produce")) if failures.first_error is not None else KctlError
+    kind = error_class(failures.first_error) if failures.first_error is not None else KctlError
     if report.records and kind is KctlError:
         kind = PartialFailure
     return kind(message, hint=f"{report.records} record(s) were written; input stopped after line {line}")

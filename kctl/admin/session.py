@@ -26,6 +26,24 @@ _CONNECTION_ERRORS = frozenset({"_TRANSPORT", "_RESOLVE", "_ALL_BROKERS_DOWN", "
 _POLL_INTERVAL = 0.05
 
 
+def build_client(factory: Callable[..., Any], config: dict[str, Any], role: str) -> Any:
+    """A librdkafka client (AdminClient, Producer, Consumer) built from `config`; a
+    property librdkafka refuses (usually from -X) is a ConfigError naming it."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return factory(config, logger=librdkafka_log)
+    except KafkaException as exc:
+        error = error_of(exc)
+        text = error.str() if error is not None else str(exc)
+        raise ConfigError(
+            f"unable to configure the Kafka {role}: {text}",
+            hint="-X takes librdkafka properties; kctl -X help lists the common ones",
+        ) from exc
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"unable to configure the Kafka {role}: {exc}") from exc
+
+
 class AdminSession:
     """A lazily connected admin client for one cluster."""
 
@@ -56,23 +74,12 @@ class AdminSession:
 
     @cached_property
     def client(self) -> Any:
-        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         config = self.client_config()
         config["error_cb"] = self._on_error
         log.debug("admin client config: %s", dict(self.debug_config()))
-        try:
-            return AdminClient(config, logger=librdkafka_log)
-        except KafkaException as exc:
-            error = error_of(exc)
-            text = error.str() if error is not None else str(exc)
-            raise ConfigError(
-                f"unable to configure the Kafka client: {text}",
-                hint="-X takes librdkafka properties; kctl -X help lists the common ones",
-            ) from exc
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"unable to configure the Kafka client: {exc}") from exc
+        return build_client(AdminClient, config, "client")
 
     @cached_property
     def kafka_python(self) -> Any:

@@ -96,7 +96,8 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
       kctl record consume orders -o jsonl | kctl record produce orders-copy --input jsonl
       seq 1000000 | kctl record produce load-test --acks 1
     """
-    from kctl.admin.produce import ProduceOptions, produce as produce_records
+    from kctl.admin.produce import ProduceOptions
+    from kctl.admin.produce import produce as produce_records
     from kctl.errors import UsageError
     from kctl.records.reader import split_records
     from kctl.records.template import InputTemplate, TemplateError
@@ -195,11 +196,18 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
       kctl record consume orders --group audit --follow
       kctl record consume blobs --format '%k{base64}\\t%v{base64}\\n' > blobs.tsv
     """
-    from kctl.admin.consume import ConsumeOptions, consume as consume_records
+    from kctl.admin.consume import ConsumeOptions
+    from kctl.admin.consume import consume as consume_records
     from kctl.admin.offsets import PartitionSelector, parse_selector
     from kctl.errors import UsageError
     from kctl.records import filters
-    from kctl.records.position import COMMITTED, EARLIEST, Position, parse_from, parse_to
+    from kctl.records.position import (
+        COMMITTED,
+        EARLIEST,
+        Position,
+        parse_from,
+        parse_to,
+    )
 
     parsed = [parse_selector(s) for s in selectors]
     if partitions:
@@ -211,17 +219,17 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         end_at = parse_to(end)
     else:
         end_at = None if follow else parse_to("end")
-    sink, close = _sink(app, template)
+    writer = _writer(app, template)
     keep = filters.build(key=key_filter, grep=grep, headers=_header_pairs(headers, value_required=False))
     options = ConsumeOptions(
         selectors=parsed, start=start_at, end=end_at, follow=follow, max_records=max_records,
         group=group, commit=commit, isolation=isolation,
     )
     _stop_on_sigterm()
-    report = consume_records(app.session, options, sink, keep, gone=_reader_gone(app.stdout))
+    report = consume_records(app.session, options, writer.write, keep, gone=_reader_gone(app.stdout))
     if report.stopped == "closed-pipe":
         raise BrokenPipeError  # main() silences stdout and exits 0, as `| head` expects
-    close()
+    writer.close()
     filtered = f" ({report.filtered} filtered out)" if report.filtered else ""
     app.note(f"consumed {report.records} record(s) from {report.partitions} partition(s){filtered}")
     if report.commit_error is not None:
@@ -233,55 +241,22 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         )
 
 
-def _sink(app: App, template: str | None):
-    """(write a batch of messages, finish the output) for the chosen format."""
+def _writer(app: App, template: str | None):
     from kctl.errors import UsageError
+    from kctl.records.output import record_writer
+    from kctl.records.template import TemplateError
 
-    # Records are bytes: write them to the binary stream under stdout, unchanged.
-    app.stdout.flush()
-    stream = app.stdout.buffer
     fmt = app.out.format
     if template is not None and fmt in ("json", "jsonl"):
         raise UsageError("unable to consume: --format and -o json|jsonl exclude each other")
     if fmt in ("csv", "prom"):
         raise UsageError(f"unable to consume: -o {fmt} is not available for records; use -o json, -o jsonl or --format")
-    if fmt == "jsonl":
-        from kctl.records.envelope import encode_line
-
-        def write_lines(messages):
-            stream.write(b"".join([encode_line(m) for m in messages]))
-            stream.flush()
-
-        return write_lines, lambda: None
-    if fmt == "json":
-        # One JSON array, written as records arrive: valid once consuming ends.
-        from kctl.records.envelope import encode_line
-
-        opened = [False]
-
-        def write_array(messages):
-            body = b",\n".join([encode_line(m)[:-1] for m in messages])
-            stream.write((b",\n" if opened[0] else b"[\n") + body)
-            opened[0] = True
-            stream.flush()
-
-        def close_array():
-            stream.write(b"\n]\n" if opened[0] else b"[]\n")
-            stream.flush()
-
-        return write_array, close_array
-    from kctl.records.template import TemplateError, compile_batch
-
+    # Records are bytes: write them to the binary stream under stdout, unchanged.
+    app.stdout.flush()
     try:
-        render = compile_batch(template if template is not None else "%v\\n")
+        return record_writer(app.stdout.buffer, fmt, template)
     except TemplateError as exc:
         raise UsageError(f"unable to parse --format {template!r}: {exc}") from None
-
-    def write(messages):
-        stream.write(render(messages))
-        stream.flush()
-
-    return write, lambda: None
 
 
 def _reader_gone(stream):
@@ -336,7 +311,12 @@ def delete(app: App, selectors, before, dry_run, yes):
       kctl record delete logs --before @-7d --yes
       kctl record delete scratch --before end --yes
     """
-    from kctl.admin.offsets import delete_records, parse_selector, plan_delete_records, resolve_partitions
+    from kctl.admin.offsets import (
+        delete_records,
+        parse_selector,
+        plan_delete_records,
+        resolve_partitions,
+    )
     from kctl.errors import UsageError
     from kctl.timespec import format_instant, parse_instant
 

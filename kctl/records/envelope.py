@@ -68,8 +68,9 @@ def to_envelope(message: Any) -> dict[str, Any]:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
-def encode_line(message: Any) -> bytes:
-    return _ENCODER.encode(to_envelope(message)).encode() + b"\n"
+def encode(message: Any) -> bytes:
+    """The envelope as compact JSON (UTF-8, no newline)."""
+    return _ENCODER.encode(to_envelope(message)).encode()
 
 
 # -- input ----------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ partition) | @TIME (the first record at or after TIME: ISO-8601, epoch ms, @-1h)
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-import time
 
 from kctl.errors import UsageError
 
@@ -41,9 +41,7 @@ def parse_from(text: str, *, now: Callable[[], float] = time.time) -> Position:
     if value.startswith("-") and value[1:].isdigit():
         return Position("tail", tail=int(value[1:]))
     if value.startswith("@") and len(value) > 1:
-        from kctl.timespec import parse_instant
-
-        return Position("time", at_ms=parse_instant(text.strip()[1:], now=now))
+        return _at(text, now)
     raise UsageError(f"unable to parse --from {text!r}: expected earliest, latest, committed, OFFSET, -N or @TIME (e.g. @-1h)")
 
 
@@ -54,7 +52,11 @@ def parse_to(text: str, *, now: Callable[[], float] = time.time) -> Position:
     if value.isdigit():
         return Position("offset", offset=int(value))
     if value.startswith("@") and len(value) > 1:
-        from kctl.timespec import parse_instant
-
-        return Position("time", at_ms=parse_instant(text.strip()[1:], now=now))
+        return _at(text, now)
     raise UsageError(f"unable to parse --to {text!r}: expected end, OFFSET or @TIME (e.g. @2026-11-22T10:00:00Z)")
+
+
+def _at(text: str, now: Callable[[], float]) -> Position:
+    from kctl.timespec import parse_instant
+
+    return Position("time", at_ms=parse_instant(text.strip()[1:], now=now))

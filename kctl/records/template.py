@@ -26,8 +26,8 @@ from typing import Any
 from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError, unescape
 
 _FIELD = re.compile(r"%(.)(?:\{(\w+)\})?", re.DOTALL)
-OUTPUT_FIELDS = frozenset("tpokvhTdKS")
-INPUT_FIELDS = frozenset("tpokvhTdKS")
+# The same letters both ways: input reads and ignores the ones a record cannot set.
+FIELDS = frozenset("tpokvhTdKS")
 _ENCODED = frozenset("kvh")
 ENCODINGS = ("raw", "hex", "base64")
 
@@ -45,7 +45,7 @@ class TemplateError(ValueError):
     pass
 
 
-def parse(template: str, *, allowed: frozenset[str] = OUTPUT_FIELDS) -> list[Part]:
+def parse(template: str) -> list[Part]:
     """The template as literal strings and Fields, escapes resolved."""
     parts: list[Part] = []
     position = 0
@@ -57,8 +57,8 @@ def parse(template: str, *, allowed: frozenset[str] = OUTPUT_FIELDS) -> list[Par
         if letter == "%":
             parts.append("%")
             continue
-        if letter not in allowed:
-            raise TemplateError(f"unknown field %{letter} (known: {' '.join('%' + c for c in sorted(allowed))} %%)")
+        if letter not in FIELDS:
+            raise TemplateError(f"unknown field %{letter} (known: {' '.join('%' + c for c in sorted(FIELDS))} %%)")
         if encoding is not None:
             if letter not in _ENCODED:
                 raise TemplateError(f"%{letter} takes no encoding; only %k, %v and %h do")
@@ -133,20 +133,21 @@ def _getter(field: Field) -> Callable[[Any], bytes]:
 
 def compile_output(template: str) -> Callable[[Any], bytes]:
     """A function from a consumed message (confluent_kafka.Message) to its output bytes."""
-    parts = parse(template)
-    if parts == [Field("v"), "\n"]:
-        # The default, and the common case: skip the generic join.
-        return lambda m: (m.value() or b"") + b"\n"
-    pieces: list[Callable[[Any], bytes] | bytes] = [p.encode() if isinstance(p, str) else _getter(p) for p in parts]
-    getters = [(p if callable(p) else (lambda _m, b=p: b)) for p in pieces]
+    return _render(parse(template))
+
+
+def _render(parts: list[Part]) -> Callable[[Any], bytes]:
+    getters = [(lambda _m, text=p.encode(): text) if isinstance(p, str) else _getter(p) for p in parts]
     return lambda m: b"".join([g(m) for g in getters])
 
 
 def compile_batch(template: str) -> Callable[[list[Any]], bytes]:
     """A function from a batch of messages to their output bytes, joined."""
-    if parse(template) == [Field("v"), "\n"]:
+    parts = parse(template)
+    if parts == [Field("v"), "\n"]:
+        # The default, and the hot path: one join over the values.
         return lambda messages: b"\n".join([m.value() or b"" for m in messages]) + b"\n"
-    render = compile_output(template)
+    render = _render(parts)
     return lambda messages: b"".join([render(m) for m in messages])
 
 
@@ -202,7 +203,7 @@ class InputTemplate:
     def __init__(self, template: str, *, null_marker: bytes | None = None, parts: list[Part] | None = None):
         if parts is None:
             # A trailing newline ends records in consume's templates; here the delimiter does.
-            parts = parse(template[:-2] if template.endswith("\\n") else template.rstrip("\n"), allowed=INPUT_FIELDS)
+            parts = parse(template[:-2] if template.endswith("\\n") else template.rstrip("\n"))
         self.parts = parts
         self.null_marker = null_marker
         previous_field = False

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from kctl.errors import UsageError
-from kctl.records.envelope import encode_line, from_line
+from kctl.records.envelope import encode, from_line
 from kctl.records.model import ProducerRecord, RecordError, unescape
 from kctl.records.position import Position, parse_from, parse_to
 from kctl.records.reader import split_records
@@ -119,13 +119,13 @@ def test_input_template_errors(line, problem):
 
 def test_envelope_text_base64_and_nulls():
     message = Message(value=b"\xff\xfe", key=None, headers=[("t", b"x"), ("n", None)], timestamp=(2, 5))
-    envelope = json.loads(encode_line(message))
+    envelope = json.loads(encode(message))
     assert envelope == {
         "topic": "orders", "partition": 2, "offset": 7, "timestamp": 5, "timestamp_type": "LogAppendTime",
         "key": None, "key_encoding": "text", "value": "//4=", "value_encoding": "base64",
         "headers": [{"key": "t", "value": "x", "value_encoding": "text"}, {"key": "n", "value": None, "value_encoding": "text"}],
     }
-    assert from_line(encode_line(message)) == ProducerRecord(b"\xff\xfe", None, 2, 5, [("t", b"x"), ("n", None)])
+    assert from_line(encode(message)) == ProducerRecord(b"\xff\xfe", None, 2, 5, [("t", b"x"), ("n", None)])
 
 
 def test_envelope_input_conveniences():
