@@ -26,7 +26,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "offset": ("kctl.cli.offset:offset", "Look up partition offsets by position or time"),
     "record": ("kctl.cli.record:record", "Produce, consume and delete records"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
-    "spark": ("kctl.cli.planned:spark", "Dump, replay and audit topics with PySpark"),
+    "spark": ("kctl.cli.spark:spark", "Dump, replay and audit topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),
     "completion": ("kctl.cli.completion:completion", "Print a shell completion script"),
 }

@@ -1,0 +1,385 @@
+"""kctl spark: PySpark jobs over topic contents (dump, replay, audit).
+
+Nothing here imports pyspark at module level: `kctl spark --help` stays fast, and a
+missing pyspark or Java is a one-line error when a job starts, not an import failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from operator import itemgetter
+from pathlib import Path
+from types import SimpleNamespace
+
+import click
+
+from kctl.cli._app import App, pass_app
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import global_options
+from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
+
+
+@click.group(cls=LazyGroup)
+def spark():
+    """Dump, replay and audit topics with PySpark.
+
+    Jobs run on a local Spark (local[*]) by default, or on the cluster --master names;
+    they need pyspark and pyarrow (pip install 'kctl[spark]') and Java 17+. Records are
+    read by kctl's own `kctl_kafka` data source, or by Spark's JVM Kafka connector with
+    --engine jvm --packages org.apache.spark:spark-sql-kafka-0-10_2.13:<version>.
+    Spark's own log goes to $XDG_STATE_HOME/kctl/spark.log (--debug shows it).
+    """
+
+
+def _spark_options(function):
+    decorators = [
+        click.option("--master", metavar="URL", help="Spark master: local[N], spark://HOST:7077, yarn, ... [default: $KCTL_SPARK_MASTER or local[*]]"),
+        click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="Spark configuration property (repeatable), e.g. spark.executor.memory=4g."),
+        click.option("--engine", type=click.Choice(["auto", "python", "jvm"]), default="auto", show_default=True, help="Who reads topics: kctl's kctl_kafka source (python), Spark's Kafka connector (jvm), or the connector when it is on the classpath (auto)."),
+        click.option("--packages", multiple=True, metavar="COORDINATES", help="Maven packages for Spark's classpath (spark.jars.packages), e.g. the JVM Kafka connector."),
+    ]
+    for decorator in reversed(decorators):
+        function = decorator(function)
+    return function
+
+
+def _session_factory(app: App, master, spark_conf, packages):
+    from kctl.spark.session import parse_conf, spark_session
+
+    conf = parse_conf(spark_conf)
+    return lambda: spark_session(master, conf, packages=packages, quiet=not app.debug)
+
+
+def _kafka(app: App) -> dict:
+    return dict(app.session.client_config())
+
+
+def _item(key: str, title: str, **kwargs) -> Column:
+    return Column(key, title, get=itemgetter(key), **kwargs)
+
+
+def _show(app: App, document: dict, spec: DocumentSpec) -> None:
+    if app.out.format in ("json", "jsonl"):
+        app.out.document(document, spec)
+    else:
+        app.out.document(SimpleNamespace(**document), spec)
+
+
+def _position(text: str | None, topics, flag: str) -> dict[str, str]:
+    """--from/--to: earliest, latest, @TIME, or JSON offsets as the JVM connector takes them."""
+    from kctl.errors import UsageError
+    from kctl.timespec import parse_instant
+
+    start = flag == "--from"
+    if text is None:
+        return {}
+    if text in ("earliest", "latest"):
+        if not start and text == "earliest":
+            raise UsageError("unable to parse --to earliest: a dump cannot end at the log start")
+        return {"startingOffsets" if start else "endingOffsets": text}
+    if text.startswith("@"):
+        return {"startingTimestamp" if start else "endingTimestamp": str(parse_instant(text[1:]))}
+    if text.lstrip().startswith("{"):
+        return {"startingOffsets" if start else "endingOffsets": text}
+    if text.isdigit() and len(topics) == 1:
+        raise UsageError(f"unable to parse {flag} {text!r}: give offsets per partition as JSON, e.g. '{{\"{topics[0]}\":{{\"0\":{text}}}}}', or a time as @TIME")
+    raise UsageError(f"unable to parse {flag} {text!r}: expected earliest, latest, @TIME or JSON offsets {{\"topic\":{{\"0\":42}}}}")
+
+
+DUMP_SPEC = DocumentSpec(
+    fields=(
+        Field("out", "OUT", get=lambda d: getattr(d, "out", None)),
+        Field("format", "FORMAT"),
+        Field("records", "RECORDS"),
+        Field("status", "STATUS"),
+        Field("engine", "ENGINE", get=lambda d: getattr(d, "engine", None)),
+    ),
+    sections=(
+        Section(
+            "partitions",
+            "PARTITIONS",
+            TableSpec((
+                _item("topic", "TOPIC"),
+                _item("partition", "PARTITION", align="right"),
+                _item("start_offset", "START", align="right"),
+                _item("end_offset", "END", align="right"),
+                _item("records", "RECORDS", align="right"),
+                _item("log_start_offset", "LOG-START", align="right", wide=True),
+                _item("high_watermark", "HIGH-WATERMARK", align="right", wide=True),
+            )),
+        ),
+    ),
+)
+
+
+@spark.command("dump")
+@click.option("-t", "--topic", "topics", multiple=True, required=True, metavar="TOPIC", help="Topic to dump (repeatable).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), metavar="DIR", help="Directory to write (must not exist or be empty, unless --overwrite).")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "jsonl"]), default="parquet", show_default=True, help="parquet (zstd) or jsonl (gzip, base64 keys/values plus the value as text when UTF-8).")
+@click.option("--from", "start", metavar="POSITION", help="earliest, latest, @TIME, or JSON offsets {\"topic\":{\"0\":42}}. [default: earliest]")
+@click.option("--to", "end", metavar="POSITION", help="latest, @TIME (first record at or after it is excluded), or JSON offsets (exclusive). [default: the log end when the dump starts]")
+@click.option("--overwrite", is_flag=True, help="Replace an earlier kctl dump in --out (never a directory kctl did not write).")
+@_spark_options
+@global_options
+@pass_app
+def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, engine, packages):
+    """Dump topics to Parquet or JSON Lines files, one directory per partition.
+
+    The offsets to read are fixed before the job starts (records produced meanwhile
+    are left out), and written with the per-partition record counts to
+    DIR/_kctl_manifest.json; DIR/_SUCCESS appears only when the files were read back and
+    counted. Layout: DIR/topic=T/partition=P/part-*.parquet, readable by Spark,
+    pyarrow and DuckDB. A failed dump leaves a manifest with status partial.
+
+    \b
+    Examples:
+      kctl spark dump -t orders --out /data/orders
+      kctl spark dump -t orders --from @2026-11-01T00:00Z --to @2026-11-02T00:00Z --out day.jsonl --format jsonl
+      kctl spark dump -t orders --from '{"orders":{"0":1000}}' --out part0 --overwrite
+      kctl spark dump -t clicks --master spark://spark:7077 --spark-conf spark.executor.memory=4g --out s3a://bucket/clicks
+    """
+    from kctl.spark.dump import DumpRequest
+    from kctl.spark.dump import dump as run_dump
+
+    extra = _position(start, topics, "--from") | _position(end, topics, "--to")
+    request = DumpRequest(topics=tuple(topics), out=Path(out), format=fmt, overwrite=overwrite, engine=engine,
+        extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(set().union(*(_compacted(app, t) for t in topics)))),
+    )
+    manifest = run_dump(_session_factory(app, master, spark_conf, packages), _kafka(app), request, app.note)
+    app.note(f"dumped {manifest['records']:,} record(s) from {len(manifest['partitions'])} partition(s) to {out}")
+    _show(app, {"out": str(out), **manifest}, DUMP_SPEC)
+
+
+REPLAY_SPEC = DocumentSpec(
+    fields=(
+        Field("run_id", "RUN-ID"),
+        Field("status", "STATUS"),
+        Field("records", "RECORDS"),
+        Field("skipped", "ALREADY-DELIVERED"),
+        Field("manifest", "MANIFEST", get=lambda d: getattr(d, "manifest", None)),
+    ),
+    sections=(
+        Section(
+            "ranges",
+            "DESTINATION",
+            TableSpec((
+                _item("partition", "PARTITION", align="right"),
+                _item("start_offset", "START", align="right"),
+                _item("end_offset", "END", align="right"),
+                _item("records", "RECORDS", align="right"),
+            )),
+        ),
+    ),
+)
+
+
+def _replay_manifest_path(app: App, to_topic: str, given: str | None) -> Path:
+    if given:
+        return Path(given)
+    base = app.env.get("XDG_STATE_HOME") or os.path.join(app.env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "kctl" / "replays" / f"{to_topic}.json"
+
+
+@spark.command("replay")
+@click.option("--from-topic", metavar="TOPIC", help="Replay this topic's records.")
+@click.option("--from-dump", type=click.Path(file_okay=False), metavar="DIR", help="Replay a kctl spark dump.")
+@click.option("--to-topic", required=True, metavar="TOPIC", help="Destination topic (must exist).")
+@click.option("--since", metavar="TIME", help="Only records with a timestamp at or after TIME (ISO-8601, epoch ms, -1h).")
+@click.option("--until", metavar="TIME", help="Only records with a timestamp before TIME.")
+@click.option("--partition-map", default="same", show_default=True, metavar="same|hash|modulo|FILE", help="Destination partition: the source's, Kafka's key hash (murmur2, as Java producers place keys), source modulo the destination's count, or a JSON file {\"0\": 3, ...}.")
+@click.option("--timestamps", "timestamps", default="preserve", show_default=True, metavar="preserve|now|shift:±D", help="Keep the records' timestamps, stamp them now, or shift them (shift:+1d, shift:-2h).")
+@click.option("--exactly-once", is_flag=True, help="Transactions per destination partition: read_committed consumers see each record once even if a task is retried.")
+@click.option("--resume", is_flag=True, help="Finish the interrupted replay into --to-topic: the same plan, skipping what already arrived.")
+@click.option("--manifest", "manifest_file", type=click.Path(dir_okay=False), metavar="FILE", help="Replay manifest to write (or, with --resume, to continue). [default: $XDG_STATE_HOME/kctl/replays/<to-topic>.json]")
+@_spark_options
+@global_options
+@pass_app
+def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_map, timestamps, exactly_once, resume, manifest_file, master, spark_conf, engine, packages):
+    """Write a topic's or a dump's records into another topic.
+
+    Keys (null too), values (tombstones too), headers in order, timestamps and each
+    source partition's order are kept; offsets are new, and the replay manifest maps
+    source ranges to destination ranges. The producer is idempotent, and a retried Spark
+    task skips what its partition already received, so retries do not duplicate
+    records while kctl is the destination's only writer. An interrupted replay is
+    finished with --resume.
+
+    \b
+    Examples:
+      kctl spark replay --from-topic orders --to-topic orders-copy
+      kctl spark replay --from-dump /data/orders --to-topic orders --since 2026-11-01T00:00Z --until 2026-11-02T00:00Z
+      kctl spark replay --from-topic orders --to-topic orders-12 --partition-map hash
+      kctl spark replay --from-dump /data/orders --to-topic orders-test --timestamps now
+      kctl spark replay --from-dump /data/orders --to-topic orders --resume
+    """
+    from kctl.errors import InvalidError, UsageError
+    from kctl.spark.replay import PARTITION_MAPS, ReplayRequest, load_partition_map, parse_timestamps
+    from kctl.spark.replay import replay as run_replay
+    from kctl.timespec import parse_instant
+
+    manifest_path = _replay_manifest_path(app, to_topic, manifest_file)
+    previous = None
+    if resume:
+        previous = _previous_replay(manifest_path, to_topic)
+        kept = previous["request"]
+        request = ReplayRequest(**{k: v for k, v in kept.items() if k != "explicit_map"}, explicit_map={int(k): v for k, v in kept["explicit_map"].items()})
+    else:
+        if (from_topic is None) == (from_dump is None):
+            raise UsageError("unable to replay: give exactly one of --from-topic and --from-dump")
+        explicit = {}
+        if partition_map not in PARTITION_MAPS:
+            explicit = load_partition_map(partition_map)
+        request = ReplayRequest(
+            to_topic=to_topic, from_topic=from_topic, from_dump=str(Path(from_dump).resolve()) if from_dump else None,
+            since_ms=parse_instant(since) if since else None, until_ms=parse_instant(until) if until else None,
+            partition_map=partition_map if partition_map in PARTITION_MAPS else "file",
+            timestamps=parse_timestamps(timestamps), exactly_once=exactly_once, engine=engine, explicit_map=explicit,
+        )
+        if request.since_ms is not None and request.until_ms is not None and request.since_ms >= request.until_ms:
+            raise UsageError("unable to replay: --since must be before --until")
+        if from_topic is not None and from_topic == to_topic:
+            raise InvalidError("unable to replay a topic into itself")
+    manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    manifest = run_replay(
+        _session_factory(app, master, spark_conf, packages), _kafka(app), request,
+        destination_partitions=lambda topic: _partition_counts(app, topic),
+        high_watermarks=lambda topic, count: _high_watermarks(app, topic, count),
+        manifest_path=manifest_path, resume_from=previous, note=app.note,
+    )
+    resumed = f" ({manifest['skipped']:,} already there)" if manifest.get("skipped") else ""
+    app.note(f"replayed {manifest['records']:,} record(s) into {to_topic}{resumed}; manifest {manifest_path}")
+    _show(app, {**manifest, "manifest": str(manifest_path), "ranges": manifest["destination"]["ranges"]}, REPLAY_SPEC)
+
+
+def _previous_replay(path: Path, to_topic: str) -> dict:
+    from kctl.errors import InvalidError, NotFoundError
+
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotFoundError(f"unable to resume: no replay manifest at {path}", hint="--manifest names the manifest of the replay to resume") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidError(f"unable to resume: {path} is not a replay manifest ({exc})") from None
+    if not isinstance(previous, dict) or previous.get("kind") != "kctl-replay" or "request" not in previous:
+        raise InvalidError(f"unable to resume: {path} is not a replay manifest")
+    if previous["request"].get("to_topic") != to_topic:
+        raise InvalidError(f"unable to resume: {path} is a replay into {previous['request'].get('to_topic')}, not {to_topic}")
+    if previous.get("status") == "complete":
+        raise InvalidError(f"unable to resume: the replay in {path} is already complete")
+    return previous
+
+
+def _partition_counts(app: App, topic: str) -> dict[str, int]:
+    metadata = app.session.metadata(f"describe {topic}")
+    found = metadata.topics.get(topic)
+    if found is None or found.error is not None:
+        return {}
+    return {topic: len(found.partitions)}
+
+
+def _high_watermarks(app: App, topic: str, count: int) -> dict[int, int]:
+    from kctl.admin.offsets import list_offsets
+
+    return {row.partition: row.latest for row in list_offsets(app.session, [(topic, p) for p in range(count)])}
+
+
+AUDIT_TABLE = TableSpec((
+    Column("topic", "TOPIC"),
+    Column("partition", "PARTITION", align="right"),
+    Column("records", "RECORDS", align="right"),
+    Column("first_offset", "FIRST", align="right"),
+    Column("last_offset", "LAST", align="right"),
+    Column("gaps", "GAPS", align="right"),
+    Column("holes", "HOLES", align="right"),
+    Column("timestamp_regressions", "TS-REGRESSIONS", align="right"),
+    Column("null_keys", "NULL-KEYS", align="right"),
+    Column("tombstones", "TOMBSTONES", align="right"),
+    Column("duplicates", "DUPLICATES", align="right"),
+    Column("invalid_json", "INVALID-JSON", align="right", wide=True),
+    Column("missing_offsets", "MISSING-OFFSETS", align="right", wide=True),
+    Column("largest_regression_ms", "LARGEST-REGRESSION-MS", align="right", wide=True),
+))
+
+
+@spark.command("audit")
+@click.option("-t", "--topic", metavar="TOPIC", help="Audit this topic.")
+@click.option("--dump", "dump_dir", type=click.Path(file_okay=False), metavar="DIR", help="Audit a kctl spark dump (its files are also checked against its manifest).")
+@click.option("--compare-to", metavar="TOPIC|DIR", help="Compare with another topic or dump (a directory that exists is a dump): records on one side only are counted and sampled.")
+@click.option("--json", "check_json", is_flag=True, help="Check that every non-null value is JSON.")
+@click.option("--key-path", metavar="JSONPATH", help="Find duplicates by this field of JSON values ($.id) instead of by whole records.")
+@_spark_options
+@global_options
+@pass_app
+def audit(app: App, topic, dump_dir, compare_to, check_json, key_path, master, spark_conf, engine, packages):
+    """Check a topic's or a dump's records: counts, gaps, order, nulls, duplicates.
+
+    Per partition: records, offset range, gaps (compaction and transaction markers
+    leave expected gaps; a HOLE is a gap neither explains), timestamp regressions, null
+    keys, tombstones and duplicates. Exit status 0 when no problem was found, 2 when
+    one was (holes, duplicates, invalid JSON, records missing or extra against
+    --compare-to, a dump that disagrees with its manifest); -o json gives the report.
+
+    \b
+    Examples:
+      kctl spark audit -t orders
+      kctl spark audit --dump /data/orders --json --key-path '$.order_id'
+      kctl spark audit -t orders --compare-to orders-mirror
+      kctl spark audit --dump /data/orders --compare-to orders-copy -o json
+    """
+    from kctl.errors import ExitCode, UsageError
+    from kctl.spark import frames
+    from kctl.spark.audit import audit as run_audit
+    from kctl.spark.manifest import read_dump_manifest
+
+    if (topic is None) == (dump_dir is None):
+        raise UsageError("unable to audit: give exactly one of --topic and --dump")
+    factory = _session_factory(app, master, spark_conf, packages)
+
+    def load(name: str, as_dump: bool):
+        if as_dump:
+            manifest = read_dump_manifest(Path(name))
+            expected = {(p["topic"], p["partition"]): p["records"] for p in manifest["partitions"]}
+            spark = factory()
+            return frames.load_dump(spark, Path(name), manifest), expected, set(manifest.get("compacted_topics", []))
+        options = frames.source_options(_kafka(app), [name], include_headers=True)
+        _, bounds = frames.plan(options, f"audit {name}")
+        spark = factory()
+        return frames.load_topic(spark, frames.choose_engine(spark, engine), options, bounds), None, _compacted(app, name)
+
+    frame, expected, compacted = load(dump_dir or topic, dump_dir is not None)
+    other = None
+    if compare_to is not None:
+        other, _, _ = load(compare_to, Path(compare_to).is_dir())
+    source = f"dump {dump_dir}" if dump_dir else topic
+    try:
+        report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, expected=expected, compare_to=other, compare_name=compare_to)
+    except Exception as exc:
+        from kctl.errors import KctlError
+
+        if isinstance(exc, KctlError):
+            raise
+        raise frames.spark_failure(exc, f"audit {source}") from exc
+    if app.out.format in ("json", "jsonl"):
+        from dataclasses import asdict
+
+        app.out.document({**asdict(report), "ok": report.ok}, DocumentSpec())
+    else:
+        app.out.table(report.partitions, AUDIT_TABLE)
+        if report.comparison is not None:
+            c = report.comparison
+            app.note(f"compared with {c.other}: {c.records:,} vs {c.other_records:,} record(s), {c.missing:,} missing there, {c.extra:,} extra there")
+    for problem in report.problems:
+        app.warn(problem)
+    if report.ok:
+        app.note(f"audit of {source}: {report.records:,} record(s), no problems found")
+    else:
+        app.note(f"audit of {source}: {len(report.problems)} problem(s) found")
+        raise SystemExit(int(ExitCode.CRITICAL))
+
+
+def _compacted(app: App, topic: str) -> set[str]:
+    from kctl.admin.configs import describe_configs
+
+    found, _ = describe_configs(app.session, "topic", [topic], keys=("cleanup.policy",))
+    return {topic for resource in found for c in resource.configs if c.name == "cleanup.policy" and "compact" in (c.value or "")}

@@ -1,0 +1,227 @@
+"""`kctl spark audit`: what a topic or a dump holds, and whether something is wrong with it.
+
+Per partition, in one pass with window functions over offset order: record count,
+offset range, gaps between consecutive offsets, timestamp regressions, null keys,
+tombstones, duplicates (by content, or by a JSON field with --key-path) and, with
+--json, values that are not JSON. Gaps are expected in two cases and reported apart
+from holes: a compacted topic removes records, and transaction markers take offsets
+of their own (one per transaction, so a gap of one or two offsets in a topic that is
+not compacted). With --compare-to, the two sides are compared as multisets of
+(key, value, headers) and the records on one side only are counted and sampled.
+
+Problems, which make the audit fail (exit status 2): holes, duplicates, invalid JSON,
+records missing or extra in a comparison, and a dump whose files hold a different
+number of records than its manifest says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MARKER_GAP = 2  # the widest gap a topic that is not compacted gets from transaction markers
+SAMPLE = 10
+
+
+@dataclass
+class PartitionAudit:
+    topic: str
+    partition: int
+    records: int
+    first_offset: int | None
+    last_offset: int | None
+    gaps: int  # gaps of any kind
+    missing_offsets: int
+    holes: int  # gaps that neither compaction nor transaction markers explain
+    first_timestamp: int | None
+    last_timestamp: int | None
+    timestamp_regressions: int
+    largest_regression_ms: int
+    null_keys: int
+    tombstones: int
+    duplicates: int
+    invalid_json: int | None
+    expected_records: int | None = None
+
+
+@dataclass
+class Comparison:
+    other: str
+    records: int
+    other_records: int
+    missing: int  # on this side only: absent from the other
+    extra: int  # on the other side only
+    missing_sample: list[dict[str, Any]] = field(default_factory=list)
+    extra_sample: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class AuditReport:
+    source: str
+    records: int
+    partitions: list[PartitionAudit]
+    duplicates: int  # across all partitions
+    comparison: Comparison | None
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _prepared(frame, key_path: str | None, check_json: bool):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = Window.partitionBy("topic", "partition").orderBy("offset")
+    text = F.col("value").cast("string")
+    identity = F.get_json_object(text, key_path) if key_path else F.xxhash64("key", "value", "headers")
+    return frame.select(
+        "topic",
+        "partition",
+        "offset",
+        F.unix_millis("timestamp").alias("ts"),
+        F.col("key").isNull().alias("null_key"),
+        F.col("value").isNull().alias("null_value"),
+        identity.alias("identity"),
+        (F.try_parse_json(text).isNull() & F.col("value").isNotNull()).alias("bad_json") if check_json else F.lit(False).alias("bad_json"),
+        (F.col("offset") - F.lag("offset").over(order) - 1).alias("gap"),
+        (F.lag(F.unix_millis("timestamp")).over(order) - F.unix_millis("timestamp")).alias("step_back"),
+    )
+
+
+def audit(
+    frame,
+    source: str,
+    *,
+    compacted: set[str],
+    key_path: str | None = None,
+    check_json: bool = False,
+    expected: dict[tuple[str, int], int] | None = None,
+    compare_to=None,
+    compare_name: str | None = None,
+) -> AuditReport:
+    from pyspark.sql import functions as F
+
+    prepared = _prepared(frame, key_path, check_json).cache()
+    try:
+        compacted_topic = F.col("topic").isin(list(compacted)) if compacted else F.lit(False)
+        hole = (F.col("gap") > 0) & ~compacted_topic & (F.col("gap") > MARKER_GAP)
+        rows = (
+            prepared.groupBy("topic", "partition")
+            .agg(
+                F.count("*").alias("records"),
+                F.min("offset").alias("first_offset"),
+                F.max("offset").alias("last_offset"),
+                F.count_if(F.col("gap") > 0).alias("gaps"),
+                F.coalesce(F.sum(F.when(F.col("gap") > 0, F.col("gap"))), F.lit(0)).alias("missing_offsets"),
+                F.count_if(hole).alias("holes"),
+                F.min("ts").alias("first_timestamp"),
+                F.max("ts").alias("last_timestamp"),
+                F.count_if(F.col("step_back") > 0).alias("timestamp_regressions"),
+                F.coalesce(F.max(F.when(F.col("step_back") > 0, F.col("step_back"))), F.lit(0)).alias("largest_regression_ms"),
+                F.count_if("null_key").alias("null_keys"),
+                F.count_if("null_value").alias("tombstones"),
+                (F.count("identity") - F.count_distinct("identity")).alias("duplicates"),
+                F.count_if("bad_json").alias("invalid_json"),
+            )
+            .orderBy("topic", "partition")
+            .collect()
+        )
+        totals = prepared.agg(F.count("identity").alias("n"), F.count_distinct("identity").alias("d")).collect()[0]
+    finally:
+        prepared.unpersist()
+    partitions = []
+    for row in rows:
+        values = row.asDict()
+        if not check_json:
+            values["invalid_json"] = None
+        values["expected_records"] = expected.get((row["topic"], row["partition"])) if expected is not None else None
+        partitions.append(PartitionAudit(**values))
+    if expected is not None:
+        seen = {(p.topic, p.partition) for p in partitions}
+        for (topic, partition), count in sorted(expected.items()):
+            if (topic, partition) not in seen and count:
+                partitions.append(PartitionAudit(topic, partition, 0, None, None, 0, 0, 0, None, None, 0, 0, 0, 0, 0, None if not check_json else 0, count))
+    comparison = _compare(frame, compare_to, compare_name) if compare_to is not None else None
+    report = AuditReport(
+        source=source,
+        records=sum(p.records for p in partitions),
+        partitions=partitions,
+        duplicates=int(totals["n"] - totals["d"]),
+        comparison=comparison,
+        problems=[],
+    )
+    report.problems = _problems(report, key_path)
+    return report
+
+
+def _problems(report: AuditReport, key_path: str | None) -> list[str]:
+    problems = []
+    for p in report.partitions:
+        where = f"{p.topic}:{p.partition}"
+        if p.holes:
+            problems.append(f"{where}: {p.holes} gap(s) in the offsets that neither compaction nor transaction markers explain")
+        if p.invalid_json:
+            problems.append(f"{where}: {p.invalid_json} value(s) are not JSON")
+        if p.expected_records is not None and p.expected_records != p.records:
+            problems.append(f"{where}: the dump's files hold {p.records} record(s), its manifest says {p.expected_records}")
+    if report.duplicates:
+        by = f"the same {key_path}" if key_path else "the same key, value and headers"
+        problems.append(f"{report.duplicates} duplicate record(s) ({by} more than once)")
+    if report.comparison is not None:
+        c = report.comparison
+        if c.missing:
+            problems.append(f"{c.missing} record(s) are missing from {c.other}")
+        if c.extra:
+            problems.append(f"{c.extra} record(s) in {c.other} are not in {report.source}")
+    return problems
+
+
+def _fingerprints(frame):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    with_fp = frame.select("partition", "offset", "key", F.xxhash64("key", "value", "headers").alias("fp"))
+    occurrence = Window.partitionBy("fp").orderBy("partition", "offset")
+    return with_fp.withColumn("n", F.row_number().over(occurrence))
+
+
+def _sample(rows) -> list[dict[str, Any]]:
+    sample = []
+    for row in rows:
+        key = row["key"]
+        try:
+            shown = key.decode() if key is not None else None
+        except UnicodeDecodeError:
+            shown = key.hex()
+        sample.append({"partition": row["partition"], "offset": row["offset"], "key": shown})
+    return sample
+
+
+def _compare(frame, other, other_name: str | None) -> Comparison:
+    from pyspark.sql import functions as F
+
+    mine = _fingerprints(frame).alias("a")
+    theirs = _fingerprints(other).alias("b")
+    joined = mine.join(theirs, on=["fp", "n"], how="full_outer").cache()
+    try:
+        counts = joined.agg(
+            F.count("a.offset").alias("records"),
+            F.count("b.offset").alias("other_records"),
+            F.count_if(F.col("b.offset").isNull()).alias("missing"),
+            F.count_if(F.col("a.offset").isNull()).alias("extra"),
+        ).collect()[0]
+        missing = joined.where(F.col("b.offset").isNull()).select("a.partition", "a.offset", "a.key").orderBy("partition", "offset").limit(SAMPLE).collect()
+        extra = joined.where(F.col("a.offset").isNull()).select("b.partition", "b.offset", "b.key").orderBy("partition", "offset").limit(SAMPLE).collect()
+    finally:
+        joined.unpersist()
+    return Comparison(
+        other=other_name or "the other side",
+        records=counts["records"],
+        other_records=counts["other_records"],
+        missing=counts["missing"],
+        extra=counts["extra"],
+        missing_sample=_sample(missing),
+        extra_sample=_sample(extra),
+    )

@@ -1,0 +1,146 @@
+"""`kctl spark dump`: a topic's records to Parquet or JSON Lines files.
+
+Layout (Hive-style, so Spark and pyarrow restore topic and partition from the paths):
+
+    DIR/_kctl_manifest.json           exact offset ranges, counts, status
+    DIR/topic=T/partition=P/part-*    the records of T:P, in offset order
+    DIR/_SUCCESS                      written last, after the files were counted
+
+The offsets are planned before Spark starts reading, so records produced during the
+dump are not in it, and the manifest states the ranges that were read. After writing,
+the files are read back and counted per partition: the manifest's counts are what is on
+disk, not what was meant to be.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kctl.errors import AlreadyExistsError, InvalidError, KctlError
+from kctl.spark import frames
+from kctl.spark.manifest import DUMP_MANIFEST, SUCCESS, new_dump_manifest, now_iso, write_json
+
+
+@dataclass(frozen=True)
+class DumpRequest:
+    topics: tuple[str, ...]
+    out: Path
+    format: str = "parquet"  # parquet | jsonl
+    overwrite: bool = False
+    engine: str = "auto"
+    extra_options: tuple[tuple[str, str], ...] = ()  # startingTimestamp etc.
+    max_records_per_file: int = 5_000_000
+    compacted_topics: tuple[str, ...] = ()  # their offset gaps are expected (audit)
+
+
+def prepare_out(out: Path, overwrite: bool) -> None:
+    """Refuse to write into an existing directory unless --overwrite, and even then only
+    over an earlier kctl dump (or an empty directory): never delete a stranger's files."""
+    if out.exists() and not out.is_dir():
+        raise InvalidError(f"unable to dump to {out}: it exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise AlreadyExistsError(f"unable to dump to {out}: the directory exists and is not empty", hint="use --overwrite to replace an earlier dump")
+        if not (out / DUMP_MANIFEST).exists():
+            raise InvalidError(f"unable to overwrite {out}: it is not a kctl dump (no {DUMP_MANIFEST}); refusing to delete it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _jsonl_frame(frame):
+    """JSON Lines columns: base64 for bytes, plus the value as text when it is UTF-8."""
+    from pyspark.sql import functions as F
+
+    return frame.select(
+        "topic",
+        "partition",
+        "offset",
+        F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").alias("timestamp"),
+        F.unix_millis("timestamp").alias("timestamp_ms"),
+        "timestampType",
+        F.base64("key").alias("key_b64"),
+        F.base64("value").alias("value_b64"),
+        F.when(F.is_valid_utf8("value"), F.col("value").cast("string")).alias("value"),
+        F.transform("headers", lambda h: F.struct(h["key"].alias("key"), F.base64(h["value"]).alias("value_b64"))).alias("headers"),
+    )
+
+
+def count_written(spark, out: Path, manifest: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    """Per-partition counts and offset/timestamp ranges of what is on disk."""
+    from pyspark.sql import functions as F
+
+    frame = frames.load_dump(spark, out, manifest)
+    rows = (
+        frame.groupBy("topic", "partition")
+        .agg(
+            F.count("*").alias("records"),
+            F.min("offset").alias("min_offset"),
+            F.max("offset").alias("max_offset"),
+            F.min(F.unix_millis("timestamp")).alias("min_timestamp"),
+            F.max(F.unix_millis("timestamp")).alias("max_timestamp"),
+        )
+        .collect()
+    )
+    return {(r["topic"], r["partition"]): r.asDict() for r in rows}
+
+
+def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpRequest, note: Callable[[str], None]) -> dict[str, Any]:
+    """Run the dump; returns the completed manifest. On failure the manifest says partial."""
+    options = frames.source_options(kafka, request.topics, include_headers=True, **dict(request.extra_options))
+    _, bounds = frames.plan(options, "dump")
+    prepare_out(request.out, request.overwrite)
+    total = sum(b.end - b.start for b in bounds)
+    manifest = new_dump_manifest(
+        format=request.format,
+        topics=list(request.topics),
+        bootstrap=str(kafka.get("bootstrap.servers", "")),
+        compacted_topics=list(request.compacted_topics),
+        partitions=[
+            {"topic": b.topic, "partition": b.partition, "log_start_offset": b.log_start, "high_watermark": b.high_watermark, "start_offset": b.start, "end_offset": b.end}
+            for b in bounds
+        ],
+        planned_records=total,
+    )
+    manifest_path = request.out / DUMP_MANIFEST
+    write_json(manifest_path, manifest)
+    try:
+        spark = spark_factory()
+        engine = frames.choose_engine(spark, request.engine)
+        manifest["engine"] = engine
+        manifest["spark_version"] = spark.version
+        frame = frames.load_topic(spark, engine, options, bounds)
+        frame = frame.select(*frames.COLUMNS).sortWithinPartitions("topic", "partition", "offset")
+        writer_frame = _jsonl_frame(frame) if request.format == "jsonl" else frame
+        writer = writer_frame.write.mode("append").partitionBy("topic", "partition").option("maxRecordsPerFile", request.max_records_per_file)
+        with frames.Progress(spark, "dump", total, note):
+            try:
+                if request.format == "jsonl":
+                    writer.option("compression", "gzip").json(str(request.out))
+                else:
+                    writer.option("compression", "zstd").parquet(str(request.out))
+            except Exception as exc:
+                raise frames.spark_failure(exc, f"dump {', '.join(request.topics)}") from exc
+            written = count_written(spark, request.out, manifest)
+    except BaseException as exc:
+        manifest.update(status="partial", finished_at=now_iso(), error=exc.message if isinstance(exc, KctlError) else f"{type(exc).__name__}: {exc}")
+        write_json(manifest_path, manifest)
+        raise
+    records = 0
+    for entry in manifest["partitions"]:
+        got = written.get((entry["topic"], entry["partition"]), {})
+        entry.update(
+            records=got.get("records", 0),
+            min_offset=got.get("min_offset"),
+            max_offset=got.get("max_offset"),
+            min_timestamp=got.get("min_timestamp"),
+            max_timestamp=got.get("max_timestamp"),
+        )
+        records += entry["records"]
+    manifest.update(status="complete", finished_at=now_iso(), records=records)
+    write_json(manifest_path, manifest)
+    (request.out / SUCCESS).write_bytes(b"")
+    return manifest

@@ -1,0 +1,177 @@
+"""DataFrames of records, from a topic or from a dump, all with the source schema
+(key, value, topic, partition, offset, timestamp, timestampType, headers), so dump,
+replay and audit run the same code whatever the records came from; and the progress
+line long jobs print on stderr."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kctl.errors import InvalidError, KctlError, NotAuthorizedError, NotFoundError, UnreachableError
+from kctl.spark.options import OptionError, SourceOptions, parse
+from kctl.spark.planning import PartitionBounds, PlanError, plan_bounds
+
+_PLAN_ERRORS = {"not-found": NotFoundError, "unreachable": UnreachableError, "not-authorized": NotAuthorizedError, "data-loss": InvalidError}
+# librdkafka properties the Java client knows under the same name (for --engine jvm).
+_JAVA_PROPERTIES = ("bootstrap.servers", "security.protocol", "sasl.mechanism", "client.id", "request.timeout.ms")
+
+
+def source_options(kafka: dict[str, Any], topics: Sequence[str], *, include_headers: bool = True, **extra: str | None) -> dict[str, str]:
+    """kctl_kafka options for reading `topics` with the CLI's client settings."""
+    options = {f"kafka.{k}": str(v) for k, v in kafka.items() if not callable(v)}
+    options["subscribe"] = ",".join(topics)
+    options["includeHeaders"] = "true" if include_headers else "false"
+    options.update({k: v for k, v in extra.items() if v is not None})
+    return options
+
+
+def plan(options: dict[str, str], action: str, timeout: float = 30.0) -> tuple[SourceOptions, list[PartitionBounds]]:
+    """The exact offset ranges a read will cover, planned here so the manifest can say."""
+    try:
+        parsed = parse(options)
+        return parsed, plan_bounds(parsed, timeout=timeout)
+    except OptionError as exc:
+        raise InvalidError(f"unable to {action}: {exc}") from None
+    except PlanError as exc:
+        raise _PLAN_ERRORS.get(exc.kind, KctlError)(f"unable to {action}: {exc}") from None
+
+
+def pinned(options: dict[str, str], bounds: Sequence[PartitionBounds]) -> dict[str, str]:
+    """Options that read exactly `bounds`, whatever has been written since planning."""
+    starting: dict[str, dict[str, int]] = {}
+    ending: dict[str, dict[str, int]] = {}
+    for b in bounds:
+        starting.setdefault(b.topic, {})[str(b.partition)] = b.start
+        ending.setdefault(b.topic, {})[str(b.partition)] = b.end
+    kept = {k: v for k, v in options.items() if "timestamp" not in k.lower() and k not in ("startingOffsets", "endingOffsets")}
+    assign = {t: sorted(int(p) for p in parts) for t, parts in starting.items()}
+    kept.pop("subscribe", None)
+    kept.update(assign=json.dumps(assign), startingOffsets=json.dumps(starting), endingOffsets=json.dumps(ending))
+    return kept
+
+
+def load_topic(spark, engine: str, options: dict[str, str], bounds: Sequence[PartitionBounds]):
+    """A DataFrame of exactly the planned ranges, read by kctl_kafka or the JVM connector."""
+    exact = pinned(options, bounds)
+    if engine == "jvm":
+        exact = {k: v for k, v in exact.items() if not k.startswith("kafka.") or k[len("kafka."):] in _JAVA_PROPERTIES}
+        return spark.read.format("kafka").options(**exact).load()
+    return spark.read.format("kctl_kafka").options(**exact).load()
+
+
+def choose_engine(spark, engine: str) -> str:
+    from kctl.spark.session import has_jvm_connector
+
+    if engine == "python":
+        return "python"
+    available = has_jvm_connector(spark)
+    if engine == "jvm" and not available:
+        raise InvalidError(
+            "unable to use --engine jvm: the spark-sql-kafka-0-10 connector is not on Spark's classpath",
+            hint="add it with --packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, or use --engine python",
+        )
+    return "jvm" if available else "python"
+
+
+DUMP_SCHEMA = (
+    "key binary, value binary, offset bigint, timestamp timestamp, timestampType int, "
+    "headers array<struct<key:string,value:binary>>, topic string, partition int"
+)
+JSONL_SCHEMA = (
+    "offset bigint, timestamp string, timestamp_ms bigint, timestampType int, key_b64 string, value_b64 string, "
+    "value string, headers array<struct<key:string,value_b64:string>>, topic string, partition int"
+)
+COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
+
+
+def load_dump(spark, directory: Path, manifest: dict[str, Any]):
+    """A dump's records with the source schema (partitions restored from the layout)."""
+    from pyspark.sql import functions as F
+
+    path = str(directory)
+    if manifest["format"] == "parquet":
+        frame = spark.read.schema(DUMP_SCHEMA).parquet(path)
+    else:
+        raw = spark.read.schema(JSONL_SCHEMA).option("mode", "FAILFAST").json(path)
+        frame = raw.select(
+            F.unbase64("key_b64").alias("key"),
+            F.unbase64("value_b64").alias("value"),
+            "offset",
+            F.timestamp_millis("timestamp_ms").alias("timestamp"),
+            "timestampType",
+            F.transform("headers", lambda h: F.struct(h["key"].alias("key"), F.unbase64(h["value_b64"]).alias("value"))).alias("headers"),
+            "topic",
+            "partition",
+        )
+    return frame.select(*COLUMNS)
+
+
+def spark_failure(exc: Exception, action: str) -> KctlError:
+    """A one-line error from a failed Spark job (the JVM's text is long and nested):
+    a Python worker's exception line when there is one."""
+    text = str(exc)
+    cause = _python_exception(text)
+    if cause is not None:
+        name, _, message = cause.partition(": ")
+        kind = NotFoundError if "does not exist" in message else KctlError
+        return kind(f"unable to {action}: {message or name}", hint="--debug shows Spark's full error")
+    if "parquet" in text.lower() or "Malformed" in text or "FAILFAST" in text:
+        return InvalidError(f"unable to {action}: a data file is corrupt or not in the dump's format", hint=_first_line(text))
+    return KctlError(f"unable to {action}: Spark job failed: {_first_line(text)}", hint="--debug shows Spark's full error")
+
+
+def _python_exception(text: str) -> str | None:
+    """'TypeError: ...' from the first Python traceback in a Spark error, if any."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.rstrip().endswith("Traceback (most recent call last):"):
+            for candidate in lines[index + 1 :]:
+                if candidate and not candidate[0].isspace():
+                    return candidate.strip()
+    return None
+
+
+def _first_line(text: str) -> str:
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return "no detail"
+
+
+class Progress:
+    """'dump: 3/8 tasks, ~750,000/2,000,000 records, 12s' on stderr every few seconds."""
+
+    def __init__(self, spark, label: str, total_records: int | None, emit: Callable[[str], None], every: float = 5.0):
+        self.spark, self.label, self.total, self.emit, self.every = spark, label, total_records, emit, every
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.started = time.monotonic()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop_event.set()
+        self.thread.join(timeout=2)
+
+    def _run(self) -> None:
+        tracker = self.spark.sparkContext.statusTracker()
+        while not self.stop_event.wait(self.every):
+            done = total = 0
+            try:
+                for stage in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(stage)
+                    if info is not None:
+                        done += info.numCompletedTasks
+                        total += info.numTasks
+            except Exception:  # the context is shutting down
+                return
+            if total:
+                records = f", ~{int(self.total * done / total):,}/{self.total:,} records" if self.total else ""
+                self.emit(f"{self.label}: {done}/{total} tasks{records}, {time.monotonic() - self.started:.0f}s")

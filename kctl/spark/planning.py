@@ -1,0 +1,216 @@
+"""Planning a batch read: which offset range of which partition each Spark task reads.
+
+Offsets resolve the way the JVM connector resolves them: a global timestamp wins over
+per-partition timestamps, which win over offsets; -2 is the log start and -1 the high
+watermark; a range is [start, end). Big partitions are split in proportion to their
+size when minPartitions asks for more tasks than there are partitions.
+
+Uses a confluent-kafka Consumer only, so it runs in any process: the CLI (to know the
+exact ranges it will write into a manifest) and Spark's planner process alike.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from kctl.spark.options import EARLIEST, LATEST, OptionError, SourceOptions
+
+
+class PlanError(Exception):
+    """The read cannot be planned: unknown topic, lost data, unreachable cluster."""
+
+    def __init__(self, message: str, kind: str = "error"):
+        super().__init__(message)
+        self.kind = kind  # not-found | data-loss | unreachable | not-authorized | error
+
+
+@dataclass(frozen=True)
+class PartitionBounds:
+    """A partition's offsets at planning time and the part of it to read."""
+
+    topic: str
+    partition: int
+    log_start: int
+    high_watermark: int
+    start: int
+    end: int  # exclusive
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """One Spark task's share: offsets [start, end) of one partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def consumer_config(options: SourceOptions, role: str) -> dict[str, str]:
+    config = {
+        "group.id": f"{options.group_id_prefix}-{uuid.uuid4()}-{role}",
+        "enable.auto.commit": "false",
+        # The JVM's default; librdkafka's own default is read_committed.
+        "isolation.level": "read_uncommitted",
+    }
+    config.update(options.kafka)
+    return config
+
+
+def _fail(exc_or_error) -> PlanError:
+    from confluent_kafka import KafkaError, KafkaException
+
+    error = exc_or_error.args[0] if isinstance(exc_or_error, KafkaException) and exc_or_error.args else exc_or_error
+    if isinstance(error, KafkaError):
+        code = error.code()
+        if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT, KafkaError._RESOLVE):
+            return PlanError(f"cannot reach the cluster: {error.str()}", "unreachable")
+        if code in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError._AUTHENTICATION):
+            return PlanError(error.str(), "not-authorized")
+        return PlanError(error.str())
+    return PlanError(str(exc_or_error))
+
+
+def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[str, int]]:
+    from confluent_kafka import KafkaError, KafkaException
+
+    try:
+        if options.subscribe_pattern is not None:
+            metadata = consumer.list_topics(timeout=timeout)
+            pattern = re.compile(options.subscribe_pattern)
+            topics = {name: t for name, t in metadata.topics.items() if pattern.fullmatch(name) and not name.startswith("__")}
+        else:
+            names = list(options.assign) if options.assign is not None else list(options.subscribe)
+            topics = {}
+            for name in names:
+                metadata = consumer.list_topics(name, timeout=timeout)
+                topics[name] = metadata.topics[name]
+    except KafkaException as exc:
+        raise _fail(exc) from None
+    pairs = []
+    for name, topic in sorted(topics.items()):
+        if topic.error is not None:
+            if topic.error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                raise PlanError(f"topic {name!r} does not exist", "not-found")
+            raise _fail(topic.error)
+        available = sorted(topic.partitions)
+        if options.assign is not None:
+            missing = [p for p in options.assign[name] if p not in topic.partitions]
+            if missing:
+                raise PlanError(f"topic {name!r} has no partition {missing[0]} (it has {len(available)})", "not-found")
+            available = options.assign[name]
+        pairs.extend((name, p) for p in available)
+    return pairs
+
+
+def _by_time(consumer, pairs, stamps: dict[tuple[str, int], int], timeout: float) -> dict[tuple[str, int], int]:
+    """{(topic, partition): first offset at or after its timestamp, or -1 for none}."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    if not stamps:
+        return {}
+    try:
+        found = consumer.offsets_for_times([TopicPartition(t, p, stamps[(t, p)]) for t, p in pairs if (t, p) in stamps], timeout=timeout)
+    except KafkaException as exc:
+        raise _fail(exc) from None
+    for tp in found:
+        if tp.error is not None:
+            raise _fail(tp.error)
+    return {(tp.topic, tp.partition): tp.offset for tp in found}
+
+
+def _stamps(global_ms: int | None, per_partition, pairs) -> dict[tuple[str, int], int]:
+    if global_ms is not None:
+        return {pair: global_ms for pair in pairs}
+    if per_partition:
+        return {(t, p): ms for t, parts in per_partition.items() for p, ms in parts.items() if (t, p) in pairs}
+    return {}
+
+
+def _offset(spec, key: tuple[str, int], default: int) -> int:
+    if spec == "earliest":
+        return EARLIEST
+    if spec == "latest":
+        return LATEST
+    return spec.get(key[0], {}).get(key[1], default)
+
+
+def plan_bounds(options: SourceOptions, *, timeout: float = 30.0) -> list[PartitionBounds]:
+    """Where each selected partition's read starts and ends, checked against its log."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    try:
+        consumer = Consumer(consumer_config(options, "driver"))
+    except KafkaException as exc:
+        raise OptionError(f"a kafka.* option was refused: {exc.args[0].str() if exc.args else exc}") from None
+    try:
+        pairs = _partitions(consumer, options, timeout)
+        marks = {}
+        for topic, partition in pairs:
+            try:
+                marks[(topic, partition)] = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout, cached=False)
+            except KafkaException as exc:
+                raise _fail(exc) from None
+        start_stamps = _stamps(options.starting_timestamp, options.starting_by_timestamp, pairs)
+        end_stamps = _stamps(options.ending_timestamp, options.ending_by_timestamp, pairs)
+        starts_by_time = _by_time(consumer, pairs, start_stamps, timeout)
+        ends_by_time = _by_time(consumer, pairs, end_stamps, timeout)
+    finally:
+        consumer.close()
+
+    bounds = []
+    for key in pairs:
+        low, high = marks[key]
+        if key in starts_by_time:
+            start = starts_by_time[key]
+            if start < 0:
+                if options.timestamp_strategy == "error":
+                    raise PlanError(f"{key[0]}:{key[1]} has no record at or after the starting timestamp {start_stamps[key]} (startingOffsetsByTimestampStrategy=latest reads nothing instead)")
+                start = high
+        else:
+            start = _offset(options.starting_offsets, key, EARLIEST)
+        if key in ends_by_time:
+            end = ends_by_time[key] if ends_by_time[key] >= 0 else high
+        else:
+            end = _offset(options.ending_offsets, key, LATEST)
+        start = low if start == EARLIEST else high if start == LATEST else start
+        end = high if end == LATEST else end
+        if start < low:
+            if options.fail_on_data_loss:
+                raise PlanError(f"{key[0]}:{key[1]} starts at offset {low}, after the requested {start}: records were deleted (failOnDataLoss=false reads from {low})", "data-loss")
+            start = low
+        if end > high:
+            if options.fail_on_data_loss:
+                raise PlanError(f"{key[0]}:{key[1]} ends at offset {high}, before the requested end {end}", "data-loss")
+            end = high
+        if start > end:
+            raise PlanError(f"{key[0]}:{key[1]}: the start offset {start} is after the end offset {end}")
+        bounds.append(PartitionBounds(key[0], key[1], low, high, start, end))
+    return bounds
+
+
+def split(bounds: list[PartitionBounds], min_partitions: int | None = None, max_records: int | None = None) -> list[OffsetRange]:
+    """Offset ranges for the tasks: one per non-empty partition, big partitions cut in
+    proportion to their share of all records when min_partitions asks for more tasks
+    (as KafkaOffsetRangeCalculator does), and no range over max_records."""
+    ranges = [OffsetRange(b.topic, b.partition, b.start, b.end) for b in bounds if b.end > b.start]
+    if min_partitions is not None and min_partitions > len(ranges):
+        total = sum(r.size for r in ranges)
+        cut = []
+        for r in ranges:
+            parts = max(1, round(r.size / total * min_partitions))
+            cut.extend(_cut(r, -(-r.size // parts)))
+        ranges = cut
+    if max_records is not None:
+        ranges = [piece for r in ranges for piece in _cut(r, max_records)]
+    return ranges
+
+
+def _cut(r: OffsetRange, size: int) -> list[OffsetRange]:
+    return [OffsetRange(r.topic, r.partition, s, min(s + size, r.end)) for s in range(r.start, r.end, size)]

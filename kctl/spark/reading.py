@@ -1,0 +1,114 @@
+"""Reading one offset range into Arrow record batches: what a `kctl_kafka` task does.
+
+The columns are the JVM connector's: key, value, topic, partition, offset, timestamp,
+timestampType, and headers when asked for. Spark checks each batch's Arrow schema
+against the DataFrame's exactly, so the types here are the ones pyspark derives from
+the Spark schema (microsecond timestamps in UTC, a list of key/value structs).
+
+Needs pyarrow and confluent-kafka, not pyspark: it runs (and is tested) without Spark.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from kctl.spark.options import SourceOptions
+from kctl.spark.planning import OffsetRange, consumer_config
+
+HEADER_TYPE = pa.list_(pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])))
+
+# The Spark DDL of the source schema; headers only with includeHeaders=true.
+SCHEMA_DDL = "key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp, timestampType int"
+HEADERS_DDL = ", headers array<struct<key:string,value:binary>>"
+
+
+def arrow_schema(include_headers: bool) -> pa.Schema:
+    fields = [
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+        pa.field("timestampType", pa.int32()),
+    ]
+    if include_headers:
+        fields.append(pa.field("headers", HEADER_TYPE))
+    return pa.schema(fields)
+
+
+class ReadError(Exception):
+    """A range could not be read (a fetch error, or records stopped arriving)."""
+
+
+def to_batch(messages: list, schema: pa.Schema, topic: str, partition: int) -> pa.RecordBatch:
+    """Arrow columns from confluent-kafka messages, one C-level pass per column."""
+    count = len(messages)
+    stamps = [m.timestamp() for m in messages]
+    columns = [
+        pa.array([m.key() for m in messages], pa.binary()),
+        pa.array([m.value() for m in messages], pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        pa.array([m.offset() for m in messages], pa.int64()),
+        # librdkafka's timestamp types are 0 none, 1 CreateTime, 2 LogAppendTime; Java's are -1, 0, 1.
+        pa.array([ms * 1000 for _, ms in stamps], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        pa.array([kind - 1 for kind, _ in stamps], pa.int32()),
+    ]
+    if len(schema) == 8:
+        columns.append(pa.array([m.headers() for m in messages], HEADER_TYPE))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[pa.RecordBatch]:
+    """The records of offsets.start <= offset < offsets.end, in order, as Arrow batches.
+
+    A range can hold fewer records than offsets: compaction removes records and
+    transaction markers take offsets of their own, so the end is reached either at the
+    last offset below it or when the partition's end (EOF) is passed."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    schema = arrow_schema(options.include_headers)
+    config = consumer_config(options, "executor")
+    config["enable.partition.eof"] = "true"
+    config.setdefault("fetch.queue.backoff.ms", "10")
+    consumer = Consumer(config)
+    topic, partition, last = offsets.topic, offsets.partition, offsets.end - 1
+    try:
+        consumer.assign([TopicPartition(topic, partition, offsets.start)])
+        pending: list = []
+        idle_since = time.monotonic()
+        done = offsets.end <= offsets.start
+        while not done:
+            messages = consumer.consume(options.consume_batch, 1.0)
+            if not messages:
+                if time.monotonic() - idle_since > options.poll_timeout_ms / 1000:
+                    raise ReadError(f"{topic}:{partition}: no record arrived for {options.poll_timeout_ms} ms before offset {offsets.end}")
+                continue
+            idle_since = time.monotonic()
+            tail = messages[-1]
+            if tail.error() is None and tail.offset() < last and all(m.error() is None for m in messages):
+                pending.extend(messages)  # the common case: a whole batch inside the range
+            else:
+                for message in messages:
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            done = True
+                            break
+                        raise ReadError(f"{topic}:{partition}: {error.str()}")
+                    if message.offset() <= last:
+                        pending.append(message)
+                    if message.offset() >= last:
+                        done = True
+                        break
+            while len(pending) >= options.arrow_batch_size:
+                yield to_batch(pending[: options.arrow_batch_size], schema, topic, partition)
+                del pending[: options.arrow_batch_size]
+        if pending:
+            yield to_batch(pending, schema, topic, partition)
+    finally:
+        consumer.close()

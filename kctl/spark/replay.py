@@ -1,0 +1,234 @@
+"""`kctl spark replay`: a topic's records (or a dump's) written into another topic.
+
+Keys (null too), values (tombstones too), headers in order and timestamps are kept; so
+is each source partition's order, because every destination partition is written by
+one task that receives its records sorted by (source partition, offset). Offsets cannot
+be kept: the replay manifest maps source ranges to destination ranges instead.
+
+The manifest is written before the job starts (status running) with everything needed
+to run it again: `--resume` re-runs the same plan and skips, per destination partition,
+the records that already arrived (see sink.py for why that is exact).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
+from kctl.spark import frames
+from kctl.spark.manifest import now_iso, read_dump_manifest, write_json
+
+PARTITION_MAPS = ("same", "hash", "modulo")
+
+
+@dataclass
+class ReplayRequest:
+    to_topic: str
+    from_topic: str | None = None
+    from_dump: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    partition_map: str = "same"  # same | hash | modulo | a JSON file {"src": dst}
+    timestamps: str = "preserve"  # preserve | now | shift:<ms>
+    exactly_once: bool = False
+    engine: str = "auto"
+    explicit_map: dict[int, int] = field(default_factory=dict)
+
+
+def parse_timestamps(text: str) -> str:
+    """preserve | now | shift:+D or shift:-D (D a duration: 90s, 2h, 1d)."""
+    from kctl.timespec import parse_duration
+
+    if text in ("preserve", "now"):
+        return text
+    match = re.fullmatch(r"shift:([+-]?)(.+)", text)
+    if not match:
+        raise UsageError(f"unable to parse --timestamps {text!r}: expected preserve, now or shift:+DURATION")
+    seconds = parse_duration(match.group(2))
+    return f"shift:{int(seconds * 1000) * (-1 if match.group(1) == '-' else 1)}"
+
+
+def load_partition_map(path: str) -> dict[int, int]:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidError(f"unable to read --partition-map {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidError(f"unable to read --partition-map {path}: not JSON ({exc})") from None
+    if not isinstance(raw, dict) or not all(str(k).isdigit() and type(v) is int and v >= 0 for k, v in raw.items()):
+        raise InvalidError(f'unable to read --partition-map {path}: expected {{"source partition": destination partition, ...}}')
+    return {int(k): v for k, v in raw.items()}
+
+
+def _destination_partition(frame, request: ReplayRequest, partitions: int):
+    from pyspark.sql import functions as F
+
+    source = F.col("partition")
+    if request.partition_map == "same":
+        return frame.withColumn("dst", source)
+    if request.partition_map == "modulo":
+        return frame.withColumn("dst", F.pmod(source, F.lit(partitions)))
+    if request.partition_map == "hash":
+        return frame.mapInArrow(_hash_batches(partitions), frame.schema.add("dst", "int"))
+    mapping = F.create_map(*[F.lit(x) for pair in request.explicit_map.items() for x in pair])
+    return frame.withColumn("dst", mapping[source])
+
+
+def _hash_batches(partitions: int):
+    def run(batches):
+        import pyarrow as pa
+
+        from kctl.spark.partitioner import partition_for
+
+        for batch in batches:
+            keys = batch.column("key").to_pylist()
+            sources = batch.column("partition").to_pylist()
+            # A null key has no hash: it stays with its source partition (modulo).
+            dst = [partition_for(k, partitions) if k is not None else s % partitions for k, s in zip(keys, sources)]
+            yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(dst, pa.int32())], names=[*batch.schema.names, "dst"])
+
+    return run
+
+
+def _timestamp_column(mode: str):
+    from pyspark.sql import functions as F
+
+    if mode == "now":
+        return F.lit(None).cast("bigint")
+    millis = F.unix_millis("timestamp")
+    if mode.startswith("shift:"):
+        return millis + F.lit(int(mode.split(":", 1)[1]))
+    return millis
+
+
+def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest) -> tuple[Any, dict[str, Any]]:
+    """The records to replay and a description of them for the manifest."""
+    from pyspark.sql import functions as F
+
+    if request.from_dump:
+        manifest = read_dump_manifest(Path(request.from_dump))
+        frame = frames.load_dump(spark, Path(request.from_dump), manifest)
+        if request.since_ms is not None:
+            frame = frame.where(F.unix_millis("timestamp") >= request.since_ms)
+        if request.until_ms is not None:
+            frame = frame.where(F.unix_millis("timestamp") < request.until_ms)
+        ranges = [{k: p[k] for k in ("topic", "partition", "start_offset", "end_offset")} for p in manifest["partitions"]]
+        return frame, {"dump": str(request.from_dump), "topics": manifest["topics"], "partitions": ranges}
+    options = frames.source_options(
+        kafka, [request.from_topic], include_headers=True,
+        startingTimestamp=None if request.since_ms is None else str(request.since_ms),
+        endingTimestamp=None if request.until_ms is None else str(request.until_ms),
+        startingOffsetsByTimestampStrategy="latest",
+    )
+    _, bounds = frames.plan(options, f"replay {request.from_topic}")
+    engine = frames.choose_engine(spark, request.engine)
+    frame = frames.load_topic(spark, engine, options, bounds)
+    ranges = [{"topic": b.topic, "partition": b.partition, "start_offset": b.start, "end_offset": b.end} for b in bounds]
+    return frame, {"topics": [request.from_topic], "engine": engine, "partitions": ranges}
+
+
+def check_destination(partition_counts: dict[int, int], request: ReplayRequest, source_partitions: list[int]) -> int:
+    """The destination's partition count, after checking the map fits it."""
+    if request.to_topic not in partition_counts:
+        raise NotFoundError(f"unable to replay into {request.to_topic}: the topic does not exist", hint=f"create it first: kctl topic create {request.to_topic} --partitions N")
+    count = partition_counts[request.to_topic]
+    if request.partition_map == "same" and source_partitions and max(source_partitions) >= count:
+        raise InvalidError(
+            f"unable to replay into {request.to_topic}: --partition-map same needs {max(source_partitions) + 1} partitions, it has {count}",
+            hint="add partitions (kctl topic add-partitions) or use --partition-map modulo|hash",
+        )
+    if request.explicit_map:
+        missing = sorted(set(source_partitions) - set(request.explicit_map))
+        if missing:
+            raise InvalidError(f"unable to replay: --partition-map does not say where source partition {missing[0]} goes")
+        beyond = [d for d in request.explicit_map.values() if d >= count]
+        if beyond:
+            raise InvalidError(f"unable to replay into {request.to_topic}: --partition-map names partition {beyond[0]}, it has {count}")
+    return count
+
+
+def replay(
+    spark_factory: Callable[[], Any],
+    kafka: dict[str, Any],
+    request: ReplayRequest,
+    *,
+    destination_partitions: Callable[[str], dict[int, int]],
+    high_watermarks: Callable[[str, int], dict[int, int]],
+    manifest_path: Path,
+    resume_from: dict[str, Any] | None,
+    note: Callable[[str], None],
+) -> dict[str, Any]:
+    """Run (or resume) a replay; returns its manifest."""
+    spark = spark_factory()
+    frame, source = _source_frame(spark, kafka, request)
+    source_partitions = sorted({p["partition"] for p in source["partitions"]})
+    count = check_destination(destination_partitions(request.to_topic), request, source_partitions)
+    if resume_from is not None:
+        run_id, baseline = resume_from["run_id"], {int(p): o for p, o in resume_from["baseline"].items()}
+        if resume_from.get("source", {}).get("partitions") != source["partitions"]:
+            raise InvalidError("unable to resume: the source changed since the interrupted replay (its offset ranges differ)")
+    else:
+        run_id, baseline = uuid.uuid4().hex[:12], high_watermarks(request.to_topic, count)
+    manifest = {
+        "kind": "kctl-replay",
+        "run_id": run_id,
+        "status": "running",
+        "started_at": now_iso(),
+        "request": {k: v for k, v in asdict(request).items() if k != "explicit_map"} | {"explicit_map": {str(k): v for k, v in request.explicit_map.items()}},
+        "source": source,
+        "destination": {"topic": request.to_topic, "partitions": count},
+        "baseline": {str(p): o for p, o in baseline.items()},
+        "resumed": resume_from is not None,
+    }
+    write_json(manifest_path, manifest)
+    result_path = manifest_path.with_name(f".{manifest_path.name}.result")
+    result_path.unlink(missing_ok=True)
+    try:
+        from pyspark.sql import functions as F
+
+        mapped = _destination_partition(frame, request, count)
+        rows = mapped.select(
+            "key", "value", "headers", F.col("dst").cast("int").alias("dst"),
+            _timestamp_column(request.timestamps).alias("timestamp_ms"),
+            F.col("partition").alias("src_partition"), "offset",
+        )
+        ordered = rows.repartition(count, "dst").sortWithinPartitions("dst", "src_partition", "offset")
+        sink = {f"kafka.{k}": str(v) for k, v in kafka.items() if not callable(v)}
+        sink.update({
+            "topic": request.to_topic,
+            "kctl.baseline": json.dumps({str(p): o for p, o in baseline.items()}),
+            "kctl.resume": "true" if resume_from is not None else "false",
+            "kctl.exactlyOnce": "true" if request.exactly_once else "false",
+            "kctl.runId": run_id,
+            "kctl.resultPath": str(result_path),
+        })
+        total = sum(p["end_offset"] - p["start_offset"] for p in source["partitions"])
+        with frames.Progress(spark, "replay", total, note):
+            try:
+                ordered.select("key", "value", "headers", F.col("dst").alias("partition"), "timestamp_ms").write.format("kctl_kafka").mode("append").options(**sink).save()
+            except Exception as exc:
+                raise frames.spark_failure(exc, f"replay into {request.to_topic}") from exc
+        result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else {"delivered": {}, "skipped": {}}
+    except BaseException as exc:
+        manifest.update(status="partial", finished_at=now_iso(), error=exc.message if isinstance(exc, KctlError) else f"{type(exc).__name__}: {exc}")
+        write_json(manifest_path, manifest)
+        raise
+    finally:
+        result_path.unlink(missing_ok=True)
+    after = high_watermarks(request.to_topic, count)
+    delivered = {int(p): n for p, n in result["delivered"].items()}
+    skipped = {int(p): n for p, n in result["skipped"].items()}
+    manifest["destination"]["ranges"] = [
+        {"partition": p, "start_offset": baseline.get(p, 0), "end_offset": after.get(p, 0), "records": delivered.get(p, 0) + skipped.get(p, 0), "resumed_records": skipped.get(p, 0)}
+        for p in range(count)
+        if delivered.get(p) or skipped.get(p)
+    ]
+    manifest.update(status="complete", finished_at=now_iso(), records=sum(delivered.values()) + sum(skipped.values()), delivered=sum(delivered.values()), skipped=sum(skipped.values()))
+    write_json(manifest_path, manifest)
+    return manifest

@@ -1,0 +1,159 @@
+"""Starting (or reusing) the SparkSession a kctl job runs in, and choosing the engine.
+
+Spark's defaults are tuned for notebooks and clusters; a CLI wants UTC timestamps,
+no progress bars or UI, no speculative duplicate tasks (a replay must not write a
+partition twice at once), and Python workers that run the interpreter kctl runs in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kctl.errors import ConfigError, KctlError
+
+DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.speculation": "false",
+    # Readable by pyarrow as timestamp[us, tz=UTC] (INT96 reads back as naive nanoseconds).
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # kctl writes _SUCCESS itself, after the manifest: a dump is complete only then.
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "spark.sql.sources.partitionOverwriteMode": "static",
+}
+LOCAL_DEFAULTS = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.sql.shuffle.partitions": "8",
+}
+
+
+class SparkUnavailable(KctlError):
+    """pyspark or Java is missing."""
+
+    exit_code = ConfigError.exit_code
+
+
+def parse_conf(pairs: Sequence[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"unable to parse --spark-conf {pair!r}: expected key=value")
+        conf[key.strip()] = value
+    return conf
+
+
+def check_requirements() -> None:
+    try:
+        import pyspark  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as exc:
+        raise SparkUnavailable(
+            f"unable to start Spark: {exc.name} is not installed",
+            hint="pip install 'kctl[spark]' installs pyspark and pyarrow",
+        ) from None
+    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
+        raise SparkUnavailable(
+            "unable to start Spark: no Java runtime found (java is not on PATH and JAVA_HOME is unset)",
+            hint="Spark 4 needs Java 17 or newer, e.g. apt-get install openjdk-17-jre-headless",
+        )
+
+
+def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequence[str] = (), quiet: bool = True):
+    """The active SparkSession if there is one (spark-submit, tests), else a new one."""
+    check_requirements()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        for key, value in conf.items():
+            if not key.startswith("spark.jars") and not key.startswith("spark.driver") and not key.startswith("spark.executor"):
+                active.conf.set(key, value)
+        _register(active)
+        return active
+    master = master or os.environ.get("KCTL_SPARK_MASTER") or "local[*]"
+    if master.startswith("local"):
+        # Workers must run this interpreter (the one with kctl and pyarrow installed).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master).appName("kctl")
+    settings = dict(DEFAULTS)
+    if master.startswith("local"):
+        settings.update(LOCAL_DEFAULTS)
+    if packages:
+        settings["spark.jars.packages"] = ",".join(packages)
+    settings.update(conf)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    if quiet:
+        builder = builder.config("spark.driver.extraJavaOptions", _log4j_option(conf.get("spark.driver.extraJavaOptions", "")))
+    try:
+        with _jvm_stderr_to(log_path() if quiet else None):
+            session = builder.getOrCreate()
+    except Exception as exc:  # py4j and the launcher raise plain exceptions
+        text = str(exc).strip()
+        raise SparkUnavailable(
+            f"unable to start Spark ({master}): {text.splitlines()[0] if text else type(exc).__name__}",
+            hint=f"Spark's log: {log_path()}" if quiet else None,
+        ) from exc
+    if quiet:
+        session.sparkContext.setLogLevel("ERROR")
+    _register(session)
+    return session
+
+
+def log_path() -> Path:
+    """Where the JVM's own output goes: $XDG_STATE_HOME/kctl/spark.log."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "kctl" / "spark.log"
+
+
+def _log4j_option(existing: str) -> str:
+    """Spark's log4j set to errors only (no native-hadoop or loopback warnings)."""
+    if "log4j2.configurationFile" in existing:
+        return existing
+    from importlib.resources import files
+
+    return f"{existing} -Dlog4j2.configurationFile={files('kctl.spark').joinpath('log4j2.properties')}".strip()
+
+
+@contextlib.contextmanager
+def _jvm_stderr_to(path: Path | None):
+    """The JVM (and the Python workers it starts) inherit stderr when the gateway is
+    launched: point file descriptor 2 at a log file for that moment, so the JVM's console
+    chatter lands there while kctl's own messages still reach the terminal."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
+def _register(session) -> None:
+    from kctl.spark.source import KafkaDataSource
+
+    session.dataSource.register(KafkaDataSource)
+
+
+def has_jvm_connector(session) -> bool:
+    """Whether spark-sql-kafka-0-10 is on the classpath (`--packages`)."""
+    try:
+        session._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
+        return True
+    except Exception:  # py4j wraps ClassNotFoundException
+        return False

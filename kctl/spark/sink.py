@@ -1,0 +1,235 @@
+"""The `kctl_kafka` sink: write a DataFrame's records to a topic, as `kctl spark replay` does.
+
+Columns: value (required), key, headers (array<struct<key,value>>, order kept),
+partition (int; the destination partition) and timestamp_ms (bigint; null = now). The
+job hands each destination partition to exactly one task, in source order, so a task
+knows which records of its partitions are already in the topic:
+
+- the driver records every destination partition's high watermark before writing
+  (`kctl.baseline`, {"partition": offset});
+- a retried task, or a `--resume`d run, counts what reached the partition since that
+  baseline and skips as many of its leading records. That is exact while kctl is the
+  partition's only writer, which the replay checks before it starts.
+
+The producer is idempotent (no duplicates from its own retries). With
+`kctl.exactlyOnce=true` every destination partition gets a transactional producer
+(transactional.id kctl-replay-<run>-<topic>-<partition>), committing every
+`kctl.transactionRecords` records; a retried task's producer fences the failed one and
+its open transaction is aborted, so readers with isolation.level=read_committed see
+each record once.
+
+commit() and abort() run in a separate Python process on the driver, so they hand
+their results to the CLI through the file named by `kctl.resultPath`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from pyspark.sql.datasource import DataSourceArrowWriter
+
+from kctl.spark.source import SinkCommit
+
+
+def _options(raw: dict[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in raw.items()}
+
+
+def _attempt() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.attemptNumber() if context is not None else 0
+
+
+class KafkaSink(DataSourceArrowWriter):
+    def __init__(self, options: dict[str, str]):
+        lowered = _options(options)
+        if not lowered.get("topic"):
+            raise ValueError("kctl_kafka sink: option topic is required")
+        if not lowered.get("kafka.bootstrap.servers"):
+            raise ValueError("kctl_kafka sink: option kafka.bootstrap.servers is required")
+        self.options = lowered
+
+    # -- on the executors ------------------------------------------------------------
+
+    def write(self, batches):
+        writer = _TaskWriter(self.options, resume=self.options.get("kctl.resume") == "true" or _attempt() > 0)
+        try:
+            for batch in batches:
+                writer.write(batch)
+            writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        return SinkCommit(writer.delivered, writer.skipped)
+
+    # -- on the driver ---------------------------------------------------------------
+
+    def commit(self, messages):
+        self._report("complete", messages)
+
+    def abort(self, messages):
+        self._report("failed", messages)
+
+    def _report(self, status: str, messages) -> None:
+        path = self.options.get("kctl.resultpath")
+        if not path:
+            return
+        delivered: dict[str, int] = {}
+        skipped: dict[str, int] = {}
+        for message in messages:
+            if message is None:  # a task that failed or was killed
+                continue
+            for partition, count in message.delivered.items():
+                delivered[str(partition)] = delivered.get(str(partition), 0) + count
+            for partition, count in message.skipped.items():
+                skipped[str(partition)] = skipped.get(str(partition), 0) + count
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({"status": status, "delivered": delivered, "skipped": skipped}, handle)
+
+
+class _TaskWriter:
+    """One task's producers and bookkeeping."""
+
+    def __init__(self, options: dict[str, str], *, resume: bool):
+        self.topic = options["topic"]
+        self.kafka = {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
+        self.baseline = {int(p): o for p, o in json.loads(options.get("kctl.baseline", "{}")).items()}
+        self.exactly_once = options.get("kctl.exactlyonce") == "true"
+        self.run_id = options.get("kctl.runid", "adhoc")
+        self.chunk = int(options.get("kctl.transactionrecords", "10000"))
+        self.resume = resume
+        self.producers: dict[int, object] = {}  # one per partition with transactions, else one under -1
+        self.in_transaction: dict[int, int] = {}
+        self.to_skip: dict[int, int] = {}
+        self.delivered: dict[int, int] = {}
+        self.skipped: dict[int, int] = {}
+        self.failure: str | None = None
+
+    def _config(self, partition: int) -> dict:
+        config = {
+            "acks": "all",
+            "enable.idempotence": "true",
+            "linger.ms": "20",
+            "batch.size": str(1 << 20),
+            "queue.buffering.max.messages": "500000",
+            "delivery.report.only.error": True,
+            "on_delivery": self._on_delivery,
+        }
+        config.update(self.kafka)
+        if self.exactly_once:
+            config["transactional.id"] = f"kctl-replay-{self.run_id}-{self.topic}-{partition}"
+        return config
+
+    def _on_delivery(self, error, message) -> None:
+        if error is not None and self.failure is None:
+            self.failure = f"{self.topic}:{message.partition()}: {error.str()}"
+
+    def _producer(self, partition: int):
+        key = partition if self.exactly_once else -1
+        producer = self.producers.get(key)
+        if producer is None:
+            from confluent_kafka import Producer
+
+            producer = Producer(self._config(partition))
+            if self.exactly_once:
+                # Fences a failed attempt's producer and aborts its open transaction.
+                producer.init_transactions(60)
+                producer.begin_transaction()
+                self.in_transaction[partition] = 0
+            self.producers[key] = producer
+        return producer
+
+    def _already_delivered(self, partition: int) -> int:
+        """Records of this run already in the partition (since its baseline)."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        base = self.baseline.get(partition, 0)
+        config = {"group.id": f"kctl-replay-{self.run_id}-check", "enable.auto.commit": "false", "enable.partition.eof": "true", "isolation.level": "read_committed"}
+        config.update(self.kafka)
+        consumer = Consumer(config)
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=30, cached=False)
+            if not self.exactly_once:
+                return max(0, high - base)  # no transaction markers: offsets are contiguous
+            # Transaction markers take offsets and aborted records are invisible: count.
+            consumer.assign([TopicPartition(self.topic, partition, base)])
+            count, deadline = 0, time.monotonic() + 120
+            while time.monotonic() < deadline:
+                for message in consumer.consume(1000, 1.0):
+                    if message.error() is None:
+                        count += 1
+                    elif message.error().code() == KafkaError._PARTITION_EOF:
+                        return count
+                    else:
+                        raise RuntimeError(f"{self.topic}:{partition}: {message.error().str()}")
+            raise RuntimeError(f"{self.topic}:{partition}: timed out counting delivered records")
+        finally:
+            consumer.close()
+
+    def write(self, batch) -> None:
+        columns = batch.schema.names
+        values = batch.column("value").to_pylist()
+        count = len(values)
+        keys = batch.column("key").to_pylist() if "key" in columns else [None] * count
+        partitions = batch.column("partition").to_pylist() if "partition" in columns else [-1] * count
+        stamps = batch.column("timestamp_ms").to_pylist() if "timestamp_ms" in columns else [None] * count
+        headers = batch.column("headers").to_pylist() if "headers" in columns else None
+        topic = self.topic
+        for i in range(count):
+            partition = partitions[i]
+            if partition is None:
+                partition = -1
+            if self.resume:
+                if partition not in self.to_skip:
+                    self.to_skip[partition] = self._already_delivered(partition) if partition >= 0 else 0
+                if self.to_skip[partition] > 0:
+                    self.to_skip[partition] -= 1
+                    self.skipped[partition] = self.skipped.get(partition, 0) + 1
+                    continue
+            producer = self._producer(partition)
+            record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers is not None and headers[i] else None
+            while True:
+                try:
+                    producer.produce(topic, values[i], keys[i], partition=partition, timestamp=stamps[i] or 0, headers=record_headers)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+            self.delivered[partition] = self.delivered.get(partition, 0) + 1
+            if self.exactly_once:
+                self.in_transaction[partition] += 1
+                if self.in_transaction[partition] >= self.chunk:
+                    self._commit(partition, producer, begin=True)
+            if self.failure is not None:
+                raise RuntimeError(f"delivery failed: {self.failure}")
+        for producer in self.producers.values():
+            producer.poll(0)
+
+    def _commit(self, partition: int, producer, *, begin: bool) -> None:
+        producer.commit_transaction(120)
+        self.in_transaction[partition] = 0
+        if begin:
+            producer.begin_transaction()
+
+    def finish(self) -> None:
+        for key, producer in self.producers.items():
+            remaining = producer.flush(120)
+            if remaining:
+                raise RuntimeError(f"{remaining} record(s) to {self.topic} were not acknowledged in 120 s")
+            if self.failure is not None:
+                raise RuntimeError(f"delivery failed: {self.failure}")
+            if self.exactly_once:
+                self._commit(key, producer, begin=False)
+
+    def abort(self) -> None:
+        for producer in self.producers.values():
+            try:
+                if self.exactly_once:
+                    producer.flush(30)  # abort_transaction would purge unsent records anyway
+                    producer.abort_transaction(30)
+                else:
+                    producer.flush(30)
+            except Exception:  # the task is failing already; its own error is the one to report
+                pass

@@ -1,0 +1,85 @@
+"""`kctl_kafka`: a PySpark data source for Kafka, read as the JVM connector reads it.
+
+    spark.dataSource.register(KafkaDataSource)
+    df = (spark.read.format("kctl_kafka")
+          .option("kafka.bootstrap.servers", "localhost:9092")
+          .option("subscribe", "orders").option("includeHeaders", "true").load())
+
+Reading: one Spark task per offset range (see planning.py), each yielding Arrow batches
+(reading.py). Writing (`df.write.format("kctl_kafka")`): the replay sink in sink.py.
+It cannot be called `kafka`: Spark reserves that name for the JVM connector.
+
+Spark pickles these classes by reference and runs them in other Python processes, so
+they hold only options (strings) and create Kafka clients inside read() and write().
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
+
+NAME = "kctl_kafka"
+
+
+class KafkaRange(InputPartition):
+    """An offset range, as Spark ships it to a task (plain values only: picklable)."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int):
+        super().__init__((topic, partition, start, end))
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+
+
+class KafkaDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        from kctl.spark.reading import HEADERS_DDL, SCHEMA_DDL
+
+        headers = str(self.options.get("includeHeaders", "false")).lower() == "true"
+        return SCHEMA_DDL + (HEADERS_DDL if headers else "")
+
+    def reader(self, schema):
+        return KafkaReader(dict(self.options))
+
+    def writer(self, schema, overwrite: bool):
+        from kctl.spark.sink import KafkaSink
+
+        if overwrite:
+            raise ValueError("kctl_kafka appends records to a topic: use mode('append')")
+        return KafkaSink(dict(self.options))
+
+
+class KafkaReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]):
+        from kctl.spark import options as parser
+
+        self.raw_options = options
+        parser.parse(options)  # fail at load(), on the driver, not in every task
+
+    def partitions(self):
+        from kctl.spark import options as parser
+        from kctl.spark.planning import plan_bounds, split
+
+        parsed = parser.parse(self.raw_options)
+        ranges = split(plan_bounds(parsed), parsed.min_partitions, parsed.max_records_per_partition)
+        return [KafkaRange(r.topic, r.partition, r.start, r.end) for r in ranges]
+
+    def read(self, partition: KafkaRange):
+        from kctl.spark import options as parser
+        from kctl.spark.planning import OffsetRange
+        from kctl.spark.reading import read_range
+
+        parsed = parser.parse(self.raw_options)
+        yield from read_range(parsed, OffsetRange(partition.topic, partition.partition, partition.start, partition.end))
+
+
+class SinkCommit(WriterCommitMessage):
+    """What one write task delivered: {partition: [records, first offset, last offset]}."""
+
+    def __init__(self, delivered: dict[int, list[int]], skipped: dict[int, int]):
+        self.delivered = delivered
+        self.skipped = skipped
+
+
+__all__ = ["NAME", "KafkaDataSource", "KafkaRange", "SinkCommit", "DataSourceArrowWriter"]
