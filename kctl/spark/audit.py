@@ -2,7 +2,8 @@
 
 Per partition, in one pass with window functions over offset order: record count,
 offset range, gaps between consecutive offsets, timestamp regressions, null keys,
-tombstones, duplicates (by content, or by a JSON field with --key-path) and, with
+tombstones, duplicates (the same key, value, headers and timestamp, or the same JSON
+field with --key-path) and, with
 --json, values that are not JSON. Gaps are expected in two cases and reported apart
 from holes: a compacted topic removes records, and transaction markers take offsets
 of their own (one per transaction, so a gap of one or two offsets in a topic that is
@@ -60,7 +61,7 @@ class AuditReport:
     source: str
     records: int
     partitions: list[PartitionAudit]
-    duplicates: int  # across all partitions
+    duplicates: int  # in all partitions (a record and its copy in another partition are not duplicates)
     comparison: Comparison | None
     problems: list[str]
 
@@ -75,7 +76,7 @@ def _prepared(frame, key_path: str | None, check_json: bool):
 
     order = Window.partitionBy("topic", "partition").orderBy("offset")
     text = F.col("value").cast("string")
-    identity = F.get_json_object(text, key_path) if key_path else F.xxhash64("key", "value", "headers")
+    identity = F.get_json_object(text, key_path) if key_path else F.xxhash64("key", "value", "headers", "timestamp")
     return frame.select(
         "topic",
         "partition",
@@ -128,7 +129,6 @@ def audit(
             .orderBy("topic", "partition")
             .collect()
         )
-        totals = prepared.agg(F.count("identity").alias("n"), F.count_distinct("identity").alias("d")).collect()[0]
     finally:
         prepared.unpersist()
     partitions = []
@@ -148,7 +148,7 @@ def audit(
         source=source,
         records=sum(p.records for p in partitions),
         partitions=partitions,
-        duplicates=int(totals["n"] - totals["d"]),
+        duplicates=sum(p.duplicates for p in partitions),
         comparison=comparison,
         problems=[],
     )
@@ -167,7 +167,7 @@ def _problems(report: AuditReport, key_path: str | None) -> list[str]:
         if p.expected_records is not None and p.expected_records != p.records:
             problems.append(f"{where}: the dump's files hold {p.records} record(s), its manifest says {p.expected_records}")
     if report.duplicates:
-        by = f"the same {key_path}" if key_path else "the same key, value and headers"
+        by = f"the same {key_path}" if key_path else "the same key, value, headers and timestamp"
         problems.append(f"{report.duplicates} duplicate record(s) ({by} more than once)")
     if report.comparison is not None:
         c = report.comparison

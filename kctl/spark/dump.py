@@ -119,7 +119,8 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
         with frames.Progress(spark, "dump", total, note):
             try:
                 if request.format == "jsonl":
-                    writer.option("compression", "gzip").json(str(request.out))
+                    # Every key on every line, null or not: a stable shape for jq and friends.
+                    writer.option("compression", "gzip").option("ignoreNullFields", "false").json(str(request.out))
                 else:
                     writer.option("compression", "zstd").parquet(str(request.out))
             except Exception as exc:

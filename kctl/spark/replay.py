@@ -13,6 +13,7 @@ the records that already arrived (see sink.py for why that is exact).
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from collections.abc import Callable
@@ -75,25 +76,23 @@ def _destination_partition(frame, request: ReplayRequest, partitions: int):
     if request.partition_map == "modulo":
         return frame.withColumn("dst", F.pmod(source, F.lit(partitions)))
     if request.partition_map == "hash":
-        return frame.mapInArrow(_hash_batches(partitions), frame.schema.add("dst", "int"))
+        from pyspark.sql.types import IntegerType
+
+        return frame.withColumn("dst", F.udf(_hash_placement(partitions), IntegerType(), useArrow=False)("key", source))
     mapping = F.create_map(*[F.lit(x) for pair in request.explicit_map.items() for x in pair])
     return frame.withColumn("dst", mapping[source])
 
 
-def _hash_batches(partitions: int):
-    def run(batches):
-        import pyarrow as pa
+def _hash_placement(partitions: int):
+    """A row UDF (pandas-free): murmur2 of the key; a null key, which has no hash, stays
+    with its source partition (modulo the destination's count)."""
 
+    def place(key, source_partition):
         from kctl.spark.partitioner import partition_for
 
-        for batch in batches:
-            keys = batch.column("key").to_pylist()
-            sources = batch.column("partition").to_pylist()
-            # A null key has no hash: it stays with its source partition (modulo).
-            dst = [partition_for(k, partitions) if k is not None else s % partitions for k, s in zip(keys, sources)]
-            yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(dst, pa.int32())], names=[*batch.schema.names, "dst"])
+        return partition_for(key, partitions) if key is not None else source_partition % partitions
 
-    return run
+    return place
 
 
 def _timestamp_column(mode: str):
@@ -111,15 +110,20 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest) -> tuple
     """The records to replay and a description of them for the manifest."""
     from pyspark.sql import functions as F
 
-    if request.from_dump:
-        manifest = read_dump_manifest(Path(request.from_dump))
-        frame = frames.load_dump(spark, Path(request.from_dump), manifest)
+    def in_window(frame):
+        # Timestamps select records even where offsets were looked up by time: a record
+        # written late with an older timestamp is outside the window wherever it sits.
         if request.since_ms is not None:
             frame = frame.where(F.unix_millis("timestamp") >= request.since_ms)
         if request.until_ms is not None:
             frame = frame.where(F.unix_millis("timestamp") < request.until_ms)
+        return frame
+
+    if request.from_dump:
+        manifest = read_dump_manifest(Path(request.from_dump))
+        frame = frames.load_dump(spark, Path(request.from_dump), manifest)
         ranges = [{k: p[k] for k in ("topic", "partition", "start_offset", "end_offset")} for p in manifest["partitions"]]
-        return frame, {"dump": str(request.from_dump), "topics": manifest["topics"], "partitions": ranges}
+        return in_window(frame), {"dump": str(request.from_dump), "topics": manifest["topics"], "partitions": ranges}
     options = frames.source_options(
         kafka, [request.from_topic], include_headers=True,
         startingTimestamp=None if request.since_ms is None else str(request.since_ms),
@@ -128,7 +132,7 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest) -> tuple
     )
     _, bounds = frames.plan(options, f"replay {request.from_topic}")
     engine = frames.choose_engine(spark, request.engine)
-    frame = frames.load_topic(spark, engine, options, bounds)
+    frame = in_window(frames.load_topic(spark, engine, options, bounds))
     ranges = [{"topic": b.topic, "partition": b.partition, "start_offset": b.start, "end_offset": b.end} for b in bounds]
     return frame, {"topics": [request.from_topic], "engine": engine, "partitions": ranges}
 
@@ -167,7 +171,8 @@ def replay(
     """Run (or resume) a replay; returns its manifest."""
     spark = spark_factory()
     frame, source = _source_frame(spark, kafka, request)
-    source_partitions = sorted({p["partition"] for p in source["partitions"]})
+    # Only partitions with records in range need somewhere to go.
+    source_partitions = sorted({p["partition"] for p in source["partitions"] if p["end_offset"] > p["start_offset"]})
     count = check_destination(destination_partitions(request.to_topic), request, source_partitions)
     if resume_from is not None:
         run_id, baseline = resume_from["run_id"], {int(p): o for p, o in resume_from["baseline"].items()}
@@ -208,6 +213,8 @@ def replay(
             "kctl.runId": run_id,
             "kctl.resultPath": str(result_path),
         })
+        if os.environ.get("KCTL_SPARK_FAIL_AFTER_RECORDS"):  # fault injection for tests
+            sink["kctl.failAfterRecords"] = os.environ["KCTL_SPARK_FAIL_AFTER_RECORDS"]
         total = sum(p["end_offset"] - p["start_offset"] for p in source["partitions"])
         with frames.Progress(spark, "replay", total, note):
             try:

@@ -101,6 +101,8 @@ class _TaskWriter:
         self.run_id = options.get("kctl.runid", "adhoc")
         self.chunk = int(options.get("kctl.transactionrecords", "10000"))
         self.resume = resume
+        # Fault injection for tests of retries and --resume (KCTL_SPARK_FAIL_AFTER_RECORDS).
+        self.fail_after = int(options.get("kctl.failafterrecords", "0")) or None
         self.producers: dict[int, object] = {}  # one per partition with transactions, else one under -1
         self.in_transaction: dict[int, int] = {}
         self.to_skip: dict[int, int] = {}
@@ -198,6 +200,9 @@ class _TaskWriter:
                 except BufferError:
                     producer.poll(0.1)
             self.delivered[partition] = self.delivered.get(partition, 0) + 1
+            if self.fail_after is not None and sum(self.delivered.values()) >= self.fail_after:
+                producer.flush(30)
+                raise RuntimeError(f"injected failure after {self.fail_after} records (KCTL_SPARK_FAIL_AFTER_RECORDS)")
             if self.exactly_once:
                 self.in_transaction[partition] += 1
                 if self.in_transaction[partition] >= self.chunk:

@@ -70,6 +70,8 @@ class KafkaReader(DataSourceReader):
         from kctl.spark.planning import OffsetRange
         from kctl.spark.reading import read_range
 
+        if not isinstance(partition, KafkaRange):
+            return  # nothing to read: Spark hands an empty plan one default partition
         parsed = parser.parse(self.raw_options)
         yield from read_range(parsed, OffsetRange(partition.topic, partition.partition, partition.start, partition.end))
 

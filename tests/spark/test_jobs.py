@@ -1,0 +1,304 @@
+"""kctl spark dump|replay|audit against real brokers (bundled and Kafka) on a real local
+SparkSession, checked record by record with a confluent-kafka consumer and pyarrow."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from kctl.errors import ExitCode
+from kctl.spark.partitioner import partition_for
+
+pytestmark = pytest.mark.integration
+
+BASE_MS = 1_790_000_000_000  # 2026-09-21T14:13:20Z
+MINUTE = 60_000
+
+
+def records_for(partition: int, count: int) -> list[dict]:
+    """Keys (some null), values (some tombstones, some binary), headers (repeated keys,
+    null values), timestamps one minute apart."""
+    out = []
+    for i in range(count):
+        key = None if i % 7 == 3 else f"k{i % 5}".encode()
+        value = None if i % 11 == 5 else (bytes([0, 255, i % 256]) if i % 13 == 0 else json.dumps({"id": f"{partition}-{i}", "n": i}).encode())
+        headers = [("trace", f"t{i}".encode()), ("trace", b"again"), ("empty", None)] if i % 3 == 0 else None
+        out.append({"partition": partition, "key": key, "value": value, "headers": headers, "timestamp": BASE_MS + i * MINUTE})
+    return out
+
+
+def produce(bootstrap: str, topic: str, records: list[dict], compression: str = "none") -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 20})
+    for r in records:
+        producer.produce(topic, value=r["value"], key=r["key"], partition=r["partition"], timestamp=r["timestamp"], headers=r["headers"])
+    assert producer.flush(30) == 0
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int, isolation: str = "read_uncommitted") -> dict[int, list[tuple]]:
+    """{partition: [(offset, key, value, headers, timestamp ms)]} as a client reads them."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spark-test-reader", "enable.partition.eof": True,
+                         "enable.auto.commit": False, "isolation.level": isolation})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: dict[int, list[tuple]] = {p: [] for p in range(partitions)}
+    ended: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(ended) < partitions and time.monotonic() < deadline:
+        for m in consumer.consume(500, 0.5):
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                ended.add(m.partition())
+                continue
+            out[m.partition()].append((m.offset(), m.key(), m.value(), m.headers(), m.timestamp()[1]))
+    consumer.close()
+    assert len(ended) == partitions
+    return out
+
+
+def content(per_partition: dict[int, list[tuple]]) -> dict[int, list[tuple]]:
+    """What a replay must keep: everything but offsets."""
+    return {p: [r[1:] for r in rows] for p, rows in per_partition.items() if rows}
+
+
+@pytest.fixture
+def make_topic(kctl, cluster, unique_name):
+    def make(prefix: str = "sp", partitions: int = 3, *configs: str) -> str:
+        name = unique_name(prefix)
+        args = ["-b", cluster.bootstrap, "topic", "create", name, "-p", str(partitions), "-c", "retention.ms=-1"]
+        for config in configs:
+            args += ["-c", config]
+        result = kctl(*args)
+        assert result.exit_code == 0, result.stderr
+        return name
+
+    return make
+
+
+@pytest.fixture
+def source(cluster, make_topic):
+    """A 3-partition topic of 60/25/0 records, written with zstd-compressed batches."""
+    topic = make_topic("src")
+    produce(cluster.bootstrap, topic, records_for(0, 60) + records_for(1, 25), compression="zstd")
+    return topic
+
+
+def read_dump(directory: Path) -> dict[int, list[tuple]]:
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(str(directory), format="parquet", partitioning="hive").to_table()
+    out: dict[int, list[tuple]] = {}
+    for row in sorted(table.to_pylist(), key=lambda r: (r["partition"], r["offset"])):
+        headers = [(h["key"], h["value"]) for h in row["headers"]] if row["headers"] is not None else None
+        ms = int(row["timestamp"].timestamp() * 1000)
+        out.setdefault(row["partition"], []).append((row["offset"], row["key"], row["value"], headers, ms))
+    return out
+
+
+def test_dump_replay_audit_round_trip(spark, kctl, cluster, source, make_topic, tmp_path):
+    b = cluster.bootstrap
+    original = read_topic(b, source, 3)
+    out = tmp_path / "dump"
+    result = kctl("-b", b, "spark", "dump", "-t", source, "--out", str(out), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    manifest = json.loads((out / "_kctl_manifest.json").read_text())
+    assert manifest["status"] == "complete" and (out / "_SUCCESS").exists()
+    assert manifest["records"] == 85 == json.loads(result.stdout)["records"]
+    counts = {p["partition"]: (p["start_offset"], p["end_offset"], p["records"]) for p in manifest["partitions"]}
+    assert counts == {0: (0, 60, 60), 1: (0, 25, 25), 2: (0, 0, 0)}
+    # Byte-identical keys, values, headers (order, repeats, nulls) and timestamps.
+    assert read_dump(out) == {p: rows for p, rows in original.items() if rows}
+
+    copy = make_topic("copy")
+    manifest_file = tmp_path / "replay.json"
+    result = kctl("-b", b, "spark", "replay", "--from-dump", str(out), "--to-topic", copy, "--manifest", str(manifest_file))
+    assert result.exit_code == 0, result.stderr
+    assert content(read_topic(b, copy, 3)) == content(original)
+    replayed = json.loads(manifest_file.read_text())
+    assert replayed["status"] == "complete" and replayed["records"] == 85
+    assert {r["partition"]: (r["start_offset"], r["end_offset"]) for r in replayed["destination"]["ranges"]} == {0: (0, 60), 1: (0, 25)}
+
+    result = kctl("-b", b, "spark", "audit", "-t", source, "--compare-to", copy, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] and report["records"] == 85
+    assert report["comparison"]["missing"] == report["comparison"]["extra"] == 0
+    by_partition = {p["partition"]: p for p in report["partitions"]}
+    assert by_partition[0]["null_keys"] == sum(1 for i in range(60) if i % 7 == 3)
+    assert by_partition[0]["tombstones"] == sum(1 for i in range(60) if i % 11 == 5)
+    assert by_partition[0]["gaps"] == by_partition[0]["holes"] == 0
+
+
+def test_jsonl_dump_replays_identically(spark, kctl, cluster, source, make_topic, tmp_path):
+    b = cluster.bootstrap
+    out = tmp_path / "jsonl"
+    assert kctl("-b", b, "spark", "dump", "-t", source, "--out", str(out), "--format", "jsonl").exit_code == 0
+    files = list(out.glob("topic=*/partition=0/*.json.gz"))
+    assert files
+    import gzip
+
+    first = json.loads(gzip.decompress(files[0].read_bytes()).splitlines()[0])
+    assert first["offset"] == 0 and first["timestamp_ms"] == BASE_MS and first["timestamp"] == "2026-09-21T14:13:20.000Z"
+    # Record 0's value is not UTF-8: base64 only; every key is on every line.
+    assert first["value"] is None and first["value_b64"] == "AP8A" and first["key_b64"] == "azA="
+    assert first["headers"] == [{"key": "trace", "value_b64": "dDA="}, {"key": "trace", "value_b64": "YWdhaW4="}, {"key": "empty", "value_b64": None}]
+    copy = make_topic("copy")
+    result = kctl("-b", b, "spark", "replay", "--from-dump", str(out), "--to-topic", copy, "--manifest", str(tmp_path / "m.json"))
+    assert result.exit_code == 0, result.stderr
+    assert content(read_topic(b, copy, 3)) == content(read_topic(b, source, 3))
+    assert kctl("-b", b, "spark", "audit", "--dump", str(out), "--compare-to", copy).exit_code == 0
+
+
+def test_time_range_replay_with_hash_partitioning(spark, kctl, cluster, make_topic, tmp_path):
+    b = cluster.bootstrap
+    # gzip: the bundled broker finds records by time inside gzip batches, not zstd ones.
+    source = make_topic("src")
+    produce(b, source, records_for(0, 60) + records_for(1, 25), compression="gzip")
+    copy = make_topic("hash", 4)
+    since, until = BASE_MS + 10 * MINUTE, BASE_MS + 20 * MINUTE  # records 10..19 of each partition
+    result = kctl("-b", b, "spark", "replay", "--from-topic", source, "--to-topic", copy, "--since", str(since), "--until", str(until),
+                  "--partition-map", "hash", "--manifest", str(tmp_path / "m.json"))
+    assert result.exit_code == 0, result.stderr
+    got = read_topic(b, copy, 4)
+    assert sum(len(rows) for rows in got.values()) == 20
+    for partition, rows in got.items():
+        for _, key, _, _, ts in rows:
+            assert since <= ts < until
+            if key is not None:
+                assert partition == partition_for(key, 4)  # where a Java producer puts the key
+    # Each source partition's order survives in every destination partition.
+    for rows in got.values():
+        seen: dict[str, list[int]] = {}
+        for _, _, value, _, _ in rows:
+            if value is not None and value.startswith(b"{"):
+                src, i = json.loads(value)["id"].split("-")
+                seen.setdefault(src, []).append(int(i))
+        assert all(order == sorted(order) for order in seen.values())
+
+
+def test_timestamps_shift_and_modulo(spark, kctl, cluster, source, make_topic, tmp_path):
+    b = cluster.bootstrap
+    copy = make_topic("shift", 1)
+    result = kctl("-b", b, "spark", "replay", "--from-topic", source, "--to-topic", copy, "--partition-map", "modulo",
+                  "--timestamps", "shift:+1d", "--manifest", str(tmp_path / "m.json"))
+    assert result.exit_code == 0, result.stderr
+    rows = read_topic(b, copy, 1)[0]
+    original = read_topic(b, source, 3)
+    # Partition 0's records, then partition 1's (one task writes them in source order).
+    assert [r[1:4] for r in rows] == [r[1:4] for r in original[0] + original[1]]
+    assert [r[4] for r in rows] == [r[4] + 86_400_000 for r in original[0] + original[1]]
+
+
+def test_interrupted_replay_resumes_without_duplicates(spark, kctl, cluster, source, make_topic, tmp_path, monkeypatch):
+    b = cluster.bootstrap
+    copy = make_topic("resume")
+    manifest = tmp_path / "m.json"
+    monkeypatch.setenv("KCTL_SPARK_FAIL_AFTER_RECORDS", "20")  # fault injection: every task dies after 20 records
+    result = kctl("-b", b, "spark", "replay", "--from-topic", source, "--to-topic", copy, "--manifest", str(manifest))
+    assert result.exit_code != 0
+    assert "injected failure" in result.stderr
+    assert json.loads(manifest.read_text())["status"] == "partial"
+    delivered = read_topic(b, copy, 3)
+    assert 0 < sum(len(r) for r in delivered.values()) < 85
+    monkeypatch.delenv("KCTL_SPARK_FAIL_AFTER_RECORDS")
+    result = kctl("-b", b, "spark", "replay", "--to-topic", copy, "--resume", "--manifest", str(manifest), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    done = json.loads(result.stdout)
+    assert done["status"] == "complete" and done["skipped"] == sum(len(r) for r in delivered.values())
+    assert content(read_topic(b, copy, 3)) == content(read_topic(b, source, 3))
+    result = kctl("-b", b, "spark", "replay", "--to-topic", copy, "--resume", "--manifest", str(manifest))
+    assert result.exit_code == ExitCode.INVALID and "already complete" in result.stderr
+
+
+def test_exactly_once_replay(spark, kctl, cluster, source, make_topic, tmp_path):
+    if cluster.backend == "bundled":
+        pytest.skip("the bundled broker has no transactions")
+    b = cluster.bootstrap
+    copy = make_topic("eos")
+    result = kctl("-b", b, "spark", "replay", "--from-topic", source, "--to-topic", copy, "--exactly-once", "--manifest", str(tmp_path / "m.json"))
+    assert result.exit_code == 0, result.stderr
+    assert content(read_topic(b, copy, 3, "read_committed")) == content(read_topic(b, source, 3))
+    # Commit markers take offsets: gaps that the audit expects, not holes.
+    result = kctl("-b", b, "spark", "audit", "-t", copy, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["records"] == 85
+
+
+def test_compacted_topic_with_gaps(spark, kctl, cluster, make_topic, tmp_path):
+    if cluster.backend == "bundled":
+        pytest.skip("the bundled broker does not compact logs")
+    b = cluster.bootstrap
+    topic = make_topic("compact", 1, "cleanup.policy=compact", "segment.ms=100", "min.cleanable.dirty.ratio=0.01", "delete.retention.ms=0")
+    for round_ in range(3):
+        produce(b, topic, [{"partition": 0, "key": f"k{i}".encode(), "value": f"v{round_}-{i}".encode(), "headers": None, "timestamp": BASE_MS + round_ * MINUTE + i} for i in range(5)])
+        time.sleep(0.3)
+    deadline = time.monotonic() + 60
+    while True:  # the cleaner runs every second; the active segment is never cleaned
+        produce(b, topic, [{"partition": 0, "key": b"roll", "value": b"x", "headers": None, "timestamp": BASE_MS + 10 * MINUTE}])
+        offsets = [r[0] for r in read_topic(b, topic, 1)[0]]
+        if offsets[-1] + 1 > len(offsets):
+            break
+        assert time.monotonic() < deadline, "Kafka did not compact the topic within 60 s"
+        time.sleep(1)
+    out = tmp_path / "dump"
+    assert kctl("-b", b, "spark", "dump", "-t", topic, "--out", str(out)).exit_code == 0
+    result = kctl("-b", b, "spark", "audit", "--dump", str(out), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    partition = json.loads(result.stdout)["partitions"][0]
+    assert partition["gaps"] > 0 and partition["holes"] == 0 and partition["records"] == len(offsets)
+
+
+def test_audit_finds_duplicates_and_invalid_json(spark, kctl, cluster, make_topic):
+    b = cluster.bootstrap
+    topic = make_topic("dups", 1)
+    rows = [{"partition": 0, "key": b"a", "value": json.dumps({"id": i % 4}).encode(), "headers": None, "timestamp": BASE_MS + i} for i in range(6)]
+    rows.append({"partition": 0, "key": b"a", "value": b"not json", "headers": None, "timestamp": BASE_MS - 5000})
+    produce(b, topic, rows)
+    result = kctl("-b", b, "spark", "audit", "-t", topic, "--json", "--key-path", "$.id", "-o", "json")
+    assert result.exit_code == ExitCode.CRITICAL, result.stderr
+    report = json.loads(result.stdout)
+    assert not report["ok"]
+    p = report["partitions"][0]
+    assert p["duplicates"] == 2 and p["invalid_json"] == 1 and p["timestamp_regressions"] == 1
+    assert any("not JSON" in problem for problem in report["problems"])
+
+
+def test_bad_input(spark, kctl, cluster, source, make_topic, unique_name, tmp_path):
+    b = cluster.bootstrap
+    missing = unique_name("nope")
+    result = kctl("-b", b, "spark", "dump", "-t", missing, "--out", str(tmp_path / "x"))
+    assert result.exit_code == ExitCode.NOT_FOUND and "does not exist" in result.stderr
+    assert not (tmp_path / "x").exists()
+
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "precious.txt").write_text("keep me")
+    result = kctl("-b", b, "spark", "dump", "-t", source, "--out", str(foreign))
+    assert result.exit_code == ExitCode.ALREADY_EXISTS and "--overwrite" in result.stderr
+    result = kctl("-b", b, "spark", "dump", "-t", source, "--out", str(foreign), "--overwrite")
+    assert result.exit_code == ExitCode.INVALID and "not a kctl dump" in result.stderr
+    assert (foreign / "precious.txt").read_text() == "keep me"
+    result = kctl("-b", b, "spark", "replay", "--from-dump", str(foreign), "--to-topic", source)
+    assert result.exit_code == ExitCode.INVALID and "not a kctl dump" in result.stderr
+
+    out = tmp_path / "dump"
+    assert kctl("-b", b, "spark", "dump", "-t", source, "--out", str(out)).exit_code == 0
+    assert kctl("-b", b, "spark", "dump", "-t", source, "--out", str(out), "--overwrite").exit_code == 0
+    small = make_topic("small", 1)
+    result = kctl("-b", b, "spark", "replay", "--from-dump", str(out), "--to-topic", small)
+    assert result.exit_code == ExitCode.INVALID and "needs 2 partitions" in result.stderr
+    result = kctl("-b", b, "spark", "replay", "--from-dump", str(out), "--to-topic", missing)
+    assert result.exit_code == ExitCode.NOT_FOUND
+
+    for part in out.glob("topic=*/partition=0/*.parquet"):
+        part.write_bytes(b"garbage, not parquet")
+    result = kctl("-b", b, "spark", "audit", "--dump", str(out))
+    assert result.exit_code == ExitCode.INVALID and "corrupt" in result.stderr
+    assert "Traceback" not in result.stderr
+    manifest = json.loads((out / "_kctl_manifest.json").read_text())
+    manifest["status"] = "partial"
+    (out / "_kctl_manifest.json").write_text(json.dumps(manifest))
+    result = kctl("-b", b, "spark", "replay", "--from-dump", str(out), "--to-topic", small, "--partition-map", "modulo")
+    assert result.exit_code == ExitCode.INVALID and "incomplete" in result.stderr
