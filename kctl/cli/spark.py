@@ -340,20 +340,22 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, key_path, master, s
         if as_dump:
             manifest = read_dump_manifest(Path(name))
             expected = {(p["topic"], p["partition"]): p["records"] for p in manifest["partitions"]}
+            ranges = {(p["topic"], p["partition"]): (p["start_offset"], p["end_offset"]) for p in manifest["partitions"]}
             spark = factory()
-            return frames.load_dump(spark, Path(name), manifest), expected, set(manifest.get("compacted_topics", []))
+            return frames.load_dump(spark, Path(name), manifest), ranges, expected, set(manifest.get("compacted_topics", []))
         options = frames.source_options(_kafka(app), [name], include_headers=True)
         _, bounds = frames.plan(options, f"audit {name}")
+        ranges = {(b.topic, b.partition): (b.start, b.end) for b in bounds}
         spark = factory()
-        return frames.load_topic(spark, frames.choose_engine(spark, engine), options, bounds), None, _compacted(app, name)
+        return frames.load_topic(spark, frames.choose_engine(spark, engine), options, bounds), ranges, None, _compacted(app, name)
 
-    frame, expected, compacted = load(dump_dir or topic, dump_dir is not None)
+    frame, ranges, expected, compacted = load(dump_dir or topic, dump_dir is not None)
     other = None
     if compare_to is not None:
-        other, _, _ = load(compare_to, Path(compare_to).is_dir())
+        other = load(compare_to, Path(compare_to).is_dir())[0]
     source = f"dump {dump_dir}" if dump_dir else topic
     try:
-        report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, expected=expected, compare_to=other, compare_name=compare_to)
+        report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
     except Exception as exc:
         from kctl.errors import KctlError
 

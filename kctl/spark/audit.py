@@ -98,12 +98,17 @@ def audit(
     compacted: set[str],
     key_path: str | None = None,
     check_json: bool = False,
+    ranges: dict[tuple[str, int], tuple[int, int]] | None = None,
     expected: dict[tuple[str, int], int] | None = None,
     compare_to=None,
     compare_name: str | None = None,
 ) -> AuditReport:
+    """Audit `frame`; `ranges` are the offsets [start, end) it was read from, so gaps
+    before the first and after the last record count too; `expected` are a dump
+    manifest's record counts."""
     from pyspark.sql import functions as F
 
+    ranges = ranges or {}
     prepared = _prepared(frame, key_path, check_json).cache()
     try:
         compacted_topic = F.col("topic").isin(list(compacted)) if compacted else F.lit(False)
@@ -131,18 +136,17 @@ def audit(
         )
     finally:
         prepared.unpersist()
+    found = {(row["topic"], row["partition"]): row.asDict() for row in rows}
     partitions = []
-    for row in rows:
-        values = row.asDict()
+    for key in sorted(set(found) | set(ranges)):
+        values = found.get(key) or _empty(*key)
         if not check_json:
             values["invalid_json"] = None
-        values["expected_records"] = expected.get((row["topic"], row["partition"])) if expected is not None else None
-        partitions.append(PartitionAudit(**values))
-    if expected is not None:
-        seen = {(p.topic, p.partition) for p in partitions}
-        for (topic, partition), count in sorted(expected.items()):
-            if (topic, partition) not in seen and count:
-                partitions.append(PartitionAudit(topic, partition, 0, None, None, 0, 0, 0, None, None, 0, 0, 0, 0, 0, None if not check_json else 0, count))
+        values["expected_records"] = expected.get(key) if expected is not None else None
+        audit_row = PartitionAudit(**values)
+        if key in ranges:
+            _edges(audit_row, *ranges[key], compacted=key[0] in compacted)
+        partitions.append(audit_row)
     comparison = _compare(frame, compare_to, compare_name) if compare_to is not None else None
     report = AuditReport(
         source=source,
@@ -154,6 +158,28 @@ def audit(
     )
     report.problems = _problems(report, key_path)
     return report
+
+
+def _empty(topic: str, partition: int) -> dict[str, Any]:
+    return dict(
+        topic=topic, partition=partition, records=0, first_offset=None, last_offset=None, gaps=0, missing_offsets=0, holes=0,
+        first_timestamp=None, last_timestamp=None, timestamp_regressions=0, largest_regression_ms=0, null_keys=0, tombstones=0,
+        duplicates=0, invalid_json=0,
+    )
+
+
+def _edges(row: PartitionAudit, start: int, end: int, *, compacted: bool) -> None:
+    """Count the gaps at the ends of the range: before the first record (compaction
+    removed the oldest) and after the last (a transaction's commit marker)."""
+    if row.records == 0:
+        edges = [end - start] if end > start else []
+    else:
+        edges = [g for g in (row.first_offset - start, end - 1 - row.last_offset) if g > 0]
+    for gap in edges:
+        row.gaps += 1
+        row.missing_offsets += gap
+        if not compacted and gap > MARKER_GAP:
+            row.holes += 1
 
 
 def _problems(report: AuditReport, key_path: str | None) -> list[str]:

@@ -235,8 +235,10 @@ def test_compacted_topic_with_gaps(spark, kctl, cluster, make_topic, tmp_path):
         produce(b, topic, [{"partition": 0, "key": f"k{i}".encode(), "value": f"v{round_}-{i}".encode(), "headers": None, "timestamp": BASE_MS + round_ * MINUTE + i} for i in range(5)])
         time.sleep(0.3)
     deadline = time.monotonic() + 60
+    rolls = 0
     while True:  # the cleaner runs every second; the active segment is never cleaned
-        produce(b, topic, [{"partition": 0, "key": b"roll", "value": b"x", "headers": None, "timestamp": BASE_MS + 10 * MINUTE}])
+        rolls += 1
+        produce(b, topic, [{"partition": 0, "key": b"roll", "value": b"x", "headers": None, "timestamp": BASE_MS + 10 * MINUTE + rolls}])
         offsets = [r[0] for r in read_topic(b, topic, 1)[0]]
         if offsets[-1] + 1 > len(offsets):
             break
@@ -247,7 +249,9 @@ def test_compacted_topic_with_gaps(spark, kctl, cluster, make_topic, tmp_path):
     result = kctl("-b", b, "spark", "audit", "--dump", str(out), "-o", "json")
     assert result.exit_code == 0, result.stderr
     partition = json.loads(result.stdout)["partitions"][0]
-    assert partition["gaps"] > 0 and partition["holes"] == 0 and partition["records"] == len(offsets)
+    # The cleaner may have removed more since: the dump's own counts are what the audit checks.
+    assert partition["gaps"] > 0 and partition["missing_offsets"] > 0 and partition["holes"] == 0
+    assert partition["records"] == partition["expected_records"] <= len(offsets)
 
 
 def test_audit_finds_duplicates_and_invalid_json(spark, kctl, cluster, make_topic):
