@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ("confluent_kafka", "kafka", "rich", "tabulate", "pyspark", "kctl.admin", "kctl.devtools")
+HEAVY = ("confluent_kafka", "kafka", "rich", "tabulate", "pyspark", "pyarrow", "kctl.admin", "kctl.devtools", "kctl.spark")
 
 PROBE = """
 import json, sys
@@ -31,6 +31,8 @@ sys.stderr.write("LOADED=" + json.dumps(loaded) + "\\n")
         ["topic", "list", "--help"],
         ["context", "--help"],
         ["group", "--help"],
+        ["spark", "--help"],
+        ["spark", "replay", "--help"],
         ["--version"],
     ],
     ids=lambda a: " ".join(a),

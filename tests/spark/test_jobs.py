@@ -306,3 +306,20 @@ def test_bad_input(spark, kctl, cluster, source, make_topic, unique_name, tmp_pa
     (out / "_kctl_manifest.json").write_text(json.dumps(manifest))
     result = kctl("-b", b, "spark", "replay", "--from-dump", str(out), "--to-topic", small, "--partition-map", "modulo")
     assert result.exit_code == ExitCode.INVALID and "incomplete" in result.stderr
+
+
+def test_kctl_kafka_data_source_directly(spark, cluster, source):
+    """Used as spark.read.format("kctl_kafka"), with the JVM connector's option names."""
+    reader = spark.read.format("kctl_kafka").option("kafka.bootstrap.servers", cluster.bootstrap)
+    frame = (reader.option("assign", json.dumps({source: [0, 1]}))
+             .option("startingOffsets", json.dumps({source: {"0": 10, "1": -2}}))
+             .option("endingOffsets", json.dumps({source: {"0": 50, "1": -1}}))
+             .option("minPartitions", "6").load())
+    assert frame.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]  # headers only when asked
+    assert frame.rdd.getNumPartitions() >= 6  # big ranges are cut into several tasks
+    rows = frame.orderBy("partition", "offset").select("partition", "offset").collect()
+    assert [(r["partition"], r["offset"]) for r in rows] == [(0, o) for o in range(10, 50)] + [(1, o) for o in range(25)]
+    with pytest.raises(Exception, match="kafka.bootstrap.servers is required"):
+        spark.read.format("kctl_kafka").option("subscribe", source).load().collect()
+    with pytest.raises(Exception, match="does not exist"):
+        spark.read.format("kctl_kafka").option("kafka.bootstrap.servers", cluster.bootstrap).option("subscribe", source + "-missing").load().collect()

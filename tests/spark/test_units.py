@@ -1,0 +1,148 @@
+"""The parts of kctl spark that need no SparkSession: option parsing, planning,
+Kafka's partitioner, manifests, and reading a range into Arrow (against a real broker)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kctl.errors import InvalidError, UsageError
+from kctl.spark import options as source_options
+from kctl.spark.manifest import DUMP_MANIFEST, SUCCESS, new_dump_manifest, read_dump_manifest, write_json
+from kctl.spark.options import OptionError
+from kctl.spark.partitioner import murmur2, partition_for
+from kctl.spark.planning import OffsetRange, PartitionBounds, split
+
+BOOTSTRAP = {"kafka.bootstrap.servers": "localhost:9092"}
+
+
+def test_options_use_the_jvm_connector_names_in_any_case():
+    parsed = source_options.parse({**BOOTSTRAP, "SUBSCRIBE": "a, b", "startingOffsets": '{"a":{"0":5,"1":-2}}', "includeHeaders": "TRUE",
+                                   "minPartitions": "8", "kafka.security.protocol": "SSL", "kctl.arrowBatchSize": "500"})
+    assert parsed.subscribe == ("a", "b")
+    assert parsed.starting_offsets == {"a": {0: 5, 1: -2}}
+    assert parsed.ending_offsets == "latest"
+    assert parsed.include_headers and parsed.min_partitions == 8 and parsed.arrow_batch_size == 500
+    assert parsed.kafka == {"bootstrap.servers": "localhost:9092", "security.protocol": "SSL"}
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"subscribe": "a"}, "kafka.bootstrap.servers is required"),
+        ({**BOOTSTRAP}, "exactly one of"),
+        ({**BOOTSTRAP, "subscribe": "a", "assign": '{"a":[0]}'}, "exactly one of"),
+        ({**BOOTSTRAP, "assign": "[0]"}, "option assign"),
+        ({**BOOTSTRAP, "subscribePattern": "(("}, "subscribePattern"),
+        ({**BOOTSTRAP, "subscribe": "a", "kafka.group.id": "g"}, "kafka.group.id is not supported"),
+        ({**BOOTSTRAP, "subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "not supported"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": "{not json"}, "not JSON"),
+        ({**BOOTSTRAP, "subscribe": "a", "endingOffsets": '{"a":{"0":-2}}'}, "not allowed"),
+        ({**BOOTSTRAP, "subscribe": "a", "endingOffsets": "earliest"}, "not allowed"),
+        ({**BOOTSTRAP, "subscribe": "a", "minPartitions": "0"}, "at least 1"),
+        ({**BOOTSTRAP, "subscribe": "a", "failOnDataLoss": "maybe"}, "true or false"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsetsByTimestampStrategy": "earliest"}, "error or latest"),
+    ],
+)
+def test_bad_options_name_the_option(options, message):
+    with pytest.raises(OptionError, match=message):
+        source_options.parse(options)
+
+
+def test_split_one_range_per_partition_and_proportional_cuts():
+    bounds = [PartitionBounds("t", 0, 0, 900, 0, 900), PartitionBounds("t", 1, 0, 100, 0, 100), PartitionBounds("t", 2, 0, 0, 0, 0)]
+    assert split(bounds) == [OffsetRange("t", 0, 0, 900), OffsetRange("t", 1, 0, 100)]
+    cut = split(bounds, min_partitions=10)
+    assert [r for r in cut if r.partition == 1] == [OffsetRange("t", 1, 0, 100)]
+    assert len([r for r in cut if r.partition == 0]) == 9
+    assert sum(r.size for r in cut) == 1000 and all(r.size > 0 for r in cut)
+    capped = split(bounds, max_records=250)
+    assert max(r.size for r in capped) == 250 and sum(r.size for r in capped) == 1000
+
+
+def test_murmur2_matches_kafkas_java_partitioner():
+    # Kafka's UtilsTest vectors.
+    assert murmur2(b"21") == -973932308
+    assert murmur2(b"foobar") == -790332482
+    assert murmur2(b"a-little-bit-long-string") == -985981536
+    assert murmur2(b"a-little-bit-longer-string") == -1486304829
+    assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
+    assert murmur2(b"abc") == 479470107
+    assert all(0 <= partition_for(bytes([i]), 7) < 7 for i in range(256))
+
+
+def test_replay_timestamp_modes():
+    from kctl.spark.replay import parse_timestamps
+
+    assert parse_timestamps("preserve") == "preserve"
+    assert parse_timestamps("shift:+1d") == "shift:86400000"
+    assert parse_timestamps("shift:-90s") == "shift:-90000"
+    with pytest.raises(UsageError):
+        parse_timestamps("later")
+    with pytest.raises(UsageError):
+        parse_timestamps("shift:+soon")
+
+
+def test_partition_map_file(tmp_path):
+    from kctl.spark.replay import load_partition_map
+
+    good = tmp_path / "map.json"
+    good.write_text('{"0": 2, "1": 0}')
+    assert load_partition_map(str(good)) == {0: 2, 1: 0}
+    for text in ('{"0": -1}', '[1, 2]', "{nope"):
+        good.write_text(text)
+        with pytest.raises(InvalidError):
+            load_partition_map(str(good))
+    with pytest.raises(InvalidError, match="unable to read"):
+        load_partition_map(str(tmp_path / "missing.json"))
+
+
+def test_dump_manifests_are_checked(tmp_path):
+    with pytest.raises(InvalidError, match="no such directory"):
+        read_dump_manifest(tmp_path / "absent")
+    with pytest.raises(InvalidError, match="not a kctl dump"):
+        read_dump_manifest(tmp_path)
+    (tmp_path / DUMP_MANIFEST).write_text("{truncated")
+    with pytest.raises(InvalidError, match="corrupt"):
+        read_dump_manifest(tmp_path)
+    (tmp_path / DUMP_MANIFEST).write_text(json.dumps({"kind": "something-else"}))
+    with pytest.raises(InvalidError, match="not a kctl dump manifest"):
+        read_dump_manifest(tmp_path)
+    manifest = new_dump_manifest(format="parquet", partitions=[])
+    write_json(tmp_path / DUMP_MANIFEST, manifest)
+    with pytest.raises(InvalidError, match="incomplete"):
+        read_dump_manifest(tmp_path)
+    manifest["status"] = "complete"
+    write_json(tmp_path / DUMP_MANIFEST, manifest)
+    with pytest.raises(InvalidError, match="incomplete"):  # no _SUCCESS yet
+        read_dump_manifest(tmp_path)
+    (tmp_path / SUCCESS).write_bytes(b"")
+    assert read_dump_manifest(tmp_path)["status"] == "complete"
+
+
+@pytest.mark.integration
+def test_read_range_yields_arrow_batches_of_exactly_the_range(cluster, kctl, unique_name):
+    pytest.importorskip("pyarrow")
+    from confluent_kafka import Producer
+
+    from kctl.spark.reading import arrow_schema, read_range
+
+    topic = unique_name("arrow")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "1").exit_code == 0
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(250):
+        producer.produce(topic, value=None if i == 7 else f"v{i}".encode(), key=f"k{i}".encode() if i % 2 else None, partition=0,
+                         timestamp=1_790_000_000_000 + i, headers=[("h", str(i).encode())] if i % 5 == 0 else None)
+    assert producer.flush(30) == 0
+    parsed = source_options.parse({"kafka.bootstrap.servers": cluster.bootstrap, "subscribe": topic, "includeHeaders": "true", "kctl.arrowBatchSize": "100"})
+    batches = list(read_range(parsed, OffsetRange(topic, 0, 20, 230)))
+    assert [b.num_rows for b in batches] == [100, 100, 10]
+    assert all(b.schema.equals(arrow_schema(True)) for b in batches)
+    rows = [row for b in batches for row in b.to_pylist()]
+    assert [r["offset"] for r in rows] == list(range(20, 230))
+    first = rows[0]
+    assert first["key"] is None and first["value"] == b"v20" and first["headers"] == [{"key": "h", "value": b"20"}]
+    assert first["timestampType"] == 0 and int(first["timestamp"].timestamp() * 1000) == 1_790_000_000_020
+    assert rows[1]["headers"] is None and rows[1]["key"] == b"k21"
+    assert list(read_range(parsed, OffsetRange(topic, 0, 250, 250))) == []
