@@ -151,9 +151,11 @@ def _register(session) -> None:
 
 
 def has_jvm_connector(session) -> bool:
-    """Whether spark-sql-kafka-0-10 is on the classpath (`--packages`)."""
+    """Whether Spark can find its `kafka` data source (spark-sql-kafka-0-10 added with
+    --packages or spark.jars); asked the way Spark itself looks formats up."""
     try:
-        session._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
+        jvm = session._jvm
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource("kafka", session._jsparkSession.sessionState().conf())
         return True
-    except Exception:  # py4j wraps ClassNotFoundException
+    except Exception:  # py4j wraps the AnalysisException for a missing source
         return False

@@ -1,0 +1,194 @@
+"""kctl spark dump and replay: records/s on local[2], beside Spark's JVM Kafka connector.
+
+    python bench/bench_spark.py [--records 2000000] [--size 1024] [--connector 4.0.0] [--skip-jvm]
+
+(4.0.0 is the newest spark-sql-kafka-0-10 Maven Central serves here; pyspark is 4.3.0.)
+
+Fills a 4-partition topic on a single Apache Kafka node (the tests' jars, Kafka's
+production JVM settings) with N records of SIZE bytes (JSON-like text, a key, one
+header), then in one SparkSession (local[2], both engines on the classpath):
+
+- start-up: creating the SparkSession and the first (tiny) job, which every command pays;
+- dump: `kctl spark dump` to Parquet with the kctl_kafka source (--engine python) and with
+  Spark's own connector (--engine jvm, spark-sql-kafka-0-10 from Maven Central through
+  spark.jars, resolved by mvn); same writer, same manifest and read-back, so only the reader differs;
+- replay: the Parquet dump into a fresh topic through kctl's sink, and the same DataFrame
+  through the JVM connector's sink (which cannot set timestamps; the nearest anchor).
+
+The figures exclude start-up (measured separately). 2 cores are shared by Kafka, Spark's
+JVM and its Python workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import common  # noqa: F401  (puts the repository on sys.path)
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+KAFKA_JVM = ("-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true")
+PARTITIONS = 4
+
+
+def fill(bootstrap: str, topic: str, records: int, size: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1 << 20, "compression.type": "lz4",
+                         "queue.buffering.max.messages": 1_000_000})
+    filler = ("x" * size).encode()
+    for i in range(records):
+        body = b'{"id":%d,"pad":"' % i
+        value = body + filler[: max(0, size - len(body) - 2)] + b'"}'
+        while True:
+            try:
+                producer.produce(topic, value, f"key-{i % 10_000}".encode(), partition=i % PARTITIONS, headers=[("trace", b"abc")])
+                break
+            except BufferError:
+                producer.poll(0.1)
+    assert producer.flush(120) == 0
+
+
+# The JVM connector and the jars it needs beyond Spark's own (its pom's compile scope).
+CONNECTOR_JARS = (
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:{v}",
+    "org.apache.spark:spark-token-provider-kafka-0-10_2.13:{v}",
+    "org.apache.kafka:kafka-clients:3.9.0",
+    "org.apache.commons:commons-pool2:2.12.0",
+)
+
+
+def connector_jars(version: str) -> list[str]:
+    """Jar paths of the JVM connector, resolved from Maven Central by mvn (Spark's own Ivy
+    resolution fails here on a transitive slf4j download)."""
+    import subprocess
+
+    paths = []
+    for coordinate in CONNECTOR_JARS:
+        coordinate = coordinate.format(v=version)
+        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false"], check=True, capture_output=True)
+        group, artifact, ver = coordinate.split(":")
+        paths.append(str(Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / ver / f"{artifact}-{ver}.jar"))
+    return paths
+
+
+def create(admin: AdminClient, topic: str) -> None:
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1, config={"retention.ms": "-1"})])[topic].result()
+
+
+def end_offsets(bootstrap: str, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench"})
+    total = sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS))
+    consumer.close()
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--connector", default="4.0.0", help="spark-sql-kafka-0-10_2.13 version on Maven Central")
+    parser.add_argument("--skip-jvm", action="store_true")
+    args = parser.parse_args()
+
+    from kctl.spark import dump as dumping
+    from kctl.spark import replay as replaying
+    from kctl.spark.session import spark_session
+    from tests.brokers.kafka import KafkaCluster
+
+    workdir = Path(tempfile.mkdtemp(prefix="kctl-bench-spark-"))
+    os.environ["XDG_STATE_HOME"] = str(workdir / "state")
+    kafka = KafkaCluster(nodes=1, workdir=workdir / "kafka", jvm_options=KAFKA_JVM)
+    kafka.start()
+    bootstrap = kafka.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    results: dict[str, float] = {}
+    try:
+        create(admin, "bench-src")
+        started = time.perf_counter()
+        fill(bootstrap, "bench-src", args.records, args.size)
+        print(f"filled {args.records:,} records in {time.perf_counter() - started:.1f} s", flush=True)
+
+        conf = {"spark.driver.memory": "3g"}
+        if not args.skip_jvm:
+            conf["spark.jars"] = ",".join(connector_jars(args.connector))
+        started = time.perf_counter()
+        spark = spark_session("local[2]", conf)
+        results["session"] = time.perf_counter() - started
+        started = time.perf_counter()
+        spark.range(10).count()
+        results["first job"] = time.perf_counter() - started
+        kafka_config = {"bootstrap.servers": bootstrap}
+
+        def run_dump(engine: str) -> float:
+            out = workdir / f"dump-{engine}"
+            request = dumping.DumpRequest(topics=("bench-src",), out=out, engine=engine)
+            began = time.perf_counter()
+            manifest = dumping.dump(lambda: spark, kafka_config, request, lambda line: None)
+            seconds = time.perf_counter() - began
+            assert manifest["records"] == args.records, manifest["records"]
+            return seconds
+
+        engines = ["python"] + ([] if args.skip_jvm else ["jvm"])
+        for engine in engines:
+            seconds = run_dump(engine)
+            results[f"dump {engine}"] = args.records / seconds
+            print(f"dump --engine {engine}: {seconds:.1f} s, {args.records / seconds:,.0f} records/s", flush=True)
+            if engine == "python":
+                shutil.rmtree(workdir / "dump-python-keep", ignore_errors=True)
+                (workdir / "dump-python").rename(workdir / "dump-python-keep")
+
+        create(admin, "bench-replay")
+        request = replaying.ReplayRequest(to_topic="bench-replay", from_dump=str(workdir / "dump-python-keep"))
+        began = time.perf_counter()
+        replaying.replay(
+            lambda: spark, kafka_config, request,
+            destination_partitions=lambda topic: {topic: PARTITIONS},
+            high_watermarks=lambda topic, count: dict.fromkeys(range(count), 0),
+            manifest_path=workdir / "replay.json", resume_from=None, note=lambda line: None,
+        )
+        seconds = time.perf_counter() - began
+        assert end_offsets(bootstrap, "bench-replay") == args.records
+        results["replay kctl"] = args.records / seconds
+        print(f"replay (kctl sink): {seconds:.1f} s, {args.records / seconds:,.0f} records/s", flush=True)
+
+        if not args.skip_jvm:
+            from kctl.spark import frames
+            from kctl.spark.manifest import read_dump_manifest
+
+            create(admin, "bench-replay-jvm")
+            dump_dir = workdir / "dump-python-keep"
+            frame = frames.load_dump(spark, dump_dir, read_dump_manifest(dump_dir))
+            began = time.perf_counter()
+            (frame.select("key", "value", "headers", "partition").write.format("kafka")
+             .option("kafka.bootstrap.servers", bootstrap).option("topic", "bench-replay-jvm").option("includeHeaders", "true")
+             .option("kafka.linger.ms", "20").option("kafka.batch.size", str(1 << 20)).mode("append").save())
+            seconds = time.perf_counter() - began
+            assert end_offsets(bootstrap, "bench-replay-jvm") == args.records
+            results["replay jvm"] = args.records / seconds
+            print(f"replay (JVM connector sink): {seconds:.1f} s, {args.records / seconds:,.0f} records/s", flush=True)
+        spark.stop()
+    finally:
+        kafka.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    print(f"\n{args.records:,} records of {args.size} B, 4 partitions, local[2], Apache Kafka single node")
+    print(f"{'start-up: SparkSession':<34} {results['session']:>10.1f} s")
+    print(f"{'start-up: first job':<34} {results['first job']:>10.1f} s")
+    print(f"{'dump kctl_kafka (records/s)':<34} {results['dump python']:>12,.0f}   target >= 300,000")
+    if "dump jvm" in results:
+        print(f"{'dump JVM connector (records/s)':<34} {results['dump jvm']:>12,.0f}   ratio {results['dump python'] / results['dump jvm']:.2f}x (target >= 0.8x)")
+    print(f"{'replay kctl sink (records/s)':<34} {results['replay kctl']:>12,.0f}")
+    if "replay jvm" in results:
+        print(f"{'replay JVM sink (records/s)':<34} {results['replay jvm']:>12,.0f}   ratio {results['replay kctl'] / results['replay jvm']:.2f}x")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
