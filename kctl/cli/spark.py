@@ -45,9 +45,12 @@ def _spark_options(function):
 
 
 def _session_factory(app: App, master, spark_conf, packages):
-    from kctl.spark.session import parse_conf, spark_session
+    from kctl.spark.session import check_requirements, parse_conf, spark_session
 
     conf = parse_conf(spark_conf)
+    # Before touching the cluster or the output directory: a job that cannot start
+    # must leave nothing behind.
+    check_requirements()
     return lambda: spark_session(master, conf, packages=packages, quiet=not app.debug)
 
 
@@ -142,11 +145,12 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
     from kctl.spark.dump import DumpRequest
     from kctl.spark.dump import dump as run_dump
 
+    factory = _session_factory(app, master, spark_conf, packages)
     extra = _position(start, topics, "--from") | _position(end, topics, "--to")
     request = DumpRequest(topics=tuple(topics), out=Path(out), format=fmt, overwrite=overwrite, engine=engine,
         extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(set().union(*(_compacted(app, t) for t in topics)))),
     )
-    manifest = run_dump(_session_factory(app, master, spark_conf, packages), _kafka(app), request, app.note)
+    manifest = run_dump(factory, _kafka(app), request, app.note)
     app.note(f"dumped {manifest['records']:,} record(s) from {len(manifest['partitions'])} partition(s) to {out}")
     _show(app, {"out": str(out), **manifest}, DUMP_SPEC)
 
@@ -218,6 +222,7 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
     from kctl.spark.replay import replay as run_replay
     from kctl.timespec import parse_instant
 
+    factory = _session_factory(app, master, spark_conf, packages)
     manifest_path = _replay_manifest_path(app, to_topic, manifest_file)
     previous = None
     if resume:
@@ -242,7 +247,7 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
             raise InvalidError("unable to replay a topic into itself")
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
     manifest = run_replay(
-        _session_factory(app, master, spark_conf, packages), _kafka(app), request,
+        factory, _kafka(app), request,
         destination_partitions=lambda topic: _partition_counts(app, topic),
         high_watermarks=lambda topic, count: _high_watermarks(app, topic, count),
         manifest_path=manifest_path, resume_from=previous, note=app.note,

@@ -146,3 +146,18 @@ def test_read_range_yields_arrow_batches_of_exactly_the_range(cluster, kctl, uni
     assert first["timestampType"] == 0 and int(first["timestamp"].timestamp() * 1000) == 1_790_000_000_020
     assert rows[1]["headers"] is None and rows[1]["key"] == b"k21"
     assert list(read_range(parsed, OffsetRange(topic, 0, 250, 250))) == []
+
+
+def test_missing_java_is_one_clear_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env.update(PATH=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path), XDG_STATE_HOME=str(tmp_path))
+    out = tmp_path / "dump"
+    proc = subprocess.run([sys.executable, "-m", "kctl", "-b", "127.0.0.1:1", "spark", "dump", "-t", "orders", "--out", str(out)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 78, proc.stderr
+    assert proc.stderr.startswith("error: unable to start Spark: no Java runtime found")
+    assert "Traceback" not in proc.stderr and not out.exists()
