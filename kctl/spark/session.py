@@ -74,8 +74,10 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
     active = SparkSession.getActiveSession()
     if active is not None:
         for key, value in conf.items():
-            if not key.startswith("spark.jars") and not key.startswith("spark.driver") and not key.startswith("spark.executor"):
+            try:
                 active.conf.set(key, value)
+            except Exception as exc:  # a static setting (spark.jars, memory) is fixed at start-up
+                raise ConfigError(f"unable to set --spark-conf {key} on the running Spark session: {str(exc).splitlines()[0]}") from None
         _register(active)
         return active
     master = master or os.environ.get("KCTL_SPARK_MASTER") or "local[*]"

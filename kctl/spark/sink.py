@@ -55,7 +55,10 @@ class KafkaSink(DataSourceArrowWriter):
     # -- on the executors ------------------------------------------------------------
 
     def write(self, batches):
-        writer = _TaskWriter(self.options, resume=self.options.get("kctl.resume") == "true" or _attempt() > 0)
+        # Skipping needs to know where this run began in each partition: without a
+        # baseline (the sink used directly), a retried task writes again, at least once.
+        knows_start = "kctl.baseline" in self.options
+        writer = _TaskWriter(self.options, resume=knows_start and (self.options.get("kctl.resume") == "true" or _attempt() > 0))
         try:
             for batch in batches:
                 writer.write(batch)
