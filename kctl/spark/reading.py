@@ -75,8 +75,6 @@ def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[pa.Reco
     config = consumer_config(options, "executor")
     config["enable.partition.eof"] = "true"
     config.setdefault("fetch.queue.backoff.ms", "10")
-    # One partition per consumer: let each fetch bring 8 MiB of it, not librdkafka's 1 MiB.
-    config.setdefault("max.partition.fetch.bytes", str(8 << 20))
     consumer = Consumer(config)
     topic, partition, last = offsets.topic, offsets.partition, offsets.end - 1
     try:
