@@ -55,29 +55,6 @@ def fill(bootstrap: str, topic: str, records: int, size: int) -> None:
     assert producer.flush(120) == 0
 
 
-# The JVM connector and the jars it needs beyond Spark's own (its pom's compile scope).
-CONNECTOR_JARS = (
-    "org.apache.spark:spark-sql-kafka-0-10_2.13:{v}",
-    "org.apache.spark:spark-token-provider-kafka-0-10_2.13:{v}",
-    "org.apache.kafka:kafka-clients:3.9.0",
-    "org.apache.commons:commons-pool2:2.12.0",
-)
-
-
-def connector_jars(version: str) -> list[str]:
-    """Jar paths of the JVM connector, resolved from Maven Central by mvn (Spark's own Ivy
-    resolution fails here on a transitive slf4j download)."""
-    import subprocess
-
-    paths = []
-    for coordinate in CONNECTOR_JARS:
-        coordinate = coordinate.format(v=version)
-        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false"], check=True, capture_output=True)
-        group, artifact, ver = coordinate.split(":")
-        paths.append(str(Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / ver / f"{artifact}-{ver}.jar"))
-    return paths
-
-
 def create(admin: AdminClient, topic: str) -> None:
     admin.create_topics([NewTopic(topic, PARTITIONS, 1, config={"retention.ms": "-1"})])[topic].result()
 
@@ -119,7 +96,9 @@ def main() -> None:
 
         conf = {"spark.driver.memory": "3g"}
         if not args.skip_jvm:
-            conf["spark.jars"] = ",".join(connector_jars(args.connector))
+            from tests.brokers.jars import spark_connector_jars
+
+            conf["spark.jars"] = ",".join(str(p) for p in spark_connector_jars(args.connector))
         started = time.perf_counter()
         spark = spark_session("local[2]", conf)
         results["session"] = time.perf_counter() - started

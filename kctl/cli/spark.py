@@ -302,6 +302,7 @@ AUDIT_TABLE = TableSpec((
     Column("tombstones", "TOMBSTONES", align="right"),
     Column("duplicates", "DUPLICATES", align="right"),
     Column("invalid_json", "INVALID-JSON", align="right", wide=True),
+    Column("schema_mismatches", "SCHEMA-MISMATCHES", align="right", wide=True),
     Column("missing_offsets", "MISSING-OFFSETS", align="right", wide=True),
     Column("largest_regression_ms", "LARGEST-REGRESSION-MS", align="right", wide=True),
 ))
@@ -312,23 +313,25 @@ AUDIT_TABLE = TableSpec((
 @click.option("--dump", "dump_dir", type=click.Path(file_okay=False), metavar="DIR", help="Audit a kctl spark dump (its files are also checked against its manifest).")
 @click.option("--compare-to", metavar="TOPIC|DIR", help="Compare with another topic or dump (a directory that exists is a dump): records on one side only are counted and sampled.")
 @click.option("--json", "check_json", is_flag=True, help="Check that every non-null value is JSON.")
+@click.option("--json-schema", "schema_file", type=click.Path(dir_okay=False), metavar="FILE", help="Check that every non-null value matches this JSON Schema (type, properties, required, items, enum, bounds, pattern, allOf/anyOf/oneOf/not).")
 @click.option("--key-path", metavar="JSONPATH", help="Find duplicates by this field of JSON values ($.id) instead of by whole records.")
 @_spark_options
 @global_options
 @pass_app
-def audit(app: App, topic, dump_dir, compare_to, check_json, key_path, master, spark_conf, engine, packages):
+def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_path, master, spark_conf, engine, packages):
     """Check a topic's or a dump's records: counts, gaps, order, nulls, duplicates.
 
     Per partition: records, offset range, gaps (compaction and transaction markers
     leave expected gaps; a HOLE is a gap neither explains), timestamp regressions, null
     keys, tombstones and duplicates. Exit status 0 when no problem was found, 2 when
-    one was (holes, duplicates, invalid JSON, records missing or extra against
+    one was (holes, duplicates, invalid JSON, values not matching --json-schema, records missing or extra against
     --compare-to, a dump that disagrees with its manifest); -o json gives the report.
 
     \b
     Examples:
       kctl spark audit -t orders
       kctl spark audit --dump /data/orders --json --key-path '$.order_id'
+      kctl spark audit -t orders --json-schema order.schema.json
       kctl spark audit -t orders --compare-to orders-mirror
       kctl spark audit --dump /data/orders --compare-to orders-copy -o json
     """
@@ -340,6 +343,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, key_path, master, s
     if (topic is None) == (dump_dir is None):
         raise UsageError("unable to audit: give exactly one of --topic and --dump")
     factory = _session_factory(app, master, spark_conf, packages)
+    json_schema = _json_schema(schema_file) if schema_file else None
 
     def load(name: str, as_dump: bool):
         if as_dump:
@@ -360,7 +364,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, key_path, master, s
         other = load(compare_to, Path(compare_to).is_dir())[0]
     source = f"dump {dump_dir}" if dump_dir else topic
     try:
-        report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
+        report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, json_schema=json_schema, ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
     except Exception as exc:
         from kctl.errors import KctlError
 
@@ -383,6 +387,18 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, key_path, master, s
     else:
         app.note(f"audit of {source}: {len(report.problems)} problem(s) found")
         raise SystemExit(int(ExitCode.CRITICAL))
+
+
+def _json_schema(path: str):
+    from kctl.errors import InvalidError
+    from kctl.spark.jsonschema import SchemaError, load
+
+    try:
+        return load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidError(f"unable to read --json-schema {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, SchemaError) as exc:
+        raise InvalidError(f"unable to use --json-schema {path}: {exc}") from None
 
 
 def _compacted(app: App, topic: str) -> set[str]:

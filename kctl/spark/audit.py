@@ -4,13 +4,15 @@ Per partition, in one pass with window functions over offset order: record count
 offset range, gaps between consecutive offsets, timestamp regressions, null keys,
 tombstones, duplicates (the same key, value, headers and timestamp, or the same JSON
 field with --key-path) and, with
---json, values that are not JSON. Gaps are expected in two cases and reported apart
+--json, values that are not JSON; with --json-schema, values that do not match it
+(jsonschema.py). Gaps are expected in two cases and reported apart
 from holes: a compacted topic removes records, and transaction markers take offsets
 of their own (one per transaction, so a gap of one or two offsets in a topic that is
 not compacted). With --compare-to, the two sides are compared as multisets of
 (key, value, headers) and the records on one side only are counted and sampled.
 
 Problems, which make the audit fail (exit status 2): holes, duplicates, invalid JSON,
+values that do not match the schema,
 records missing or extra in a comparison, and a dump whose files hold a different
 number of records than its manifest says.
 """
@@ -42,6 +44,7 @@ class PartitionAudit:
     tombstones: int
     duplicates: int
     invalid_json: int | None
+    schema_mismatches: int | None
     expected_records: int | None = None
 
 
@@ -70,9 +73,10 @@ class AuditReport:
         return not self.problems
 
 
-def _prepared(frame, key_path: str | None, check_json: bool):
+def _prepared(frame, key_path: str | None, check_json: bool, json_schema: Any):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType
 
     order = Window.partitionBy("topic", "partition").orderBy("offset")
     text = F.col("value").cast("string")
@@ -86,9 +90,20 @@ def _prepared(frame, key_path: str | None, check_json: bool):
         F.col("value").isNull().alias("null_value"),
         identity.alias("identity"),
         (F.try_parse_json(text).isNull() & F.col("value").isNotNull()).alias("bad_json") if check_json else F.lit(False).alias("bad_json"),
+        _schema_mismatch(json_schema, BooleanType()).alias("bad_schema") if json_schema is not None else F.lit(False).alias("bad_schema"),
         (F.col("offset") - F.lag("offset").over(order) - 1).alias("gap"),
         (F.lag(F.unix_millis("timestamp")).over(order) - F.unix_millis("timestamp")).alias("step_back"),
     )
+
+
+def _schema_mismatch(json_schema: Any, boolean):
+    """True where a value is not JSON matching the schema (a row UDF: no pandas needed)."""
+    from pyspark.sql import functions as F
+
+    from kctl.spark.jsonschema import validator
+
+    check = validator(json_schema)
+    return F.udf(lambda raw: (lambda ok: None if ok is None else not ok)(check(raw)), boolean, useArrow=False)("value") == F.lit(True)
 
 
 def audit(
@@ -98,6 +113,7 @@ def audit(
     compacted: set[str],
     key_path: str | None = None,
     check_json: bool = False,
+    json_schema: Any = None,
     ranges: dict[tuple[str, int], tuple[int, int]] | None = None,
     expected: dict[tuple[str, int], int] | None = None,
     compare_to=None,
@@ -109,7 +125,7 @@ def audit(
     from pyspark.sql import functions as F
 
     ranges = ranges or {}
-    prepared = _prepared(frame, key_path, check_json).cache()
+    prepared = _prepared(frame, key_path, check_json, json_schema).cache()
     try:
         compacted_topic = F.col("topic").isin(list(compacted)) if compacted else F.lit(False)
         hole = (F.col("gap") > 0) & ~compacted_topic & (F.col("gap") > MARKER_GAP)
@@ -130,6 +146,7 @@ def audit(
                 F.count_if("null_value").alias("tombstones"),
                 (F.count("identity") - F.count_distinct("identity")).alias("duplicates"),
                 F.count_if("bad_json").alias("invalid_json"),
+                F.count_if("bad_schema").alias("schema_mismatches"),
             )
             .orderBy("topic", "partition")
             .collect()
@@ -142,6 +159,8 @@ def audit(
         values = found.get(key) or _empty(*key)
         if not check_json:
             values["invalid_json"] = None
+        if json_schema is None:
+            values["schema_mismatches"] = None
         values["expected_records"] = expected.get(key) if expected is not None else None
         audit_row = PartitionAudit(**values)
         if key in ranges:
@@ -164,7 +183,7 @@ def _empty(topic: str, partition: int) -> dict[str, Any]:
     return dict(
         topic=topic, partition=partition, records=0, first_offset=None, last_offset=None, gaps=0, missing_offsets=0, holes=0,
         first_timestamp=None, last_timestamp=None, timestamp_regressions=0, largest_regression_ms=0, null_keys=0, tombstones=0,
-        duplicates=0, invalid_json=0,
+        duplicates=0, invalid_json=0, schema_mismatches=0,
     )
 
 
@@ -190,6 +209,8 @@ def _problems(report: AuditReport, key_path: str | None) -> list[str]:
             problems.append(f"{where}: {p.holes} gap(s) in the offsets that neither compaction nor transaction markers explain")
         if p.invalid_json:
             problems.append(f"{where}: {p.invalid_json} value(s) are not JSON")
+        if p.schema_mismatches:
+            problems.append(f"{where}: {p.schema_mismatches} value(s) do not match the JSON schema")
         if p.expected_records is not None and p.expected_records != p.records:
             problems.append(f"{where}: the dump's files hold {p.records} record(s), its manifest says {p.expected_records}")
     if report.duplicates:

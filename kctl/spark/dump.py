@@ -37,9 +37,10 @@ class DumpRequest:
     compacted_topics: tuple[str, ...] = ()  # their offset gaps are expected (audit)
 
 
-def prepare_out(out: Path, overwrite: bool) -> None:
+def check_out(out: Path, overwrite: bool) -> bool:
     """Refuse to write into an existing directory unless --overwrite, and even then only
-    over an earlier kctl dump (or an empty directory): never delete a stranger's files."""
+    over an earlier kctl dump (or an empty directory): never delete a stranger's files.
+    Returns whether an earlier dump is to be replaced."""
     if out.exists() and not out.is_dir():
         raise InvalidError(f"unable to dump to {out}: it exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
@@ -47,8 +48,8 @@ def prepare_out(out: Path, overwrite: bool) -> None:
             raise AlreadyExistsError(f"unable to dump to {out}: the directory exists and is not empty", hint="use --overwrite to replace an earlier dump")
         if not (out / DUMP_MANIFEST).exists():
             raise InvalidError(f"unable to overwrite {out}: it is not a kctl dump (no {DUMP_MANIFEST}); refusing to delete it")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+        return True
+    return False
 
 
 def _jsonl_frame(frame):
@@ -92,7 +93,13 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
     """Run the dump; returns the completed manifest. On failure the manifest says partial."""
     options = frames.source_options(kafka, request.topics, include_headers=True, **dict(request.extra_options))
     _, bounds = frames.plan(options, "dump")
-    prepare_out(request.out, request.overwrite)
+    replace = check_out(request.out, request.overwrite)
+    # Spark and the engine before the directory: a job that cannot run deletes nothing.
+    spark = spark_factory()
+    engine = frames.choose_engine(spark, request.engine)
+    if replace:
+        shutil.rmtree(request.out)
+    request.out.mkdir(parents=True, exist_ok=True)
     total = sum(b.end - b.start for b in bounds)
     manifest = new_dump_manifest(
         format=request.format,
@@ -104,14 +111,12 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
             for b in bounds
         ],
         planned_records=total,
+        engine=engine,
+        spark_version=spark.version,
     )
     manifest_path = request.out / DUMP_MANIFEST
     write_json(manifest_path, manifest)
     try:
-        spark = spark_factory()
-        engine = frames.choose_engine(spark, request.engine)
-        manifest["engine"] = engine
-        manifest["spark_version"] = spark.version
         frame = frames.load_topic(spark, engine, options, bounds)
         frame = frame.select(*frames.COLUMNS).sortWithinPartitions("topic", "partition", "offset")
         writer_frame = _jsonl_frame(frame) if request.format == "jsonl" else frame

@@ -80,23 +80,27 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
                 raise ConfigError(f"unable to set --spark-conf {key} on the running Spark session: {str(exc).splitlines()[0]}") from None
         _register(active)
         return active
-    master = master or os.environ.get("KCTL_SPARK_MASTER") or "local[*]"
-    if master.startswith("local"):
-        # Workers must run this interpreter (the one with kctl and pyarrow installed).
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.master(master).appName("kctl")
+    builder = SparkSession.builder.appName("kctl")
     settings = dict(DEFAULTS)
-    if master.startswith("local"):
-        settings.update(LOCAL_DEFAULTS)
+    if under_spark_submit():
+        # spark-submit chose the master and started the JVM; its settings stand.
+        master = master or "spark-submit"
+    else:
+        master = master or os.environ.get("KCTL_SPARK_MASTER") or "local[*]"
+        builder = builder.master(master)
+        if master.startswith("local"):
+            # Workers must run this interpreter (the one with kctl and pyarrow installed).
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            settings.update(LOCAL_DEFAULTS)
     if packages:
         settings["spark.jars.packages"] = ",".join(packages)
     settings.update(conf)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if quiet:
+    if quiet and not under_spark_submit():
         builder = builder.config("spark.driver.extraJavaOptions", _log4j_option(conf.get("spark.driver.extraJavaOptions", "")))
     try:
-        with _jvm_stderr_to(log_path() if quiet else None):
+        with _jvm_stderr_to(log_path() if quiet and not under_spark_submit() else None):
             session = builder.getOrCreate()
     except Exception as exc:  # py4j and the launcher raise plain exceptions
         text = str(exc).strip()
@@ -108,6 +112,11 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
         session.sparkContext.setLogLevel("ERROR")
     _register(session)
     return session
+
+
+def under_spark_submit() -> bool:
+    """Whether spark-submit started this process (and its JVM) for kctl.spark.submit."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def log_path() -> Path:

@@ -6,6 +6,8 @@ file is written only after a complete copy, and a file lock keeps concurrent pyt
 and benchmark processes from resolving twice.
 
     python -m tests.brokers.jars      # resolve now (CI's install step); prints the directory
+
+It also fetches Spark's JVM Kafka connector (for `--engine jvm` tests and benchmarks).
 """
 
 from __future__ import annotations
@@ -71,9 +73,37 @@ def _resolve(libs: Path) -> None:
         raise JarResolutionError(f"mvn could not resolve Apache Kafka {kafka_version()}:\n{tail}")
 
 
+# Spark's JVM Kafka connector and the jars it needs beyond Spark's own (its POM's compile
+# scope). 4.0.0 is the newest version Maven Central serves here; it runs on Spark 4.3.
+SPARK_CONNECTOR_VERSION = "4.0.0"
+_SPARK_CONNECTOR = (
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:{v}",
+    "org.apache.spark:spark-token-provider-kafka-0-10_2.13:{v}",
+    "org.apache.kafka:kafka-clients:3.9.0",
+    "org.apache.commons:commons-pool2:2.12.0",
+)
+
+
+def spark_connector_jars(version: str = SPARK_CONNECTOR_VERSION) -> list[Path]:
+    """The connector's jars in the local Maven repository, fetched by mvn when missing
+    (Spark's own Ivy resolution of --packages fails here on a transitive download)."""
+    paths = []
+    for coordinate in (c.format(v=version) for c in _SPARK_CONNECTOR):
+        group, artifact, ver = coordinate.split(":")
+        jar = Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / ver / f"{artifact}-{ver}.jar"
+        if not jar.exists():
+            proc = subprocess.run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false"], capture_output=True, text=True)
+            if proc.returncode != 0 or not jar.exists():
+                raise JarResolutionError(f"mvn could not fetch {coordinate}: {(proc.stdout + proc.stderr).strip()[-500:]}")
+        paths.append(jar)
+    return paths
+
+
 if __name__ == "__main__":
     try:
         jars = resolve_classpath()
+        connector = spark_connector_jars()
     except JarResolutionError as exc:
         sys.exit(f"error: {exc}")
     print(f"Apache Kafka {kafka_version()}: {len(jars)} jars in {cache_dir() / 'libs'}")
+    print(f"Spark's Kafka connector {SPARK_CONNECTOR_VERSION}: {len(connector)} jars in ~/.m2")

@@ -254,19 +254,26 @@ def test_compacted_topic_with_gaps(spark, kctl, cluster, make_topic, tmp_path):
     assert partition["records"] == partition["expected_records"] <= len(offsets)
 
 
-def test_audit_finds_duplicates_and_invalid_json(spark, kctl, cluster, make_topic):
+def test_audit_finds_duplicates_and_invalid_json(spark, kctl, cluster, make_topic, tmp_path):
     b = cluster.bootstrap
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer", "maximum": 2}}}))
     topic = make_topic("dups", 1)
     rows = [{"partition": 0, "key": b"a", "value": json.dumps({"id": i % 4}).encode(), "headers": None, "timestamp": BASE_MS + i} for i in range(6)]
     rows.append({"partition": 0, "key": b"a", "value": b"not json", "headers": None, "timestamp": BASE_MS - 5000})
     produce(b, topic, rows)
-    result = kctl("-b", b, "spark", "audit", "-t", topic, "--json", "--key-path", "$.id", "-o", "json")
+    result = kctl("-b", b, "spark", "audit", "-t", topic, "--json", "--key-path", "$.id", "--json-schema", str(schema), "-o", "json")
     assert result.exit_code == ExitCode.CRITICAL, result.stderr
     report = json.loads(result.stdout)
     assert not report["ok"]
     p = report["partitions"][0]
     assert p["duplicates"] == 2 and p["invalid_json"] == 1 and p["timestamp_regressions"] == 1
+    assert p["schema_mismatches"] == 2  # "not json" and {"id": 3}
     assert any("not JSON" in problem for problem in report["problems"])
+    assert any("do not match the JSON schema" in problem for problem in report["problems"])
+    schema.write_text('{"$ref": "#/definitions/order"}')
+    result = kctl("-b", b, "spark", "audit", "-t", topic, "--json-schema", str(schema))
+    assert result.exit_code == ExitCode.INVALID and "'$ref' is not supported" in result.stderr
 
 
 def test_bad_input(spark, kctl, cluster, source, make_topic, unique_name, tmp_path):
@@ -288,6 +295,9 @@ def test_bad_input(spark, kctl, cluster, source, make_topic, unique_name, tmp_pa
     assert result.exit_code == ExitCode.INVALID and "not a kctl dump" in result.stderr
 
     out = tmp_path / "dump"
+    result = kctl("-b", b, "spark", "dump", "-t", source, "--out", str(out), "--engine", "jvm")
+    assert result.exit_code == ExitCode.INVALID and "connector is not on Spark's classpath" in result.stderr
+    assert not out.exists()
     assert kctl("-b", b, "spark", "dump", "-t", source, "--out", str(out)).exit_code == 0
     assert kctl("-b", b, "spark", "dump", "-t", source, "--out", str(out), "--overwrite").exit_code == 0
     small = make_topic("small", 1)
@@ -323,3 +333,58 @@ def test_kctl_kafka_data_source_directly(spark, cluster, source):
         spark.read.format("kctl_kafka").option("subscribe", source).load().collect()
     with pytest.raises(Exception, match="does not exist"):
         spark.read.format("kctl_kafka").option("kafka.bootstrap.servers", cluster.bootstrap).option("subscribe", source + "-missing").load().collect()
+
+
+def test_spark_submit_runs_the_job_module(cluster, source, tmp_path, config_home):
+    """spark-submit starts the JVM and picks the master; kctl.spark.submit runs inside it."""
+    import os
+    import subprocess
+    import sys
+
+    import kctl.spark.submit
+
+    if cluster.backend != "bundled":
+        pytest.skip("one backend is enough for the launcher")
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    if not spark_submit.exists():
+        pytest.skip("pyspark's spark-submit is not installed beside this interpreter")
+    out = tmp_path / "dump"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    proc = subprocess.run(
+        [str(spark_submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", "--driver-memory", "512m",
+         kctl.spark.submit.__file__, "dump", "-t", source, "--out", str(out), "-b", cluster.bootstrap, "-o", "json"],
+        capture_output=True, text=True, timeout=240, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # spark-submit merges the Python driver's stderr (kctl's notes) into its stdout.
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["records"] == 85
+    assert json.loads((out / "_kctl_manifest.json").read_text())["status"] == "complete"
+
+
+def test_jvm_engine_dumps_the_same_records(cluster, source, tmp_path, config_home):
+    """--engine jvm: Spark's own Kafka connector reads, the same code writes. Its own
+    process, since the connector must be on the classpath when the JVM starts."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.brokers.jars import JarResolutionError, spark_connector_jars
+
+    if cluster.backend != "bundled":
+        pytest.skip("one backend is enough for the engine switch")
+    try:
+        jars = ",".join(str(p) for p in spark_connector_jars())
+    except (JarResolutionError, OSError) as exc:
+        if os.environ.get("KCTL_REQUIRE_SPARK") == "1":
+            pytest.fail(f"KCTL_REQUIRE_SPARK=1 and the JVM connector could not be resolved: {exc}")
+        pytest.skip(f"JVM connector: {exc}")
+    out = tmp_path / "jvm"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "spark", "dump", "-t", source, "--out", str(out), "--engine", "jvm",
+         "--master", "local[1]", "--spark-conf", f"spark.jars={jars}", "--spark-conf", "spark.driver.memory=512m", "-o", "json"],
+        capture_output=True, text=True, timeout=240, env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads(proc.stdout)
+    assert manifest["engine"] == "jvm" and manifest["records"] == 85
+    assert read_dump(out) == {p: rows for p, rows in read_topic(cluster.bootstrap, source, 3).items() if rows}

@@ -161,3 +161,32 @@ def test_missing_java_is_one_clear_line(tmp_path):
     assert proc.returncode == 78, proc.stderr
     assert proc.stderr.startswith("error: unable to start Spark: no Java runtime found")
     assert "Traceback" not in proc.stderr and not out.exists()
+
+
+def test_json_schema_subset():
+    from kctl.spark.jsonschema import SchemaError, load, validator
+
+    schema = load(json.dumps({
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "order",
+        "type": "object", "required": ["id", "amount"], "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string", "pattern": "^o-[0-9]+$"},
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000},
+            "status": {"enum": ["new", "paid"]},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+            "note": {"type": ["string", "null"], "maxLength": 5},
+        },
+    }))
+    check = validator(schema)
+    assert check(b'{"id": "o-1", "amount": 5, "status": "paid", "tags": ["a"], "note": null}') is True
+    assert check(None) is None
+    for bad in (b'{"id": "o-1"}', b'{"id": "x-1", "amount": 5}', b'{"id": "o-1", "amount": 0}', b'{"id": "o-1", "amount": 5, "extra": 1}',
+                b'{"id": "o-1", "amount": 5, "status": "lost"}', b'{"id": "o-1", "amount": 5, "tags": ["a", "b", "c"]}',
+                b'{"id": "o-1", "amount": true}', b'{"id": "o-1", "amount": 5, "note": "too long"}', b"[1]", b"not json", b"\xff"):
+        assert check(bad) is False, bad
+    assert validator(load('{"oneOf": [{"type": "integer"}, {"minimum": 5}]}'))(b"3") is True
+    assert validator(load('{"oneOf": [{"type": "integer"}, {"minimum": 5}]}'))(b"7") is False
+    assert validator(load('{"not": {"const": 1}}'))(b"1.0") is False
+    for unsupported in ('{"$ref": "#/x"}', '{"properties": {"a": {"format": "email"}}}', '{"type": "decimal"}', "[1]", "{nope"):
+        with pytest.raises(SchemaError):
+            load(unsupported)
