@@ -3,7 +3,7 @@
 Layout (Hive-style, so Spark and pyarrow restore topic and partition from the paths):
 
     DIR/_kctl_manifest.json           exact offset ranges, counts, status
-    DIR/topic=T/partition=P/part-*    the records of T:P, in offset order
+    DIR/topic=T/partition=P/part-*    the records of T:P, in offset order (file by file)
     DIR/_SUCCESS                      written last, after the files were counted
 
 The offsets are planned before Spark starts reading, so records produced during the
@@ -14,6 +14,7 @@ disk, not what was meant to be.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,6 +71,31 @@ def _jsonl_frame(frame):
     )
 
 
+@contextlib.contextmanager
+def _unsorted_writes(spark):
+    """Write each task's records in the order they are read, without a sort.
+
+    Every read task holds one offset range of one partition, already in offset order
+    (both engines plan it so). partitionBy would still sort each task's rows by the
+    partition columns first, buffering the whole task and (with the Python source)
+    stopping the reader and the writer from working at the same time: measured 7.2 s
+    against 4.8 s for 1,000,000 1 KiB records. With planned writes off and concurrent
+    writers on, Spark writes rows as they come; it falls back to sorting only when a
+    task holds more partitions than writers, which these tasks never do."""
+    settings = {"spark.sql.optimizer.plannedWrite.enabled": "false", "spark.sql.maxConcurrentOutputFileWriters": "4"}
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def count_written(spark, out: Path, manifest: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
     """Per-partition counts and offset/timestamp ranges of what is on disk."""
     from pyspark.sql import functions as F
@@ -118,10 +144,10 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
     write_json(manifest_path, manifest)
     try:
         frame = frames.load_topic(spark, engine, options, bounds)
-        frame = frame.select(*frames.COLUMNS).sortWithinPartitions("topic", "partition", "offset")
+        frame = frame.select(*frames.COLUMNS)
         writer_frame = _jsonl_frame(frame) if request.format == "jsonl" else frame
         writer = writer_frame.write.mode("append").partitionBy("topic", "partition").option("maxRecordsPerFile", request.max_records_per_file)
-        with frames.Progress(spark, "dump", total, note):
+        with frames.Progress(spark, "dump", total, note), _unsorted_writes(spark):
             try:
                 if request.format == "jsonl":
                     # Every key on every line, null or not: a stable shape for jq and friends.

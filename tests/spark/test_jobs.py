@@ -110,6 +110,11 @@ def test_dump_replay_audit_round_trip(spark, kctl, cluster, source, make_topic, 
     assert counts == {0: (0, 60, 60), 1: (0, 25, 25), 2: (0, 0, 0)}
     # Byte-identical keys, values, headers (order, repeats, nulls) and timestamps.
     assert read_dump(out) == {p: rows for p, rows in original.items() if rows}
+    import pyarrow.parquet as pq
+
+    for part in out.glob("topic=*/partition=*/*.parquet"):  # written in offset order, not sorted later
+        offsets = pq.read_table(part, columns=["offset"]).column("offset").to_pylist()
+        assert offsets == sorted(offsets)
 
     copy = make_topic("copy")
     manifest_file = tmp_path / "replay.json"
