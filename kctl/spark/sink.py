@@ -58,7 +58,10 @@ class KafkaSink(DataSourceArrowWriter):
         # Skipping needs to know where this run began in each partition: without a
         # baseline (the sink used directly), a retried task writes again, at least once.
         knows_start = "kctl.baseline" in self.options
-        writer = _TaskWriter(self.options, resume=knows_start and (self.options.get("kctl.resume") == "true" or _attempt() > 0))
+        attempt = _attempt()
+        writer = _TaskWriter(self.options, resume=knows_start and (self.options.get("kctl.resume") == "true" or attempt > 0))
+        if attempt > 0:
+            writer.fail_after = None  # the injected fault hits first attempts only
         try:
             for batch in batches:
                 writer.write(batch)
@@ -104,7 +107,8 @@ class _TaskWriter:
         self.run_id = options.get("kctl.runid", "adhoc")
         self.chunk = int(options.get("kctl.transactionrecords", "10000"))
         self.resume = resume
-        # Fault injection for tests of retries and --resume (KCTL_SPARK_FAIL_AFTER_RECORDS).
+        # Fault injection for tests of retries and --resume (KCTL_SPARK_FAIL_AFTER_RECORDS):
+        # a task's first attempt fails after this many records, delivered.
         self.fail_after = int(options.get("kctl.failafterrecords", "0")) or None
         self.producers: dict[int, object] = {}  # one per partition with transactions, else one under -1
         self.in_transaction: dict[int, int] = {}

@@ -393,3 +393,25 @@ def test_jvm_engine_dumps_the_same_records(cluster, source, tmp_path, config_hom
     manifest = json.loads(proc.stdout)
     assert manifest["engine"] == "jvm" and manifest["records"] == 85
     assert read_dump(out) == {p: rows for p, rows in read_topic(cluster.bootstrap, source, 3).items() if rows}
+
+
+def test_retried_tasks_do_not_duplicate(cluster, source, make_topic, tmp_path, config_home):
+    """On a master that retries failed tasks (local[2,3]), every task's first attempt dies
+    after 20 delivered records; the retries skip what arrived and deliver the rest."""
+    import os
+    import subprocess
+    import sys
+
+    if cluster.backend != "bundled":
+        pytest.skip("one backend is enough for task retries")
+    copy = make_topic("retry")
+    env = {**os.environ, "KCTL_SPARK_FAIL_AFTER_RECORDS": "20", "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "spark", "replay", "--from-topic", source, "--to-topic", copy,
+         "--master", "local[2,3]", "--spark-conf", "spark.driver.memory=512m", "--manifest", str(tmp_path / "m.json"), "-o", "json"],
+        capture_output=True, text=True, timeout=240, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["records"] == 85 and report["skipped"] == 40  # two tasks retried after 20 records each
+    assert content(read_topic(cluster.bootstrap, copy, 3)) == content(read_topic(cluster.bootstrap, source, 3))
