@@ -761,7 +761,7 @@ complete -c kctl -n '__kctl_at \'kctl spark audit\'' -s 'q' -l 'quiet' -d 'No pr
 complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'debug' -d 'Show client logs and tracebacks. [env: KCTL_DEBUG]'
 complete -c kctl -n '__kctl_at \'kctl spark audit\'' -s 'h' -l 'help' -d 'Show this message and exit.'
 complete -c kctl -n '__kctl_at \'kctl spark dump\'' -s 't' -l 'topic' -x -d 'Topic to dump (repeatable).'
-complete -c kctl -n '__kctl_at \'kctl spark dump\'' -l 'out' -x -d 'Directory to write (must not exist or be empty, unless --overwrite).'
+complete -c kctl -n '__kctl_at \'kctl spark dump\'' -l 'out' -x -d 'Directory to write (must not exist or be empty, unless --overwrite); on a cluste'
 complete -c kctl -n '__kctl_at \'kctl spark dump\'' -l 'format' -x -a 'parquet jsonl' -d 'parquet (zstd) or jsonl (gzip, base64 keys/values plus the value as text when UT'
 complete -c kctl -n '__kctl_at \'kctl spark dump\'' -l 'from' -x -d 'earliest, latest, @TIME, or JSON offsets {"topic":{"0":42}}. [default: earliest]'
 complete -c kctl -n '__kctl_at \'kctl spark dump\'' -l 'to' -x -d 'latest, @TIME (first record at or after it is excluded), or JSON offsets (exclus'

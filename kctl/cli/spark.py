@@ -118,7 +118,7 @@ DUMP_SPEC = DocumentSpec(
 
 @spark.command("dump")
 @click.option("-t", "--topic", "topics", multiple=True, required=True, metavar="TOPIC", help="Topic to dump (repeatable).")
-@click.option("--out", required=True, type=click.Path(file_okay=False), metavar="DIR", help="Directory to write (must not exist or be empty, unless --overwrite).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), metavar="DIR", help="Directory to write (must not exist or be empty, unless --overwrite); on a cluster, one the executors share.")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "jsonl"]), default="parquet", show_default=True, help="parquet (zstd) or jsonl (gzip, base64 keys/values plus the value as text when UTF-8).")
 @click.option("--from", "start", metavar="POSITION", help="earliest, latest, @TIME, or JSON offsets {\"topic\":{\"0\":42}}. [default: earliest]")
 @click.option("--to", "end", metavar="POSITION", help="latest, @TIME (first record at or after it is excluded), or JSON offsets (exclusive). [default: the log end when the dump starts]")
@@ -140,11 +140,14 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
       kctl spark dump -t orders --out /data/orders
       kctl spark dump -t orders --from @2026-11-01T00:00Z --to @2026-11-02T00:00Z --out day.jsonl --format jsonl
       kctl spark dump -t orders --from '{"orders":{"0":1000}}' --out part0 --overwrite
-      kctl spark dump -t clicks --master spark://spark:7077 --spark-conf spark.executor.memory=4g --out s3a://bucket/clicks
+      kctl spark dump -t clicks --master spark://spark:7077 --spark-conf spark.executor.memory=4g --out /mnt/shared/clicks
     """
+    from kctl.errors import UsageError
     from kctl.spark.dump import DumpRequest
     from kctl.spark.dump import dump as run_dump
 
+    if "://" in out:
+        raise UsageError(f"unable to dump to {out}: --out is a directory on a local or shared file system (the manifest is written there too)")
     factory = _session_factory(app, master, spark_conf, packages)
     extra = _position(start, topics, "--from") | _position(end, topics, "--to")
     request = DumpRequest(topics=tuple(topics), out=Path(out), format=fmt, overwrite=overwrite, engine=engine,
@@ -226,6 +229,8 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
     manifest_path = _replay_manifest_path(app, to_topic, manifest_file)
     previous = None
     if resume:
+        if from_topic or from_dump or since or until or partition_map != "same" or timestamps != "preserve" or exactly_once:
+            raise UsageError("unable to resume: the plan comes from the replay manifest; give only --to-topic (and --manifest)")
         previous = _previous_replay(manifest_path, to_topic)
         kept = previous["request"]
         request = ReplayRequest(**{k: v for k, v in kept.items() if k != "explicit_map"}, explicit_map={int(k): v for k, v in kept["explicit_map"].items()})

@@ -24,6 +24,7 @@ from typing import Any
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 from kctl.spark import frames
 from kctl.spark.manifest import now_iso, read_dump_manifest, write_json
+from kctl.spark.planning import PartitionBounds
 
 PARTITION_MAPS = ("same", "hash", "modulo")
 
@@ -106,8 +107,9 @@ def _timestamp_column(mode: str):
     return millis
 
 
-def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest) -> tuple[Any, dict[str, Any]]:
-    """The records to replay and a description of them for the manifest."""
+def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: list[dict] | None = None) -> tuple[Any, dict[str, Any]]:
+    """The records to replay and a description of them for the manifest; `pinned` are
+    the exact ranges of an interrupted replay of a topic, read again as they were."""
     from pyspark.sql import functions as F
 
     def in_window(frame):
@@ -130,7 +132,10 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest) -> tuple
         endingTimestamp=None if request.until_ms is None else str(request.until_ms),
         startingOffsetsByTimestampStrategy="latest",
     )
-    _, bounds = frames.plan(options, f"replay {request.from_topic}")
+    if pinned is None:
+        _, bounds = frames.plan(options, f"replay {request.from_topic}")
+    else:  # records written to the source since are not part of this replay
+        bounds = [PartitionBounds(p["topic"], p["partition"], p["start_offset"], p["end_offset"], p["start_offset"], p["end_offset"]) for p in pinned]
     engine = frames.choose_engine(spark, request.engine)
     frame = in_window(frames.load_topic(spark, engine, options, bounds))
     ranges = [{"topic": b.topic, "partition": b.partition, "start_offset": b.start, "end_offset": b.end} for b in bounds]
@@ -170,14 +175,15 @@ def replay(
 ) -> dict[str, Any]:
     """Run (or resume) a replay; returns its manifest."""
     spark = spark_factory()
-    frame, source = _source_frame(spark, kafka, request)
+    pinned = resume_from.get("source", {}).get("partitions") if resume_from is not None and request.from_topic else None
+    frame, source = _source_frame(spark, kafka, request, pinned)
     # Only partitions with records in range need somewhere to go.
     source_partitions = sorted({p["partition"] for p in source["partitions"] if p["end_offset"] > p["start_offset"]})
     count = check_destination(destination_partitions(request.to_topic), request, source_partitions)
     if resume_from is not None:
         run_id, baseline = resume_from["run_id"], {int(p): o for p, o in resume_from["baseline"].items()}
         if resume_from.get("source", {}).get("partitions") != source["partitions"]:
-            raise InvalidError("unable to resume: the source changed since the interrupted replay (its offset ranges differ)")
+            raise InvalidError("unable to resume: the dump changed since the interrupted replay (its offset ranges differ)")
     else:
         run_id, baseline = uuid.uuid4().hex[:12], high_watermarks(request.to_topic, count)
     manifest = {

@@ -208,11 +208,16 @@ def test_interrupted_replay_resumes_without_duplicates(spark, kctl, cluster, sou
     delivered = read_topic(b, copy, 3)
     assert 0 < sum(len(r) for r in delivered.values()) < 85
     monkeypatch.delenv("KCTL_SPARK_FAIL_AFTER_RECORDS")
+    produce(b, source, records_for(2, 5))  # written after the replay began: not part of it
+    result = kctl("-b", b, "spark", "replay", "--to-topic", copy, "--resume", "--manifest", str(manifest), "--from-topic", source)
+    assert result.exit_code == ExitCode.USAGE and "plan comes from the replay manifest" in result.stderr
     result = kctl("-b", b, "spark", "replay", "--to-topic", copy, "--resume", "--manifest", str(manifest), "-o", "json")
     assert result.exit_code == 0, result.stderr
     done = json.loads(result.stdout)
     assert done["status"] == "complete" and done["skipped"] == sum(len(r) for r in delivered.values())
-    assert content(read_topic(b, copy, 3)) == content(read_topic(b, source, 3))
+    original = read_topic(b, source, 3)
+    original[2] = []
+    assert content(read_topic(b, copy, 3)) == content(original)
     result = kctl("-b", b, "spark", "replay", "--to-topic", copy, "--resume", "--manifest", str(manifest))
     assert result.exit_code == ExitCode.INVALID and "already complete" in result.stderr
 
@@ -287,6 +292,9 @@ def test_bad_input(spark, kctl, cluster, source, make_topic, unique_name, tmp_pa
     result = kctl("-b", b, "spark", "dump", "-t", missing, "--out", str(tmp_path / "x"))
     assert result.exit_code == ExitCode.NOT_FOUND and "does not exist" in result.stderr
     assert not (tmp_path / "x").exists()
+
+    result = kctl("-b", b, "spark", "dump", "-t", source, "--out", "s3a://bucket/dump")
+    assert result.exit_code == ExitCode.USAGE and "local or shared file system" in result.stderr
 
     foreign = tmp_path / "foreign"
     foreign.mkdir()
