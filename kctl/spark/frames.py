@@ -89,11 +89,17 @@ JSONL_SCHEMA = (
 COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
 
 
-def load_dump(spark, directory: Path, manifest: dict[str, Any]):
-    """A dump's records with the source schema (partitions restored from the layout)."""
+def load_dump(spark, directory: Path, manifest: dict[str, Any], *, ordered: bool = False):
+    """A dump's records with the source schema (partitions restored from the layout).
+
+    ordered: a Parquet dump is read by kctl_dump, one task per partition in offset order
+    (what a replay wants); otherwise by Spark's Parquet reader, which reads only the
+    columns a query needs (what counting and auditing want)."""
     from pyspark.sql import functions as F
 
     path = str(directory)
+    if manifest["format"] == "parquet" and ordered:
+        return spark.read.format("kctl_dump").load(path).select(*COLUMNS)
     if manifest["format"] == "parquet":
         frame = spark.read.schema(DUMP_SCHEMA).parquet(path)
     else:

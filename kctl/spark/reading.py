@@ -112,3 +112,41 @@ def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[pa.Reco
             yield to_batch(pending, schema, topic, partition)
     finally:
         consumer.close()
+
+
+def dump_parts(path: str) -> list[tuple[str, int, list[str]]]:
+    """(topic, partition, Parquet files ordered by their first offset) of a dump."""
+    import pyarrow.parquet as pq
+    from pathlib import Path
+    from urllib.parse import unquote
+
+    parts = []
+    for directory in sorted(Path(path).glob("topic=*/partition=*")):
+        files = []
+        for file in directory.glob("*.parquet"):
+            metadata = pq.ParquetFile(file).metadata
+            if metadata.num_rows == 0:
+                continue
+            column = metadata.schema.names.index("offset")
+            stats = metadata.row_group(0).column(column).statistics
+            files.append((stats.min if stats is not None and stats.has_min_max else 0, str(file)))
+        if files:
+            topic = unquote(directory.parent.name.split("=", 1)[1])  # Spark escapes odd characters in paths
+            parts.append((topic, int(directory.name.split("=", 1)[1]), [f for _, f in sorted(files)]))
+    return parts
+
+
+def read_dump_part(topic: str, partition: int, files: list[str], batch_size: int = 10_000) -> Iterator[pa.RecordBatch]:
+    """A dump partition's records as source-schema Arrow batches, file after file."""
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema(True)
+    names = ["key", "value", "offset", "timestamp", "timestampType", "headers"]
+    for file in files:
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_size, columns=names):
+            count = batch.num_rows
+            columns = {name: batch.column(name) for name in names}
+            columns["topic"] = pa.repeat(pa.scalar(topic, pa.string()), count)
+            columns["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), count)
+            arrays = [columns[field.name] for field in schema]
+            yield pa.RecordBatch.from_arrays([a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema)], schema=schema)

@@ -123,9 +123,10 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: 
 
     if request.from_dump:
         manifest = read_dump_manifest(Path(request.from_dump))
-        frame = frames.load_dump(spark, Path(request.from_dump), manifest)
+        frame = frames.load_dump(spark, Path(request.from_dump), manifest, ordered=True)
         ranges = [{k: p[k] for k in ("topic", "partition", "start_offset", "end_offset")} for p in manifest["partitions"]]
-        return in_window(frame), {"dump": str(request.from_dump), "topics": manifest["topics"], "partitions": ranges}
+        ordered = manifest["format"] == "parquet"
+        return in_window(frame), {"dump": str(request.from_dump), "topics": manifest["topics"], "partitions": ranges, "ordered": ordered}
     options = frames.source_options(
         kafka, [request.from_topic], include_headers=True,
         startingTimestamp=None if request.since_ms is None else str(request.since_ms),
@@ -139,7 +140,7 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: 
     engine = frames.choose_engine(spark, request.engine)
     frame = in_window(frames.load_topic(spark, engine, options, bounds))
     ranges = [{"topic": b.topic, "partition": b.partition, "start_offset": b.start, "end_offset": b.end} for b in bounds]
-    return frame, {"topics": [request.from_topic], "engine": engine, "partitions": ranges}
+    return frame, {"topics": [request.from_topic], "engine": engine, "partitions": ranges, "ordered": True}
 
 
 def check_destination(partition_counts: dict[int, int], request: ReplayRequest, source_partitions: list[int]) -> int:
@@ -177,6 +178,7 @@ def replay(
     spark = spark_factory()
     pinned = resume_from.get("source", {}).get("partitions") if resume_from is not None and request.from_topic else None
     frame, source = _source_frame(spark, kafka, request, pinned)
+    in_order = source.pop("ordered")
     # Only partitions with records in range need somewhere to go.
     source_partitions = sorted({p["partition"] for p in source["partitions"] if p["end_offset"] > p["start_offset"]})
     count = check_destination(destination_partitions(request.to_topic), request, source_partitions)
@@ -209,7 +211,12 @@ def replay(
             _timestamp_column(request.timestamps).alias("timestamp_ms"),
             F.col("partition").alias("src_partition"), "offset",
         )
-        ordered = rows.repartition(count, "dst").sortWithinPartitions("dst", "src_partition", "offset")
+        if in_order and request.partition_map == "same" and len({p["topic"] for p in source["partitions"]}) == 1:
+            # Each read task holds one source partition, in offset order, and it goes to
+            # one destination partition: already what the sink needs, no shuffle.
+            ordered = rows
+        else:
+            ordered = rows.repartition(count, "dst").sortWithinPartitions("dst", "src_partition", "offset")
         sink = {f"kafka.{k}": str(v) for k, v in kafka.items() if not callable(v)}
         sink.update({
             "topic": request.to_topic,

@@ -156,9 +156,10 @@ def _jvm_stderr_to(path: Path | None):
 
 
 def _register(session) -> None:
-    from kctl.spark.source import KafkaDataSource
+    from kctl.spark.source import DumpDataSource, KafkaDataSource
 
     session.dataSource.register(KafkaDataSource)
+    session.dataSource.register(DumpDataSource)
 
 
 def has_jvm_connector(session) -> bool:
