@@ -185,7 +185,10 @@ class _TaskWriter:
         keys = batch.column("key").to_pylist() if "key" in columns else [None] * count
         partitions = batch.column("partition").to_pylist() if "partition" in columns else [-1] * count
         stamps = batch.column("timestamp_ms").to_pylist() if "timestamp_ms" in columns else [None] * count
-        headers = batch.column("headers").to_pylist() if "headers" in columns else None
+        headers = _header_lists(batch.column("headers")) if "headers" in columns else [None] * count
+        if not (self.resume or self.exactly_once or self.fail_after):
+            self._write_plainly(values, keys, partitions, stamps, headers)
+            return
         topic = self.topic
         for i in range(count):
             partition = partitions[i]
@@ -199,10 +202,9 @@ class _TaskWriter:
                     self.skipped[partition] = self.skipped.get(partition, 0) + 1
                     continue
             producer = self._producer(partition)
-            record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers is not None and headers[i] else None
             while True:
                 try:
-                    producer.produce(topic, values[i], keys[i], partition=partition, timestamp=stamps[i] or 0, headers=record_headers)
+                    producer.produce(topic, values[i], keys[i], partition=partition, timestamp=stamps[i] or 0, headers=headers[i])
                     break
                 except BufferError:
                     producer.poll(0.1)
@@ -218,6 +220,29 @@ class _TaskWriter:
                 raise RuntimeError(f"delivery failed: {self.failure}")
         for producer in self.producers.values():
             producer.poll(0)
+
+    def _write_plainly(self, values, keys, partitions, stamps, headers) -> None:
+        """The common case (no skipping, no transactions): one producer, a tight loop."""
+        from collections import Counter
+
+        producer = self._producer(-1)
+        produce, topic = producer.produce, self.topic
+        for value, key, partition, stamp, record_headers in zip(values, keys, partitions, stamps, headers):
+            try:
+                produce(topic, value, key, partition=-1 if partition is None else partition, timestamp=stamp or 0, headers=record_headers)
+            except BufferError:
+                while True:
+                    producer.poll(0.1)
+                    try:
+                        produce(topic, value, key, partition=-1 if partition is None else partition, timestamp=stamp or 0, headers=record_headers)
+                        break
+                    except BufferError:
+                        continue
+        for partition, count in Counter(-1 if p is None else p for p in partitions).items():
+            self.delivered[partition] = self.delivered.get(partition, 0) + count
+        producer.poll(0)
+        if self.failure is not None:
+            raise RuntimeError(f"delivery failed: {self.failure}")
 
     def _commit(self, partition: int, producer, *, begin: bool) -> None:
         producer.commit_transaction(120)
@@ -245,3 +270,18 @@ class _TaskWriter:
                     producer.flush(30)
             except Exception:  # the task is failing already; its own error is the one to report
                 pass
+
+
+def _header_lists(column) -> list:
+    """Each record's headers as [(key, value), ...] (None for none), in order, read from
+    the Arrow list column's flat children instead of one dict per header."""
+    flat = column.flatten()
+    keys = flat.field("key").to_pylist()
+    values = flat.field("value").to_pylist()
+    offsets = column.offsets.to_pylist()
+    base = offsets[0]
+    valid = column.is_valid().to_pylist()
+    return [
+        list(zip(keys[offsets[i] - base : offsets[i + 1] - base], values[offsets[i] - base : offsets[i + 1] - base])) if valid[i] and offsets[i + 1] > offsets[i] else None
+        for i in range(len(column))
+    ]
