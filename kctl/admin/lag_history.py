@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kctl.config.file import state_dir
+
 SAMPLES_KEPT = 30
 SEVERITY = {"OK": 0, "WARN": 1, "STALL": 2, "STOP": 2, "REWIND": 2, "ERR": 2, "UNKNOWN": 3}
 
@@ -36,9 +38,8 @@ class Sample:
 
 
 def state_path(env: Mapping[str, str], bootstrap: str | None) -> Path:
-    base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
     key = re.sub(r"[^A-Za-z0-9._-]+", "_", bootstrap or "default")[:120]
-    return Path(base) / "kctl" / "lag" / f"{key}.json"
+    return state_dir(env) / "lag" / f"{key}.json"
 
 
 def _key(group: str, topic: str, partition: int) -> str:

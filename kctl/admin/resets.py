@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kctl.admin.session import AdminSession
+from kctl.config.file import state_dir
 from kctl.errors import ExitCode, KctlError, NotFoundError, UsageError
 
 INACTIVE_STATES = ("Empty", "Dead")
@@ -202,8 +203,7 @@ def plan(
 
 
 def journal_dir(env: Mapping[str, str]) -> Path:
-    base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "kctl" / "resets"
+    return state_dir(env) / "resets"
 
 
 def write_journal(directory: Path, plans: Sequence[PlannedReset], *, bootstrap: str | None, command: str) -> str:

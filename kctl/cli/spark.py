@@ -7,7 +7,6 @@ missing pyspark or Java is a one-line error when a job starts, not an import fai
 from __future__ import annotations
 
 import json
-import os
 from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
@@ -151,7 +150,7 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
     factory = _session_factory(app, master, spark_conf, packages)
     extra = _position(start, topics, "--from") | _position(end, topics, "--to")
     request = DumpRequest(topics=tuple(topics), out=Path(out), format=fmt, overwrite=overwrite, engine=engine,
-        extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(set().union(*(_compacted(app, t) for t in topics)))),
+        extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(_compacted(app, topics))),
     )
     manifest = run_dump(factory, _kafka(app), request, app.note)
     app.note(f"dumped {manifest['records']:,} record(s) from {len(manifest['partitions'])} partition(s) to {out}")
@@ -184,8 +183,9 @@ REPLAY_SPEC = DocumentSpec(
 def _replay_manifest_path(app: App, to_topic: str, given: str | None) -> Path:
     if given:
         return Path(given)
-    base = app.env.get("XDG_STATE_HOME") or os.path.join(app.env.get("HOME") or os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "kctl" / "replays" / f"{to_topic}.json"
+    from kctl.config.file import state_dir
+
+    return state_dir(app.env) / "replays" / f"{to_topic}.json"
 
 
 @spark.command("replay")
@@ -340,7 +340,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
       kctl spark audit -t orders --compare-to orders-mirror
       kctl spark audit --dump /data/orders --compare-to orders-copy -o json
     """
-    from kctl.errors import ExitCode, UsageError
+    from kctl.errors import ExitCode, KctlError, UsageError
     from kctl.spark import frames
     from kctl.spark.audit import audit as run_audit
     from kctl.spark.manifest import read_dump_manifest
@@ -361,7 +361,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
         _, bounds = frames.plan(options, f"audit {name}")
         ranges = {(b.topic, b.partition): (b.start, b.end) for b in bounds}
         spark = factory()
-        return frames.load_topic(spark, frames.choose_engine(spark, engine), options, bounds), ranges, None, _compacted(app, name)
+        return frames.load_topic(spark, frames.choose_engine(spark, engine), options, bounds), ranges, None, _compacted(app, [name])
 
     frame, ranges, expected, compacted = load(dump_dir or topic, dump_dir is not None)
     other = None
@@ -370,11 +370,9 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
     source = f"dump {dump_dir}" if dump_dir else topic
     try:
         report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, json_schema=json_schema, ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
-    except Exception as exc:
-        from kctl.errors import KctlError
-
-        if isinstance(exc, KctlError):
-            raise
+    except KctlError:
+        raise
+    except Exception as exc:  # a Spark job failed: one line, not the JVM's stack
         raise frames.spark_failure(exc, f"audit {source}") from exc
     if app.out.format in ("json", "jsonl"):
         from dataclasses import asdict
@@ -391,7 +389,8 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
         app.note(f"audit of {source}: {report.records:,} record(s), no problems found")
     else:
         app.note(f"audit of {source}: {len(report.problems)} problem(s) found")
-        raise SystemExit(int(ExitCode.CRITICAL))
+        return ExitCode.CRITICAL
+    return ExitCode.OK
 
 
 def _json_schema(path: str):
@@ -406,8 +405,9 @@ def _json_schema(path: str):
         raise InvalidError(f"unable to use --json-schema {path}: {exc}") from None
 
 
-def _compacted(app: App, topic: str) -> set[str]:
+def _compacted(app: App, topics) -> set[str]:
+    """Which of `topics` are compacted (their offset gaps are expected), in one request."""
     from kctl.admin.configs import describe_configs
 
-    found, _ = describe_configs(app.session, "topic", [topic], keys=("cleanup.policy",))
-    return {topic for resource in found for c in resource.configs if c.name == "cleanup.policy" and "compact" in (c.value or "")}
+    found, _ = describe_configs(app.session, "topic", list(topics), keys=("cleanup.policy",))
+    return {resource.entity_name for resource in found for c in resource.configs if c.name == "cleanup.policy" and "compact" in (c.value or "")}

@@ -34,6 +34,13 @@ def default_path(env: Mapping[str, str]) -> Path:
     return Path(base) / "kctl" / "config.toml"
 
 
+def state_dir(env: Mapping[str, str]) -> Path:
+    """kctl's state directory ($XDG_STATE_HOME/kctl): lag history, reset journals,
+    replay manifests, Spark's log."""
+    base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "kctl"
+
+
 def load(path: Path) -> ConfigFile:
     """Read the config file; a missing file is an empty configuration."""
     try:

@@ -12,18 +12,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kctl.errors import InvalidError, KctlError, NotAuthorizedError, NotFoundError, UnreachableError
+from kctl import errors
+from kctl.errors import InvalidError, KctlError
 from kctl.spark.options import OptionError, SourceOptions, parse
-from kctl.spark.planning import PartitionBounds, PlanError, plan_bounds
+from kctl.spark.planning import PartitionBounds, plan_bounds
 
-_PLAN_ERRORS = {"not-found": NotFoundError, "unreachable": UnreachableError, "not-authorized": NotAuthorizedError, "data-loss": InvalidError}
 # librdkafka properties the Java client knows under the same name (for --engine jvm).
 _JAVA_PROPERTIES = ("bootstrap.servers", "security.protocol", "sasl.mechanism", "client.id", "request.timeout.ms")
 
 
+def kafka_options(kafka: dict[str, Any]) -> dict[str, str]:
+    """The CLI's librdkafka settings as `kafka.*` data source options (strings)."""
+    return {f"kafka.{k}": str(v) for k, v in kafka.items() if not callable(v)}
+
+
 def source_options(kafka: dict[str, Any], topics: Sequence[str], *, include_headers: bool = True, **extra: str | None) -> dict[str, str]:
     """kctl_kafka options for reading `topics` with the CLI's client settings."""
-    options = {f"kafka.{k}": str(v) for k, v in kafka.items() if not callable(v)}
+    options = kafka_options(kafka)
     options["subscribe"] = ",".join(topics)
     options["includeHeaders"] = "true" if include_headers else "false"
     options.update({k: v for k, v in extra.items() if v is not None})
@@ -37,8 +42,8 @@ def plan(options: dict[str, str], action: str, timeout: float = 30.0) -> tuple[S
         return parsed, plan_bounds(parsed, timeout=timeout)
     except OptionError as exc:
         raise InvalidError(f"unable to {action}: {exc}") from None
-    except PlanError as exc:
-        raise _PLAN_ERRORS.get(exc.kind, KctlError)(f"unable to {action}: {exc}") from None
+    except KctlError as exc:
+        raise type(exc)(f"unable to {action}: {exc.message}", hint=exc.hint) from None
 
 
 def pinned(options: dict[str, str], bounds: Sequence[PartitionBounds]) -> dict[str, str]:
@@ -124,7 +129,9 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
     cause = _python_exception(text)
     if cause is not None:
         name, _, message = cause.partition(": ")
-        kind = NotFoundError if "does not exist" in message else KctlError
+        # kctl's own errors (kctl.errors.NotFoundError: ...) keep their class, so their exit status.
+        kind = getattr(errors, name.rpartition(".")[2], None) if name.startswith("kctl.errors.") else None
+        kind = kind if isinstance(kind, type) and issubclass(kind, KctlError) else KctlError
         return kind(f"unable to {action}: {message or name}", hint="--debug shows Spark's full error")
     if "parquet" in text.lower() or "Malformed" in text or "FAILFAST" in text:
         return InvalidError(f"unable to {action}: a data file is corrupt or not in the dump's format", hint=_first_line(text))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # Offsets in startingOffsets/endingOffsets JSON, as in the JVM connector.
 EARLIEST = -2
@@ -58,7 +58,6 @@ class SourceOptions:
     poll_timeout_ms: int = 120_000
     arrow_batch_size: int = 10_000
     consume_batch: int = 1_000
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def _int(options: Mapping[str, str], key: str, default: int | None, *, minimum: int | None = None) -> int | None:

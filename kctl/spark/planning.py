@@ -15,15 +15,9 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from kctl.admin.errors import describe, error_class, error_of
+from kctl.errors import InvalidError, KctlError, NotFoundError, UnreachableError
 from kctl.spark.options import EARLIEST, LATEST, OptionError, SourceOptions
-
-
-class PlanError(Exception):
-    """The read cannot be planned: unknown topic, lost data, unreachable cluster."""
-
-    def __init__(self, message: str, kind: str = "error"):
-        super().__init__(message)
-        self.kind = kind  # not-found | data-loss | unreachable | not-authorized | error
 
 
 @dataclass(frozen=True)
@@ -63,18 +57,14 @@ def consumer_config(options: SourceOptions, role: str) -> dict[str, str]:
     return config
 
 
-def _fail(exc_or_error) -> PlanError:
-    from confluent_kafka import KafkaError, KafkaException
-
-    error = exc_or_error.args[0] if isinstance(exc_or_error, KafkaException) and exc_or_error.args else exc_or_error
-    if isinstance(error, KafkaError):
-        code = error.code()
-        if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT, KafkaError._RESOLVE):
-            return PlanError(f"cannot reach the cluster: {error.str()}", "unreachable")
-        if code in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError._AUTHENTICATION):
-            return PlanError(error.str(), "not-authorized")
-        return PlanError(error.str())
-    return PlanError(str(exc_or_error))
+def _fail(exc_or_error) -> KctlError:
+    """The project's error class for a librdkafka error (one exception type from planning)."""
+    error = error_of(exc_or_error) if isinstance(exc_or_error, BaseException) else exc_or_error
+    if error is None:
+        return KctlError(str(exc_or_error))
+    # A planner that hears nothing within its timeout found no broker to ask.
+    kind = UnreachableError if error.name() == "_TIMED_OUT" else error_class(error)
+    return kind(describe(error))
 
 
 def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[str, int]]:
@@ -97,13 +87,13 @@ def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[
     for name, topic in sorted(topics.items()):
         if topic.error is not None:
             if topic.error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
-                raise PlanError(f"topic {name!r} does not exist", "not-found")
+                raise NotFoundError(f"topic {name!r} does not exist")
             raise _fail(topic.error)
         available = sorted(topic.partitions)
         if options.assign is not None:
             missing = [p for p in options.assign[name] if p not in topic.partitions]
             if missing:
-                raise PlanError(f"topic {name!r} has no partition {missing[0]} (it has {len(available)})", "not-found")
+                raise NotFoundError(f"topic {name!r} has no partition {missing[0]} (it has {len(available)})")
             available = options.assign[name]
         pairs.extend((name, p) for p in available)
     return pairs
@@ -171,7 +161,7 @@ def plan_bounds(options: SourceOptions, *, timeout: float = 30.0) -> list[Partit
             start = starts_by_time[key]
             if start < 0:
                 if options.timestamp_strategy == "error":
-                    raise PlanError(f"{key[0]}:{key[1]} has no record at or after the starting timestamp {start_stamps[key]} (startingOffsetsByTimestampStrategy=latest reads nothing instead)")
+                    raise InvalidError(f"{key[0]}:{key[1]} has no record at or after the starting timestamp {start_stamps[key]} (startingOffsetsByTimestampStrategy=latest reads nothing instead)")
                 start = high
         else:
             start = _offset(options.starting_offsets, key, EARLIEST)
@@ -183,14 +173,14 @@ def plan_bounds(options: SourceOptions, *, timeout: float = 30.0) -> list[Partit
         end = high if end == LATEST else end
         if start < low:
             if options.fail_on_data_loss:
-                raise PlanError(f"{key[0]}:{key[1]} starts at offset {low}, after the requested {start}: records were deleted (failOnDataLoss=false reads from {low})", "data-loss")
+                raise InvalidError(f"{key[0]}:{key[1]} starts at offset {low}, after the requested {start}: records were deleted (failOnDataLoss=false reads from {low})")
             start = low
         if end > high:
             if options.fail_on_data_loss:
-                raise PlanError(f"{key[0]}:{key[1]} ends at offset {high}, before the requested end {end}", "data-loss")
+                raise InvalidError(f"{key[0]}:{key[1]} ends at offset {high}, before the requested end {end}")
             end = high
         if start > end:
-            raise PlanError(f"{key[0]}:{key[1]}: the start offset {start} is after the end offset {end}")
+            raise InvalidError(f"{key[0]}:{key[1]}: the start offset {start} is after the end offset {end}")
         bounds.append(PartitionBounds(key[0], key[1], low, high, start, end))
     return bounds
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow as pa
 
@@ -117,8 +119,6 @@ def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[pa.Reco
 def dump_parts(path: str) -> list[tuple[str, int, list[str]]]:
     """(topic, partition, Parquet files ordered by their first offset) of a dump."""
     import pyarrow.parquet as pq
-    from pathlib import Path
-    from urllib.parse import unquote
 
     parts = []
     for directory in sorted(Path(path).glob("topic=*/partition=*")):

@@ -193,7 +193,7 @@ def replay(
         "run_id": run_id,
         "status": "running",
         "started_at": now_iso(),
-        "request": {k: v for k, v in asdict(request).items() if k != "explicit_map"} | {"explicit_map": {str(k): v for k, v in request.explicit_map.items()}},
+        "request": asdict(request),  # JSON writes explicit_map's partitions as strings
         "source": source,
         "destination": {"topic": request.to_topic, "partitions": count},
         "baseline": {str(p): o for p, o in baseline.items()},
@@ -217,7 +217,7 @@ def replay(
             ordered = rows
         else:
             ordered = rows.repartition(count, "dst").sortWithinPartitions("dst", "src_partition", "offset")
-        sink = {f"kafka.{k}": str(v) for k, v in kafka.items() if not callable(v)}
+        sink = frames.kafka_options(kafka)
         sink.update({
             "topic": request.to_topic,
             "kctl.baseline": json.dumps({str(p): o for p, o in baseline.items()}),

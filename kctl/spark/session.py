@@ -121,8 +121,9 @@ def under_spark_submit() -> bool:
 
 def log_path() -> Path:
     """Where the JVM's own output goes: $XDG_STATE_HOME/kctl/spark.log."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "kctl" / "spark.log"
+    from kctl.config.file import state_dir
+
+    return state_dir(os.environ) / "spark.log"
 
 
 def _log4j_option(existing: str) -> str:
@@ -156,10 +157,15 @@ def _jvm_stderr_to(path: Path | None):
 
 
 def _register(session) -> None:
+    """Register kctl's data sources once per session: each registration pickles the
+    class and round-trips to the JVM, and a command may ask for its session twice."""
+    if getattr(session, "_kctl_sources", False):
+        return
     from kctl.spark.source import DumpDataSource, KafkaDataSource
 
     session.dataSource.register(KafkaDataSource)
     session.dataSource.register(DumpDataSource)
+    session._kctl_sources = True
 
 
 def has_jvm_connector(session) -> bool:

@@ -27,9 +27,7 @@ from __future__ import annotations
 import json
 import time
 
-from pyspark.sql.datasource import DataSourceArrowWriter
-
-from kctl.spark.source import SinkCommit
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 
 def _options(raw: dict[str, str]) -> dict[str, str]:
@@ -41,6 +39,14 @@ def _attempt() -> int:
 
     context = TaskContext.get()
     return context.attemptNumber() if context is not None else 0
+
+
+class SinkCommit(WriterCommitMessage):
+    """What one write task delivered and skipped, per destination partition."""
+
+    def __init__(self, delivered: dict[int, int], skipped: dict[int, int]):
+        self.delivered = delivered
+        self.skipped = skipped
 
 
 class KafkaSink(DataSourceArrowWriter):
@@ -228,16 +234,12 @@ class _TaskWriter:
         producer = self._producer(-1)
         produce, topic = producer.produce, self.topic
         for value, key, partition, stamp, record_headers in zip(values, keys, partitions, stamps, headers):
-            try:
-                produce(topic, value, key, partition=-1 if partition is None else partition, timestamp=stamp or 0, headers=record_headers)
-            except BufferError:
-                while True:
+            while True:
+                try:
+                    produce(topic, value, key, partition=-1 if partition is None else partition, timestamp=stamp or 0, headers=record_headers)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
                     producer.poll(0.1)
-                    try:
-                        produce(topic, value, key, partition=-1 if partition is None else partition, timestamp=stamp or 0, headers=record_headers)
-                        break
-                    except BufferError:
-                        continue
         for partition, count in Counter(-1 if p is None else p for p in partitions).items():
             self.delivered[partition] = self.delivered.get(partition, 0) + count
         producer.poll(0)

@@ -15,7 +15,7 @@ they hold only options (strings) and create Kafka clients inside read() and writ
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 NAME = "kctl_kafka"
 
@@ -74,17 +74,6 @@ class KafkaReader(DataSourceReader):
             return  # nothing to read: Spark hands an empty plan one default partition
         parsed = parser.parse(self.raw_options)
         yield from read_range(parsed, OffsetRange(partition.topic, partition.partition, partition.start, partition.end))
-
-
-class SinkCommit(WriterCommitMessage):
-    """What one write task delivered: {partition: [records, first offset, last offset]}."""
-
-    def __init__(self, delivered: dict[int, list[int]], skipped: dict[int, int]):
-        self.delivered = delivered
-        self.skipped = skipped
-
-
-__all__ = ["NAME", "KafkaDataSource", "KafkaRange", "SinkCommit", "DataSourceArrowWriter"]
 
 
 class DumpPart(InputPartition):
