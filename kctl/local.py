@@ -1,8 +1,10 @@
 """Instances of the bundled broker run by `kctl local`: start, stop, status, logs, purge.
 
 An instance is a data directory; `kctl local start` runs `python -m kctl.broker` detached
-with its pid, log and ready files inside that directory, so several instances on
-different directories and ports coexist and any later kctl finds them again.
+with its log and ready files inside that directory, so several instances on different
+directories and ports coexist and any later kctl finds them again. An instance runs while
+its directory's lock is held (kctl.broker.storage.lock): a crashed broker's leftovers, or a
+pid the kernel has since given to another process, are never mistaken for a broker.
 """
 
 from __future__ import annotations
@@ -39,15 +41,15 @@ def default_data_dir(env: Mapping[str, str]) -> Path:
 
 
 def status(data_dir: Path) -> LocalStatus:
-    from kctl.broker.process import LOG_FILE, READY_FILE, running_pid
+    from kctl.broker.process import LOG_FILE, READY_FILE, read_ready_file
+    from kctl.broker.storage.lock import holder
 
-    pid = running_pid(data_dir)
+    pid = holder(data_dir)
     bootstrap = None
     if pid is not None:
-        try:
-            bootstrap = (data_dir / READY_FILE).read_text().strip() or None
-        except FileNotFoundError:
-            pass
+        address, ready_pid = read_ready_file(data_dir / READY_FILE)
+        if ready_pid == pid:  # not a file left by an earlier broker
+            bootstrap = address
     topics = 0
     try:
         import json
@@ -66,7 +68,7 @@ def start(data_dir: Path, host: str, port: int, timeout: float) -> LocalStatus:
 
     current = status(data_dir)
     if current.state == "running":
-        return current
+        return _listening(data_dir, current, timeout)
     process = BrokerProcess(data_dir, port=port, host=host, detach=True)
     try:
         process.start(timeout)
@@ -76,33 +78,54 @@ def start(data_dir: Path, host: str, port: int, timeout: float) -> LocalStatus:
     return status(data_dir)
 
 
+def _listening(data_dir: Path, current: LocalStatus, timeout: float) -> LocalStatus:
+    """A broker that holds the lock but has not written its address yet is starting."""
+    deadline = time.monotonic() + timeout
+    while current.state == "running" and current.bootstrap is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        current = status(data_dir)
+    if current.state != "running" or current.bootstrap is None:
+        raise LocalBrokerError(f"unable to start the local broker: the one starting on {data_dir} "
+                               f"(pid {current.pid}) did not listen within {timeout:g}s",
+                               hint=f"see {current.log_file}")
+    return current
+
+
 def stop(data_dir: Path, timeout: float) -> LocalStatus | None:
-    """SIGTERM the broker and wait for its clean shutdown; None if it was not running."""
+    """SIGTERM the broker holding the directory's lock and wait until it lets go of it (a
+    clean shutdown); None if no broker holds it."""
+    from kctl.broker.storage.lock import holder
+
     current = status(data_dir)
     if current.pid is None:
         return None
-    os.kill(current.pid, signal.SIGTERM)
+    pid = current.pid
+    if not pid or not _is_broker(pid):
+        if holder(data_dir) is None:  # it exited meanwhile
+            return current
+        raise LocalBrokerError(f"unable to stop the local broker: the lock on {data_dir} is held by "
+                               f"{f'pid {pid}' if pid else 'a process that did not write its pid'}, "
+                               "which is not a kctl broker", hint="nothing was signalled")
+    os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(current.pid):
+        if holder(data_dir) is None:
             return current
         time.sleep(0.02)
-    raise LocalBrokerError(f"unable to stop the local broker: pid {current.pid} still runs "
-                           f"after {timeout:g}s", hint=f"kill -9 {current.pid} forces it (the next start recovers the logs)")
+    raise LocalBrokerError(f"unable to stop the local broker: pid {pid} still runs "
+                           f"after {timeout:g}s", hint=f"kill -9 {pid} forces it (the next start recovers the logs)")
 
 
-def _alive(pid: int) -> bool:
+def _is_broker(pid: int) -> bool:
+    """Whether `pid` runs kctl (its broker or `kctl local start --foreground`), read from
+    /proc; where there is no /proc the lock holder is taken at its word."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of ours counts as gone
-        finished, _ = os.waitpid(pid, os.WNOHANG)
-        return finished == 0
-    except ChildProcessError:
-        return True
+    return b"kctl" in command
 
 
 def purge(data_dir: Path, timeout: float) -> bool:

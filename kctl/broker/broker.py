@@ -68,8 +68,12 @@ class Broker:
 
     def open(self) -> dict:
         report = self.logs.open(self.config.cluster_id)
-        report["skipped_offset_entries"] = self.offsets.open()
-        self.producer_ids.open()
+        try:
+            report["skipped_offset_entries"] = self.offsets.open()
+            self.producer_ids.open()
+        except BaseException:
+            self.logs.unlock()
+            raise
         return report
 
     def start_background(self) -> None:
@@ -91,6 +95,8 @@ class Broker:
                 if now - last_checkpoint >= self.config.checkpoint_interval_ms:
                     last_checkpoint = now
                     self.logs.flush_all()
+            except OSError as exc:  # disk full or gone: say so once per attempt, go on
+                log.error("housekeeping: %s", exc)
             except Exception:  # keep housekeeping alive; the failure is logged
                 log.exception("housekeeping failed")
 

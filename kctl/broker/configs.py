@@ -155,7 +155,7 @@ class LogConfig:
     timestamp_before_max_ms: int
     timestamp_after_max_ms: int
     flush_messages: int
-    compact: bool
+    delete: bool  # cleanup.policy holds delete: retention by time and size applies
 
     @classmethod
     def from_values(cls, values: dict[str, str]) -> LogConfig:
@@ -170,5 +170,5 @@ class LogConfig:
             timestamp_before_max_ms=int(values["message.timestamp.before.max.ms"]),
             timestamp_after_max_ms=int(values["message.timestamp.after.max.ms"]),
             flush_messages=int(values["flush.messages"]),
-            compact="compact" in values["cleanup.policy"],
+            delete="delete" in values["cleanup.policy"],
         )

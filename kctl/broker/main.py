@@ -1,8 +1,10 @@
 """Run the bundled broker in the foreground: `python -m kctl.broker --data-dir DIR [--port N]`.
 
 Prints one line `kctl-broker listening on HOST:PORT` on stdout once clients can connect
-(with --port 0 the kernel picks the port). SIGTERM and SIGINT shut down cleanly: logs
-flushed, checkpoints and the clean-shutdown marker written.
+(with --port 0 the kernel picks the port), and then nothing more there: a parent reads that
+line from a pipe it may close. The --ready-file gets `HOST:PORT` and the broker's pid on two
+lines (a leftover of a killed broker is recognised by its pid). SIGTERM and SIGINT shut
+down cleanly: logs flushed, checkpoints and the clean-shutdown marker written.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import sys
 from pathlib import Path
 
 from .broker import Broker, BrokerConfig
+from .process import READY_PREFIX, read_ready_file
 from .storage.manager import StorageError
 
 log = logging.getLogger("kctl.broker")
-READY_PREFIX = "kctl-broker listening on "
 
 
 async def serve(config: BrokerConfig, ready=None, stop: asyncio.Event | None = None) -> dict:
@@ -68,7 +70,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--log-file", type=Path)
     parser.add_argument("--log-level", default="INFO")
-    parser.add_argument("--pid-file", type=Path)
     parser.add_argument("--ready-file", type=Path,
                         help="written with HOST:PORT once clients can connect")
     parser.add_argument("--num-partitions", type=int, default=1)
@@ -89,14 +90,17 @@ def main(argv=None) -> int:
                           auto_create_topics=not args.no_auto_create)
 
     def ready(broker):
-        if args.pid_file:
-            args.pid_file.write_text(f"{os.getpid()}\n")
         host, port = config.advertised
-        if args.ready_file:
+        if args.ready_file:  # for `kctl local status`; the stdout line is what starts wait for
             tmp = args.ready_file.with_name(args.ready_file.name + ".tmp")
-            tmp.write_text(f"{host}:{port}\n")
-            os.replace(tmp, args.ready_file)
+            try:
+                tmp.write_text(f"{host}:{port}\n{os.getpid()}\n")
+                os.replace(tmp, args.ready_file)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                log.warning("ready file not written: %s", exc.strerror or exc)
         print(f"{READY_PREFIX}{host}:{port}", flush=True)
+        _detach_stdout()
 
     try:
         asyncio.run(serve(config, ready))
@@ -105,12 +109,15 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        if args.ready_file:
-            args.ready_file.unlink(missing_ok=True)
-        if args.pid_file:
-            try:
-                if args.pid_file.read_text().strip() == str(os.getpid()):
-                    args.pid_file.unlink()
-            except FileNotFoundError:
-                pass
+        if args.ready_file and read_ready_file(args.ready_file)[1] == os.getpid():
+            args.ready_file.unlink()
     return 0
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null, so a parent that read the ready line and closed its pipe
+    can never make a later write fail."""
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

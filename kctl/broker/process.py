@@ -1,22 +1,29 @@
 """Run the bundled broker as a child process: for `kctl local`, kctl.testing and kctl's tests.
 
-The child is `python -m kctl.broker`; it writes HOST:PORT to a ready file once it listens,
-which is how the parent learns the port (with port 0) and knows clients can connect.
-Detached brokers (`kctl local start`) get their own session, log to <data-dir>/broker.log
-and leave broker.pid there; attached ones die with their parent's stop().
+The child is `python -m kctl.broker`; it prints one line with HOST:PORT on its stdout (a
+pipe) once it listens, which is how the parent learns the port (with port 0) and knows
+clients can connect: unlike a file in the data directory, a pipe cannot hold a line left by
+an earlier broker. Detached brokers (`kctl local start`) get their own session and log to
+<data-dir>/broker.log; attached ones die with their parent's stop(). Whether a broker runs
+on a directory is told by the directory's lock (kctl.broker.storage.lock), never by a pid
+file.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-PID_FILE = "broker.pid"
+from .storage.lock import holder
+
+READY_PREFIX = "kctl-broker listening on "
 LOG_FILE = "broker.log"
 READY_FILE = "broker.ready"
 
@@ -32,6 +39,8 @@ class BrokerProcess:
     host: str = "127.0.0.1"
     detach: bool = False
     extra_args: list[str] = field(default_factory=list)
+    # Run in the child before exec (tests: resource limits such as RLIMIT_NOFILE).
+    preexec_fn: Callable[[], None] | None = None
     process: subprocess.Popen | None = None
     bootstrap: str = ""
 
@@ -46,31 +55,35 @@ class BrokerProcess:
     def command(self) -> list[str]:
         return [sys.executable, "-m", "kctl.broker", "--data-dir", str(self.data_dir),
                 "--host", self.host, "--port", str(self.port),
-                "--ready-file", str(self.ready_path), "--pid-file",
-                str(self.data_dir / PID_FILE), "--log-file", str(self.log_path),
+                "--ready-file", str(self.ready_path), "--log-file", str(self.log_path),
                 *self.extra_args]
 
     def start(self, timeout: float = 15.0) -> str:
         """Launch and wait until the broker listens; returns its bootstrap address."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.ready_path.unlink(missing_ok=True)
+        pid = holder(self.data_dir)
+        if pid is not None:  # the child would refuse too; say it without spawning one
+            raise BrokerProcessError(f"data directory {self.data_dir} is in use by another "
+                                     f"broker (pid {pid})")
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=log, start_new_session=self.detach, close_fds=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.ready_path.exists():
-                self.bootstrap = self.ready_path.read_text().strip()
-                if self.bootstrap:
-                    return self.bootstrap
-            code = self.process.poll()
-            if code is not None:
-                raise BrokerProcessError(f"the broker exited with status {code}: {last_error(self.log_path)}")
-            time.sleep(0.01)
-        self.kill()
-        raise BrokerProcessError(f"the broker did not listen within {timeout:g}s: "
-                                 f"{last_error(self.log_path)}")
+                self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=log, start_new_session=self.detach, close_fds=True,
+                preexec_fn=self.preexec_fn)
+        try:
+            line = _read_line(self.process.stdout, time.monotonic() + timeout)
+        finally:
+            self.process.stdout.close()
+        if line.startswith(READY_PREFIX):
+            self.bootstrap = line[len(READY_PREFIX):].strip()
+            return self.bootstrap
+        try:
+            code = self.process.wait(1.0)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise BrokerProcessError(f"the broker did not listen within {timeout:g}s: "
+                                     f"{last_error(self.log_path)}") from None
+        raise BrokerProcessError(f"the broker exited with status {code}: {last_error(self.log_path)}")
 
     def stop(self, timeout: float = 15.0) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -106,16 +119,24 @@ def last_error(log_path: Path) -> str:
     return lines[-1] if lines else "no log written"
 
 
-def running_pid(data_dir: Path) -> int | None:
-    """The pid of the broker serving data_dir, if one is alive."""
+def read_ready_file(path: Path) -> tuple[str | None, int | None]:
+    """(bootstrap, pid) from a ready file; Nones when it is missing or unreadable."""
     try:
-        pid = int((data_dir / PID_FILE).read_text().strip())
+        bootstrap, pid = path.read_text().split()
+        return bootstrap, int(pid)
     except (FileNotFoundError, ValueError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
+        return None, None
+
+
+def _read_line(pipe, deadline: float) -> str:
+    """The first line written to `pipe` before `deadline`; "" on end of file or time-out."""
+    data = b""
+    while b"\n" not in data:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
+            return ""
+        chunk = os.read(pipe.fileno(), 4096)
+        if not chunk:
+            return ""
+        data += chunk
+    return data.split(b"\n", 1)[0].decode(errors="replace")

@@ -9,6 +9,7 @@ Kafka, a connection processes one request at a time, so responses keep request o
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import struct
 from dataclasses import dataclass
@@ -41,11 +42,22 @@ class BrokerServer:
 
     async def start(self) -> None:
         config = self.broker.config
+        asyncio.get_running_loop().set_exception_handler(self._loop_exception)
         self._server = await asyncio.start_server(self._serve, config.host, config.port,
                                                   reuse_address=True, limit=1 << 20)
         if config.port == 0:  # an ephemeral port: advertise the one the kernel picked
             config.port = self._server.sockets[0].getsockname()[1]
         self.broker.start_background()
+
+    def _loop_exception(self, loop, context: dict) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+            # asyncio pauses accepting for a second; give it descriptors to accept with.
+            closed = self.broker.logs.files.shrink()
+            log.error("out of file descriptors accepting a connection (%s); closed %d "
+                      "idle log files", exc.strerror, closed)
+            return
+        loop.default_exception_handler(context)
 
     async def close(self) -> None:
         if self._server is not None:
@@ -79,6 +91,8 @@ class BrokerServer:
             log.warning("closing connection from %s:%s: %s", host, peer[1], exc)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except OSError as exc:  # storage the handler did not answer for; the client retries
+            log.error("closing connection from %s:%s: %s", host, peer[1], exc)
         except asyncio.CancelledError:
             pass
         except Exception:

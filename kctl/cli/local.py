@@ -72,8 +72,10 @@ def local():
 def start(app: App, port, host, data_dir, foreground, context_name, no_context):
     """Start the broker (detached) and print its bootstrap address.
 
-    Data, broker.log and broker.pid live in the data directory, which survives
-    restarts. Starting an instance that already runs prints its address again.
+    Data and broker.log live in the data directory, which survives restarts. One
+    broker runs per directory (it holds the directory's .lock): starting an instance
+    that already runs prints its address again, and a second broker on the same
+    directory (say --foreground) is refused with the pid of the one running.
     The `local` context is created (and made current if there is none), so later
     commands need no -b. Instances on different --data-dir and --port coexist.
 

@@ -3,14 +3,18 @@ lookups, timestamps and idempotent producer checks, on Kafka's file layout."""
 
 from __future__ import annotations
 
+import errno
+import os
 import struct
 
 import google_crc32c
 import pytest
 
 from kctl.broker.configs import TOPIC_CONFIGS, LogConfig
-from kctl.broker.protocol import errors
+from kctl.broker.protocol import errors, records
 from kctl.broker.protocol.records import InvalidBatch
+from kctl.broker.storage.files import FilePool
+from kctl.broker.storage.index import OffsetIndex, TimeIndex
 from kctl.broker.storage.log import Log
 
 
@@ -135,3 +139,102 @@ def test_idempotent_producer_duplicates_and_gaps(tmp_path):
     again = Log(tmp_path / "t-0", "t", 0, plog.config, clock)
     again.open(0, 5, True)
     assert again.append(batch(1, timestamp=clock.now, pid=7, epoch=1, seq=0))[0] == 4
+
+
+def _failing_once(monkeypatch, cls, name, errno_=24):
+    """Make cls.name raise OSError(errno_) on its next call only (EMFILE by default)."""
+    original = getattr(cls, name)
+    calls = []
+
+    def failing(self, *args, **kwargs):
+        if not calls:
+            calls.append(1)
+            raise OSError(errno_, os.strerror(errno_))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, failing)
+    return calls
+
+
+@pytest.mark.parametrize("step", [(OffsetIndex, "append"), (TimeIndex, "maybe_append")])
+def test_a_failed_append_leaves_nothing_behind(tmp_path, monkeypatch, step):
+    """An append is all or nothing: a failure after the batch reached the .log (here at
+    the index step, as EMFILE did) cuts the file back, so a retry stores it once and a
+    crash-restart recovers every acknowledged batch and nothing else."""
+    clock = Clock()
+    plog = make_log(tmp_path, clock, index_interval_bytes=1)  # every batch is indexed
+    acked = [plog.append(batch(1, timestamp=clock.now, pid=3, seq=i))[0] for i in range(3)]
+    size = plog.active.size
+    _failing_once(monkeypatch, *step)
+    with pytest.raises(OSError):
+        plog.append(batch(1, timestamp=clock.now, pid=3, seq=3))
+    assert plog.active.size == size == os.path.getsize(plog.active.path)
+    assert plog.log_end_offset == 3
+    acked.append(plog.append(batch(1, timestamp=clock.now, pid=3, seq=3))[0])  # the retry
+    acked.append(plog.append(batch(1, timestamp=clock.now, pid=3, seq=4))[0])
+    assert acked == [0, 1, 2, 3, 4]
+    # A crash: no close, no clean shutdown; recovery re-validates from offset 0.
+    again = Log(tmp_path / "t-0", "t", 0, plog.config, clock)
+    assert again.open(0, 0, False) == 0
+    offsets = [header.base_offset for _, header in again.active.batches_from(0)]
+    assert offsets == [0, 1, 2, 3, 4]
+
+
+def test_a_failed_flush_cuts_the_batch_back(tmp_path, monkeypatch):
+    clock = Clock()
+    plog = make_log(tmp_path, clock, flush_messages=1)
+    plog.append(batch(1, timestamp=clock.now))
+    size = plog.active.size
+    _failing_once(monkeypatch, type(plog.active), "flush", errno.EIO)
+    with pytest.raises(OSError):
+        plog.append(batch(1, timestamp=clock.now))
+    assert plog.active.size == size == os.path.getsize(plog.active.path)
+    assert plog.append(batch(1, timestamp=clock.now))[0] == 1
+
+
+def test_compact_delete_topics_are_still_deleted_by_time_and_size(tmp_path):
+    clock = Clock()
+    plog = make_log(tmp_path, clock, segment_bytes=600, retention_ms=60_000,
+                    cleanup_policy="compact,delete")
+    for _ in range(12):
+        plog.append(batch(1, timestamp=clock.now))
+    segments = len(plog.segments)
+    clock.now += 70_000
+    assert plog.enforce_retention(clock.now) == segments - 1
+    sized = make_log(tmp_path / "b", clock, segment_bytes=600, retention_bytes=1500,
+                     cleanup_policy="compact,delete")
+    for _ in range(12):
+        sized.append(batch(1, timestamp=clock.now))
+    assert sized.enforce_retention(clock.now) > 0
+    compact_only = make_log(tmp_path / "c", clock, segment_bytes=600, retention_ms=60_000,
+                            cleanup_policy="compact")
+    for _ in range(12):
+        compact_only.append(batch(1, timestamp=clock.now))
+    clock.now += 70_000
+    assert compact_only.enforce_retention(clock.now) == 0
+
+
+def test_many_logs_share_a_bounded_pool_of_open_files(tmp_path):
+    """Descriptors are borrowed from one pool: 300 partitions with several segments each
+    never hold more than its capacity open, and every read still finds its bytes."""
+    clock = Clock()
+    files = FilePool(capacity=16)
+    values = {name: d.default for name, d in TOPIC_CONFIGS.items()}
+    values.update({"segment.bytes": "400", "index.interval.bytes": "1"})
+    logs = []
+    for p in range(300):
+        plog = Log(tmp_path / f"t-{p}", "t", p, LogConfig.from_values(values), clock, files)
+        plog.open(0, 0, True)
+        logs.append(plog)
+    for round_ in range(6):
+        for plog in logs:
+            plog.append(batch(1, timestamp=clock.now, value=b"%d" % round_ * 100))
+            assert files.open_count <= 16
+    assert all(len(plog.segments) >= 3 for plog in logs)
+    for plog in logs:
+        data = plog.read(0, 1 << 20, True)
+        assert len(records.split_batches(data)) == 6
+    assert files.open_count <= 16
+    for plog in logs:
+        plog.close()
+    assert files.open_count == 0

@@ -430,9 +430,9 @@ class GroupCoordinator:
             return errors.GROUP_ID_NOT_FOUND
         if group.state != EMPTY:
             return errors.NON_EMPTY_GROUP
+        self.store.delete_group(group_id)  # first: a failed write changes nothing
         group.state = DEAD
         self.groups.pop(group_id, None)
-        self.store.delete_group(group_id)
         return errors.NONE
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> tuple[int, dict]:

@@ -10,6 +10,8 @@ and is compacted into a fresh file on every start:
     {"delete_offsets": group, "partitions": [[topic, partition], ...]}
 
 A torn last line (the broker killed mid-write) is ignored, as Kafka ignores a torn batch.
+A write that fails (disk full) is cut back off the journal and not applied, so the next
+line starts clean and the error is what the client is told.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..storage.files import write_all
 
 log = logging.getLogger("kctl.broker.coordinator")
 
@@ -37,7 +41,8 @@ class OffsetStore:
     def __init__(self, data_dir: Path):
         self.path = data_dir / JOURNAL
         self.groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        self._file = None
+        self._fd: int | None = None
+        self._size = 0
 
     def open(self) -> int:
         """Replay and compact the journal; returns the number of unreadable lines skipped."""
@@ -53,27 +58,45 @@ class OffsetStore:
             pass
         if skipped:
             log.warning("skipped %d unreadable lines in %s", skipped, self.path)
-        self._compact()
-        self._file = open(self.path, "ab", buffering=0)
+        try:
+            self._compact()
+        except OSError as exc:  # a full disk: the journal as it is stays valid
+            log.warning("%s not compacted: %s", self.path, exc.strerror or exc)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._size = os.fstat(self._fd).st_size
         return skipped
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def _compact(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w") as handle:
-            for group, offsets in self.groups.items():
-                if offsets:
-                    handle.write(json.dumps(_commit_entry(group, offsets.items())) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w") as handle:
+                for group, offsets in self.groups.items():
+                    if offsets:
+                        handle.write(json.dumps(_commit_entry(group, offsets.items())) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
     def _write(self, entry: dict) -> None:
-        self._file.write((json.dumps(entry, separators=(",", ":")) + "\n").encode())
+        """Append one line, or nothing: raises OSError with the journal unchanged."""
+        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+        try:
+            write_all(self._fd, line, self._size)
+        except OSError:
+            try:
+                os.ftruncate(self._fd, self._size)
+            except OSError:  # the next line is written at the same place anyway
+                pass
+            raise
+        self._size += len(line)
 
     def _apply(self, entry: dict) -> None:
         if "commit" in entry:
@@ -97,18 +120,19 @@ class OffsetStore:
         self.groups.setdefault(group, {}).update(offsets)
 
     def delete_group(self, group: str) -> None:
-        if self.groups.pop(group, None) is not None:
+        if group in self.groups:
             self._write({"delete_group": group})
+            del self.groups[group]
 
     def delete_offsets(self, group: str, partitions: list[tuple[str, int]]) -> None:
         offsets = self.groups.get(group)
         if not offsets:
             return
         gone = [p for p in partitions if p in offsets]
-        for p in gone:
-            del offsets[p]
         if gone:
             self._write({"delete_offsets": group, "partitions": [list(p) for p in gone]})
+        for p in gone:
+            del offsets[p]
 
     def delete_topic(self, topic: str) -> None:
         for group, offsets in self.groups.items():

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from ..protocol import errors
 from ..storage.manager import topic_name_problem
+
+log = logging.getLogger("kctl.broker")
 
 ZERO_UUID = uuid.UUID(int=0)
 # AclOperation codes a topic supports: READ..DESCRIBE (3-8), DESCRIBE_CONFIGS, ALTER_CONFIGS
@@ -23,8 +26,17 @@ def topic_for_name(broker, name: str, auto_create: bool):
     if topic_name_problem(name):
         return None, errors.INVALID_TOPIC_EXCEPTION
     if auto_create and broker.config.auto_create_topics:
-        return broker.logs.create_topic(name, broker.config.num_partitions, {}), errors.NONE
+        try:
+            return broker.logs.create_topic(name, broker.config.num_partitions, {}), errors.NONE
+        except OSError as exc:
+            log.error("%s", storage_error_message(f"auto-create topic {name}", exc))
+            return None, errors.KAFKA_STORAGE_ERROR
     return None, errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def storage_error_message(action: str, exc: OSError) -> str:
+    """One line for a request the disk refused (KAFKA_STORAGE_ERROR), logged and answered."""
+    return f"cannot {action}: {exc.strerror or exc}"
 
 
 def topic_name(broker, name: str | None, topic_id) -> str | None:

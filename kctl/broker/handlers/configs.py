@@ -7,6 +7,7 @@ import logging
 
 from .. import configs as cfg
 from ..protocol import errors
+from .common import storage_error_message
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -214,12 +215,15 @@ def _apply(broker, resource, new_values: dict[str, str | None], incremental_ops,
         current[key] = validator(key, value)
     if validate_only:
         return
-    if kind == TOPIC:
-        broker.logs.set_topic_configs(name, current)
-    elif name:
-        broker.logs.set_broker_configs(broker.logs.broker_defaults, current)
-    else:
-        broker.logs.set_broker_configs(current, broker.logs.broker_overrides)
+    try:
+        if kind == TOPIC:
+            broker.logs.set_topic_configs(name, current)
+        elif name:
+            broker.logs.set_broker_configs(broker.logs.broker_defaults, current)
+        else:
+            broker.logs.set_broker_configs(current, broker.logs.broker_overrides)
+    except OSError as exc:
+        raise _Failure(errors.KAFKA_STORAGE_ERROR, storage_error_message("save the configs", exc)) from None
 
 
 def _apply_loggers(broker, name, new_values, incremental_ops, validate_only):

@@ -3,10 +3,14 @@ OffsetFetch (single and multi-group), ListGroups, DescribeGroups, DeleteGroups, 
 
 from __future__ import annotations
 
+import logging
+
 from ..coordinator.groups import DEAD, EMPTY, MAX_METADATA_BYTES
 from ..coordinator.offsets import CommittedOffset
 from ..protocol import errors
 from .common import GROUP_OPERATIONS, NO_OPERATIONS, topic_name
+
+log = logging.getLogger("kctl.broker.groups")
 
 
 async def join_group(broker, context, request):
@@ -93,7 +97,14 @@ async def offset_commit(broker, context, request):
         else:
             entry["name"] = topic.name
         topics.append(entry)
-    broker.groups.commit(request.group_id, accepted)
+    try:
+        broker.groups.commit(request.group_id, accepted)
+    except OSError as exc:
+        log.error("cannot write committed offsets of group %s: %s", request.group_id, exc)
+        for entry in topics:
+            for partition in entry["partitions"]:
+                if partition["error_code"] == errors.NONE:
+                    partition["error_code"] = errors.KAFKA_STORAGE_ERROR
     return {"throttle_time_ms": 0, "topics": topics}
 
 
@@ -182,13 +193,24 @@ async def describe_groups(broker, context, request):
 
 
 async def delete_groups(broker, context, request):
-    return {"throttle_time_ms": 0, "results": [
-        {"group_id": g, "error_code": broker.groups.delete_group(g)} for g in request.groups_names]}
+    results = []
+    for group_id in request.groups_names:
+        try:
+            code = broker.groups.delete_group(group_id)
+        except OSError as exc:
+            log.error("cannot delete group %s: %s", group_id, exc)
+            code = errors.KAFKA_STORAGE_ERROR
+        results.append({"group_id": group_id, "error_code": code})
+    return {"throttle_time_ms": 0, "results": results}
 
 
 async def offset_delete(broker, context, request):
     partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    code, results = broker.groups.delete_offsets(request.group_id, partitions)
+    try:
+        code, results = broker.groups.delete_offsets(request.group_id, partitions)
+    except OSError as exc:
+        log.error("cannot delete offsets of group %s: %s", request.group_id, exc)
+        code, results = errors.KAFKA_STORAGE_ERROR, {}
     topics = []
     if not code:
         for t in request.topics:

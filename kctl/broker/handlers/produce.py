@@ -6,7 +6,7 @@ import logging
 
 from ..protocol import errors
 from ..protocol.records import InvalidBatch
-from .common import topic_for_name, topic_name
+from .common import storage_error_message, topic_for_name, topic_name
 
 log = logging.getLogger("kctl.broker.produce")
 
@@ -41,9 +41,11 @@ async def produce(broker, context, request):
                 result["error_message"] = str(exc)
                 log.debug("rejected batch for %s-%d: %s", name, data.index, exc)
             except OSError as exc:
+                # Retriable: nothing of the batch stays in the log (the append rolled back).
+                message = storage_error_message(f"append to {name}-{data.index}", exc)
                 result["error_code"] = errors.KAFKA_STORAGE_ERROR
-                result["error_message"] = f"cannot write the log: {exc.strerror or exc}"
-                log.error("cannot append to %s-%d: %s", name, data.index, exc)
+                result["error_message"] = message
+                log.error("%s", message)
             else:
                 appended = True
                 result.update(base_offset=base, log_append_time_ms=append_time,
@@ -61,7 +63,12 @@ async def init_producer_id(broker, context, request):
     version = context.version
     producer_id = request.producer_id if version >= 3 else -1
     producer_epoch = request.producer_epoch if version >= 3 else -1
-    pid, epoch = broker.producer_ids.init(request.transactional_id, producer_id, producer_epoch)
+    try:
+        pid, epoch = broker.producer_ids.init(request.transactional_id, producer_id, producer_epoch)
+    except OSError as exc:  # a new block of ids could not be recorded (disk full)
+        log.error("%s", storage_error_message("allocate a producer id", exc))
+        return {"throttle_time_ms": 0, "error_code": errors.KAFKA_STORAGE_ERROR,
+                "producer_id": -1, "producer_epoch": -1}
     return {"throttle_time_ms": 0, "error_code": errors.NONE, "producer_id": pid,
             "producer_epoch": epoch}
 

@@ -3,12 +3,15 @@ DescribeLogDirs: the topic administration a single node can honour."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 
 from .. import configs as cfg
 from ..protocol import errors
 from ..storage.manager import TopicInfo, topic_name_problem
-from .common import ZERO_UUID, topic_name
+from .common import ZERO_UUID, storage_error_message, topic_name
+
+log = logging.getLogger("kctl.broker.topics")
 
 
 def _replication_error(broker, factor: int) -> str | None:
@@ -96,7 +99,13 @@ async def create_topics(broker, context, request):
         if request.validate_only:
             info = TopicInfo(name, ZERO_UUID, partitions, overrides)
         else:
-            info = broker.logs.create_topic(name, partitions, overrides)
+            try:
+                info = broker.logs.create_topic(name, partitions, overrides)
+            except OSError as exc:  # nothing of the topic is left behind
+                message = storage_error_message(f"create topic {name}", exc)
+                log.error("%s", message)
+                result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
+                continue
             result["topic_id"] = info.topic_id
         result.update(num_partitions=partitions, replication_factor=1,
                       configs=described_topic_configs(broker, info))
@@ -125,8 +134,13 @@ async def delete_topics(broker, context, request):
         else:
             info = broker.logs.topics[resolved]
             result["topic_id"] = info.topic_id
-            broker.logs.delete_topic(resolved)
-            broker.offsets.delete_topic(resolved)
+            try:
+                broker.logs.delete_topic(resolved)
+                broker.offsets.delete_topic(resolved)
+            except OSError as exc:
+                message = storage_error_message(f"delete topic {resolved}", exc)
+                log.error("%s", message)
+                result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
         results.append(result)
     return {"throttle_time_ms": 0, "responses": results}
 
@@ -161,7 +175,12 @@ async def create_partitions(broker, context, request):
                 result.update(error_code=errors.INVALID_REPLICA_ASSIGNMENT, error_message=message)
                 continue
         if not request.validate_only:
-            broker.logs.add_partitions(topic.name, topic.count)
+            try:
+                broker.logs.add_partitions(topic.name, topic.count)
+            except OSError as exc:
+                message = storage_error_message(f"add partitions to {topic.name}", exc)
+                log.error("%s", message)
+                result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
     return {"throttle_time_ms": 0, "results": results}
 
 

@@ -7,7 +7,8 @@ An offset index entry maps the *last* offset of a batch to the batch's position;
 added each time more than index.interval.bytes were appended since the previous one, so a
 lookup lands at most that many bytes before the wanted batch. A time index entry holds the
 largest timestamp seen so far and the offset it was seen at. Kafka preallocates and mmaps
-these files and trims them on close; we append exact entries, which is the trimmed form.
+these files and trims them on close; we write exact entries, which is the trimmed form, so
+a file is always exactly its entries and truncating entries is truncating the file.
 """
 
 from __future__ import annotations
@@ -17,19 +18,21 @@ import os
 import struct
 from pathlib import Path
 
+from .files import FilePool, write_all
+
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
 
 class _IndexFile:
-    """The file side of an index: whole fixed-size entries, appended or rewritten."""
+    """The file side of an index: whole fixed-size entries, written at their place."""
 
     ENTRY: struct.Struct
 
-    def __init__(self, path: Path, base_offset: int):
+    def __init__(self, path: Path, base_offset: int, files: FilePool):
         self.path = path
         self.base_offset = base_offset
-        self._file = None
+        self.files = files
 
     def _read_entries(self):
         """Unpacked entries, or None when the file is missing or not whole entries."""
@@ -41,32 +44,26 @@ class _IndexFile:
             return None
         return self.ENTRY.iter_unpack(data)
 
-    def _append(self, *fields) -> None:
-        if self._file is None:
-            self._file = open(self.path, "ab", buffering=0)
-        self._file.write(self.ENTRY.pack(*fields))
+    def _write(self, number: int, *fields) -> None:
+        """Write entry `number` (0-based); the caller records it only once this returned."""
+        write_all(self.files.fd(self.path), self.ENTRY.pack(*fields), number * self.ENTRY.size)
 
-    def _rewrite(self, entries) -> None:
-        self.close()
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_bytes(b"".join(self.ENTRY.pack(*e) for e in entries))
-        os.replace(tmp, self.path)
+    def _truncate(self, count: int) -> None:
+        """Keep the first `count` entries on disk: the file is exactly the packed entries."""
+        os.ftruncate(self.files.fd(self.path), count * self.ENTRY.size)
 
     def flush(self) -> None:
-        if self._file is not None:
-            os.fsync(self._file.fileno())
+        os.fsync(self.files.fd(self.path))
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self.files.close(self.path)
 
 
 class OffsetIndex(_IndexFile):
     ENTRY = _OFFSET_ENTRY
 
-    def __init__(self, path: Path, base_offset: int):
-        super().__init__(path, base_offset)
+    def __init__(self, path: Path, base_offset: int, files: FilePool):
+        super().__init__(path, base_offset, files)
         self.offsets: list[int] = []  # absolute
         self.positions: list[int] = []
 
@@ -85,14 +82,18 @@ class OffsetIndex(_IndexFile):
         self.offsets, self.positions = offsets, positions
         return True
 
-    def reset(self) -> None:
-        self.offsets, self.positions = [], []
-        self._rewrite([])
+    def __len__(self) -> int:
+        return len(self.offsets)
 
     def append(self, offset: int, position: int) -> None:
+        self._write(len(self.offsets), offset - self.base_offset, position)
         self.offsets.append(offset)
         self.positions.append(position)
-        self._append(offset - self.base_offset, position)
+
+    def truncate_to(self, count: int) -> None:
+        """Keep the first `count` entries (reset: 0; a rolled-back append: the count before)."""
+        del self.offsets[count:], self.positions[count:]
+        self._truncate(count)
 
     def lookup(self, offset: int) -> int:
         """File position to start scanning from for `offset`."""
@@ -103,15 +104,14 @@ class OffsetIndex(_IndexFile):
         """Drop entries at or after a file position (the log was truncated there)."""
         keep = bisect.bisect_left(self.positions, position)
         if keep < len(self.positions):
-            del self.offsets[keep:], self.positions[keep:]
-            self._rewrite((o - self.base_offset, p) for o, p in zip(self.offsets, self.positions))
+            self.truncate_to(keep)
 
 
 class TimeIndex(_IndexFile):
     ENTRY = _TIME_ENTRY
 
-    def __init__(self, path: Path, base_offset: int):
-        super().__init__(path, base_offset)
+    def __init__(self, path: Path, base_offset: int, files: FilePool):
+        super().__init__(path, base_offset, files)
         self.timestamps: list[int] = []
         self.offsets: list[int] = []
 
@@ -128,9 +128,12 @@ class TimeIndex(_IndexFile):
         self.timestamps, self.offsets = timestamps, offsets
         return True
 
-    def reset(self) -> None:
-        self.timestamps, self.offsets = [], []
-        self._rewrite([])
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def truncate_to(self, count: int) -> None:
+        del self.timestamps[count:], self.offsets[count:]
+        self._truncate(count)
 
     @property
     def last_timestamp(self) -> int:
@@ -138,9 +141,9 @@ class TimeIndex(_IndexFile):
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
         if timestamp > self.last_timestamp:
+            self._write(len(self.offsets), timestamp, offset - self.base_offset)
             self.timestamps.append(timestamp)
             self.offsets.append(offset)
-            self._append(timestamp, offset - self.base_offset)
 
     def offset_before(self, timestamp: int) -> int | None:
         """The last indexed offset whose prefix is entirely older than `timestamp`."""
@@ -150,5 +153,4 @@ class TimeIndex(_IndexFile):
     def truncate_after(self, offset: int) -> None:
         keep = bisect.bisect_right(self.offsets, offset)
         if keep < len(self.offsets):
-            del self.timestamps[keep:], self.offsets[keep:]
-            self._rewrite((t, o - self.base_offset) for t, o in zip(self.timestamps, self.offsets))
+            self.truncate_to(keep)

@@ -17,6 +17,7 @@ from typing import Callable
 from ..configs import LogConfig
 from ..protocol import errors, records
 from ..protocol.records import InvalidBatch
+from .files import FilePool
 from .producer_state import ProducerStateManager
 from .segment import LogSegment
 
@@ -29,8 +30,9 @@ LEADER_EPOCH = 0  # a single node never changes leader
 
 class Log:
     def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig,
-                 clock: Callable[[], int]):
+                 clock: Callable[[], int], files: FilePool | None = None):
         self.dir = directory
+        self.files = files or FilePool()
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -54,8 +56,7 @@ class Log:
                        if (m := _SEGMENT_NAME.match(p.name)))
         for base in bases:
             created = int(os.stat(self.dir / f"{base:020d}.log").st_mtime * 1000)
-            self.segments.append(LogSegment(self.dir, base, self.config.index_interval_bytes,
-                                            created))
+            self.segments.append(self._segment(base, created))
         snapshot_offset = self._load_producer_snapshot()
         truncated = 0
         for i, segment in enumerate(self.segments):
@@ -77,8 +78,7 @@ class Log:
                 del self.segments[i + 1:]
                 break
         if not self.segments:
-            self.segments.append(LogSegment(self.dir, max(log_start_offset, 0),
-                                            self.config.index_interval_bytes, now))
+            self.segments.append(self._segment(max(log_start_offset, 0), now))
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         end = self.log_end_offset
         if self.log_start_offset > end:  # segments vanished under a later start offset
@@ -89,6 +89,10 @@ class Log:
         self._replay_producer_state(snapshot_offset)
         self.recovery_point = end if clean else min(recovery_point, end)
         return truncated
+
+    def _segment(self, base_offset: int, created_ms: int) -> LogSegment:
+        return LogSegment(self.dir, base_offset, self.config.index_interval_bytes, created_ms,
+                          self.files)
 
     def _load_producer_snapshot(self) -> int:
         path = self.dir / PRODUCER_SNAPSHOT
@@ -109,11 +113,18 @@ class Log:
                     self.producers.update(header)
 
     def write_producer_snapshot(self) -> None:
+        """Best effort: a snapshot only saves replaying batches on start, and an older one
+        stays valid (the replay starts from its offset), so a full disk is not an error."""
         path = self.dir / PRODUCER_SNAPSHOT
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"offset": self.log_end_offset,
-                                   "producers": self.producers.to_json()}))
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps({"offset": self.log_end_offset,
+                                       "producers": self.producers.to_json()}))
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            log.warning("%s-%d: producer state snapshot not written: %s", self.topic,
+                        self.partition, exc.strerror or exc)
 
     def flush(self) -> None:
         for segment in self.segments:
@@ -123,10 +134,12 @@ class Log:
         self._unflushed = 0
 
     def close(self) -> None:
-        self.flush()
-        self.write_producer_snapshot()
-        for segment in self.segments:
-            segment.close()
+        try:
+            self.flush()
+            self.write_producer_snapshot()
+        finally:
+            for segment in self.segments:
+                segment.close()
 
     def delete(self) -> None:
         for segment in self.segments:
@@ -193,11 +206,19 @@ class Log:
         header.base_offset = base
         if append_time >= 0:
             header.max_timestamp = append_time
-        self.active.append(batch, header)
+        segment = self.active
+        mark = segment.mark()
+        segment.append(batch, header)  # all or nothing
+        if self._unflushed + header.records_count >= self.config.flush_messages:
+            try:
+                self.flush()
+            except OSError:
+                # Not acknowledged, so not kept: the client's retry must not find it there.
+                segment.roll_back(mark)
+                raise
+        else:
+            self._unflushed += header.records_count
         self.producers.update(header)
-        self._unflushed += header.records_count
-        if self._unflushed >= self.config.flush_messages:
-            self.flush()
         return base, header.last_offset, append_time
 
     def _maybe_roll(self, incoming: int, now: int) -> None:
@@ -214,9 +235,8 @@ class Log:
         if self.active.size == 0:
             return
         self.active.flush()
-        self.segments.append(LogSegment(self.dir, self.log_end_offset,
-                                        self.config.index_interval_bytes,
-                                        self.clock() if now is None else now))
+        self.segments.append(self._segment(self.log_end_offset,
+                                           self.clock() if now is None else now))
         self.write_producer_snapshot()
         self.recovery_point = max(self.recovery_point, self.active.base_offset)
 
@@ -284,8 +304,9 @@ class Log:
 
     def enforce_retention(self, now: int) -> int:
         """Delete segments by retention.ms (newest record older than it) and retention.bytes.
-        The active segment is rolled first when it alone has expired, as Kafka does."""
-        if self.config.compact:
+        The active segment is rolled first when it alone has expired, as Kafka does. Only
+        logs whose cleanup.policy includes delete are cleaned this way."""
+        if not self.config.delete:
             return 0
         deleted = 0
         if self.config.retention_ms >= 0:

@@ -1,7 +1,12 @@
 """One log segment: `<base offset, 20 digits>.log` plus its .index and .timeindex.
 
 The .log file is a plain concatenation of RecordBatches exactly as Fetch serves them, so
-reads are slices of the file and Kafka's kafka-dump-log can read our segments.
+reads are slices of the file and Kafka's kafka-dump-log can read our segments. Descriptors
+are borrowed from the broker's FilePool for each call, never kept.
+
+An append is all or nothing: the batch is written at the segment's size and then indexed;
+if anything fails after the first byte reached the file, the file and both indexes are cut
+back to where they were before the error is answered, so a retried batch is stored once.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..protocol import records
+from .files import FilePool, write_all
 from .index import OffsetIndex, TimeIndex
 
 log = logging.getLogger("kctl.broker.storage")
@@ -23,6 +29,17 @@ def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+@dataclass(frozen=True, slots=True)
+class AppendMark:
+    """A segment's state before an append, to roll back to."""
+    size: int
+    next_offset: int
+    max_timestamp: int
+    bytes_since_index: int
+    index_entries: int
+    time_index_entries: int
+
+
 @dataclass(slots=True)
 class RecoveryResult:
     valid_bytes: int
@@ -32,19 +49,22 @@ class RecoveryResult:
 
 class LogSegment:
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
-                 created_ms: int):
+                 created_ms: int, files: FilePool):
         self.base_offset = base_offset
+        self.files = files
         self.path = directory / file_name(base_offset, ".log")
-        self.index = OffsetIndex(directory / file_name(base_offset, ".index"), base_offset)
-        self.time_index = TimeIndex(directory / file_name(base_offset, ".timeindex"), base_offset)
+        self.index = OffsetIndex(directory / file_name(base_offset, ".index"), base_offset, files)
+        self.time_index = TimeIndex(directory / file_name(base_offset, ".timeindex"),
+                                    base_offset, files)
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
-        self._file = open(self.path, "a+b", buffering=0)
-        self._fd = self._file.fileno()
-        self.size = os.fstat(self._fd).st_size
+        self.size = os.fstat(self._fd()).st_size
         self.next_offset = base_offset
         self.max_timestamp = -1
         self._bytes_since_index = 0
+
+    def _fd(self) -> int:
+        return self.files.fd(self.path)
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -71,15 +91,15 @@ class LogSegment:
     def recover(self, max_message_bytes: int) -> RecoveryResult:
         """Validate every batch (size, magic, CRC, offsets), rebuild the indexes and cut
         the file at the first invalid byte, as Kafka's LogSegment.recover does."""
-        self.index.reset()
-        self.time_index.reset()
+        self.index.truncate_to(0)
+        self.time_index.truncate_to(0)
         self._bytes_since_index = 0
         self.next_offset = self.base_offset
         self.max_timestamp = -1
         headers = []
         position = 0
         while position < self.size:
-            head = os.pread(self._fd, records.HEADER_SIZE, position)
+            head = os.pread(self._fd(), records.HEADER_SIZE, position)
             if len(head) < records.HEADER_SIZE:
                 break
             header = records.read_header(head)
@@ -88,7 +108,7 @@ class LogSegment:
                     or position + header.size > self.size
                     or header.base_offset < self.next_offset):
                 break
-            batch = os.pread(self._fd, header.size, position)
+            batch = os.pread(self._fd(), header.size, position)
             if not records.crc_ok(batch, 0, header):
                 break
             self._index_batch(header, position)
@@ -96,12 +116,12 @@ class LogSegment:
             position += header.size
         truncated = self.size - position
         if truncated:
-            os.ftruncate(self._fd, position)
+            os.ftruncate(self._fd(), position)
             self.size = position
         return RecoveryResult(position, truncated, headers)
 
     def _peek(self, position: int):
-        head = os.pread(self._fd, _PEEK, position)
+        head = os.pread(self._fd(), _PEEK, position)
         if len(head) < _PEEK:
             return None
         base_offset, length = records._OFFSET_AND_LENGTH.unpack_from(head, 0)
@@ -112,18 +132,33 @@ class LogSegment:
 
     # -- writing ----------------------------------------------------------------------------
 
+    def mark(self) -> AppendMark:
+        return AppendMark(self.size, self.next_offset, self.max_timestamp,
+                          self._bytes_since_index, len(self.index), len(self.time_index))
+
     def append(self, batch, header: records.BatchHeader) -> None:
-        position = self.size
+        """Write and index one batch, or leave the segment exactly as it was and raise."""
+        mark = self.mark()
         try:
-            written = os.write(self._fd, batch)
-            if written != len(batch):
-                raise OSError(28, "short write (disk full?)")
-        except OSError:
-            # Disk full or I/O error: cut the partial batch so the log stays valid.
-            os.ftruncate(self._fd, position)
+            write_all(self._fd(), batch, mark.size)
+            self.size += len(batch)
+            self._index_batch(header, mark.size)
+        except BaseException:
+            self.roll_back(mark)
             raise
-        self.size += len(batch)
-        self._index_batch(header, position)
+
+    def roll_back(self, mark: AppendMark) -> None:
+        """Undo appends made since `mark`: in memory first, so that even if cutting the
+        files fails the next append overwrites the bytes (recovery cuts any leftover)."""
+        self.size, self.next_offset, self.max_timestamp = mark.size, mark.next_offset, mark.max_timestamp
+        self._bytes_since_index = mark.bytes_since_index
+        try:
+            os.ftruncate(self._fd(), mark.size)
+            self.index.truncate_to(mark.index_entries)
+            self.time_index.truncate_to(mark.time_index_entries)
+        except OSError as exc:
+            log.error("cannot cut %s back to %d bytes after a failed append: %s",
+                      self.path, mark.size, exc.strerror or exc)
 
     def _index_batch(self, header: records.BatchHeader, position: int) -> None:
         if self._bytes_since_index >= self.index_interval_bytes or not self.index.offsets:
@@ -141,21 +176,21 @@ class LogSegment:
         position = self.position_of(offset)
         if position is None:
             return
-        os.ftruncate(self._fd, position)
+        os.ftruncate(self._fd(), position)
         self.size = position
         self.index.truncate_after(position)
         self.time_index.truncate_after(offset - 1)
         self.next_offset = offset
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        os.fsync(self._fd())
         self.index.flush()
         self.time_index.flush()
 
     def close(self) -> None:
         self.index.close()
         self.time_index.close()
-        self._file.close()
+        self.files.close(self.path)
 
     def delete(self) -> None:
         self.close()
@@ -184,7 +219,7 @@ class LogSegment:
         position = self.position_of(offset)
         if position is None:
             return b"", True
-        data = os.pread(self._fd, min(max_bytes, self.size - position), position)
+        data = os.pread(self._fd(), min(max_bytes, self.size - position), position)
         end = 0
         while end + records.LOG_OVERHEAD <= len(data):
             length = int.from_bytes(data[end + 8:end + 12], "big")
@@ -196,16 +231,17 @@ class LogSegment:
             if not min_one or peek is None:
                 return b"", False
             size = records.LOG_OVERHEAD + peek[1]
-            return os.pread(self._fd, size, position), position + size >= self.size
+            return os.pread(self._fd(), size, position), position + size >= self.size
         return (data[:end] if end < len(data) else data), position + end >= self.size
 
     def batches_from(self, offset: int):
         """Yield (batch bytes, header) from the batch holding `offset` to the end."""
         position = self.position_of(offset)
         while position is not None and position < self.size:
-            head = os.pread(self._fd, records.HEADER_SIZE, position)
+            # Borrowed again on every step: the caller may touch other files in between.
+            head = os.pread(self._fd(), records.HEADER_SIZE, position)
             header = records.read_header(head)
-            yield os.pread(self._fd, header.size, position), header
+            yield os.pread(self._fd(), header.size, position), header
             position += header.size
 
     def find_offset_by_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
