@@ -268,6 +268,33 @@ def describe_topics(
     return found, errors
 
 
+def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]) -> list[str]:
+    """Topics whose cleanup.policy includes compact while a broker holding their replicas
+    runs no log cleaner (log.cleaner.enable=false, as kctl's bundled broker reports): their
+    records are never compacted. Best effort: configs that cannot be read count as fine."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    from kctl.admin.partitions import request_topic_configs
+
+    results = session.wait_all(request_topic_configs(session, [t.name for t in topics]), "describe topic configs")
+    compacted = set()
+    for resource, result in results.items():
+        entry = None if isinstance(result, KctlError) else result.get("cleanup.policy")
+        if entry is not None and "compact" in (entry.value or ""):
+            compacted.add(resource.name)
+    if not compacted:
+        return []
+    replicas_of = {t.name: {r for p in t.partitions for r in p.replicas} for t in topics if t.name in compacted}
+    brokers = sorted(set().union(*replicas_of.values()))
+    futures = session.client.describe_configs([ConfigResource(ResourceType.BROKER, str(b)) for b in brokers], request_timeout=session.timeout)
+    cleaner_off = set()
+    for resource, result in session.wait_all(futures, "describe broker configs").items():
+        entry = None if isinstance(result, KctlError) else result.get("log.cleaner.enable")
+        if entry is not None and entry.value == "false":
+            cleaner_off.add(int(resource.name))
+    return sorted(name for name, replicas in replicas_of.items() if replicas & cleaner_off)
+
+
 def create_topics(
     session: AdminSession,
     specs: Sequence[NewTopicSpec],

@@ -12,6 +12,7 @@ import asyncio
 import errno
 import logging
 import struct
+import time
 from dataclasses import dataclass
 
 from .broker import Broker
@@ -39,6 +40,8 @@ class BrokerServer:
         self.broker = broker
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task] = set()
+        self._accept_error_logged = -1e9
+        self._refused_accepts = 0
 
     async def start(self) -> None:
         config = self.broker.config
@@ -52,10 +55,16 @@ class BrokerServer:
     def _loop_exception(self, loop, context: dict) -> None:
         exc = context.get("exception")
         if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
-            # asyncio pauses accepting for a second; give it descriptors to accept with.
-            closed = self.broker.logs.files.shrink()
-            log.error("out of file descriptors accepting a connection (%s); closed %d "
-                      "idle log files", exc.strerror, closed)
+            # asyncio retries accept() a second later; give it descriptors to accept with.
+            # It reports every pending connection, so one line per 10 s is enough.
+            self.broker.logs.files.shrink()
+            self._refused_accepts += 1
+            now = time.monotonic()
+            if now - self._accept_error_logged >= 10:
+                log.error("out of file descriptors: %d connection(s) not accepted yet (%s); "
+                          "raise `ulimit -n` or close idle clients", self._refused_accepts,
+                          exc.strerror)
+                self._accept_error_logged, self._refused_accepts = now, 0
             return
         loop.default_exception_handler(context)
 

@@ -128,7 +128,9 @@ def describe(app: App, names, detail):
     OFFLINE-REPLICAS are replicas on brokers that are not alive. LOG-START-OFFSET and
     LOG-END-OFFSET bound the records stored. --detail adds the leader replica's size on
     disk and the replicas being added and removed by a reassignment (null in JSON
-    without it). JSON output is always a list, one object per topic.
+    without it). JSON output is always a list, one object per topic. A compacted topic
+    on brokers whose log cleaner is off (log.cleaner.enable=false, as on the bundled
+    broker) gets a note on stderr: its records are not compacted.
 
     \b
     Examples:
@@ -136,7 +138,7 @@ def describe(app: App, names, detail):
       kctl topic describe orders --detail
       kctl topic describe orders payments -o json
     """
-    from kctl.admin.topics import describe_topics
+    from kctl.admin.topics import describe_topics, uncompacted_topics
 
     found, errors = describe_topics(app.session, names, detail=detail)
     if errors and not found:
@@ -148,6 +150,9 @@ def describe(app: App, names, detail):
     if detail:
         table = TableSpec(PARTITION_TABLE.columns + DETAIL_COLUMNS)
         spec = DocumentSpec(fields=TOPIC_DOCUMENT.fields, sections=(Section("partitions", "PARTITIONS", table),))
+    for name in uncompacted_topics(app.session, found):
+        app.note(f"note: {name} has cleanup.policy=compact but its brokers run no log cleaner "
+                 "(log.cleaner.enable=false): its records are not compacted")
     report_documents(app, found, errors, spec, "describe topics", len(names))
 
 

@@ -9,6 +9,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -109,6 +110,43 @@ def test_ten_thousand_partitions_under_ulimit_1024(tmp_path):
         _exactly_once(acked, stored)
         assert "Too many open files" not in process.log_path.read_text()
     finally:
+        process.stop()
+
+
+def test_running_out_of_descriptors_is_retriable_and_loses_nothing(tmp_path):
+    """Under `ulimit -n 64` idle client sockets take every descriptor the pool left free:
+    accept() and log files fail with EMFILE, the broker says so in one line (no traceback),
+    produce requests get a retriable error, and once the sockets go every record the
+    producer retried is stored exactly once."""
+    process = BrokerProcess(tmp_path / "data", preexec_fn=_limit_open_files(64))
+    process.start()
+    hogs = []
+    try:
+        _create(process.bootstrap, "few", 40)
+        producer = Producer({"bootstrap.servers": process.bootstrap, "acks": "all",
+                             "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 60000})
+        acked = []
+        report = lambda err, msg: acked.append(msg.value()) if err is None else None
+        producer.produce("few", b"first", partition=0, on_delivery=report)
+        assert producer.flush(10) == 0  # connected before the descriptors run out
+        host, port = process.bootstrap.rsplit(":", 1)
+        for _ in range(80):
+            hogs.append(socket.create_connection((host, int(port)), timeout=5))
+        for i in range(400):
+            producer.produce("few", b"r%03d" % i, partition=i % 40, on_delivery=report)
+        producer.poll(2.0)
+        for hog in hogs:
+            hog.close()
+        hogs.clear()
+        assert producer.flush(60) == 0
+        assert len(acked) == 401
+        _exactly_once(acked, _read_all(process.bootstrap, "few", 40, len(acked)))
+        log = process.log_path.read_text()
+        assert "out of file descriptors" in log or "Too many open files" in log
+        assert "Traceback" not in log
+    finally:
+        for hog in hogs:
+            hog.close()
         process.stop()
 
 

@@ -138,9 +138,10 @@ class LogSegment:
 
     def append(self, batch, header: records.BatchHeader) -> None:
         """Write and index one batch, or leave the segment exactly as it was and raise."""
+        fd = self._fd()  # out of descriptors: nothing written yet, nothing to undo
         mark = self.mark()
         try:
-            write_all(self._fd(), batch, mark.size)
+            write_all(fd, batch, mark.size)
             self.size += len(batch)
             self._index_batch(header, mark.size)
         except BaseException:
