@@ -571,7 +571,7 @@ complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -s 't' -l 'topic' -
 complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -l 'all-topics' -d 'Every partition the group has committed offsets for.'
 complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -l 'execute' -d 'Apply the plan (without it: a dry run).'
 complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -l 'allow-new-group' -d 'Create the group if it does not exist.'
-complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -l 'undo' -x -d 'Restore the offsets a journaled reset replaced (GROUP is ignored).'
+complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -l 'undo' -x -d 'Restore the offsets a journaled reset replaced; a partition that had none gets i'
 complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -s 'y' -l 'yes' -d 'Do not ask for confirmation (required without a terminal).'
 complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -s 'b' -l 'bootstrap-server' -x -d 'Brokers to bootstrap from. [env: KCTL_BOOTSTRAP_SERVERS]'
 complete -c kctl -n '__kctl_at \'kctl group reset-offsets\'' -l 'context' -x -a '(__kctl_contexts)' -d 'Use this context. [env: KCTL_CONTEXT]'

@@ -44,7 +44,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.NOT_FOUND: "a named topic, group, broker or context does not exist",
     ExitCode.ALREADY_EXISTS: "the resource to create already exists",
     ExitCode.ABORTED: "not confirmed: declined at the prompt, or --yes missing without a terminal",
-    ExitCode.GROUP_ACTIVE: "offset reset refused: the group has active members",
+    ExitCode.GROUP_ACTIVE: "refused: the group has active members (offset reset, group delete, offset delete)",
     ExitCode.RESET_INCOMPLETE: "offset reset not (fully) applied: the broker refused or the read-back differs",
     ExitCode.USAGE: "malformed command line: unknown option, bad flag value",
     ExitCode.INVALID: "the request or input is invalid (topic name, config, replication factor, file)",
@@ -83,6 +83,11 @@ class AlreadyExistsError(KctlError):
 
 class AbortedError(KctlError):
     exit_code = ExitCode.ABORTED
+
+
+class GroupActiveError(KctlError):
+    """What a group with live members refuses: resets, deletion, deleting offsets in use."""
+    exit_code = ExitCode.GROUP_ACTIVE
 
 
 class InvalidError(KctlError):

@@ -138,6 +138,9 @@ class _Run:
         self.unassigned_since = time.monotonic()
         self.partitions_seen: set[Key] = set()
         self.commit_error: str | None = None
+        # The KIP-848 protocol and the cooperative classic assignor hand out and take back
+        # partitions incrementally; eager assignors hand out the whole assignment each time.
+        self.incremental = False
 
     def on_commit(self, error: Any, partitions: list) -> None:
         """librdkafka's commit callback, served while consuming and in close() (the final
@@ -171,16 +174,26 @@ class _Run:
         return chosen
 
     def on_assign(self, consumer: Any, partitions: list) -> None:
-        consumer.assign(self.start_partitions([(tp.topic, tp.partition) for tp in partitions]))
+        chosen = self.start_partitions([(tp.topic, tp.partition) for tp in partitions])
+        if self.incremental:  # `partitions` are only the ones added
+            consumer.incremental_assign(chosen)
+        else:
+            consumer.assign(chosen)
         self.assigned = True
 
     def on_revoke(self, consumer: Any, partitions: list) -> None:
         # A rebalance: wait for the next assignment rather than ending with nothing live.
         for tp in partitions:
             self.live.discard((tp.topic, tp.partition))
+        if self.incremental:  # only the ones taken away; start_partitions skipped empty ones
+            mine = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+            consumer.incremental_unassign([tp for tp in partitions if (tp.topic, tp.partition) in mine])
+            if consumer.assignment():
+                return
+        else:
+            consumer.unassign()
         self.assigned = False
         self.unassigned_since = time.monotonic()
-        consumer.unassign()
 
     def finish(self, key: Key) -> None:
         from confluent_kafka import TopicPartition
@@ -213,6 +226,8 @@ def consume(
     explicit = any(s.ranges for s in options.selectors)
     run = _Run(session, options)
     config = consumer_config(session, options)
+    run.incremental = (str(config.get("group.protocol", "classic")).lower() == "consumer"
+                       or "cooperative" in str(config.get("partition.assignment.strategy", "")))
     config["on_commit"] = run.on_commit
     consumer = run.consumer = build_client(Consumer, config, "consumer")
     started = time.monotonic()

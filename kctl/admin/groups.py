@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kctl.admin.session import AdminSession
-from kctl.errors import ExitCode, KctlError, NotFoundError
+from kctl.errors import GroupActiveError, KctlError, NotFoundError
 
 # ConsumerGroupState names as Kafka prints them.
 _STATES = {
@@ -483,7 +483,7 @@ def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Group
             if "GROUP_ID_NOT_FOUND" in outcome.message:
                 outcome = NotFoundError(f"unable to delete group {group_id}: GROUP_ID_NOT_FOUND: no such group")
             elif "NON_EMPTY_GROUP" in outcome.message:
-                outcome = KctlError(
+                outcome = GroupActiveError(
                     f"unable to delete group {group_id}: NON_EMPTY_GROUP: the group has active members",
                     hint="stop its consumers first; kctl group describe lists them",
                 )
@@ -543,7 +543,7 @@ def delete_offsets(
             continue
         failure = for_code(error, f"delete the offset of group {group} for {topic}-{partition}")
         if kafka_error_name(error) == "GROUP_SUBSCRIBED_TO_TOPIC":
-            failure = KctlError(failure.message, hint="a member of the group consumes this topic; stop it first", exit_code=ExitCode.GROUP_ACTIVE)
+            failure = GroupActiveError(failure.message, hint="a member of the group consumes this topic; stop it first")
         errors[f"{topic}-{partition}"] = failure
         rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="failed", error=failure.message))
     return rows, errors

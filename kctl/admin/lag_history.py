@@ -6,12 +6,17 @@ partition to a state file, so cron jobs build the window Burrow and kafka-lag-ex
 keep in memory. The file is JSON, replaced atomically under a lock.
 
 Status rules (Burrow's, adapted; kctl has no commit timestamps, so a partition whose
-commit does not move is STOP when the group has no members and STALL when it has):
+commit does not move is STOP when the group has no members and STALL when it has). As in
+Burrow, no verdict is reached before the window holds its samples: until then a partition
+is OK (thresholds still apply).
   REWIND  the committed offset went backwards within the window
   STOP    lag > 0 throughout and the commit never moved, no members
   STALL   the same with members (they consume without committing progress)
   WARN    lag grew between every pair of samples while commits moved
   OK      otherwise, and whenever lag reached 0 in the window
+A partition with no committed offset has no lag; it is judged by its backlog (records
+between the log start and end): with records waiting and no commit through the whole
+window it is STOP or STALL, and the lag thresholds apply to the backlog.
 """
 
 from __future__ import annotations
@@ -90,7 +95,15 @@ def interpolated_lag_seconds(history: Sequence[Sample], committed: int | None, n
     return None
 
 
-def partition_status(window: Sequence[Sample], members: int) -> str:
+def partition_status(window: Sequence[Sample], members: int, size: int, backlog: int = 0) -> str:
+    """The verdict of the last `size` samples (`window` holds at most that many); `backlog`
+    is what waits in a partition that has no committed offset now."""
+    if len(window) < size:
+        return "OK"
+    if all(s.committed is None for s in window):
+        if backlog <= 0:
+            return "OK"
+        return "STALL" if members else "STOP"
     samples = [s for s in window if s.committed is not None and s.log_end is not None]
     if len(samples) < 2:
         return "OK"
@@ -132,6 +145,13 @@ class GroupStatus:
     partitions: tuple[PartitionStatus, ...]
 
 
+def _backlog(p) -> int | None:
+    """Records waiting in a partition without a committed offset (None when it has one)."""
+    if p.committed is not None or p.log_start is None or p.log_end is None:
+        return None
+    return max(0, p.log_end - p.log_start)
+
+
 def judge(
     groups: Sequence,
     histories: Mapping[tuple[str, str, int], Sequence[Sample]],
@@ -148,13 +168,17 @@ def judge(
         rows = []
         for p in g.partitions:
             series = list(histories.get((p.group, p.topic, p.partition), []))[-window:]
-            status, reason = partition_status(series, g.members), None
+            backlog = _backlog(p)
+            status, reason = partition_status(series, g.members, window, backlog or 0), None
             if status != "OK":
                 reason = {"REWIND": "committed offset went backwards", "STOP": "no progress and no members", "STALL": "members commit no progress", "WARN": "lag grew in every sample"}[status]
+                if backlog is not None:
+                    reason = f"no committed offset while {backlog} record(s) wait" + ("" if g.members else " and no members")
+            lag = p.lag if backlog is None else backlog
             for limit, level, value, what in (
-                (crit_lag, "ERR", p.lag, "lag"),
+                (crit_lag, "ERR", lag, "lag"),
                 (crit_seconds, "ERR", p.lag_seconds, "lag seconds"),
-                (warn_lag, "WARN", p.lag, "lag"),
+                (warn_lag, "WARN", lag, "lag"),
                 (warn_seconds, "WARN", p.lag_seconds, "lag seconds"),
             ):
                 if limit is not None and value is not None and value >= limit and SEVERITY[level] > SEVERITY[status]:

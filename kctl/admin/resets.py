@@ -22,13 +22,9 @@ from pathlib import Path
 
 from kctl.admin.session import AdminSession
 from kctl.config.file import state_dir
-from kctl.errors import ExitCode, KctlError, NotFoundError, UsageError
+from kctl.errors import ExitCode, GroupActiveError, KctlError, NotFoundError, UsageError
 
 INACTIVE_STATES = ("Empty", "Dead")
-
-
-class GroupActiveError(KctlError):
-    exit_code = ExitCode.GROUP_ACTIVE
 
 
 class ResetIncompleteError(KctlError):
@@ -51,7 +47,8 @@ class PlannedReset:
     topic: str
     partition: int
     current: int | None
-    new: int
+    # None only when an undo restores "no committed offset" (the offset is deleted).
+    new: int | None
     # new - current (None without a current commit); negative re-consumes, positive skips.
     delta: int | None
     log_start: int
@@ -235,14 +232,17 @@ def read_journal(directory: Path, journal_id: str) -> dict:
 
 
 def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
-    """Commit the new offsets, one request per group, then read them back."""
+    """Commit the new offsets, one request per group (and delete those planned as "no
+    committed offset"), then read them back."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
     from kctl.admin.groups import committed_offsets
 
     by_group: dict[str, list[PlannedReset]] = {}
     for p in plans:
-        by_group.setdefault(p.group, []).append(p)
+        if p.new is not None:
+            by_group.setdefault(p.group, []).append(p)
+    _forget(session, [p for p in plans if p.new is None])
     futures = {}
     for group, items in by_group.items():
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(p.topic, p.partition, p.new) for p in items])
@@ -266,7 +266,7 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
             f"unable to reset offsets of group {group}: the broker refused the commit: {error.message.removeprefix('unable to commit offsets: ')}",
             hint="a consumer may have joined the group; nothing is reported as reset",
         )
-    after = committed_offsets(session, list(by_group))
+    after = committed_offsets(session, sorted({p.group for p in plans}))
     wrong = [
         p for p in plans if isinstance(after[p.group], KctlError) or after[p.group].get((p.topic, p.partition), (None,))[0] != p.new
     ]
@@ -275,9 +275,24 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
         raise ResetIncompleteError(f"unable to verify the reset of group {p.group}: {p.topic}-{p.partition} is not at {p.new} ({len(wrong)} partition(s) differ)")
 
 
-def undo_plan(session: AdminSession, entry: dict) -> tuple[list[PlannedReset], list[PlannedReset]]:
-    """Plans restoring a journal's old offsets, and the partitions that cannot be restored
-    (they had no commit before; librdkafka cannot delete a committed offset)."""
+def _forget(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
+    """Delete the committed offsets of partitions that had none before (OffsetDelete)."""
+    from kctl.admin.groups import delete_offsets
+
+    by_group: dict[str, dict[str, list[int]]] = {}
+    for p in plans:
+        by_group.setdefault(p.group, {}).setdefault(p.topic, []).append(p.partition)
+    for group, topics in by_group.items():
+        _rows, errors = delete_offsets(session, group, [(t, tuple(ps)) for t, ps in topics.items()])
+        if errors:
+            error = next(iter(errors.values()))
+            kind = GroupActiveError if error.exit_code == ExitCode.GROUP_ACTIVE else ResetIncompleteError
+            raise kind(f"unable to reset offsets of group {group}: {error.message.removeprefix('unable to ')}")
+
+
+def undo_plan(session: AdminSession, entry: dict) -> list[PlannedReset]:
+    """Plans restoring a journal's old offsets; a partition that had no committed offset
+    before gets new=None: its offset is deleted, so it starts from auto.offset.reset again."""
     from kctl.admin.groups import committed_offsets, describe_raw, log_offsets, state_name
 
     recorded = [PlannedReset(**p) for p in entry["partitions"]]
@@ -291,15 +306,16 @@ def undo_plan(session: AdminSession, entry: dict) -> tuple[list[PlannedReset], l
             raise GroupActiveError(f"unable to undo the reset of group {group}: the group is {state}; stop its consumers first")
     committed = committed_offsets(session, groups)
     log = log_offsets(session, sorted({(p.topic, p.partition) for p in recorded}), "read_uncommitted")
-    restorable, lost = [], []
+    plans = []
     for p in recorded:
-        if p.current is None:
-            lost.append(p)
-            continue
         now = committed[p.group].get((p.topic, p.partition), (None,))[0] if not isinstance(committed[p.group], KctlError) else None
         start, end = log[(p.topic, p.partition)]
-        restorable.append(plan_partition(p.group, p.topic, p.partition, now, start, end, ResetSpec(mode="offset", value=p.current)))
-    return restorable, lost
+        if p.current is None:
+            plans.append(PlannedReset(group=p.group, topic=p.topic, partition=p.partition, current=now, new=None,
+                                      delta=None, log_start=start, log_end=end, note="restore_no_commit"))
+        else:
+            plans.append(plan_partition(p.group, p.topic, p.partition, now, start, end, ResetSpec(mode="offset", value=p.current)))
+    return plans
 
 
 # -- Kafka's CSV files ----------------------------------------------------------------------

@@ -301,7 +301,10 @@ def status(app: App, groups, all_, window, warn_lag, crit_lag, warn_seconds, cri
     Each run adds a sample to the history and judges each partition by the last
     --window samples: REWIND (the commit went backwards), STOP (lag, no progress, no
     members), STALL (lag, no progress, members present), WARN (lag grew in every
-    sample), else OK. --warn-*/--crit-* thresholds escalate to WARN/ERR. Exit status:
+    sample), else OK; until the window has its samples a partition is OK. A partition
+    without a committed offset is judged by its backlog (records waiting): STOP/STALL
+    when records wait through the whole window, and the lag thresholds apply to it.
+    --warn-*/--crit-* thresholds escalate to WARN/ERR. Exit status:
     0 OK, 1 WARN, 2 ERR/STOP/STALL/REWIND, 3 when the state could not be read. Run it
     from cron: the history builds up between runs.
 
@@ -409,7 +412,7 @@ def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_
 @click.option("--all-topics", is_flag=True, help="Every partition the group has committed offsets for.")
 @click.option("--execute", is_flag=True, help="Apply the plan (without it: a dry run).")
 @click.option("--allow-new-group", is_flag=True, help="Create the group if it does not exist.")
-@click.option("--undo", "undo", metavar="last|ID", help="Restore the offsets a journaled reset replaced (GROUP is ignored).")
+@click.option("--undo", "undo", metavar="last|ID", help="Restore the offsets a journaled reset replaced; a partition that had none gets its offset deleted (GROUP is ignored).")
 @yes_option
 @global_options
 @pass_app
@@ -444,9 +447,7 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
         entry = read_journal(journal_dir(app.env), undo)
         if entry.get("bootstrap") != app.settings.bootstrap_servers:
             raise click.UsageError(f"reset {entry['id']} was made against {entry.get('bootstrap')}, not {app.settings.bootstrap_servers}; pass -b {entry.get('bootstrap')}")
-        plans, lost = undo_plan(app.session, entry)
-        for p in lost:
-            app.warn(f"{p.group} {p.topic}-{p.partition} had no committed offset before reset {entry['id']}; it keeps {p.new}")
+        plans = undo_plan(app.session, entry)
         app.note(f"undoing reset {entry['id']} ({entry.get('command', '')})")
     elif from_file is not None:
         if topics or all_topics or any((to_earliest, to_latest, to_current, to_offset is not None, shift_by is not None, to_datetime, by_duration, to_group)):

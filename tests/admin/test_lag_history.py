@@ -35,15 +35,35 @@ def test_interpolation_between_samples():
         (window((0, 10, 20), (1, 10, 30), (2, 10, 40)), 2, "STALL"),
         (window((0, 10, 20), (1, 12, 30), (2, 14, 40)), 1, "WARN"),
         (window((0, 10, 20), (1, 30, 30), (2, 31, 40)), 1, "OK"),
-        (window((0, 10, 20)), 0, "OK"),
+        (window((0, 10, 20), (1, 10, 20)), 0, "STOP"),
+        # No commit: judged by what waits (a backlog of 50 here).
+        (window((0, None, 50), (1, None, 60)), 1, "STALL"),
+        (window((0, None, 50), (1, None, 60)), 0, "STOP"),
     ],
 )
 def test_partition_status(samples, members, expected):
-    assert partition_status(samples, members) == expected
+    assert partition_status(samples, members, len(samples), backlog=50) == expected
+
+
+def test_no_verdict_before_the_window_has_its_samples():
+    stuck = window((0, 10, 20), (1, 10, 30), (2, 10, 40))
+    assert partition_status(stuck, 1, 10) == "OK"
+    assert partition_status(stuck, 1, 3) == "STALL"
+    assert partition_status(window((0, None, 5), (1, None, 9)), 1, 2, backlog=0) == "OK"
+
+
+def test_a_partition_without_commit_is_judged_by_its_backlog():
+    partition = SimpleNamespace(group="g", topic="t", partition=0, committed=None, log_start=6, log_end=100, lag=None, lag_seconds=None)
+    group = SimpleNamespace(group="g", state="Stable", members=1, lag_sum=0, partitions=[partition])
+    histories = {("g", "t", 0): window((0, None, 94), (1, None, 100))}
+    (verdict,) = judge([group], histories, window=2)
+    assert (verdict.status, verdict.partitions[0].reason) == ("STALL", "no committed offset while 94 record(s) wait")
+    (verdict,) = judge([group], histories, window=10, warn_lag=50)
+    assert (verdict.status, verdict.partitions[0].reason) == ("WARN", "lag 94 >= 50")
 
 
 def test_thresholds_escalate():
-    partition = SimpleNamespace(group="g", topic="t", partition=0, lag=500, lag_seconds=30.0)
+    partition = SimpleNamespace(group="g", topic="t", partition=0, committed=30, log_start=0, log_end=530, lag=500, lag_seconds=30.0)
     group = SimpleNamespace(group="g", state="Stable", members=1, lag_sum=500, partitions=[partition])
     histories = {("g", "t", 0): window((0, 10, 20), (1, 30, 40))}
     (verdict,) = judge([group], histories, window=10)

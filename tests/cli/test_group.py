@@ -89,8 +89,8 @@ def test_active_group_shows_members_and_partitions_without_commit(kctl, cluster,
         assert d["protocol"] in ("range", "roundrobin", "cooperative-sticky")
 
         refused = kctl("-b", cluster.bootstrap, "group", "delete", group, "--yes")
-        assert refused.exit_code != 0
-        assert "NON_EMPTY_GROUP" in refused.stderr
+        assert refused.exit_code == ExitCode.GROUP_ACTIVE
+        assert refused.stderr.startswith(f"error: unable to delete group {group}: NON_EMPTY_GROUP: the group has active members\n")
     finally:
         consumer.close()
 
@@ -239,7 +239,11 @@ def test_status_from_history_and_interpolated_time_lag(kctl, cluster, topic, uni
     for _ in range(10):
         producer.produce(topic, value=b"more", partition=0)
     assert producer.flush(30) == 0
-    second = kctl("-b", cluster.bootstrap, "group", "status", group, *state, "-o", "json")
+    # Two samples are not the default window of 10: no verdict yet.
+    early = kctl("-b", cluster.bootstrap, "group", "status", group, *state, "-o", "json")
+    assert early.exit_code == 0, early.stdout
+    assert [(p["status"], p["samples"]) for p in json.loads(early.stdout)[0]["partitions"]][0] == ("OK", 2)
+    second = kctl("-b", cluster.bootstrap, "group", "status", group, *state, "--window", "3", "-o", "json")
     assert second.exit_code == ExitCode.CRITICAL
     (verdict,) = json.loads(second.stdout)
     assert verdict["status"] == "STOP"
@@ -257,6 +261,35 @@ def test_status_from_history_and_interpolated_time_lag(kctl, cluster, topic, uni
     for _ in range(2):
         ok = kctl("-b", cluster.bootstrap, "group", "status", consumer_group, *state)
     assert ok.exit_code == 0, ok.stdout + ok.stderr
+
+
+def test_status_judges_partitions_without_commit_by_their_backlog(kctl, cluster, topic, unique_name, tmp_path):
+    """A live member that never commits, with 10 and 20 records waiting: once the window
+    is full the partitions are STALL, and lag thresholds apply to the backlog."""
+    group = unique_name("g")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "latest"})
+    consumer.subscribe([topic])
+    state = ["--state-file", str(tmp_path / "lag.json")]
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        first = kctl("-b", cluster.bootstrap, "group", "status", group, *state, "--window", "2", "-o", "json")
+        assert first.exit_code == 0, first.stdout  # one sample: no verdict yet
+        second = kctl("-b", cluster.bootstrap, "group", "status", group, *state, "--window", "2", "-o", "json")
+        assert second.exit_code == ExitCode.CRITICAL
+        (verdict,) = json.loads(second.stdout)
+        assert [(p["partition"], p["status"], p["reason"]) for p in verdict["partitions"]] == [
+            (0, "STALL", "no committed offset while 10 record(s) wait"),
+            (1, "STALL", "no committed offset while 20 record(s) wait"),
+        ]
+        warned = kctl("-b", cluster.bootstrap, "group", "status", group, *state, "--warn-lag", "15", "-o", "json")
+        assert warned.exit_code == 1
+        assert [(p["status"], p["reason"]) for p in json.loads(warned.stdout)[0]["partitions"]] == [
+            ("OK", None), ("WARN", "lag 20 >= 15")]
+    finally:
+        consumer.close()
 
 
 def test_watch_streams_rates_as_jsonl(kctl, cluster, topic, unique_name):

@@ -160,8 +160,24 @@ def test_jsonl_envelope_matches_what_a_client_reads(kctl, cluster, topic):
 # -- consume positions, limits, filters ------------------------------------------------------
 
 
-def values(kctl, cluster, *args):
-    result = kctl("-b", cluster.bootstrap, "record", "consume", *args, "--format", r"%p:%o\n")
+# How a group hands out partitions: classic eager (kctl's default), classic cooperative,
+# and Kafka 4's consumer protocol (KIP-848); the last two add and take back partitions
+# incrementally, so kctl must assign incrementally too.
+GROUP_PROTOCOLS = {
+    "classic": {},
+    "cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
+    "consumer": {"group.protocol": "consumer"},
+}
+
+
+def protocol_flags(cluster, protocol: str) -> list[str]:
+    if protocol == "consumer" and cluster.backend == "bundled":
+        pytest.skip("the bundled broker has no KIP-848 consumer protocol (its README says so)")
+    return [arg for k, v in GROUP_PROTOCOLS[protocol].items() for arg in ("-X", f"{k}={v}")]
+
+
+def values(kctl, cluster, *args, flags=()):
+    result = kctl("-b", cluster.bootstrap, *flags, "record", "consume", *args, "--format", r"%p:%o\n")
     assert result.exit_code == 0, result.stderr
     return result.stdout.split()
 
@@ -191,17 +207,19 @@ def test_max_records_and_filters(kctl, cluster, topic):
     assert result.stderr == "consumed 3 record(s) from 1 partition(s) (7 filtered out)\n"
 
 
-def test_group_commits_what_was_written(kctl, cluster, topic, unique_name):
+@pytest.mark.parametrize("protocol", GROUP_PROTOCOLS)
+def test_group_commits_what_was_written(kctl, cluster, topic, unique_name, protocol):
     fill(cluster.bootstrap, topic)
     group = unique_name("g")
-    first = values(kctl, cluster, f"{topic}:2", "--group", group, "-n", "5")
+    flags = protocol_flags(cluster, protocol)
+    first = values(kctl, cluster, f"{topic}:2", "--group", group, "-n", "5", flags=flags)
     assert first == ["2:0", "2:1", "2:2", "2:3", "2:4"]
     # The next run starts where the group stopped: after the 5 records written.
-    assert values(kctl, cluster, f"{topic}:2", "--group", group, "-n", "2") == ["2:5", "2:6"]
-    assert values(kctl, cluster, f"{topic}:2", "--group", group, "-n", "1", "--no-commit") == ["2:7"]
-    assert values(kctl, cluster, f"{topic}:2", "--group", group, "-n", "1") == ["2:7"]
+    assert values(kctl, cluster, f"{topic}:2", "--group", group, "-n", "2", flags=flags) == ["2:5", "2:6"]
+    assert values(kctl, cluster, f"{topic}:2", "--group", group, "-n", "1", "--no-commit", flags=flags) == ["2:7"]
+    assert values(kctl, cluster, f"{topic}:2", "--group", group, "-n", "1", flags=flags) == ["2:7"]
     # Subscribing (no explicit partitions) reads every partition from the committed offsets.
-    everything = values(kctl, cluster, topic, "--group", group)
+    everything = values(kctl, cluster, topic, "--group", group, flags=flags)
     assert len(everything) == 60 - 8 and "2:8" in everything and "2:7" not in everything
     lag = json.loads(kctl("-b", cluster.bootstrap, "group", "lag", group, "-o", "json").stdout)
     assert (lag[0]["lag_sum"], lag[0]["state"]) == (0, "Empty")
@@ -396,16 +414,18 @@ def test_undelivered_records_fail_the_command(tmp_path, config_home):
         broker.stop()
 
 
-def test_group_member_survives_a_rebalance(cluster, topic, unique_name, config_home):
+@pytest.mark.parametrize("protocol", GROUP_PROTOCOLS)
+def test_group_member_survives_a_rebalance(cluster, topic, unique_name, config_home, protocol):
     """Another member joining revokes kctl's partitions for a moment; kctl must wait for
     its new assignment, not stop because nothing is assigned."""
     group = unique_name("g")
     kctl = subprocess.Popen(
-        [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "record", "consume", topic, "--group", group, "--follow",
-         "--format", r"%p %v\n"],
+        [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, *protocol_flags(cluster, protocol), "record", "consume",
+         topic, "--group", group, "--follow", "--format", r"%p %v\n"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    other = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest"})
+    other = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                      **GROUP_PROTOCOLS[protocol]})
     try:
         producer = Producer({"bootstrap.servers": cluster.bootstrap})
         producer.produce(topic, value=b"first", partition=0)

@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Consumer, Producer, TopicPartition
 
 from kctl.errors import ExitCode
 from tests.eventually import eventually
@@ -117,10 +117,14 @@ def test_unknown_group_topic_and_usage(kctl, cluster, setup, tmp_path, unique_na
     assert reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-earliest", "--to-latest").exit_code == ExitCode.USAGE
     assert reset(kctl, cluster, tmp_path, group, "--to-earliest").exit_code == ExitCode.USAGE
     assert reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-datetime", "soon").exit_code == ExitCode.USAGE
-    # The --allow-new-group reset above had no offsets to replace: undoing it warns.
-    undo = reset(kctl, cluster, tmp_path, group, "--undo", "last")
-    assert undo.exit_code == 0
-    assert f"warning: {missing} {topic}-0 had no committed offset before reset" in undo.stderr
+    # The --allow-new-group reset above replaced no offsets: undoing it deletes them again.
+    undo = reset(kctl, cluster, tmp_path, group, "--undo", "last", "-o", "json")
+    assert undo.exit_code == 0, undo.stderr
+    assert [(p["partition"], p["current"], p["new"], p["note"]) for p in json.loads(undo.stdout)] == [
+        (0, 3, None, "restore_no_commit"), (1, 3, None, "restore_no_commit")]
+    undone = reset(kctl, cluster, tmp_path, group, "--undo", "last", "--execute", "--yes")
+    assert undone.exit_code == 0, undone.stderr
+    assert committed(cluster, missing, topic) == [OFFSET_INVALID, OFFSET_INVALID]
     assert reset(kctl, cluster, tmp_path / "empty", group, "--undo", "last").exit_code == ExitCode.NOT_FOUND
 
 

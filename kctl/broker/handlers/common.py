@@ -39,6 +39,13 @@ def storage_error_message(action: str, exc: OSError) -> str:
     return f"cannot {action}: {exc.strerror or exc}"
 
 
+def answer_storage_error(result: dict, action: str, exc: OSError) -> None:
+    """Log the failure in one line and answer it in `result` as KAFKA_STORAGE_ERROR."""
+    message = storage_error_message(action, exc)
+    log.error("%s", message)
+    result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
+
+
 def topic_name(broker, name: str | None, topic_id) -> str | None:
     """The topic a request names, by name (older versions) or by id (newer ones)."""
     if topic_id is not None and topic_id != ZERO_UUID:

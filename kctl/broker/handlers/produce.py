@@ -6,7 +6,7 @@ import logging
 
 from ..protocol import errors
 from ..protocol.records import InvalidBatch
-from .common import storage_error_message, topic_for_name, topic_name
+from .common import answer_storage_error, storage_error_message, topic_for_name, topic_name
 
 log = logging.getLogger("kctl.broker.produce")
 
@@ -42,10 +42,7 @@ async def produce(broker, context, request):
                 log.debug("rejected batch for %s-%d: %s", name, data.index, exc)
             except OSError as exc:
                 # Retriable: nothing of the batch stays in the log (the append rolled back).
-                message = storage_error_message(f"append to {name}-{data.index}", exc)
-                result["error_code"] = errors.KAFKA_STORAGE_ERROR
-                result["error_message"] = message
-                log.error("%s", message)
+                answer_storage_error(result, f"append to {name}-{data.index}", exc)
             else:
                 appended = True
                 result.update(base_offset=base, log_append_time_ms=append_time,

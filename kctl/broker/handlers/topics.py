@@ -3,15 +3,12 @@ DescribeLogDirs: the topic administration a single node can honour."""
 
 from __future__ import annotations
 
-import logging
 import shutil
 
 from .. import configs as cfg
 from ..protocol import errors
 from ..storage.manager import TopicInfo, topic_name_problem
-from .common import ZERO_UUID, storage_error_message, topic_name
-
-log = logging.getLogger("kctl.broker.topics")
+from .common import ZERO_UUID, answer_storage_error, topic_name
 
 
 def _replication_error(broker, factor: int) -> str | None:
@@ -102,9 +99,7 @@ async def create_topics(broker, context, request):
             try:
                 info = broker.logs.create_topic(name, partitions, overrides)
             except OSError as exc:  # nothing of the topic is left behind
-                message = storage_error_message(f"create topic {name}", exc)
-                log.error("%s", message)
-                result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
+                answer_storage_error(result, f"create topic {name}", exc)
                 continue
             result["topic_id"] = info.topic_id
         result.update(num_partitions=partitions, replication_factor=1,
@@ -138,9 +133,7 @@ async def delete_topics(broker, context, request):
                 broker.logs.delete_topic(resolved)
                 broker.offsets.delete_topic(resolved)
             except OSError as exc:
-                message = storage_error_message(f"delete topic {resolved}", exc)
-                log.error("%s", message)
-                result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
+                answer_storage_error(result, f"delete topic {resolved}", exc)
         results.append(result)
     return {"throttle_time_ms": 0, "responses": results}
 
@@ -178,9 +171,7 @@ async def create_partitions(broker, context, request):
             try:
                 broker.logs.add_partitions(topic.name, topic.count)
             except OSError as exc:
-                message = storage_error_message(f"add partitions to {topic.name}", exc)
-                log.error("%s", message)
-                result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
+                answer_storage_error(result, f"add partitions to {topic.name}", exc)
     return {"throttle_time_ms": 0, "results": results}
 
 
