@@ -27,11 +27,14 @@ MEMBER_TABLE = TableSpec(
         Column("host", "HOST"),
         Column("assignment", "ASSIGNMENT", get=lambda m: " ".join(m.assignment)),
         Column("group_instance_id", "INSTANCE-ID"),
+        Column("member_epoch", "MEMBER-EPOCH", align="right"),
+        Column("target_assignment", "TARGET-ASSIGNMENT", get=lambda m: None if m.target_assignment is None else " ".join(m.target_assignment), wide=True),
+        Column("subscribed_topics", "SUBSCRIBED", get=lambda m: m.subscribed_regex or ",".join(m.subscribed_topics), wide=True),
         Column("member_id", "MEMBER-ID", wide=True),
     )
 )
 OFFSET_TABLE = TableSpec(
-    (Column("topic", "TOPIC"), Column("partition", "PARTITION", align="right"), Column("offset", "COMMITTED-OFFSET", align="right"), Column("metadata", "METADATA", wide=True))
+    (Column("topic", "TOPIC"), Column("partition", "PARTITION", align="right"), Column("offset", "OFFSET", align="right"), Column("metadata", "METADATA", wide=True))
 )
 GROUP_DOCUMENT = DocumentSpec(
     fields=(
@@ -41,6 +44,8 @@ GROUP_DOCUMENT = DocumentSpec(
         Field("protocol", "PROTOCOL"),
         Field("coordinator", "COORDINATOR"),
         Field("members", "MEMBERS", get=lambda g: len(g.members)),
+        Field("group_epoch", "GROUP-EPOCH"),
+        Field("assignment_epoch", "ASSIGNMENT-EPOCH"),
     ),
     sections=(Section("members", "MEMBERS", MEMBER_TABLE), Section("offsets", "OFFSETS", OFFSET_TABLE)),
 )
@@ -60,26 +65,37 @@ LAG_TABLE = TableSpec(
     )
 )
 RESULT_TABLE = TableSpec((Column("group", "GROUP"), Column("status", "STATUS"), Column("error", "ERROR", wide=True)))
+# kctl.admin.groups.STATES and TYPES, repeated here so that --help imports no client
+# library (a test keeps them equal).
+GROUP_STATES = ("Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "NotReady", "Dead", "Unknown")
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
 def group():
-    """Consumer groups: members, committed offsets, lag."""
+    """Groups of every type (classic, consumer, share, streams): members, offsets, lag."""
 
 
 @group.command("list")
 @click.option("-r", "--regex", type=RegexType(), help="Only groups whose whole id matches.")
-@click.option("-s", "--state", "states", multiple=True, metavar="STATE", help="Only groups in this state: Stable, Empty, PreparingRebalance, CompletingRebalance, Dead (repeatable).")
-@click.option("--type", "types", multiple=True, metavar="TYPE", help="Only groups of this type: classic, consumer, share (repeatable).")
+@click.option("-s", "--state", "states", multiple=True, type=click.Choice(GROUP_STATES, case_sensitive=False), metavar="STATE", help=f"Only groups in this state: {', '.join(GROUP_STATES)} (repeatable).")
+@click.option("--type", "types", multiple=True, type=click.Choice(GROUP_TYPES, case_sensitive=False), metavar="TYPE", help=f"Only groups of this type: {', '.join(GROUP_TYPES)} (repeatable).")
 @global_options
 @pass_app
 def list_(app: App, regex, states, types):
-    """List consumer groups with state, type, member count and assignor.
+    """List groups of every type with state, type, member count and assignor.
+
+    Types are Kafka 4's: classic (the JoinGroup protocol), consumer (KIP-848,
+    group.protocol=consumer), share (KIP-932 queues) and streams (KIP-1071). States
+    are Kafka's names for each type: classic groups go through PreparingRebalance and
+    CompletingRebalance, consumer and streams groups through Assigning and Reconciling,
+    streams groups are NotReady until their internal topics exist.
 
     \b
     Examples:
       kctl group list
       kctl group list --state Empty -o json
+      kctl group list --type share --type streams
       kctl group list -r 'billing-.*'
     """
     from kctl.admin.groups import list_groups
@@ -92,9 +108,15 @@ def list_(app: App, regex, states, types):
 @global_options
 @pass_app
 def describe(app: App, groups):
-    """Show groups: state, members (client id, host, assignment), committed offsets.
+    """Show groups: state, members (client id, host, assignment), offsets.
 
-    JSON output is a list, one object per group.
+    Groups of every type are described with what Kafka knows of them. Consumer
+    (KIP-848), share and streams groups add the group and assignment epochs (they
+    differ while members reconcile) and each member's epoch; -o wide adds the target
+    assignment a member reconciles towards and its subscription (topics or regex).
+    Streams members own tasks, shown as SUBTOPOLOGY:PARTITIONS. OFFSET is the
+    committed offset, or for a share group the share-partition start offset. JSON
+    output is a list, one object per group (null where a type has no such field).
 
     \b
     Examples:

@@ -22,7 +22,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "partition": ("kctl.cli.partition:partition", "Inspect partitions: leaders, replicas, ISR"),
     "replication": ("kctl.cli.replication:replication", "Reassign partitions and elect leaders"),
     "config": ("kctl.cli.config:config", "Describe and alter topic and broker configs"),
-    "group": ("kctl.cli.group:group", "Consumer groups: members, committed offsets, lag"),
+    "group": ("kctl.cli.group:group", "Groups of every type (classic, consumer, share, streams): members, offsets, lag"),
     "offset": ("kctl.cli.offset:offset", "Look up partition offsets by position or time"),
     "record": ("kctl.cli.record:record", "Produce, consume and delete records"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),

@@ -1,4 +1,11 @@
-"""Consumer groups: list, describe, delete, and lag in messages.
+"""Groups of every Kafka 4.x type (classic, consumer, share, streams): list, describe,
+delete, and lag in messages.
+
+Classic and consumer (KIP-848) groups are described through confluent-kafka; what
+librdkafka does not expose (share and streams groups, KIP-848 epochs and target
+assignments, every type in one listing with Kafka's state names) goes through
+kctl.admin.groups.protocol, and each of those types is turned into the shared model here by
+its own module (consumer.py, share.py, streams.py).
 
 Requests are planned per broker, never per partition: every group's OffsetFetch is
 submitted before any is waited on, then one ListOffsets round per broker covers the
@@ -21,7 +28,7 @@ from dataclasses import dataclass
 from kctl.admin.session import AdminSession
 from kctl.errors import GroupActiveError, KctlError, NotFoundError
 
-# ConsumerGroupState names as Kafka prints them.
+# confluent-kafka's ConsumerGroupState names, as Kafka prints them.
 _STATES = {
     "UNKNOWN": "Unknown",
     "PREPARING_REBALANCING": "PreparingRebalance",
@@ -30,10 +37,16 @@ _STATES = {
     "DEAD": "Dead",
     "EMPTY": "Empty",
 }
-STATES = tuple(_STATES.values())
+# Every group type's states as Kafka's ListGroups names them: classic groups rebalance
+# (PreparingRebalance, CompletingRebalance), consumer and streams groups reconcile
+# (Assigning, Reconciling; streams groups are NotReady until their topics exist).
+STATES = ("Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "NotReady", "Dead", "Unknown")
+TYPES = ("classic", "consumer", "share", "streams")
 
 
 def state_name(value) -> str:
+    if isinstance(value, str) and value in STATES:
+        return value
     name = getattr(value, "name", str(value))
     return _STATES.get(name, name.title())
 
@@ -47,7 +60,7 @@ def _type(value) -> str:
 class GroupSummary:
     group: str
     state: str
-    # classic | consumer | share | unknown
+    # classic | consumer | share | streams | unknown
     type: str
     members: int
     protocol: str | None
@@ -60,15 +73,22 @@ class MemberInfo:
     group_instance_id: str | None
     client_id: str
     host: str
-    # "topic:0,1,2" entries, sorted
+    # "topic:0,1,2" entries, sorted (streams groups: "subtopology:0,1" active tasks)
     assignment: tuple[str, ...]
+    # Consumer, share and streams groups (null for classic ones): the member's epoch, what
+    # the group wants it to own once reconciled, and what it subscribed to.
+    member_epoch: int | None = None
+    target_assignment: tuple[str, ...] | None = None
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_regex: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class CommittedOffset:
     topic: str
     partition: int
-    offset: int
+    # Share groups: the share-partition start offset (null until the group reads there).
+    offset: int | None
     metadata: str | None
 
 
@@ -77,10 +97,15 @@ class GroupDescription:
     group: str
     state: str
     type: str
+    # The classic protocol's assignor, or the assignor the broker chose for the others.
     protocol: str | None
     coordinator: int | None
     members: tuple[MemberInfo, ...]
     offsets: tuple[CommittedOffset, ...]
+    # Consumer, share and streams groups: the group's epoch and the epoch of its target
+    # assignment (they differ while members reconcile); null for classic groups.
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,28 +148,48 @@ class GroupLag:
 def list_groups(
     session: AdminSession, *, states: Sequence[str] = (), types: Sequence[str] = (), regex: re.Pattern[str] | None = None
 ) -> list[GroupSummary]:
-    result = session.wait(session.client.list_consumer_groups(request_timeout=session.timeout), "list groups")
-    ids = sorted(g.group_id for g in result.valid if regex is None or regex.fullmatch(g.group_id))
-    described, _errors = describe_raw(session, ids)
-    summaries = []
-    for group_id in ids:
-        raw = described.get(group_id)
-        if raw is None:
-            continue
-        summary = GroupSummary(
-            group=group_id,
-            state=state_name(raw.state),
-            type=_type(getattr(raw, "type", None)),
-            members=len(raw.members),
-            protocol=raw.partition_assignor or None,
-            coordinator=raw.coordinator.id if raw.coordinator is not None else None,
-        )
-        if states and summary.state.lower() not in {s.lower() for s in states}:
-            continue
-        if types and summary.type not in {t.lower() for t in types}:
-            continue
-        summaries.append(summary)
-    return summaries
+    """Groups of every type, filtered before anything is described (cheaper for many)."""
+    from kctl.admin.groups import protocol
+
+    wanted_states = {s.lower() for s in states}
+    wanted_types = {t.lower() for t in types}
+    listed = {
+        g["group_id"]: g for g in protocol.list_groups(session)
+        if (regex is None or regex.fullmatch(g["group_id"]))
+        and (not wanted_states or (g.get("group_state") or "").lower() in wanted_states)
+        and (not wanted_types or (g.get("group_type") or "").lower() in wanted_types)
+    }
+    details = _summaries(session, listed)
+    return [details[g] for g in sorted(listed) if g in details]
+
+
+def _summaries(session: AdminSession, listed: dict[str, dict]) -> dict[str, GroupSummary]:
+    """Members and assignor of listed groups, each type asked the way it can answer."""
+    from kctl.admin.groups import protocol
+
+    by_type: dict[str, list[str]] = {}
+    for group_id, entry in listed.items():
+        by_type.setdefault(_listed_type(entry), []).append(group_id)
+    out = {}
+    described, _errors = describe_raw(session, by_type.get("classic", []) + by_type.get("consumer", []))
+    for group_id, raw in described.items():
+        out[group_id] = GroupSummary(
+            group=group_id, state=listed[group_id].get("group_state") or state_name(raw.state),
+            type=_listed_type(listed[group_id]), members=len(raw.members), protocol=raw.partition_assignor or None,
+            coordinator=raw.coordinator.id if raw.coordinator is not None else None)
+    for kind, describe in (("share", protocol.share_group_describe), ("streams", protocol.streams_group_describe)):
+        for group_id, (raw, node) in describe(session, by_type.get(kind, [])).items():
+            if raw.error_code:
+                continue
+            out[group_id] = GroupSummary(
+                group=group_id, state=raw.group_state, type=kind, members=len(raw.members),
+                protocol=getattr(raw, "assignor_name", None) or None, coordinator=node)
+    return out
+
+
+def _listed_type(entry: dict) -> str:
+    kind = (entry.get("group_type") or "").lower()
+    return kind if kind in TYPES else "classic"
 
 
 def describe_raw(session: AdminSession, ids: Sequence[str]) -> tuple[dict, dict[str, KctlError]]:
@@ -186,23 +231,46 @@ def is_missing(raw, committed) -> bool:
 
 
 def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupDescription], dict[str, KctlError]]:
+    """Descriptions in the order asked; each group described as its type allows."""
+    from kctl.admin.groups import consumer, protocol, share, streams
+
     ids = list(dict.fromkeys(ids))
-    described, errors = describe_raw(session, ids)
-    committed = committed_offsets(session, [g for g in ids if g in described])
-    found = []
-    for group_id in ids:
-        raw = described.get(group_id)
-        if raw is None:
-            continue
+    types = {g["group_id"]: _listed_type(g) for g in protocol.list_groups(session)}
+    of_type = {kind: [g for g in ids if types.get(g, "classic") == kind] for kind in TYPES}
+    described, errors = describe_raw(session, of_type["classic"])
+    committed = committed_offsets(session, [g for g in ids if g in described or types.get(g) in ("consumer", "streams")])
+    found: dict[str, GroupDescription] = {}
+    for group_id, raw in described.items():
         offsets = committed.get(group_id)
         if isinstance(offsets, KctlError):
             errors[group_id] = offsets
-            continue
-        if is_missing(raw, offsets):
+        elif is_missing(raw, offsets):
             errors[group_id] = NotFoundError(f"unable to describe group {group_id}: GROUP_ID_NOT_FOUND: no such group")
-            continue
-        found.append(_description(raw, offsets))
-    return found, errors
+        else:
+            found[group_id] = _description(raw, offsets)
+    share_offsets = protocol.share_group_offsets(session, of_type["share"])
+    for kind, describe in (("consumer", protocol.consumer_group_describe), ("share", protocol.share_group_describe),
+                           ("streams", protocol.streams_group_describe)):
+        for group_id, (raw, node) in describe(session, of_type[kind]).items():
+            if raw.error_code:
+                errors[group_id] = _described_error(group_id, raw)
+            elif kind == "share":
+                found[group_id] = share.describe(raw, share_offsets.get(group_id, (None,))[0], node)
+            elif isinstance(committed.get(group_id), KctlError):
+                errors[group_id] = committed[group_id]
+            else:
+                found[group_id] = (consumer if kind == "consumer" else streams).describe(raw, committed.get(group_id, {}), node)
+    return [found[g] for g in ids if g in found], errors
+
+
+def _described_error(group_id: str, raw) -> KctlError:
+    from kafka.errors import for_code as kafka_error
+
+    from kctl.admin.kafka_python import for_code
+
+    if kafka_error(raw.error_code).__name__ == "GroupIdNotFoundError":
+        return NotFoundError(f"unable to describe group {group_id}: GROUP_ID_NOT_FOUND: no such group")
+    return for_code(kafka_error(raw.error_code), f"describe group {group_id}")
 
 
 def _assignment(member) -> tuple[str, ...]:

@@ -1,0 +1,29 @@
+"""Streams groups (KIP-1071), from StreamsGroupDescribe: members own tasks (a subtopology
+and its partitions) rather than topic partitions; committed offsets are ordinary ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kctl.admin.groups import CommittedOffset, GroupDescription, MemberInfo
+
+
+def tasks_of(assignment: Any) -> tuple[str, ...]:
+    """"subtopology:0,1" entries of the active tasks, sorted."""
+    tasks = getattr(assignment, "active_tasks", None) or []
+    return tuple(sorted(f"{t.subtopology_id}:{','.join(map(str, sorted(t.partitions)))}" for t in tasks))
+
+
+def describe(raw: Any, offsets: dict, coordinator: int | None) -> GroupDescription:
+    members = tuple(sorted((
+        MemberInfo(
+            member_id=m.member_id, group_instance_id=m.instance_id or None, client_id=m.client_id,
+            host=m.client_host, assignment=tasks_of(m.assignment), member_epoch=m.member_epoch,
+            target_assignment=tasks_of(m.target_assignment),
+        ) for m in raw.members), key=lambda m: (m.client_id, m.member_id)))
+    return GroupDescription(
+        group=raw.group_id, state=raw.group_state, type="streams", protocol=None, coordinator=coordinator,
+        members=members,
+        offsets=tuple(CommittedOffset(topic=t, partition=p, offset=o, metadata=md) for (t, p), (o, md) in sorted(offsets.items())),
+        group_epoch=raw.group_epoch, assignment_epoch=raw.assignment_epoch,
+    )
