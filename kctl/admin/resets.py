@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kctl.admin.session import AdminSession
 from kctl.config.file import state_dir
-from kctl.errors import ExitCode, GroupActiveError, KctlError, NotFoundError, UsageError
+from kctl.errors import ExitCode, GroupActiveError, InvalidError, KctlError, NotFoundError, UsageError
 
 INACTIVE_STATES = ("Empty", "Dead")
 
@@ -120,6 +120,29 @@ def parse_topic_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] 
     return out
 
 
+def _resettable(session: AdminSession, groups: Sequence[str], action: str) -> dict:
+    """The groups' descriptions, refusing any that has members (whatever its type) and the
+    types whose offsets are not committed offsets; missing groups are left out."""
+    from kctl.admin.groups import describe_groups
+
+    found, errors = describe_groups(session, groups)
+    for error in errors.values():
+        if not isinstance(error, NotFoundError):
+            raise error
+    described = {d.group: d for d in found}
+    for group, d in described.items():
+        if d.type == "share":
+            raise InvalidError(f"unable to {action} group {group}: it is a share group, whose start offsets kctl cannot reset yet",
+                               hint="Kafka's kafka-share-groups --reset-offsets does")
+        if d.state not in INACTIVE_STATES:
+            members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in d.members)) or "none listed"
+            raise GroupActiveError(
+                f"unable to {action} group {group}: the group is {d.state}; stop its consumers first ({members})",
+                hint="offsets can only be reset while a group has no members (Empty)",
+            )
+    return described
+
+
 def plan(
     session: AdminSession,
     groups: Sequence[str],
@@ -133,11 +156,9 @@ def plan(
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    from kctl.admin.groups import committed_offsets, describe_raw, is_missing, log_offsets, state_name
+    from kctl.admin.groups import committed_offsets, log_offsets
 
-    described, errors = describe_raw(session, groups)
-    if errors:
-        raise next(iter(errors.values()))
+    described = _resettable(session, groups, "reset offsets of")
     committed = committed_offsets(session, groups)
     metadata = session.metadata("reset offsets")
     selected: dict[str, list[tuple[str, int]]] = {}
@@ -145,18 +166,10 @@ def plan(
         offsets = committed[group]
         if isinstance(offsets, KctlError):
             raise offsets
-        raw = described[group]
-        if is_missing(raw, offsets) and not allow_new_group:
+        if group not in described and not allow_new_group:
             raise NotFoundError(
                 f"unable to reset offsets of group {group}: GROUP_ID_NOT_FOUND: no such group",
                 hint="--allow-new-group creates it with these offsets",
-            )
-        state = state_name(raw.state)
-        if state not in INACTIVE_STATES:
-            members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in raw.members)) or "none listed"
-            raise GroupActiveError(
-                f"unable to reset offsets of group {group}: the group is {state}; stop its consumers first ({members})",
-                hint="offsets can only be reset while a group has no members (Empty)",
             )
         pairs: list[tuple[str, int]] = []
         if spec.mode == "explicit":
@@ -226,8 +239,6 @@ def read_journal(directory: Path, journal_id: str) -> dict:
     try:
         return json.loads(chosen.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        from kctl.errors import InvalidError
-
         raise InvalidError(f"unable to undo: journal {chosen} is unreadable: {exc}") from exc
 
 
@@ -293,17 +304,11 @@ def _forget(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
 def undo_plan(session: AdminSession, entry: dict) -> list[PlannedReset]:
     """Plans restoring a journal's old offsets; a partition that had no committed offset
     before gets new=None: its offset is deleted, so it starts from auto.offset.reset again."""
-    from kctl.admin.groups import committed_offsets, describe_raw, log_offsets, state_name
+    from kctl.admin.groups import committed_offsets, log_offsets
 
     recorded = [PlannedReset(**p) for p in entry["partitions"]]
     groups = sorted({p.group for p in recorded})
-    described, errors = describe_raw(session, groups)
-    if errors:
-        raise next(iter(errors.values()))
-    for group in groups:
-        state = state_name(described[group].state)
-        if state not in INACTIVE_STATES:
-            raise GroupActiveError(f"unable to undo the reset of group {group}: the group is {state}; stop its consumers first")
+    _resettable(session, groups, "undo the reset of")
     committed = committed_offsets(session, groups)
     log = log_offsets(session, sorted({(p.topic, p.partition) for p in recorded}), "read_uncommitted")
     plans = []
@@ -326,8 +331,6 @@ def parse_offsets_csv(text: str, groups: Sequence[str], source: str) -> dict[tup
     given) or `group,topic,partition,offset`; a header line is tolerated."""
     import csv
     import io
-
-    from kctl.errors import InvalidError
 
     offsets: dict[tuple[str, str, int], int] = {}
     for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):

@@ -97,7 +97,7 @@ def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, kafka_clust
     assert [(o["partition"], o["offset"]) for o in g["offsets"]] == [(p, 3) for p in range(4)]
 
 
-def test_share_group_list_describe_and_delete(kctl, kafka_cluster, topic, unique_name):
+def test_share_group_list_describe_lag_and_delete(kctl, kafka_cluster, topic, unique_name, tmp_path):
     group = unique_name("share")
     share_consumer = subprocess.Popen(
         kafka_cluster.kafka.tool_command("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
@@ -128,6 +128,18 @@ def test_share_group_list_describe_and_delete(kctl, kafka_cluster, topic, unique
         (member,) = g["members"]
         assert (g["type"], member["subscribed_topics"], member["member_epoch"] >= 1) == ("share", [topic], True)
 
+        # Lag is Kafka's for share-partitions; the consumer acknowledges everything written.
+        def caught_up():
+            (lagged,) = as_json(kctl, kafka_cluster, "group", "lag", group)
+            assert (lagged["state"], lagged["members"]) == ("Stable", 1)
+            assert [(p["partition"], p["lag"]) for p in lagged["partitions"]] == [(0, 0), (1, 0), (2, 0), (3, 0)]
+
+        eventually(caught_up, timeout=60, interval=0.5)
+        everything = {x["group"]: x for x in as_json(kctl, kafka_cluster, "group", "lag", "--all")}
+        assert everything[group]["lag_sum"] == 0
+        status = kctl("-b", kafka_cluster.bootstrap, "group", "status", group, "--window", "2", "--state-file", str(tmp_path / "lag.json"))
+        assert status.exit_code == 0, status.stdout + status.stderr
+
         # Kafka's kafka-share-groups reports the same start offsets.
         tool = kafka_cluster.kafka.run_tool(
             "org.apache.kafka.tools.consumer.group.ShareGroupCommand", "--bootstrap-server", kafka_cluster.bootstrap,
@@ -136,14 +148,18 @@ def test_share_group_list_describe_and_delete(kctl, kafka_cluster, topic, unique
         theirs = {}
         for line in tool.stdout.splitlines():
             cells = line.split()
-            if len(cells) >= 4 and cells[0] == group and cells[1] == topic:
-                theirs[int(cells[2])] = cells[3]
+            if len(cells) >= 5 and cells[0] == group and cells[1] == topic:
+                theirs[int(cells[2])] = (cells[3], cells[4])
         # The consumer may move on between the two reads: Kafka's offsets are never behind.
         assert sorted(theirs) == [0, 1, 2, 3]
-        assert all(int(theirs[o["partition"]]) >= o["offset"] for o in g["offsets"])
+        assert all(int(theirs[o["partition"]][0]) >= o["offset"] for o in g["offsets"])
+        assert {lag for _start, lag in theirs.values()} == {"0"}
 
         refused = kctl("-b", kafka_cluster.bootstrap, "group", "delete", group, "--yes")
         assert refused.exit_code == ExitCode.GROUP_ACTIVE, refused.stderr
+        not_yet = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest")
+        assert not_yet.exit_code == ExitCode.INVALID
+        assert not_yet.stderr.startswith(f"error: unable to reset offsets of group {group}: it is a share group")
     finally:
         share_consumer.terminate()  # its shutdown hook closes the consumer: it leaves the group
         try:

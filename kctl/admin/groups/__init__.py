@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kctl.admin.session import AdminSession
 from kctl.errors import GroupActiveError, KctlError, NotFoundError
@@ -398,13 +398,18 @@ def session_logger():
     return librdkafka_log
 
 
-@dataclass(frozen=True)
-class _EmptyGroup:
-    """What DescribeGroups would say of a group ListGroups reported Empty."""
+@dataclass(frozen=True, kw_only=True)
+class _LagInputs:
+    """What one group's lag is computed from, whatever its type."""
 
-    group_id: str
-    state: object
-    members: tuple = ()
+    state: str
+    members: int
+    # The member consuming each partition (anything with member_id and client_id).
+    owners: dict
+    # Committed offsets (share groups: start offsets, None where there is none yet).
+    offsets: dict[tuple[str, int], int | None]
+    # Share groups: Kafka's own lag per share-partition, where it reports one.
+    kafka_lag: dict[tuple[str, int], int] | None = None
 
 
 def group_lag(
@@ -416,67 +421,101 @@ def group_lag(
     time_lag: str = "none",
     now_ms: int | None = None,
 ) -> tuple[list[GroupLag], dict[str, KctlError]]:
-    """Lag of the named groups (every group when `ids` is None), optionally only `topics`."""
-    listed = session.wait(session.client.list_consumer_groups(request_timeout=session.timeout), "list groups")
-    states = {g.group_id: g.state for g in listed.valid}
+    """Lag of the named groups (every group of every type when `ids` is None), optionally
+    only `topics`. Share groups' lag is Kafka's: records after the share-partition start
+    offset not yet acknowledged."""
+    from kctl.admin.groups import protocol
+
+    listed = {g["group_id"]: g for g in protocol.list_groups(session)}
     if ids is None:
-        ids = sorted(states)
+        ids = sorted(listed)
     ids = list(dict.fromkeys(ids))
-    # ListGroups (one request per broker) already says which groups are Empty; only the
-    # others need DescribeGroups (one request per group in librdkafka) for their members.
-    empty = {g for g in ids if g in states and state_name(states[g]) == "Empty"}
-    described, errors = describe_raw(session, [g for g in ids if g not in empty])
-    for group_id in empty:
-        described[group_id] = _EmptyGroup(group_id, states[group_id])
-    # OffsetFetch first, ListOffsets after, so log ends are never older than commits
-    # and a negative raw lag means something real.
-    committed = committed_offsets(session, [g for g in ids if g in described])
+    inputs, errors = _lag_inputs(session, ids, listed)
     partitions: set[tuple[str, int]] = set()
-    owners: dict[str, dict[tuple[str, int], object]] = {}
-    for group_id in ids:
-        raw, offsets = described.get(group_id), committed.get(group_id)
-        if raw is None or isinstance(offsets, KctlError):
-            continue
-        assigned = {}
-        for member in raw.members:
-            for tp in getattr(getattr(member, "assignment", None), "topic_partitions", None) or []:
-                assigned[(tp.topic, tp.partition)] = member
-        owners[group_id] = assigned
-        partitions.update(k for k in offsets if not topics or k[0] in topics)
-        partitions.update(k for k in assigned if not topics or k[0] in topics)
+    for item in inputs.values():
+        partitions.update(k for k in (*item.offsets, *item.owners) if not topics or k[0] in topics)
+    # Offsets were fetched first and log ends are read now, so log ends are never older
+    # than commits and a negative raw lag means something real.
     log = log_offsets(session, sorted(partitions), isolation)
     results = []
     for group_id in ids:
-        raw, offsets = described.get(group_id), committed.get(group_id)
-        if raw is None:
+        item = inputs.get(group_id)
+        if item is None:
             continue
-        if isinstance(offsets, KctlError):
-            errors[group_id] = offsets
-            continue
-        if is_missing(raw, offsets):
-            errors[group_id] = NotFoundError(f"unable to compute lag of group {group_id}: GROUP_ID_NOT_FOUND: no such group")
-            continue
-        keys = sorted({k for k in (*offsets, *owners[group_id]) if not topics or k[0] in topics})
-        rows = tuple(
-            partition_lag(group_id, t, p, offsets[(t, p)][0] if (t, p) in offsets else None, *log.get((t, p), (None, None)), owner=owners[group_id].get((t, p)))
-            for t, p in keys
-        )
+        keys = sorted({k for k in (*item.offsets, *item.owners) if not topics or k[0] in topics})
+        rows = []
+        for t, p in keys:
+            row = partition_lag(group_id, t, p, item.offsets.get((t, p)), *log.get((t, p), (None, None)), owner=item.owners.get((t, p)))
+            if item.kafka_lag is not None and (t, p) in item.kafka_lag:
+                row = replace(row, lag=item.kafka_lag[(t, p)])
+            rows.append(row)
         lags = [r.lag for r in rows if r.lag is not None]
         results.append(
             GroupLag(
                 group=group_id,
-                state=state_name(raw.state),
-                members=len(raw.members),
+                state=item.state,
+                members=item.members,
                 lag_sum=sum(lags),
                 lag_max=max(lags, default=0),
                 lag_seconds_max=None,
                 partitions_without_commit=sum(1 for r in rows if "NO_COMMIT" in r.flags),
-                partitions=rows,
+                partitions=tuple(rows),
             )
         )
     if time_lag == "record":
         results = _with_record_time_lag(session, results, now_ms)
     return results, errors
+
+
+def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dict]) -> tuple[dict[str, _LagInputs], dict[str, KctlError]]:
+    from kctl.admin.groups import protocol, share, streams
+
+    kinds = {g: _listed_type(listed[g]) if g in listed else "classic" for g in ids}
+    states = {g: listed[g].get("group_state") or "Unknown" for g in ids if g in listed}
+    of_kind = {kind: [g for g in ids if kinds[g] == kind] for kind in TYPES}
+    # ListGroups already says which groups are Empty; only the others need describing
+    # (DescribeGroups is one request per group in librdkafka) for their members.
+    active = [g for g in of_kind["classic"] + of_kind["consumer"] if states.get(g) != "Empty"]
+    described, errors = describe_raw(session, active)
+    owners: dict[str, dict] = {g: {} for g in ids}
+    members: dict[str, int] = {}
+    for group_id, raw in described.items():
+        members[group_id] = len(raw.members)
+        states.setdefault(group_id, state_name(raw.state))
+        for member in raw.members:
+            for tp in getattr(getattr(member, "assignment", None), "topic_partitions", None) or []:
+                owners[group_id][(tp.topic, tp.partition)] = member
+    for group_id, (raw, _node) in protocol.streams_group_describe(session, of_kind["streams"]).items():
+        if raw.error_code:
+            errors[group_id] = _described_error(group_id, raw)
+            continue
+        members[group_id] = len(raw.members)
+        owners[group_id] = streams.owners(raw)
+    committed = committed_offsets(session, [g for g in ids if kinds[g] != "share" and g not in errors])
+    inputs: dict[str, _LagInputs] = {}
+    for group_id in ids:
+        offsets = committed.get(group_id)
+        if kinds[group_id] == "share" or group_id in errors:
+            continue
+        if isinstance(offsets, KctlError):
+            errors[group_id] = offsets
+        elif group_id not in listed and not offsets:
+            errors[group_id] = NotFoundError(f"unable to compute lag of group {group_id}: GROUP_ID_NOT_FOUND: no such group")
+        else:
+            inputs[group_id] = _LagInputs(state=states.get(group_id, "Empty"), members=members.get(group_id, 0),
+                                          owners=owners[group_id], offsets={k: o for k, (o, _md) in offsets.items()})
+    described_shares = protocol.share_group_describe(session, of_kind["share"])
+    share_offsets = protocol.share_group_offsets(session, of_kind["share"])
+    for group_id, (raw, _node) in described_shares.items():
+        if raw.error_code:
+            errors[group_id] = _described_error(group_id, raw)
+            continue
+        starts = share.start_offsets(share_offsets.get(group_id, (None,))[0])
+        inputs[group_id] = _LagInputs(
+            state=raw.group_state, members=len(raw.members), owners={},
+            offsets={k: start for k, (start, _lag) in starts.items()},
+            kafka_lag={k: lag for k, (_start, lag) in starts.items() if lag is not None})
+    return inputs, errors
 
 
 def with_history(results: list[GroupLag], state_file, *, interpolate: bool, now_ms: int | None = None):

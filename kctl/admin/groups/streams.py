@@ -27,3 +27,19 @@ def describe(raw: Any, offsets: dict, coordinator: int | None) -> GroupDescripti
         offsets=tuple(CommittedOffset(topic=t, partition=p, offset=o, metadata=md) for (t, p), (o, md) in sorted(offsets.items())),
         group_epoch=raw.group_epoch, assignment_epoch=raw.assignment_epoch,
     )
+
+
+def owners(raw: Any) -> dict[tuple[str, int], MemberInfo]:
+    """The member owning each source-topic partition: an active task of a subtopology owns
+    that partition of every source topic of the subtopology."""
+    sources = {st.subtopology_id: st.source_topics
+               for st in (getattr(getattr(raw, "topology", None), "subtopologies", None) or [])}
+    out = {}
+    for m in raw.members:
+        member = MemberInfo(member_id=m.member_id, group_instance_id=m.instance_id or None, client_id=m.client_id,
+                            host=m.client_host, assignment=tasks_of(m.assignment), member_epoch=m.member_epoch)
+        for task in getattr(m.assignment, "active_tasks", None) or []:
+            for topic in sources.get(task.subtopology_id, ()):
+                for partition in task.partitions:
+                    out[(topic, partition)] = member
+    return out
