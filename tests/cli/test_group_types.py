@@ -8,7 +8,8 @@ import json
 import subprocess
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.errors import ExitCode
 from tests.eventually import eventually
@@ -176,6 +177,96 @@ def test_share_group_list_describe_lag_and_delete(kctl, kafka_cluster, topic, un
     gone = kctl("-b", kafka_cluster.bootstrap, "group", "describe", group)
     assert gone.exit_code == ExitCode.NOT_FOUND, gone.stderr
     assert gone.stderr.startswith(f"error: unable to describe group {group}: GROUP_ID_NOT_FOUND")
+
+
+WORDCOUNT_INPUT = "streams-plaintext-input"  # Kafka's WordCountDemo reads and writes fixed topics
+
+
+def test_streams_group_list_describe_lag_reset_and_delete(kctl, kafka_cluster, unique_name, tmp_path):
+    """Kafka's own WordCountDemo (a Kafka Streams application from Maven Central) with
+    group.protocol=streams: two subtopologies, a repartition topic, committed offsets."""
+    group = unique_name("wc")
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
+    for future in admin.create_topics([NewTopic(WORDCOUNT_INPUT, 4), NewTopic("streams-wordcount-output", 1)]).values():
+        try:
+            future.result(30)
+        except Exception as exc:  # noqa: BLE001 - another test run on this cluster made them
+            assert "TOPIC_ALREADY_EXISTS" in str(exc)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap})
+    for i in range(20):
+        producer.produce(WORDCOUNT_INPUT, value=b"hello world %d" % i, partition=i % 4)
+    assert producer.flush(30) == 0
+    config = tmp_path / "wordcount.properties"
+    config.write_text(f"application.id={group}\nbootstrap.servers={kafka_cluster.bootstrap}\ngroup.protocol=streams\n"
+                      f"state.dir={tmp_path / 'state'}\ncommit.interval.ms=200\n")
+    app = subprocess.Popen(
+        kafka_cluster.kafka.tool_command("org.apache.kafka.streams.examples.wordcount.WordCountDemo", str(config)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    reset_env = {"XDG_STATE_HOME": str(tmp_path / "xdg-state")}
+    try:
+        def running():
+            found = [x for x in as_json(kctl, kafka_cluster, "group", "lag", "--all") if x["group"] == group]
+            assert len(found) == 1, "the application has not joined yet"
+            g = found[0]
+            assert (g["state"], g["members"]) == ("Stable", 1)
+            inputs = [p for p in g["partitions"] if p["topic"] == WORDCOUNT_INPUT]
+            assert [(p["partition"], p["committed"], p["lag"]) for p in inputs] == [(p, 5, 0) for p in range(4)]
+            assert all(p["client_id"] for p in g["partitions"])  # input and repartition topics have owners
+            return g
+
+        eventually(running, timeout=90, interval=0.5)
+        (listed,) = [x for x in as_json(kctl, kafka_cluster, "group", "list", "--type", "streams") if x["group"] == group]
+        assert (listed["state"], listed["members"]) == ("Stable", 1)
+        (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+        (member,) = g["members"]
+        assert g["type"] == "streams" and g["group_epoch"] >= g["assignment_epoch"] >= 1
+        assert member["assignment"] == member["target_assignment"] == ["0:0,1,2,3", "1:0,1,2,3"]
+
+        tool = kafka_cluster.kafka.run_tool(
+            "org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server", kafka_cluster.bootstrap,
+            "--describe", "--group", group, "--members", "--verbose")
+        assert tool.returncode == 0, tool.stderr
+        line = next(line for line in tool.stdout.splitlines() if member["member_id"] in line)
+        assert str(member["member_epoch"]) in line.split() and member["client_id"] in line.split()
+        tool = kafka_cluster.kafka.run_tool(
+            "org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server", kafka_cluster.bootstrap,
+            "--describe", "--group", group, "--offsets")
+        assert tool.returncode == 0, tool.stderr
+        theirs = {int(cells[2]): int(cells[3]) for cells in map(str.split, tool.stdout.splitlines())
+                  if len(cells) == 4 and cells[0] == group and cells[1] == WORDCOUNT_INPUT}
+        assert theirs == {0: 0, 1: 0, 2: 0, 3: 0}  # OFFSET-LAG, as kctl's lag above
+
+        refused = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", WORDCOUNT_INPUT,
+                       "--to-earliest", "--execute", "--yes", env=reset_env)
+        assert refused.exit_code == ExitCode.GROUP_ACTIVE, refused.stderr
+        assert f"{member['client_id']}@" in refused.stderr
+    finally:
+        app.terminate()  # WordCountDemo's shutdown hook closes Kafka Streams: it leaves the group
+        try:
+            app.wait(30)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            app.wait()
+
+    def empty():
+        (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+        assert (g["state"], g["members"]) == ("Empty", [])
+
+    eventually(empty, timeout=60, interval=0.5)
+    applied = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", WORDCOUNT_INPUT,
+                   "--to-earliest", "--execute", "--yes", env=reset_env)
+    assert applied.exit_code == 0, applied.stderr
+    reader = Consumer({"bootstrap.servers": kafka_cluster.bootstrap, "group.id": group})
+    try:
+        committed = reader.committed([TopicPartition(WORDCOUNT_INPUT, p) for p in range(4)], timeout=10)
+    finally:
+        reader.close()
+    assert [tp.offset for tp in committed] == [0, 0, 0, 0]
+    (g,) = as_json(kctl, kafka_cluster, "group", "lag", group)
+    assert [(p["partition"], p["committed"], p["lag"]) for p in g["partitions"] if p["topic"] == WORDCOUNT_INPUT] == [
+        (p, 0, 5) for p in range(4)]
+    assert kctl("-b", kafka_cluster.bootstrap, "group", "delete", group, "--yes").exit_code == 0
+    assert kctl("-b", kafka_cluster.bootstrap, "group", "describe", group).exit_code == ExitCode.NOT_FOUND
 
 
 def test_the_cli_offers_the_library_states_and_types():

@@ -220,9 +220,18 @@ def committed_offsets(session: AdminSession, ids: Sequence[str]) -> dict[str, di
             out[group_id] = result
             continue
         out[group_id] = {
-            (tp.topic, tp.partition): (tp.offset, tp.metadata or None) for tp in result.topic_partitions if tp.offset >= 0
+            (tp.topic, tp.partition): (tp.offset, _metadata(tp)) for tp in result.topic_partitions if tp.offset >= 0
         }
     return out
+
+
+def _metadata(tp) -> str | None:
+    """A commit's metadata as text; None when there is none or it is binary (Kafka Streams
+    commits binary metadata, which confluent-kafka can only hand out decoded as UTF-8)."""
+    try:
+        return tp.metadata or None
+    except UnicodeDecodeError:
+        return None
 
 
 def is_missing(raw, committed) -> bool:

@@ -31,8 +31,8 @@ def describe(raw: Any, offsets: dict, coordinator: int | None) -> GroupDescripti
 
 def owners(raw: Any) -> dict[tuple[str, int], MemberInfo]:
     """The member owning each source-topic partition: an active task of a subtopology owns
-    that partition of every source topic of the subtopology."""
-    sources = {st.subtopology_id: st.source_topics
+    that partition of every source topic of the subtopology (repartition topics included)."""
+    sources = {st.subtopology_id: [*st.source_topics, *(t.name for t in st.repartition_source_topics or ())]
                for st in (getattr(getattr(raw, "topology", None), "subtopologies", None) or [])}
     out = {}
     for m in raw.members:
