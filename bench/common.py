@@ -13,13 +13,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def time_command(argv: list[str], runs: int) -> float:
+def time_command(argv: list[str], runs: int, env: dict | None = None) -> float:
     """Median wall-clock seconds of `argv`, after one warm-up run (page cache)."""
-    subprocess.run(argv, check=True, capture_output=True)
+    subprocess.run(argv, check=True, capture_output=True, env=env)
     samples = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True)
+        subprocess.run(argv, check=True, capture_output=True, env=env)
         samples.append(time.perf_counter() - started)
     return statistics.median(samples)
 

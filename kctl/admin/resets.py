@@ -121,8 +121,8 @@ def parse_topic_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] 
 
 
 def _resettable(session: AdminSession, groups: Sequence[str], action: str) -> dict:
-    """The groups' descriptions, refusing any that has members (whatever its type) and the
-    types whose offsets are not committed offsets; missing groups are left out."""
+    """The groups' descriptions, refusing any that has members (whatever its type); missing
+    groups are left out."""
     from kctl.admin.groups import describe_groups
 
     found, errors = describe_groups(session, groups)
@@ -131,9 +131,6 @@ def _resettable(session: AdminSession, groups: Sequence[str], action: str) -> di
             raise error
     described = {d.group: d for d in found}
     for group, d in described.items():
-        if d.type == "share":
-            raise InvalidError(f"unable to {action} group {group}: it is a share group, whose start offsets kctl cannot reset yet",
-                               hint="Kafka's kafka-share-groups --reset-offsets does")
         if d.state not in INACTIVE_STATES:
             members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in d.members)) or "none listed"
             raise GroupActiveError(
@@ -158,8 +155,12 @@ def plan(
 
     from kctl.admin.groups import committed_offsets, log_offsets
 
+    from kctl.admin.groups import share
+
     described = _resettable(session, groups, "reset offsets of")
-    committed = committed_offsets(session, groups)
+    shared = [g for g, d in described.items() if d.type == "share"]
+    committed = committed_offsets(session, [g for g in groups if g not in shared])
+    committed.update(share.start_offsets_of(session, shared))
     metadata = session.metadata("reset offsets")
     selected: dict[str, list[tuple[str, int]]] = {}
     for group in groups:
@@ -243,17 +244,32 @@ def read_journal(directory: Path, journal_id: str) -> dict:
 
 
 def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
-    """Commit the new offsets, one request per group (and delete those planned as "no
-    committed offset"), then read them back."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    """Commit the new offsets, one request per group (share groups: set their start
+    offsets; offsets planned as "none" are deleted), then read them back."""
+    from kctl.admin.groups import committed_offsets, share
 
-    from kctl.admin.groups import committed_offsets
+    shared = share.share_groups(session, {p.group for p in plans})
+    for group in sorted(shared):
+        share.reset(session, group, [p for p in plans if p.group == group])
+    others = [p for p in plans if p.group not in shared]
+    _forget(session, [p for p in others if p.new is None])
+    _commit(session, [p for p in others if p.new is not None])
+    after = committed_offsets(session, sorted({p.group for p in others}))
+    after.update(share.start_offsets_of(session, sorted(shared)))
+    wrong = [
+        p for p in plans if isinstance(after[p.group], KctlError) or after[p.group].get((p.topic, p.partition), (None,))[0] != p.new
+    ]
+    if wrong:
+        p = wrong[0]
+        raise ResetIncompleteError(f"unable to verify the reset of group {p.group}: {p.topic}-{p.partition} is not at {p.new} ({len(wrong)} partition(s) differ)")
+
+
+def _commit(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
     by_group: dict[str, list[PlannedReset]] = {}
     for p in plans:
-        if p.new is not None:
-            by_group.setdefault(p.group, []).append(p)
-    _forget(session, [p for p in plans if p.new is None])
+        by_group.setdefault(p.group, []).append(p)
     futures = {}
     for group, items in by_group.items():
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(p.topic, p.partition, p.new) for p in items])
@@ -271,19 +287,15 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
             failures[group] = KctlError(f"{bad[0].topic}-{bad[0].partition}: {describe(bad[0].error)}")
     if failures:
         group, error = next(iter(failures.items()))
-        active = "UNKNOWN_MEMBER_ID" in error.message or "REBALANCE" in error.message or "NON_EMPTY" in error.message
-        kind = GroupActiveError if active else ResetIncompleteError
-        raise kind(
-            f"unable to reset offsets of group {group}: the broker refused the commit: {error.message.removeprefix('unable to commit offsets: ')}",
-            hint="a consumer may have joined the group; nothing is reported as reset",
-        )
-    after = committed_offsets(session, sorted({p.group for p in plans}))
-    wrong = [
-        p for p in plans if isinstance(after[p.group], KctlError) or after[p.group].get((p.topic, p.partition), (None,))[0] != p.new
-    ]
-    if wrong:
-        p = wrong[0]
-        raise ResetIncompleteError(f"unable to verify the reset of group {p.group}: {p.topic}-{p.partition} is not at {p.new} ({len(wrong)} partition(s) differ)")
+        raise refused_reset(group, error.message.removeprefix("unable to commit offsets: "))
+
+
+def refused_reset(group: str, cause: str) -> KctlError:
+    """The broker refused to write the reset: because a member joined, or otherwise."""
+    active = "UNKNOWN_MEMBER_ID" in cause or "REBALANCE" in cause or "NON_EMPTY" in cause
+    kind = GroupActiveError if active else ResetIncompleteError
+    return kind(f"unable to reset offsets of group {group}: the broker refused the commit: {cause}",
+                hint="a consumer may have joined the group; nothing is reported as reset")
 
 
 def _forget(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
@@ -304,12 +316,14 @@ def _forget(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
 def undo_plan(session: AdminSession, entry: dict) -> list[PlannedReset]:
     """Plans restoring a journal's old offsets; a partition that had no committed offset
     before gets new=None: its offset is deleted, so it starts from auto.offset.reset again."""
-    from kctl.admin.groups import committed_offsets, log_offsets
+    from kctl.admin.groups import committed_offsets, log_offsets, share
 
     recorded = [PlannedReset(**p) for p in entry["partitions"]]
     groups = sorted({p.group for p in recorded})
-    _resettable(session, groups, "undo the reset of")
-    committed = committed_offsets(session, groups)
+    described = _resettable(session, groups, "undo the reset of")
+    shared = [g for g, d in described.items() if d.type == "share"]
+    committed = committed_offsets(session, [g for g in groups if g not in shared])
+    committed.update(share.start_offsets_of(session, shared))
     log = log_offsets(session, sorted({(p.topic, p.partition) for p in recorded}), "read_uncommitted")
     plans = []
     for p in recorded:

@@ -446,7 +446,9 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
     start or end, no record after the time). Groups with members are refused (exit 10,
     naming the consumers to stop). With --execute, an undo journal of the old offsets is
     written first ($XDG_STATE_HOME/kctl/resets), and the offsets are read back after;
-    a reset the broker refused is never reported as done.
+    a reset the broker refused is never reported as done. Groups of every type are
+    reset the same way; for a share group CURRENT and NEW are share-partition start
+    offsets (what kafka-share-groups --reset-offsets sets).
 
     \b
     Examples:
@@ -552,7 +554,9 @@ def delete_offsets(app: App, group_id, topics, yes):
     """Delete a group's committed offsets for some topics or partitions.
 
     The group then starts those partitions from auto.offset.reset. Kafka refuses
-    while a member of the group consumes the topic (GROUP_SUBSCRIBED_TO_TOPIC).
+    while a member of the group consumes the topic (GROUP_SUBSCRIBED_TO_TOPIC). For a
+    share group the topic's share state (its start offsets) is forgotten, which Kafka
+    does per topic only, and only while the group is empty.
 
     \b
     Examples:

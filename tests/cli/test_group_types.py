@@ -158,9 +158,9 @@ def test_share_group_list_describe_lag_and_delete(kctl, kafka_cluster, topic, un
 
         refused = kctl("-b", kafka_cluster.bootstrap, "group", "delete", group, "--yes")
         assert refused.exit_code == ExitCode.GROUP_ACTIVE, refused.stderr
-        not_yet = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest")
-        assert not_yet.exit_code == ExitCode.INVALID
-        assert not_yet.stderr.startswith(f"error: unable to reset offsets of group {group}: it is a share group")
+        active = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest")
+        assert active.exit_code == ExitCode.GROUP_ACTIVE
+        assert "console-share-consumer@" in active.stderr
     finally:
         share_consumer.terminate()  # its shutdown hook closes the consumer: it leaves the group
         try:
@@ -168,6 +168,34 @@ def test_share_group_list_describe_lag_and_delete(kctl, kafka_cluster, topic, un
         except subprocess.TimeoutExpired:
             share_consumer.kill()
             share_consumer.wait()
+
+    def empty():
+        (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+        assert (g["state"], g["members"]) == ("Empty", [])
+        return {o["partition"]: o["offset"] for o in g["offsets"]}
+
+    before = eventually(empty, timeout=60, interval=0.5)
+    state = {"XDG_STATE_HOME": str(tmp_path / "xdg-state")}
+    reset = ("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group)
+    planned = json.loads(kctl(*reset, "-t", topic, "--to-earliest", "-o", "json", env=state).stdout)
+    assert [(p["partition"], p["current"], p["new"]) for p in planned] == [(p, before[p], 0) for p in range(4)]
+    applied = kctl(*reset, "-t", topic, "--to-earliest", "--execute", "--yes", env=state)
+    assert applied.exit_code == 0, applied.stderr
+    tool = kafka_cluster.kafka.run_tool(
+        "org.apache.kafka.tools.consumer.group.ShareGroupCommand", "--bootstrap-server", kafka_cluster.bootstrap,
+        "--describe", "--group", group)
+    starts = {int(c[2]): int(c[3]) for c in map(str.split, tool.stdout.splitlines()) if len(c) >= 4 and c[0] == group}
+    assert starts == {0: 0, 1: 0, 2: 0, 3: 0}
+    undone = kctl(*reset, "--undo", "last", "--execute", "--yes", env=state)
+    assert undone.exit_code == 0, undone.stderr
+    assert empty() == before
+
+    forgotten = kctl("-b", kafka_cluster.bootstrap, "group", "delete-offsets", group, "-t", topic, "--yes")
+    assert forgotten.exit_code == 0, forgotten.stderr
+    assert forgotten.stdout.split().count("deleted") == 4
+    assert empty() == {}
+    partial = kctl("-b", kafka_cluster.bootstrap, "group", "delete-offsets", group, "-t", f"{topic}:0", "--yes")
+    assert partial.exit_code == ExitCode.USAGE
 
     def deleted():
         result = kctl("-b", kafka_cluster.bootstrap, "group", "delete", group, "--yes")

@@ -624,10 +624,15 @@ def delete_offsets(
     session: AdminSession, group: str, topics: Sequence[tuple[str, tuple[int, ...] | None]]
 ) -> tuple[list[OffsetDeletion], dict[str, KctlError]]:
     """Delete a group's committed offsets for topics (or some of their partitions), through
-    kafka-python: librdkafka has OffsetDelete but confluent-kafka does not expose it."""
+    kafka-python: librdkafka has OffsetDelete but confluent-kafka does not expose it. A share
+    group's start offsets are forgotten per topic (DeleteShareGroupOffsets)."""
     from kafka import TopicPartition
 
+    from kctl.admin.groups import share
     from kctl.admin.kafka_python import for_code, kafka_error_name
+
+    if share.share_groups(session, [group]):
+        return share.delete_offsets(session, group, topics)
 
     committed = committed_offsets(session, [group])[group]
     if isinstance(committed, KctlError):

@@ -1,7 +1,7 @@
 """The group APIs of Kafka 4.x that confluent-kafka does not expose, sent through kctl's
 kafka-python bridge: ListGroups v5 (every group type with Kafka's state names; librdkafka
 lists only classic and consumer groups), ConsumerGroupDescribe (KIP-848 epochs and target
-assignments), ShareGroupDescribe and DescribeShareGroupOffsets (KIP-932),
+assignments), ShareGroupDescribe and Describe/Alter/DeleteShareGroupOffsets (KIP-932),
 StreamsGroupDescribe (KIP-1071).
 
 The message classes are kafka-python's schema-driven ones, built from Kafka's own message
@@ -27,6 +27,10 @@ class ShareGroupDescribeRequest(ApiMessage, load_json=schemas): pass  # noqa: E7
 class ShareGroupDescribeResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
 class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
 class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
+class AlterShareGroupOffsetsRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
+class AlterShareGroupOffsetsResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
+class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
+class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
 class StreamsGroupDescribeRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
 class StreamsGroupDescribeResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
 
@@ -89,3 +93,26 @@ def share_group_offsets(session: AdminSession, group_ids: Sequence[str]) -> dict
         lambda ids: DescribeShareGroupOffsetsRequest(groups=[_OFFSETS_GROUP(group_id=g, topics=None) for g in ids]),
         "describe share group offsets")
     return {g.group_id: (g, node) for node, r in responses for g in r.groups}
+
+
+_ALTER_TOPIC = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+_ALTER_PARTITION = _ALTER_TOPIC.AlterShareGroupOffsetsRequestPartition
+_DELETE_TOPIC = DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic
+
+
+def alter_share_group_offsets(session: AdminSession, group_id: str, offsets: dict[tuple[str, int], int]) -> tuple[int, dict[tuple[str, int], int]]:
+    """Set share-partition start offsets (the group must be empty): the top-level error
+    code and each partition's."""
+    by_topic: dict[str, list] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        by_topic.setdefault(topic, []).append(_ALTER_PARTITION(partition_index=partition, start_offset=offset))
+    request = AlterShareGroupOffsetsRequest(group_id=group_id, topics=[_ALTER_TOPIC(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
+    [(_node, response)] = per_coordinator(session, [group_id], lambda _ids: request, f"reset offsets of share group {group_id}")
+    return response.error_code, {(t.topic_name, p.partition_index): p.error_code for t in response.responses for p in t.partitions}
+
+
+def delete_share_group_offsets(session: AdminSession, group_id: str, topics: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """Forget a share group's state for whole topics: the top-level and per-topic error codes."""
+    request = DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[_DELETE_TOPIC(topic_name=t) for t in topics])
+    [(_node, response)] = per_coordinator(session, [group_id], lambda _ids: request, f"delete offsets of share group {group_id}")
+    return response.error_code, {t.topic_name: t.error_code for t in response.responses}
