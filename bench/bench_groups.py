@@ -121,7 +121,7 @@ def mixed(args) -> None:
     import os
 
     kctl = kctl_argv()
-    baseline = [sys.executable, "-m", "kctl"]
+    baseline = [sys.executable, "-P", "-m", "kctl"]  # -P: the checkout, not the current directory
     baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline)} if args.baseline else None
     consumer_groups = args.groups // 4
     with tempfile.TemporaryDirectory(prefix="kctl-bench-") as workdir:
