@@ -153,9 +153,7 @@ def plan(
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    from kctl.admin.groups import committed_offsets, log_offsets
-
-    from kctl.admin.groups import share
+    from kctl.admin.groups import committed_offsets, log_offsets, share
 
     described = _resettable(session, groups, "reset offsets of")
     shared = [g for g, d in described.items() if d.type == "share"]

@@ -9,9 +9,8 @@ commits are reset. Kafka forgets share state per topic, not per partition.
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from kctl.admin.groups import CommittedOffset, GroupDescription, MemberInfo
 from kctl.admin.groups.consumer import partitions_of
@@ -83,6 +82,12 @@ def reset(session: AdminSession, group_id: str, plans: Sequence) -> None:
         code, partitions = protocol.alter_share_group_offsets(session, group_id, moves)
         _raise_refusal(group_id, code, [(f"{t}-{p}: ", c) for (t, p), c in partitions.items()])
     if forgotten:
+        # Forgetting a topic forgets all its partitions: never one the plan does not name.
+        planned = {(p.topic, p.partition) for p in plans if p.new is None}
+        spared = sorted(f"{t}-{p}" for t, p in start_offsets_of(session, [group_id])[group_id] if t in forgotten and (t, p) not in planned)
+        if spared:
+            raise ResetIncompleteError(f"unable to reset offsets of group {group_id}: forgetting the state of "
+                                       f"{', '.join(sorted(forgotten))} would also forget {', '.join(spared)}")
         code, topics = protocol.delete_share_group_offsets(session, group_id, sorted(forgotten))
         _raise_refusal(group_id, code, [(f"{t}: ", c) for t, c in topics.items()])
 
