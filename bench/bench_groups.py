@@ -75,6 +75,18 @@ def seed_consumer_protocol_groups(bootstrap: str, groups: int, partitions: int) 
         list(pool.map(one, range(groups)))
 
 
+def start_cluster(workdir: Path, kctl: list[str]) -> KafkaCluster:
+    """A single Kafka node with the 100-partition topic `lagged` the groups commit on."""
+    cluster = KafkaCluster(nodes=1, workdir=workdir, overrides={"offsets.topic.num.partitions": "10"})
+    cluster.start()
+    try:
+        subprocess.run([*kctl, "-b", cluster.bootstrap, "topic", "create", "lagged", "-p", "100", "-q"], check=True, capture_output=True)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
 def peak_rss_mb(argv: list[str]) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     subprocess.run(argv, check=True, capture_output=True)
@@ -94,11 +106,9 @@ def main() -> None:
         return
     kctl = kctl_argv()
     with tempfile.TemporaryDirectory(prefix="kctl-bench-") as workdir:
-        cluster = KafkaCluster(nodes=1, workdir=Path(workdir), overrides={"offsets.topic.num.partitions": "10"})
-        cluster.start()
+        cluster = start_cluster(Path(workdir), kctl)
         try:
             b = cluster.bootstrap
-            subprocess.run([*kctl, "-b", b, "topic", "create", "lagged", "-p", "100", "-q"], check=True, capture_output=True)
             started = time.monotonic()
             seed(b, args.groups, 100)
             print(f"seeded {args.groups} groups x 100 partitions in {time.monotonic() - started:.1f}s", file=sys.stderr)
@@ -125,11 +135,9 @@ def mixed(args) -> None:
     baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline)} if args.baseline else None
     consumer_groups = args.groups // 4
     with tempfile.TemporaryDirectory(prefix="kctl-bench-") as workdir:
-        cluster = KafkaCluster(nodes=1, workdir=Path(workdir), overrides={"offsets.topic.num.partitions": "10"})
-        cluster.start()
+        cluster = start_cluster(Path(workdir), kctl)
         try:
             b = cluster.bootstrap
-            subprocess.run([*kctl, "-b", b, "topic", "create", "lagged", "-p", "100", "-q"], check=True, capture_output=True)
             started = time.monotonic()
             seed(b, args.groups - consumer_groups, 100)
             seed_consumer_protocol_groups(b, consumer_groups, 100)
