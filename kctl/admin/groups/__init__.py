@@ -313,10 +313,13 @@ def _description(raw, offsets) -> GroupDescription:
         protocol=raw.partition_assignor or None,
         coordinator=raw.coordinator.id if raw.coordinator is not None else None,
         members=members,
-        offsets=tuple(
-            CommittedOffset(topic=t, partition=p, offset=o, metadata=md) for (t, p), (o, md) in sorted(offsets.items())
-        ),
+        offsets=committed_rows(offsets),
     )
+
+
+def committed_rows(offsets: dict[tuple[str, int], tuple[int, str | None]]) -> tuple[CommittedOffset, ...]:
+    """Committed offsets as a description lists them, by topic and partition."""
+    return tuple(CommittedOffset(topic=t, partition=p, offset=o, metadata=md) for (t, p), (o, md) in sorted(offsets.items()))
 
 
 # -- lag ------------------------------------------------------------------------------------

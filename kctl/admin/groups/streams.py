@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kctl.admin.groups import CommittedOffset, GroupDescription, MemberInfo
+from kctl.admin.groups import GroupDescription, MemberInfo, committed_rows
 
 
 def tasks_of(assignment: Any) -> tuple[str, ...]:
@@ -24,7 +24,7 @@ def describe(raw: Any, offsets: dict, coordinator: int | None) -> GroupDescripti
     return GroupDescription(
         group=raw.group_id, state=raw.group_state, type="streams", protocol=None, coordinator=coordinator,
         members=members,
-        offsets=tuple(CommittedOffset(topic=t, partition=p, offset=o, metadata=md) for (t, p), (o, md) in sorted(offsets.items())),
+        offsets=committed_rows(offsets),
         group_epoch=raw.group_epoch, assignment_epoch=raw.assignment_epoch,
     )
 

@@ -8,7 +8,7 @@ import logging
 from ..coordinator.groups import DEAD, EMPTY, MAX_METADATA_BYTES
 from ..coordinator.offsets import CommittedOffset
 from ..protocol import errors
-from .common import GROUP_OPERATIONS, NO_OPERATIONS, topic_name
+from .common import GROUP_OPERATIONS, NO_OPERATIONS, storage_error_message, topic_name
 
 log = logging.getLogger("kctl.broker.groups")
 
@@ -100,7 +100,7 @@ async def offset_commit(broker, context, request):
     try:
         broker.groups.commit(request.group_id, accepted)
     except OSError as exc:
-        log.error("cannot write committed offsets of group %s: %s", request.group_id, exc)
+        log.error("%s", storage_error_message(f"commit offsets of group {request.group_id}", exc))
         for entry in topics:
             for partition in entry["partitions"]:
                 if partition["error_code"] == errors.NONE:
@@ -198,7 +198,7 @@ async def delete_groups(broker, context, request):
         try:
             code = broker.groups.delete_group(group_id)
         except OSError as exc:
-            log.error("cannot delete group %s: %s", group_id, exc)
+            log.error("%s", storage_error_message(f"delete group {group_id}", exc))
             code = errors.KAFKA_STORAGE_ERROR
         results.append({"group_id": group_id, "error_code": code})
     return {"throttle_time_ms": 0, "results": results}
@@ -209,7 +209,7 @@ async def offset_delete(broker, context, request):
     try:
         code, results = broker.groups.delete_offsets(request.group_id, partitions)
     except OSError as exc:
-        log.error("cannot delete offsets of group %s: %s", request.group_id, exc)
+        log.error("%s", storage_error_message(f"delete offsets of group {request.group_id}", exc))
         code, results = errors.KAFKA_STORAGE_ERROR, {}
     topics = []
     if not code:

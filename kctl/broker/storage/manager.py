@@ -140,8 +140,7 @@ class LogManager:
         try:
             return self._open(cluster_id)
         except BaseException:
-            self.files.close_all()
-            self._lock.release()
+            self.unlock()
             raise
 
     def _open(self, cluster_id: str | None) -> dict:
@@ -192,11 +191,10 @@ class LogManager:
             log.error("shutdown not clean, the next start will recover the logs: %s",
                       exc.strerror or exc)
         finally:
-            self.files.close_all()
-            self._lock.release()
+            self.unlock()
 
     def unlock(self) -> None:
-        """Give up the directory without a clean shutdown (start-up failed past open)."""
+        """Close every file and give up the directory (after close, or a failed start)."""
         self.files.close_all()
         self._lock.release()
 
