@@ -129,8 +129,10 @@ _BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": InvalidError,
     "UNSUPPORTED_VERSION": InvalidError,
     "REQUEST_TIMED_OUT": TimeoutError_,
+    "GROUP_ID_NOT_FOUND": NotFoundError,
     "CLUSTER_AUTHORIZATION_FAILED": NotAuthorizedError,
     "TOPIC_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "GROUP_AUTHORIZATION_FAILED": NotAuthorizedError,
     "SASL_AUTHENTICATION_FAILED": NotAuthorizedError,
 }
 

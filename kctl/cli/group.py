@@ -36,6 +36,15 @@ MEMBER_TABLE = TableSpec(
 OFFSET_TABLE = TableSpec(
     (Column("topic", "TOPIC"), Column("partition", "PARTITION", align="right"), Column("offset", "OFFSET", align="right"), Column("metadata", "METADATA", wide=True))
 )
+TOPOLOGY_TABLE = TableSpec(
+    (
+        Column("subtopology", "SUBTOPOLOGY"),
+        Column("source_topics", "SOURCE-TOPICS"),
+        Column("repartition_source_topics", "REPARTITION-SOURCES"),
+        Column("repartition_sink_topics", "REPARTITION-SINKS", wide=True),
+        Column("changelog_topics", "CHANGELOGS", wide=True),
+    )
+)
 GROUP_DOCUMENT = DocumentSpec(
     fields=(
         Field("group", "GROUP"),
@@ -47,7 +56,8 @@ GROUP_DOCUMENT = DocumentSpec(
         Field("group_epoch", "GROUP-EPOCH"),
         Field("assignment_epoch", "ASSIGNMENT-EPOCH"),
     ),
-    sections=(Section("members", "MEMBERS", MEMBER_TABLE), Section("offsets", "OFFSETS", OFFSET_TABLE)),
+    sections=(Section("members", "MEMBERS", MEMBER_TABLE), Section("offsets", "OFFSETS", OFFSET_TABLE),
+              Section("topology", "TOPOLOGY", TOPOLOGY_TABLE, optional=True)),
 )
 LAG_TABLE = TableSpec(
     (
@@ -114,7 +124,9 @@ def describe(app: App, groups):
     (KIP-848), share and streams groups add the group and assignment epochs (they
     differ while members reconcile) and each member's epoch; -o wide adds the target
     assignment a member reconciles towards and its subscription (topics or regex).
-    Streams members own tasks, shown as SUBTOPOLOGY:PARTITIONS. OFFSET is the
+    Streams members own tasks, shown as SUBTOPOLOGY:PARTITIONS, and a streams group
+    adds its TOPOLOGY: each subtopology's source topics and internal topics
+    (repartition sources; -o wide: repartition sinks and changelogs). OFFSET is the
     committed offset, or for a share group the share-partition start offset. JSON
     output is a list, one object per group (null where a type has no such field).
 

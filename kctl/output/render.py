@@ -198,6 +198,8 @@ class Output:
                 self._write("".join(f"{t.ljust(width)}  {v}\n" for t, v in pairs))
         for section in spec.sections:
             rows = getattr(obj, section.key)
+            if rows is None and section.optional:
+                continue
             self._write(f"\n{section.title}\n")
             if plain:
                 self._plain(rows, section.spec.visible(wide=False))

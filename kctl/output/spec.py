@@ -56,12 +56,14 @@ class Field:
 class Section:
     """A titled table inside a document, e.g. a topic's PARTITIONS."""
 
-    __slots__ = ("key", "title", "spec")
+    __slots__ = ("key", "title", "spec", "optional")
 
-    def __init__(self, key: str, title: str, spec: TableSpec):
+    def __init__(self, key: str, title: str, spec: TableSpec, *, optional: bool = False):
         self.key = key
         self.title = title
         self.spec = spec
+        # Left out of text output when the object's value is None (a kind it does not apply to).
+        self.optional = optional
 
 
 class DocumentSpec:

@@ -41,6 +41,64 @@ def as_json(kctl, cluster, *args):
     return json.loads(result.stdout)
 
 
+def _partitions(entries):
+    return sorted(int(p) for entry in entries or [] for p in entry.split(":")[1].split(","))
+
+
+def test_consumer_protocol_group_mid_reconciliation(kctl, kafka_cluster, topic, unique_name):
+    """A member that does not poll cannot give partitions up: the group stays Reconciling,
+    the newcomer's target assignment waits for them, and kctl shows it as Kafka's tool does."""
+    group = unique_name("grec")
+
+    def member(i):
+        return Consumer({"bootstrap.servers": kafka_cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
+                         "client.id": f"member-{i}", "auto.offset.reset": "earliest"})
+
+    first, second = member(0), member(1)
+    try:
+        first.subscribe([topic])
+
+        def owns_all():
+            first.poll(0.1)
+            assert len(first.assignment()) == 4
+
+        eventually(owns_all, timeout=60, interval=0)
+        second.subscribe([topic])
+
+        def reconciling():
+            second.poll(0.2)  # only the newcomer polls; the first member never revokes
+            (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+            assert g["state"] == "Reconciling" and len(g["members"]) == 2
+            old, new = sorted(g["members"], key=lambda m: m["client_id"])
+            assert _partitions(old["assignment"]) == [0, 1, 2, 3] and len(_partitions(old["target_assignment"])) == 2
+            assert len(_partitions(new["target_assignment"])) == 2 and not set(_partitions(new["assignment"])) & set(_partitions(new["target_assignment"]))
+            return g
+
+        g = eventually(reconciling, timeout=60, interval=0.5)
+        assert g["group_epoch"] == g["assignment_epoch"]
+        old, new = sorted(g["members"], key=lambda m: m["client_id"])
+        assert old["member_epoch"] < g["group_epoch"]
+        listed = [x["group"] for x in as_json(kctl, kafka_cluster, "group", "list", "--state", "Reconciling")]
+        assert group in listed
+        tool = kafka_cluster.kafka.run_tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", kafka_cluster.bootstrap,
+            "--describe", "--state", "--group", group)
+        assert tool.returncode == 0 and "Reconciling" in tool.stdout, tool.stdout + tool.stderr
+
+        # Once the first member polls it gives the partitions up and the group settles.
+        def stable():
+            first.poll(0.1)
+            second.poll(0.1)
+            (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+            assert g["state"] == "Stable"
+            assert all(m["assignment"] == m["target_assignment"] and len(_partitions(m["assignment"])) == 2 for m in g["members"])
+
+        eventually(stable, timeout=60, interval=0.2)
+    finally:
+        first.close()
+        second.close()
+
+
 def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, kafka_cluster, topic, unique_name, tmp_path):
     group = unique_name("g848")
     members = [Consumer({"bootstrap.servers": kafka_cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
@@ -249,6 +307,16 @@ def test_streams_group_list_describe_lag_reset_and_delete(kctl, kafka_cluster, u
         (member,) = g["members"]
         assert g["type"] == "streams" and g["group_epoch"] >= g["assignment_epoch"] >= 1
         assert member["assignment"] == member["target_assignment"] == ["0:0,1,2,3", "1:0,1,2,3"]
+        # WordCountDemo: words are re-keyed into a repartition topic, counted into a store.
+        assert [(st["subtopology"], st["source_topics"]) for st in g["topology"]] == [("0", [WORDCOUNT_INPUT]), ("1", [])]
+        (repartition,) = g["topology"][0]["repartition_sink_topics"]
+        assert g["topology"][1]["repartition_source_topics"] == [repartition]
+        assert repartition.startswith(f"{group}-") and repartition.endswith("-repartition")
+        (changelog,) = g["topology"][1]["changelog_topics"]
+        assert changelog.startswith(f"{group}-") and changelog.endswith("-changelog")
+        assert g["topology"][0]["changelog_topics"] == []
+        text = kctl("-b", kafka_cluster.bootstrap, "group", "describe", group, "-o", "wide")
+        assert "TOPOLOGY" in text.stdout and changelog in text.stdout
 
         tool = kafka_cluster.kafka.run_tool(
             "org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server", kafka_cluster.bootstrap,

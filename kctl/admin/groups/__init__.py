@@ -1,15 +1,14 @@
 """Groups of every Kafka 4.x type (classic, consumer, share, streams): list, describe,
 delete, and lag in messages.
 
-Classic and consumer (KIP-848) groups are described through confluent-kafka; what
-librdkafka does not expose (share and streams groups, KIP-848 epochs and target
-assignments, every type in one listing with Kafka's state names) goes through
-kctl.admin.groups.protocol, and each of those types is turned into the shared model here by
-its own module (consumer.py, share.py, streams.py).
+Groups are listed, described and their offsets fetched through kctl.admin.groups.protocol
+(kafka-python's message classes: every type in one listing with Kafka's state names, one
+request per coordinator for all the groups it owns), and each type is turned into the
+shared model here by its own module (classic.py, consumer.py, share.py, streams.py).
 
-Requests are planned per broker, never per partition: every group's OffsetFetch is
-submitted before any is waited on, then one ListOffsets round per broker covers the
-union of committed partitions (earliest and latest). kctl never joins a group.
+Requests are planned per broker, never per group or partition: one OffsetFetch per
+coordinator for every group, then one ListOffsets round per broker covers the union of
+committed partitions (earliest and latest). kctl never joins a group.
 
 Lag semantics (shared/notes/lag.md §6), per partition with committed offset c, log
 start L and log end H (the last stable offset with read_committed):
@@ -28,32 +27,11 @@ from dataclasses import dataclass, replace
 from kctl.admin.session import AdminSession
 from kctl.errors import GroupActiveError, KctlError, NotFoundError
 
-# confluent-kafka's ConsumerGroupState names, as Kafka prints them.
-_STATES = {
-    "UNKNOWN": "Unknown",
-    "PREPARING_REBALANCING": "PreparingRebalance",
-    "COMPLETING_REBALANCING": "CompletingRebalance",
-    "STABLE": "Stable",
-    "DEAD": "Dead",
-    "EMPTY": "Empty",
-}
 # Every group type's states as Kafka's ListGroups names them: classic groups rebalance
 # (PreparingRebalance, CompletingRebalance), consumer and streams groups reconcile
 # (Assigning, Reconciling; streams groups are NotReady until their topics exist).
 STATES = ("Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "NotReady", "Dead", "Unknown")
 TYPES = ("classic", "consumer", "share", "streams")
-
-
-def state_name(value) -> str:
-    if isinstance(value, str) and value in STATES:
-        return value
-    name = getattr(value, "name", str(value))
-    return _STATES.get(name, name.title())
-
-
-def _type(value) -> str:
-    name = getattr(value, "name", str(value)) if value is not None else "UNKNOWN"
-    return name.lower()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +84,19 @@ class GroupDescription:
     # assignment (they differ while members reconcile); null for classic groups.
     group_epoch: int | None = None
     assignment_epoch: int | None = None
+    # Streams groups: the application's subtopologies as the group coordinator knows them
+    # (null for other types, and until the coordinator has initialized the topology).
+    topology: tuple[Subtopology, ...] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Subtopology:
+    subtopology: str
+    source_topics: tuple[str, ...]
+    # Internal topics: repartition topics it reads and writes, its state stores' changelogs.
+    repartition_source_topics: tuple[str, ...]
+    repartition_sink_topics: tuple[str, ...]
+    changelog_topics: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,19 +162,15 @@ def _summaries(session: AdminSession, listed: dict[str, dict]) -> dict[str, Grou
     for group_id, entry in listed.items():
         by_type.setdefault(_listed_type(entry), []).append(group_id)
     out = {}
-    described, _errors = describe_raw(session, by_type.get("classic", []) + by_type.get("consumer", []))
-    for group_id, raw in described.items():
-        out[group_id] = GroupSummary(
-            group=group_id, state=listed[group_id].get("group_state") or state_name(raw.state),
-            type=_listed_type(listed[group_id]), members=len(raw.members), protocol=raw.partition_assignor or None,
-            coordinator=raw.coordinator.id if raw.coordinator is not None else None)
-    for kind, describe in (("share", protocol.share_group_describe), ("streams", protocol.streams_group_describe)):
+    for kind, describe in (("classic", protocol.classic_group_describe), ("consumer", protocol.consumer_group_describe),
+                           ("share", protocol.share_group_describe), ("streams", protocol.streams_group_describe)):
         for group_id, (raw, node) in describe(session, by_type.get(kind, [])).items():
             if raw.error_code:
                 continue
+            assignor = raw.protocol_data if kind == "classic" else getattr(raw, "assignor_name", None)
             out[group_id] = GroupSummary(
-                group=group_id, state=raw.group_state, type=kind, members=len(raw.members),
-                protocol=getattr(raw, "assignor_name", None) or None, coordinator=node)
+                group=group_id, state=listed[group_id].get("group_state") or raw.group_state, type=kind,
+                members=len(raw.members), protocol=assignor or None, coordinator=node)
     return out
 
 
@@ -192,129 +179,64 @@ def _listed_type(entry: dict) -> str:
     return kind if kind in TYPES else "classic"
 
 
-def describe_raw(session: AdminSession, ids: Sequence[str]) -> tuple[dict, dict[str, KctlError]]:
-    if not ids:
-        return {}, {}
-    futures = session.client.describe_consumer_groups(list(ids), request_timeout=session.timeout)
-    results = session.wait_all(futures, "describe group")
-    found = {g: r for g, r in results.items() if not isinstance(r, KctlError)}
-    errors = {g: r for g, r in results.items() if isinstance(r, KctlError)}
-    return found, errors
-
-
 def committed_offsets(session: AdminSession, ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, str | None]] | KctlError]:
-    """Committed offsets of every group; all requests in flight before any is awaited."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
+    """Committed offsets (and their metadata) of every group, one request per coordinator."""
+    from kctl.admin.groups import protocol
 
-    futures = {}
-    for group_id in ids:
-        # librdkafka takes exactly one group per call (lag.md §4), so one call each.
-        (future,) = session.client.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group_id)], request_timeout=session.timeout
-        ).values()
-        futures[group_id] = future
-    results = session.wait_all(futures, "fetch committed offsets")
     out: dict[str, dict | KctlError] = {}
-    for group_id, result in results.items():
-        if isinstance(result, KctlError):
-            out[group_id] = result
+    for group_id, (group, _node) in protocol.offset_fetch(session, ids).items():
+        if group.error_code:
+            out[group_id] = _described_error(group_id, group, "fetch committed offsets of group")
             continue
         out[group_id] = {
-            (tp.topic, tp.partition): (tp.offset, _metadata(tp)) for tp in result.topic_partitions if tp.offset >= 0
+            (t.name, p.partition_index): (p.committed_offset, p.metadata or None)
+            for t in group.topics for p in t.partitions if p.committed_offset >= 0 and not p.error_code
         }
     return out
 
 
-def _metadata(tp) -> str | None:
-    """A commit's metadata as text; None when there is none or it is binary (Kafka Streams
-    commits binary metadata, which confluent-kafka can only hand out decoded as UTF-8)."""
-    try:
-        return tp.metadata or None
-    except UnicodeDecodeError:
-        return None
-
-
-def is_missing(raw, committed) -> bool:
-    """A group Kafka knows nothing about: Dead, no members, nothing committed."""
-    return state_name(raw.state) == "Dead" and not raw.members and not committed
-
-
 def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupDescription], dict[str, KctlError]]:
-    """Descriptions in the order asked; each group described as its type allows."""
-    from kctl.admin.groups import consumer, protocol, share, streams
+    """Descriptions in the order asked; each group described as its type allows (a group
+    ListGroups does not know is asked as a classic one, which Kafka answers Dead)."""
+    from kctl.admin.groups import classic, consumer, protocol, share, streams
 
     ids = list(dict.fromkeys(ids))
     types = {g["group_id"]: _listed_type(g) for g in protocol.list_groups(session)}
     of_type = {kind: [g for g in ids if types.get(g, "classic") == kind] for kind in TYPES}
-    described, errors = describe_raw(session, of_type["classic"])
-    committed = committed_offsets(session, [g for g in ids if g in described or types.get(g) in ("consumer", "streams")])
-    found: dict[str, GroupDescription] = {}
-    for group_id, raw in described.items():
-        offsets = committed.get(group_id)
-        if isinstance(offsets, KctlError):
-            errors[group_id] = offsets
-        elif is_missing(raw, offsets):
-            errors[group_id] = NotFoundError(f"unable to describe group {group_id}: GROUP_ID_NOT_FOUND: no such group")
-        else:
-            found[group_id] = _description(raw, offsets)
+    committed = committed_offsets(session, [g for g in ids if types.get(g, "classic") != "share"])
     share_offsets = protocol.share_group_offsets(session, of_type["share"])
-    for kind, describe in (("consumer", protocol.consumer_group_describe), ("share", protocol.share_group_describe),
-                           ("streams", protocol.streams_group_describe)):
+    found: dict[str, GroupDescription] = {}
+    errors: dict[str, KctlError] = {}
+    for kind, describe in (("classic", protocol.classic_group_describe), ("consumer", protocol.consumer_group_describe),
+                           ("share", protocol.share_group_describe), ("streams", protocol.streams_group_describe)):
         for group_id, (raw, node) in describe(session, of_type[kind]).items():
+            offsets = committed.get(group_id, {})
             if raw.error_code:
                 errors[group_id] = _described_error(group_id, raw)
             elif kind == "share":
                 found[group_id] = share.describe(raw, share_offsets.get(group_id, (None,))[0], node)
-            elif isinstance(committed.get(group_id), KctlError):
-                errors[group_id] = committed[group_id]
+            elif isinstance(offsets, KctlError):
+                errors[group_id] = offsets
+            elif kind == "classic" and classic.is_missing(raw, offsets):
+                errors[group_id] = _not_found(group_id, "describe group")
             else:
-                found[group_id] = (consumer if kind == "consumer" else streams).describe(raw, committed.get(group_id, {}), node)
+                found[group_id] = {"classic": classic, "consumer": consumer, "streams": streams}[kind].describe(raw, offsets, node)
     return [found[g] for g in ids if g in found], errors
 
 
-def _described_error(group_id: str, raw) -> KctlError:
+def _not_found(group_id: str, action: str) -> NotFoundError:
+    return NotFoundError(f"unable to {action} {group_id}: GROUP_ID_NOT_FOUND: no such group")
+
+
+def _described_error(group_id: str, raw, action: str = "describe group") -> KctlError:
+    """The KctlError for a group's error code in an answer."""
     from kafka.errors import for_code as kafka_error
 
     from kctl.admin.kafka_python import for_code
 
     if kafka_error(raw.error_code).__name__ == "GroupIdNotFoundError":
-        return NotFoundError(f"unable to describe group {group_id}: GROUP_ID_NOT_FOUND: no such group")
-    return for_code(kafka_error(raw.error_code), f"describe group {group_id}")
-
-
-def _assignment(member) -> tuple[str, ...]:
-    by_topic: dict[str, list[int]] = {}
-    assignment = getattr(member, "assignment", None)
-    for tp in getattr(assignment, "topic_partitions", None) or []:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return tuple(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(by_topic.items()))
-
-
-def _description(raw, offsets) -> GroupDescription:
-    members = tuple(
-        sorted(
-            (
-                MemberInfo(
-                    member_id=m.member_id,
-                    group_instance_id=getattr(m, "group_instance_id", None) or None,
-                    client_id=m.client_id,
-                    host=m.host,
-                    assignment=_assignment(m),
-                )
-                for m in raw.members
-            ),
-            key=lambda m: (m.client_id, m.member_id),
-        )
-    )
-    return GroupDescription(
-        group=raw.group_id,
-        state=state_name(raw.state),
-        type=_type(getattr(raw, "type", None)),
-        protocol=raw.partition_assignor or None,
-        coordinator=raw.coordinator.id if raw.coordinator is not None else None,
-        members=members,
-        offsets=committed_rows(offsets),
-    )
+        return _not_found(group_id, action)
+    return for_code(kafka_error(raw.error_code), f"{action} {group_id}")
 
 
 def committed_rows(offsets: dict[tuple[str, int], tuple[int, str | None]]) -> tuple[CommittedOffset, ...]:
@@ -480,29 +402,26 @@ def group_lag(
 
 
 def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dict]) -> tuple[dict[str, _LagInputs], dict[str, KctlError]]:
-    from kctl.admin.groups import protocol, share, streams
+    from kctl.admin.groups import classic, consumer, protocol, share, streams
 
     kinds = {g: _listed_type(listed[g]) if g in listed else "classic" for g in ids}
     states = {g: listed[g].get("group_state") or "Unknown" for g in ids if g in listed}
     of_kind = {kind: [g for g in ids if kinds[g] == kind] for kind in TYPES}
-    # ListGroups already says which groups are Empty; only the others need describing
-    # (DescribeGroups is one request per group in librdkafka) for their members.
-    active = [g for g in of_kind["classic"] + of_kind["consumer"] if states.get(g) != "Empty"]
-    described, errors = describe_raw(session, active)
+    # ListGroups already says which groups are Empty; only the others need describing for
+    # their members.
+    errors: dict[str, KctlError] = {}
     owners: dict[str, dict] = {g: {} for g in ids}
     members: dict[str, int] = {}
-    for group_id, raw in described.items():
-        members[group_id] = len(raw.members)
-        states.setdefault(group_id, state_name(raw.state))
-        for member in raw.members:
-            for tp in getattr(getattr(member, "assignment", None), "topic_partitions", None) or []:
-                owners[group_id][(tp.topic, tp.partition)] = member
-    for group_id, (raw, _node) in protocol.streams_group_describe(session, of_kind["streams"]).items():
-        if raw.error_code:
-            errors[group_id] = _described_error(group_id, raw)
-            continue
-        members[group_id] = len(raw.members)
-        owners[group_id] = streams.owners(raw)
+    for kind, describe, owned in (("classic", protocol.classic_group_describe, classic.owners),
+                                  ("consumer", protocol.consumer_group_describe, consumer.owners),
+                                  ("streams", protocol.streams_group_describe, streams.owners)):
+        for group_id, (raw, _node) in describe(session, [g for g in of_kind[kind] if states.get(g) != "Empty"]).items():
+            if raw.error_code:
+                errors[group_id] = _described_error(group_id, raw, "compute lag of group")
+                continue
+            members[group_id] = len(raw.members)
+            states.setdefault(group_id, raw.group_state)
+            owners[group_id] = owned(raw)
     committed = committed_offsets(session, [g for g in ids if kinds[g] != "share" and g not in errors])
     inputs: dict[str, _LagInputs] = {}
     for group_id in ids:
@@ -512,7 +431,7 @@ def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dic
         if isinstance(offsets, KctlError):
             errors[group_id] = offsets
         elif group_id not in listed and not offsets:
-            errors[group_id] = NotFoundError(f"unable to compute lag of group {group_id}: GROUP_ID_NOT_FOUND: no such group")
+            errors[group_id] = _not_found(group_id, "compute lag of group")
         else:
             inputs[group_id] = _LagInputs(state=states.get(group_id, "Empty"), members=members.get(group_id, 0),
                                           owners=owners[group_id], offsets={k: o for k, (o, _md) in offsets.items()})
@@ -520,7 +439,7 @@ def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dic
     share_offsets = protocol.share_group_offsets(session, of_kind["share"])
     for group_id, (raw, _node) in described_shares.items():
         if raw.error_code:
-            errors[group_id] = _described_error(group_id, raw)
+            errors[group_id] = _described_error(group_id, raw, "compute lag of group")
             continue
         starts = share.start_offsets(share_offsets.get(group_id, (None,))[0])
         inputs[group_id] = _LagInputs(

@@ -31,3 +31,9 @@ def describe(raw: Any, offsets: dict, coordinator: int | None) -> GroupDescripti
         offsets=committed_rows(offsets),
         group_epoch=raw.group_epoch, assignment_epoch=raw.assignment_epoch,
     )
+
+
+def owners(raw: Any) -> dict[tuple[str, int], Any]:
+    """The member owning each partition now (its current, not its target, assignment)."""
+    return {(tp.topic_name, p): m for m in raw.members
+            for tp in getattr(m.assignment, "topic_partitions", None) or [] for p in tp.partitions}

@@ -1,8 +1,10 @@
-"""The group APIs of Kafka 4.x that confluent-kafka does not expose, sent through kctl's
-kafka-python bridge: ListGroups v5 (every group type with Kafka's state names; librdkafka
-lists only classic and consumer groups), ConsumerGroupDescribe (KIP-848 epochs and target
-assignments), ShareGroupDescribe and Describe/Alter/DeleteShareGroupOffsets (KIP-932),
-StreamsGroupDescribe (KIP-1071).
+"""kctl's group reads and the group APIs of Kafka 4.x that confluent-kafka does not expose,
+sent through kctl's kafka-python bridge: ListGroups v5 (every group type with Kafka's state
+names; librdkafka lists only classic and consumer groups), DescribeGroups and OffsetFetch v8
+batched per coordinator (librdkafka sends one request per group, the cost that dominated
+`group list` and `group lag --all` on many groups), ConsumerGroupDescribe (KIP-848 epochs
+and target assignments), ShareGroupDescribe and Describe/Alter/DeleteShareGroupOffsets
+(KIP-932), StreamsGroupDescribe (KIP-1071).
 
 The message classes are kafka-python's schema-driven ones, built from Kafka's own message
 definitions (kctl/admin/groups/schemas); requests go to each group's coordinator, one per
@@ -12,13 +14,15 @@ coordinator, as kafka-python's own group calls do (its private `_find_coordinato
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
 from kctl.admin.groups import schemas
 from kctl.admin.session import AdminSession
+from kctl.errors import TimeoutError_
 
 
 class ConsumerGroupDescribeRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
@@ -43,56 +47,122 @@ def list_groups(session: AdminSession) -> list[dict]:
     return session.run_kafka_python(lambda client: client.list_groups(), "list groups")
 
 
-def per_coordinator(session: AdminSession, group_ids: Sequence[str], request: Callable[[list[str]], Any], action: str) -> list:
-    """Send request(ids) to each coordinator for the ids it owns; (node id, response) pairs."""
-    if not group_ids:
-        return []
+# Answers that mean "ask again shortly": the coordinator is loading the group, not elected
+# yet, or has moved. Kafka's own admin client retries them until its timeout; so does kctl.
+_RETRIABLE = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"})
+_RETRY_BACKOFF = 0.1
+
+
+def per_group(
+    session: AdminSession, group_ids: Sequence[str], request: Callable[[list[str]], Any],
+    parts: Callable[[Any], Iterable[tuple[str, Any]]], action: str,
+) -> dict[str, tuple[Any, int]]:
+    """Send request(ids) to each coordinator for the groups it owns (one request per
+    coordinator, all groups in it); each group's part of the answer (parts(response) yields
+    (group id, part with an error_code)) and its coordinator's id. Groups whose coordinator
+    is loading, not available or has moved are asked again until the session's timeout."""
+    from kafka.errors import BrokerResponseError, for_code as kafka_error
+    from kafka.protocol.metadata import CoordinatorType
+
+    found: dict[str, tuple[Any, int]] = {}
+    pending = list(dict.fromkeys(group_ids))
+    deadline = time.monotonic() + session.timeout
 
     def run(client):
         async def send():
-            coordinators = await client._find_coordinator_ids(list(group_ids))
+            try:
+                coordinators = await client._find_coordinator_ids(pending)
+            except BrokerResponseError as exc:
+                if exc.message in _RETRIABLE:
+                    return None
+                raise
             owned: dict[int, list[str]] = {}
             for group_id, node in coordinators.items():
                 owned.setdefault(node, []).append(group_id)
             return [(node, await client._manager.send(request(ids), node_id=node)) for node, ids in owned.items()]
 
-        return client._manager.run(send)
+        answers = client._manager.run(send)
+        if answers is None:  # no coordinator found yet for some of the groups
+            return {g: None for g in pending}, {}
+        retry: dict[str, Any] = {}
+        done: dict[str, tuple[Any, int]] = {}
+        for node, response in answers:
+            for group_id, part in parts(response):
+                if part.error_code and kafka_error(part.error_code).message in _RETRIABLE:
+                    # The cached coordinator may be the one that moved: look it up again.
+                    client._manager.cluster._coordinators.pop((CoordinatorType.GROUP, group_id), None)
+                    retry[group_id] = (part, node)
+                else:
+                    done[group_id] = (part, node)
+        return retry, done
 
-    return session.run_kafka_python(run, action)
+    while pending:
+        retry, done = session.run_kafka_python(run, action)
+        found.update(done)
+        if not retry:
+            break
+        if time.monotonic() + _RETRY_BACKOFF > deadline:
+            if None in retry.values():
+                raise TimeoutError_(f"unable to {action}: no group coordinator available within the timeout",
+                                    hint="raise --timeout if the cluster is starting or electing")
+            found.update(retry)  # the retriable answers are the result; callers report them
+            break
+        pending = list(retry)
+        time.sleep(_RETRY_BACKOFF)
+    return found
+
+
+def _described(response) -> Iterable[tuple[str, Any]]:
+    return ((g.group_id, g) for g in response.groups)
+
+
+def classic_group_describe(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
+    """(DescribeGroups' DescribedGroup, coordinator id) per group id: state, protocol type
+    and assignor, members with their encoded subscriptions and assignments."""
+    from kafka.protocol.admin import DescribeGroupsRequest
+
+    return per_group(session, group_ids, lambda ids: DescribeGroupsRequest(groups=ids, include_authorized_operations=False),
+                     _described, "describe groups")
 
 
 def consumer_group_describe(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
     """(ConsumerGroupDescribe's DescribedGroup, coordinator id) per group id; a failure is
     the struct's error_code."""
-    responses = per_coordinator(
-        session, group_ids, lambda ids: ConsumerGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
-        "describe consumer groups")
-    return {g.group_id: (g, node) for node, r in responses for g in r.groups}
+    return per_group(session, group_ids, lambda ids: ConsumerGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
+                     _described, "describe consumer groups")
 
 
 def share_group_describe(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
-    responses = per_coordinator(
-        session, group_ids, lambda ids: ShareGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
-        "describe share groups")
-    return {g.group_id: (g, node) for node, r in responses for g in r.groups}
+    return per_group(session, group_ids, lambda ids: ShareGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
+                     _described, "describe share groups")
 
 
 def streams_group_describe(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
-    responses = per_coordinator(
-        session, group_ids, lambda ids: StreamsGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
-        "describe streams groups")
-    return {g.group_id: (g, node) for node, r in responses for g in r.groups}
+    return per_group(session, group_ids, lambda ids: StreamsGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
+                     _described, "describe streams groups")
+
+
+def offset_fetch(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
+    """(OffsetFetch's response group, coordinator id) per group id: every committed offset
+    of every group a coordinator owns in one request (KIP-709, OffsetFetch v8+; librdkafka
+    asks one group per request)."""
+    from kafka.protocol.consumer import OffsetFetchRequest
+
+    group = OffsetFetchRequest.OffsetFetchRequestGroup
+    # v10 names topics by id only; v8-v9 by name, which is what every caller wants.
+    return per_group(session, group_ids,
+                     lambda ids: OffsetFetchRequest(groups=[group(group_id=g, topics=None) for g in ids], require_stable=False,
+                                                    min_version=8, max_version=9),
+                     _described, "fetch committed offsets")
 
 
 def share_group_offsets(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
     """DescribeShareGroupOffsets of every topic a share group has state for: per group the
     response group (topics -> partitions with start_offset and, from v1, lag) and its
     coordinator."""
-    responses = per_coordinator(
-        session, group_ids,
-        lambda ids: DescribeShareGroupOffsetsRequest(groups=[_OFFSETS_GROUP(group_id=g, topics=None) for g in ids]),
-        "describe share group offsets")
-    return {g.group_id: (g, node) for node, r in responses for g in r.groups}
+    return per_group(session, group_ids,
+                     lambda ids: DescribeShareGroupOffsetsRequest(groups=[_OFFSETS_GROUP(group_id=g, topics=None) for g in ids]),
+                     _described, "describe share group offsets")
 
 
 _ALTER_TOPIC = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
@@ -107,12 +177,14 @@ def alter_share_group_offsets(session: AdminSession, group_id: str, offsets: dic
     for (topic, partition), offset in sorted(offsets.items()):
         by_topic.setdefault(topic, []).append(_ALTER_PARTITION(partition_index=partition, start_offset=offset))
     request = AlterShareGroupOffsetsRequest(group_id=group_id, topics=[_ALTER_TOPIC(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
-    [(_node, response)] = per_coordinator(session, [group_id], lambda _ids: request, f"reset offsets of share group {group_id}")
+    response, _node = per_group(session, [group_id], lambda _ids: request, lambda r: [(group_id, r)],
+                                f"reset offsets of share group {group_id}")[group_id]
     return response.error_code, {(t.topic_name, p.partition_index): p.error_code for t in response.responses for p in t.partitions}
 
 
 def delete_share_group_offsets(session: AdminSession, group_id: str, topics: Sequence[str]) -> tuple[int, dict[str, int]]:
     """Forget a share group's state for whole topics: the top-level and per-topic error codes."""
     request = DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[_DELETE_TOPIC(topic_name=t) for t in topics])
-    [(_node, response)] = per_coordinator(session, [group_id], lambda _ids: request, f"delete offsets of share group {group_id}")
+    response, _node = per_group(session, [group_id], lambda _ids: request, lambda r: [(group_id, r)],
+                                f"delete offsets of share group {group_id}")[group_id]
     return response.error_code, {t.topic_name: t.error_code for t in response.responses}

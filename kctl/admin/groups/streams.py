@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kctl.admin.groups import GroupDescription, MemberInfo, committed_rows
+from kctl.admin.groups import GroupDescription, MemberInfo, Subtopology, committed_rows
 
 
 def tasks_of(assignment: Any) -> tuple[str, ...]:
@@ -25,8 +25,21 @@ def describe(raw: Any, offsets: dict, coordinator: int | None) -> GroupDescripti
         group=raw.group_id, state=raw.group_state, type="streams", protocol=None, coordinator=coordinator,
         members=members,
         offsets=committed_rows(offsets),
-        group_epoch=raw.group_epoch, assignment_epoch=raw.assignment_epoch,
+        group_epoch=raw.group_epoch, assignment_epoch=raw.assignment_epoch, topology=topology(raw),
     )
+
+
+def topology(raw: Any) -> tuple[Subtopology, ...] | None:
+    subtopologies = getattr(getattr(raw, "topology", None), "subtopologies", None)
+    if subtopologies is None:
+        return None
+    return tuple(sorted((
+        Subtopology(
+            subtopology=st.subtopology_id, source_topics=tuple(sorted(st.source_topics)),
+            repartition_source_topics=tuple(sorted(t.name for t in st.repartition_source_topics or ())),
+            repartition_sink_topics=tuple(sorted(st.repartition_sink_topics or ())),
+            changelog_topics=tuple(sorted(t.name for t in st.state_changelog_topics or ())),
+        ) for st in subtopologies), key=lambda st: (len(st.subtopology), st.subtopology)))
 
 
 def owners(raw: Any) -> dict[tuple[str, int], MemberInfo]:
