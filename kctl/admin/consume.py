@@ -22,7 +22,7 @@ from typing import Any
 from kctl.admin.errors import translate
 from kctl.admin.offsets import PartitionSelector, list_offsets, offsets_for_time, resolve_partitions
 from kctl.admin.session import AdminSession, build_client
-from kctl.errors import ExitCode, KctlError, TimeoutError_, UsageError
+from kctl.errors import ConfigError, ExitCode, KctlError, TimeoutError_, UsageError
 from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
 
 _BATCH = 1000
@@ -293,7 +293,7 @@ def _take_slowly(run: _Run, messages: list, keep, end_ms: int | None, room: int 
                     run.finish(key)
                 continue
             if error.fatal() or not error.retriable():
-                raise translate(error, f"consume {message.topic() or ''}".rstrip())
+                raise _consume_error(error, message.topic())
             continue
         key = (message.topic(), message.partition())
         if key not in live:
@@ -357,3 +357,14 @@ def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bo
     except BrokenPipeError:
         return records, filtered, "closed-pipe"
     return records, filtered, "end"
+
+
+def _consume_error(error, topic: str | None) -> KctlError:
+    """The KctlError for an error that ends consuming. A cluster without the consumer group
+    protocol (KIP-848) refuses its heartbeat; librdkafka says only "API version not
+    supported", so kctl names the setting to change."""
+    text = error.str() or ""
+    if "ConsumerGroupHeartbeat" in text and ("not supported" in text or "UNSUPPORTED" in text.upper()):
+        return ConfigError(f"unable to consume {topic or ''}".rstrip() + ": the cluster does not support the consumer group protocol (KIP-848)",
+                           hint="use -X group.protocol=classic (Apache Kafka 4.x brokers support both; kctl's bundled broker classic only)")
+    return translate(error, f"consume {topic or ''}".rstrip())

@@ -55,6 +55,8 @@ class Broker:
         self.offsets = OffsetStore(config.data_dir)
         self.groups = GroupCoordinator(self.offsets, clock, config.group_initial_rebalance_delay_ms)
         self.producer_ids = ProducerIdManager(config.data_dir)
+        # Groups whose KIP-848 heartbeat was refused and logged (once each).
+        self.refused_consumer_protocol_groups: set[str] = set()
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
         self._housekeeping = None
 

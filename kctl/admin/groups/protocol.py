@@ -7,7 +7,7 @@ and target assignments), ShareGroupDescribe and Describe/Alter/DeleteShareGroupO
 (KIP-932), StreamsGroupDescribe (KIP-1071).
 
 The message classes are kafka-python's schema-driven ones, built from Kafka's own message
-definitions (kctl/admin/groups/schemas); requests go to each group's coordinator, one per
+definitions (kctl/messages); requests go to each group's coordinator, one per
 coordinator, as kafka-python's own group calls do (its private `_find_coordinator_ids` and
 `_manager`, stable within the pinned kafka-python 3.0.x).
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from kctl.admin.groups import schemas
+from kctl import messages as schemas
 from kctl.admin.session import AdminSession
 from kctl.errors import TimeoutError_
 

@@ -221,6 +221,23 @@ async def offset_delete(broker, context, request):
     return {"error_code": code, "throttle_time_ms": 0, "topics": topics}
 
 
+# What a KIP-848 consumer is told (Java clients print it; librdkafka reports only the code).
+CONSUMER_PROTOCOL_REFUSED = ("kctl's bundled broker implements classic consumer groups only: set group.protocol=classic "
+                             "(the consumer group protocol of KIP-848 needs Apache Kafka 4.x)")
+
+
+async def consumer_group_heartbeat(broker, context, request):
+    """Refuse the consumer group protocol (KIP-848) at the first heartbeat: UNSUPPORTED_VERSION
+    is fatal to librdkafka's and the Java consumer, where a broker that does not advertise the
+    API leaves librdkafka looking for a coordinator for ever. One log line per group."""
+    if request.group_id not in broker.refused_consumer_protocol_groups:
+        broker.refused_consumer_protocol_groups.add(request.group_id)
+        log.warning("group %s: client %s asked for the consumer group protocol (KIP-848); refused: %s",
+                    request.group_id, context.header.client_id, CONSUMER_PROTOCOL_REFUSED)
+    return {"throttle_time_ms": 0, "error_code": errors.UNSUPPORTED_VERSION, "error_message": CONSUMER_PROTOCOL_REFUSED,
+            "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+
+
 HANDLERS = {11: join_group, 14: sync_group, 12: heartbeat, 13: leave_group, 8: offset_commit,
             9: offset_fetch, 16: list_groups, 15: describe_groups, 42: delete_groups,
-            47: offset_delete}
+            47: offset_delete, 68: consumer_group_heartbeat}

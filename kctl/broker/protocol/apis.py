@@ -4,8 +4,9 @@ Ranges are exactly those of an Apache Kafka 4.3 broker listener (validVersions o
 message JSON, unstable versions left out), with Kafka's two carve-outs: Produce is
 *advertised* from v0 (KAFKA-18659: older librdkafka turns off compression otherwise) but
 v0-2 are refused, and JoinGroup keeps v0-1 (KAFKA-19444). An API that is not listed here is
-never advertised: clients act on what ApiVersions says (librdkafka starts telemetry or
-KIP-848 calls as soon as those keys appear).
+never advertised: clients act on what ApiVersions says (librdkafka starts telemetry calls as
+soon as that key appears). The one API advertised but not implemented is
+ConsumerGroupHeartbeat, so that a KIP-848 consumer gets a fatal error instead of waiting.
 
 Messages are encoded and decoded with kafka-python's schema-driven classes (generated from
 the same Kafka JSON), loaded lazily per API so start-up pays only for what clients use.
@@ -24,7 +25,9 @@ class Api:
     min_version: int
     max_version: int
     first_flexible: int  # first version using compact encodings and tagged fields (99: none)
-    module: str  # kafka.protocol submodule holding <name>Request / <name>Response
+    # kafka.protocol submodule holding <name>Request / <name>Response, or a kctl module
+    # for the APIs kafka-python has no classes for
+    module: str
     accept_min: int | None = None  # lowest version actually served, when below min is advertised
 
     @property
@@ -66,6 +69,8 @@ _APIS = (
     Api(46, "ListPartitionReassignments", 0, 0, 0, "admin.topics"),
     Api(47, "OffsetDelete", 0, 0, 99, "consumer.group"),
     Api(60, "DescribeCluster", 0, 2, 0, "admin.cluster"),
+    # Advertised to be refused: see kctl.broker.handlers.groups.consumer_group_heartbeat.
+    Api(68, "ConsumerGroupHeartbeat", 0, 1, 0, "kctl.broker.protocol.kip848"),
 )
 
 APIS: dict[int, Api] = {api.key: api for api in _APIS}
@@ -85,7 +90,7 @@ def message_class(api: Api, kind: str) -> type:
     """kafka-python's Request or Response class for an API (imported on first use)."""
     cached = _classes.get((api.key, kind))
     if cached is None:
-        module = importlib.import_module("kafka.protocol." + api.module)
+        module = importlib.import_module(api.module if api.module.startswith("kctl.") else "kafka.protocol." + api.module)
         cached = _classes[(api.key, kind)] = getattr(module, api.name + kind)
     return cached
 

@@ -1,7 +1,0 @@
-"""Apache Kafka's message definitions (JSON, Apache-2.0, from kafka-clients 4.3.1's
-common/message/) for the group APIs kafka-python 3.0 ships no schema for:
-ConsumerGroupDescribe (KIP-848), ShareGroupDescribe and DescribeShareGroupOffsets (KIP-932),
-StreamsGroupDescribe (KIP-1071). kafka-python builds its codec from them exactly as from the
-definitions it vendors itself (kctl.admin.groups.protocol), so no wire format is written by
-hand. Update them together with the Kafka version the tests run.
-"""
