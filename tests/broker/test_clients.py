@@ -177,10 +177,11 @@ def test_java_clients_through_kafkas_own_tools(broker, java_tools):
     assert _consume_all(broker.bootstrap, "java", 30, timeout=15)
 
 
-def test_consumer_group_protocol_is_refused_at_once(broker, java_tools):
+def test_new_group_protocols_fail_fast(broker, java_tools, tmp_path):
     """The broker has classic groups only: a KIP-848 consumer (librdkafka or Java) gets a fatal
     error at its first heartbeat instead of looking for a coordinator for ever, and the
-    broker's log says why, once per group."""
+    broker's log says why, once per group; Java share consumers and Kafka Streams with
+    group.protocol=streams stop on their own clear error (those APIs are not advertised)."""
     _create(broker.bootstrap, "kip848")
     for attempt in range(2):
         consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "kip848", "group.protocol": "consumer"})
@@ -206,3 +207,29 @@ def test_consumer_group_protocol_is_refused_at_once(broker, java_tools):
     # on the Java client's own fatal error for UNSUPPORTED_VERSION.
     assert time.monotonic() - started < 30
     assert "UnsupportedVersionException" in proc.stderr and "Set group.protocol=classic" in proc.stderr, proc.stderr
+
+    started = time.monotonic()
+    proc = subprocess.run(java_tools.tool_command(
+        "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", broker.bootstrap, "--topic", "kip848",
+        "--group", "share-kip932", "--timeout-ms", "3000"), capture_output=True, text=True, timeout=90)
+    assert time.monotonic() - started < 30
+    assert "does not support the share group protocol" in proc.stderr, proc.stderr
+
+    _create(broker.bootstrap, "streams-plaintext-input")
+    config = tmp_path / "wordcount.properties"
+    config.write_text(f"application.id=kip1071\nbootstrap.servers={broker.bootstrap}\ngroup.protocol=streams\n"
+                      f"state.dir={tmp_path / 'state'}\n")
+    app = subprocess.Popen(java_tools.tool_command("org.apache.kafka.streams.examples.wordcount.WordCountDemo", str(config)),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        started, seen = time.monotonic(), False
+        for line in app.stderr:  # WordCountDemo waits for Ctrl-C after its stream thread dies
+            if "does not support the STREAMS group protocol" in line:
+                seen = True
+                break
+            assert time.monotonic() - started < 60, "no error from Kafka Streams within 60 s"
+        assert seen and time.monotonic() - started < 60
+    finally:
+        app.kill()
+        app.wait()
+
