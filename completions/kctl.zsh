@@ -140,7 +140,7 @@ __kctl_opts=(
     'kctl record' '--help -h'
     'kctl record consume' '--bootstrap-server --commit --context --debug --follow --format --from --grep --group --header --help --isolation --key --max-records --no-commit --no-headers --output --partition --quiet --timeout --to -H -X -b -f -g -h -n -o -p -q'
     'kctl record delete' '--before --bootstrap-server --context --debug --dry-run --help --no-headers --output --quiet --timeout --yes -X -b -h -o -q -y'
-    'kctl record produce' '--acks --bootstrap-server --compression --context --debug --delimiter --file --format --header --help --idempotent --input --key --key-separator --no-headers --no-idempotent --null-marker --output --partition --quiet --skip-invalid --timeout --timestamp -D -H -K -X -b -h -k -o -p -q -z'
+    'kctl record produce' '--acks --allow-auto-topic-creation --bootstrap-server --compression --context --debug --delimiter --file --format --header --help --idempotent --input --keep-partitions --key --key-separator --no-headers --no-idempotent --null-marker --output --partition --quiet --skip-invalid --timeout --timestamp -D -H -K -X -b -h -k -o -p -q -z'
     'kctl replication' '--help -h'
     'kctl replication elect-leaders' '--all --bootstrap-server --context --debug --help --no-headers --output --preferred --quiet --timeout --unclean --yes -X -b -h -o -q -y'
     'kctl replication reassign' '--help -h'

@@ -52,7 +52,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.TIMEOUT: "the cluster was reached but did not answer within --timeout",
     ExitCode.NOT_AUTHORIZED: "authentication or authorization failed",
     ExitCode.CONFIG: "the configuration is invalid: config file, context, -X property",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C) before the command finished; a --follow or --watch run stopped with Ctrl-C ends as it would on its own (0; cluster health --watch: its last status)",
 }
 
 

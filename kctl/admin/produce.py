@@ -42,6 +42,12 @@ class ProduceOptions:
     # Lines equal to this are sent with a null value (tombstones), in the plain format.
     null_marker: bytes | None = None
     skip_invalid: bool = False
+    # A missing topic is created by the broker if its auto.create.topics.enable allows it
+    # (rpk's --allow-auto-topic-creation); otherwise a missing topic is an error.
+    allow_auto_topic_creation: bool = False
+    # Read the whole input first and refuse it, writing nothing, when a record names a
+    # partition the topic does not have (--keep-partitions).
+    check_partitions_first: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,14 +89,18 @@ def producer_config(session: AdminSession, options: ProduceOptions, max_message_
     return config
 
 
-def _topic_limits(session: AdminSession, topic: str) -> tuple[int, int | None]:
+def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple[int, int | None]:
     """(partition count, max.message.bytes or None when it cannot be read)."""
     metadata = session.metadata(f"produce to {topic}")
     found = metadata.topics.get(topic)
+    if (found is None or not found.partitions) and auto_create:
+        found = _auto_created(session, topic)
     if found is None or (found.error is not None and not found.partitions):
         from kctl.admin.topics import missing_topic_error
 
-        raise missing_topic_error(session, topic, f"produce to {topic}", hint=f"create it first: kctl topic create {topic}")
+        hint = (f"the cluster did not create it (auto.create.topics.enable=false?): kctl topic create {topic}" if auto_create
+                else f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
+        raise missing_topic_error(session, topic, f"produce to {topic}", hint=hint)
     from kctl.admin.configs import describe_configs
 
     try:
@@ -99,6 +109,25 @@ def _topic_limits(session: AdminSession, topic: str) -> tuple[int, int | None]:
         return len(found.partitions), None  # not authorised to read configs: librdkafka's default
     values = [c.value for r in configs for c in r.configs if c.value]
     return len(found.partitions), (int(values[0]) if values and values[0].isdigit() else None)
+
+
+def _auto_created(session: AdminSession, topic: str):
+    """The topic's metadata after asking for it as a producer that may create topics: the
+    broker creates it when its auto.create.topics.enable allows (Kafka's default)."""
+    from confluent_kafka import Producer
+
+    producer = build_client(Producer, {**session.client_config(), "allow.auto.create.topics": "true"}, "producer")
+    deadline = time.monotonic() + session.timeout
+    found = None
+    while time.monotonic() < deadline:
+        found = producer.list_topics(topic, timeout=max(0.1, deadline - time.monotonic())).topics.get(topic)
+        if found is not None and found.partitions and found.error is None:
+            break
+        if found is not None and found.error is not None and found.error.name() != "LEADER_NOT_AVAILABLE":
+            break  # refused (auto-creation off, not authorised): no point asking again
+        time.sleep(0.1)  # created, leaders not elected yet
+    producer.flush(0)
+    return found
 
 
 class _Failures:
@@ -132,7 +161,9 @@ def produce(
     from confluent_kafka import Producer
 
     topic = options.topic
-    partitions, max_bytes = _topic_limits(session, topic)
+    partitions, max_bytes = _topic_limits(session, topic, options.allow_auto_topic_creation)
+    if options.check_partitions_first:
+        chunks = _checked_partitions(topic, chunks, parse, partitions)
     if options.partition is not None and not 0 <= options.partition < partitions:
         raise NotFoundError(f"unable to produce to {topic}: partition {options.partition} does not exist (the topic has {partitions})")
     failures = _Failures()
@@ -167,6 +198,49 @@ def produce(
             stop.hint = f"{written} record(s) before it were written" + (f"; {stop.hint}" if stop.hint else "")
         raise stop
     return report
+
+
+def _checked_partitions(topic: str, chunks: Iterable[Sequence[bytes]], parse, partitions: int) -> Iterable[Sequence[bytes]]:
+    """All of the input, read before anything is written: refused when a record names a
+    partition the topic lacks. Kept in a spooled temporary file (memory up to 64 MiB)."""
+    import struct
+    import tempfile
+
+    spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)
+    highest, where = -1, 0
+    line = 0
+    for chunk in chunks:
+        for item in chunk:
+            line += 1
+            try:
+                record = parse(item) if parse is not None else None
+            except RecordError:
+                record = None  # reported where it is produced, with --skip-invalid honoured
+            if record is not None and record.partition > highest:
+                highest, where = record.partition, line
+            spool.write(struct.pack(">I", len(item)))
+            spool.write(item)
+    if highest >= partitions:
+        spool.close()
+        raise InvalidError(
+            f"unable to produce to {topic}: line {where}: partition {highest} does not exist (the topic has {partitions}); nothing was written",
+            hint="give the topic as many partitions as the source, or leave out --keep-partitions to partition by key")
+    return _unspooled(spool)
+
+
+def _unspooled(spool) -> Iterable[Sequence[bytes]]:
+    import struct
+
+    spool.seek(0)
+    with spool:
+        chunk: list[bytes] = []
+        while head := spool.read(4):
+            chunk.append(spool.read(struct.unpack(">I", head)[0]))
+            if len(chunk) == 1000:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
 
 class _State:

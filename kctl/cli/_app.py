@@ -138,3 +138,16 @@ class App:
 
 
 pass_app = click.make_pass_decorator(App)
+
+
+class until_stopped:
+    """The one rule for Ctrl-C (README, "Exit status"): a --follow or --watch run goes on
+    until the user stops it, so Ctrl-C is its normal end and the command finishes as it
+    would on its own (exit 0, or a health check's last status). Anything else that Ctrl-C
+    interrupts exits 130."""
+
+    def __enter__(self) -> until_stopped:
+        return self
+
+    def __exit__(self, kind, _value, _traceback) -> bool:
+        return kind is KeyboardInterrupt

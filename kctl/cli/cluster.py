@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App, pass_app, until_stopped
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options
 from kctl.cli.broker import BROKER_TABLE
@@ -66,7 +66,7 @@ _EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 
 
 @cluster.command("health")
-@click.option("-w", "--watch", is_flag=True, help="Check again every --interval until interrupted.")
+@click.option("-w", "--watch", is_flag=True, help="Check again every --interval until Ctrl-C (exit: the last check's status).")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --watch.")
 @click.option("--exit-when-healthy", is_flag=True, help="With --watch: stop (status 0) once the cluster is healthy.")
 @click.option("--max-wait", type=click.FloatRange(min=0), metavar="SECONDS", help="With --watch: stop after this long with the last status.")
@@ -112,11 +112,12 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
 
     status = once()
     started = time.monotonic()
-    while watch and not (exit_when_healthy and status == 0):
-        if max_wait is not None and time.monotonic() - started + interval > max_wait:
-            break
-        time.sleep(interval)
-        if not app.out.is_structured and not app.stdout_is_tty:
-            app.out.raw("\n")
-        status = once()
+    with until_stopped():
+        while watch and not (exit_when_healthy and status == 0):
+            if max_wait is not None and time.monotonic() - started + interval > max_wait:
+                break
+            time.sleep(interval)
+            if not app.out.is_structured and not app.stdout_is_tty:
+                app.out.raw("\n")
+            status = once()
     click.get_current_context().exit(status)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App, pass_app, until_stopped
 from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import RegexType, global_options, yes_option
@@ -149,7 +149,7 @@ def describe(app: App, groups):
 @click.option("--time-lag", type=click.Choice(["none", "record", "interp"]), default="none", show_default=True, help="Lag in seconds: record (timestamp of the next record) or interp (from the history of earlier runs).")
 @click.option("--history", is_flag=True, help="Add this sample to the lag history (implied by --time-lag interp; group status always does).")
 @click.option("--state-file", type=click.Path(dir_okay=False), metavar="PATH", help="Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).")
-@click.option("-w", "--watch", is_flag=True, help="Refresh every --interval with consume and produce rates and time to catch up (jsonl when piped).")
+@click.option("-w", "--watch", is_flag=True, help="Refresh every --interval with consume and produce rates and time to catch up (jsonl when piped); Ctrl-C stops, exit 0.")
 @click.option("--until-caught-up", is_flag=True, help="Check again every --interval until every partition's lag is at most --max-lag.")
 @click.option("--max-lag", type=click.IntRange(min=0), default=0, show_default=True, metavar="N", help="With --until-caught-up: the lag that counts as caught up.")
 @click.option("--max-seconds", type=click.FloatRange(min=0), metavar="S", help="With --until-caught-up: also require lag in seconds at most S (implies --time-lag record).")
@@ -197,7 +197,8 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
     if watch and until_caught_up:
         raise click.UsageError("choose --watch or --until-caught-up")
     if watch:
-        _watch(app, None if all_ else groups, topics, isolation, interval, limit)
+        with until_stopped():
+            _watch(app, None if all_ else groups, topics, isolation, interval, limit)
         return
     started = time.monotonic()
     while True:

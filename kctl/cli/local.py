@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App, pass_app, until_stopped
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options, yes_option
 from kctl.output.spec import DocumentSpec, Field
@@ -188,7 +188,7 @@ def status(app: App, data_dir):
 @local.command("logs")
 @data_dir_option
 @click.option("-n", "--lines", type=click.IntRange(min=0), default=50, show_default=True, help="How many of the last lines to show.")
-@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until Ctrl-C.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until Ctrl-C (exit 0).")
 @global_options
 @pass_app
 def logs(app: App, data_dir, lines, follow):
@@ -212,7 +212,8 @@ def logs(app: App, data_dir, lines, follow):
             app.out.raw(text)
             app.stdout.flush()
 
-        lib.follow(directory, write)
+        with until_stopped():
+            lib.follow(directory, write)
 
 
 @local.command("purge")

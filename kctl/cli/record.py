@@ -75,17 +75,22 @@ def _header_pairs(values, *, value_required: bool):
 @click.option("--acks", type=click.Choice(["all", "-1", "1", "0"]), default="all", show_default=True, help="Acknowledgements to wait for.")
 @click.option("--idempotent/--no-idempotent", default=None, help="Idempotent producer: no duplicates on retry. [default: on with --acks all]")
 @click.option("--skip-invalid", is_flag=True, help="Skip input records that cannot be read (warned on stderr) instead of stopping.")
+@click.option("--keep-partitions", is_flag=True, help="--input jsonl: write each record to the partition its line names (checked for the whole input before anything is written). [default: partition by key]")
+@click.option("--allow-auto-topic-creation", is_flag=True, help="Let the broker create a missing TOPIC (if its auto.create.topics.enable allows) instead of refusing.")
 @global_options
 @pass_app
-def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, timestamp, null_marker, compression, acks, idempotent, skip_invalid):
+def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, timestamp, null_marker, compression, acks, idempotent, skip_invalid, keep_partitions, allow_auto_topic_creation):
     """Write records to TOPIC from stdin or a file, one per line.
 
     Each line is a value unless --key-separator, --format or --input jsonl says how to
-    read keys, partitions, timestamps and headers. The count of records written goes to
-    stderr (or stdout with -o json). Every record is acknowledged before kctl exits 0;
-    if any is not, the error says how many were written and where the input stopped. A
-    line that cannot be read stops the input there (records before it are written)
-    unless --skip-invalid.
+    read keys, partitions, timestamps and headers. JSON lines (what consume -o jsonl
+    writes) are partitioned by key like any produced record, so a copy fits a topic of
+    any partition count; --keep-partitions keeps each line's partition instead. A
+    missing TOPIC is an error unless --allow-auto-topic-creation. The count of records
+    written goes to stderr (or stdout with -o json). Every record is acknowledged
+    before kctl exits 0; if any is not, the error says how many were written and where
+    the input stopped. A line that cannot be read stops the input there (records before
+    it are written) unless --skip-invalid.
 
     \b
     Examples:
@@ -94,6 +99,8 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
       kctl record produce orders --format '%k\\t%v{base64}' -z zstd < dump.tsv
       kctl record produce users -k user-42 --null-marker '' <<< ''   # tombstone for user-42
       kctl record consume orders -o jsonl | kctl record produce orders-copy --input jsonl
+      kctl record consume orders -o jsonl | kctl record produce orders-mirror --input jsonl --keep-partitions
+      seq 10 | kctl record produce new-topic --allow-auto-topic-creation
       seq 1000000 | kctl record produce load-test --acks 1
     """
     from kctl.admin.produce import ProduceOptions
@@ -118,10 +125,12 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
             parse = InputTemplate(template, null_marker=marker)
     except TemplateError as exc:
         raise UsageError(f"unable to parse --format {template!r}: {exc}") from None
+    if keep_partitions and input_format != "jsonl":
+        raise UsageError("unable to produce: --keep-partitions applies to --input jsonl (--format %p and -p always choose the partition)")
     if input_format == "jsonl":
-        from kctl.records.envelope import from_line
+        from kctl.records.envelope import from_line, from_line_by_key
 
-        parse = from_line
+        parse = from_line if keep_partitions and partition is None else from_line_by_key
     options = ProduceOptions(
         topic=topic,
         acks=acks,
@@ -133,6 +142,8 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
         timestamp=parse_instant(timestamp) if timestamp is not None else None,
         null_marker=marker,
         skip_invalid=skip_invalid,
+        allow_auto_topic_creation=allow_auto_topic_creation,
+        check_partitions_first=keep_partitions and partition is None,
     )
     stream = _open_input(path, app)
     try:

@@ -131,6 +131,14 @@ def _timestamp(raw: Any) -> int:
     raise RecordError(f"timestamp {raw!r} is not epoch milliseconds or an ISO-8601 time")
 
 
+def from_line_by_key(line: bytes) -> ProducerRecord | None:
+    """The record in one JSON line, its partition left to the producer's partitioner (by
+    key, as the record was first produced): a copy keeps its keys together whatever the
+    destination's partition count."""
+    record = from_line(line)
+    return record._replace(partition=ANY_PARTITION) if record is not None else None
+
+
 def from_line(line: bytes) -> ProducerRecord | None:
     """The record in one JSON line; None for a blank line."""
     if not line.strip():

@@ -136,13 +136,46 @@ def test_jsonl_round_trip_preserves_everything(kctl, cluster, topic, unique_name
     assert kctl("-b", cluster.bootstrap, "topic", "create", copy, "-p", "3", "-c", "retention.ms=-1").exit_code == 0
     dumped = kctl("-b", cluster.bootstrap, "record", "consume", topic, "-o", "jsonl")
     assert dumped.exit_code == 0 and len(dumped.stdout.splitlines()) == 61
-    loaded = kctl("-b", cluster.bootstrap, "record", "produce", copy, "--input", "jsonl", input=dumped.stdout)
+    loaded = kctl("-b", cluster.bootstrap, "record", "produce", copy, "--input", "jsonl", "--keep-partitions", input=dumped.stdout)
     assert loaded.exit_code == 0, loaded.stderr
     assert read_all(cluster.bootstrap, copy) == read_all(cluster.bootstrap, topic)
     # -o json is one array of the same envelopes.
     array = json.loads(kctl("-b", cluster.bootstrap, "record", "consume", copy, "-o", "json").stdout)
     by_position = lambda e: (e["partition"], e["offset"])  # noqa: E731 - partitions interleave freely
     assert sorted(array, key=by_position) == sorted((json.loads(line) | {"topic": copy} for line in dumped.stdout.splitlines()), key=by_position)
+
+
+def test_jsonl_copy_partitions_by_key_unless_kept(kctl, cluster, topic, unique_name):
+    """The README's copy line works into a topic of any partition count; --keep-partitions
+    refuses a too-small topic before writing anything."""
+    fill(cluster.bootstrap, topic)  # 60 records over 3 partitions
+    dumped = kctl("-b", cluster.bootstrap, "record", "consume", topic, "-o", "jsonl").stdout
+    small = unique_name("small")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", small, "-p", "1", "-c", "retention.ms=-1").exit_code == 0
+    kept = kctl("-b", cluster.bootstrap, "record", "produce", small, "--input", "jsonl", "--keep-partitions", input=dumped)
+    assert kept.exit_code == ExitCode.INVALID
+    error, hint = kept.stderr.splitlines()
+    assert error.startswith(f"error: unable to produce to {small}: line ") and error.endswith(
+        ": partition 2 does not exist (the topic has 1); nothing was written")
+    assert hint == "hint: give the topic as many partitions as the source, or leave out --keep-partitions to partition by key"
+    assert read_all(cluster.bootstrap, small, partitions=1) == []
+    copied = kctl("-b", cluster.bootstrap, "record", "produce", small, "--input", "jsonl", input=dumped)
+    assert copied.exit_code == 0, copied.stderr
+    originals = sorted((r[3], r[4]) for r in read_all(cluster.bootstrap, topic))
+    assert sorted((r[3], r[4]) for r in read_all(cluster.bootstrap, small, partitions=1)) == originals
+    wrong = kctl("-b", cluster.bootstrap, "record", "produce", small, "--keep-partitions", input="x\n")
+    assert wrong.exit_code == ExitCode.USAGE
+
+
+def test_allow_auto_topic_creation(kctl, cluster, unique_name):
+    """Refused by default (rpk's habit); the opt-in lets the broker's auto.create.topics.enable
+    decide (on for both test brokers, as in Kafka's default)."""
+    name = unique_name("auto")
+    refused = kctl("-b", cluster.bootstrap, "record", "produce", name, input="1\n2\n")
+    assert refused.exit_code == ExitCode.NOT_FOUND
+    created = kctl("-b", cluster.bootstrap, "record", "produce", name, "--allow-auto-topic-creation", input="1\n2\n")
+    assert created.exit_code == 0, created.stderr
+    assert sorted(r[4] for r in read_all(cluster.bootstrap, name, partitions=1)) == [b"1", b"2"]
 
 
 def test_jsonl_envelope_matches_what_a_client_reads(kctl, cluster, topic):
@@ -275,7 +308,8 @@ def test_unknown_topic(kctl, cluster, unique_name):
     produced = kctl("-b", cluster.bootstrap, "record", "produce", missing, input="x\n")
     assert (produced.exit_code, produced.stderr) == (
         ExitCode.NOT_FOUND,
-        f"error: unable to produce to {missing}: UNKNOWN_TOPIC_OR_PARTITION: no such topic\nhint: create it first: kctl topic create {missing}\n",
+        f"error: unable to produce to {missing}: UNKNOWN_TOPIC_OR_PARTITION: no such topic\n"
+        f"hint: create it first (kctl topic create {missing}), or let the broker create it: --allow-auto-topic-creation\n",
     )
     consumed = kctl("-b", cluster.bootstrap, "record", "consume", missing)
     assert (consumed.exit_code, consumed.stderr) == (
