@@ -236,6 +236,11 @@ def consume(
             topics = list(dict.fromkeys(t for t, _ in pairs))
             consumer.subscribe(topics, on_assign=run.on_assign, on_revoke=run.on_revoke)
         else:
+            # librdkafka looks up the leaders of assigned partitions on its next 1 s metadata
+            # timer unless the topic is already in its cache: ask now (~1 ms), so reading
+            # starts at once rather than up to a second later.
+            for name in dict.fromkeys(t for t, _ in pairs):
+                consumer.list_topics(name, timeout=session.timeout)
             consumer.assign(run.start_partitions(pairs))
             run.assigned = True
         records, filtered, stopped = _loop(run, sink, keep, gone)

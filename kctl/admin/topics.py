@@ -81,7 +81,7 @@ def _describe(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDes
     if not names:
         return {}
     futures = session.client.describe_topics(TopicCollection(list(names)), request_timeout=session.timeout)
-    results = session.wait_all(futures, "describe topic")
+    results = session.wait_all(futures, _describe_action(names))
     return {name: r if isinstance(r, KctlError) else _description(r, live=None) for name, r in results.items()}
 
 
@@ -237,6 +237,11 @@ def list_topics(
     return summaries
 
 
+def _describe_action(names: Sequence[str]) -> str:
+    # wait_all names the topic of each failure only in batches; a single one is named here.
+    return f"describe topic {names[0]}" if len(set(names)) == 1 else "describe topic"
+
+
 def describe_topics(
     session: AdminSession, names: Sequence[str], *, detail: bool = False
 ) -> tuple[list[TopicDescription], dict[str, KctlError]]:
@@ -251,7 +256,7 @@ def describe_topics(
         validate_topic_name(name)
     unique = list(dict.fromkeys(names))
     futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
-    results = session.wait_all(futures, "describe topic")
+    results = session.wait_all(futures, _describe_action(unique))
     raws = [r for r in results.values() if not isinstance(r, KctlError)]
     live = set(session.metadata("describe topic").brokers)
     offsets = _offsets(session, raws)

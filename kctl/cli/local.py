@@ -169,7 +169,8 @@ def stop(app: App, data_dir):
 def status(app: App, data_dir):
     """Show whether the broker runs, where, and how much data it holds.
 
-    Exits 0 when the broker runs and 1 when it is stopped, so scripts can test it.
+    Exits 0 when the broker runs and 3 when it does not (the LSB init-script habit),
+    so scripts can test it; other statuses are errors.
 
     \b
     Examples:
@@ -182,7 +183,7 @@ def status(app: App, data_dir):
     state = lib.status(_data_dir(app, data_dir))
     app.out.document(state, STATUS_DOCUMENT)
     if state.state != "running":
-        raise click.exceptions.Exit(ExitCode.ERROR)
+        raise click.exceptions.Exit(ExitCode.UNKNOWN)
 
 
 @local.command("logs")

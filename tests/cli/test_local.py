@@ -33,7 +33,7 @@ def test_start_status_stop_purge(kctl, tmp_path, monkeypatch):
 
         assert kctl("local", "stop", "--data-dir", str(first)).exit_code == 0
         stopped = kctl("local", "status", "--data-dir", str(first), "-o", "json")
-        assert stopped.exit_code == ExitCode.ERROR and json.loads(stopped.stdout)["state"] == "stopped"
+        assert stopped.exit_code == ExitCode.UNKNOWN and json.loads(stopped.stdout)["state"] == "stopped"
         assert "no local broker runs" in kctl("local", "stop", "--data-dir", str(first)).stderr
         assert (first / ".kafka_cleanshutdown").exists()
 

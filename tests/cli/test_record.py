@@ -252,6 +252,19 @@ def test_max_records_and_filters(kctl, cluster, topic):
     assert result.stderr == "consumed 3 record(s) from 1 partition(s) (7 filtered out)\n"
 
 
+def test_max_records_reached_returns_at_once(kctl, cluster, unique_name):
+    """-n N with exactly N records: done as soon as they are read (librdkafka used to wait for
+    its 1 s metadata timer before fetching assigned partitions of a topic it had not seen)."""
+    name = unique_name("five")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", name, "-p", "3").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "record", "produce", name, input="1\n2\n3\n4\n5\n").exit_code == 0
+    for _ in range(6):
+        started = time.monotonic()
+        result = kctl("-b", cluster.bootstrap, "record", "consume", name, "-n", "5")
+        assert result.exit_code == 0 and sorted(result.stdout.split()) == ["1", "2", "3", "4", "5"]
+        assert time.monotonic() - started < 0.6
+
+
 @pytest.mark.parametrize("protocol", GROUP_PROTOCOLS)
 def test_group_commits_what_was_written(kctl, cluster, topic, unique_name, protocol):
     fill(cluster.bootstrap, topic)

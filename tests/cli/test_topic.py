@@ -223,7 +223,7 @@ def test_describe_unknown_topic(kctl, cluster, unique_name):
     missing = unique_name("missing")
     result = kctl("-b", cluster.bootstrap, "topic", "describe", missing)
     assert (result.exit_code, result.stdout) == (ExitCode.NOT_FOUND, "")
-    assert result.stderr.startswith("error: unable to describe topic: UNKNOWN_TOPIC_OR_PARTITION: ")
+    assert result.stderr.startswith(f"error: unable to describe topic {missing}: UNKNOWN_TOPIC_OR_PARTITION: ")
 
 
 def test_describe_notes_a_compacted_topic_that_is_not_compacted(kctl, cluster, unique_name):
