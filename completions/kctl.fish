@@ -704,7 +704,7 @@ complete -c kctl -n '__kctl_at \'kctl local purge\'' -l 'timeout' -x -d 'Give up
 complete -c kctl -n '__kctl_at \'kctl local purge\'' -s 'q' -l 'quiet' -d 'No progress or notes on stderr.'
 complete -c kctl -n '__kctl_at \'kctl local purge\'' -l 'debug' -d 'Show client logs and tracebacks. [env: KCTL_DEBUG]'
 complete -c kctl -n '__kctl_at \'kctl local purge\'' -s 'h' -l 'help' -d 'Show this message and exit.'
-complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'port' -x -d 'Port to listen on (0: any free port).'
+complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'port' -x -d 'Port to listen on (0: any free port). [env: KCTL_LOCAL_PORT]'
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'host' -x -d 'Address to bind and advertise.'
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'data-dir' -x -d 'The instance\'s data directory (default: $XDG_DATA_HOME/kctl/local).'
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'foreground' -d 'Run in this process, logging to stderr, until Ctrl-C.'

@@ -61,7 +61,7 @@ def local():
 
 
 @local.command("start")
-@click.option("--port", type=click.IntRange(0, 65535), default=9092, show_default=True, help="Port to listen on (0: any free port).")
+@click.option("--port", type=click.IntRange(0, 65535), default=9092, show_default=True, envvar="KCTL_LOCAL_PORT", help="Port to listen on (0: any free port). [env: KCTL_LOCAL_PORT]")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind and advertise.")
 @data_dir_option
 @click.option("--foreground", is_flag=True, help="Run in this process, logging to stderr, until Ctrl-C.")

@@ -1,0 +1,210 @@
+"""Every fenced block of README.md runs as written, in order, in a fresh home against the
+bundled broker that the README's own quick start starts: a documented example that fails is
+a failing test.
+
+Each line of a block is a shell command that must exit 0, unless its trailing comment says
+otherwise: `# Ctrl-C stops it (exit N)` runs the line for a few seconds, interrupts it and
+expects N. A `<!-- doctest: ... -->` comment right above a block says how the block is run:
+
+- `sample output`: a ```console block (`$ command` and its output), run after all the
+  others; the command must succeed and print the sample's header.
+- `in a new virtualenv, from a copy of the repository`: the lines run in a virtualenv that
+  sees this one's packages, in a copy of the repository's files.
+- `needs spark`: pyspark and Java (skipped without them unless KCTL_REQUIRE_SPARK=1).
+- `A is replaced by the test's broker`: the address A becomes the bundled broker's.
+
+The block after `<!-- test-command -->` is what .ci/run runs; this test checks that .ci/run
+extracts exactly that line. The count of blocks run is printed and must equal the count in
+the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+@dataclass
+class Block:
+    line: int  # where the fence opens, 1-based
+    language: str
+    directive: str
+    text: str
+
+
+def blocks(markdown: str) -> list[Block]:
+    found, lines = [], markdown.splitlines()
+    index = 0
+    while index < len(lines):
+        fence = re.match(r"^```(\w*)\s*$", lines[index])
+        if not fence:
+            index += 1
+            continue
+        previous = lines[index - 1].strip() if index else ""
+        directive = ""
+        match = re.fullmatch(r"<!--\s*(doctest:|test-command)(.*?)\s*-->", previous)
+        if match:
+            directive = "test-command" if match.group(1) == "test-command" else match.group(2).strip()
+        end = index + 1
+        while not lines[end].startswith("```"):
+            end += 1
+        found.append(Block(index + 1, fence.group(1), directive, "\n".join(lines[index + 1:end])))
+        index = end + 1
+    return found
+
+
+def commands(text: str) -> list[tuple[str, str]]:
+    """(command, trailing comment) per non-empty line."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        command, _, comment = line.partition("  #")
+        out.append((command.strip(), comment.strip()))
+    return out
+
+
+class Shell:
+    def __init__(self, cwd: Path, env: dict[str, str]):
+        self.cwd = cwd
+        self.env = env
+
+    def run(self, command: str, comment: str, where: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        interrupt = re.search(r"Ctrl-C stops it \(exit (\d+)\)", comment)
+        expected = int(interrupt.group(1)) if interrupt else int((re.search(r"exit (\d+)", comment) or [0, 0])[1])
+        process = subprocess.Popen(["bash", "-c", command], cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        if interrupt:
+            time.sleep(3)
+            assert process.poll() is None, f"{where}: `{command}` ended before Ctrl-C: {process.communicate()}"
+            os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole job
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate()
+            pytest.fail(f"{where}: `{command}` did not finish within {timeout:.0f}s\n{err}")
+        assert process.returncode == expected, f"{where}: `{command}` exited {process.returncode}, expected {expected}\n{out}\n{err}"
+        return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def spark_ready() -> bool:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which("java") is not None
+
+
+def repository_copy(target: Path) -> Path:
+    """The repository's tracked files (what a clone has), copied to target."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
+    if listed.returncode == 0:
+        for name in filter(None, listed.stdout.decode().split("\0")):
+            source = ROOT / name
+            if source.is_file():
+                (target / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target / name)
+    else:
+        shutil.copytree(ROOT, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git", "*.egg-info", "build", "__pycache__"))
+    return target
+
+
+def test_every_readme_block_runs(tmp_path, capsys):
+    found = blocks(README.read_text())
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {
+        "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "KCTL_LOCAL_PORT": "0",  # the quick start's broker on a free port, not 9092
+        "MANPAGER": "cat", "PAGER": "cat", "LANG": os.environ.get("LANG", "C.UTF-8"),
+    }
+    for name in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    shell = Shell(repository_copy(work), env)
+    ran, deferred = 0, []
+    try:
+        for block in found:
+            where = f"README.md:{block.line}"
+            if block.directive == "test-command":
+                check_ci_runs(block, where)
+            elif block.directive.startswith("sample output"):
+                deferred.append(block)
+                continue
+            elif block.directive.startswith("in a new virtualenv"):
+                run_in_virtualenv(block, shell, tmp_path, where)
+            elif block.directive == "needs spark" and not spark_ready():
+                if os.environ.get("KCTL_REQUIRE_SPARK"):
+                    pytest.fail(f"{where}: needs pyspark and Java")
+                pytest.skip(f"{where}: needs pyspark and Java")
+            else:
+                text = block.text
+                replaced = re.fullmatch(r"(\S+) is replaced by the test's broker", block.directive)
+                if replaced:
+                    text = text.replace(replaced.group(1), broker_address(shell))
+                elif block.directive not in ("", "needs spark"):
+                    pytest.fail(f"{where}: unknown doctest directive {block.directive!r}")
+                for command, comment in commands(text):
+                    shell.run(command, comment, where)
+            ran += 1
+        for block in deferred:
+            check_sample(block, shell, f"README.md:{block.line}")
+            ran += 1
+    finally:
+        subprocess.run(["bash", "-c", "kctl local stop"], cwd=work, env=env, capture_output=True, timeout=60)
+    with capsys.disabled():
+        print(f"\nREADME.md: {ran} of {len(found)} fenced blocks run")
+    assert ran == len(found)
+
+
+def broker_address(shell: Shell) -> str:
+    status = shell.run("kctl local status -o json", "", "local status")
+    import json
+
+    return json.loads(status.stdout)["bootstrap"]
+
+
+def check_sample(block: Block, shell: Shell, where: str) -> None:
+    lines = block.text.splitlines()
+    assert lines[0].startswith("$ "), f"{where}: a sample starts with `$ command`"
+    result = shell.run(lines[0][2:], "", where)
+    assert result.stdout.splitlines()[0].split() == lines[1].split(), f"{where}: header differs: {result.stdout}"
+
+
+def check_ci_runs(block: Block, where: str) -> None:
+    """.ci/run takes the line after the marker's fence: the same line as this block."""
+    extracted = subprocess.run(["awk", "/<!-- test-command -->/{getline; getline; print; exit}", str(README)],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    assert extracted == block.text.strip(), f"{where}: .ci/run would run {extracted!r}"
+    assert "test-command" in (ROOT / ".ci" / "run").read_text()
+
+
+def run_in_virtualenv(block: Block, shell: Shell, tmp_path: Path, where: str) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    env = dict(shell.env, PATH=f"{venv / 'bin'}{os.pathsep}{shell.env['PATH']}", VIRTUAL_ENV=str(venv),
+               PIP_DISABLE_PIP_VERSION_CHECK="1")
+    inner = Shell(shell.cwd, env)
+    for command, comment in commands(block.text):
+        inner.run(command, comment, where)
+    version = inner.run("kctl --version", "", where)
+    assert version.stdout.strip(), f"{where}: the installed kctl does not run"
