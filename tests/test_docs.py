@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +144,75 @@ def test_root_man_page_documents_exit_statuses_and_environment():
     for code in EXIT_CODE_MEANINGS:
         assert f".TP\n\\fB{int(code)}\\fR\n" in text
     assert "KCTL_BOOTSTRAP_SERVERS" in text
+
+
+def _shell_env(tmp_path) -> dict[str, str]:
+    """A fresh home whose PATH finds this kctl (the scripts call `kctl __names`)."""
+    return {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"}
+
+
+def _completions_in_every_shell(words: list[str], env: dict[str, str]) -> dict[str, tuple[list[str], float]]:
+    """What bash (compgen through _kctl), zsh and fish complete for the last word, and how
+    long each took."""
+    quoted = " ".join(shlex.quote(w) for w in words)
+    scripts = {
+        "bash": ["bash", "-c", f"source {COMPLETIONS / 'kctl.bash'}; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; "
+                 "_kctl; printf '%s\\n' \"${COMPREPLY[@]}\""],
+        "zsh": ["zsh", "-f", "-c", f"source {COMPLETIONS / 'kctl.zsh'} 2>/dev/null; compadd() {{ shift; print -rl -- \"$@\"; }}; "
+                f"words=({quoted}); CURRENT={len(words)}; _kctl"],
+        "fish": ["fish", "--no-config", "-c", f"source {COMPLETIONS / 'kctl.fish'}; complete -C {shlex.quote(' '.join(words))}"],
+    }
+    out = {}
+    for shell, argv in scripts.items():
+        if shutil.which(shell) is None:
+            if os.environ.get("CI"):
+                pytest.fail(f"{shell} is not installed")
+            continue
+        started = time.monotonic()
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30)
+        elapsed = time.monotonic() - started
+        # zsh's _kctl returns 1 when it adds nothing: "no matches" to the completion system.
+        assert proc.returncode in ((0, 1) if shell == "zsh" else (0,)) and proc.stderr == "", f"{shell}: {proc.stderr}"
+        out[shell] = (sorted(line.split("\t")[0] for line in proc.stdout.splitlines() if line), elapsed)
+    return out
+
+
+@pytest.mark.integration
+def test_topic_and_group_names_complete_from_the_cluster(cluster, tmp_path, unique_name):
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = unique_name("compl"), unique_name("cgroup")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 0)])])[group].result(30)
+    env = _shell_env(tmp_path)
+    prefix = topic[:-3]
+    for words, expected in ((["kctl", "-b", cluster.bootstrap, "topic", "describe", prefix], [topic]),
+                            (["kctl", "-b", cluster.bootstrap, "group", "lag", group[:-3]], [group]),
+                            (["kctl", "-b", cluster.bootstrap, "record", "consume", "--group", group[:-3]], [group])):
+        for shell, (names, elapsed) in _completions_in_every_shell(words, env).items():
+            # fish filters by prefix itself and may list more; bash/zsh get kctl's full list
+            # and compgen/compadd filter it.
+            assert topic in names or group in names, (shell, words, names)
+            assert set(expected) <= set(names), (shell, words, names)
+            # The shell's own start-up is part of the figure; kctl's lookup is budgeted 0.25 s.
+            assert elapsed < 1.0, (shell, elapsed)
+    # kctl's own share of a TAB: the lookup alone, on localhost.
+    started = time.monotonic()
+    listed = subprocess.run(["kctl", "__names", "topic", "-b", cluster.bootstrap], capture_output=True, text=True, env=env, timeout=10)
+    assert time.monotonic() - started <= 0.3 + 0.2  # interpreter start on a loaded CI machine
+    assert topic in listed.stdout.split()
+
+
+def test_names_complete_to_nothing_when_the_cluster_is_down(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{sock.getsockname()[1]}"
+    env = _shell_env(tmp_path)
+    for words in (["kctl", "-b", dead, "topic", "describe", ""], ["kctl", "-b", dead, "group", "lag", ""]):
+        for shell, (names, elapsed) in _completions_in_every_shell(words, env).items():
+            assert names == [] and elapsed < 2.0, (shell, names, elapsed)

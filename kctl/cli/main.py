@@ -104,6 +104,15 @@ def cli(ctx: click.Context, bootstrap, context, properties, output_format, no_he
     )
 
 
+def _add_hidden_commands() -> None:
+    from kctl.cli.names import names
+
+    cli.add_command(names)  # for the completion scripts; not listed anywhere
+
+
+_add_hidden_commands()
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 

@@ -36,9 +36,11 @@ class _Tables:
         self.opts: dict[str, list[str]] = {}
         self.value_opts: dict[str, list[str]] = {}
         self.choices: dict[str, list[str]] = {}
-        self.context_values: list[str] = []
+        # "key|flag" or "key" (first argument) -> what its value names: context, topic,
+        # group or broker ("@kind" in the scripts).
+        self.value_kinds: dict[str, str] = {}
         self.arg_choices: dict[str, list[str]] = {}
-        self.arg_contexts: list[str] = []
+        self.arg_kinds: dict[str, str] = {}
         summaries = {_key(c.path): c.summary for c in commands}
         for c in commands:
             key = _key(c.path)
@@ -51,15 +53,24 @@ class _Tables:
                 for flag in o.flags:
                     if o.choices:
                         self.choices[f"{key}|{flag}"] = list(o.choices)
-                    if o.value_kind == "context":
-                        self.context_values.append(f"{key}|{flag}")
+                    if o.value_kind == "property":
+                        self.choices[f"{key}|{flag}"] = _property_names()
+                    elif o.value_kind:
+                        self.value_kinds[f"{key}|{flag}"] = o.value_kind
             if c.arguments:
                 first = c.arguments[0]
                 if first.choices:
                     self.arg_choices[key] = list(first.choices)
-                if first.value_kind == "context":
-                    self.arg_contexts.append(key)
+                if first.value_kind:
+                    self.arg_kinds[key] = first.value_kind
         self.commands = commands
+
+
+def _property_names() -> list[str]:
+    """-X completes the common librdkafka properties (`kctl -X help`), as KEY=."""
+    from kctl.config.properties import COMMON_PROPERTIES
+
+    return [f"{name}=" for name, _text in COMMON_PROPERTIES]
 
 
 def _sh_quote(text: str) -> str:
@@ -85,10 +96,10 @@ def _common_tables(t: _Tables, declare: str) -> list[str]:
     lines += _assoc("__kctl_opts", {k: " ".join(v) for k, v in t.opts.items() if v}, zsh)
     lines += _assoc("__kctl_value_opts", {k: " " + " ".join(v) + " " for k, v in t.value_opts.items() if v}, zsh)
     choices = {k: " ".join(v) for k, v in t.choices.items()}
-    choices.update({k: "@context" for k in t.context_values})
+    choices.update({k: f"@{kind}" for k, kind in t.value_kinds.items()})
     lines += _assoc("__kctl_choices", choices, zsh)
     argchoices = {k: " ".join(v) for k, v in t.arg_choices.items()}
-    argchoices.update({k: "@context" for k in t.arg_contexts})
+    argchoices.update({k: f"@{kind}" for k, kind in t.arg_kinds.items()})
     lines += _assoc("__kctl_argchoices", argchoices, zsh)
     return lines
 
@@ -102,30 +113,35 @@ _CONTEXTS_FN = f"""__kctl_contexts() {{
 # The completion logic, in the shell syntax bash and zsh share (associative arrays,
 # [[ ]], local): the candidates for the word being completed, one per line.
 # Arguments: the current word, the previous word, then the words after `kctl` before it.
+# (No variable is called `path`: in zsh that is $PATH, and kctl and sed must stay found.)
 _CANDIDATES_FN = r"""__kctl_candidates() {
-    local cur="$1" prev="$2" path="kctl" word next skip=0 found=""
+    local cur="$1" prev="$2" cmd="kctl" word next skip=0 found=""
     shift 2
     for word in "$@"; do
         if (( skip )); then skip=0; continue; fi
         if [[ "$word" == -* ]]; then
-            [[ "$word" != *=* && "${__kctl_value_opts[$path]}" == *" $word "* ]] && skip=1
+            [[ "$word" != *=* && "${__kctl_value_opts[$cmd]}" == *" $word "* ]] && skip=1
             continue
         fi
-        word="${__kctl_aliases[$path|$word]:-$word}"
-        next="$path $word"
-        [[ -n "${__kctl_known[$next]}" ]] && path="$next"
+        word="${__kctl_aliases[$cmd|$word]:-$word}"
+        next="$cmd $word"
+        [[ -n "${__kctl_known[$next]}" ]] && cmd="$next"
     done
-    if [[ "$prev" == -* && "${__kctl_value_opts[$path]}" == *" $prev "* ]]; then
-        found="${__kctl_choices[$path|$prev]}"
+    if [[ "$prev" == -* && "${__kctl_value_opts[$cmd]}" == *" $prev "* ]]; then
+        found="${__kctl_choices[$cmd|$prev]}"
     elif [[ "$cur" == -* ]]; then
-        found="${__kctl_opts[$path]}"
-    elif [[ -n "${__kctl_subs[$path]}" ]]; then
-        found="${__kctl_subs[$path]}"
+        found="${__kctl_opts[$cmd]}"
+    elif [[ -n "${__kctl_subs[$cmd]}" ]]; then
+        found="${__kctl_subs[$cmd]}"
     else
-        found="${__kctl_argchoices[$path]}"
+        found="${__kctl_argchoices[$cmd]}"
     fi
     if [[ "$found" == "@context" ]]; then
         __kctl_contexts
+    elif [[ "$found" == @* ]]; then
+        # Topic, group and broker names from the cluster this command line would use;
+        # kctl answers within 0.3 s, with nothing when the cluster does not answer.
+        kctl __names "${found#@}" "$@" 2>/dev/null
     elif [[ -n "$found" ]]; then
         printf '%s\n' $found
     fi
@@ -185,6 +201,10 @@ def render_fish(t: _Tables) -> str:
     lines.append(f"    test -r \"$file\"; and {_SED_CONTEXTS} \"$file\"")
     lines.append("end")
     lines.append("")
+    lines.append("function __kctl_names -a kind")
+    lines.append("    kctl __names $kind (commandline -opc)[2..-1] 2>/dev/null")
+    lines.append("end")
+    lines.append("")
     lines.append("function __kctl_value_opts -a path")
     lines.append("    switch $path")
     for key, flags in sorted(t.value_opts.items()):
@@ -239,8 +259,12 @@ def render_fish(t: _Tables) -> str:
                 parts.append("-x")
                 if o.choices:
                     parts.append(f"-a {_fish_quote(' '.join(o.choices))}")
+                elif o.value_kind == "property":
+                    parts.append(f"-a {_fish_quote(' '.join(_property_names()))}")
                 elif o.value_kind == "context":
                     parts.append("-a '(__kctl_contexts)'")
+                elif o.value_kind:
+                    parts.append(f"-a '(__kctl_names {o.value_kind})'")
             if o.help:
                 parts.append(f"-d {_fish_quote(o.help.splitlines()[0][:80])}")
             lines.append(" ".join(parts))
@@ -250,6 +274,8 @@ def render_fish(t: _Tables) -> str:
                 lines.append(f"complete -c kctl -n {_fish_quote(cond)} -a {_fish_quote(' '.join(first.choices))}")
             elif first.value_kind == "context":
                 lines.append(f"complete -c kctl -n {_fish_quote(cond)} -a '(__kctl_contexts)'")
+            elif first.value_kind:
+                lines.append(f"complete -c kctl -n {_fish_quote(cond)} -a '(__kctl_names {first.value_kind})'")
     return "\n".join(lines) + "\n"
 
 

@@ -57,12 +57,33 @@ def _choices(param: click.Parameter) -> tuple[str, ...]:
     return tuple(str(c) for c in param.type.choices) if isinstance(param.type, click.Choice) else ()
 
 
+# Arguments and options that name existing topics, groups or brokers: their values are
+# completed with names from the cluster (kctl __names). New names (topic create) are not.
+_TOPIC_ARGUMENTS = {("topic", "describe"), ("topic", "delete"), ("topic", "alter-config"), ("topic", "add-partitions"),
+                    ("topic", "set-replication-factor"), ("partition", "list"), ("replication", "elect-leaders"),
+                    ("offset", "get"), ("record", "consume"), ("record", "delete"), ("record", "produce")}
+_TOPIC_OPTIONS = {"topics", "topic", "from_topic", "to_topic"}
+_GROUP_NAMES = {"groups", "group_id", "group", "to_group"}
+_BROKER_OPTIONS = {"brokers", "leader"}
+
+
 def _value_kind(param: click.Parameter, path: tuple[str, ...]) -> str:
-    if param.name == "context":
+    """How a value is completed: "context" (names from the config file), "topic", "group",
+    "broker" (names from the cluster), "property" (librdkafka property names) or ""."""
+    name = param.name
+    if name == "context" or (path[:1] == ("context",) and name == "name" and path[1:] in (("use",), ("show",), ("delete",), ("set",))):
         return "context"
-    if path[:1] == ("context",) and param.name == "name" and path[1:] in (("use",), ("show",), ("delete",), ("set",)):
-        return "context"
-    return ""
+    if isinstance(param, click.Argument):
+        if path in _TOPIC_ARGUMENTS:
+            return "topic"
+        return "group" if path[:1] == ("group",) and name in _GROUP_NAMES else ""
+    if name == "properties":
+        return "property"
+    if name in _TOPIC_OPTIONS:
+        return "topic"
+    if name in _GROUP_NAMES:
+        return "group"
+    return "broker" if name in _BROKER_OPTIONS else ""
 
 
 def describe(command: click.Command, path: tuple[str, ...], ctx: click.Context) -> CommandInfo:
@@ -102,9 +123,9 @@ def describe(command: click.Command, path: tuple[str, ...], ctx: click.Context) 
         arguments=arguments,
     )
     if isinstance(command, click.Group):
-        info.subcommands = list(command.list_commands(ctx))
-        info.aliases = dict(getattr(command, "aliases", {}))
         lazy = getattr(command, "lazy_commands", {})
+        info.subcommands = [n for n in command.list_commands(ctx) if n in lazy or not command.get_command(ctx, n).hidden]
+        info.aliases = dict(getattr(command, "aliases", {}))
         if not path and lazy:
             info.summary = "Administer Kafka clusters"
     return info

@@ -1,0 +1,77 @@
+"""`kctl __names KIND [WORDS]...`: names for shell completion, called by the generated
+completion scripts (completions/) for arguments that name topics, groups or brokers.
+
+The cluster is the one the command line being completed would use (its -b,
+--bootstrap-server, --context and -X, else the current context), asked with a budget of
+0.3 s: names on stdout one per line, and nothing at all (no error text, exit 0) when the
+cluster is unreachable, slow or not configured, so a TAB never hangs or prints noise.
+Groups are those ListGroups reports through librdkafka (classic and consumer groups).
+"""
+
+from __future__ import annotations
+
+import click
+
+KINDS = ("topic", "group", "broker")
+# The whole lookup, connection included, must fit in this (issue 21: <= 0.3 s on localhost).
+BUDGET_SECONDS = 0.25
+_VALUE_FLAGS = {"-b": "bootstrap", "--bootstrap-server": "bootstrap", "--context": "context", "-X": "property"}
+
+
+def command_line_settings(words: tuple[str, ...]) -> dict:
+    """-b / --bootstrap-server / --context / -X values in the words being completed."""
+    found: dict = {"properties": []}
+    words = list(words)
+    for index, word in enumerate(words):
+        flag, eq, inline = word.partition("=")
+        if flag not in _VALUE_FLAGS:
+            continue
+        value = inline if eq else (words[index + 1] if index + 1 < len(words) else None)
+        if value is None:
+            continue
+        kind = _VALUE_FLAGS[flag]
+        if kind == "property":
+            found["properties"].append(value)
+        else:
+            found[kind] = value
+    return found
+
+
+@click.command("__names", hidden=True, context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("words", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def names(ctx: click.Context, kind: str, words: tuple[str, ...]) -> None:
+    """Names of KIND for shell completion (used by the completion scripts)."""
+    import os
+
+    from kctl.cli._app import App
+
+    given = command_line_settings(words)
+    app = App(bootstrap=given.get("bootstrap"), context=given.get("context"), properties=tuple(given["properties"]),
+              timeout=BUDGET_SECONDS)
+    try:
+        found = _lookup(app, kind)
+    except Exception:  # noqa: BLE001 - completion must stay silent whatever goes wrong
+        found = []
+    click.echo("".join(f"{name}\n" for name in sorted(found)), nl=False)
+    # Skip librdkafka's teardown (it can wait on a broker that never answered).
+    import sys
+
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def _lookup(app, kind: str) -> list[str]:
+    from confluent_kafka.admin import AdminClient
+
+    config = app.session.client_config()
+    config.update({"socket.connection.setup.timeout.ms": 1000, "log_level": 0})
+    client = AdminClient(config)
+    if kind == "group":
+        future = client.list_consumer_groups(request_timeout=BUDGET_SECONDS)
+        return [g.group_id for g in future.result(timeout=BUDGET_SECONDS).valid]
+    metadata = client.list_topics(timeout=BUDGET_SECONDS)
+    if kind == "broker":
+        return [str(b) for b in metadata.brokers]
+    return [t for t in metadata.topics if not t.startswith("__")]
