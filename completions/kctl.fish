@@ -11,7 +11,7 @@ function __kctl_contexts
 end
 
 function __kctl_names -a kind
-    kctl __names $kind (commandline -opc)[2..-1] 2>/dev/null
+    kctl __names $kind -- (commandline -opc)[2..-1] 2>/dev/null
 end
 
 function __kctl_value_opts -a path

@@ -489,7 +489,7 @@ __kctl_candidates() {
     elif [[ "$found" == @* ]]; then
         # Topic, group and broker names from the cluster this command line would use;
         # kctl answers within 0.3 s, with nothing when the cluster does not answer.
-        kctl __names "${found#@}" "$@" 2>/dev/null
+        kctl __names "${found#@}" -- "$@" 2>/dev/null
     elif [[ -n "$found" ]]; then
         printf '%s\n' $found
     fi

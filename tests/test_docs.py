@@ -201,7 +201,7 @@ def test_topic_and_group_names_complete_from_the_cluster(cluster, tmp_path, uniq
             assert elapsed < 1.0, (shell, elapsed)
     # kctl's own share of a TAB: the lookup alone, on localhost.
     started = time.monotonic()
-    listed = subprocess.run(["kctl", "__names", "topic", "-b", cluster.bootstrap], capture_output=True, text=True, env=env, timeout=10)
+    listed = subprocess.run(["kctl", "__names", "topic", "--", "-b", cluster.bootstrap], capture_output=True, text=True, env=env, timeout=10)
     assert time.monotonic() - started <= 0.3 + 0.2  # interpreter start on a loaded CI machine
     assert topic in listed.stdout.split()
 

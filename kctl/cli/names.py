@@ -1,4 +1,4 @@
-"""`kctl __names KIND [WORDS]...`: names for shell completion, called by the generated
+"""`kctl __names KIND -- [WORDS]...`: names for shell completion, called by the generated
 completion scripts (completions/) for arguments that name topics, groups or brokers.
 
 The cluster is the one the command line being completed would use (its -b,
@@ -37,12 +37,21 @@ def command_line_settings(words: tuple[str, ...]) -> dict:
     return found
 
 
-@click.command("__names", hidden=True, context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.command("__names", hidden=True)
 @click.argument("kind", type=click.Choice(KINDS))
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def names(ctx: click.Context, kind: str, words: tuple[str, ...]) -> None:
-    """Names of KIND for shell completion (used by the completion scripts)."""
+    """Names of KIND for shell completion (used by the completion scripts).
+
+    WORDS are the words of the command line being completed, after `--`; its -b,
+    --bootstrap-server, --context and -X say which cluster to ask.
+
+    \b
+    Examples:
+      kctl __names topic
+      kctl __names group -- -b localhost:9092 group lag
+    """
     import os
 
     from kctl.cli._app import App

@@ -141,7 +141,7 @@ _CANDIDATES_FN = r"""__kctl_candidates() {
     elif [[ "$found" == @* ]]; then
         # Topic, group and broker names from the cluster this command line would use;
         # kctl answers within 0.3 s, with nothing when the cluster does not answer.
-        kctl __names "${found#@}" "$@" 2>/dev/null
+        kctl __names "${found#@}" -- "$@" 2>/dev/null
     elif [[ -n "$found" ]]; then
         printf '%s\n' $found
     fi
@@ -202,7 +202,7 @@ def render_fish(t: _Tables) -> str:
     lines.append("end")
     lines.append("")
     lines.append("function __kctl_names -a kind")
-    lines.append("    kctl __names $kind (commandline -opc)[2..-1] 2>/dev/null")
+    lines.append("    kctl __names $kind -- (commandline -opc)[2..-1] 2>/dev/null")
     lines.append("end")
     lines.append("")
     lines.append("function __kctl_value_opts -a path")
