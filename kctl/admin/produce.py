@@ -117,15 +117,17 @@ def _auto_created(session: AdminSession, topic: str):
     from confluent_kafka import Producer
 
     producer = build_client(Producer, {**session.client_config(), "allow.auto.create.topics": "true"}, "producer")
-    deadline = time.monotonic() + session.timeout
+    # The first answer may predate the creation (librdkafka's first Metadata request, sent
+    # as the connection opens, does not ask for it), and leaders follow the creation.
+    deadline = time.monotonic() + min(session.timeout, 3.0)
     found = None
     while time.monotonic() < deadline:
         found = producer.list_topics(topic, timeout=max(0.1, deadline - time.monotonic())).topics.get(topic)
         if found is not None and found.partitions and found.error is None:
             break
-        if found is not None and found.error is not None and found.error.name() != "LEADER_NOT_AVAILABLE":
-            break  # refused (auto-creation off, not authorised): no point asking again
-        time.sleep(0.1)  # created, leaders not elected yet
+        if found is not None and found.error is not None and found.error.name() not in ("LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"):
+            break  # refused (not authorised, invalid name): no point asking again
+        time.sleep(0.1)
     producer.flush(0)
     return found
 

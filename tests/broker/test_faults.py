@@ -194,7 +194,7 @@ def test_a_stale_pid_is_never_taken_for_the_broker(kctl, tmp_path):
         (data / "broker.ready").write_text(f"{first['bootstrap']}\n{unrelated.pid}\n")
 
         status = kctl("local", "status", *local, "-o", "json")
-        assert status.exit_code == ExitCode.ERROR
+        assert status.exit_code == ExitCode.UNKNOWN
         assert json.loads(status.stdout)["state"] == "stopped"
         assert "no local broker runs" in kctl("local", "stop", *local).stderr
         assert unrelated.poll() is None
