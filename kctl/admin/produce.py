@@ -128,7 +128,6 @@ def _auto_created(session: AdminSession, topic: str):
         if found is not None and found.error is not None and found.error.name() not in ("LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"):
             break  # refused (not authorised, invalid name): no point asking again
         time.sleep(0.1)
-    producer.flush(0)
     return found
 
 

@@ -4,6 +4,7 @@ built on first use so `--help` and the context commands never connect to anythin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
@@ -140,14 +141,9 @@ class App:
 pass_app = click.make_pass_decorator(App)
 
 
-class until_stopped:
+def until_stopped() -> contextlib.suppress:
     """The one rule for Ctrl-C (README, "Exit status"): a --follow or --watch run goes on
     until the user stops it, so Ctrl-C is its normal end and the command finishes as it
     would on its own (exit 0, or a health check's last status). Anything else that Ctrl-C
     interrupts exits 130."""
-
-    def __enter__(self) -> until_stopped:
-        return self
-
-    def __exit__(self, kind, _value, _traceback) -> bool:
-        return kind is KeyboardInterrupt
+    return contextlib.suppress(KeyboardInterrupt)

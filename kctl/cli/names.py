@@ -40,8 +40,7 @@ def command_line_settings(words: tuple[str, ...]) -> dict:
 @click.command("__names", hidden=True)
 @click.argument("kind", type=click.Choice(KINDS))
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
-@click.pass_context
-def names(ctx: click.Context, kind: str, words: tuple[str, ...]) -> None:
+def names(kind: str, words: tuple[str, ...]) -> None:
     """Names of KIND for shell completion (used by the completion scripts).
 
     WORDS are the words of the command line being completed, after `--`; its -b,
@@ -53,6 +52,7 @@ def names(ctx: click.Context, kind: str, words: tuple[str, ...]) -> None:
       kctl __names group -- -b localhost:9092 group lag
     """
     import os
+    import sys
 
     from kctl.cli._app import App
 
@@ -65,8 +65,6 @@ def names(ctx: click.Context, kind: str, words: tuple[str, ...]) -> None:
         found = []
     click.echo("".join(f"{name}\n" for name in sorted(found)), nl=False)
     # Skip librdkafka's teardown (it can wait on a broker that never answered).
-    import sys
-
     sys.stdout.flush()
     os._exit(0)
 
