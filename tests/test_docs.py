@@ -216,3 +216,14 @@ def test_names_complete_to_nothing_when_the_cluster_is_down(tmp_path):
     for words in (["kctl", "-b", dead, "topic", "describe", ""], ["kctl", "-b", dead, "group", "lag", ""]):
         for shell, (names, elapsed) in _completions_in_every_shell(words, env).items():
             assert names == [] and elapsed < 2.0, (shell, names, elapsed)
+
+
+def test_config_names_complete_offline(tmp_path):
+    """--set and -c complete Kafka config names as KEY=, --delete and -k as KEY; no cluster needed."""
+    env = _shell_env(tmp_path)
+    for words, expected in ((["kctl", "topic", "alter-config", "orders", "--set", "retention."], ["retention.bytes=", "retention.ms="]),
+                            (["kctl", "topic", "create", "orders", "-c", "cleanup"], ["cleanup.policy="]),
+                            (["kctl", "config", "alter", "broker", "1", "--delete", "log.cleaner.th"], ["log.cleaner.threads"]),
+                            (["kctl", "config", "describe", "topic", "orders", "-k", "min.insync"], ["min.insync.replicas"])):
+        for shell, (names, _elapsed) in _completions_in_every_shell(words, env).items():
+            assert [n for n in names if n.startswith(words[-1])] == expected, (shell, words, names)

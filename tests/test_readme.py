@@ -3,8 +3,9 @@ bundled broker that the README's own quick start starts: a documented example th
 a failing test.
 
 Each line of a block is a shell command that must exit 0, unless its trailing comment says
-otherwise: `# Ctrl-C stops it (exit N)` runs the line for a few seconds, interrupts it and
-expects N. A `<!-- doctest: ... -->` comment right above a block says how the block is run:
+otherwise: `# exit N` expects N; `# Ctrl-C stops it (exit N)` runs the line for a few
+seconds, interrupts it and expects N; `# asks first` gives it a terminal that answers y.
+A `<!-- doctest: ... -->` comment right above a block says how the block is run:
 
 - `sample output`: a ```console block (`$ command` and its output), run after all the
   others; the command must succeed and print the sample's header.
@@ -21,6 +22,7 @@ the file.
 from __future__ import annotations
 
 import os
+import pty
 import re
 import shutil
 import signal
@@ -86,8 +88,15 @@ class Shell:
     def run(self, command: str, comment: str, where: str, timeout: float = 600) -> subprocess.CompletedProcess:
         interrupt = re.search(r"Ctrl-C stops it \(exit (\d+)\)", comment)
         expected = int(interrupt.group(1)) if interrupt else int((re.search(r"exit (\d+)", comment) or [0, 0])[1])
-        process = subprocess.Popen(["bash", "-c", command], cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+        stdin, answer = subprocess.DEVNULL, None
+        if re.search(r"\basks first\b", comment):
+            # The command asks for confirmation: stdin is a terminal, and the user says y.
+            answer, stdin = pty.openpty()
+        process = subprocess.Popen(["bash", "-c", command], cwd=self.cwd, env=self.env, stdin=stdin,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        if answer is not None:
+            os.close(stdin)
+            os.write(answer, b"y\n")
         if interrupt:
             time.sleep(3)
             assert process.poll() is None, f"{where}: `{command}` ended before Ctrl-C: {process.communicate()}"
@@ -98,6 +107,9 @@ class Shell:
             os.killpg(process.pid, signal.SIGKILL)
             out, err = process.communicate()
             pytest.fail(f"{where}: `{command}` did not finish within {timeout:.0f}s\n{err}")
+        finally:
+            if answer is not None:
+                os.close(answer)
         assert process.returncode == expected, f"{where}: `{command}` exited {process.returncode}, expected {expected}\n{out}\n{err}"
         return subprocess.CompletedProcess(command, process.returncode, out, err)
 

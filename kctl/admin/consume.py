@@ -137,6 +137,9 @@ class _Run:
         # Since when the group has given this member no assignment (start, or a revoke).
         self.unassigned_since = time.monotonic()
         self.partitions_seen: set[Key] = set()
+        # Records between the start and end offsets of the partitions read; None when a
+        # partition has no end (--follow): the total of the progress display.
+        self.planned: int | None = 0
         self.commit_error: str | None = None
         # The KIP-848 protocol and the cooperative classic assignor hand out and take back
         # partitions incrementally; eager assignors hand out the whole assignment each time.
@@ -170,6 +173,10 @@ class _Run:
                 continue
             self.live.add(key)
             chosen.append(TopicPartition(key[0], key[1], starts[key]))
+            if key in ends and self.planned is not None:
+                self.planned += ends[key] - starts[key]
+            else:
+                self.planned = None
         self.partitions_seen.update(pairs)
         return chosen
 
@@ -213,11 +220,14 @@ def consume(
     sink: Callable[[list[Any]], None],
     keep: Callable[[Any], bool] | None = None,
     gone: Callable[[], bool] = lambda: False,
+    on_batch: Callable[[int, int | None], None] | None = None,
 ) -> ConsumeReport:
     """Read records and hand them to `sink` in batches (confluent_kafka.Message objects,
     in offset order per partition). `keep` filters before the sink and --max-records.
     `gone` is asked while no records arrive: True (the reader of a pipe went away)
-    stops consuming as a closed pipe does when written to."""
+    stops consuming as a closed pipe does when written to. `on_batch(read, planned)`
+    follows each batch: records read so far (kept or not) and the offsets between the
+    start and end of the partitions (None without an end), for a progress display."""
     from confluent_kafka import Consumer
 
     if options.start.kind == COMMITTED and not options.group:
@@ -243,7 +253,7 @@ def consume(
                 consumer.list_topics(name, timeout=session.timeout)
             consumer.assign(run.start_partitions(pairs))
             run.assigned = True
-        records, filtered, stopped = _loop(run, sink, keep, gone)
+        records, filtered, stopped = _loop(run, sink, keep, gone, on_batch)
     finally:
         _close(consumer)
     return ConsumeReport(
@@ -320,7 +330,8 @@ def _take_slowly(run: _Run, messages: list, keep, end_ms: int | None, room: int 
     return out, positions, dropped
 
 
-def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, gone: Callable[[], bool]) -> tuple[int, int, str]:
+def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, gone: Callable[[], bool],
+          on_batch: Callable[[int, int | None], None] | None) -> tuple[int, int, str]:
     from confluent_kafka import TopicPartition
 
     options, consumer = run.options, run.consumer
@@ -351,6 +362,8 @@ def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bo
             filtered += dropped
             if out:
                 sink(out)
+            if on_batch is not None:
+                on_batch(records + filtered, run.planned)
             if store and positions:
                 consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()])
             if limit is not None and records >= limit:

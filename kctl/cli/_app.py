@@ -92,6 +92,10 @@ class App:
         return self._isatty(self.stdin)
 
     @property
+    def stderr_is_tty(self) -> bool:
+        return self._isatty(self.stderr)
+
+    @property
     def color(self) -> bool:
         return self.stdout_is_tty and "NO_COLOR" not in self.env and self.env.get("TERM") != "dumb"
 

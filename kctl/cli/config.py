@@ -114,7 +114,7 @@ def alter(app: App, entity_type, names, sets, deletes, appends, subtracts, dry_r
       kctl config alter topic orders --set retention.ms=86400000 --delete segment.bytes
       kctl config alter topic orders --append cleanup.policy=compact --dry-run
       kctl config alter broker 1 --set log.cleaner.threads=2
-      kctl config alter broker-default --set log.retention.check.interval.ms=60000
+      kctl config alter broker-default --set message.max.bytes=2097152
       kctl config alter broker-logger 1 --set kafka.server.ReplicaManager=DEBUG
     """
     run_alter(app, entity_type, list(names) or [None], sets, deletes, appends, subtracts, dry_run)

@@ -8,6 +8,7 @@ from kctl.cli._app import App, pass_app, until_stopped
 from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import RegexType, global_options, yes_option
+from kctl.cli.progress import progress
 from kctl.errors import PartialFailure
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
@@ -181,7 +182,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
       kctl group lag billing -t orders --isolation read_committed --time-lag record
       kctl group lag --all -o prom > /var/lib/node_exporter/kafka_lag.prom
       kctl group lag billing --until-caught-up --max-lag 100 --for 10m
-      kctl group lag billing --watch --interval 2
+      kctl group lag billing --watch --interval 2          # Ctrl-C stops it (exit 0)
     """
     import time
 
@@ -200,27 +201,32 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
         with until_stopped():
             _watch(app, None if all_ else groups, topics, isolation, interval, limit)
         return
-    started = time.monotonic()
-    while True:
-        found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation, time_lag="record" if time_lag == "record" else "none")
-        if errors and not found:
-            raise next(iter(errors.values()))
-        if history or time_lag == "interp":
-            found, _histories = with_history(found, _state_file(app, state_file), interpolate=time_lag == "interp")
-        if not until_caught_up:
-            break
-        behind = [p for g in found for p in g.partitions if (p.lag or 0) > max_lag or (max_seconds is not None and (p.lag_seconds or 0) > max_seconds)]
-        total = sum(g.lag_sum for g in found)
-        if not behind:
-            app.note(f"caught up: lag {total} after {time.monotonic() - started:.0f}s")
-            break
-        app.note(f"waiting: {len(behind)} partition(s) behind, lag {total} ({time.monotonic() - started:.0f}s)")
-        if limit is not None and time.monotonic() - started + interval > limit:
-            _render_lag(app, found, time_lag)
-            app.error_line(f"unable to catch up within {for_}: {len(behind)} partition(s) still behind")
-            click.get_current_context().exit(ExitCode.CRITICAL)
-        time.sleep(interval)
+    # --until-caught-up shows how much of the lag seen first has been consumed since.
+    with progress(app, "catching up", unit="messages", enabled=until_caught_up) as shown:
+        first_lag = None
+        while True:
+            found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation, time_lag="record" if time_lag == "record" else "none")
+            if errors and not found:
+                raise next(iter(errors.values()))
+            if history or time_lag == "interp":
+                found, _histories = with_history(found, _state_file(app, state_file), interpolate=time_lag == "interp")
+            if not until_caught_up:
+                break
+            behind = [p for g in found for p in g.partitions if (p.lag or 0) > max_lag or (max_seconds is not None and (p.lag_seconds or 0) > max_seconds)]
+            total = sum(g.lag_sum for g in found)
+            first_lag = total if first_lag is None else max(first_lag, total)
+            shown.update(first_lag - total, total=first_lag, detail=f"lag {total:,}, {len(behind)} partition(s) behind")
+            if not behind:
+                shown.summary = f"caught up: lag {total} after {shown.seconds:.0f}s"
+                break
+            if limit is not None and shown.seconds + interval > limit:
+                shown.summary = f"waited {shown.seconds:.0f}s: lag {total}, {len(behind)} partition(s) behind"
+                break
+            time.sleep(interval)
     _render_lag(app, found, time_lag)
+    if until_caught_up and behind:
+        app.error_line(f"unable to catch up within {for_}: {len(behind)} partition(s) still behind")
+        click.get_current_context().exit(ExitCode.CRITICAL)
     for error in errors.values():
         app.error_line(error.message)
     if errors:
@@ -467,10 +473,10 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
     Examples:
       kctl group reset-offsets billing --to-earliest --all-topics
       kctl group reset-offsets billing -t orders --to-datetime 2026-11-22T09:00:00Z --execute --yes
-      kctl group reset-offsets billing -t orders:0,1 --shift-by -100 --execute
+      kctl group reset-offsets billing -t orders:0,1 --shift-by -100 --execute                # asks first
       kctl group reset-offsets billing audit -t orders --by-duration 2h
-      kctl group reset-offsets billing --undo last --execute
-      kctl group reset-offsets billing --from-file offsets.csv --execute --backup before.csv
+      kctl group reset-offsets billing --undo last --execute                                  # asks first
+      kctl group reset-offsets billing --from-file offsets.csv --execute --backup before.csv  # asks first
       kctl group reset-offsets billing-v2 --to-group billing --all-topics --allow-new-group
     """
     import sys

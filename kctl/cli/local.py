@@ -84,7 +84,7 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context):
       kctl local start
       kctl local start --port 19092 --data-dir /tmp/kafka2 --save-context dev2
       BOOTSTRAP=$(kctl local start --port 0 --data-dir "$TMP" --no-context)
-      kctl local start --foreground
+      kctl local start --foreground       # Ctrl-C stops it (exit 0)
     """
     from kctl import local as lib
 
@@ -198,8 +198,8 @@ def logs(app: App, data_dir, lines, follow):
     \b
     Examples:
       kctl local logs
-      kctl local logs -f
-      kctl local logs -n 200 | grep WARN
+      kctl local logs -f                     # Ctrl-C stops it (exit 0)
+      kctl local logs -n 200 | grep listening  # its address and cluster id
     """
     from kctl import local as lib
 

@@ -5,7 +5,7 @@ The cluster is the one the command line being completed would use (its -b,
 --bootstrap-server, --context and -X, else the current context), asked with a budget of
 0.3 s: names on stdout one per line, and nothing at all (no error text, exit 0) when the
 cluster is unreachable, slow or not configured, so a TAB never hangs or prints noise.
-Groups are those ListGroups reports through librdkafka (classic and consumer groups).
+Groups are those ListGroups reports, of every type (classic, consumer, share, streams).
 """
 
 from __future__ import annotations
@@ -69,6 +69,18 @@ def names(kind: str, words: tuple[str, ...]) -> None:
     os._exit(0)
 
 
+def _group_names(app, client) -> list[str]:
+    """Groups of every type (Kafka's ListGroups through kafka-python, as `group list`);
+    librdkafka's list sees classic and consumer groups only, so it is the fallback."""
+    try:
+        from kctl.admin.groups.protocol import list_groups
+
+        return [g["group_id"] for g in list_groups(app.session)]
+    except Exception:  # noqa: BLE001 - kafka-python missing or refused: ask librdkafka
+        future = client.list_consumer_groups(request_timeout=BUDGET_SECONDS)
+        return [g.group_id for g in future.result(timeout=BUDGET_SECONDS).valid]
+
+
 def _lookup(app, kind: str) -> list[str]:
     from confluent_kafka.admin import AdminClient
 
@@ -76,8 +88,7 @@ def _lookup(app, kind: str) -> list[str]:
     config.update({"socket.connection.setup.timeout.ms": 1000, "log_level": 0})
     client = AdminClient(config)
     if kind == "group":
-        future = client.list_consumer_groups(request_timeout=BUDGET_SECONDS)
-        return [g.group_id for g in future.result(timeout=BUDGET_SECONDS).valid]
+        return _group_names(app, client)
     metadata = client.list_topics(timeout=BUDGET_SECONDS)
     if kind == "broker":
         return [str(b) for b in metadata.brokers]

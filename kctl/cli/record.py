@@ -8,6 +8,7 @@ from kctl.cli._app import App, pass_app
 from kctl.cli._batch import report
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import BytesRegexType, global_options, yes_option
+from kctl.cli.progress import progress
 from kctl.output.spec import Column, DocumentSpec, Field, TableSpec
 
 DELETE_TABLE = TableSpec(
@@ -147,17 +148,43 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
     )
     stream = _open_input(path, app)
     try:
-        report = produce_records(
-            app.session, options, split_records(stream, delimiter.encode()), parse, on_skip=lambda line, why: app.warn(f"line {line} skipped: {why}")
-        )
+        with progress(app, f"produce {topic}", total=_file_size(stream), unit="bytes") as shown:
+            chunks = _shown_chunks(split_records(stream, delimiter.encode()), shown, len(delimiter.encode()))
+            report = produce_records(
+                app.session, options, chunks, parse, on_skip=lambda line, why: app.warn(f"line {line} skipped: {why}")
+            )
+            if not app.out.is_structured:
+                skipped = f", {report.skipped} skipped" if report.skipped else ""
+                rate = f", {report.records / report.seconds:,.0f} records/s" if report.seconds > 0.5 else ""
+                shown.summary = (f"produced {report.records} record(s) ({report.bytes} bytes) to {topic} "
+                                 f"in {report.seconds:.2f}s{rate}{skipped}")
     finally:
         if stream is not getattr(app.stdin, "buffer", None):
             stream.close()
     if app.out.is_structured:
         app.out.document(report, PRODUCE_REPORT)
-    else:
-        skipped = f", {report.skipped} skipped" if report.skipped else ""
-        app.note(f"produced {report.records} record(s) ({report.bytes} bytes) to {topic} in {report.seconds:.2f}s{skipped}")
+
+
+def _file_size(stream) -> int | None:
+    """The input's size when it is a regular file (a total for progress); None for a pipe."""
+    import os
+    import stat
+
+    try:
+        status = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
+def _shown_chunks(chunks, shown, delimiter_length: int):
+    """The input chunks, unchanged, counting bytes and records read for the progress
+    display (one update per chunk of up to 1000 records, not per record)."""
+    records = 0
+    for chunk in chunks:
+        records += len(chunk)
+        shown.advance(sum(map(len, chunk)) + delimiter_length * len(chunk), detail=f"{records:,} records")
+        yield chunk
 
 
 def _open_input(path: str, app: App):
@@ -204,7 +231,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
       kctl record consume orders:0 --from -10 --format '%p:%o %k=%v\\n'
       kctl record consume orders --from @-1h --to @-30m -o jsonl
       kctl record consume orders --grep 'status":"failed' -n 5
-      kctl record consume orders --group audit --follow
+      kctl record consume orders --group audit --follow   # Ctrl-C stops it (exit 0)
       kctl record consume blobs --format '%k{base64}\\t%v{base64}\\n' > blobs.tsv
     """
     from kctl.admin.consume import ConsumeOptions
@@ -237,7 +264,10 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         group=group, commit=commit, isolation=isolation,
     )
     _stop_on_sigterm()
-    report = consume_records(app.session, options, writer.write, keep, gone=_reader_gone(app.stdout))
+    # Records going to a file or a pipe: progress on stderr (a live display on a terminal).
+    with progress(app, "consume", unit="records", enabled=not app.stdout_is_tty) as shown:
+        report = consume_records(app.session, options, writer.write, keep, gone=_reader_gone(app.stdout),
+                                 on_batch=lambda read, planned: shown.update(read, total=planned))
     if report.stopped == "closed-pipe":
         raise BrokenPipeError  # main() silences stdout and exits 0, as `| head` expects
     writer.close()

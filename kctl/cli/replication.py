@@ -69,17 +69,19 @@ def _rate(text: str | None) -> int | None:
 def wait_for_moves(app: App, moves, *, wait_timeout: float | None, preserve_throttles: bool = False):
     """Poll until every partition is done (or the wait times out), with progress on stderr."""
     from kctl.admin.replication import verify
+    from kctl.cli.progress import progress
 
-    started = time.monotonic()
-    while True:
-        rows = verify(app.session, moves, clear=not preserve_throttles)
-        done = sum(1 for r in rows if r.status == "done")
-        app.note(f"reassignment: {done}/{len(rows)} partition(s) done ({time.monotonic() - started:.0f}s)")
-        if done == len(rows) or any(r.status == "failed" for r in rows):
-            return rows
-        if wait_timeout is not None and time.monotonic() - started > wait_timeout:
-            return rows
-        time.sleep(1.0)
+    with progress(app, "reassignment", total=len(moves), unit="partitions") as shown:
+        while True:
+            rows = verify(app.session, moves, clear=not preserve_throttles)
+            done = sum(1 for r in rows if r.status == "done")
+            shown.update(done)
+            shown.summary = f"reassignment: {done}/{len(rows)} partition(s) done in {shown.seconds:.0f}s"
+            if done == len(rows) or any(r.status == "failed" for r in rows):
+                return rows
+            if wait_timeout is not None and shown.seconds > wait_timeout:
+                return rows
+            time.sleep(1.0)
 
 
 def finish(app: App, rows, action: str) -> None:

@@ -138,7 +138,7 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
     Examples:
       kctl spark dump -t orders --out /data/orders
       kctl spark dump -t orders --from @2026-11-01T00:00Z --to @2026-11-02T00:00Z --out day.jsonl --format jsonl
-      kctl spark dump -t orders --from '{"orders":{"0":1000}}' --out part0 --overwrite
+      kctl spark dump -t orders --from '{"orders":{"0":5}}' --out part0 --overwrite
       kctl spark dump -t clicks --master spark://spark:7077 --spark-conf spark.executor.memory=4g --out /mnt/shared/clicks
     """
     from kctl.errors import UsageError
@@ -214,11 +214,11 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
 
     \b
     Examples:
-      kctl spark replay --from-topic orders --to-topic orders-copy
+      kctl spark replay --from-topic orders --to-topic orders-mirror
       kctl spark replay --from-dump /data/orders --to-topic orders --since 2026-11-01T00:00Z --until 2026-11-02T00:00Z
       kctl spark replay --from-topic orders --to-topic orders-12 --partition-map hash
       kctl spark replay --from-dump /data/orders --to-topic orders-test --timestamps now
-      kctl spark replay --from-dump /data/orders --to-topic orders --resume
+      kctl spark replay --to-topic orders --resume     # finish an interrupted replay into orders
     """
     from kctl.errors import InvalidError, UsageError
     from kctl.spark.replay import PARTITION_MAPS, ReplayRequest, load_partition_map, parse_timestamps

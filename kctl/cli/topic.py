@@ -216,7 +216,7 @@ def delete(app: App, names, regex, if_exists, yes):
 
     \b
     Examples:
-      kctl topic delete orders
+      kctl topic delete orders                   # asks first
       kctl topic delete -r 'tmp-.*' --yes
       kctl topic delete orders --if-exists --yes
     """

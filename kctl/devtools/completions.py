@@ -55,6 +55,8 @@ class _Tables:
                         self.choices[f"{key}|{flag}"] = list(o.choices)
                     if o.value_kind == "property":
                         self.choices[f"{key}|{flag}"] = _property_names()
+                    elif o.value_kind in ("config-setting", "config-key"):
+                        self.choices[f"{key}|{flag}"] = _config_names(o.value_kind == "config-setting")
                     elif o.value_kind:
                         self.value_kinds[f"{key}|{flag}"] = o.value_kind
             if c.arguments:
@@ -71,6 +73,14 @@ def _property_names() -> list[str]:
     from kctl.config.properties import COMMON_PROPERTIES
 
     return [f"{name}=" for name, _text in COMMON_PROPERTIES]
+
+
+def _config_names(setting: bool) -> list[str]:
+    """Kafka's topic and broker config names (those the bundled broker knows, which are
+    Kafka's): as KEY= for --set and -c, as KEY for --delete and -k."""
+    from kctl.broker.configs import BROKER_CONFIGS, TOPIC_CONFIGS
+
+    return [f"{name}=" if setting else name for name in sorted({*TOPIC_CONFIGS, *BROKER_CONFIGS})]
 
 
 def _sh_quote(text: str) -> str:
@@ -116,6 +126,8 @@ _CONTEXTS_FN = f"""__kctl_contexts() {{
 # (No variable is called `path`: in zsh that is $PATH, and kctl and sed must stay found.)
 _CANDIDATES_FN = r"""__kctl_candidates() {
     local cur="$1" prev="$2" cmd="kctl" word next skip=0 found=""
+    # `printf '%s\n' $found` below must split the list into words in zsh too.
+    [[ -n "$ZSH_VERSION" ]] && setopt localoptions shwordsplit
     shift 2
     for word in "$@"; do
         if (( skip )); then skip=0; continue; fi
@@ -261,6 +273,8 @@ def render_fish(t: _Tables) -> str:
                     parts.append(f"-a {_fish_quote(' '.join(o.choices))}")
                 elif o.value_kind == "property":
                     parts.append(f"-a {_fish_quote(' '.join(_property_names()))}")
+                elif o.value_kind in ("config-setting", "config-key"):
+                    parts.append(f"-a {_fish_quote(' '.join(_config_names(o.value_kind == 'config-setting')))}")
                 elif o.value_kind == "context":
                     parts.append("-a '(__kctl_contexts)'")
                 elif o.value_kind:

@@ -65,11 +65,15 @@ _TOPIC_ARGUMENTS = {("topic", "describe"), ("topic", "delete"), ("topic", "alter
 _TOPIC_OPTIONS = {"topics", "topic", "from_topic", "to_topic"}
 _GROUP_NAMES = {"groups", "group_id", "group", "to_group"}
 _BROKER_OPTIONS = {"brokers", "leader"}
+# Options whose values are topic or broker config names: KEY=VALUE (--set, -c) or KEY.
+_CONFIG_SETTINGS = {"sets", "appends", "subtracts", "configs"}
+_CONFIG_KEYS = {"deletes", "keys"}
 
 
 def _value_kind(param: click.Parameter, path: tuple[str, ...]) -> str:
     """How a value is completed: "context" (names from the config file), "topic", "group",
-    "broker" (names from the cluster), "property" (librdkafka property names) or ""."""
+    "broker" (names from the cluster), "property" (librdkafka property names),
+    "config-setting" / "config-key" (Kafka config names, as KEY= or KEY) or ""."""
     name = param.name
     if name == "context" or (path[:1] == ("context",) and name == "name" and path[1:] in (("use",), ("show",), ("delete",), ("set",))):
         return "context"
@@ -79,6 +83,10 @@ def _value_kind(param: click.Parameter, path: tuple[str, ...]) -> str:
         return "group" if path[:1] == ("group",) and name in _GROUP_NAMES else ""
     if name == "properties":
         return "property"
+    if name in _CONFIG_SETTINGS:
+        return "config-setting"
+    if name in _CONFIG_KEYS and path[:1] in (("config",), ("topic",)):
+        return "config-key"
     if name in _TOPIC_OPTIONS:
         return "topic"
     if name in _GROUP_NAMES:

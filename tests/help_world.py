@@ -1,0 +1,136 @@
+"""The world the `--help` examples talk about, made on a real cluster with confluent-kafka.
+
+Examples name topics (orders, payments, logs, ...) and groups (billing, audit, ...); this
+module creates them with records and committed offsets, so each example finds what its
+words assume: `group lag billing` has lag to show, `record consume orders --grep
+'status":"failed' -n 5` has five failed orders to find, `offset get orders:0-3,7` has a
+partition 7. `reset()` deletes the world's topics and groups first, so a shared cluster
+(kafka3) starts each command from the same state.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+# name -> (partitions, replication factor; capped at the cluster's broker count)
+TOPICS = {
+    "orders": (8, 2), "payments": (3, 1), "events": (3, 1), "logs": (2, 3), "logs.app": (1, 1),
+    "old-orders": (1, 1), "greetings": (1, 1), "users": (1, 1), "blobs": (1, 1), "scratch": (1, 1),
+    "clicks": (2, 1), "orders-copy": (1, 1), "orders-mirror": (8, 1), "orders-12": (12, 1),
+    "orders-test": (8, 1), "load-test": (3, 1), "tmp-1": (1, 1), "tmp-2": (1, 1),
+}
+# Topics examples create; reset() deletes them too.
+CREATED_BY_EXAMPLES = ("demo", "new-topic", "orders-v2")
+GROUPS = ("billing", "audit", "old-consumer", "billing-v2")
+ORDERS = 80
+
+
+def order(number: int) -> tuple[bytes, bytes]:
+    status = "failed" if number % 10 == 0 else "paid"
+    value = {"order_id": f"o-{number}", "status": status, "amount": number * 3}
+    return f"o-{number}".encode(), json.dumps(value, separators=(",", ":")).encode()
+
+
+def reset(bootstrap: str, nodes: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    _delete(admin)
+    _create(admin, nodes)
+    _produce(bootstrap)
+    _commit(bootstrap)
+
+
+def _delete(admin: AdminClient) -> None:
+    existing = set(admin.list_topics(timeout=10).topics)
+    doomed = [t for t in (*TOPICS, *CREATED_BY_EXAMPLES) if t in existing]
+    if doomed:
+        for future in admin.delete_topics(doomed, operation_timeout=30).values():
+            future.result()
+    pending, deadline = list(GROUPS), time.monotonic() + 30
+    while pending:
+        for group, future in admin.delete_consumer_groups(pending, request_timeout=10).items():
+            try:
+                future.result()
+                pending.remove(group)
+            except KafkaException as exc:
+                if "GROUP_ID_NOT_FOUND" in str(exc):
+                    pending.remove(group)
+                # A cluster just started may still be electing group coordinators.
+                elif "COORDINATOR" not in str(exc) or time.monotonic() > deadline:
+                    raise
+        if pending:
+            time.sleep(0.3)
+    deadline = time.monotonic() + 30
+    while doomed and set(doomed) & set(admin.list_topics(timeout=10).topics):
+        assert time.monotonic() < deadline, f"topics not deleted: {doomed}"
+        time.sleep(0.2)
+
+
+def _create(admin: AdminClient, nodes: int) -> None:
+    pending = dict(TOPICS)
+    deadline = time.monotonic() + 30
+    while pending:
+        futures = admin.create_topics([NewTopic(t, p, min(rf, nodes)) for t, (p, rf) in pending.items()],
+                                      operation_timeout=30)
+        for topic, future in futures.items():
+            try:
+                future.result()
+                del pending[topic]
+            except KafkaException as exc:
+                # Kafka may still be finishing the deletion of a topic of the same name.
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"cannot create {topic}: {exc}") from exc
+        if pending:
+            time.sleep(0.3)
+
+
+def _produce(bootstrap: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for number in range(ORDERS):
+        key, value = order(number)
+        partition = number % TOPICS["orders"][0]
+        producer.produce("orders", value, key, partition=partition)
+        producer.produce("orders-mirror", value, key, partition=partition)
+        producer.produce("orders-copy", value, key)
+    for number in range(30):
+        producer.produce("payments", json.dumps({"payment": number}).encode(), f"p-{number}".encode())
+    for topic, count in (("events", 10), ("logs", 20), ("logs.app", 5), ("clicks", 20), ("old-orders", 5),
+                         ("scratch", 5), ("greetings", 2), ("users", 3), ("tmp-1", 1)):
+        for number in range(count):
+            producer.produce(topic, f"{topic} {number}".encode(), f"k{number}".encode())
+    for number in range(5):
+        producer.produce("blobs", bytes([0, 255, number]), bytes([number, 0]))
+    assert producer.flush(30) == 0, "world records not delivered"
+
+
+def _commit(bootstrap: str) -> None:
+    """billing is 2 behind on every orders partition and caught up on payments and
+    old-orders; audit is caught up on orders; old-consumer read old-orders. All empty."""
+    ends = {}
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "kctl-world-probe"})
+    for topic in ("orders", "payments", "old-orders"):
+        for partition in range(TOPICS[topic][0]):
+            ends[(topic, partition)] = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
+    probe.close()
+    commits = {
+        "billing": {**{k: max(0, v - 2) for k, v in ends.items() if k[0] == "orders"},
+                    **{k: v for k, v in ends.items() if k[0] != "orders"}},
+        "audit": {k: v for k, v in ends.items() if k[0] == "orders"},
+        "old-consumer": {k: v for k, v in ends.items() if k[0] == "old-orders"},
+    }
+    for group, offsets in commits.items():
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+                break
+            except KafkaException as exc:
+                # Right after the group was deleted its coordinator can still be moving.
+                if "COORDINATOR" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        consumer.close()

@@ -1,0 +1,285 @@
+"""Every `Examples:` line of every command's `--help` runs as written: a documented example
+that fails is a failing test.
+
+One test per command runs its examples in order, in a fresh home (HOME and XDG dirs) and a
+fresh working directory, against a cluster holding the world the examples talk about
+(tests/help_world.py: orders, payments, logs... with records; groups billing, audit...).
+The bundled broker (a new one per command) serves most commands; the commands in
+THREE_BROKERS need replicas to move and run on the kafka3 backend, reset to the same world.
+Each line must exit 0 unless its trailing comment says otherwise, as in README.md:
+`# exit N`, or `# Ctrl-C stops it (exit N)` (the line runs for a few seconds, then gets
+SIGINT).
+
+What an example assumes but does not show is set up in BEFORE (files it reads, a broker it
+stops, a context it uses), and these parts of the text are replaced, because a test cannot
+own them: the address localhost:9092 (the test's broker), absolute directories (/data/,
+/mnt/shared/, /var/lib/node_exporter/, /tmp/kafka2: directories under the working
+directory), port 19092 (a free port) and spark://spark:7077 (a Spark standalone master
+and worker this test starts). The count of examples run is printed and must equal the count
+in the help texts.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests import help_world
+from tests.brokers.plugin import BackendUnavailable, _required, selected_backends
+from tests.test_readme import Shell, commands, spark_ready
+
+pytestmark = pytest.mark.integration
+
+# Commands whose examples move replicas or name brokers 2 and 3.
+THREE_BROKERS = {
+    (), ("topic", "create"), ("topic", "add-partitions"), ("topic", "set-replication-factor"),
+    ("replication", "elect-leaders"), ("replication", "reassign", "cancel"), ("replication", "reassign", "execute"),
+    ("replication", "reassign", "generate"), ("replication", "reassign", "list"), ("replication", "reassign", "verify"),
+    ("config", "alter"), ("config", "describe"), ("broker", "balance"),
+}
+
+PLAN = "kctl replication reassign generate -t orders --brokers 2,3 > plan.json"
+DUMP = "kctl spark dump -t orders --out data/orders"
+# Example text -> shell lines run just before it (what the example assumes exists).
+BEFORE = {
+    "kctl topic create orders --partitions 6 --replication-factor 3 -c retention.ms=86400000":
+        "kctl topic delete orders --yes",
+    "kctl topic create orders": "kctl topic delete orders payments --if-exists --yes",
+    "kctl topic create orders payments -p 12 --rf 3 -c cleanup.policy=compact":
+        "kctl topic delete orders payments --if-exists --yes",
+    "kctl topic create orders -p 6 --dry-run": "kctl topic delete orders payments --yes",
+    "kctl topic create orders --replica-assignment 1:2,2:3,3:1": "kctl topic delete orders --if-exists --yes",
+    "kctl replication reassign cancel plan.json --yes": PLAN,
+    "kctl replication reassign execute plan.json --throttle 50MB --yes": PLAN,
+    "kctl replication reassign verify plan.json": f"{PLAN} && kctl replication reassign execute plan.json --wait --yes",
+    "kctl group reset-offsets billing --from-file offsets.csv --execute --backup before.csv":
+        "printf 'topic,partition,offset\\norders,0,1\\norders,1,2\\n' > offsets.csv",
+    "kctl record produce orders -K : --file orders.txt": "printf 'o-100:{\"status\":\"new\"}\\no-101:{\"status\":\"new\"}\\n' > orders.txt",
+    "kctl record produce orders --format '%k\\t%v{base64}' -z zstd < dump.tsv": "printf 'o-102\\taGVsbG8=\\n' > dump.tsv",
+    "kctl local purge --yes": "kctl local stop",
+    "kctl local logs": "kctl local start",
+    "kctl local status": "kctl local start",
+    "kctl local start --foreground": "kctl local stop",
+    "kctl spark audit --dump /data/orders --json --key-path '$.order_id'": DUMP,
+    "kctl spark audit -t orders --json-schema order.schema.json":
+        """printf '{"type":"object","required":["order_id","status"]}' > order.schema.json""",
+    "kctl spark audit --dump /data/orders --compare-to orders-copy -o json": f"test -d data/orders || {DUMP}",
+    "kctl spark replay --from-dump /data/orders --to-topic orders --since 2026-11-01T00:00Z --until 2026-11-02T00:00Z": DUMP,
+    # An interrupted replay (the fault injection of tests/spark) for --resume to finish.
+    "kctl spark replay --to-topic orders --resume":
+        "KCTL_SPARK_FAIL_AFTER_RECORDS=5 kctl spark replay --from-dump data/orders --to-topic orders 2>/dev/null; "
+        "test $? -ne 0 && jq -e '.status == \"partial\"' ~/.local/state/kctl/replays/orders.json",
+    "kctl context delete old-cluster --yes": "kctl context set old-cluster -b old:9092",
+    "kctl context show prod -o json": "kctl context set prod -b b1:9092",
+    "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",
+    "kctl context use prod": "kctl context set prod -b b1:9092",
+}
+# Example text -> shell lines run after it, to leave a shared cluster as it was.
+AFTER = {
+    "kctl config alter broker 1 --set log.cleaner.threads=2": "kctl config alter broker 1 --delete log.cleaner.threads",
+    "kctl config alter broker-default --set message.max.bytes=2097152":
+        "kctl config alter broker-default --delete message.max.bytes",
+    "kctl config alter broker-logger 1 --set kafka.server.ReplicaManager=DEBUG":
+        "kctl config alter broker-logger 1 --set kafka.server.ReplicaManager=INFO",
+}
+DIRECTORIES = {"/data/": "data/", "/mnt/shared/": "shared/", "/var/lib/node_exporter/": "node_exporter/",
+               "/tmp/kafka2": "kafka2"}
+
+
+@dataclass
+class Example:
+    path: tuple[str, ...]
+    text: str
+    comment: str
+
+
+def examples_of(help_text: str) -> list[tuple[str, str]]:
+    """(command, trailing comment) for each example line after `Examples:`; a line ending in
+    a backslash goes on on the next."""
+    if "Examples:" not in help_text:
+        return []
+    lines, joined = help_text.split("Examples:", 1)[1].splitlines(), []
+    for line in lines:
+        if line.strip() in ("", "\b"):
+            continue
+        if not line.startswith(" "):
+            break
+        if joined and joined[-1].endswith("\\"):
+            joined[-1] = joined[-1][:-1].rstrip() + " " + line.strip()
+        else:
+            joined.append(line.strip())
+    return commands("\n".join(joined))
+
+
+def all_examples() -> dict[tuple[str, ...], list[Example]]:
+    from kctl.devtools.tree import walk
+
+    found = {}
+    for info in walk():
+        listed = [Example(info.path, text, comment) for text, comment in examples_of(info.help)]
+        if listed:
+            found[info.path] = listed
+    return found
+
+
+EXAMPLES = all_examples()
+
+
+def localised(text: str, bootstrap: str, spark_master: str | None) -> str:
+    text = text.replace("localhost:9092", bootstrap)
+    for absolute, relative in DIRECTORIES.items():
+        text = text.replace(absolute, relative)
+    if "--port 19092" in text:
+        from tests.brokers.kafka import free_port
+
+        text = text.replace("--port 19092", f"--port {free_port()}")
+    if spark_master:
+        text = text.replace("spark://spark:7077", spark_master)
+    return text
+
+
+def fresh_shell(tmp_path: Path) -> Shell:
+    home, work = tmp_path / "home", tmp_path / "work"
+    for directory in (home, work, work / "data", work / "shared", work / "node_exporter", tmp_path / "tmp"):
+        directory.mkdir(parents=True, exist_ok=True)
+    env = {
+        "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "KCTL_LOCAL_PORT": "0", "TMP": str(tmp_path / "tmp"), "LANG": os.environ.get("LANG", "C.UTF-8"),
+    }
+    for name in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return Shell(work, env)
+
+
+@pytest.fixture(scope="module")
+def kafka3(_backends):
+    if "kafka3" not in selected_backends():
+        pytest.skip("these examples need three brokers: KCTL_TEST_BROKERS=kafka3")
+    try:
+        return _backends.get("kafka3")
+    except BackendUnavailable as exc:
+        if _required():
+            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and backend {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def bundled(tmp_path):
+    from kctl.broker.process import BrokerProcess
+
+    process = BrokerProcess(tmp_path / "world-broker")
+    bootstrap = process.start()
+    yield bootstrap
+    process.stop()
+
+
+def needs_spark(path: tuple[str, ...]) -> bool:
+    return path[:1] == ("spark",)
+
+
+@pytest.mark.parametrize("path", list(EXAMPLES), ids=lambda path: "-".join(path) or "kctl")
+def test_help_examples_run(path, request, tmp_path, spark_cluster_url):
+    if needs_spark(path) and not spark_ready():
+        if os.environ.get("KCTL_REQUIRE_SPARK"):
+            pytest.fail("needs pyspark and Java")
+        pytest.skip("needs pyspark and Java")
+    if path in THREE_BROKERS:
+        cluster = request.getfixturevalue("kafka3")
+        bootstrap, nodes = cluster.bootstrap, cluster.nodes
+    else:
+        bootstrap, nodes = request.getfixturevalue("bundled"), 1
+    help_world.reset(bootstrap, nodes)
+    shell = fresh_shell(tmp_path)
+    shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
+    master = spark_cluster_url() if any("spark://" in e.text for e in EXAMPLES[path]) else None
+    where = f"kctl {' '.join(path)} --help"
+    try:
+        for example in EXAMPLES[path]:
+            if example.text in BEFORE:
+                shell.run(localised(BEFORE[example.text], bootstrap, master), "", f"{where}: before `{example.text}`")
+            shell.run(localised(example.text, bootstrap, master), example.comment, f"{where}: `{example.text}`")
+            if example.text in AFTER:
+                shell.run(AFTER[example.text], "", f"{where}: after `{example.text}`")
+    finally:
+        stop_local_brokers(shell)
+
+
+def stop_local_brokers(shell: Shell) -> None:
+    """Brokers the `kctl local` examples started, in the default data dir or another."""
+    for data_dir in ("", "--data-dir kafka2", f"--data-dir {shell.env['TMP']}"):
+        subprocess.run(["bash", "-c", f"kctl local stop {data_dir}"], cwd=shell.cwd, env=shell.env,
+                       capture_output=True, timeout=60)
+
+
+def test_every_example_is_collected(capsys):
+    """The examples the tests above run are every `Examples:` line there is."""
+    from kctl.devtools.tree import walk
+
+    in_help = sum(len(examples_of(info.help)) for info in walk())
+    collected = sum(len(listed) for listed in EXAMPLES.values())
+    with capsys.disabled():
+        print(f"\n--help: {collected} of {in_help} examples collected, in {len(EXAMPLES)} commands")
+    assert collected == in_help
+    assert all(text in (e.text for listed in EXAMPLES.values() for e in listed) for text in (*BEFORE, *AFTER)), \
+        "BEFORE/AFTER name an example that no longer exists"
+
+
+@pytest.fixture(scope="module")
+def spark_cluster_url(tmp_path_factory):
+    """spark_cluster_url() -> the URL of a Spark standalone master with one worker, started
+    on first use from pyspark's own scripts (a real cluster, on loopback)."""
+    started: list[subprocess.Popen] = []
+
+    def start() -> str:
+        if started:
+            return started[0].url
+        import pyspark
+
+        from tests.brokers.kafka import free_port
+
+        home = Path(pyspark.__file__).parent
+        logs = tmp_path_factory.mktemp("spark-standalone")
+        env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+        port = free_port()
+        url = f"spark://127.0.0.1:{port}"
+        daemons = (("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                               "--webui-port", str(free_port())]),
+                   ("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--webui-port",
+                               str(free_port()), "--cores", "2", "--memory", "6g", url]))
+        for name, args in daemons:
+            log = logs / f"{name}.log"
+            process = subprocess.Popen([str(home / "bin" / "spark-class"), *args], env=env, stdout=log.open("w"),
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+            process.url, process.log = url, log
+            started.append(process)
+        wait_for_line(started[1].log, "Successfully registered with master", started)
+        return url
+
+    yield start
+    for process in started:
+        process.terminate()
+    for process in started:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for_line(log: Path, line: str, processes: list[subprocess.Popen], timeout: float = 90) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while line not in log.read_text(errors="replace"):
+        dead = [p for p in processes if p.poll() is not None]
+        if dead or time.monotonic() > deadline:
+            tail = "\n".join(p.log.read_text(errors="replace")[-2000:] for p in processes)
+            pytest.fail(f"Spark standalone cluster did not start: {tail}")
+        time.sleep(0.5)
