@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -39,6 +40,13 @@ def as_json(kctl, cluster, *args):
     result = kctl("-b", cluster.bootstrap, *args, "-o", "json")
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def completes_group(cluster, group):
+    """Shell completion offers the group (`kctl __names`, what the completion scripts call)."""
+    names = subprocess.run([sys.executable, "-m", "kctl", "__names", "group", "--", "-b", cluster.bootstrap],
+                           capture_output=True, text=True, timeout=30)
+    assert group in names.stdout.split(), names.stdout
 
 
 def _partitions(entries):
@@ -170,6 +178,8 @@ def test_share_group_list_describe_lag_and_delete(kctl, kafka_cluster, topic, un
 
         listed = eventually(joined, timeout=60, interval=0.5)
         assert (listed["type"], listed["protocol"]) == ("share", "simple")
+
+        eventually(lambda: completes_group(kafka_cluster, group), timeout=20, interval=0.5)
         # A share group starts at the latest offset once its consumer first fetches: records
         # written after that are delivered and acknowledged, which records start offsets.
         producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap})
@@ -303,6 +313,7 @@ def test_streams_group_list_describe_lag_reset_and_delete(kctl, kafka_cluster, u
         eventually(running, timeout=90, interval=0.5)
         (listed,) = [x for x in as_json(kctl, kafka_cluster, "group", "list", "--type", "streams") if x["group"] == group]
         assert (listed["state"], listed["members"]) == ("Stable", 1)
+        eventually(lambda: completes_group(kafka_cluster, group), timeout=20, interval=0.5)
         (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
         (member,) = g["members"]
         assert g["type"] == "streams" and g["group_epoch"] >= g["assignment_epoch"] >= 1

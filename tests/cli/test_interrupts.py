@@ -97,8 +97,9 @@ def test_other_commands_interrupted_exit_130(cluster, config_home, unique_name):
     producer.produce(topic, b"x")
     producer.flush(10)
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 0)])])[group].result(30)
-    status, _out, err = interrupted(["-b", cluster.bootstrap, "group", "lag", group, "--until-caught-up", "--interval", "0.2"],
-                                    ready="waiting:")
+    # (Off a terminal it prints nothing until it ends: interrupt it after a while.)
+    status, _out, err = interrupted_after(["-b", cluster.bootstrap, "group", "lag", group, "--until-caught-up", "--interval", "0.2"],
+                                          stdin=subprocess.DEVNULL, seconds=3)
     assert status == ExitCode.INTERRUPTED and err.splitlines()[-1] == "error: interrupted"
 
 
