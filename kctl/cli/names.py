@@ -69,26 +69,18 @@ def names(kind: str, words: tuple[str, ...]) -> None:
     os._exit(0)
 
 
-def _group_names(app, client) -> list[str]:
-    """Groups of every type (Kafka's ListGroups through kafka-python, as `group list`);
-    librdkafka's list sees classic and consumer groups only, so it is the fallback."""
-    try:
+def _lookup(app, kind: str) -> list[str]:
+    if kind == "group":
+        # Kafka's ListGroups through kafka-python, as `group list`: groups of every type
+        # (librdkafka's list sees classic and consumer groups only).
         from kctl.admin.groups.protocol import list_groups
 
         return [g["group_id"] for g in list_groups(app.session)]
-    except Exception:  # noqa: BLE001 - kafka-python missing or refused: ask librdkafka
-        future = client.list_consumer_groups(request_timeout=BUDGET_SECONDS)
-        return [g.group_id for g in future.result(timeout=BUDGET_SECONDS).valid]
-
-
-def _lookup(app, kind: str) -> list[str]:
     from confluent_kafka.admin import AdminClient
 
     config = app.session.client_config()
     config.update({"socket.connection.setup.timeout.ms": 1000, "log_level": 0})
     client = AdminClient(config)
-    if kind == "group":
-        return _group_names(app, client)
     metadata = client.list_topics(timeout=BUDGET_SECONDS)
     if kind == "broker":
         return [str(b) for b in metadata.brokers]
