@@ -31,7 +31,7 @@ import pytest
 
 from tests import help_world
 from tests.brokers.plugin import BackendUnavailable, _required, selected_backends
-from tests.test_readme import Shell, commands, spark_ready
+from tests.test_readme import Shell, commands, fresh_env, spark_ready
 
 pytestmark = pytest.mark.integration
 
@@ -147,16 +147,7 @@ def fresh_shell(tmp_path: Path) -> Shell:
     home, work = tmp_path / "home", tmp_path / "work"
     for directory in (home, work, work / "data", work / "shared", work / "node_exporter", tmp_path / "tmp"):
         directory.mkdir(parents=True, exist_ok=True)
-    env = {
-        "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
-        "KCTL_LOCAL_PORT": "0", "TMP": str(tmp_path / "tmp"), "LANG": os.environ.get("LANG", "C.UTF-8"),
-    }
-    for name in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON"):
-        if name in os.environ:
-            env[name] = os.environ[name]
-    return Shell(work, env)
+    return Shell(work, dict(fresh_env(home), TMP=str(tmp_path / "tmp")))
 
 
 @pytest.fixture(scope="module")

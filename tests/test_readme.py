@@ -136,22 +136,28 @@ def repository_copy(target: Path) -> Path:
     return target
 
 
+def fresh_env(home: Path) -> dict[str, str]:
+    """A new user's environment: HOME and the XDG dirs under `home`, this kctl on PATH,
+    `kctl local start` on a free port (not 9092), no pager; Java and Spark settings kept."""
+    env = {
+        "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "KCTL_LOCAL_PORT": "0", "MANPAGER": "cat", "PAGER": "cat", "LANG": os.environ.get("LANG", "C.UTF-8"),
+    }
+    for name in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
 def test_every_readme_block_runs(tmp_path, capsys):
     found = blocks(README.read_text())
     home = tmp_path / "home"
     work = tmp_path / "work"
     home.mkdir()
     work.mkdir()
-    env = {
-        "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
-        "KCTL_LOCAL_PORT": "0",  # the quick start's broker on a free port, not 9092
-        "MANPAGER": "cat", "PAGER": "cat", "LANG": os.environ.get("LANG", "C.UTF-8"),
-    }
-    for name in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON"):
-        if name in os.environ:
-            env[name] = os.environ[name]
+    env = fresh_env(home)
     shell = Shell(repository_copy(work), env)
     ran, deferred = 0, []
     try:

@@ -149,7 +149,8 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
     stream = _open_input(path, app)
     try:
         with progress(app, f"produce {topic}", total=_file_size(stream), unit="bytes") as shown:
-            chunks = _shown_chunks(split_records(stream, delimiter.encode()), shown, len(delimiter.encode()))
+            separator = delimiter.encode()
+            chunks = _shown_chunks(split_records(stream, separator), shown, len(separator))
             report = produce_records(
                 app.session, options, chunks, parse, on_skip=lambda line, why: app.warn(f"line {line} skipped: {why}")
             )
