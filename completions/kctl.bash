@@ -3,6 +3,10 @@
 declare -gA __kctl_known __kctl_aliases __kctl_subs __kctl_opts __kctl_value_opts __kctl_choices __kctl_argchoices
 __kctl_known=(
     ['kctl']='1'
+    ['kctl acl']='1'
+    ['kctl acl create']='1'
+    ['kctl acl delete']='1'
+    ['kctl acl list']='1'
     ['kctl broker']='1'
     ['kctl broker balance']='1'
     ['kctl broker list']='1'
@@ -64,6 +68,8 @@ __kctl_known=(
     ['kctl topic set-replication-factor']='1'
 )
 __kctl_aliases=(
+    ['kctl acl|ls']='list'
+    ['kctl acl|rm']='delete'
     ['kctl broker|ls']='list'
     ['kctl cluster|describe']='info'
     ['kctl context|ls']='list'
@@ -73,6 +79,7 @@ __kctl_aliases=(
     ['kctl partition|ls']='list'
     ['kctl topic|ls']='list'
     ['kctl topic|rm']='delete'
+    ['kctl|acls']='acl'
     ['kctl|brokers']='broker'
     ['kctl|clusters']='cluster'
     ['kctl|configs']='config'
@@ -84,7 +91,8 @@ __kctl_aliases=(
     ['kctl|topics']='topic'
 )
 __kctl_subs=(
-    ['kctl']='cluster broker topic partition replication config group offset record local spark context completion'
+    ['kctl']='cluster broker topic partition replication config group offset record acl local spark context completion'
+    ['kctl acl']='create delete list'
     ['kctl broker']='balance list log-dirs'
     ['kctl cluster']='health info'
     ['kctl config']='alter describe'
@@ -101,6 +109,10 @@ __kctl_subs=(
 )
 __kctl_opts=(
     ['kctl']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout --version -X -b -h -o -q'
+    ['kctl acl']='--help -h'
+    ['kctl acl create']='--bootstrap-server --cluster --consumer --context --debug --deny --file --group --help --host --idempotent --no-headers --operation --output --pattern --principal --producer --quiet --timeout --topic --transactional-id -X -b -f -h -o -q'
+    ['kctl acl delete']='--all --bootstrap-server --cluster --context --debug --dry-run --group --help --host --no-headers --operation --output --pattern --permission --principal --quiet --timeout --topic --transactional-id --yes -X -b -h -o -q -y'
+    ['kctl acl list']='--bootstrap-server --cluster --context --debug --group --help --host --no-headers --operation --output --pattern --permission --principal --quiet --timeout --topic --transactional-id -X -b -h -o -q'
     ['kctl broker']='--help -h'
     ['kctl broker balance']='--bootstrap-server --context --debug --help --internal --no-headers --output --quiet --timeout -X -b -h -i -o -q'
     ['kctl broker list']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -h -o -q'
@@ -163,6 +175,9 @@ __kctl_opts=(
 )
 __kctl_value_opts=(
     ['kctl']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl acl create']=' --bootstrap-server --context --file --group --host --operation --output --pattern --principal --timeout --topic --transactional-id -X -b -f -o '
+    ['kctl acl delete']=' --bootstrap-server --context --group --host --operation --output --pattern --permission --principal --timeout --topic --transactional-id -X -b -o '
+    ['kctl acl list']=' --bootstrap-server --context --group --host --operation --output --pattern --permission --principal --timeout --topic --transactional-id -X -b -o '
     ['kctl broker balance']=' --bootstrap-server --context --output --timeout -X -b -o '
     ['kctl broker list']=' --bootstrap-server --context --output --timeout -X -b -o '
     ['kctl broker log-dirs']=' --bootstrap-server --broker --context --output --timeout --topic -X -b -o -t '
@@ -210,6 +225,24 @@ __kctl_value_opts=(
     ['kctl topic set-replication-factor']=' --bootstrap-server --context --output --throttle --timeout --wait-timeout -X -b -o '
 )
 __kctl_choices=(
+    ['kctl acl create|--context']='@context'
+    ['kctl acl create|--group']='@group'
+    ['kctl acl create|--output']='auto table wide plain json jsonl csv prom'
+    ['kctl acl create|--topic']='@topic'
+    ['kctl acl create|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='
+    ['kctl acl create|-o']='auto table wide plain json jsonl csv prom'
+    ['kctl acl delete|--context']='@context'
+    ['kctl acl delete|--group']='@group'
+    ['kctl acl delete|--output']='auto table wide plain json jsonl csv prom'
+    ['kctl acl delete|--topic']='@topic'
+    ['kctl acl delete|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='
+    ['kctl acl delete|-o']='auto table wide plain json jsonl csv prom'
+    ['kctl acl list|--context']='@context'
+    ['kctl acl list|--group']='@group'
+    ['kctl acl list|--output']='auto table wide plain json jsonl csv prom'
+    ['kctl acl list|--topic']='@topic'
+    ['kctl acl list|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='
+    ['kctl acl list|-o']='auto table wide plain json jsonl csv prom'
     ['kctl broker balance|--context']='@context'
     ['kctl broker balance|--output']='auto table wide plain json jsonl csv prom'
     ['kctl broker balance|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='

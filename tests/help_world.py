@@ -38,9 +38,20 @@ def order(number: int) -> tuple[bytes, bytes]:
 def reset(bootstrap: str, nodes: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     _delete(admin)
+    if nodes > 1:
+        _delete_acls(admin)
     _create(admin, nodes)
     _produce(bootstrap)
     _commit(bootstrap)
+
+
+def _delete_acls(admin: AdminClient) -> None:
+    """Every ACL (kafka3 has an authorizer; the `acl` examples create ACLs)."""
+    from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    match_all = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY)
+    for future in admin.delete_acls([match_all], request_timeout=30).values():
+        future.result()
 
 
 def _delete(admin: AdminClient) -> None:

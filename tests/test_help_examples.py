@@ -5,7 +5,8 @@ One test per command runs its examples in order, in a fresh home (HOME and XDG d
 fresh working directory, against a cluster holding the world the examples talk about
 (tests/help_world.py: orders, payments, logs... with records; groups billing, audit...).
 The bundled broker (a new one per command) serves most commands; the commands in
-THREE_BROKERS need replicas to move and run on the kafka3 backend, reset to the same world.
+THREE_BROKERS need replicas to move (or an authorizer) and run on the kafka3 backend, reset to
+the same world (its ACLs deleted).
 Each line must exit 0 unless its trailing comment says otherwise, as in README.md:
 `# exit N`, or `# Ctrl-C stops it (exit N)` (the line runs for a few seconds, then gets
 SIGINT).
@@ -41,6 +42,8 @@ THREE_BROKERS = {
     ("replication", "elect-leaders"), ("replication", "reassign", "cancel"), ("replication", "reassign", "execute"),
     ("replication", "reassign", "generate"), ("replication", "reassign", "list"), ("replication", "reassign", "verify"),
     ("config", "alter"), ("config", "describe"), ("broker", "balance"),
+    # ACLs need an authorizer; kafka3 runs Kafka's StandardAuthorizer (the bundled broker has none).
+    ("acl", "list"), ("acl", "create"), ("acl", "delete"),
 }
 
 PLAN = "kctl replication reassign generate -t orders --brokers 2,3 > plan.json"
@@ -74,6 +77,8 @@ BEFORE = {
     "kctl spark replay --to-topic orders --resume":
         "KCTL_SPARK_FAIL_AFTER_RECORDS=5 kctl spark replay --from-dump data/orders --to-topic orders 2>/dev/null; "
         "test $? -ne 0 && jq -e '.status == \"partial\"' ~/.local/state/kctl/replays/orders.json",
+    "kctl acl create --file acls.json":
+        "kctl acl create --principal User:carol --operation read --topic orders && kctl acl list -o json > acls.json",
     "kctl context delete old-cluster --yes": "kctl context set old-cluster -b old:9092",
     "kctl context show prod -o json": "kctl context set prod -b b1:9092",
     "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",

@@ -134,6 +134,7 @@ _BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
     "TOPIC_AUTHORIZATION_FAILED": NotAuthorizedError,
     "GROUP_AUTHORIZATION_FAILED": NotAuthorizedError,
     "SASL_AUTHENTICATION_FAILED": NotAuthorizedError,
+    "SECURITY_DISABLED": InvalidError,
 }
 
 

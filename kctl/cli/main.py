@@ -25,6 +25,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "group": ("kctl.cli.group:group", "Groups of every type (classic, consumer, share, streams): members, offsets, lag"),
     "offset": ("kctl.cli.offset:offset", "Look up partition offsets by position or time"),
     "record": ("kctl.cli.record:record", "Produce, consume and delete records"),
+    "acl": ("kctl.cli.acl:acl", "List, create and delete ACLs"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
     "spark": ("kctl.cli.spark:spark", "Dump, replay and audit topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),
@@ -40,6 +41,7 @@ ALIASES = {
     "offsets": "offset",
     "records": "record",
     "contexts": "context",
+    "acls": "acl",
 }
 
 

@@ -56,6 +56,8 @@ logger.started.level = INFO
 logger.broker.name = kafka.server.BrokerServer
 logger.broker.level = INFO
 """
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTH_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 TOOLS_LOG4J2 = "status = error\nappender.err.type = Console\nappender.err.name = err\nappender.err.target = SYSTEM_ERR\nappender.err.layout.type = PatternLayout\nappender.err.layout.pattern = %p %m%n\nrootLogger.level = WARN\nrootLogger.appenderRef.err.ref = err\n"
 
 _LIVE: set[KafkaCluster] = set()
@@ -124,15 +126,23 @@ class KafkaCluster:
         jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
         overrides: dict[str, str] | None = None,
         sasl_users: dict[str, str] | None = None,
+        scram_users: dict[str, str] | None = None,
+        authorizer: bool = False,
     ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kctl-kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.jvm_options = jvm_options
         self.overrides = dict(overrides or {})
-        # With users, clients authenticate with SASL/PLAIN and the StandardAuthorizer
-        # enforces ACLs; "admin" (the brokers' own identity) is the only super user.
+        # With users, clients authenticate with SASL (PLAIN for sasl_users, SCRAM-SHA-256
+        # and -512 for scram_users, OAUTHBEARER with Kafka's unsecured JWTs for anyone) and
+        # the StandardAuthorizer enforces ACLs; "admin" (the brokers' own identity) is the
+        # only super user.
         self.sasl_users = dict(sasl_users or {})
-        if self.sasl_users:
+        self.scram_users = dict(scram_users or {})
+        # An authorizer on a plaintext cluster: ACL commands work, and every client (the
+        # ANONYMOUS principal) is a super user, so nothing else changes.
+        self.authorizer = authorizer
+        if self.sasl_users or self.scram_users:
             self.sasl_users.setdefault("admin", "admin-secret")
         self.nodes = [
             KafkaNode(
@@ -202,6 +212,13 @@ class KafkaCluster:
             # Compaction tests: clean a dirty compacted log within a second, not 15 s.
             "log.cleaner.backoff.ms": "1000",
         }
+        if self.authorizer:
+            properties.update(
+                {
+                    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                    "super.users": "User:ANONYMOUS",
+                }
+            )
         if self.sasl_users:
             users = " ".join(f'user_{u}="{p}"' for u, p in sorted(self.sasl_users.items()))
             jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="{self.sasl_users["admin"]}" {users};'
@@ -211,9 +228,14 @@ class KafkaCluster:
                     "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port}",
                     "inter.broker.listener.name": "SASL_PLAINTEXT",
                     "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-                    "sasl.enabled.mechanisms": "PLAIN",
+                    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
                     "sasl.mechanism.inter.broker.protocol": "PLAIN",
                     "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+                    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": f"{SCRAM_LOGIN} required;",
+                    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": f"{SCRAM_LOGIN} required;",
+                    # No server callback handler: Kafka validates unsecured (alg "none") JWTs,
+                    # OAUTHBEARER without an identity provider, which these machines lack.
+                    "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": f'{OAUTH_LOGIN} required unsecuredLoginStringClaim_sub="admin";',
                     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                     "super.users": "User:admin;User:ANONYMOUS",
                     "allow.everyone.if.no.acl.found": "false",
@@ -222,14 +244,31 @@ class KafkaCluster:
         properties.update(self.overrides)
         return properties
 
-    def client_config(self, user: str = "admin") -> dict[str, str]:
-        """librdkafka properties for a client of this cluster (SASL when users are set)."""
+    def client_config(self, user: str = "admin", mechanism: str | None = None) -> dict[str, str]:
+        """librdkafka properties for a client of this cluster (SASL when users are set):
+        PLAIN for sasl_users, SCRAM-SHA-512 for scram_users unless `mechanism` says."""
         config = {"bootstrap.servers": self.bootstrap}
-        if self.sasl_users:
-            config.update(
-                {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": self.sasl_users[user]}
-            )
+        if not self.sasl_users:
+            return config
+        mechanism = mechanism or ("PLAIN" if user in self.sasl_users else "SCRAM-SHA-512")
+        config.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism})
+        if mechanism == "OAUTHBEARER":
+            config.update({"enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": f"principal={user}"})
+        else:
+            password = self.sasl_users[user] if mechanism == "PLAIN" else self.scram_users[user]
+            config.update({"sasl.username": user, "sasl.password": password})
         return config
+
+    def tool_properties(self, user: str = "admin") -> Path:
+        """A client properties file for Kafka's command-line tools (--command-config)."""
+        path = self.workdir / f"tool-{user}.properties"
+        lines = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN"] if self.sasl_users else []
+        if self.sasl_users:
+            lines.append(
+                f'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="{user}" password="{self.sasl_users[user]}";'
+            )
+        path.write_text("".join(f"{line}\n" for line in lines))
+        return path
 
     def _write_config(self, node: KafkaNode) -> None:
         text = "".join(f"{k}={v}\n" for k, v in self._properties(node).items())
@@ -274,10 +313,20 @@ class KafkaCluster:
         command = self._java(
             TEST_JVM_OPTIONS, "tools-log4j2.properties", "kafka.tools.StorageTool",
             "format", "-t", self.cluster_id, "-c", str(node.properties_path),
+            *self._scram_format_args(),
         )
         proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise KafkaStartError(f"formatting node {node.node_id} failed:\n{proc.stdout}{proc.stderr}")
+
+    def _scram_format_args(self) -> list[str]:
+        # SCRAM credentials live in the metadata log; formatting is the one way to have
+        # them before the first client connects.
+        args = []
+        for user, password in sorted(self.scram_users.items()):
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
+        return args
 
     def _launch(self, node: KafkaNode) -> None:
         command = self._java(self.jvm_options, "log4j2.properties", "kafka.Kafka", str(node.properties_path))

@@ -105,7 +105,9 @@ class Backends:
 
         workdir = self.basetemp / f"broker-{backend}"
         try:
-            cluster = KafkaCluster(nodes=nodes, workdir=workdir)
+            # kafka3 has an authorizer (everyone a super user) so ACL commands run on it;
+            # kafka has none, as most development clusters, for the SECURITY_DISABLED path.
+            cluster = KafkaCluster(nodes=nodes, workdir=workdir, authorizer=nodes > 1)
             self._stoppers.append(cluster.stop)
             cluster.start()
         except (JarResolutionError, KafkaStartError, OSError) as exc:
@@ -174,14 +176,14 @@ def cluster(request, _backends) -> Cluster:
 
 @pytest.fixture(scope="session")
 def secured_kafka(tmp_path_factory):
-    """A single Kafka node with SASL/PLAIN and ACLs: users admin (super user) and alice
-    (no ACLs). Started only when a test asks and the `kafka` backend is selected."""
+    """A single Kafka node with SASL and ACLs: PLAIN users admin (super user) and alice
+    (no ACLs), SCRAM user bob (no ACLs), OAUTHBEARER with unsecured JWTs. Started only when a test asks and the `kafka` backend is selected."""
     if "kafka" not in selected_backends():
         pytest.skip("the secured cluster runs with the kafka backend")
     from tests.brokers.jars import JarResolutionError
     from tests.brokers.kafka import KafkaCluster, KafkaStartError
 
-    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users={"alice": "alice-secret"})
+    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users={"alice": "alice-secret"}, scram_users={"bob": "bob-secret"})
     try:
         cluster.start()
     except (JarResolutionError, KafkaStartError, OSError) as exc:

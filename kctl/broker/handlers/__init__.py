@@ -4,8 +4,8 @@ A handler reads a decoded kafka-python request object and returns the response a
 dicts (field names in snake_case, as in Kafka's JSON); None means no response (acks=0).
 """
 
-from . import configs, fetch, groups, metadata, produce, topics
+from . import acls, configs, fetch, groups, metadata, produce, topics
 
 HANDLERS = {}
-for _module in (metadata, produce, fetch, topics, configs, groups):
+for _module in (metadata, produce, fetch, topics, configs, groups, acls):
     HANDLERS.update(_module.HANDLERS)

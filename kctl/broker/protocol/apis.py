@@ -58,6 +58,10 @@ _APIS = (
     Api(21, "DeleteRecords", 0, 2, 2, "admin.topics"),
     Api(22, "InitProducerId", 0, 5, 2, "producer.transaction"),
     Api(23, "OffsetForLeaderEpoch", 2, 4, 4, "consumer.offsets"),
+    # Answered with SECURITY_DISABLED, as Kafka without an authorizer does (handlers/acls.py).
+    Api(29, "DescribeAcls", 1, 3, 2, "admin.acl"),
+    Api(30, "CreateAcls", 1, 3, 2, "admin.acl"),
+    Api(31, "DeleteAcls", 1, 3, 2, "admin.acl"),
     Api(32, "DescribeConfigs", 1, 4, 4, "admin.configs"),
     Api(33, "AlterConfigs", 0, 2, 2, "admin.configs"),
     Api(35, "DescribeLogDirs", 1, 5, 2, "admin.cluster"),
