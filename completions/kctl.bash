@@ -66,6 +66,11 @@ __kctl_known=(
     ['kctl topic describe']='1'
     ['kctl topic list']='1'
     ['kctl topic set-replication-factor']='1'
+    ['kctl user']='1'
+    ['kctl user delete']='1'
+    ['kctl user describe']='1'
+    ['kctl user list']='1'
+    ['kctl user set-password']='1'
 )
 __kctl_aliases=(
     ['kctl acl|ls']='list'
@@ -79,6 +84,8 @@ __kctl_aliases=(
     ['kctl partition|ls']='list'
     ['kctl topic|ls']='list'
     ['kctl topic|rm']='delete'
+    ['kctl user|ls']='list'
+    ['kctl user|rm']='delete'
     ['kctl|acls']='acl'
     ['kctl|brokers']='broker'
     ['kctl|clusters']='cluster'
@@ -89,9 +96,10 @@ __kctl_aliases=(
     ['kctl|partitions']='partition'
     ['kctl|records']='record'
     ['kctl|topics']='topic'
+    ['kctl|users']='user'
 )
 __kctl_subs=(
-    ['kctl']='cluster broker topic partition replication config group offset record acl local spark context completion'
+    ['kctl']='cluster broker topic partition replication config group offset record acl user local spark context completion'
     ['kctl acl']='create delete list'
     ['kctl broker']='balance list log-dirs'
     ['kctl cluster']='health info'
@@ -106,6 +114,7 @@ __kctl_subs=(
     ['kctl replication reassign']='cancel execute generate list verify'
     ['kctl spark']='audit dump replay'
     ['kctl topic']='add-partitions alter-config create delete describe list set-replication-factor'
+    ['kctl user']='delete describe list set-password'
 )
 __kctl_opts=(
     ['kctl']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout --version -X -b -h -o -q'
@@ -172,6 +181,11 @@ __kctl_opts=(
     ['kctl topic describe']='--bootstrap-server --context --debug --detail --help --no-headers --output --quiet --timeout -X -b -d -h -o -q'
     ['kctl topic list']='--at-min-isr --bootstrap-server --context --debug --help --internal --no-headers --offline --output --overrides --quiet --regex --timeout --unavailable --under-min-isr --under-replicated --with-overrides -X -b -h -i -o -q -r'
     ['kctl topic set-replication-factor']='--bootstrap-server --context --debug --dry-run --help --no-headers --no-wait --output --quiet --throttle --timeout --wait --wait-timeout -X -b -h -o -q'
+    ['kctl user']='--help -h'
+    ['kctl user delete']='--bootstrap-server --context --debug --help --mechanism --no-headers --output --quiet --timeout --yes -X -b -h -m -o -q -y'
+    ['kctl user describe']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -h -o -q'
+    ['kctl user list']='--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -h -o -q'
+    ['kctl user set-password']='--bootstrap-server --context --debug --help --iterations --mechanism --no-headers --output --password-stdin --quiet --timeout -X -b -h -m -o -q'
 )
 __kctl_value_opts=(
     ['kctl']=' --bootstrap-server --context --output --timeout -X -b -o '
@@ -223,6 +237,10 @@ __kctl_value_opts=(
     ['kctl topic describe']=' --bootstrap-server --context --output --timeout -X -b -o '
     ['kctl topic list']=' --bootstrap-server --context --output --regex --timeout -X -b -o -r '
     ['kctl topic set-replication-factor']=' --bootstrap-server --context --output --throttle --timeout --wait-timeout -X -b -o '
+    ['kctl user delete']=' --bootstrap-server --context --mechanism --output --timeout -X -b -m -o '
+    ['kctl user describe']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl user list']=' --bootstrap-server --context --output --timeout -X -b -o '
+    ['kctl user set-password']=' --bootstrap-server --context --iterations --mechanism --output --timeout -X -b -m -o '
 )
 __kctl_choices=(
     ['kctl acl create|--context']='@context'
@@ -469,6 +487,22 @@ __kctl_choices=(
     ['kctl topic set-replication-factor|--output']='auto table wide plain json jsonl csv prom'
     ['kctl topic set-replication-factor|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='
     ['kctl topic set-replication-factor|-o']='auto table wide plain json jsonl csv prom'
+    ['kctl user delete|--context']='@context'
+    ['kctl user delete|--output']='auto table wide plain json jsonl csv prom'
+    ['kctl user delete|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='
+    ['kctl user delete|-o']='auto table wide plain json jsonl csv prom'
+    ['kctl user describe|--context']='@context'
+    ['kctl user describe|--output']='auto table wide plain json jsonl csv prom'
+    ['kctl user describe|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='
+    ['kctl user describe|-o']='auto table wide plain json jsonl csv prom'
+    ['kctl user list|--context']='@context'
+    ['kctl user list|--output']='auto table wide plain json jsonl csv prom'
+    ['kctl user list|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='
+    ['kctl user list|-o']='auto table wide plain json jsonl csv prom'
+    ['kctl user set-password|--context']='@context'
+    ['kctl user set-password|--output']='auto table wide plain json jsonl csv prom'
+    ['kctl user set-password|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='
+    ['kctl user set-password|-o']='auto table wide plain json jsonl csv prom'
     ['kctl|--context']='@context'
     ['kctl|--output']='auto table wide plain json jsonl csv prom'
     ['kctl|-X']='security.protocol= sasl.mechanism= sasl.username= sasl.password= sasl.oauthbearer.method= sasl.oauthbearer.client.id= sasl.oauthbearer.client.secret= sasl.oauthbearer.token.endpoint.url= ssl.ca.location= ssl.certificate.location= ssl.key.location= ssl.key.password= ssl.endpoint.identification.algorithm= enable.ssl.certificate.verification= client.id= client.rack= socket.timeout.ms= socket.connection.setup.timeout.ms= broker.address.family= debug='

@@ -44,7 +44,14 @@ THREE_BROKERS = {
     ("config", "alter"), ("config", "describe"), ("broker", "balance"),
     # ACLs need an authorizer; kafka3 runs Kafka's StandardAuthorizer (the bundled broker has none).
     ("acl", "list"), ("acl", "create"), ("acl", "delete"),
+    # SCRAM credentials live in KRaft's metadata log; the bundled broker has no SCRAM APIs.
+    ("user", "list"), ("user", "describe"), ("user", "set-password"), ("user", "delete"),
 }
+
+SET_ALICE_AND_BOB = (
+    "printf 'alice-pw\\n' | kctl user set-password alice -m scram-sha-256 -m scram-sha-512 --password-stdin && "
+    "printf 'bob-pw\\n' | kctl user set-password bob --password-stdin"
+)
 
 PLAN = "kctl replication reassign generate -t orders --brokers 2,3 > plan.json"
 DUMP = "kctl spark dump -t orders --out data/orders"
@@ -79,6 +86,12 @@ BEFORE = {
         "test $? -ne 0 && jq -e '.status == \"partial\"' ~/.local/state/kctl/replays/orders.json",
     "kctl acl create --file acls.json":
         "kctl acl create --principal User:carol --operation read --topic orders && kctl acl list -o json > acls.json",
+    "kctl user set-password alice --password-stdin < alice.pass": "printf 'alice-pw\\n' > alice.pass",
+    "kctl user set-password bob -m scram-sha-256 -m scram-sha-512 --iterations 4096 --password-stdin < bob.pass":
+        "printf 'bob-pw\\n' > bob.pass",
+    "kctl user describe alice": SET_ALICE_AND_BOB,
+    "kctl user delete alice --yes": SET_ALICE_AND_BOB,
+    "kctl user delete alice -m scram-sha-256 --yes": SET_ALICE_AND_BOB,
     "kctl context delete old-cluster --yes": "kctl context set old-cluster -b old:9092",
     "kctl context show prod -o json": "kctl context set prod -b b1:9092",
     "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",

@@ -205,17 +205,25 @@ def _exact_filter(acl: Acl) -> Any:
     return _binding_filter(AclFilter(**asdict(acl)))
 
 
-def _acl(binding: Any) -> Acl:
-    resource_type = binding.restype.name
+def _acl(binding: Any, names: dict[Any, str]) -> Acl:
+    # `names` maps confluent-kafka's enum members to Kafka's names: Enum.name is a
+    # property, and 10,000 ACLs made it a measurable part of `acl list`.
     return Acl(
-        resource_type="CLUSTER" if resource_type == "BROKER" else resource_type,
-        resource_name=binding.name,
-        pattern_type=binding.resource_pattern_type.name,
-        principal=binding.principal,
-        host=binding.host,
-        operation=binding.operation.name,
-        permission_type=binding.permission_type.name,
+        names[binding.restype], binding.name, names[binding.resource_pattern_type], binding.principal,
+        binding.host, names[binding.operation], names[binding.permission_type],
     )
+
+
+def _enum_names() -> dict[Any, str]:
+    from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    names = {m: m.name for kind in (AclOperation, AclPermissionType, ResourcePatternType, ResourceType) for m in kind}
+    names[ResourceType.BROKER] = "CLUSTER"
+    return names
+
+
+def _sort_key(acl: Acl) -> tuple:
+    return (acl.resource_type, acl.resource_name, acl.pattern_type, acl.principal, acl.host, acl.operation, acl.permission_type)
 
 
 def _not_enabled(error: KctlError) -> KctlError:
@@ -237,13 +245,14 @@ def list_acls(session: AdminSession, filters: Sequence[AclFilter] = (AclFilter()
     client = session.client
     futures = {i: client.describe_acls(_binding_filter(f), request_timeout=session.timeout) for i, f in enumerate(filters)}
     found: set[Acl] = set()
+    names = _enum_names()
     for result in session.wait_all(futures, "list ACLs").values():
         if isinstance(result, KctlError):
             raise _not_enabled(result)
-        found.update(_acl(b) for b in result)
+        found.update(_acl(b, names) for b in result)
     if not found:
         _check_authorizer(session)
-    return sorted(found)
+    return sorted(found, key=_sort_key)
 
 
 def _check_authorizer(session: AdminSession) -> None:
@@ -271,7 +280,7 @@ def _check_authorizer(session: AdminSession) -> None:
 
 def create_acls(session: AdminSession, acls: Sequence[Acl]) -> list[AclResult]:
     """Create the ACLs (existing ones are kept as they are: Kafka's create is idempotent)."""
-    unique = sorted(set(acls))
+    unique = sorted(set(acls), key=_sort_key)
     futures = session.client.create_acls([_binding(a) for a in unique], request_timeout=session.timeout)
     # Keyed by position so a per-item error reads "unable to create ACLs 3: NAME: ...".
     by_index = {i: futures[b] for i, b in enumerate(futures)}
@@ -282,7 +291,7 @@ def create_acls(session: AdminSession, acls: Sequence[Acl]) -> list[AclResult]:
 def delete_acls(session: AdminSession, acls: Sequence[Acl]) -> list[AclResult]:
     """Delete exactly these ACLs: each is its own exact filter, so an ACL created after
     the user saw the list is never taken with it."""
-    unique = sorted(set(acls))
+    unique = sorted(set(acls), key=_sort_key)
     futures = session.client.delete_acls([_exact_filter(a) for a in unique], request_timeout=session.timeout)
     by_index = {i: futures[f] for i, f in enumerate(futures)}
     results = _outcomes(session.wait_all(by_index, "delete ACLs"), "delete ACLs")

@@ -59,6 +59,12 @@ def kafka_name(error: Any) -> str:
 def describe(error: Any) -> str:
     """`NAME: description` for a KafkaError, e.g. `TOPIC_ALREADY_EXISTS: Topic 'x' already exists.`"""
     text = error.str() or ""
+    if "Request(processor=" in text:
+        # Kafka's controller puts a dump of its internal request object in some
+        # authorization errors (a forwarded request's envelope): use the error's own words.
+        from confluent_kafka import KafkaError
+
+        text = KafkaError(error.code()).str()
     # librdkafka prefixes broker errors with "Broker: " and local ones with "Local: ".
     for prefix in ("Broker: ", "Local: "):
         if text.startswith(prefix):

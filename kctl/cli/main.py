@@ -26,6 +26,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "offset": ("kctl.cli.offset:offset", "Look up partition offsets by position or time"),
     "record": ("kctl.cli.record:record", "Produce, consume and delete records"),
     "acl": ("kctl.cli.acl:acl", "List, create and delete ACLs"),
+    "user": ("kctl.cli.user:user", "SCRAM users: list, describe, set passwords, delete"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
     "spark": ("kctl.cli.spark:spark", "Dump, replay and audit topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),
@@ -42,6 +43,7 @@ ALIASES = {
     "records": "record",
     "contexts": "context",
     "acls": "acl",
+    "users": "user",
 }
 
 

@@ -111,7 +111,7 @@ def describe(command: click.Command, path: tuple[str, ...], ctx: click.Context) 
                     value_kind=_value_kind(param, path),
                 )
             )
-        elif isinstance(param, click.Argument):
+        elif isinstance(param, click.Argument) and param.get_usage_pieces(ctx):
             arguments.append(
                 ArgumentInfo(
                     name=param.name or "",
