@@ -46,6 +46,8 @@ THREE_BROKERS = {
     ("acl", "list"), ("acl", "create"), ("acl", "delete"),
     # SCRAM credentials live in KRaft's metadata log; the bundled broker has no SCRAM APIs.
     ("user", "list"), ("user", "describe"), ("user", "set-password"), ("user", "delete"),
+    # The bundled broker has no quota APIs.
+    ("quota", "list"), ("quota", "describe"), ("quota", "set"), ("quota", "delete"),
 }
 
 SET_ALICE_AND_BOB = (
@@ -92,6 +94,11 @@ BEFORE = {
     "kctl user describe alice": SET_ALICE_AND_BOB,
     "kctl user delete alice --yes": SET_ALICE_AND_BOB,
     "kctl user delete alice -m scram-sha-256 --yes": SET_ALICE_AND_BOB,
+    "kctl quota delete --user alice --quota producer_byte_rate --yes":
+        "kctl quota set --user alice --set producer_byte_rate=1MiB",
+    "kctl quota delete --user alice --client-id billing-app --dry-run":
+        "kctl quota set --user alice --client-id billing-app --set request_percentage=50",
+    "kctl quota delete --ip 10.0.0.7 --yes": "kctl quota set --ip 10.0.0.7 --set connection_creation_rate=20",
     "kctl context delete old-cluster --yes": "kctl context set old-cluster -b old:9092",
     "kctl context show prod -o json": "kctl context set prod -b b1:9092",
     "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",

@@ -27,6 +27,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "record": ("kctl.cli.record:record", "Produce, consume and delete records"),
     "acl": ("kctl.cli.acl:acl", "List, create and delete ACLs"),
     "user": ("kctl.cli.user:user", "SCRAM users: list, describe, set passwords, delete"),
+    "quota": ("kctl.cli.quota:quota", "Client quotas of users, client ids and IPs"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
     "spark": ("kctl.cli.spark:spark", "Dump, replay and audit topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),
@@ -44,6 +45,7 @@ ALIASES = {
     "contexts": "context",
     "acls": "acl",
     "users": "user",
+    "quotas": "quota",
 }
 
 
