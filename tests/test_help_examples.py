@@ -48,7 +48,17 @@ THREE_BROKERS = {
     ("user", "list"), ("user", "describe"), ("user", "set-password"), ("user", "delete"),
     # The bundled broker has no quota APIs.
     ("quota", "list"), ("quota", "describe"), ("quota", "set"), ("quota", "delete"),
+    # The bundled broker has no transaction coordinator.
+    ("transaction", "list"), ("transaction", "describe"), ("transaction", "find-hanging"), ("transaction", "abort"),
+    ("producer", "list"),
 }
+
+# A transaction left open on payments:0 from offset 0 by a producer killed with SIGKILL
+# (tests/hanging_producer.py; it writes "open" once the transaction is open).
+HANGING = (
+    f"(PYTHONPATH={Path(__file__).resolve().parents[1]} python -m tests.hanging_producer localhost:9092 payments {{id}} > {{id}}.out 2>&1 & "
+    "for _ in $(seq 150); do grep -q open {id}.out && break; sleep 0.2; done; kill -9 $! && grep -q open {id}.out)"
+)
 
 SET_ALICE_AND_BOB = (
     "printf 'alice-pw\\n' | kctl user set-password alice -m scram-sha-256 -m scram-sha-512 --password-stdin && "
@@ -99,6 +109,9 @@ BEFORE = {
     "kctl quota delete --user alice --client-id billing-app --dry-run":
         "kctl quota set --user alice --client-id billing-app --set request_percentage=50",
     "kctl quota delete --ip 10.0.0.7 --yes": "kctl quota set --ip 10.0.0.7 --set connection_creation_rate=20",
+    "kctl transaction describe payments-tx-1": HANGING.format(id="payments-tx-1") + " && " + HANGING.format(id="payments-tx-2"),
+    "kctl transaction abort payments:0": HANGING.format(id="payments-tx-3"),
+    "kctl transaction abort payments:0 --yes": HANGING.format(id="payments-tx-4"),
     "kctl context delete old-cluster --yes": "kctl context set old-cluster -b old:9092",
     "kctl context show prod -o json": "kctl context set prod -b b1:9092",
     "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",

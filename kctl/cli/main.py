@@ -28,6 +28,8 @@ NOUNS: dict[str, tuple[str, str]] = {
     "acl": ("kctl.cli.acl:acl", "List, create and delete ACLs"),
     "user": ("kctl.cli.user:user", "SCRAM users: list, describe, set passwords, delete"),
     "quota": ("kctl.cli.quota:quota", "Client quotas of users, client ids and IPs"),
+    "transaction": ("kctl.cli.transaction:transaction", "Transactions: list, describe, find hanging ones, abort"),
+    "producer": ("kctl.cli.transaction:producer", "Producers partitions know: ids, epochs, open transactions"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
     "spark": ("kctl.cli.spark:spark", "Dump, replay and audit topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),
@@ -46,6 +48,8 @@ ALIASES = {
     "acls": "acl",
     "users": "user",
     "quotas": "quota",
+    "transactions": "transaction",
+    "producers": "producer",
 }
 
 

@@ -274,12 +274,27 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
     writer.close()
     filtered = f" ({report.filtered} filtered out)" if report.filtered else ""
     app.note(f"consumed {report.records} record(s) from {report.partitions} partition(s){filtered}")
+    if isolation == "read_committed" and not follow:
+        _note_held_back(app, parsed)
     if report.commit_error is not None:
         from kctl.errors import PartialFailure
 
         raise PartialFailure(
             f"unable to commit offsets for group {group}: {report.commit_error}",
             hint="the records were written, but the group will read them again; is another member consuming these partitions?",
+        )
+
+
+def _note_held_back(app: App, selectors) -> None:
+    """read_committed stops at a partition's last stable offset; when that is behind the log
+    end an open transaction holds it there, and the user should know where to look."""
+    from kctl.admin.offsets import resolve_partitions
+    from kctl.admin.transactions import held_back
+
+    for topic, partition, stable, end in held_back(app.session, resolve_partitions(app.session, selectors, action="consume")):
+        app.note(
+            f"note: {topic}:{partition}: read_committed stops at offset {stable}, {end - stable} before the log end: "
+            f"an open transaction holds it (kctl transaction find-hanging -t {topic})"
         )
 
 

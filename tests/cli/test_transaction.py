@@ -1,0 +1,126 @@
+"""kctl transaction and producer against real Kafka: a hanging transaction made for real
+(a transactional producer killed with SIGKILL mid-transaction), found as kafka-transactions
+finds it, aborted, after which a read_committed consumer gets past it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka import Producer
+
+from kctl.errors import ExitCode
+from tests.eventually import eventually
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def kafka_cluster(cluster):
+    if cluster.kafka is None:
+        pytest.skip("transactions need Apache Kafka (the bundled broker has no transaction coordinator)")
+    return cluster
+
+
+def as_json(kctl, cluster, *args):
+    result = kctl("-b", cluster.bootstrap, *args, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def kafka_transactions(cluster, *args) -> list[list[str]]:
+    """Rows (split on whitespace, header first) of Kafka's own kafka-transactions."""
+    proc = cluster.kafka.run_tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", cluster.bootstrap, *args)
+    assert proc.returncode == 0, proc.stderr
+    return [re.split(r"\s{2,}|\t", line.strip()) for line in proc.stdout.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def hanging(kafka_cluster, kctl, unique_name):
+    """A topic whose partition 0 holds 3 committed records, then 2 of a transaction whose
+    producer was killed (offsets 4-5), then one plain record written after it."""
+    topic, transactional_id = unique_name("txn"), unique_name("tx")
+    assert kctl("-b", kafka_cluster.bootstrap, "topic", "create", topic, "-p", "2").exit_code == 0
+    process = subprocess.Popen([sys.executable, "-m", "tests.hanging_producer", kafka_cluster.bootstrap, topic, transactional_id],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout.readline().strip() == "open"
+    finally:
+        process.kill()
+        process.wait(10)
+    plain = Producer({"bootstrap.servers": kafka_cluster.bootstrap})
+    plain.produce(topic, value=b"after", partition=0)
+    assert plain.flush(30) == 0
+    return topic, transactional_id
+
+
+def test_a_killed_producers_transaction_is_found_and_aborted(kctl, kafka_cluster, hanging):
+    c, (topic, transactional_id) = kafka_cluster, hanging
+    b = ("-b", c.bootstrap)
+
+    listed = {t["transactional_id"]: t for t in as_json(kctl, c, "transaction", "list")}
+    assert listed[transactional_id]["state"] == "Ongoing"
+    theirs = {row[0]: row for row in kafka_transactions(c, "list")[1:]}
+    assert theirs[transactional_id][2:4] == [str(listed[transactional_id]["producer_id"]), "Ongoing"]
+
+    described, = as_json(kctl, c, "transaction", "describe", transactional_id)
+    assert (described["state"], described["partitions"], described["transaction_timeout_ms"]) == ("Ongoing", [f"{topic}:0"], 900000)
+    producer_id = described["producer_id"]
+
+    producers = as_json(kctl, c, "producer", "list", f"{topic}:0")
+    open_ = [p for p in producers if p["producer_id"] == producer_id]
+    assert [(p["producer_epoch"], p["current_transaction_start_offset"]) for p in open_] == [(described["producer_epoch"], 4)]
+    theirs = kafka_transactions(c, "describe-producers", "--topic", topic, "--partition", "0")
+    assert [row[0] for row in theirs[1:]] == [str(p["producer_id"]) for p in producers]
+    assert [row for row in theirs[1:] if row[0] == str(producer_id)][0][-1] == "4"
+
+    # read_committed stops at the open transaction, and says where to look.
+    stuck = kctl(*b, "record", "consume", f"{topic}:0", "--isolation", "read_committed", "--format", "%v\\n")
+    assert stuck.stdout == "committed-0\ncommitted-1\ncommitted-2\n"
+    assert (f"note: {topic}:0: read_committed stops at offset 4, 3 before the log end: an open transaction holds it "
+            f"(kctl transaction find-hanging -t {topic})") in stuck.stderr
+
+    # The transaction is younger than transaction.max.timeout.ms: not reported by default.
+    assert kctl(*b, "transaction", "find-hanging", "-t", topic).exit_code == 0
+    found = kctl(*b, "transaction", "find-hanging", "-t", topic, "--max-age", "1s", "-o", "json")
+    assert found.exit_code == ExitCode.CRITICAL, found.stderr
+    row, = json.loads(found.stdout)
+    assert {k: row[k] for k in ("partition", "producer_id", "start_offset", "last_stable_offset", "log_end_offset", "transactional_id", "coordinator_state")} == {
+        "partition": 0, "producer_id": producer_id, "start_offset": 4, "last_stable_offset": 4, "log_end_offset": 7,
+        "transactional_id": transactional_id, "coordinator_state": "Ongoing",
+    }
+
+    refused = kctl(*b, "transaction", "abort", f"{topic}:0")
+    assert refused.exit_code == ExitCode.ABORTED
+    aborted = kctl(*b, "transaction", "abort", f"{topic}:0", "--producer-id", str(producer_id), "--start-offset", "4", "--yes")
+    assert (aborted.exit_code, aborted.stderr) == (
+        0, f"aborted the transaction of producer {producer_id} (epoch {described['producer_epoch']}) on {topic}:0 from offset 4\n"
+    )
+
+    def past_it():
+        read = kctl(*b, "record", "consume", f"{topic}:0", "--isolation", "read_committed", "--format", "%v\\n")
+        assert read.stdout == "committed-0\ncommitted-1\ncommitted-2\nafter\n", read.stderr
+        assert "note:" not in read.stderr
+
+    eventually(past_it)
+    assert kctl(*b, "transaction", "find-hanging", "-t", topic, "--max-age", "1s").exit_code == 0
+    again = kctl(*b, "transaction", "abort", f"{topic}:0", "--yes")
+    assert (again.exit_code, again.stderr) == (
+        ExitCode.NOT_FOUND, f"error: unable to abort a transaction on {topic}:0: no open transaction matches (open: none)\n"
+    )
+
+
+def test_transaction_bad_input(kctl, kafka_cluster, unique_name):
+    b = ("-b", kafka_cluster.bootstrap)
+    unknown = kctl(*b, "transaction", "describe", unique_name("none"))
+    assert unknown.exit_code == ExitCode.NOT_FOUND
+    assert unknown.stderr.endswith(": no such transactional id\n")
+    missing = kctl(*b, "producer", "list", unique_name("none"))
+    assert missing.exit_code == ExitCode.NOT_FOUND, missing.stderr
+    whole = kctl(*b, "transaction", "abort", "orders", "--yes")
+    assert (whole.exit_code, whole.stderr.splitlines()[0]) == (ExitCode.USAGE, "error: unable to parse 'orders': expected one TOPIC:PARTITION, e.g. payments:0")
+    age = kctl(*b, "transaction", "find-hanging", "--max-age", "soon")
+    assert (age.exit_code, age.stderr.splitlines()[0]) == (ExitCode.USAGE, "error: unable to parse duration 'soon': expected e.g. 30s, 15m, 2h, 1d, PT1H")

@@ -1,0 +1,36 @@
+"""A transactional producer that opens a transaction, writes into it and waits to be
+killed: `python -m tests.hanging_producer BOOTSTRAP TOPIC TRANSACTIONAL_ID`.
+
+It first commits one transaction of 3 records (what read_committed consumers can see),
+then writes 2 records into a second transaction it never ends, prints "open" and sleeps.
+Killed with SIGKILL, it leaves that transaction open until its coordinator's timeout
+(15 minutes here): a hanging transaction made for real.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from confluent_kafka import Producer
+
+
+def main() -> None:
+    bootstrap, topic, transactional_id = sys.argv[1:4]
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "transaction.timeout.ms": 900_000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, value=b"committed-%d" % i, partition=0)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    for i in range(2):
+        producer.produce(topic, value=b"open-%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    print("open", flush=True)
+    time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()
