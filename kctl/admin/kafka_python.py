@@ -181,6 +181,29 @@ def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | Non
         raise translate_error(exc, action, bootstrap) from exc
 
 
+def send_request(client: Any, request: Any, node_id: int | None = None) -> Any:
+    """Send one kafka-python protocol request (to any broker, or to node_id) and return
+    its response: for the APIs kafka-python's admin client has no method for."""
+
+    async def call():
+        return await client._manager.send(request, node_id=node_id)
+
+    return client._manager.run(call)
+
+
+def raise_for_code(code: int, message: str | None, action: str) -> None:
+    """Raise the KctlError for a response's error code (none for 0), with the broker's message."""
+    if not code:
+        return
+    from kafka.errors import for_code as error_class
+
+    kind = error_class(code)
+    error = for_code(kind, action)
+    if message:
+        raise type(error)(f"unable to {action}: {kafka_error_name(kind)}: {message}", exit_code=error.exit_code)
+    raise error
+
+
 def describe_cluster_default_configs(client: Any) -> dict[str, dict]:
     """DescribeConfigs for the cluster-wide broker default (resource name "").
 
@@ -190,22 +213,16 @@ def describe_cluster_default_configs(client: Any) -> dict[str, dict]:
     """
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    async def send():
-        request = client._describe_configs_request([ConfigResource(ConfigResourceType.BROKER, "")])
-        response = await client._manager.send(request)
-        return client._describe_configs_process_responses([response], "all")
-
-    return client._manager.run(send).get("broker", {}).get("", {})
+    request = client._describe_configs_request([ConfigResource(ConfigResourceType.BROKER, "")])
+    response = send_request(client, request)
+    return client._describe_configs_process_responses([response], "all").get("broker", {}).get("", {})
 
 
 def alter_cluster_default_configs(client: Any, configs: dict[str, tuple[str, str | None]], validate_only: bool) -> Any:
     """IncrementalAlterConfigs for the cluster-wide broker default; the error class or None."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    async def send():
-        resource = ConfigResource(ConfigResourceType.BROKER, "", configs=configs)
-        request = client._alter_configs_request([resource], validate_only, True)
-        response = await client._manager.send(request)
-        return client._alter_configs_process_responses(response.responses)
-
-    return client._manager.run(send).get("broker", {}).get("")
+    resource = ConfigResource(ConfigResourceType.BROKER, "", configs=configs)
+    request = client._alter_configs_request([resource], validate_only, True)
+    response = send_request(client, request)
+    return client._alter_configs_process_responses(response.responses).get("broker", {}).get("")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kctl.admin.kafka_python import raise_for_code, send_request
 from kctl.admin.session import AdminSession
 from kctl.errors import InvalidError, KctlError, UsageError
 
@@ -115,18 +116,11 @@ def _describe(session: AdminSession, components: Sequence[tuple[str, str | None]
     from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
 
     request = DescribeClientQuotasRequest(components=[_component(k, n) for k, n in components], strict=strict)
-
-    def send(client):
-        async def call():
-            return await client._manager.send(request)
-
-        return client._manager.run(call)
-
     try:
-        response = session.run_kafka_python(send, "describe client quotas")
+        response = session.run_kafka_python(lambda client: send_request(client, request), "describe client quotas")
     except KctlError as exc:
         raise _unsupported(exc, "describe client quotas") from exc
-    _check(response.error_code, response.error_message, "describe client quotas")
+    raise_for_code(response.error_code, response.error_message, "describe client quotas")
     quotas = []
     for entry in response.entries or []:
         names = {e.entity_type: (DEFAULT if e.entity_name is None else e.entity_name) for e in entry.entity}
@@ -140,16 +134,6 @@ def _unsupported(error: KctlError, action: str) -> KctlError:
     if "UNSUPPORTED_VERSION" in error.message or "IncompatibleBrokerVersion" in error.message:
         return InvalidError(f"unable to {action}: the cluster does not support client quotas (no DescribeClientQuotas/AlterClientQuotas API, KIP-546)")
     return error
-
-
-def _check(code: int, message: str | None, action: str) -> None:
-    if code:
-        from kafka.errors import for_code
-
-        from kctl.admin.kafka_python import for_code as kctl_error
-
-        error = kctl_error(for_code(code)(message) if message else for_code(code), action)
-        raise error
 
 
 def list_quotas(session: AdminSession, user: str | None = None, client_id: str | None = None, ip: str | None = None) -> list[Quota]:
@@ -226,22 +210,32 @@ def alter_quotas(session: AdminSession, entity: Entity, set_values: Mapping[str,
     entity_data = [Entry.EntityData(entity_type=k, entity_name=n) for k, n in entity.parts()]
     request = AlterClientQuotasRequest(entries=[Entry(entity=entity_data, ops=ops)], validate_only=dry_run)
     action = f"alter the quotas of {entity}"
-
-    def send(client):
-        async def call():
-            return await client._manager.send(request)
-
-        return client._manager.run(call)
-
     try:
-        response = session.run_kafka_python(send, action)
+        response = session.run_kafka_python(lambda client: send_request(client, request), action)
     except KctlError as exc:
         raise _unsupported(exc, action) from exc
     for entry in response.entries:
-        _check(entry.error_code, entry.error_message, action)
+        raise_for_code(entry.error_code, entry.error_message, action)
 
 
 def quotas_of(session: AdminSession, entity: Entity) -> dict[str, float]:
     """The quotas set on exactly this entity (strict: no entity with more components)."""
     components = [(k, n) for k, n in ((USER, entity.user), (CLIENT_ID, entity.client_id), (IP, entity.ip)) if n is not None]
     return {q.quota: q.value for q in _describe(session, components, strict=True)}
+
+
+def quotas_after(session: AdminSession, entity: Entity, set_values: Mapping[str, float], removed: Sequence[str]) -> dict[str, float]:
+    """The entity's quotas once the broker answering shows a change just made.
+
+    AlterClientQuotas goes to the controller; DescribeClientQuotas is answered from a
+    broker's copy of the metadata, which may lag for a moment, so ask until it agrees.
+    """
+    import time
+
+    deadline = time.monotonic() + session.timeout
+    while True:
+        values = quotas_of(session, entity)
+        applied = all(values.get(k) == v for k, v in set_values.items()) and not any(k in values for k in removed)
+        if applied or time.monotonic() >= deadline:
+            return values
+        time.sleep(0.1)

@@ -139,7 +139,7 @@ def set_(app: App, user, default_user, client_id, default_client_id, ip, default
       kctl quota set --default-client-id --set producer_byte_rate=10MB --dry-run
       kctl quota set --ip 10.0.0.7 --set connection_creation_rate=20
     """
-    from kctl.admin.quotas import alter_quotas, parse_key, parse_value, quotas_of
+    from kctl.admin.quotas import alter_quotas, parse_key, parse_value, quotas_after
 
     entity = _entity(user, default_user, client_id, default_client_id, ip, default_ip)
     if not settings:
@@ -152,7 +152,7 @@ def set_(app: App, user, default_user, client_id, default_client_id, ip, default
     if dry_run:
         app.note(f"dry run: the broker accepted the change to {entity}; nothing was applied")
         return
-    _show(app, entity, quotas_of(app.session, entity))
+    _show(app, entity, quotas_after(app.session, entity, values, ()))
 
 
 @quota.command("delete")
@@ -171,7 +171,7 @@ def delete(app: App, user, default_user, client_id, default_client_id, ip, defau
       kctl quota delete --user alice --client-id billing-app --dry-run
       kctl quota delete --ip 10.0.0.7 --yes
     """
-    from kctl.admin.quotas import Quota, alter_quotas, parse_key, quotas_of
+    from kctl.admin.quotas import Quota, alter_quotas, parse_key, quotas_after, quotas_of
 
     entity = _entity(user, default_user, client_id, default_client_id, ip, default_ip)
     current = quotas_of(app.session, entity)
@@ -186,7 +186,7 @@ def delete(app: App, user, default_user, client_id, default_client_id, ip, defau
         return
     app.confirm(f"Remove {', '.join(wanted)} of {entity}?", yes=yes, action=f"delete quotas of {entity}")
     alter_quotas(app.session, entity, {}, wanted, dry_run=False)
-    _show(app, entity, quotas_of(app.session, entity))
+    _show(app, entity, quotas_after(app.session, entity, {}, wanted))
 
 
 def _show(app: App, entity, values: dict) -> None:

@@ -39,6 +39,15 @@ def kafka_acls_list(cluster, *filters):
     return found
 
 
+def _ten(found):
+    assert len(found) == 10
+    return found
+
+
+def _same(found, expected):
+    assert found == expected
+
+
 @pytest.fixture
 def authorizer_cluster(cluster):
     if cluster.backend != "kafka3":
@@ -56,7 +65,8 @@ def test_create_list_delete_as_kafka_acls_sees_them(kctl, authorizer_cluster, un
     assert kctl(*b, "acl", "create", "--consumer", "--principal", user, "--topic", f"{topic}.", "--pattern", "prefixed", "--group", group).exit_code == 0
     assert kctl(*b, "acl", "create", "--deny", "--principal", user, "--host", "10.0.0.1", "--operation", "Read,describe-configs", "--topic", topic).exit_code == 0
 
-    mine = rows(kctl(*b, "acl", "list", "--principal", user, "-o", "json"))
+    # CreateAcls goes through the controller; each broker's authorizer catches up a moment later.
+    mine = eventually(lambda: _ten(rows(kctl(*b, "acl", "list", "--principal", user, "-o", "json"))))
     assert mine == {
         ("TOPIC", topic, "LITERAL", user, "*", "WRITE", "ALLOW"),
         ("TOPIC", topic, "LITERAL", user, "*", "DESCRIBE", "ALLOW"),
@@ -69,7 +79,7 @@ def test_create_list_delete_as_kafka_acls_sees_them(kctl, authorizer_cluster, un
         ("TOPIC", topic, "LITERAL", user, "10.0.0.1", "READ", "DENY"),
         ("TOPIC", topic, "LITERAL", user, "10.0.0.1", "DESCRIBE_CONFIGS", "DENY"),
     }
-    assert mine == kafka_acls_list(c, "--principal", user)
+    eventually(lambda: _same(kafka_acls_list(c, "--principal", user), mine))
     # --pattern match: what applies to one topic name, literal and prefixed, as kafka-acls shows it.
     applying = rows(kctl(*b, "acl", "list", "--topic", f"{topic}.x", "--pattern", "match", "-o", "json"))
     assert applying == kafka_acls_list(c, "--topic", f"{topic}.x", "--resource-pattern-type", "match")
@@ -80,7 +90,7 @@ def test_create_list_delete_as_kafka_acls_sees_them(kctl, authorizer_cluster, un
     copied = [dict(zip(KEYS, r)) | {"principal": other} for r in sorted(mine)]
     (tmp_path / "acls.json").write_text(json.dumps(copied))
     assert kctl(*b, "acl", "create", "--file", str(tmp_path / "acls.json")).exit_code == 0
-    assert {r[:3] + r[4:] for r in kafka_acls_list(c, "--principal", other)} == {r[:3] + r[4:] for r in mine}
+    eventually(lambda: _same({r[:3] + r[4:] for r in kafka_acls_list(c, "--principal", other)}, {r[:3] + r[4:] for r in mine}))
 
     # delete: a dry run changes nothing; without --yes and a terminal it refuses, saying how many.
     dry = kctl(*b, "acl", "delete", "--principal", user, "--topic", topic, "--dry-run", "-o", "json")
@@ -92,12 +102,14 @@ def test_create_list_delete_as_kafka_acls_sees_them(kctl, authorizer_cluster, un
     deleted = kctl(*b, "acl", "delete", "--principal", user, "--topic", topic, "--yes", "-o", "json")
     assert deleted.exit_code == 0, deleted.stderr
     assert {r["status"] for r in json.loads(deleted.stdout)} == {"deleted"}
-    assert kafka_acls_list(c, "--principal", user) == mine - {r for r in mine if r[0] == "TOPIC" and r[1] == topic}
+    eventually(lambda: _same(kafka_acls_list(c, "--principal", user), mine - {r for r in mine if r[0] == "TOPIC" and r[1] == topic}))
 
 
 def test_deleting_every_acl_needs_all_and_yes(kctl, authorizer_cluster, unique_name):
     b = ("-b", authorizer_cluster.bootstrap)
-    assert kctl(*b, "acl", "create", "--principal", f"User:{unique_name('u')}", "--operation", "read", "--group", "*").exit_code == 0
+    principal = f"User:{unique_name('u')}"
+    assert kctl(*b, "acl", "create", "--principal", principal, "--operation", "read", "--group", "*").exit_code == 0
+    eventually(lambda: _same(len(rows(kctl(*b, "acl", "list", "--principal", principal, "-o", "json"))), 1))
     count = len(json.loads(kctl(*b, "acl", "list", "-o", "json").stdout))
     unfiltered = kctl(*b, "acl", "delete")
     assert unfiltered.exit_code == ExitCode.USAGE

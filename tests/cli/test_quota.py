@@ -9,6 +9,7 @@ import re
 import pytest
 
 from kctl.errors import ExitCode
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -59,18 +60,19 @@ def test_quotas_set_list_describe_delete_as_kafka_configs_sees_them(kctl, kafka_
     ):
         result = kctl(*b, "quota", "set", *args)
         assert result.exit_code == 0, (args, result.stderr)
-    assert quota_rows(kctl, c, "--user", user) == {
+    # Quotas are altered through the controller and described from a broker's copy of the
+    # metadata, which may lag a moment behind.
+    eventually(lambda: _assert_equal(quota_rows(kctl, c, "--user", user), {
         (user, None, None, "producer_byte_rate", 1048576.0),
         (user, None, None, "consumer_byte_rate", 2000000.0),
         (user, client, None, "request_percentage", 50.0),
-    }
-    everything = quota_rows(kctl, c)
+    }))
+    everything = eventually(lambda: _with(quota_rows(kctl, c), ("<default>", client, None, "controller_mutation_rate", 10.0)))
     theirs = set()
     for entity in (("--entity-type", "users"), ("--entity-type", "clients"), ("--entity-type", "ips"),
                    ("--entity-type", "users", "--entity-type", "clients")):
         theirs |= kafka_configs(c, *entity)
     assert everything == theirs
-    assert ("<default>", client, None, "controller_mutation_rate", 10.0) in everything
 
     described = kctl(*b, "quota", "describe", "--user", user, "--client-id", client)
     assert described.stdout == (
@@ -88,11 +90,20 @@ def test_quotas_set_list_describe_delete_as_kafka_configs_sees_them(kctl, kafka_
     deleted = kctl(*b, "quota", "delete", "--user", user, "--quota", "producer_byte_rate", "--yes")
     assert deleted.stdout == f"USER\tCLIENT-ID\tIP\tQUOTA\tVALUE\n{user}\t\t\tconsumer_byte_rate\t2000000\n"
     assert kctl(*b, "quota", "delete", "--user", user, "--yes").exit_code == 0
-    assert kafka_configs(c, "--entity-type", "users", "--entity-name", user) == set()
+    eventually(lambda: _assert_equal(kafka_configs(c, "--entity-type", "users", "--entity-name", user), set()))
     gone = kctl(*b, "quota", "delete", "--user", user, "--yes")
     assert (gone.exit_code, gone.stderr) == (ExitCode.NOT_FOUND, f"error: unable to delete quotas of user {user}: no quotas set on it\n")
     for args in (("--user", user, "--client-id", client), ("--default-user", "--client-id", client), ("--ip", "10.1.2.3")):
         assert kctl(*b, "quota", "delete", *args, "--yes").exit_code == 0
+
+
+def _assert_equal(found, expected):
+    assert found == expected
+
+
+def _with(rows, row):
+    assert row in rows
+    return rows
 
 
 @pytest.mark.parametrize(

@@ -46,9 +46,15 @@ def test_scram_user_lifecycle(kctl, secured_kafka, unique_name):
     assert created.stdout == f"USER\tMECHANISM\tSTATUS\tERROR\n{user}\tSCRAM-SHA-256\tset\t\n{user}\tSCRAM-SHA-512\tset\t\n"
     assert password not in created.stdout + created.stderr
 
-    listed = kctl(*admin, "user", "list", "-o", "json")
-    rows = {(r["user"], r["mechanism"], r["iterations"]) for r in json.loads(listed.stdout)}
-    assert {(user, "SCRAM-SHA-256", 4096), (user, "SCRAM-SHA-512", 4096), ("bob", "SCRAM-SHA-512", 4096)} <= rows
+    def listed():
+        # Credentials are altered through the controller and described from the broker's
+        # copy of the metadata, a moment behind.
+        result = kctl(*admin, "user", "list", "-o", "json")
+        rows = {(r["user"], r["mechanism"], r["iterations"]) for r in json.loads(result.stdout)}
+        assert {(user, "SCRAM-SHA-256", 4096), (user, "SCRAM-SHA-512", 4096), ("bob", "SCRAM-SHA-512", 4096)} <= rows
+        return rows
+
+    rows = eventually(listed)
     assert rows == kafka_configs_users(secured_kafka)
     described = kctl(*admin, "user", "describe", user)
     assert described.stdout == f"USER\tMECHANISM\tITERATIONS\n{user}\tSCRAM-SHA-256\t4096\n{user}\tSCRAM-SHA-512\t4096\n"
@@ -75,7 +81,10 @@ def test_scram_user_lifecycle(kctl, secured_kafka, unique_name):
     assert (again.exit_code, again.stderr) == (
         ExitCode.NOT_FOUND, f"error: unable to delete SCRAM user {user}: it has no SCRAM-SHA-256 credential (it has SCRAM-SHA-512)\n"
     )
-    assert (user, "SCRAM-SHA-256", 4096) not in kafka_configs_users(secured_kafka)
+    def removed():
+        assert (user, "SCRAM-SHA-256", 4096) not in kafka_configs_users(secured_kafka)
+
+    eventually(removed)
     assert kctl(*admin, "user", "delete", user, "--yes").exit_code == 0
     gone = kctl(*admin, "user", "describe", user)
     assert (gone.exit_code, gone.stderr) == (
