@@ -173,12 +173,17 @@ def for_code(error: Any, action: str) -> KctlError:
     return _BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {text}")
 
 
-def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | None = None) -> Any:
-    """Call fn(client), translating whatever kafka-python raises."""
+def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | None = None, needs: str | None = None) -> Any:
+    """Call fn(client), translating whatever kafka-python raises. `needs` names what the
+    request needs of the cluster: a broker without the API (UNSUPPORTED_VERSION, as the
+    bundled broker answers) then reads "the cluster does not support <needs>"."""
     try:
         return fn(client)
     except Exception as exc:  # noqa: BLE001
-        raise translate_error(exc, action, bootstrap) from exc
+        error = translate_error(exc, action, bootstrap)
+        if needs and ("UNSUPPORTED_VERSION" in error.message or "IncompatibleBrokerVersion" in error.message):
+            error = InvalidError(f"unable to {action}: the cluster does not support {needs}")
+        raise error from exc
 
 
 def send_request(client: Any, request: Any, node_id: int | None = None) -> Any:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kctl.admin.kafka_python import raise_for_code, send_request
 from kctl.admin.session import AdminSession
-from kctl.errors import InvalidError, KctlError, UsageError
+from kctl.errors import UsageError
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 # An entity's default (Kafka: entity name null) is shown and written as this.
@@ -20,6 +20,8 @@ DEFAULT = "<default>"
 KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate", "connection_creation_rate")
 IP_KEYS = ("connection_creation_rate",)
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+# What a broker without the quota APIs (the bundled one) is said not to support.
+_NEEDS = "client quotas (no DescribeClientQuotas/AlterClientQuotas API, KIP-546)"
 
 
 @dataclass(frozen=True)
@@ -116,10 +118,7 @@ def _describe(session: AdminSession, components: Sequence[tuple[str, str | None]
     from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
 
     request = DescribeClientQuotasRequest(components=[_component(k, n) for k, n in components], strict=strict)
-    try:
-        response = session.run_kafka_python(lambda client: send_request(client, request), "describe client quotas")
-    except KctlError as exc:
-        raise _unsupported(exc, "describe client quotas") from exc
+    response = session.run_kafka_python(lambda client: send_request(client, request), "describe client quotas", needs=_NEEDS)
     raise_for_code(response.error_code, response.error_message, "describe client quotas")
     quotas = []
     for entry in response.entries or []:
@@ -127,13 +126,6 @@ def _describe(session: AdminSession, components: Sequence[tuple[str, str | None]
         for value in entry.values:
             quotas.append(Quota(names.get(USER), names.get(CLIENT_ID), names.get(IP), value.key, value.value))
     return sorted(quotas, key=lambda q: (q.user or "", q.client_id or "", q.ip or "", q.quota))
-
-
-def _unsupported(error: KctlError, action: str) -> KctlError:
-    """A broker without the quota APIs (the bundled one) in words, not as a version error."""
-    if "UNSUPPORTED_VERSION" in error.message or "IncompatibleBrokerVersion" in error.message:
-        return InvalidError(f"unable to {action}: the cluster does not support client quotas (no DescribeClientQuotas/AlterClientQuotas API, KIP-546)")
-    return error
 
 
 def list_quotas(session: AdminSession, user: str | None = None, client_id: str | None = None, ip: str | None = None) -> list[Quota]:
@@ -210,10 +202,7 @@ def alter_quotas(session: AdminSession, entity: Entity, set_values: Mapping[str,
     entity_data = [Entry.EntityData(entity_type=k, entity_name=n) for k, n in entity.parts()]
     request = AlterClientQuotasRequest(entries=[Entry(entity=entity_data, ops=ops)], validate_only=dry_run)
     action = f"alter the quotas of {entity}"
-    try:
-        response = session.run_kafka_python(lambda client: send_request(client, request), action)
-    except KctlError as exc:
-        raise _unsupported(exc, action) from exc
+    response = session.run_kafka_python(lambda client: send_request(client, request), action, needs=_NEEDS)
     for entry in response.entries:
         raise_for_code(entry.error_code, entry.error_message, action)
 

@@ -88,10 +88,10 @@ class AdminSession:
 
         return connect(self.settings)
 
-    def run_kafka_python(self, fn: Callable[[Any], Any], action: str) -> Any:
+    def run_kafka_python(self, fn: Callable[[Any], Any], action: str, needs: str | None = None) -> Any:
         from kctl.admin.kafka_python import run
 
-        return run(self.kafka_python, fn, action, self.settings.bootstrap_servers)
+        return run(self.kafka_python, fn, action, self.settings.bootstrap_servers, needs)
 
     def close(self) -> None:
         if "kafka_python" in self.__dict__:

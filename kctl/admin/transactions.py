@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kctl.admin.session import AdminSession
-from kctl.errors import InvalidError, KctlError, NotFoundError
+from kctl.errors import KctlError, NotFoundError
 
 
 @dataclass(frozen=True)
@@ -79,16 +79,9 @@ class OpenTransaction:
 
 
 def _run(session: AdminSession, fn, action: str):
-    try:
-        return session.run_kafka_python(fn, action)
-    except KctlError as exc:
-        if "UNSUPPORTED_VERSION" in exc.message:
-            # A broker without these APIs (the bundled one) in words, not as a version error.
-            raise InvalidError(
-                f"unable to {action}: the cluster does not support the transaction admin APIs "
-                "(ListTransactions, DescribeTransactions, DescribeProducers: KIP-664)"
-            ) from exc
-        raise
+    return session.run_kafka_python(
+        fn, action, needs="the transaction admin APIs (ListTransactions, DescribeTransactions, DescribeProducers: KIP-664)"
+    )
 
 
 def list_transactions(session: AdminSession) -> list[Transaction]:

@@ -47,11 +47,15 @@ def _credentials(description) -> list[ScramCredential]:
     ]
 
 
+def _by_user(credential: ScramCredential) -> tuple[str, str]:
+    return credential.user, credential.mechanism
+
+
 def list_users(session: AdminSession) -> list[ScramCredential]:
     """Every user with a SCRAM credential, one row per mechanism."""
     future = session.client.describe_user_scram_credentials(request_timeout=session.timeout)
     described = session.wait(future, "list SCRAM users")
-    return sorted((c for d in described.values() for c in _credentials(d)), key=lambda c: (c.user, c.mechanism))
+    return sorted((c for d in described.values() for c in _credentials(d)), key=_by_user)
 
 
 def describe_users(session: AdminSession, users: Sequence[str]) -> tuple[list[ScramCredential], dict[str, KctlError]]:
@@ -65,7 +69,7 @@ def describe_users(session: AdminSession, users: Sequence[str]) -> tuple[list[Sc
             errors[user] = _user_error(result, user)
         else:
             found += _credentials(result)
-    return sorted(found, key=lambda c: (c.user, c.mechanism)), errors
+    return sorted(found, key=_by_user), errors
 
 
 def _user_error(error: KctlError, user: str) -> KctlError:
