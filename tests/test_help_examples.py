@@ -51,6 +51,8 @@ THREE_BROKERS = {
     # The bundled broker has no transaction coordinator.
     ("transaction", "list"), ("transaction", "describe"), ("transaction", "find-hanging"), ("transaction", "abort"),
     ("producer", "list"),
+    # The bundled broker has no feature flags, metadata quorum or client-metrics subscriptions.
+    ("feature", "list"), ("feature", "upgrade"), ("feature", "downgrade"), ("cluster", "quorum"), ("config", "delete"),
 }
 
 # A transaction left open on payments:0 from offset 0 by a producer killed with SIGKILL
@@ -112,6 +114,10 @@ BEFORE = {
     "kctl transaction describe payments-tx-1": HANGING.format(id="payments-tx-1") + " && " + HANGING.format(id="payments-tx-2"),
     "kctl transaction abort payments:0": HANGING.format(id="payments-tx-3"),
     "kctl transaction abort payments:0 --yes": HANGING.format(id="payments-tx-4"),
+    "kctl config delete client-metrics producers --dry-run":
+        "kctl config alter client-metrics producers --set metrics=org.apache.kafka.producer.",
+    "kctl config delete client-metrics producers kcat --yes":
+        "kctl config alter client-metrics kcat --set metrics='*' --set match=client_software_name=kcat",
     "kctl context delete old-cluster --yes": "kctl context set old-cluster -b old:9092",
     "kctl context show prod -o json": "kctl context set prod -b b1:9092",
     "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",
@@ -124,6 +130,12 @@ AFTER = {
         "kctl config alter broker-default --delete message.max.bytes",
     "kctl config alter broker-logger 1 --set kafka.server.ReplicaManager=DEBUG":
         "kctl config alter broker-logger 1 --set kafka.server.ReplicaManager=INFO",
+    "kctl config alter group billing --set consumer.session.timeout.ms=60000":
+        "kctl config alter group billing --delete consumer.session.timeout.ms",
+    "kctl config alter client-metrics kcat --set metrics='*' --set match=client_software_name=kcat":
+        "kctl config delete client-metrics producers kcat --yes",
+    "kctl feature downgrade --feature eligible.leader.replicas.version=0 --yes":
+        "kctl feature upgrade --feature eligible.leader.replicas.version=1 --yes",
 }
 DIRECTORIES = {"/data/": "data/", "/mnt/shared/": "shared/", "/var/lib/node_exporter/": "node_exporter/",
                "/tmp/kafka2": "kafka2"}

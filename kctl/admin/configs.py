@@ -1,9 +1,11 @@
-"""Configs of topics, brokers (one broker, or the cluster-wide default) and broker loggers:
-describe with their sources, and alter incrementally (set, delete, append, subtract).
+"""Configs of topics, brokers (one broker, or the cluster-wide default), broker loggers,
+groups (KIP-848 group configs) and client-metrics subscriptions (KIP-714): describe with
+their sources, and alter incrementally (set, delete, append, subtract).
 
-Topics and brokers go through librdkafka; broker loggers, which librdkafka cannot
-address, through kafka-python. Sensitive values are never shown: Kafka does not send
-them, and kctl masks any it is given.
+Topics and brokers go through librdkafka; the others, which librdkafka cannot address,
+through kafka-python. A client-metrics subscription exists while it has configs: it is
+created by setting them and removed by deleting them all. Sensitive values are never
+shown: Kafka does not send them, and kctl masks any it is given.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from kctl.config.secrets import MASK
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 
 # kctl's entity types -> Kafka's ConfigResource type names.
-ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger")
+ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger", "group", "client-metrics")
+# The types librdkafka cannot address, and their kafka-python ConfigResourceType names.
+_KAFKA_PYTHON_TYPES = {"broker-default": "BROKER", "broker-logger": "BROKER_LOGGER", "group": "GROUP", "client-metrics": "CLIENT_METRICS"}
 OPERATIONS = ("set", "delete", "append", "subtract")
 
 # Kafka's ConfigSource names, by librdkafka's ConfigSource value.
@@ -28,8 +32,8 @@ _SOURCES = {
     4: "STATIC_BROKER_CONFIG",
     5: "DEFAULT_CONFIG",
     6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-    7: "CLIENT_METRICS_CONFIG",
-    8: "GROUP_CONFIG",
+    7: "DYNAMIC_CLIENT_METRICS_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
 }
 
 
@@ -78,14 +82,17 @@ def resource_name(entity_type: str, name: str | None) -> str:
             raise UsageError("broker-default takes no name: it is the cluster-wide default of every broker")
         return ""
     if not name:
-        raise UsageError(f"{entity_type} needs a name" + (" (a broker id)" if entity_type != "topic" else ""))
+        what = {"topic": "", "group": " (a group id)", "client-metrics": " (a subscription name)"}.get(entity_type, " (a broker id)")
+        raise UsageError(f"{entity_type} needs a name{what}")
     if entity_type in ("broker", "broker-logger") and not name.isdigit():
         raise UsageError(f"{entity_type} takes a broker id, not {name!r}")
     return name
 
 
 def _display_name(entity_type: str, name: str) -> str:
-    return "cluster default" if entity_type == "broker-default" else f"{entity_type} {name}"
+    if entity_type == "broker-default":
+        return "cluster default"
+    return f"client-metrics subscription {name}" if entity_type == "client-metrics" else f"{entity_type} {name}"
 
 
 def _confluent_type(entity_type: str):
@@ -109,9 +116,14 @@ def _value(entry) -> ConfigValue:
 def describe_configs(
     session: AdminSession, entity_type: str, names: Sequence[str | None], *, include_defaults: bool = False, keys: Sequence[str] = ()
 ) -> tuple[list[ResourceConfig], dict[str, KctlError]]:
-    """Configs of each entity, sorted by name; overrides only unless `include_defaults`."""
+    """Configs of each entity, sorted by name; overrides only unless `include_defaults`.
+    client-metrics without a name: every subscription."""
+    if entity_type == "client-metrics" and list(names) == [None]:
+        names = list_subscriptions(session)
+        if not names:
+            return [], {}
     resolved = [resource_name(entity_type, n) for n in names]
-    if entity_type in ("broker-logger", "broker-default"):
+    if entity_type in _KAFKA_PYTHON_TYPES:
         found, errors = _describe_kafka_python(session, entity_type, resolved)
     else:
         found, errors = _describe_confluent(session, entity_type, resolved)
@@ -152,22 +164,38 @@ def _not_found_for_unknown(error: KctlError, entity_type: str, name: str) -> Kct
     return error
 
 
+def list_subscriptions(session: AdminSession) -> list[str]:
+    """Names of the cluster's client-metrics subscriptions (ListConfigResources, KIP-714)."""
+    listed = session.run_kafka_python(
+        lambda c: c.list_config_resources(["CLIENT_METRICS"]),
+        "list client-metrics subscriptions",
+        needs="client metrics (KIP-714, Kafka 3.7+)",
+    )
+    return sorted(listed.get("client_metrics", []))
+
+
 def _describe_kafka_python(session, entity_type, names):
-    """Broker loggers and the cluster-wide default, which librdkafka cannot address."""
+    """The types librdkafka cannot address (see _KAFKA_PYTHON_TYPES)."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
     from kctl.admin.kafka_python import describe_cluster_default_configs
 
+    kind = ConfigResourceType[_KAFKA_PYTHON_TYPES[entity_type]]
+    # Kafka describes any subscription name, existing or not, with default values.
+    existing = set(list_subscriptions(session)) if entity_type == "client-metrics" else None
     found, errors = [], {}
     for name in names:
         action = f"describe configs of {_display_name(entity_type, name)}"
+        if existing is not None and name not in existing:
+            errors[name] = NotFoundError(f"unable to {action}: no such subscription")
+            continue
         try:
             if entity_type == "broker-default":
                 entries = session.run_kafka_python(describe_cluster_default_configs, action)
             else:
-                resource = ConfigResource(ConfigResourceType.BROKER_LOGGER, name)
-                raw = session.run_kafka_python(lambda c, r=resource: c.describe_configs([r], config_filter="all"), action)
-                entries = raw.get("broker_logger", {}).get(name, {})
+                resource = ConfigResource(kind, name)
+                raw = session.run_kafka_python(lambda c, r=resource: c.describe_configs([r], config_filter="all"), action, needs=_needs(entity_type))
+                entries = raw.get(kind.name.lower(), {}).get(name, {})
         except KctlError as exc:
             errors[name or "cluster-default"] = exc
             continue
@@ -187,6 +215,10 @@ def _describe_kafka_python(session, entity_type, names):
         )
         found.append(ResourceConfig(entity_type=entity_type, entity_name=name, configs=tuple(values)))
     return found, errors
+
+
+def _needs(entity_type: str) -> str | None:
+    return {"group": "group configs (KIP-848, Kafka 4.0+)", "client-metrics": "client metrics (KIP-714, Kafka 3.7+)"}.get(entity_type)
 
 
 def parse_changes(sets=(), deletes=(), appends=(), subtracts=()) -> list[ConfigChange]:
@@ -213,7 +245,7 @@ def alter_configs(
 ) -> tuple[list[AlterResult], dict[str, KctlError]]:
     resolved = [resource_name(entity_type, n) for n in names]
     described = [_describe_change(c) for c in changes]
-    if entity_type in ("broker-logger", "broker-default"):
+    if entity_type in _KAFKA_PYTHON_TYPES:
         outcomes = _alter_kafka_python(session, entity_type, resolved, changes, validate_only)
     else:
         outcomes = _alter_confluent(session, entity_type, resolved, changes, validate_only)
@@ -267,12 +299,14 @@ def _alter_kafka_python(session, entity_type, names, changes, validate_only):
             if entity_type == "broker-default":
                 outcome = session.run_kafka_python(lambda c: alter_cluster_default_configs(c, configs, validate_only), action)
             else:
-                resource = ConfigResource(ConfigResourceType.BROKER_LOGGER, name, configs=configs)
+                kind = ConfigResourceType[_KAFKA_PYTHON_TYPES[entity_type]]
+                resource = ConfigResource(kind, name, configs=configs)
                 response = session.run_kafka_python(
                     lambda c, r=resource: c.alter_configs([r], validate_only=validate_only, raise_on_unknown=False, incremental=True),
                     action,
+                    needs=_needs(entity_type),
                 )
-                outcome = response.get("broker_logger", {}).get(name)
+                outcome = response.get(kind.name.lower(), {}).get(name)
         except KctlError as exc:
             results[name] = exc
             continue
@@ -296,3 +330,16 @@ def _alter_outcome(outcome: object, action: str) -> KctlError | None:
     name = getattr(error, "message", None) or error.__name__
     kind = {"INVALID_REQUEST": InvalidError, "INVALID_CONFIG": InvalidError, "POLICY_VIOLATION": InvalidError}.get(name, KctlError)
     return kind(f"unable to {action}: {name}: {match.group(2) or getattr(error, 'description', '')}")
+
+
+def delete_subscriptions(session: AdminSession, subscriptions: Sequence[ResourceConfig], *, validate_only: bool = False) -> tuple[list[AlterResult], dict[str, KctlError]]:
+    """Remove described client-metrics subscriptions: every config each has is deleted,
+    as kafka-client-metrics --delete does."""
+    results: list[AlterResult] = []
+    errors: dict[str, KctlError] = {}
+    for resource in subscriptions:
+        changes = [ConfigChange(operation="delete", name=c.name) for c in resource.configs]
+        done, failed = alter_configs(session, "client-metrics", [resource.entity_name], changes, validate_only=validate_only)
+        results += done
+        errors.update(failed)
+    return results, errors

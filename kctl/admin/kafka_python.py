@@ -40,6 +40,15 @@ _DIRECT = {
     "ssl.crl.location": "ssl_crlfile",
     "sasl.kerberos.service.name": "sasl_kerberos_service_name",
 }
+# SASL mechanisms kafka-python carries; any other is refused, never replaced by another.
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+# OAUTHBEARER's settings, read by kctl.admin.oauth to build kafka-python's token provider.
+_OAUTHBEARER_PROPERTIES = frozenset({
+    "sasl.oauthbearer.config", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope",
+    "sasl.oauthbearer.extensions", "sasl.oauthbearer.grant.type", "https.ca.location",
+    "enable.sasl.oauthbearer.unsecure.jwt",
+})
 # Properties that only tune librdkafka itself; kafka-python has its own defaults.
 _IGNORED_PREFIXES = (
     "debug",
@@ -68,8 +77,9 @@ _IGNORED_PREFIXES = (
 )
 
 
-def translate_config(settings: ClientSettings) -> dict[str, Any]:
-    """kafka-python keyword arguments equivalent to the librdkafka settings."""
+def translate_config(settings: ClientSettings, tokens: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """kafka-python keyword arguments equivalent to the librdkafka settings. `tokens`
+    gives the OAUTHBEARER token source (kctl.admin.oauth) when the mechanism needs one."""
     properties = settings.properties
     config: dict[str, Any] = {
         "bootstrap_servers": settings.bootstrap_servers.split(",") if settings.bootstrap_servers else [],
@@ -77,20 +87,33 @@ def translate_config(settings: ClientSettings) -> dict[str, Any]:
         "bootstrap_timeout_ms": int(settings.timeout * 1000),
         "client_id": "kctl",
     }
-    protocol = properties.get("security.protocol", "plaintext").upper()
+    default_protocol = "SASL_SSL" if settings.aws_msk_iam else "plaintext"
+    protocol = properties.get("security.protocol", default_protocol).upper()
     config["security_protocol"] = protocol
-    mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms")
+    mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or ("OAUTHBEARER" if settings.aws_msk_iam else None)
     if mechanism:
         config["sasl_mechanism"] = mechanism.upper()
+        if mechanism.upper() not in _MECHANISMS:
+            raise ConfigError(
+                f"unable to configure the kafka-python client: sasl.mechanism {mechanism} is not supported by it",
+                hint=f"this command uses kafka-python for an API librdkafka lacks; it supports {', '.join(_MECHANISMS)}",
+            )
+    if mechanism and mechanism.upper() == "OAUTHBEARER":
+        source = tokens() if tokens is not None else None
+        if source is None:
+            from kctl.admin.oauth import kafka_python_source
+
+            source = kafka_python_source(properties, settings.aws_msk_iam)
+        config["sasl_oauth_token_provider"] = source.kafka_python_provider()
     for key, value in properties.items():
         if key in _DIRECT:
             config[_DIRECT[key]] = value
-        elif key in ("sasl.mechanisms",):
+        elif key in ("sasl.mechanisms",) or key in _OAUTHBEARER_PROPERTIES:
             continue
         elif not key.startswith(_IGNORED_PREFIXES):
             raise ConfigError(
                 f"unable to configure the kafka-python client: property {key!r} has no kafka-python equivalent",
-                hint="this command uses kafka-python for an API librdkafka lacks; it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM settings",
+                hint="this command uses kafka-python for an API librdkafka lacks; it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM/OAUTHBEARER settings",
             )
     if properties.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
         config["ssl_check_hostname"] = False
@@ -103,15 +126,56 @@ def translate_config(settings: ClientSettings) -> dict[str, Any]:
     return config
 
 
-def connect(settings: ClientSettings) -> Any:
+class _BootstrapFailures(logging.Handler):
+    """Keeps why each bootstrap connection failed: kafka-python only logs it, then gives
+    up with a bare timeout, which would hide a refused connection or a bad password."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.causes: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg.startswith("Bootstrap connection to") and len(record.args or ()) >= 2:
+            cause = record.args[1]
+            if isinstance(cause, BaseException):
+                self.causes.append(cause)
+
+
+def connect(settings: ClientSettings, tokens: Callable[[], Any] | None = None) -> Any:
     """A connected kafka.KafkaAdminClient, or the KctlError for why there is none."""
     from kafka import KafkaAdminClient
+    from kafka import errors
 
-    config = translate_config(settings)
+    config = translate_config(settings, tokens)
+    failures = _BootstrapFailures()
+    manager_log = logging.getLogger("kafka.net.manager")
+    manager_log.addHandler(failures)
     try:
         return KafkaAdminClient(**config)
     except Exception as exc:  # noqa: BLE001 - every failure becomes one KctlError
+        if isinstance(exc, errors.KafkaTimeoutError) and "bootstrap" in str(exc) and failures.causes:
+            raise _bootstrap_error(failures.causes[-1], settings.bootstrap_servers) from exc
         raise translate_error(exc, "connect", settings.bootstrap_servers) from exc
+    finally:
+        manager_log.removeHandler(failures)
+
+
+def _bootstrap_error(cause: BaseException, bootstrap: str | None) -> KctlError:
+    from kafka import errors
+
+    if isinstance(cause, KctlError):
+        return cause  # kctl's own OAUTHBEARER token source failed: its error says why
+
+    authentication = tuple(getattr(errors, n) for n in ("AuthenticationFailedError", "SaslAuthenticationFailedError") if hasattr(errors, n))
+    if isinstance(cause, authentication):
+        return NotAuthorizedError(
+            f"unable to connect: authentication failed at {bootstrap}: {cause}",
+            hint="check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* (-X, the context, KCTL_X_*)",
+        )
+    return UnreachableError(
+        f"unable to connect: cluster unreachable at {bootstrap}: {cause}",
+        hint="check -b/--bootstrap-server, the context, and that the brokers are up",
+    )
 
 
 _BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
@@ -135,6 +199,8 @@ _BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
     "GROUP_AUTHORIZATION_FAILED": NotAuthorizedError,
     "SASL_AUTHENTICATION_FAILED": NotAuthorizedError,
     "SECURITY_DISABLED": InvalidError,
+    "INVALID_UPDATE_VERSION": InvalidError,
+    "FEATURE_UPDATE_FAILED": InvalidError,
 }
 
 

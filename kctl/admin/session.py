@@ -67,10 +67,25 @@ class AdminSession:
         # waits ~50 ms before its first connection, a third of a short command's time.
         config["enable.sparse.connections"] = "false"
         config.update(self.settings.properties)
+        if self.settings.aws_msk_iam:
+            config.setdefault("security.protocol", "SASL_SSL")
+            mechanism = config.pop("sasl.mechanisms", None) or config.get("sasl.mechanism", "OAUTHBEARER")
+            if mechanism.upper() != "OAUTHBEARER":
+                raise ConfigError(f"unable to use AWS MSK IAM with sasl.mechanism={mechanism}: MSK IAM authenticates with OAUTHBEARER")
+            config["sasl.mechanism"] = "OAUTHBEARER"
+            config["oauth_cb"] = self.tokens.librdkafka_callback
         return config
 
+    @cached_property
+    def tokens(self) -> Any:
+        """The session's OAUTHBEARER token source for kafka-python, shared with librdkafka
+        for AWS MSK IAM (one signer, one cached token)."""
+        from kctl.admin.oauth import kafka_python_source
+
+        return kafka_python_source(self.settings.properties, self.settings.aws_msk_iam)
+
     def debug_config(self) -> Mapping[str, Any]:
-        return mask({k: str(v) for k, v in self.client_config().items()})
+        return mask({k: ("(kctl's token callback)" if callable(v) else str(v)) for k, v in self.client_config().items()})
 
     @cached_property
     def client(self) -> Any:
@@ -86,7 +101,7 @@ class AdminSession:
         """kafka-python's admin client, for the APIs librdkafka lacks (see kafka_python.py)."""
         from kctl.admin.kafka_python import connect
 
-        return connect(self.settings)
+        return connect(self.settings, tokens=lambda: self.tokens)
 
     def run_kafka_python(self, fn: Callable[[Any], Any], action: str, needs: str | None = None) -> Any:
         from kctl.admin.kafka_python import run
@@ -123,7 +138,7 @@ class AdminSession:
         if any(e.name() == "_AUTHENTICATION" for e in causes):
             return NotAuthorizedError(
                 f"unable to {action}: authentication failed at {self.settings.bootstrap_servers}: {cause}",
-                hint="check sasl.mechanism, sasl.username and sasl.password (-X, the context, KCTL_X_*)",
+                hint="check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* (-X, the context, KCTL_X_*)",
             )
         return UnreachableError(
             f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {cause}",

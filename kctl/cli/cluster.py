@@ -8,12 +8,12 @@ from kctl.cli._app import App, pass_app, until_stopped
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options
 from kctl.cli.broker import BROKER_TABLE
-from kctl.output.spec import DocumentSpec, Field, Section
+from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 
 @click.group(cls=LazyGroup, aliases={"describe": "info"})
 def cluster():
-    """Show the cluster: id, controller, brokers."""
+    """Show the cluster: id, controller, brokers, health, the metadata quorum."""
 
 
 CLUSTER_DOCUMENT = DocumentSpec(
@@ -121,3 +121,60 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
                 app.out.raw("\n")
             status = once()
     click.get_current_context().exit(status)
+
+
+def _ago(ms):
+    import time
+
+    return None if ms is None else f"{max(0, int(time.time() * 1000) - ms)} ms ago"
+
+
+REPLICA_TABLE = TableSpec(
+    (
+        Column("node_id", "NODE-ID", align="right"),
+        Column("status", "STATUS"),
+        Column("log_end_offset", "LOG-END-OFFSET", align="right"),
+        Column("lag", "LAG", align="right"),
+        Column("last_fetch_timestamp", "LAST-FETCH", get=lambda r: _ago(r.last_fetch_timestamp)),
+        Column("last_caught_up_timestamp", "LAST-CAUGHT-UP", get=lambda r: _ago(r.last_caught_up_timestamp)),
+        Column("directory_id", "DIRECTORY-ID", wide=True),
+        Column("endpoints", "ENDPOINTS", get=lambda r: ",".join(r.endpoints) or None, wide=True),
+    )
+)
+QUORUM_DOCUMENT = DocumentSpec(
+    fields=(
+        Field("leader_id", "LEADER-ID"),
+        Field("leader_epoch", "LEADER-EPOCH"),
+        Field("high_watermark", "HIGH-WATERMARK"),
+        Field("max_follower_lag", "MAX-FOLLOWER-LAG"),
+        Field("max_follower_lag_time_ms", "MAX-FOLLOWER-LAG-TIME-MS"),
+    ),
+    sections=(Section("voters", "VOTERS", REPLICA_TABLE), Section("observers", "OBSERVERS", REPLICA_TABLE)),
+)
+
+
+@cluster.command("quorum")
+@click.option("--replication", is_flag=True, help="Only the replicas: voters and observers, one row each (kafka-metadata-quorum --replication).")
+@global_options
+@pass_app
+def quorum(app: App, replication):
+    """Describe the KRaft metadata quorum: leader, epoch, high watermark, and each voter's
+    and observer's log end offset, lag and last fetch, as kafka-metadata-quorum does.
+
+    LAG is the leader's log end offset minus the replica's. MAX-FOLLOWER-LAG-TIME-MS is
+    how long before the leader the furthest-behind voter last caught up (-1: unknown).
+    Timestamps show as "N ms ago"; -o json has them as epoch milliseconds.
+
+    \b
+    Examples:
+      kctl cluster quorum
+      kctl cluster quorum --replication
+      kctl cluster quorum -o json | jq '.voters | length'
+    """
+    from kctl.admin.features import describe_quorum
+
+    found = describe_quorum(app.session)
+    if replication:
+        app.out.table([*found.voters, *found.observers], REPLICA_TABLE)
+    else:
+        app.out.document(found, QUORUM_DOCUMENT)

@@ -13,7 +13,12 @@ CONTEXT_TABLE = TableSpec(
     (Column("current", "CURRENT", get=lambda c: "*" if c.current else ""), Column("name", "NAME"), Column("bootstrap_servers", "BOOTSTRAP-SERVERS"))
 )
 CONTEXT_DOCUMENT = DocumentSpec(
-    fields=(Field("name", "CONTEXT"), Field("bootstrap_servers", "BOOTSTRAP-SERVERS"), Field("timeout", "TIMEOUT")),
+    fields=(
+        Field("name", "CONTEXT"),
+        Field("bootstrap_servers", "BOOTSTRAP-SERVERS"),
+        Field("timeout", "TIMEOUT"),
+        Field("aws_msk_iam", "AWS-MSK-IAM", get=lambda c: " ".join(f"{k}={v}" for k, v in sorted(c.aws_msk_iam.items())) or None),
+    ),
     sections=(Section("properties", "PROPERTIES", TableSpec((Column("key", "KEY"), Column("value", "VALUE")))),),
 )
 
@@ -94,14 +99,22 @@ def use(app: App, name):
 @click.option("-b", "--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]", help="Brokers to bootstrap from.")
 @click.option("-X", "properties", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="librdkafka property to store (repeatable).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Default --timeout for this context.")
-@click.option("--unset", multiple=True, metavar="KEY", help="Remove a stored property (or bootstrap-servers, timeout).")
+@click.option("--unset", multiple=True, metavar="KEY", help="Remove a stored property (or bootstrap-servers, timeout, aws-msk-iam).")
 @click.option("--use", "make_current", is_flag=True, help="Also make it the current context.")
+@click.option("--aws-msk-iam-region", metavar="REGION", help="Authenticate to Amazon MSK with AWS IAM in this region (pip install 'kctl[msk]').")
+@click.option("--aws-msk-iam-profile", metavar="PROFILE", help="With AWS MSK IAM: the AWS profile whose credentials sign (default: the default chain).")
+@click.option("--aws-msk-iam-role-arn", metavar="ARN", help="With AWS MSK IAM: assume this role to sign.")
 @pass_app
-def set_(app: App, name, bootstrap, properties, timeout, unset, make_current):
+def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aws_msk_iam_region, aws_msk_iam_profile, aws_msk_iam_role_arn):
     """Create or update a context.
 
     The first context created becomes the current one. Prefer KCTL_X_SASL_PASSWORD
     (or a credentials file) to storing passwords on the command line.
+
+    OAUTHBEARER takes librdkafka's sasl.oauthbearer.* properties (OIDC client
+    credentials, or unsecured JWTs for development); AWS MSK IAM takes
+    --aws-msk-iam-region (security.protocol SASL_SSL and sasl.mechanism OAUTHBEARER are
+    implied). Every command honours them, those served by kafka-python too.
 
     \b
     Examples:
@@ -109,6 +122,10 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current):
       kctl context set prod -b b1:9092,b2:9092 -X security.protocol=SASL_SSL \\
           -X sasl.mechanism=SCRAM-SHA-512 -X sasl.username=admin --use
       kctl context set prod --unset sasl.username
+      kctl context set sso -b b1:9093 -X security.protocol=SASL_SSL -X sasl.mechanism=OAUTHBEARER \
+          -X sasl.oauthbearer.method=oidc -X sasl.oauthbearer.client.id=kctl \
+          -X sasl.oauthbearer.token.endpoint.url=https://idp.example.com/oauth2/token
+      kctl context set msk -b b-1.msk.example.com:9098 --aws-msk-iam-region eu-west-1
     """
     from kctl.config.contexts import set_context
 
@@ -120,6 +137,7 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current):
         properties=properties,
         unset=unset,
         make_current=make_current,
+        aws_msk_iam={"region": aws_msk_iam_region, "profile": aws_msk_iam_profile, "role-arn": aws_msk_iam_role_arn},
     )
     _save(app, config)
     app.note(f"context {name!r} saved to {app.config_path}")

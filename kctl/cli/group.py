@@ -146,7 +146,7 @@ def describe(app: App, groups):
 @click.argument("groups", nargs=-1, metavar="[GROUP...]")
 @click.option("-a", "--all", "all_", is_flag=True, help="Every group of the cluster.")
 @click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC", help="Only this topic's partitions (repeatable).")
-@click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed measures to the last stable offset.")
+@click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed measures to the last stable offset (a note says when an open transaction holds it back).")
 @click.option("--time-lag", type=click.Choice(["none", "record", "interp"]), default="none", show_default=True, help="Lag in seconds: record (timestamp of the next record) or interp (from the history of earlier runs).")
 @click.option("--history", is_flag=True, help="Add this sample to the lag history (implied by --time-lag interp; group status always does).")
 @click.option("--state-file", type=click.Path(dir_okay=False), metavar="PATH", help="Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).")
@@ -224,6 +224,10 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
                 break
             time.sleep(interval)
     _render_lag(app, found, time_lag)
+    if isolation == "read_committed":
+        from kctl.cli.transaction import note_held_back
+
+        note_held_back(app, sorted({(p.topic, p.partition) for g in found for p in g.partitions}))
     if until_caught_up and behind:
         app.error_line(f"unable to catch up within {for_}: {len(behind)} partition(s) still behind")
         click.get_current_context().exit(ExitCode.CRITICAL)

@@ -16,7 +16,7 @@ from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, KctlError
 
 # noun -> (module:attribute, one-line summary). Order is the order of `kctl --help`.
 NOUNS: dict[str, tuple[str, str]] = {
-    "cluster": ("kctl.cli.cluster:cluster", "Show the cluster: id, controller, brokers"),
+    "cluster": ("kctl.cli.cluster:cluster", "Show the cluster: id, controller, brokers, health, metadata quorum"),
     "broker": ("kctl.cli.broker:broker", "List the cluster's brokers"),
     "topic": ("kctl.cli.topic:topic", "List, describe, create and delete topics"),
     "partition": ("kctl.cli.partition:partition", "Inspect partitions: leaders, replicas, ISR"),
@@ -30,6 +30,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "quota": ("kctl.cli.quota:quota", "Client quotas of users, client ids and IPs"),
     "transaction": ("kctl.cli.transaction:transaction", "Transactions: list, describe, find hanging ones, abort"),
     "producer": ("kctl.cli.transaction:producer", "Producers partitions know: ids, epochs, open transactions"),
+    "feature": ("kctl.cli.feature:feature", "Feature flags: finalized and supported levels, upgrade, downgrade"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
     "spark": ("kctl.cli.spark:spark", "Dump, replay and audit topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),
@@ -50,6 +51,7 @@ ALIASES = {
     "quotas": "quota",
     "transactions": "transaction",
     "producers": "producer",
+    "features": "feature",
 }
 
 

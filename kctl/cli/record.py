@@ -286,16 +286,10 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
 
 
 def _note_held_back(app: App, selectors) -> None:
-    """read_committed stops at a partition's last stable offset; when that is behind the log
-    end an open transaction holds it there, and the user should know where to look."""
     from kctl.admin.offsets import resolve_partitions
-    from kctl.admin.transactions import held_back
+    from kctl.cli.transaction import note_held_back
 
-    for topic, partition, stable, end in held_back(app.session, resolve_partitions(app.session, selectors, action="consume")):
-        app.note(
-            f"note: {topic}:{partition}: read_committed stops at offset {stable}, {end - stable} before the log end: "
-            f"an open transaction holds it (kctl transaction find-hanging -t {topic})"
-        )
+    note_held_back(app, resolve_partitions(app.session, selectors, action="consume"))
 
 
 def _writer(app: App, template: str | None):

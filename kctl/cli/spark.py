@@ -43,8 +43,11 @@ def _spark_options(function):
     return function
 
 
-def _session_factory(app: App, master, spark_conf, packages):
+def _session_factory(app: App, master, spark_conf, packages, *, uses_kafka: bool = True):
     from kctl.spark.session import check_requirements, parse_conf, spark_session
+
+    if uses_kafka:
+        _refuse_msk_iam(app)
 
     conf = parse_conf(spark_conf)
     # Before touching the cluster or the output directory: a job that cannot start
@@ -53,7 +56,20 @@ def _session_factory(app: App, master, spark_conf, packages):
     return lambda: spark_session(master, conf, packages=packages, quiet=not app.debug)
 
 
+def _refuse_msk_iam(app: App) -> None:
+    if app.settings.aws_msk_iam:
+        from kctl.errors import ConfigError
+
+        # Executors build their own clients from string options; a signer callback
+        # cannot travel with them.
+        raise ConfigError(
+            "unable to run a Spark job with AWS MSK IAM: kctl spark cannot carry MSK IAM tokens to Spark's executors",
+            hint="use SASL/SCRAM or OAUTHBEARER (OIDC) for Spark jobs on MSK",
+        )
+
+
 def _kafka(app: App) -> dict:
+    _refuse_msk_iam(app)
     return dict(app.session.client_config())
 
 
@@ -347,7 +363,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
 
     if (topic is None) == (dump_dir is None):
         raise UsageError("unable to audit: give exactly one of --topic and --dump")
-    factory = _session_factory(app, master, spark_conf, packages)
+    factory = _session_factory(app, master, spark_conf, packages, uses_kafka=topic is not None or compare_to is not None)
     json_schema = _json_schema(schema_file) if schema_file else None
 
     def load(name: str, as_dump: bool):

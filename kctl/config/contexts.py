@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kctl.config.model import ClientSettings, ConfigFile, Context
 from kctl.config.secrets import mask
-from kctl.errors import NotFoundError
+from kctl.errors import NotFoundError, UsageError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +32,8 @@ class ContextView:
     bootstrap_servers: str | None
     timeout: float | None
     properties: tuple[Property, ...]
+    # AWS MSK IAM settings (region, profile, role-arn, role-session-name); empty: off.
+    aws_msk_iam: dict[str, str]
 
 
 def summaries(config: ConfigFile) -> list[ContextSummary]:
@@ -52,6 +54,7 @@ def view_stored(config: ConfigFile, name: str) -> ContextView:
         bootstrap_servers=context.bootstrap_servers,
         timeout=context.timeout,
         properties=_properties(context.properties),
+        aws_msk_iam=dict(context.aws_msk_iam),
     )
 
 
@@ -61,6 +64,7 @@ def view_effective(settings: ClientSettings) -> ContextView:
         bootstrap_servers=settings.bootstrap_servers,
         timeout=settings.timeout,
         properties=_properties(settings.properties),
+        aws_msk_iam=dict(settings.aws_msk_iam),
     )
 
 
@@ -84,16 +88,23 @@ def set_context(
     properties: Sequence[tuple[str, str]] = (),
     unset: Sequence[str] = (),
     make_current: bool = False,
+    aws_msk_iam: Mapping[str, str] | None = None,
 ) -> ConfigFile:
-    """Create or update a context; the first context ever created becomes the current one."""
+    """Create or update a context; the first context ever created becomes the current one.
+    `unset` names properties, bootstrap-servers, timeout or aws-msk-iam (all of it)."""
     old = config.contexts.get(name) or Context(name=name)
     values = {k: v for k, v in old.properties.items() if k not in unset}
     values.update(dict(properties))
+    msk = {} if "aws-msk-iam" in unset else dict(old.aws_msk_iam)
+    msk.update({k: v for k, v in (aws_msk_iam or {}).items() if v})
+    if msk and not msk.get("region"):
+        raise UsageError(f"unable to set context {name!r}: AWS MSK IAM needs --aws-msk-iam-region")
     new = Context(
         name=name,
         bootstrap_servers=bootstrap_servers if bootstrap_servers is not None else (None if "bootstrap-servers" in unset else old.bootstrap_servers),
         timeout=timeout if timeout is not None else (None if "timeout" in unset else old.timeout),
         properties=values,
+        aws_msk_iam=msk,
     )
     updated = config.with_context(new)
     if make_current or config.current_context is None:

@@ -12,6 +12,9 @@ Layout::
     "security.protocol" = "SASL_SSL"
     "sasl.mechanism" = "SCRAM-SHA-512"
 
+    [contexts.msk.aws-msk-iam]        # AWS MSK IAM: region, and a profile or role-arn
+    region = "eu-west-1"
+
 The file may hold secrets, so it is created 0600 and replaced atomically.
 """
 
@@ -23,7 +26,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from kctl.config.model import ConfigFile, Context
+from kctl.config.model import MSK_IAM_KEYS, ConfigFile, Context
 from kctl.errors import ConfigError
 
 
@@ -72,7 +75,7 @@ def _parse(data: dict, path: Path) -> ConfigFile:
     for name, raw in raw_contexts.items():
         if not isinstance(raw, dict):
             raise bad(f"context {name!r} must be a table")
-        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties"}
+        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam"}
         if unknown:
             raise bad(f"context {name!r} has unknown key {sorted(unknown)[0]!r}")
         bootstrap = raw.get("bootstrap-servers")
@@ -84,11 +87,19 @@ def _parse(data: dict, path: Path) -> ConfigFile:
         properties = raw.get("properties", {})
         if not isinstance(properties, dict):
             raise bad(f"context {name!r}: properties must be a table")
+        msk = raw.get("aws-msk-iam", {})
+        if not isinstance(msk, dict) or any(not isinstance(v, str) for v in msk.values()):
+            raise bad(f"context {name!r}: aws-msk-iam must be a table of strings")
+        if set(msk) - set(MSK_IAM_KEYS):
+            raise bad(f"context {name!r}: aws-msk-iam has unknown key {sorted(set(msk) - set(MSK_IAM_KEYS))[0]!r} (known: {', '.join(MSK_IAM_KEYS)})")
+        if msk and not msk.get("region"):
+            raise bad(f"context {name!r}: aws-msk-iam needs a region")
         contexts[name] = Context(
             name=name,
             bootstrap_servers=bootstrap,
             timeout=float(timeout) if timeout is not None else None,
             properties={str(k): _property_value(v) for k, v in properties.items()},
+            aws_msk_iam=dict(msk),
         )
     return ConfigFile(current_context=current, contexts=contexts)
 
@@ -114,6 +125,9 @@ def dumps(config: ConfigFile) -> str:
         if context.properties:
             lines += ["", f"[contexts.{_quote(name)}.properties]"]
             lines += [f"{_quote(k)} = {_quote(v)}" for k, v in sorted(context.properties.items())]
+        if context.aws_msk_iam:
+            lines += ["", f"[contexts.{_quote(name)}.aws-msk-iam]"]
+            lines += [f"{_quote(k)} = {_quote(v)}" for k, v in sorted(context.aws_msk_iam.items())]
     return "\n".join(lines) + "\n"
 
 

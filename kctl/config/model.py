@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 DEFAULT_TIMEOUT = 10.0
+# The settings of AWS MSK IAM authentication, in a context's aws-msk-iam table.
+MSK_IAM_KEYS = ("region", "profile", "role-arn", "role-session-name")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,6 +19,8 @@ class Context:
     timeout: float | None = None
     # librdkafka properties, passed to the client verbatim.
     properties: dict[str, str] = field(default_factory=dict)
+    # AWS MSK IAM authentication (region, profile, role-arn, role-session-name); empty: off.
+    aws_msk_iam: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,3 +42,5 @@ class ClientSettings:
     properties: dict[str, str]
     timeout: float
     context: str | None
+    # AWS MSK IAM (see Context); tokens come from AWS's signer, for both clients.
+    aws_msk_iam: dict[str, str] = field(default_factory=dict)

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kctl.config.model import DEFAULT_TIMEOUT, ClientSettings, ConfigFile, Context
+from kctl.config.model import DEFAULT_TIMEOUT, MSK_IAM_KEYS, ClientSettings, ConfigFile, Context
 from kctl.errors import ConfigError, NotFoundError, UsageError
 
 # KCTL_X_SASL_PASSWORD=... sets sasl.password: a way to keep secrets off the command line.
 PROPERTY_ENV_PREFIX = "KCTL_X_"
+# KCTL_AWS_MSK_IAM_REGION=... (and _PROFILE, _ROLE_ARN, _ROLE_SESSION_NAME) turn AWS MSK
+# IAM on, or change a context's.
+MSK_IAM_ENV_PREFIX = "KCTL_AWS_MSK_IAM_"
 
 
 def parse_property(text: str) -> tuple[str, str]:
@@ -100,9 +103,18 @@ def resolve(
     else:
         timeout = DEFAULT_TIMEOUT
 
+    aws_msk_iam = dict(context.aws_msk_iam) if context else {}
+    for key in MSK_IAM_KEYS:
+        value = env.get(MSK_IAM_ENV_PREFIX + key.upper().replace("-", "_"))
+        if value:
+            aws_msk_iam[key] = value
+    if aws_msk_iam and not aws_msk_iam.get("region"):
+        raise ConfigError("unable to use AWS MSK IAM: no region set", hint="set KCTL_AWS_MSK_IAM_REGION or the context's aws-msk-iam region")
+
     return ClientSettings(
         bootstrap_servers=bootstrap,
         properties=properties,
         timeout=timeout,
         context=context.name if context else None,
+        aws_msk_iam=aws_msk_iam,
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 import ssl
 
 import pytest
@@ -64,5 +67,42 @@ def test_relaxed_tls_verification():
 
 
 def test_unsupported_property_is_a_config_error():
-    with pytest.raises(ConfigError, match="property 'sasl.oauthbearer.client.id' has no kafka-python equivalent"):
-        translate_config(settings(**{"sasl.oauthbearer.client.id": "x"}))
+    with pytest.raises(ConfigError, match="property 'sasl.kerberos.keytab' has no kafka-python equivalent"):
+        translate_config(settings(**{"sasl.kerberos.keytab": "/k"}))
+
+
+def test_a_mechanism_the_bridge_cannot_carry_is_refused_by_name():
+    with pytest.raises(ConfigError, match="sasl.mechanism AWS_MSK_IAM is not supported by it"):
+        translate_config(settings(**{"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"}))
+
+
+def _claims(token: str) -> dict:
+    header, payload, signature = token.split(".")
+    pad = lambda text: text + "=" * (-len(text) % 4)  # noqa: E731
+    assert json.loads(base64.urlsafe_b64decode(pad(header))) == {"alg": "none"}
+    assert signature == ""
+    return json.loads(base64.urlsafe_b64decode(pad(payload)))
+
+
+def test_unsecured_jwt_tokens_like_librdkafkas():
+    config = translate_config(settings(**{
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+        "sasl.oauthbearer.config": "principal=alice scope=read,write lifeSeconds=60 extension_traceId=123",
+    }))
+    provider = config.pop("sasl_oauth_token_provider")
+    assert config["sasl_mechanism"] == "OAUTHBEARER"
+    claims = _claims(provider.token())
+    assert (claims["sub"], claims["scope"], claims["exp"] - claims["iat"]) == ("alice", ["read", "write"], 60)
+    assert provider.extensions() == {"traceId": "123"}
+
+
+@pytest.mark.parametrize(("properties", "message"), [
+    ({}, "no token source"),
+    ({"enable.sasl.oauthbearer.unsecure.jwt": "true"}, "needs principal=NAME"),
+    ({"enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": "principal=a lifeSeconds=x"}, "lifeSeconds='x'"),
+    ({"sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.client.id": "c"}, "sasl.oauthbearer.token.endpoint.url, sasl.oauthbearer.client.secret not set"),
+    ({"sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.grant.type": "urn:ietf:params:oauth:grant-type:jwt-bearer"}, "grant.type=urn:ietf:params:oauth:grant-type:jwt-bearer is not supported"),
+])
+def test_oauthbearer_settings_the_bridge_cannot_use(properties, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        translate_config(settings(**{"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", **properties}))

@@ -36,6 +36,18 @@ def test_unreachable_fails_within_timeout():
     assert hint == "hint: check -b/--bootstrap-server, the context, and that the brokers are up"
 
 
+def test_unreachable_through_the_kafka_python_bridge():
+    address = f"127.0.0.1:{_closed_port()}"
+    started = time.monotonic()
+    result = run_cli("-b", address, "--timeout", "2", "quota", "list")
+    assert time.monotonic() - started < 4
+    assert (result.returncode, result.stdout) == (ExitCode.UNREACHABLE, "")
+    assert result.stderr == (
+        f"error: unable to connect: cluster unreachable at {address}: KafkaConnectionError: 111 ECONNREFUSED\n"
+        "hint: check -b/--bootstrap-server, the context, and that the brokers are up\n"
+    )
+
+
 def test_unresolvable_host(kctl):
     result = kctl("-b", "no-such-host.invalid:9092", "--timeout", "3", "cluster", "info")
     assert result.exit_code == ExitCode.UNREACHABLE

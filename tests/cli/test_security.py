@@ -54,6 +54,13 @@ def test_wrong_password_is_not_authorized(kctl, secured_kafka):
     assert "wrong" not in result.stderr
 
 
+def test_wrong_password_on_the_kafka_python_bridge(kctl, secured_kafka):
+    result = kctl(*sasl_flags(secured_kafka, password="wrong-pw"), "--timeout", "3", "quota", "list")
+    assert result.exit_code == ExitCode.NOT_AUTHORIZED, result.stderr
+    assert result.stderr.startswith(f"error: unable to connect: authentication failed at {secured_kafka.bootstrap}: ")
+    assert "wrong-pw" not in result.stderr
+
+
 def test_user_without_acls_is_refused(kctl, secured_kafka, unique_name):
     flags = sasl_flags(secured_kafka, user="alice")
     result = kctl(*flags, "topic", "create", unique_name("denied"))

@@ -83,6 +83,16 @@ def test_a_killed_producers_transaction_is_found_and_aborted(kctl, kafka_cluster
     assert (f"note: {topic}:0: read_committed stops at offset 4, 3 before the log end: an open transaction holds it "
             f"(kctl transaction find-hanging -t {topic})") in stuck.stderr
 
+    # A read_committed group read everything it can (offset 3 is the first transaction's
+    # commit marker, which lag counts as Kafka's tools do), and is stuck there.
+    group = f"{transactional_id}-g"
+    assert kctl(*b, "record", "consume", f"{topic}:0", "--group", group, "--isolation", "read_committed").exit_code == 0
+    lag = kctl(*b, "group", "lag", group, "--isolation", "read_committed", "-o", "json")
+    assert lag.exit_code == 0, lag.stderr
+    assert [(p["partition"], p["committed"], p["log_end"], p["lag"]) for p in json.loads(lag.stdout)[0]["partitions"]] == [(0, 3, 4, 1)]
+    assert (f"note: {topic}:0: read_committed stops at offset 4, 3 before the log end: an open transaction holds it "
+            f"(kctl transaction find-hanging -t {topic})") in lag.stderr
+
     # The transaction is younger than transaction.max.timeout.ms: not reported by default.
     assert kctl(*b, "transaction", "find-hanging", "-t", topic).exit_code == 0
     found = kctl(*b, "transaction", "find-hanging", "-t", topic, "--max-age", "1s", "-o", "json")

@@ -1,0 +1,217 @@
+"""OAUTHBEARER tokens for both of kctl's Kafka clients.
+
+librdkafka gets its tokens itself for the two mechanisms it knows (an unsecured JWT from
+`sasl.oauthbearer.config`, OIDC client credentials from `sasl.oauthbearer.method=oidc`);
+kafka-python, which serves the APIs librdkafka lacks, gets the same tokens from a
+provider built here from the same properties, so a context means the same thing to both
+clients. AWS MSK IAM is a token source of kctl's own (AWS's signer, the `msk` extra),
+handed to librdkafka as its `oauth_cb` and to kafka-python as its provider.
+
+A setting the kafka-python side cannot honour is a ConfigError naming it: the bridge
+never falls back to another mechanism.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from kctl.errors import ConfigError, NotAuthorizedError, UnreachableError
+
+# Tokens are renewed once this share of their lifetime has passed, as librdkafka does.
+_REFRESH_AT = 0.8
+
+
+class TokenSource:
+    """A cached token from `fetch` (-> token, expiry in epoch seconds), renewed after 80%
+    of its lifetime; thread-safe, because kafka-python authenticates from its own thread."""
+
+    def __init__(self, fetch: Callable[[], tuple[str, float]], extensions: Mapping[str, str] | None = None):
+        self._fetch = fetch
+        self._lock = threading.Lock()
+        self._token: str | None = None
+        self._renew_at = 0.0
+        self._expiry = 0.0
+        self.extensions = dict(extensions or {})
+
+    def current(self) -> tuple[str, float]:
+        with self._lock:
+            now = time.time()
+            if self._token is None or now >= self._renew_at:
+                token, expiry = self._fetch()
+                self._token, self._expiry = token, expiry
+                self._renew_at = now + max(0.0, expiry - now) * _REFRESH_AT
+            return self._token, self._expiry
+
+    def librdkafka_callback(self, _oauthbearer_config: str) -> tuple[str, float]:
+        """confluent-kafka's oauth_cb: (token, expiry in epoch seconds). librdkafka calls
+        it again before the expiry, so it always gets a fresh token."""
+        with self._lock:
+            self._token = None  # librdkafka decides when to renew; never hand back a stale one
+        return self.current()
+
+    def kafka_python_provider(self):
+        from kafka.net.sasl.oauth import AbstractTokenProvider
+
+        source = self
+
+        class Provider(AbstractTokenProvider):
+            def token(self):
+                return source.current()[0]
+
+            def extensions(self):
+                return dict(source.extensions)
+
+        return Provider()
+
+
+# -- the token kinds ------------------------------------------------------------------------
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def unsecured_jwt(principal: str, life_seconds: int, scope: list[str] | None = None, now: float | None = None) -> tuple[str, float]:
+    """The unsecured JWS (alg "none") librdkafka builds from sasl.oauthbearer.config and
+    Kafka's default OAUTHBEARER validator accepts: for development and tests only."""
+    issued = int(now if now is not None else time.time())
+    claims: dict = {"sub": principal, "iat": issued, "exp": issued + life_seconds}
+    if scope:
+        claims["scope"] = scope
+    token = f"{_b64url(json.dumps({'alg': 'none'}).encode())}.{_b64url(json.dumps(claims).encode())}."
+    return token, float(claims["exp"])
+
+
+def parse_unsecured_config(text: str) -> tuple[str, int, list[str], dict[str, str]]:
+    """librdkafka's sasl.oauthbearer.config for unsecured JWTs: space-separated
+    principal=, scope= (comma list), lifeSeconds=, extension_NAME=value."""
+    principal, life, scope, extensions = None, 3600, [], {}
+    for item in text.split():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"unable to read sasl.oauthbearer.config: {item!r} is not key=value")
+        if key == "principal":
+            principal = value
+        elif key == "lifeSeconds":
+            if not value.isdigit() or int(value) <= 0:
+                raise ConfigError(f"unable to read sasl.oauthbearer.config: lifeSeconds={value!r} is not a positive number")
+            life = int(value)
+        elif key == "scope":
+            scope = [s for s in value.split(",") if s]
+        elif key.startswith("extension_"):
+            extensions[key[len("extension_"):]] = value
+        elif key == "principalClaimName":
+            raise ConfigError("unable to configure OAUTHBEARER: principalClaimName is not supported by kctl; the principal goes in the sub claim")
+        else:
+            raise ConfigError(f"unable to read sasl.oauthbearer.config: unknown key {key!r}")
+    if not principal:
+        raise ConfigError("unable to configure OAUTHBEARER: sasl.oauthbearer.config needs principal=NAME for unsecured JWTs")
+    return principal, life, scope, extensions
+
+
+def oidc_client_credentials(properties: Mapping[str, str]) -> Callable[[], tuple[str, float]]:
+    """A fetch of an access token from the OIDC token endpoint with the client
+    credentials grant, as librdkafka's sasl.oauthbearer.method=oidc does."""
+    import ssl
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    url = properties.get("sasl.oauthbearer.token.endpoint.url")
+    client_id = properties.get("sasl.oauthbearer.client.id")
+    secret = properties.get("sasl.oauthbearer.client.secret")
+    missing = [k for k, v in (("sasl.oauthbearer.token.endpoint.url", url), ("sasl.oauthbearer.client.id", client_id),
+                              ("sasl.oauthbearer.client.secret", secret)) if not v]
+    if missing:
+        raise ConfigError(f"unable to configure OAUTHBEARER (oidc): {', '.join(missing)} not set")
+    form = {"grant_type": "client_credentials"}
+    if properties.get("sasl.oauthbearer.scope"):
+        form["scope"] = properties["sasl.oauthbearer.scope"]
+    body = urllib.parse.urlencode(form).encode()
+    basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+    context = ssl.create_default_context(cafile=properties.get("https.ca.location") or None) if url.startswith("https:") else None
+
+    def fetch() -> tuple[str, float]:
+        request = urllib.request.Request(
+            url, data=body, method="POST",
+            headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30, context=context) as response:
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token from {url}: HTTP {exc.code} {exc.reason}") from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise UnreachableError(f"unable to get an OAUTHBEARER token from {url}: {getattr(exc, 'reason', exc)}") from exc
+        except ValueError as exc:
+            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token from {url}: the answer is not JSON") from exc
+        token = answer.get("access_token") if isinstance(answer, dict) else None
+        if not isinstance(token, str) or not token:
+            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token from {url}: no access_token in the answer")
+        expires_in = answer.get("expires_in")
+        return token, time.time() + (float(expires_in) if isinstance(expires_in, int | float) else 3600.0)
+
+    return fetch
+
+
+def msk_iam(settings: Mapping[str, str]) -> Callable[[], tuple[str, float]]:
+    """A fetch of an AWS MSK IAM token from AWS's signer (pip install 'kctl[msk]'): the
+    default credential chain, a named profile, or an assumed role."""
+    try:
+        from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
+    except ImportError as exc:
+        raise ConfigError(
+            "unable to use AWS MSK IAM: the aws-msk-iam-sasl-signer-python package is not installed",
+            hint="pip install 'kctl[msk]'",
+        ) from exc
+    region = settings.get("region")
+    if not region:
+        raise ConfigError("unable to use AWS MSK IAM: no region set", hint="kctl context set NAME --aws-msk-iam-region REGION, or KCTL_AWS_MSK_IAM_REGION")
+
+    def fetch() -> tuple[str, float]:
+        try:
+            if settings.get("role-arn"):
+                args = [region, settings["role-arn"]] + ([settings["role-session-name"]] if settings.get("role-session-name") else [])
+                token, expiry_ms = MSKAuthTokenProvider.generate_auth_token_from_role_arn(*args)
+            elif settings.get("profile"):
+                token, expiry_ms = MSKAuthTokenProvider.generate_auth_token_from_profile(region, settings["profile"])
+            else:
+                token, expiry_ms = MSKAuthTokenProvider.generate_auth_token(region)
+        except Exception as exc:  # noqa: BLE001 - botocore's credential errors are many
+            raise NotAuthorizedError(f"unable to sign an AWS MSK IAM token: {type(exc).__name__}: {exc}") from exc
+        return token, expiry_ms / 1000.0
+
+    return fetch
+
+
+# -- choosing ---------------------------------------------------------------------------------
+
+
+def kafka_python_source(properties: Mapping[str, str], aws_msk_iam: Mapping[str, str] | None) -> TokenSource:
+    """The token source kafka-python needs for OAUTHBEARER with these settings."""
+    if aws_msk_iam:
+        return TokenSource(msk_iam(aws_msk_iam))
+    if properties.get("sasl.oauthbearer.grant.type", "client_credentials") != "client_credentials":
+        raise ConfigError(
+            f"unable to configure the kafka-python client: sasl.oauthbearer.grant.type={properties['sasl.oauthbearer.grant.type']} is not supported",
+            hint="this command uses kafka-python for an API librdkafka lacks; it supports OIDC client credentials and unsecured JWTs",
+        )
+    for key in ("sasl.oauthbearer.metadata.authentication.type", "sasl.oauthbearer.assertion.private.key.file"):
+        if properties.get(key) and properties[key].lower() != "none":
+            raise ConfigError(f"unable to configure the kafka-python client: {key} is not supported", hint="kctl's bridge supports OIDC client credentials and unsecured JWTs")
+    method = properties.get("sasl.oauthbearer.method", "default").lower()
+    if method == "oidc":
+        extensions = dict(item.split("=", 1) for item in properties.get("sasl.oauthbearer.extensions", "").split(",") if "=" in item)
+        return TokenSource(oidc_client_credentials(properties), extensions)
+    if properties.get("enable.sasl.oauthbearer.unsecure.jwt", "false").lower() == "true":
+        principal, life, scope, extensions = parse_unsecured_config(properties.get("sasl.oauthbearer.config", ""))
+        return TokenSource(lambda: unsecured_jwt(principal, life, scope), extensions)
+    raise ConfigError(
+        "unable to configure OAUTHBEARER: no token source",
+        hint="set sasl.oauthbearer.method=oidc with its client id, secret and token endpoint, "
+        "enable.sasl.oauthbearer.unsecure.jwt=true with sasl.oauthbearer.config=principal=NAME, or a context's aws-msk-iam",
+    )

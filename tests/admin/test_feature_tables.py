@@ -1,0 +1,44 @@
+"""kctl's tables of Kafka's metadata versions and of each release's feature levels
+(kctl/admin/features.py) match the Kafka jars the tests run: a newer Kafka with a new
+metadata version or release makes this fail until the tables are updated."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kctl.admin.features import METADATA_VERSIONS, RELEASES
+
+SOURCE = Path(__file__).resolve().parent.parent / "brokers" / "FeatureLevels.java"
+
+
+@pytest.fixture(scope="module")
+def kafka_levels() -> list[str]:
+    from tests.brokers.jars import JarResolutionError, resolve_classpath
+
+    try:
+        classpath = os.pathsep.join(str(p) for p in resolve_classpath())
+    except JarResolutionError as exc:
+        if os.environ.get("KCTL_REQUIRE_BROKERS") == "1":
+            raise
+        pytest.skip(f"Kafka's jars: {exc}")
+    proc = subprocess.run(["java", "-cp", classpath, str(SOURCE)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_metadata_version_names(kafka_levels):
+    theirs = {int(line.split()[1]): line.split()[2] for line in kafka_levels if line.startswith("mv ")}
+    assert dict(METADATA_VERSIONS) == theirs
+
+
+def test_release_feature_levels(kafka_levels):
+    theirs = {}
+    for line in kafka_levels:
+        if line.startswith("release "):
+            _, release, *levels = line.split()
+            theirs[release] = {name: int(level) for name, level in (item.split("=") for item in levels)}
+    assert {release: dict(levels) for release, levels in RELEASES.items()} == theirs
