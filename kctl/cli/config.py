@@ -98,10 +98,9 @@ def describe(app: App, entity_type, names, include_defaults, keys):
 
     targets = list(names) or [None]
     found, errors = describe_configs(app.session, entity_type, targets, include_defaults=include_defaults, keys=keys)
-    if entity_type == "client-metrics" and not names and not found and not errors:
-        app.note("no client-metrics subscriptions")
-        return
     report_documents(app, found, errors, CONFIG_DOCUMENT, "describe configs", len(found) + len(errors))
+    if entity_type == "client-metrics" and not names and not found:
+        app.note("no client-metrics subscriptions")
 
 
 @config.command("alter")

@@ -87,6 +87,8 @@ def _update_command(verb: str):
         if verb == "upgrade":
             decorators.insert(1, click.option("--release-version", metavar="X.Y",
                                               help="Every feature to the level Kafka's release X.Y gives it (as kafka-features upgrade --release-version)."))
+        else:
+            decorators.insert(1, click.option("--unsafe", is_flag=True, help="Allow a downgrade that may lose metadata (Kafka's UNSAFE_DOWNGRADE)."))
         for decorator in reversed(decorators):
             function = decorator(function)
         return function
@@ -151,8 +153,7 @@ def upgrade(app: App, features, release_version, dry_run, yes):
 
 @feature.command("downgrade")
 @_update_command("downgrade")
-@click.option("--unsafe", is_flag=True, help="Allow a downgrade that may lose metadata (Kafka's UNSAFE_DOWNGRADE).")
-def downgrade(app: App, features, dry_run, yes, unsafe):
+def downgrade(app: App, features, unsafe, dry_run, yes):
     """Lower finalized feature levels (level 0 disables a feature), after asking.
 
     A safe downgrade is refused by the controller when it would lose metadata;
