@@ -154,26 +154,37 @@ def connect(settings: ClientSettings, tokens: Callable[[], Any] | None = None) -
         return KafkaAdminClient(**config)
     except Exception as exc:  # noqa: BLE001 - every failure becomes one KctlError
         if isinstance(exc, errors.KafkaTimeoutError) and "bootstrap" in str(exc) and failures.causes:
-            raise _bootstrap_error(failures.causes[-1], settings.bootstrap_servers) from exc
+            raise _bootstrap_error(failures.causes, settings.bootstrap_servers, config.get("sasl_mechanism")) from exc
         raise translate_error(exc, "connect", settings.bootstrap_servers) from exc
     finally:
         manager_log.removeHandler(failures)
 
 
-def _bootstrap_error(cause: BaseException, bootstrap: str | None) -> KctlError:
+def _bootstrap_error(causes: list[BaseException], bootstrap: str | None, mechanism: str | None) -> KctlError:
+    """The error for a bootstrap that failed. Any refused login wins: after refusing one,
+    the broker closes the connection, and the next attempt may only see that."""
     from kafka import errors
 
-    if isinstance(cause, KctlError):
-        return cause  # kctl's own OAUTHBEARER token source failed: its error says why
-
+    for cause in causes:
+        if isinstance(cause, KctlError):
+            return cause  # kctl's own OAUTHBEARER token source failed: its error says why
+    hint = "check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* (-X, the context, KCTL_X_*)"
     authentication = tuple(getattr(errors, n) for n in ("AuthenticationFailedError", "SaslAuthenticationFailedError") if hasattr(errors, n))
-    if isinstance(cause, authentication):
+    refused = [c for c in causes if isinstance(c, authentication)]
+    if refused:
+        cause = refused[-1]
+        # kafka-python's text repeats the class name: "[Error 58] X: X: Authentication failed..."
+        text = str(cause.args[0]) if cause.args else ""
+        text = text.split(": ", 1)[1] if text.startswith(type(cause).__name__ + ": ") else text
+        return NotAuthorizedError(f"unable to connect: authentication failed at {bootstrap}: {kafka_error_name(cause)}: {text}", hint=hint)
+    if mechanism and all("socket disconnected" in str(c) for c in causes):
+        # The broker accepted the connection and closed it: with SASL, what it does after
+        # refusing a login when its answer did not reach the client (seen under load).
         return NotAuthorizedError(
-            f"unable to connect: authentication failed at {bootstrap}: {cause}",
-            hint="check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* (-X, the context, KCTL_X_*)",
+            f"unable to connect: {bootstrap} closed the connection before SASL {mechanism} authentication completed", hint=hint
         )
     return UnreachableError(
-        f"unable to connect: cluster unreachable at {bootstrap}: {cause}",
+        f"unable to connect: cluster unreachable at {bootstrap}: {causes[-1]}",
         hint="check -b/--bootstrap-server, the context, and that the brokers are up",
     )
 

@@ -57,7 +57,12 @@ def test_wrong_password_is_not_authorized(kctl, secured_kafka):
 def test_wrong_password_on_the_kafka_python_bridge(kctl, secured_kafka):
     result = kctl(*sasl_flags(secured_kafka, password="wrong-pw"), "--timeout", "3", "quota", "list")
     assert result.exit_code == ExitCode.NOT_AUTHORIZED, result.stderr
-    assert result.stderr.startswith(f"error: unable to connect: authentication failed at {secured_kafka.bootstrap}: ")
+    # The broker's refusal, or (under load, when it did not reach the client) the close after it.
+    assert result.stderr.split("\n")[0] in (
+        f"error: unable to connect: authentication failed at {secured_kafka.bootstrap}: "
+        "SASL_AUTHENTICATION_FAILED: Authentication failed: Invalid username or password",
+        f"error: unable to connect: {secured_kafka.bootstrap} closed the connection before SASL PLAIN authentication completed",
+    ), result.stderr
     assert "wrong-pw" not in result.stderr
 
 
