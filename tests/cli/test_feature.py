@@ -171,6 +171,9 @@ def test_quorum_of_three_shows_a_stopped_voter_falling_behind(kctl, cluster, uni
         assert {v["node_id"]: v["lag"] for v in as_json(kctl, cluster, "cluster", "quorum")["voters"]}[follower] < 5
 
     eventually(caught_up, timeout=30)
+    # Leave the cluster as the next tests expect it: every replica back in sync.
+    healthy = kctl("-b", cluster.bootstrap, "cluster", "health", "--watch", "--interval", "1", "--exit-when-healthy", "--max-wait", "90")
+    assert healthy.exit_code == 0, healthy.stdout
 
 
 def test_client_metrics_subscriptions(kctl, kafka_cluster, unique_name):
