@@ -1,8 +1,8 @@
 """The Broker: configuration plus the storage and coordinator state handlers work on.
 
-Owns start-up (open the data directory, recover logs, replay committed offsets), the
-housekeeping loop (group session expiry, retention, checkpoints, periodic flush) and
-shutdown. The network side lives in server.py.
+Owns start-up (open the data directory, recover logs, replay committed offsets and
+transaction state), the housekeeping loop (group session expiry, transaction timeouts,
+retention, checkpoints, periodic flush) and shutdown. The network side lives in server.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from .coordinator.groups import GroupCoordinator
 from .coordinator.offsets import OffsetStore
 from .coordinator.producer_ids import ProducerIdManager
+from .coordinator.transactions import TransactionCoordinator
 from .storage.manager import LogManager
 
 log = logging.getLogger("kctl.broker")
@@ -41,6 +42,7 @@ class BrokerConfig:
     max_request_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     retention_check_interval_ms: int = 300_000
     checkpoint_interval_ms: int = 60_000
+    transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
 
     @property
     def advertised(self) -> tuple[str, int]:
@@ -55,6 +57,9 @@ class Broker:
         self.offsets = OffsetStore(config.data_dir)
         self.groups = GroupCoordinator(self.offsets, clock, config.group_initial_rebalance_delay_ms)
         self.producer_ids = ProducerIdManager(config.data_dir)
+        self.transactions = TransactionCoordinator(
+            config.data_dir, clock, self.logs, self.producer_ids.allocate, self.groups.commit,
+            self.notify_appended, config.transaction_max_timeout_ms)
         # Groups whose KIP-848 heartbeat was refused and logged (once each).
         self.refused_consumer_protocol_groups: set[str] = set()
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
@@ -73,6 +78,7 @@ class Broker:
         try:
             report["skipped_offset_entries"] = self.offsets.open()
             self.producer_ids.open()
+            report["skipped_transaction_entries"] = self.transactions.open()
         except BaseException:
             self.logs.unlock()
             raise
@@ -89,6 +95,7 @@ class Broker:
             now = self.clock()
             try:
                 self.groups.tick()
+                self.transactions.tick()
                 if now - last_retention >= self.config.retention_check_interval_ms:
                     last_retention = now
                     deleted = self.logs.enforce_retention()
@@ -105,6 +112,7 @@ class Broker:
     def close(self) -> None:
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+        self.transactions.close()
         self.offsets.close()
         self.logs.close()
 

@@ -211,6 +211,8 @@ class KafkaCluster:
             "log.segment.bytes": str(16 * 1024 * 1024),
             # Compaction tests: clean a dirty compacted log within a second, not 15 s.
             "log.cleaner.backoff.ms": "1000",
+            # Transaction timeout tests: abort an expired transaction within a second, not 10 s.
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         }
         if self.authorizer:
             properties.update(

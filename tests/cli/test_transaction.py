@@ -1,6 +1,7 @@
-"""kctl transaction and producer against real Kafka: a hanging transaction made for real
-(a transactional producer killed with SIGKILL mid-transaction), found as kafka-transactions
-finds it, aborted, after which a read_committed consumer gets past it."""
+"""kctl transaction and producer against real Kafka and the bundled broker: a hanging
+transaction made for real (a transactional producer killed with SIGKILL mid-transaction),
+found as kafka-transactions finds it, aborted, after which a read_committed consumer gets
+past it."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def kafka_cluster(cluster):
-    if cluster.kafka is None:
-        pytest.skip("transactions need Apache Kafka (the bundled broker has no transaction coordinator)")
+    """Apache Kafka or the bundled broker (its transaction coordinator)."""
+    if cluster.nodes != 1 and cluster.kafka is None:
+        pytest.skip("single nodes")
     return cluster
 
 
@@ -31,9 +33,27 @@ def as_json(kctl, cluster, *args):
     return json.loads(result.stdout)
 
 
-def kafka_transactions(cluster, *args) -> list[list[str]]:
+@pytest.fixture(scope="module")
+def kafka_tools(tmp_path_factory):
+    """Kafka's own command-line tools (the kafka backend's jars), to run against any broker."""
+    import os
+
+    from tests.brokers.jars import JarResolutionError
+    from tests.brokers.kafka import KafkaCluster
+
+    tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("kafka-tools"))
+    try:
+        tools.classpath
+    except (JarResolutionError, OSError) as exc:
+        if os.environ.get("KCTL_REQUIRE_BROKERS"):
+            pytest.fail(f"Kafka's jars are needed for kafka-transactions: {exc}")
+        pytest.skip(f"Kafka's jars are needed for kafka-transactions: {exc}")
+    return tools
+
+
+def kafka_transactions(tools, cluster, *args) -> list[list[str]]:
     """Rows (split on whitespace, header first) of Kafka's own kafka-transactions."""
-    proc = cluster.kafka.run_tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", cluster.bootstrap, *args)
+    proc = tools.run_tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", cluster.bootstrap, *args)
     assert proc.returncode == 0, proc.stderr
     return [re.split(r"\s{2,}|\t", line.strip()) for line in proc.stdout.splitlines() if line.strip()]
 
@@ -57,13 +77,13 @@ def hanging(kafka_cluster, kctl, unique_name):
     return topic, transactional_id
 
 
-def test_a_killed_producers_transaction_is_found_and_aborted(kctl, kafka_cluster, hanging):
+def test_a_killed_producers_transaction_is_found_and_aborted(kctl, kafka_cluster, hanging, kafka_tools):
     c, (topic, transactional_id) = kafka_cluster, hanging
     b = ("-b", c.bootstrap)
 
     listed = {t["transactional_id"]: t for t in as_json(kctl, c, "transaction", "list")}
     assert listed[transactional_id]["state"] == "Ongoing"
-    theirs = {row[0]: row for row in kafka_transactions(c, "list")[1:]}
+    theirs = {row[0]: row for row in kafka_transactions(kafka_tools, c, "list")[1:]}
     assert theirs[transactional_id][2:4] == [str(listed[transactional_id]["producer_id"]), "Ongoing"]
 
     described, = as_json(kctl, c, "transaction", "describe", transactional_id)
@@ -73,7 +93,7 @@ def test_a_killed_producers_transaction_is_found_and_aborted(kctl, kafka_cluster
     producers = as_json(kctl, c, "producer", "list", f"{topic}:0")
     open_ = [p for p in producers if p["producer_id"] == producer_id]
     assert [(p["producer_epoch"], p["current_transaction_start_offset"]) for p in open_] == [(described["producer_epoch"], 4)]
-    theirs = kafka_transactions(c, "describe-producers", "--topic", topic, "--partition", "0")
+    theirs = kafka_transactions(kafka_tools, c, "describe-producers", "--topic", topic, "--partition", "0")
     assert [row[0] for row in theirs[1:]] == [str(p["producer_id"]) for p in producers]
     assert [row for row in theirs[1:] if row[0] == str(producer_id)][0][-1] == "4"
 

@@ -223,8 +223,6 @@ def test_interrupted_replay_resumes_without_duplicates(spark, kctl, cluster, sou
 
 
 def test_exactly_once_replay(spark, kctl, cluster, source, make_topic, tmp_path):
-    if cluster.backend == "bundled":
-        pytest.skip("the bundled broker has no transactions")
     b = cluster.bootstrap
     copy = make_topic("eos")
     result = kctl("-b", b, "spark", "replay", "--from-topic", source, "--to-topic", copy, "--exactly-once", "--manifest", str(tmp_path / "m.json"))

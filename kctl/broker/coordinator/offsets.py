@@ -16,15 +16,10 @@ line starts clean and the error is what the client is told.
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..storage.files import write_all
-
-log = logging.getLogger("kctl.broker.coordinator")
+from ..storage.journal import Journal
 
 JOURNAL = "consumer-offsets.jsonl"
 
@@ -39,64 +34,22 @@ class CommittedOffset:
 
 class OffsetStore:
     def __init__(self, data_dir: Path):
-        self.path = data_dir / JOURNAL
+        self.journal = Journal(data_dir / JOURNAL)
         self.groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        self._fd: int | None = None
-        self._size = 0
+
+    @property
+    def path(self) -> Path:
+        return self.journal.path
 
     def open(self) -> int:
         """Replay and compact the journal; returns the number of unreadable lines skipped."""
-        skipped = 0
-        try:
-            with open(self.path, "rb") as handle:
-                for line in handle:
-                    try:
-                        self._apply(json.loads(line))
-                    except (ValueError, KeyError, TypeError):
-                        skipped += 1
-        except FileNotFoundError:
-            pass
-        if skipped:
-            log.warning("skipped %d unreadable lines in %s", skipped, self.path)
-        try:
-            self._compact()
-        except OSError as exc:  # a full disk: the journal as it is stays valid
-            log.warning("%s not compacted: %s", self.path, exc.strerror or exc)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        self._size = os.fstat(self._fd).st_size
-        return skipped
+        return self.journal.open(self._apply, lambda: (_commit_entry(g, o.items()) for g, o in self.groups.items() if o))
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def _compact(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        try:
-            with open(tmp, "w") as handle:
-                for group, offsets in self.groups.items():
-                    if offsets:
-                        handle.write(json.dumps(_commit_entry(group, offsets.items())) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        self.journal.close()
 
     def _write(self, entry: dict) -> None:
-        """Append one line, or nothing: raises OSError with the journal unchanged."""
-        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
-        try:
-            write_all(self._fd, line, self._size)
-        except OSError:
-            try:
-                os.ftruncate(self._fd, self._size)
-            except OSError:  # the next line is written at the same place anyway
-                pass
-            raise
-        self._size += len(line)
+        self.journal.write(entry)
 
     def _apply(self, entry: dict) -> None:
         if "commit" in entry:

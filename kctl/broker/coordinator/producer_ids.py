@@ -18,7 +18,6 @@ class ProducerIdManager:
         self.path = data_dir / FILE
         self._next = self._block_end = 0
         self.epochs: dict[int, int] = {}
-        self.transactional: dict[str, int] = {}
 
     def open(self) -> None:
         try:
@@ -26,7 +25,7 @@ class ProducerIdManager:
         except (FileNotFoundError, ValueError):
             self._next = self._block_end = 0
 
-    def _allocate(self) -> int:
+    def allocate(self) -> int:
         if self._next >= self._block_end:
             from ..storage.manager import atomic_write
             self._block_end = self._next + BLOCK
@@ -35,25 +34,14 @@ class ProducerIdManager:
         self._next += 1
         return pid
 
-    def init(self, transactional_id: str | None, producer_id: int,
-             producer_epoch: int) -> tuple[int, int]:
-        """(producer_id, epoch) for a new producer, or the next epoch for one re-initialising
-        (KIP-360: librdkafka and Java send their current id and epoch to recover)."""
-        if transactional_id:
-            known = self.transactional.get(transactional_id)
-            if known is not None:
-                epoch = self.epochs[known] + 1
-                if epoch < 32767:
-                    self.epochs[known] = epoch
-                    return known, epoch
-            pid = self._allocate()
-            self.transactional[transactional_id] = pid
-            self.epochs[pid] = 0
-            return pid, 0
+    def init(self, producer_id: int, producer_epoch: int) -> tuple[int, int]:
+        """(producer_id, epoch) for a new idempotent producer, or the next epoch for one
+        re-initialising (KIP-360: librdkafka and Java send their current id and epoch to
+        recover). Transactional producers get theirs from the transaction coordinator."""
         if producer_id >= 0 and producer_epoch >= 0 and producer_epoch < 32766:
             epoch = max(self.epochs.get(producer_id, producer_epoch), producer_epoch) + 1
             self.epochs[producer_id] = epoch
             return producer_id, epoch
-        pid = self._allocate()
+        pid = self.allocate()
         self.epochs[pid] = 0
         return pid, 0

@@ -36,6 +36,8 @@ def _static_broker_configs(broker) -> dict[str, str]:
         "group.initial.rebalance.delay.ms": str(c.group_initial_rebalance_delay_ms),
         "socket.request.max.bytes": str(c.max_request_bytes),
         "log.retention.check.interval.ms": str(c.retention_check_interval_ms),
+        "transaction.max.timeout.ms": str(c.transaction_max_timeout_ms),
+        "transaction.state.log.replication.factor": "1",
         # No log cleaner yet: compacted topics keep every record. Saying so in Kafka's own
         # terms lets any tool (kctl topic describe does) warn about it.
         "log.cleaner.enable": "false",

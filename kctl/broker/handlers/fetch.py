@@ -10,7 +10,10 @@ from .common import leader_epoch_error, topic_name
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
 
-def _fetch_partition(broker, name, p, budget: int, first: bool) -> dict:
+READ_COMMITTED = 1
+
+
+def _fetch_partition(broker, name, p, budget: int, first: bool, isolation: int) -> dict:
     plog = broker.logs.logs.get((name, p.partition)) if name is not None else None
     result = {"partition_index": p.partition, "error_code": errors.NONE, "high_watermark": -1,
               "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
@@ -20,7 +23,8 @@ def _fetch_partition(broker, name, p, budget: int, first: bool) -> dict:
             else errors.UNKNOWN_TOPIC_ID
         return result
     end = plog.log_end_offset
-    result.update(high_watermark=end, last_stable_offset=end,
+    stable = plog.last_stable_offset
+    result.update(high_watermark=end, last_stable_offset=stable,
                   log_start_offset=plog.log_start_offset)
     error = leader_epoch_error(getattr(p, "current_leader_epoch", -1))
     if error:
@@ -30,7 +34,14 @@ def _fetch_partition(broker, name, p, budget: int, first: bool) -> dict:
     if offset < plog.log_start_offset or offset > end:
         result["error_code"] = errors.OFFSET_OUT_OF_RANGE
         return result
-    if offset < end and budget > 0:
+    if isolation == READ_COMMITTED:
+        # Up to the last stable offset, with the aborted transactions in that range so the
+        # consumer can drop their records.
+        result["aborted_transactions"] = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                                          for a in plog.aborted_between(offset, stable)]
+        if offset < stable and budget > 0:
+            result["records"] = plog.read(offset, min(p.partition_max_bytes, budget), first, stable)
+    elif offset < end and budget > 0:
         result["records"] = plog.read(offset, min(p.partition_max_bytes, budget), first)
     return result
 
@@ -49,7 +60,7 @@ async def fetch(broker, context, request):
         for topic, name in zip(request.topics, names):
             partitions = []
             for p in topic.partitions:
-                result = _fetch_partition(broker, name, p, budget - total, total == 0)
+                result = _fetch_partition(broker, name, p, budget - total, total == 0, request.isolation_level)
                 total += len(result["records"])
                 has_error |= result["error_code"] != errors.NONE
                 partitions.append(result)
@@ -67,7 +78,7 @@ async def fetch(broker, context, request):
             "responses": responses}
 
 
-def _list_offset(broker, name, p, version) -> dict:
+def _list_offset(broker, name, p, version, isolation: int) -> dict:
     result = {"partition_index": p.partition_index, "error_code": errors.NONE,
               "timestamp": -1, "offset": -1, "leader_epoch": -1}
     plog = broker.logs.logs.get((name, p.partition_index))
@@ -79,13 +90,15 @@ def _list_offset(broker, name, p, version) -> dict:
         result["error_code"] = error
         return result
     timestamp = p.timestamp
+    # read_committed clients see the log only up to its last stable offset.
+    end = plog.last_stable_offset if isolation == READ_COMMITTED else plog.log_end_offset
     if timestamp == LATEST:
-        result.update(offset=plog.log_end_offset, leader_epoch=0)
+        result.update(offset=end, leader_epoch=0)
     elif timestamp in (EARLIEST, EARLIEST_LOCAL):
         result.update(offset=plog.log_start_offset, leader_epoch=0)
     elif timestamp == MAX_TIMESTAMP:
         found = plog.max_timestamp_offset()
-        if found is not None:
+        if found is not None and found[1] < end:
             result.update(timestamp=found[0], offset=found[1], leader_epoch=0)
     elif timestamp == LATEST_TIERED:
         pass  # no tiered storage: offset -1, as Kafka answers
@@ -93,16 +106,17 @@ def _list_offset(broker, name, p, version) -> dict:
         result["error_code"] = errors.INVALID_REQUEST if version >= 1 else errors.NONE
     else:
         found = plog.find_by_timestamp(timestamp)
-        if found is not None:
+        if found is not None and found[0] < end:
             result.update(offset=found[0], timestamp=found[1], leader_epoch=0)
     return result
 
 
 async def list_offsets(broker, context, request):
+    isolation = request.isolation_level if context.version >= 2 else 0
     topics = []
     for topic in request.topics:
         topics.append({"name": topic.name, "partitions": [
-            _list_offset(broker, topic.name, p, context.version) for p in topic.partitions]})
+            _list_offset(broker, topic.name, p, context.version, isolation) for p in topic.partitions]})
     return {"throttle_time_ms": 0, "topics": topics}
 
 

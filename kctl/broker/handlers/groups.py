@@ -108,8 +108,11 @@ async def offset_commit(broker, context, request):
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _fetch_group(broker, group_id, topics, by_id: bool):
+def _fetch_group(broker, group_id, topics, by_id: bool, require_stable: bool = False):
     committed = broker.offsets.committed(group_id)
+    # KIP-447: a read_committed consumer must not start from offsets an open transaction
+    # is about to commit; it retries until the transaction ends.
+    unstable = broker.transactions.pending_offsets(group_id) if require_stable else set()
     if topics is None:
         wanted: dict[str, list[int]] = {}
         for (name, partition) in sorted(committed):
@@ -127,7 +130,7 @@ def _fetch_group(broker, group_id, topics, by_id: bool):
                             "committed_offset": offset.offset if offset else -1,
                             "committed_leader_epoch": offset.leader_epoch if offset else -1,
                             "metadata": (offset.metadata if offset else "") or "",
-                            "error_code": errors.NONE})
+                            "error_code": errors.UNSTABLE_OFFSET_COMMIT if (name, partition) in unstable else errors.NONE})
         entry = {"partitions": entries}
         if by_id:
             info = broker.logs.topics.get(name) if name else None
@@ -142,11 +145,12 @@ async def offset_fetch(broker, context, request):
     version = context.version
     if version >= 8:
         groups = [{"group_id": g.group_id,
-                   "topics": _fetch_group(broker, g.group_id, g.topics, version >= 10),
+                   "topics": _fetch_group(broker, g.group_id, g.topics, version >= 10, request.require_stable),
                    "error_code": errors.NONE} for g in request.groups]
         return {"throttle_time_ms": 0, "groups": groups}
+    stable = request.require_stable if version >= 7 else False
     return {"throttle_time_ms": 0, "error_code": errors.NONE,
-            "topics": _fetch_group(broker, request.group_id, request.topics, False)}
+            "topics": _fetch_group(broker, request.group_id, request.topics, False, stable)}
 
 
 async def list_groups(broker, context, request):

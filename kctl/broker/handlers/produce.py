@@ -1,4 +1,4 @@
-"""Produce and InitProducerId."""
+"""Produce."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 from ..protocol import errors
 from ..protocol.records import InvalidBatch
-from .common import answer_storage_error, storage_error_message, topic_for_name, topic_name
+from .common import answer_storage_error, topic_for_name, topic_name
 
 log = logging.getLogger("kctl.broker.produce")
 
@@ -35,7 +35,8 @@ async def produce(broker, context, request):
                 result["error_code"] = topic_error or errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             try:
-                base, _last, append_time = plog.append(data.records)
+                verify = lambda header, t=name, p=data.index: broker.transactions.verify(t, p, header)  # noqa: E731
+                base, _last, append_time = plog.append(data.records, verify)
             except InvalidBatch as exc:
                 result["error_code"] = exc.error_code
                 result["error_message"] = str(exc)
@@ -56,18 +57,4 @@ async def produce(broker, context, request):
     return {"responses": responses, "throttle_time_ms": 0}
 
 
-async def init_producer_id(broker, context, request):
-    version = context.version
-    producer_id = request.producer_id if version >= 3 else -1
-    producer_epoch = request.producer_epoch if version >= 3 else -1
-    try:
-        pid, epoch = broker.producer_ids.init(request.transactional_id, producer_id, producer_epoch)
-    except OSError as exc:  # a new block of ids could not be recorded (disk full)
-        log.error("%s", storage_error_message("allocate a producer id", exc))
-        return {"throttle_time_ms": 0, "error_code": errors.KAFKA_STORAGE_ERROR,
-                "producer_id": -1, "producer_epoch": -1}
-    return {"throttle_time_ms": 0, "error_code": errors.NONE, "producer_id": pid,
-            "producer_epoch": epoch}
-
-
-HANDLERS = {0: produce, 22: init_producer_id}
+HANDLERS = {0: produce}

@@ -58,6 +58,13 @@ _APIS = (
     Api(21, "DeleteRecords", 0, 2, 2, "admin.topics"),
     Api(22, "InitProducerId", 0, 5, 2, "producer.transaction"),
     Api(23, "OffsetForLeaderEpoch", 2, 4, 4, "consumer.offsets"),
+    # Transactions (transaction.version 1: no finalized feature advertises version 2, so
+    # clients use the classic protocol even at the newest versions).
+    Api(24, "AddPartitionsToTxn", 0, 5, 3, "producer.transaction"),
+    Api(25, "AddOffsetsToTxn", 0, 4, 3, "producer.transaction"),
+    Api(26, "EndTxn", 0, 5, 3, "producer.transaction"),
+    Api(27, "WriteTxnMarkers", 1, 2, 1, "producer.transaction"),
+    Api(28, "TxnOffsetCommit", 0, 5, 3, "producer.transaction"),
     # Answered with SECURITY_DISABLED, as Kafka without an authorizer does (handlers/acls.py).
     Api(29, "DescribeAcls", 1, 3, 2, "admin.acl"),
     Api(30, "CreateAcls", 1, 3, 2, "admin.acl"),
@@ -73,6 +80,9 @@ _APIS = (
     Api(46, "ListPartitionReassignments", 0, 0, 0, "admin.topics"),
     Api(47, "OffsetDelete", 0, 0, 99, "consumer.group"),
     Api(60, "DescribeCluster", 0, 2, 0, "admin.cluster"),
+    Api(61, "DescribeProducers", 0, 0, 0, "admin.transactions"),
+    Api(65, "DescribeTransactions", 0, 0, 0, "admin.transactions"),
+    Api(66, "ListTransactions", 0, 2, 0, "admin.transactions"),
     # Advertised to be refused: see kctl.broker.handlers.groups.consumer_group_heartbeat.
     Api(68, "ConsumerGroupHeartbeat", 0, 1, 0, "kctl.broker.protocol.kip848"),
 )

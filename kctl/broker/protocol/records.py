@@ -80,6 +80,10 @@ class BatchHeader:
         return bool(self.attributes & CONTROL_BIT)
 
     @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
     def last_sequence(self) -> int:
         if self.base_sequence < 0:
             return -1
@@ -162,3 +166,57 @@ def _varint(buf, pos: int) -> tuple[int, int]:
         if not byte & 0x80:
             return (value >> 1) ^ -(value & 1), pos
         shift += 7
+
+
+# -- control batches (transaction markers) ----------------------------------------------------
+
+ABORT, COMMIT = 0, 1
+_MARKER_KEY = struct.Struct(">hh")     # version 0, type: 0 abort, 1 commit
+_MARKER_VALUE = struct.Struct(">hi")   # version 0, coordinator epoch
+
+
+def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                  timestamp_ms: int) -> bytearray:
+    """An end-transaction marker as Kafka writes it (EndTransactionMarker): a transactional
+    control batch holding one record whose key is (version 0, type) and whose value is
+    (version 0, coordinator epoch). Base offset 0, to be assigned on append."""
+    key = _MARKER_KEY.pack(0, COMMIT if commit else ABORT)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    body = bytes([0]) + _zigzag(0) + _zigzag(0) + _zigzag(len(key)) + key + _zigzag(len(value)) + value + _zigzag(0)
+    record = _zigzag(len(body)) + body
+    attributes = TRANSACTIONAL_BIT | CONTROL_BIT
+    batch = bytearray(HEADER.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(record), 0, 2, 0, attributes, 0,
+                                  timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, 1))
+    batch += record
+    _CRC.pack_into(batch, 17, google_crc32c.value(bytes(batch[21:])))
+    return batch
+
+
+def marker_type(batch, header: BatchHeader) -> int | None:
+    """ABORT or COMMIT for a control batch holding an end-transaction marker, else None."""
+    if not header.is_control or header.records_count < 1:
+        return None
+    pos = HEADER_SIZE
+    _length, pos = _varint(batch, pos)
+    pos += 1  # attributes
+    _ts, pos = _varint(batch, pos)
+    _delta, pos = _varint(batch, pos)
+    key_length, pos = _varint(batch, pos)
+    if key_length < 4:
+        return None
+    _version, kind = _MARKER_KEY.unpack_from(batch, pos)
+    return kind if kind in (ABORT, COMMIT) else None
+
+
+def _zigzag(value: int) -> bytes:
+    """A zig-zag signed varint, as records use."""
+    value = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)

@@ -1,8 +1,9 @@
 """A partition's log: an ordered list of segments with one active (last) segment.
 
 Owns offset assignment, batch validation against the topic's configs, idempotent producer
-checks, rolling, retention, DeleteRecords and recovery. Knows nothing of sockets; time comes
-from an injected clock (milliseconds).
+checks, transaction markers, the last stable offset and the aborted-transaction index,
+rolling, retention, DeleteRecords and recovery. Knows nothing of sockets; time comes from an
+injected clock (milliseconds).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from ..protocol import errors, records
 from ..protocol.records import InvalidBatch
 from .files import FilePool
 from .producer_state import ProducerStateManager
-from .segment import LogSegment
+from .segment import LogSegment, file_name
+from .txn_index import AbortedTxn, append_entry, read_index, write_index
 
 log = logging.getLogger("kctl.broker.storage")
 
@@ -41,6 +43,8 @@ class Log:
         self.log_start_offset = 0
         self.recovery_point = 0
         self.producers = ProducerStateManager()
+        # Transactions aborted in this log, by marker offset (every segment's .txnindex).
+        self.aborted: list[AbortedTxn] = []
         self._unflushed = 0
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -75,6 +79,7 @@ class Log:
                 for later in self.segments[i + 1:]:
                     truncated += later.size
                     later.delete()
+                    self._txn_index_path(later.base_offset).unlink(missing_ok=True)
                 del self.segments[i + 1:]
                 break
         if not self.segments:
@@ -86,9 +91,26 @@ class Log:
         if snapshot_offset > end:
             self.producers = ProducerStateManager()
             snapshot_offset = self.segments[0].base_offset
+        self._load_aborted(end)
         self._replay_producer_state(snapshot_offset)
         self.recovery_point = end if clean else min(recovery_point, end)
         return truncated
+
+    def _txn_index_path(self, base_offset: int) -> Path:
+        return self.dir / file_name(base_offset, ".txnindex")
+
+    def _load_aborted(self, end: int) -> None:
+        """Every segment's aborted transactions; entries past a truncated end are dropped
+        (the replay after the producer snapshot finds the markers that are still there)."""
+        self.aborted = []
+        for segment in self.segments:
+            path = self._txn_index_path(segment.base_offset)
+            entries = read_index(path)
+            kept = [e for e in entries if e.last_offset < end]
+            if len(kept) != len(entries):
+                write_index(path, kept)
+            self.aborted.extend(kept)
+        self.aborted.sort(key=lambda e: e.last_offset)
 
     def _segment(self, base_offset: int, created_ms: int) -> LogSegment:
         return LogSegment(self.dir, base_offset, self.config.index_interval_bytes, created_ms,
@@ -108,9 +130,30 @@ class Log:
         for segment in self.segments:
             if segment.next_offset <= from_offset:
                 continue
-            for _batch, header in segment.batches_from(max(from_offset, segment.base_offset)):
-                if header.base_offset >= from_offset:
+            for batch, header in segment.batches_from(max(from_offset, segment.base_offset)):
+                if header.base_offset < from_offset:
+                    continue
+                if header.is_control:
+                    self._replay_marker(batch, header, segment.base_offset)
+                else:
                     self.producers.update(header)
+
+    def _replay_marker(self, batch: bytes, header, segment_base: int) -> None:
+        kind = records.marker_type(batch, header)
+        if kind is None:
+            return
+        done = self.producers.complete(header, kind == records.ABORT, -1)
+        if done is None or not done.aborted:
+            return
+        if any(e.producer_id == done.producer_id and e.last_offset == done.last_offset for e in self.aborted):
+            return  # its index entry was written before the crash
+        entry = AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset)
+        try:
+            append_entry(self._txn_index_path(segment_base), entry)
+        except OSError as exc:  # kept in memory; the next start rebuilds it the same way
+            log.warning("%s-%d: transaction index not written: %s", self.topic, self.partition, exc.strerror or exc)
+        self.aborted.append(entry)
+        self.aborted.sort(key=lambda e: e.last_offset)
 
     def write_producer_snapshot(self) -> None:
         """Best effort: a snapshot only saves replaying batches on start, and an older one
@@ -159,10 +202,24 @@ class Log:
     def size(self) -> int:
         return sum(segment.size for segment in self.segments)
 
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed consumers stop: the first offset of the oldest open
+        transaction, or the log end (a single node's high watermark)."""
+        unstable = self.producers.first_unstable_offset()
+        return self.log_end_offset if unstable is None else unstable
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions with records in [start, end): a read_committed fetch of
+        that range must leave their records out."""
+        return [e for e in self.aborted if e.last_offset >= start and e.first_offset < end]
+
     # -- append -----------------------------------------------------------------------------
 
-    def append(self, records_field) -> tuple[int, int, int]:
-        """Validate and append one produced batch.
+    def append(self, records_field, verify_transaction=None) -> tuple[int, int, int]:
+        """Validate and append one produced batch. `verify_transaction(header)` raises
+        InvalidBatch when a transactional batch's producer has not added this partition to
+        an open transaction (the coordinator's answer, KIP-890).
 
         Returns (base_offset, last_offset, log_append_time or -1). Raises InvalidBatch with
         the Kafka error code; a duplicate returns the offsets it got the first time."""
@@ -195,6 +252,8 @@ class Log:
         duplicate = self.producers.check(header)
         if duplicate is not None:
             return duplicate[0], duplicate[1], -1
+        if header.is_transactional and verify_transaction is not None:
+            verify_transaction(header)
         self._maybe_roll(header.size, now)
         base = self.log_end_offset
         batch = bytearray(data)
@@ -221,6 +280,36 @@ class Log:
         self.producers.update(header)
         return base, header.last_offset, append_time
 
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> int:
+        """Write an end-transaction marker for the producer (WriteTxnMarkers, EndTxn) and
+        index the transaction when it aborts one. Returns the marker's offset."""
+        self.producers.check_marker(producer_id, producer_epoch)
+        now = self.clock()
+        batch = records.control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now)
+        header = records.read_header(batch)
+        self._maybe_roll(header.size, now)
+        base = self.log_end_offset
+        records.assign_offsets(batch, base, LEADER_EPOCH)
+        header.base_offset = base
+        segment = self.active
+        mark = segment.mark()
+        segment.append(batch, header)
+        done = self.producers.complete(header, not commit, coordinator_epoch)
+        if done is not None and done.aborted:
+            entry = AbortedTxn(producer_id, done.first_offset, base, self.last_stable_offset)
+            try:
+                append_entry(self._txn_index_path(segment.base_offset), entry)
+            except OSError:
+                # Not written, so not answered: the marker goes too, and the transaction
+                # stays open for the coordinator's retry.
+                segment.roll_back(mark)
+                self.producers.ongoing[producer_id] = done.first_offset
+                self.producers.producers[producer_id].current_txn_first_offset = done.first_offset
+                raise
+            self.aborted.append(entry)
+        return base
+
     def _maybe_roll(self, incoming: int, now: int) -> None:
         active = self.active
         if active.size == 0:
@@ -242,12 +331,16 @@ class Log:
 
     # -- read -------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, min_one: bool) -> bytes:
-        """Stored batches from `offset`; caller checked log_start_offset <= offset <= LEO."""
+    def read(self, offset: int, max_bytes: int, min_one: bool, max_offset: int | None = None) -> bytes:
+        """Stored batches from `offset`, none at or past `max_offset` (read_committed stops
+        at the last stable offset); caller checked log_start_offset <= offset <= LEO."""
         chunks, remaining = [], max_bytes
         for segment in self._segments_from(offset):
+            if max_offset is not None and segment.base_offset >= max_offset:
+                break
+            limit = segment.position_of(max_offset) if max_offset is not None and max_offset < segment.next_offset else None
             data, reached_end = segment.read(max(offset, segment.base_offset), remaining,
-                                             min_one and not chunks)
+                                             min_one and not chunks, limit)
             if data:
                 chunks.append(data)
                 remaining -= len(data)
@@ -330,6 +423,8 @@ class Log:
         while len(self.segments) > 1 and predicate(self.segments[0], self.segments[1]):
             segment = self.segments.pop(0)
             segment.delete()
+            self._txn_index_path(segment.base_offset).unlink(missing_ok=True)
+            self.aborted = [e for e in self.aborted if e.last_offset >= self.segments[0].base_offset]
             count += 1
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         return count

@@ -1,9 +1,12 @@
-"""Idempotent producer state of one partition (Kafka's ProducerStateManager).
+"""Idempotent and transactional producer state of one partition (Kafka's
+ProducerStateManager).
 
 Per producer id the epoch and the last five batches' sequence and offset ranges are kept:
 a retried batch that matches one of them is a duplicate and is answered with the offsets it
-got the first time; any other gap in the sequence is refused. The state is rebuilt on start
-from a snapshot (written at clean shutdown and at segment roll) plus the batches after it.
+got the first time; any other gap in the sequence is refused. A producer's open transaction
+is its first offset since its last marker: the lowest of these is the partition's last
+stable offset. The state is rebuilt on start from a snapshot (written at clean shutdown and
+at segment roll) plus the batches after it.
 """
 
 from __future__ import annotations
@@ -24,11 +27,29 @@ class ProducerEntry:
     # (first_sequence, last_sequence, first_offset, last_offset), oldest first
     batches: deque = field(default_factory=lambda: deque(maxlen=RETAINED_BATCHES))
     last_timestamp: int = -1
+    # First offset of the producer's open transaction here, -1 when none is open.
+    current_txn_first_offset: int = -1
+    coordinator_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction ended by a marker: its first offset and the marker's offset."""
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
 
 
 class ProducerStateManager:
     def __init__(self):
         self.producers: dict[int, ProducerEntry] = {}
+        # producer id -> first offset of its open transaction (ordered by first offset)
+        self.ongoing: dict[int, int] = {}
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction: the last stable offset."""
+        return min(self.ongoing.values()) if self.ongoing else None
 
     def check(self, header: BatchHeader) -> tuple[int, int] | None:
         """The original (first, last) offsets when the batch is a duplicate, else None.
@@ -61,25 +82,65 @@ class ProducerStateManager:
         return None
 
     def update(self, header: BatchHeader) -> None:
-        """Record an appended batch (offsets already assigned)."""
+        """Record an appended data batch (offsets already assigned)."""
         pid = header.producer_id
         if pid < 0:
             return
-        entry = self.producers.get(pid)
-        if entry is None or header.producer_epoch > entry.epoch:
-            entry = self.producers[pid] = ProducerEntry(header.producer_epoch)
+        entry = self._entry(pid, header.producer_epoch)
         if header.base_sequence >= 0:
             entry.batches.append((header.base_sequence, header.last_sequence,
                                   header.base_offset, header.last_offset))
         entry.last_timestamp = header.max_timestamp
+        if header.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = header.base_offset
+            self.ongoing[pid] = header.base_offset
+
+    def _entry(self, pid: int, epoch: int) -> ProducerEntry:
+        entry = self.producers.get(pid)
+        if entry is None or epoch > entry.epoch:
+            # A new epoch starts its sequences over; an open transaction stays open until
+            # its marker (the coordinator bumps the epoch when it aborts one).
+            old = entry
+            entry = self.producers[pid] = ProducerEntry(epoch)
+            if old is not None:
+                entry.current_txn_first_offset = old.current_txn_first_offset
+                entry.coordinator_epoch = old.coordinator_epoch
+        return entry
+
+    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
+        """Raise InvalidBatch when a marker's epoch is older than the producer's."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise InvalidBatch(f"marker for producer {producer_id} has epoch {producer_epoch}, "
+                               f"older than {entry.epoch}", errors.INVALID_PRODUCER_EPOCH)
+
+    def complete(self, header: BatchHeader, aborted: bool, coordinator_epoch: int) -> CompletedTxn | None:
+        """Record an appended end-transaction marker; the transaction it ended, if one was
+        open here."""
+        pid = header.producer_id
+        entry = self._entry(pid, header.producer_epoch)
+        entry.last_timestamp = header.max_timestamp
+        entry.coordinator_epoch = coordinator_epoch
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        self.ongoing.pop(pid, None)
+        if first < 0:
+            return None
+        return CompletedTxn(pid, first, header.base_offset, aborted)
 
     def to_json(self) -> dict:
         return {str(pid): {"epoch": e.epoch, "batches": list(e.batches),
-                           "last_timestamp": e.last_timestamp}
+                           "last_timestamp": e.last_timestamp,
+                           "txn_first_offset": e.current_txn_first_offset,
+                           "coordinator_epoch": e.coordinator_epoch}
                 for pid, e in self.producers.items()}
 
     def load_json(self, data: dict) -> None:
         for pid, value in data.items():
-            entry = ProducerEntry(value["epoch"], last_timestamp=value.get("last_timestamp", -1))
+            entry = ProducerEntry(value["epoch"], last_timestamp=value.get("last_timestamp", -1),
+                                  current_txn_first_offset=value.get("txn_first_offset", -1),
+                                  coordinator_epoch=value.get("coordinator_epoch", -1))
             entry.batches.extend(tuple(b) for b in value["batches"])
             self.producers[int(pid)] = entry
+            if entry.current_txn_first_offset >= 0:
+                self.ongoing[int(pid)] = entry.current_txn_first_offset

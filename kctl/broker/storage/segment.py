@@ -213,13 +213,18 @@ class LogSegment:
             position += records.LOG_OVERHEAD + length
         return None
 
-    def read(self, offset: int, max_bytes: int, min_one: bool) -> tuple[bytes, bool]:
+    def read(self, offset: int, max_bytes: int, min_one: bool, limit: int | None = None) -> tuple[bytes, bool]:
         """Whole batches starting with the one holding `offset`, at most max_bytes of them
-        unless min_one and the first batch alone is larger (KIP-74); and whether they run
-        to the end of the segment."""
+        unless min_one and the first batch alone is larger (KIP-74), none at or past file
+        position `limit`; and whether they run to the end of the segment."""
         position = self.position_of(offset)
         if position is None:
             return b"", True
+        if limit is not None:
+            if position >= limit:
+                return b"", False
+            max_bytes = min(max_bytes, limit - position)
+            min_one = min_one and position < limit
         data = os.pread(self._fd(), min(max_bytes, self.size - position), position)
         end = 0
         while end + records.LOG_OVERHEAD <= len(data):
