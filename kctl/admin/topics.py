@@ -275,8 +275,7 @@ def describe_topics(
 
 def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]) -> list[str]:
     """Topics whose cleanup.policy includes compact while a broker holding their replicas
-    runs no log cleaner (log.cleaner.enable=false, as kctl's bundled broker reports): their
-    records are never compacted. Best effort: configs that cannot be read count as fine."""
+    runs no log cleaner (log.cleaner.enable=false): their records are never compacted. Best effort: configs that cannot be read count as fine."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     from kctl.admin.partitions import request_topic_configs

@@ -2,7 +2,8 @@
 
 Owns start-up (open the data directory, recover logs, replay committed offsets and
 transaction state), the housekeeping loop (group session expiry, transaction timeouts,
-retention, checkpoints, periodic flush) and shutdown. The network side lives in server.py.
+retention, checkpoints, periodic flush), the log cleaner's loop and shutdown. The network
+side lives in server.py.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .coordinator.groups import GroupCoordinator
 from .coordinator.offsets import OffsetStore
 from .coordinator.producer_ids import ProducerIdManager
 from .coordinator.transactions import TransactionCoordinator
+from .storage.cleaner import LogCleaner
 from .storage.manager import LogManager
 
 log = logging.getLogger("kctl.broker")
@@ -43,6 +45,7 @@ class BrokerConfig:
     retention_check_interval_ms: int = 300_000
     checkpoint_interval_ms: int = 60_000
     transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
+    log_cleaner_enable: bool = True  # log.cleaner.enable
 
     @property
     def advertised(self) -> tuple[str, int]:
@@ -62,8 +65,10 @@ class Broker:
             self.notify_appended, config.transaction_max_timeout_ms)
         # Groups whose KIP-848 heartbeat was refused and logged (once each).
         self.refused_consumer_protocol_groups: set[str] = set()
+        self.cleaner = LogCleaner(self.logs, clock)
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
         self._housekeeping = None
+        self._cleaning = None
 
     @property
     def node_id(self) -> int:
@@ -79,6 +84,7 @@ class Broker:
             report["skipped_offset_entries"] = self.offsets.open()
             self.producer_ids.open()
             report["skipped_transaction_entries"] = self.transactions.open()
+            self.cleaner.open()
         except BaseException:
             self.logs.unlock()
             raise
@@ -87,6 +93,8 @@ class Broker:
     def start_background(self) -> None:
         self._appended = asyncio.Event()
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
+        if self.config.log_cleaner_enable:
+            self._cleaning = asyncio.get_running_loop().create_task(self.cleaner.run())
 
     async def _housekeep(self) -> None:
         last_retention = last_checkpoint = self.clock()
@@ -112,6 +120,9 @@ class Broker:
     def close(self) -> None:
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+        if self._cleaning is not None:
+            self._cleaning.cancel()
+        self.cleaner.close()
         self.transactions.close()
         self.offsets.close()
         self.logs.close()

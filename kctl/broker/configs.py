@@ -156,6 +156,11 @@ class LogConfig:
     timestamp_after_max_ms: int
     flush_messages: int
     delete: bool  # cleanup.policy holds delete: retention by time and size applies
+    compact: bool = False  # cleanup.policy holds compact: the log cleaner keeps the last value per key
+    delete_retention_ms: int = 86_400_000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
+    min_cleanable_dirty_ratio: float = 0.5
 
     @classmethod
     def from_values(cls, values: dict[str, str]) -> LogConfig:
@@ -171,4 +176,9 @@ class LogConfig:
             timestamp_after_max_ms=int(values["message.timestamp.after.max.ms"]),
             flush_messages=int(values["flush.messages"]),
             delete="delete" in values["cleanup.policy"],
+            compact="compact" in values["cleanup.policy"],
+            delete_retention_ms=int(values["delete.retention.ms"]),
+            min_compaction_lag_ms=int(values["min.compaction.lag.ms"]),
+            max_compaction_lag_ms=int(values["max.compaction.lag.ms"]),
+            min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"]),
         )

@@ -74,6 +74,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="written with HOST:PORT once clients can connect")
     parser.add_argument("--num-partitions", type=int, default=1)
     parser.add_argument("--no-auto-create", action="store_true")
+    parser.add_argument("--no-log-cleaner", action="store_true",
+                        help="log.cleaner.enable=false: compacted topics keep every record")
     return parser.parse_args(argv)
 
 
@@ -87,7 +89,8 @@ def main(argv=None) -> int:
     config = BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
                           advertised_host=args.advertised_host, node_id=args.node_id,
                           num_partitions=args.num_partitions,
-                          auto_create_topics=not args.no_auto_create)
+                          auto_create_topics=not args.no_auto_create,
+                          log_cleaner_enable=not args.no_log_cleaner)
 
     def ready(broker):
         host, port = config.advertised

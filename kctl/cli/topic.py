@@ -129,8 +129,8 @@ def describe(app: App, names, detail):
     LOG-END-OFFSET bound the records stored. --detail adds the leader replica's size on
     disk and the replicas being added and removed by a reassignment (null in JSON
     without it). JSON output is always a list, one object per topic. A compacted topic
-    on brokers whose log cleaner is off (log.cleaner.enable=false, as on the bundled
-    broker) gets a note on stderr: its records are not compacted.
+    on brokers whose log cleaner is off (log.cleaner.enable=false) gets a note on
+    stderr: its records are not compacted.
 
     \b
     Examples:

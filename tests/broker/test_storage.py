@@ -19,11 +19,12 @@ from kctl.broker.storage.log import Log
 
 
 def batch(count: int = 1, timestamp: int = 1000, pid: int = -1, epoch: int = 0, seq: int = -1,
-          value: bytes = b"v" * 100) -> bytes:
+          value: bytes = b"v" * 100, key: bytes | None = None) -> bytes:
     """A real uncompressed RecordBatch v2 with `count` records."""
     records = b""
+    encoded_key = _varint(-1) if key is None else _varint(len(key)) + key
     for i in range(count):
-        body = b"\x00" + _varint(0) + _varint(i) + _varint(-1) + _varint(len(value)) + value + _varint(0)
+        body = b"\x00" + _varint(0) + _varint(i) + encoded_key + _varint(len(value)) + value + _varint(0)
         records += _varint(len(body)) + body
     tail = struct.pack(">hiqqqhii", 0, count - 1, timestamp, timestamp, pid, epoch, seq, count) + records
     crc = google_crc32c.value(tail)
@@ -76,7 +77,7 @@ def test_retention_by_time_and_bytes_and_delete_records(tmp_path):
     clock = Clock()
     plog = make_log(tmp_path, clock, segment_bytes=600, retention_ms=60_000)
     for _ in range(12):
-        plog.append(batch(1, timestamp=clock.now))
+        plog.append(batch(1, timestamp=clock.now, key=b"k"))
     segments = len(plog.segments)
     clock.now += 30_000
     assert plog.enforce_retention(clock.now) == 0
@@ -87,7 +88,7 @@ def test_retention_by_time_and_bytes_and_delete_records(tmp_path):
 
     sized = make_log(tmp_path / "b", clock, segment_bytes=600, retention_bytes=1500)
     for _ in range(12):
-        sized.append(batch(1, timestamp=clock.now))
+        sized.append(batch(1, timestamp=clock.now, key=b"k"))
     sized.enforce_retention(clock.now)
     assert sized.size <= 1500 + 600
 
@@ -197,19 +198,19 @@ def test_compact_delete_topics_are_still_deleted_by_time_and_size(tmp_path):
     plog = make_log(tmp_path, clock, segment_bytes=600, retention_ms=60_000,
                     cleanup_policy="compact,delete")
     for _ in range(12):
-        plog.append(batch(1, timestamp=clock.now))
+        plog.append(batch(1, timestamp=clock.now, key=b"k"))
     segments = len(plog.segments)
     clock.now += 70_000
     assert plog.enforce_retention(clock.now) == segments - 1
     sized = make_log(tmp_path / "b", clock, segment_bytes=600, retention_bytes=1500,
                      cleanup_policy="compact,delete")
     for _ in range(12):
-        sized.append(batch(1, timestamp=clock.now))
+        sized.append(batch(1, timestamp=clock.now, key=b"k"))
     assert sized.enforce_retention(clock.now) > 0
     compact_only = make_log(tmp_path / "c", clock, segment_bytes=600, retention_ms=60_000,
                             cleanup_policy="compact")
     for _ in range(12):
-        compact_only.append(batch(1, timestamp=clock.now))
+        compact_only.append(batch(1, timestamp=clock.now, key=b"k"))
     clock.now += 70_000
     assert compact_only.enforce_retention(clock.now) == 0
 

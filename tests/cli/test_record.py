@@ -399,8 +399,6 @@ def test_unreachable_cluster(kctl):
 
 
 def test_read_committed_hides_aborted_records(kctl, cluster, topic):
-    if cluster.backend == "bundled":
-        pytest.skip("the bundled broker has no transactions")
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": f"tx-{topic}"})
     producer.init_transactions(30)
     for outcome in ("commit", "abort", "commit"):

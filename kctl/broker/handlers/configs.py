@@ -38,9 +38,7 @@ def _static_broker_configs(broker) -> dict[str, str]:
         "log.retention.check.interval.ms": str(c.retention_check_interval_ms),
         "transaction.max.timeout.ms": str(c.transaction_max_timeout_ms),
         "transaction.state.log.replication.factor": "1",
-        # No log cleaner yet: compacted topics keep every record. Saying so in Kafka's own
-        # terms lets any tool (kctl topic describe does) warn about it.
-        "log.cleaner.enable": "false",
+        "log.cleaner.enable": str(c.log_cleaner_enable).lower(),
     }
 
 

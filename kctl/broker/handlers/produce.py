@@ -40,6 +40,8 @@ async def produce(broker, context, request):
             except InvalidBatch as exc:
                 result["error_code"] = exc.error_code
                 result["error_message"] = str(exc)
+                result["record_errors"] = [{"batch_index": i, "batch_index_error_message": None}
+                                           for i in exc.record_errors]
                 log.debug("rejected batch for %s-%d: %s", name, data.index, exc)
             except OSError as exc:
                 # Retriable: nothing of the batch stays in the log (the append rolled back).

@@ -53,7 +53,9 @@ class Log:
         """Load segments; re-validate those at or after the recovery point unless the last
         shutdown was clean. Returns the number of bytes cut from torn tails."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        for leftover in self.dir.glob("*.tmp"):
+        # Temporary files, a log cleaner's output never swapped in, old segments it
+        # swapped out but had not deleted yet.
+        for leftover in [*self.dir.glob("*.tmp"), *self.dir.glob("*.cleaned"), *self.dir.glob("*.deleted")]:
             leftover.unlink()
         now = self.clock()
         bases = sorted(int(m.group(1)) for p in self.dir.iterdir()
@@ -249,6 +251,8 @@ class Log:
                     now - header.base_timestamp > self.config.timestamp_before_max_ms:
                 raise InvalidBatch(f"timestamp {header.max_timestamp} is out of the accepted "
                                    f"range of broker time {now}", errors.INVALID_TIMESTAMP)
+        if self.config.compact:
+            self._require_keys(data, header)
         duplicate = self.producers.check(header)
         if duplicate is not None:
             return duplicate[0], duplicate[1], -1
@@ -279,6 +283,14 @@ class Log:
             self._unflushed += header.records_count
         self.producers.update(header)
         return base, header.last_offset, append_time
+
+    def _require_keys(self, data: bytes, header) -> None:
+        """A compacted topic keeps the last record per key: one without a key is refused,
+        as Kafka refuses it (INVALID_RECORD, naming each record)."""
+        missing = [i for i, (_offset, key, _tombstone) in enumerate(records.iter_keys(data, header)) if key is None]
+        if missing:
+            raise InvalidBatch(f"Compacted topic cannot accept message without key in topic partition "
+                               f"{self.topic}-{self.partition}.", errors.INVALID_RECORD, record_errors=missing)
 
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                       coordinator_epoch: int) -> int:
@@ -385,6 +397,44 @@ class Log:
                 best = found
         return best
 
+    # -- compaction -------------------------------------------------------------------------
+
+    def replace_segment(self, base_offset: int, planned_size: int, suffix: str) -> Path | None:
+        """Swap in the log cleaner's copy of a segment (`<base>.log<suffix>` and its
+        indexes), unless the segment changed or went since it was planned (retention,
+        DeleteRecords). Crash-safe: the old indexes go first, the log is renamed over
+        atomically, the new indexes last; whatever is missing is rebuilt on start.
+
+        Returns the old log, kept under a `.deleted` link for the caller to delete later:
+        freeing a large file's blocks takes long, and must not hold up requests (Kafka
+        defers it the same way). Leftover `.deleted` files are removed on start."""
+        from .segment import file_name
+
+        index = next((i for i, s in enumerate(self.segments) if s.base_offset == base_offset), None)
+        cleaned = {ext: self.dir / file_name(base_offset, ext + suffix) for ext in (".log", ".index", ".timeindex")}
+        if index is None or index == len(self.segments) - 1 or self.segments[index].size != planned_size:
+            for path in cleaned.values():
+                path.unlink(missing_ok=True)
+            return None
+        old = self.segments[index]
+        old.close()
+        doomed = old.path.with_name(old.path.name + ".deleted")
+        doomed.unlink(missing_ok=True)
+        os.link(old.path, doomed)
+        old.index.path.unlink(missing_ok=True)
+        old.time_index.path.unlink(missing_ok=True)
+        os.replace(cleaned[".log"], old.path)
+        os.replace(cleaned[".index"], old.index.path)
+        os.replace(cleaned[".timeindex"], old.time_index.path)
+        segment = self._segment(base_offset, old.created_ms)
+        if not segment.load():
+            segment.recover(self.config.max_message_bytes)
+        # Offsets after a segment's last kept record still belong to it (compaction leaves
+        # gaps); the next segment's base is where it ends.
+        segment.next_offset = max(segment.next_offset, old.next_offset)
+        self.segments[index] = segment
+        return doomed
+
     # -- deletion ---------------------------------------------------------------------------
 
     def delete_records_before(self, offset: int) -> int:
@@ -428,3 +478,11 @@ class Log:
             count += 1
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         return count
+
+
+def fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -49,12 +49,14 @@ class RecoveryResult:
 
 class LogSegment:
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
-                 created_ms: int, files: FilePool):
+                 created_ms: int, files: FilePool, suffix: str = ""):
+        """`suffix` names a segment being written beside the real one (the log
+        cleaner's `.cleaned` files)."""
         self.base_offset = base_offset
         self.files = files
-        self.path = directory / file_name(base_offset, ".log")
-        self.index = OffsetIndex(directory / file_name(base_offset, ".index"), base_offset, files)
-        self.time_index = TimeIndex(directory / file_name(base_offset, ".timeindex"),
+        self.path = directory / file_name(base_offset, ".log" + suffix)
+        self.index = OffsetIndex(directory / file_name(base_offset, ".index" + suffix), base_offset, files)
+        self.time_index = TimeIndex(directory / file_name(base_offset, ".timeindex" + suffix),
                                     base_offset, files)
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
@@ -260,10 +262,9 @@ class LogSegment:
         for batch, header in self.batches_from(start):
             if header.max_timestamp < timestamp:
                 continue
-            stamps = records.record_timestamps(batch, header)
-            if stamps is None:  # a codec we do not decode: the batch's first offset
-                return max(header.base_offset, start), header.max_timestamp
-            for record_offset, record_timestamp in stamps:
+            if header.is_control:
+                continue
+            for record_offset, record_timestamp in records.record_timestamps(batch, header):
                 if record_timestamp >= timestamp and record_offset >= start:
                     return record_offset, record_timestamp
         return None
@@ -275,8 +276,7 @@ class LogSegment:
         best = None
         for batch, header in self.batches_from(self.base_offset):
             if header.max_timestamp == self.max_timestamp:
-                stamps = records.record_timestamps(batch, header) or [(header.last_offset, header.max_timestamp)]
-                for record_offset, record_timestamp in stamps:
+                for record_offset, record_timestamp in records.record_timestamps(batch, header):
                     if record_timestamp == self.max_timestamp:
                         return record_timestamp, record_offset
                 best = (header.max_timestamp, header.last_offset)
