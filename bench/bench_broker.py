@@ -13,7 +13,6 @@ Kafka's start-up includes its storage-format step, as every fresh test cluster p
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from pathlib import Path

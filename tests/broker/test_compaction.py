@@ -10,9 +10,10 @@ import sys
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.broker.reading import read_partition
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration
@@ -42,24 +43,7 @@ def create(bootstrap: str, topic: str, configs: dict) -> None:
     admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(15)
 
 
-def read(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> list[tuple[bytes | None, bytes | None]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{time.time_ns()}",
-                         "enable.partition.eof": True, "isolation.level": isolation})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    out, deadline = [], time.monotonic() + 15
-    try:
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    return out
-                raise AssertionError(message.error())
-            out.append((message.key(), message.value()))
-        raise AssertionError("no end of partition")
-    finally:
-        consumer.close()
+read = read_partition
 
 
 def roll(producer: Producer, topic: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.broker.reading import read_partition
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration
@@ -37,26 +38,9 @@ def txn_producer(bootstrap: str, transactional_id: str, **extra) -> Producer:
     return producer
 
 
-def read(bootstrap: str, topic: str, isolation: str, partition: int = 0, timeout: float = 10) -> list[str]:
-    """Every value of a partition a consumer with this isolation level sees, up to where
-    it stops (the log end, or the last stable offset for read_committed)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{time.time_ns()}",
-                         "isolation.level": isolation, "enable.partition.eof": True, "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, partition, 0)])
-    values, deadline = [], time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    return values
-                raise KafkaException(message.error())
-            values.append(message.value().decode())
-        raise AssertionError(f"no end of partition within {timeout}s; read {values}")
-    finally:
-        consumer.close()
+def read(bootstrap: str, topic: str, isolation: str) -> list[str]:
+    """Every value of partition 0 a consumer with this isolation level sees."""
+    return [value.decode() for _key, value in read_partition(bootstrap, topic, isolation)]
 
 
 def watermarks(bootstrap: str, topic: str, isolation: str) -> int:
