@@ -88,6 +88,9 @@ class BrokerServer:
                 except asyncio.IncompleteReadError:
                     return
                 (size,) = _SIZE.unpack(head)
+                if head[:2] == b"\x16\x03":  # a TLS handshake record: ClientHello
+                    raise ProtocolError("a TLS client connected; this listener is plaintext "
+                                        "(security.protocol=PLAINTEXT)")
                 if size < 8 or size > self.broker.config.max_request_bytes:
                     raise ProtocolError(f"request size {size} is outside 8..."
                                         f"{self.broker.config.max_request_bytes}")

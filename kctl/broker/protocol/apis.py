@@ -52,6 +52,9 @@ _APIS = (
     Api(14, "SyncGroup", 0, 5, 4, "consumer.group"),
     Api(15, "DescribeGroups", 0, 6, 5, "admin.groups"),
     Api(16, "ListGroups", 0, 5, 3, "admin.groups"),
+    # Answered with ILLEGAL_SASL_STATE, as a Kafka PLAINTEXT listener does: a client set up
+    # for SASL fails at once, naming SASL, instead of retrying a closed connection.
+    Api(17, "SaslHandshake", 0, 1, 99, "sasl"),
     Api(18, "ApiVersions", 0, 4, 3, "metadata.api_versions"),
     Api(19, "CreateTopics", 2, 7, 5, "admin.topics"),
     Api(20, "DeleteTopics", 1, 6, 4, "admin.topics"),
@@ -72,6 +75,7 @@ _APIS = (
     Api(32, "DescribeConfigs", 1, 4, 4, "admin.configs"),
     Api(33, "AlterConfigs", 0, 2, 2, "admin.configs"),
     Api(35, "DescribeLogDirs", 1, 5, 2, "admin.cluster"),
+    Api(36, "SaslAuthenticate", 0, 2, 2, "sasl"),
     Api(37, "CreatePartitions", 0, 3, 2, "admin.topics"),
     Api(42, "DeleteGroups", 0, 2, 2, "admin.groups"),
     Api(43, "ElectLeaders", 0, 2, 2, "admin.topics"),
