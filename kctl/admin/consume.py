@@ -384,5 +384,5 @@ def _consume_error(error, topic: str | None) -> KctlError:
     text = error.str() or ""
     if "ConsumerGroupHeartbeat" in text and ("not supported" in text or "UNSUPPORTED" in text.upper()):
         return ConfigError(f"unable to consume {topic or ''}".rstrip() + ": the cluster does not support the consumer group protocol (KIP-848)",
-                           hint="use -X group.protocol=classic (Apache Kafka 4.x brokers support both; kctl's bundled broker classic only)")
+                           hint="use -X group.protocol=classic (Apache Kafka 4.x brokers and kctl's bundled broker support both)")
     return translate(error, f"consume {topic or ''}".rstrip())

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .coordinator.consumer import ConsumerGroupCoordinator
 from .coordinator.groups import GroupCoordinator
 from .coordinator.offsets import OffsetStore
 from .coordinator.producer_ids import ProducerIdManager
@@ -59,12 +60,13 @@ class Broker:
         self.logs = LogManager(config.data_dir, clock, config.node_id)
         self.offsets = OffsetStore(config.data_dir)
         self.groups = GroupCoordinator(self.offsets, clock, config.group_initial_rebalance_delay_ms)
+        self.consumer_groups = ConsumerGroupCoordinator(
+            clock, lambda: {name: info.partitions for name, info in self.logs.topics.items()}, self.groups)
+        self.groups.foreign = lambda group_id: group_id in self.consumer_groups.groups
         self.producer_ids = ProducerIdManager(config.data_dir)
         self.transactions = TransactionCoordinator(
             config.data_dir, clock, self.logs, self.producer_ids.allocate, self.groups.commit,
             self.notify_appended, config.transaction_max_timeout_ms)
-        # Groups whose KIP-848 heartbeat was refused and logged (once each).
-        self.refused_consumer_protocol_groups: set[str] = set()
         self.cleaner = LogCleaner(self.logs, clock)
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
         self._housekeeping = None
@@ -103,6 +105,7 @@ class Broker:
             now = self.clock()
             try:
                 self.groups.tick()
+                self.consumer_groups.tick()
                 self.transactions.tick()
                 if now - last_retention >= self.config.retention_check_interval_ms:
                     last_retention = now

@@ -1,14 +1,14 @@
 """What the bundled broker does not implement fails at once, with an error that names it,
-in the client that asked: a client set up for SASL or TLS (the listener is plaintext only)
-and a KIP-848 consumer. (Share consumers and Kafka Streams' streams protocol, which need
-the Java clients, are in test_clients.py.)"""
+in the client that asked: a client set up for SASL or TLS (the listener is plaintext only).
+(Share consumers and Kafka Streams' streams protocol, which need the Java clients, are in
+test_clients.py.)"""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer  # noqa: F401 - first_error closes consumers
 
 pytestmark = pytest.mark.integration
 
@@ -49,20 +49,3 @@ def test_security_the_listener_does_not_offer(broker, settings, named):
     elapsed, error = first_error(producer, lambda client, report: client.poll(0.05))
     assert elapsed < 2, error
     assert named in error.str(), error
-
-
-def test_the_consumer_group_protocol(broker):
-    def consumer(on_error):
-        client = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "kip848-fast", "group.protocol": "consumer",
-                           "error_cb": on_error, "log_level": 0})
-        client.subscribe(["fail-fast"])
-        return client
-
-    def poll(client, report):
-        message = client.poll(0.05)
-        if message is not None and message.error():
-            report(message.error())
-
-    elapsed, error = first_error(consumer, poll)
-    assert elapsed < 2, error
-    assert error.code() == KafkaError._FATAL and "ConsumerGroupHeartbeat" in error.str(), error

@@ -195,6 +195,23 @@ def secured_kafka(tmp_path_factory):
     cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def kafka_tools(tmp_path_factory):
+    """Kafka's own command-line tools (`.run_tool(main_class, *args)`), from the jars the
+    kafka backend uses, to run against any broker, the bundled one included."""
+    from tests.brokers.jars import JarResolutionError
+    from tests.brokers.kafka import KafkaCluster
+
+    tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("kafka-tools"))
+    try:
+        tools.classpath
+    except (JarResolutionError, OSError) as exc:
+        if _required():
+            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and Kafka's jars are missing: {exc}", pytrace=False)
+        pytest.skip(f"Kafka's jars are needed for Kafka's tools: {exc}")
+    return tools
+
+
 @pytest.fixture(autouse=True)
 def _min_nodes(request):
     marker = request.node.get_closest_marker("min_nodes")

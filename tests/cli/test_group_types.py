@@ -1,6 +1,6 @@
 """Groups of Kafka 4's other types, against real Kafka and its own tools: consumer groups of
-the KIP-848 protocol (two confluent-kafka members) and share groups (Kafka's console share
-consumer). The bundled broker implements classic groups only."""
+the KIP-848 protocol (two confluent-kafka members; on the bundled broker too) and share
+groups (Kafka's console share consumer; Apache Kafka only)."""
 
 from __future__ import annotations
 
@@ -21,15 +21,23 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def kafka_cluster(cluster):
     if cluster.kafka is None:
-        pytest.skip("consumer-protocol, share and streams groups need Apache Kafka 4.x")
+        pytest.skip("share and streams groups need Apache Kafka 4.x")
     return cluster
 
 
 @pytest.fixture
-def topic(kctl, kafka_cluster, unique_name):
+def consumer_protocol_cluster(cluster):
+    """Apache Kafka, or the bundled broker (its KIP-848 coordinator)."""
+    if cluster.kafka is None and cluster.backend != "bundled":
+        pytest.skip("KIP-848 groups are tested on Apache Kafka and the bundled broker")
+    return cluster
+
+
+@pytest.fixture
+def topic(kctl, cluster, unique_name):
     name = unique_name("typ")
-    assert kctl("-b", kafka_cluster.bootstrap, "topic", "create", name, "-p", "4").exit_code == 0
-    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap})
+    assert kctl("-b", cluster.bootstrap, "topic", "create", name, "-p", "4").exit_code == 0
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
     for i in range(40):
         producer.produce(name, value=b"%d" % i, partition=i % 4)
     assert producer.flush(30) == 0
@@ -53,13 +61,13 @@ def _partitions(entries):
     return sorted(int(p) for entry in entries or [] for p in entry.split(":")[1].split(","))
 
 
-def test_consumer_protocol_group_mid_reconciliation(kctl, kafka_cluster, topic, unique_name):
+def test_consumer_protocol_group_mid_reconciliation(kctl, consumer_protocol_cluster, topic, unique_name, kafka_tools):
     """A member that does not poll cannot give partitions up: the group stays Reconciling,
     the newcomer's target assignment waits for them, and kctl shows it as Kafka's tool does."""
     group = unique_name("grec")
 
     def member(i):
-        return Consumer({"bootstrap.servers": kafka_cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
+        return Consumer({"bootstrap.servers": consumer_protocol_cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
                          "client.id": f"member-{i}", "auto.offset.reset": "earliest"})
 
     first, second = member(0), member(1)
@@ -75,7 +83,7 @@ def test_consumer_protocol_group_mid_reconciliation(kctl, kafka_cluster, topic, 
 
         def reconciling():
             second.poll(0.2)  # only the newcomer polls; the first member never revokes
-            (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+            (g,) = as_json(kctl, consumer_protocol_cluster, "group", "describe", group)
             assert g["state"] == "Reconciling" and len(g["members"]) == 2
             old, new = sorted(g["members"], key=lambda m: m["client_id"])
             assert _partitions(old["assignment"]) == [0, 1, 2, 3] and len(_partitions(old["target_assignment"])) == 2
@@ -86,10 +94,10 @@ def test_consumer_protocol_group_mid_reconciliation(kctl, kafka_cluster, topic, 
         assert g["group_epoch"] == g["assignment_epoch"]
         old, new = sorted(g["members"], key=lambda m: m["client_id"])
         assert old["member_epoch"] < g["group_epoch"]
-        listed = [x["group"] for x in as_json(kctl, kafka_cluster, "group", "list", "--state", "Reconciling")]
+        listed = [x["group"] for x in as_json(kctl, consumer_protocol_cluster, "group", "list", "--state", "Reconciling")]
         assert group in listed
-        tool = kafka_cluster.kafka.run_tool(
-            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", kafka_cluster.bootstrap,
+        tool = kafka_tools.run_tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", consumer_protocol_cluster.bootstrap,
             "--describe", "--state", "--group", group)
         assert tool.returncode == 0 and "Reconciling" in tool.stdout, tool.stdout + tool.stderr
 
@@ -97,7 +105,7 @@ def test_consumer_protocol_group_mid_reconciliation(kctl, kafka_cluster, topic, 
         def stable():
             first.poll(0.1)
             second.poll(0.1)
-            (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+            (g,) = as_json(kctl, consumer_protocol_cluster, "group", "describe", group)
             assert g["state"] == "Stable"
             assert all(m["assignment"] == m["target_assignment"] and len(_partitions(m["assignment"])) == 2 for m in g["members"])
 
@@ -107,9 +115,9 @@ def test_consumer_protocol_group_mid_reconciliation(kctl, kafka_cluster, topic, 
         second.close()
 
 
-def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, kafka_cluster, topic, unique_name, tmp_path):
+def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, consumer_protocol_cluster, topic, unique_name, tmp_path, kafka_tools):
     group = unique_name("g848")
-    members = [Consumer({"bootstrap.servers": kafka_cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
+    members = [Consumer({"bootstrap.servers": consumer_protocol_cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
                          "client.id": f"member-{i}", "auto.offset.reset": "earliest"}) for i in range(2)]
     try:
         for member in members:
@@ -118,7 +126,7 @@ def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, kafka_clust
         def reconciled():
             for member in members:
                 member.poll(0.1)
-            (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+            (g,) = as_json(kctl, consumer_protocol_cluster, "group", "describe", group)
             assert g["state"] == "Stable" and len(g["members"]) == 2
             assert all(m["assignment"] and m["assignment"] == m["target_assignment"] for m in g["members"])
             return g
@@ -132,19 +140,19 @@ def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, kafka_clust
         assert owned == [0, 1, 2, 3]
 
         # Kafka's own tool sees the same members with the same epochs.
-        tool = kafka_cluster.kafka.run_tool(
-            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", kafka_cluster.bootstrap,
+        tool = kafka_tools.run_tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", consumer_protocol_cluster.bootstrap,
             "--describe", "--members", "--verbose", "--group", group)
         assert tool.returncode == 0, tool.stderr
         for m in g["members"]:
             line = next(line for line in tool.stdout.splitlines() if m["member_id"] in line)
             assert str(m["member_epoch"]) in line.split()
 
-        (listed,) = [x for x in as_json(kctl, kafka_cluster, "group", "list", "--type", "consumer") if x["group"] == group]
+        (listed,) = [x for x in as_json(kctl, consumer_protocol_cluster, "group", "list", "--type", "consumer") if x["group"] == group]
         assert (listed["state"], listed["type"], listed["members"]) == ("Stable", "consumer", 2)
 
         state = {"XDG_STATE_HOME": str(tmp_path / "state")}
-        refused = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest",
+        refused = kctl("-b", consumer_protocol_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest",
                        "--execute", "--yes", env=state)
         assert refused.exit_code == ExitCode.GROUP_ACTIVE, refused.stderr
         assert "member-0@" in refused.stderr and "member-1@" in refused.stderr
@@ -153,14 +161,14 @@ def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, kafka_clust
             member.close()
 
     def empty():
-        (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+        (g,) = as_json(kctl, consumer_protocol_cluster, "group", "describe", group)
         assert (g["state"], g["members"]) == ("Empty", [])
 
     eventually(empty, timeout=30)
-    applied = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-offset", "3",
+    applied = kctl("-b", consumer_protocol_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-offset", "3",
                    "--execute", "--yes", "-o", "json", env={"XDG_STATE_HOME": str(tmp_path / "state")})
     assert applied.exit_code == 0, applied.stderr
-    (g,) = as_json(kctl, kafka_cluster, "group", "describe", group)
+    (g,) = as_json(kctl, consumer_protocol_cluster, "group", "describe", group)
     assert [(o["partition"], o["offset"]) for o in g["offsets"]] == [(p, 3) for p in range(4)]
 
 

@@ -33,24 +33,6 @@ def as_json(kctl, cluster, *args):
     return json.loads(result.stdout)
 
 
-@pytest.fixture(scope="module")
-def kafka_tools(tmp_path_factory):
-    """Kafka's own command-line tools (the kafka backend's jars), to run against any broker."""
-    import os
-
-    from tests.brokers.jars import JarResolutionError
-    from tests.brokers.kafka import KafkaCluster
-
-    tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("kafka-tools"))
-    try:
-        tools.classpath
-    except (JarResolutionError, OSError) as exc:
-        if os.environ.get("KCTL_REQUIRE_BROKERS"):
-            pytest.fail(f"Kafka's jars are needed for kafka-transactions: {exc}")
-        pytest.skip(f"Kafka's jars are needed for kafka-transactions: {exc}")
-    return tools
-
-
 def kafka_transactions(tools, cluster, *args) -> list[list[str]]:
     """Rows (split on whitespace, header first) of Kafka's own kafka-transactions."""
     proc = tools.run_tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", cluster.bootstrap, *args)

@@ -143,10 +143,13 @@ class GroupCoordinator:
         self.clock = clock
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self.groups: dict[str, Group] = {}
+        # Group ids another coordinator holds (the KIP-848 consumer groups): their committed
+        # offsets do not make them classic groups.
+        self.foreign: Callable[[str], bool] = lambda group_id: False
 
     def group(self, group_id: str) -> Group | None:
         group = self.groups.get(group_id)
-        if group is None and self.store.committed(group_id):
+        if group is None and self.store.committed(group_id) and not self.foreign(group_id):
             group = self.groups[group_id] = Group(group_id)
         return group
 

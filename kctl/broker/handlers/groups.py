@@ -15,6 +15,10 @@ log = logging.getLogger("kctl.broker.groups")
 
 async def join_group(broker, context, request):
     version = context.version
+    if not broker.consumer_groups.to_classic(request.group_id):
+        return {"throttle_time_ms": 0, "error_code": errors.INCONSISTENT_GROUP_PROTOCOL, "generation_id": -1,
+                "protocol_type": None, "protocol_name": None, "leader": "", "skip_assignment": False,
+                "member_id": request.member_id, "members": []}
     result = await broker.groups.join(
         request.group_id, request.member_id,
         request.group_instance_id if version >= 5 else None,
@@ -66,9 +70,13 @@ async def leave_group(broker, context, request):
 async def offset_commit(broker, context, request):
     version = context.version
     by_id = version >= 10
-    code = broker.groups.check_commit(request.group_id, request.generation_id_or_member_epoch,
-                                      request.member_id,
-                                      request.group_instance_id if version >= 7 else None)
+    if request.group_id in broker.consumer_groups.groups:
+        code = broker.consumer_groups.check_member(request.group_id, request.member_id,
+                                                   request.generation_id_or_member_epoch)
+    else:
+        code = broker.groups.check_commit(request.group_id, request.generation_id_or_member_epoch,
+                                          request.member_id,
+                                          request.group_instance_id if version >= 7 else None)
     if not request.group_id:
         code = errors.INVALID_GROUP_ID
     now = broker.clock()
@@ -144,9 +152,14 @@ def _fetch_group(broker, group_id, topics, by_id: bool, require_stable: bool = F
 async def offset_fetch(broker, context, request):
     version = context.version
     if version >= 8:
-        groups = [{"group_id": g.group_id,
-                   "topics": _fetch_group(broker, g.group_id, g.topics, version >= 10, request.require_stable),
-                   "error_code": errors.NONE} for g in request.groups]
+        groups = []
+        for g in request.groups:
+            code = errors.NONE
+            if version >= 9 and g.group_id in broker.consumer_groups.groups and (g.member_id or g.member_epoch >= 0):
+                code = broker.consumer_groups.check_member(g.group_id, g.member_id or "", g.member_epoch)
+            groups.append({"group_id": g.group_id, "error_code": code,
+                           "topics": [] if code else _fetch_group(broker, g.group_id, g.topics, version >= 10,
+                                                                  request.require_stable)})
         return {"throttle_time_ms": 0, "groups": groups}
     stable = request.require_stable if version >= 7 else False
     return {"throttle_time_ms": 0, "error_code": errors.NONE,
@@ -166,6 +179,13 @@ async def list_groups(broker, context, request):
             continue
         listed.append({"group_id": group_id, "protocol_type": group.protocol_type or "",
                        "group_state": group.state, "group_type": "classic"})
+    for group_id, group in sorted(broker.consumer_groups.groups.items()):
+        if states is not None and group.state.lower() not in states:
+            continue
+        if types is not None and "consumer" not in types:
+            continue
+        listed.append({"group_id": group_id, "protocol_type": "consumer", "group_state": group.state,
+                       "group_type": "consumer"})
     return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": listed}
 
 
@@ -176,6 +196,13 @@ async def describe_groups(broker, context, request):
         group = broker.groups.group(group_id)
         ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations \
             else NO_OPERATIONS
+        if group_id in broker.consumer_groups.groups:
+            described.append({
+                "error_code": errors.GROUP_ID_NOT_FOUND if version >= 6 else errors.NONE,
+                "error_message": f"Group {group_id} is not a classic group." if version >= 6 else None,
+                "group_id": group_id, "group_state": DEAD, "protocol_type": "",
+                "protocol_data": "", "members": [], "authorized_operations": ops})
+            continue
         if group is None:
             described.append({
                 "error_code": errors.GROUP_ID_NOT_FOUND if version >= 6 else errors.NONE,
@@ -200,7 +227,12 @@ async def delete_groups(broker, context, request):
     results = []
     for group_id in request.groups_names:
         try:
-            code = broker.groups.delete_group(group_id)
+            if group_id in broker.consumer_groups.groups:
+                code = broker.consumer_groups.delete(group_id)
+                if code == errors.NONE:
+                    broker.offsets.delete_group(group_id)
+            else:
+                code = broker.groups.delete_group(group_id)
         except OSError as exc:
             log.error("%s", storage_error_message(f"delete group {group_id}", exc))
             code = errors.KAFKA_STORAGE_ERROR
@@ -211,7 +243,13 @@ async def delete_groups(broker, context, request):
 async def offset_delete(broker, context, request):
     partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     try:
-        code, results = broker.groups.delete_offsets(request.group_id, partitions)
+        if request.group_id in broker.consumer_groups.groups:
+            subscribed = broker.consumer_groups.subscribed_topics(request.group_id)
+            results = {tp: errors.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else errors.NONE for tp in partitions}
+            broker.offsets.delete_offsets(request.group_id, [tp for tp, c in results.items() if c == errors.NONE])
+            code = errors.NONE
+        else:
+            code, results = broker.groups.delete_offsets(request.group_id, partitions)
     except OSError as exc:
         log.error("%s", storage_error_message(f"delete offsets of group {request.group_id}", exc))
         code, results = errors.KAFKA_STORAGE_ERROR, {}
@@ -225,23 +263,69 @@ async def offset_delete(broker, context, request):
     return {"error_code": code, "throttle_time_ms": 0, "topics": topics}
 
 
-# What a KIP-848 consumer is told (Java clients print it; librdkafka reports only the code).
-CONSUMER_PROTOCOL_REFUSED = ("kctl's bundled broker implements classic consumer groups only: set group.protocol=classic "
-                             "(the consumer group protocol of KIP-848 needs Apache Kafka 4.x)")
+def _assignment(broker, pairs) -> dict:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(pairs):
+        by_topic.setdefault(topic, []).append(partition)
+    return {"topic_partitions": [{"topic_id": broker.logs.topics[t].topic_id, "partitions": ps}
+                                 for t, ps in by_topic.items() if t in broker.logs.topics]}
+
+
+def _owned(broker, topic_partitions) -> set[tuple[str, int]] | None:
+    if topic_partitions is None:
+        return None
+    return {(broker.logs.topic_ids[t.topic_id], p) for t in topic_partitions if t.topic_id in broker.logs.topic_ids
+            for p in t.partitions}
 
 
 async def consumer_group_heartbeat(broker, context, request):
-    """Refuse the consumer group protocol (KIP-848) at the first heartbeat: UNSUPPORTED_VERSION
-    is fatal to librdkafka's and the Java consumer, where a broker that does not advertise the
-    API leaves librdkafka looking for a coordinator for ever. One log line per group."""
-    if request.group_id not in broker.refused_consumer_protocol_groups:
-        broker.refused_consumer_protocol_groups.add(request.group_id)
-        log.warning("group %s: client %s asked for the consumer group protocol (KIP-848); refused: %s",
-                    request.group_id, context.header.client_id, CONSUMER_PROTOCOL_REFUSED)
-    return {"throttle_time_ms": 0, "error_code": errors.UNSUPPORTED_VERSION, "error_message": CONSUMER_PROTOCOL_REFUSED,
-            "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+    """The consumer group protocol (KIP-848); the coordinator is kctl.broker.coordinator.consumer."""
+    result = broker.consumer_groups.heartbeat(
+        request.group_id, request.member_id, request.member_epoch, request.instance_id, request.rack_id,
+        request.rebalance_timeout_ms, request.subscribed_topic_names,
+        request.subscribed_topic_regex if context.version >= 1 else None, request.server_assignor,
+        _owned(broker, request.topic_partitions), context.header.client_id or "", "/" + context.client_host)
+    return {"throttle_time_ms": 0, "error_code": result.error, "error_message": result.message,
+            "member_id": result.member_id, "member_epoch": result.member_epoch,
+            "heartbeat_interval_ms": result.heartbeat_interval_ms,
+            "assignment": None if result.assignment is None else _assignment(broker, result.assignment)}
 
 
-HANDLERS = {11: join_group, 14: sync_group, 12: heartbeat, 13: leave_group, 8: offset_commit,
-            9: offset_fetch, 16: list_groups, 15: describe_groups, 42: delete_groups,
-            47: offset_delete, 68: consumer_group_heartbeat}
+def _described_assignment(broker, pairs) -> dict:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(pairs):
+        by_topic.setdefault(topic, []).append(partition)
+    return {"topic_partitions": [{"topic_id": broker.logs.topics[t].topic_id, "topic_name": t, "partitions": ps}
+                                 for t, ps in by_topic.items() if t in broker.logs.topics]}
+
+
+async def consumer_group_describe(broker, context, request):
+    described = []
+    for group_id in request.group_ids:
+        group = broker.consumer_groups.groups.get(group_id)
+        ops = GROUP_OPERATIONS if request.include_authorized_operations else NO_OPERATIONS
+        if group is None:
+            classic = broker.groups.group(group_id)
+            message = f"Group {group_id} is not a consumer group." if classic is not None else f"Group {group_id} not found."
+            described.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": message, "group_id": group_id,
+                              "group_state": DEAD, "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
+                              "members": [], "authorized_operations": ops})
+            continue
+        described.append({
+            "error_code": errors.NONE, "error_message": None, "group_id": group_id, "group_state": group.state,
+            "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch, "assignor_name": group.assignor,
+            "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                         "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
+                         "subscribed_topic_names": m.subscribed_topic_names,
+                         "subscribed_topic_regex": m.subscribed_topic_regex,
+                         "assignment": _described_assignment(broker, m.assigned),
+                         "target_assignment": _described_assignment(broker, group.target.get(m.member_id, set())),
+                         "member_type": 1}
+                        for m in group.members.values()],
+            "authorized_operations": ops})
+    return {"throttle_time_ms": 0, "groups": described}
+
+
+HANDLERS = {11: join_group, 12: heartbeat, 13: leave_group, 14: sync_group, 8: offset_commit,
+            9: offset_fetch, 15: describe_groups, 16: list_groups, 42: delete_groups,
+            47: offset_delete, 68: consumer_group_heartbeat, 69: consumer_group_describe}

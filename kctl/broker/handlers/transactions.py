@@ -105,8 +105,11 @@ async def txn_offset_commit(broker, context, request):
     if version >= 3 and (request.member_id or request.generation_id >= 0):
         # KIP-447: the commit of a consumer-transform-produce member is fenced like its
         # consumer's own commits would be.
-        error = broker.groups.check_commit(request.group_id, request.generation_id, request.member_id,
-                                           request.group_instance_id)
+        if request.group_id in broker.consumer_groups.groups:
+            error = broker.consumer_groups.check_member(request.group_id, request.member_id, request.generation_id)
+        else:
+            error = broker.groups.check_commit(request.group_id, request.generation_id, request.member_id,
+                                               request.group_instance_id)
     if not error:
         try:
             error = broker.transactions.txn_offset_commit(request.transactional_id, request.group_id, request.producer_id,

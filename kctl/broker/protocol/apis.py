@@ -5,8 +5,7 @@ message JSON, unstable versions left out), with Kafka's two carve-outs: Produce 
 *advertised* from v0 (KAFKA-18659: older librdkafka turns off compression otherwise) but
 v0-2 are refused, and JoinGroup keeps v0-1 (KAFKA-19444). An API that is not listed here is
 never advertised: clients act on what ApiVersions says (librdkafka starts telemetry calls as
-soon as that key appears). The one API advertised but not implemented is
-ConsumerGroupHeartbeat, so that a KIP-848 consumer gets a fatal error instead of waiting.
+soon as that key appears).
 
 Messages are encoded and decoded with kafka-python's schema-driven classes (generated from
 the same Kafka JSON), loaded lazily per API so start-up pays only for what clients use.
@@ -87,8 +86,8 @@ _APIS = (
     Api(61, "DescribeProducers", 0, 0, 0, "admin.transactions"),
     Api(65, "DescribeTransactions", 0, 0, 0, "admin.transactions"),
     Api(66, "ListTransactions", 0, 2, 0, "admin.transactions"),
-    # Advertised to be refused: see kctl.broker.handlers.groups.consumer_group_heartbeat.
     Api(68, "ConsumerGroupHeartbeat", 0, 1, 0, "kctl.broker.protocol.kip848"),
+    Api(69, "ConsumerGroupDescribe", 0, 1, 0, "kctl.broker.protocol.kip848"),
 )
 
 APIS: dict[int, Api] = {api.key: api for api in _APIS}
