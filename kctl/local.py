@@ -30,7 +30,7 @@ class LocalStatus:
     bootstrap: str | None
     pid: int | None
     data_dir: str
-    topics: int
+    topics: int  # the user's topics (internal ones such as __consumer_offsets left out)
     size_bytes: int
     log_file: str
 
@@ -54,7 +54,8 @@ def status(data_dir: Path) -> LocalStatus:
     try:
         import json
 
-        topics = len(json.loads((data_dir / "kctl-metadata.json").read_text()).get("topics", {}))
+        names = json.loads((data_dir / "kctl-metadata.json").read_text()).get("topics", {})
+        topics = sum(1 for name in names if not name.startswith("__"))
     except (FileNotFoundError, ValueError):
         pass
     size = sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) if data_dir.exists() else 0

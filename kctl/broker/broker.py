@@ -58,7 +58,7 @@ class Broker:
         self.config = config
         self.clock = clock
         self.logs = LogManager(config.data_dir, clock, config.node_id)
-        self.offsets = OffsetStore(config.data_dir)
+        self.offsets = OffsetStore(config.data_dir, self.logs, clock)
         self.groups = GroupCoordinator(self.offsets, clock, config.group_initial_rebalance_delay_ms)
         self.consumer_groups = ConsumerGroupCoordinator(
             clock, lambda: {name: info.partitions for name, info in self.logs.topics.items()}, self.groups)
@@ -94,6 +94,7 @@ class Broker:
 
     def start_background(self) -> None:
         self._appended = asyncio.Event()
+        self.offsets.notify = self.notify_appended
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
         if self.config.log_cleaner_enable:
             self._cleaning = asyncio.get_running_loop().create_task(self.cleaner.run())

@@ -204,21 +204,7 @@ GROUP_PROTOCOLS = {
 
 
 def protocol_flags(cluster, protocol: str) -> list[str]:
-    if protocol == "consumer" and cluster.backend == "bundled":
-        pytest.skip("the bundled broker has no KIP-848 consumer protocol (test_consumer_protocol_refused_by_the_bundled_broker)")
     return [arg for k, v in GROUP_PROTOCOLS[protocol].items() for arg in ("-X", f"{k}={v}")]
-
-
-def test_consumer_protocol_refused_by_the_bundled_broker(kctl, cluster, topic):
-    if cluster.backend != "bundled":
-        pytest.skip("Kafka 4.x implements the consumer group protocol")
-    started = time.monotonic()
-    result = kctl("-b", cluster.bootstrap, "-X", "group.protocol=consumer", "record", "consume", topic, "--group", "g848", "-n", "1")
-    assert time.monotonic() - started < 10
-    assert result.exit_code == ExitCode.CONFIG
-    assert result.stderr.splitlines() == [
-        "error: unable to consume: the cluster does not support the consumer group protocol (KIP-848)",
-        "hint: use -X group.protocol=classic (Apache Kafka 4.x brokers support both; kctl's bundled broker classic only)"]
 
 
 def values(kctl, cluster, *args, flags=()):

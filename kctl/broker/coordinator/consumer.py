@@ -339,9 +339,10 @@ class ConsumerGroupCoordinator:
 
     def check_member(self, group_id: str, member_id: str, member_epoch: int) -> int:
         """The OffsetCommit / OffsetFetch check of a consumer group member: a commit from
-        an older epoch is STALE_MEMBER_EPOCH; without a member (tools) it is accepted."""
+        an older epoch is STALE_MEMBER_EPOCH. Epoch -1 (tools, consumers that assign
+        partitions themselves) commits only while the group has no members, as Kafka's."""
         group = self.groups.get(group_id)
-        if not member_id and member_epoch < 0:
+        if member_epoch < 0 and (group is None or not group.members):
             return errors.NONE
         if group is None or member_id not in group.members:
             return errors.UNKNOWN_MEMBER_ID

@@ -279,6 +279,7 @@ class GroupCoordinator:
             group.state = EMPTY
             group.protocol_name = None
             group.leader_id = None
+            self._record(group)
             if not self.store.committed(group.group_id):
                 group.protocol_type = None
             return
@@ -293,6 +294,16 @@ class GroupCoordinator:
             future.set_result(self._join_result(group, member))
         log.info("group %s: generation %d with %d members", group.group_id,
                  group.generation_id, len(group.members))
+
+    def _record(self, group: Group) -> None:
+        """The group's generation, in __consumer_offsets as Kafka records it."""
+        from .offsets_topic import GroupMember
+
+        members = [GroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                               m.session_timeout_ms, m.metadata_for(group.protocol_name or ""), m.assignment)
+                   for m in group.members.values()]
+        self.store.write_group(group.group_id, group.protocol_type or "", group.generation_id, group.protocol_name,
+                               group.leader_id, members)
 
     def _remove_member(self, group: Group, member: Member) -> None:
         group.members.pop(member.member_id, None)
@@ -324,6 +335,7 @@ class GroupCoordinator:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             group.state = STABLE
+            self._record(group)
             for m in group.members.values():
                 if m.sync_future is not None and not m.sync_future.done():
                     m.sync_future.set_result((errors.NONE, m.assignment))
@@ -409,10 +421,11 @@ class GroupCoordinator:
     def check_commit(self, group_id: str, generation_id: int, member_id: str,
                      group_instance_id: str | None) -> int:
         group = self.groups.get(group_id)
+        if generation_id < 0 and (group is None or group.state in (EMPTY, DEAD)):
+            # A "simple" commit (admin tools, manual assignment): only while nobody consumes,
+            # whatever member id the client sends (librdkafka's KIP-848 consumer sends one).
+            return errors.NONE
         if generation_id < 0 and not member_id:
-            # A "simple" commit (admin tools, manual assignment): only while nobody consumes.
-            if group is None or group.state in (EMPTY, DEAD):
-                return errors.NONE
             return errors.UNKNOWN_MEMBER_ID
         error = self._check_member(group, member_id, group_instance_id, generation_id)
         if error:

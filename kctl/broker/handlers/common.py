@@ -16,6 +16,8 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
 NO_OPERATIONS = -2147483648
+# Topics the broker keeps for itself: listed as internal, never produced to or deleted by clients.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 
 
 def topic_for_name(broker, name: str, auto_create: bool):

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from ..protocol import apis, errors
-from .common import (CLUSTER_OPERATIONS, NO_OPERATIONS, TOPIC_OPERATIONS, ZERO_UUID,
+from .common import (CLUSTER_OPERATIONS, INTERNAL_TOPICS, NO_OPERATIONS, TOPIC_OPERATIONS, ZERO_UUID,
                      topic_for_name)
+
+log = logging.getLogger("kctl.broker")
 
 
 async def api_versions(broker, context, request):
@@ -45,7 +49,7 @@ async def metadata(broker, context, request):
         node = [broker.node_id]
         topics.append({
             "error_code": errors.NONE, "name": info.name, "topic_id": info.topic_id,
-            "is_internal": False,
+            "is_internal": info.name in INTERNAL_TOPICS,
             "partitions": [{"error_code": errors.NONE, "partition_index": p,
                             "leader_id": broker.node_id, "leader_epoch": 0,
                             "replica_nodes": node, "isr_nodes": node, "offline_replicas": []}
@@ -73,6 +77,12 @@ async def describe_cluster(broker, context, request):
 
 async def find_coordinator(broker, context, request):
     host, port = broker.config.advertised
+    key_type = getattr(request, "key_type", 0) if context.version >= 1 else 0
+    if key_type == 0:  # a group's coordinator: Kafka creates the offsets topic on this call
+        try:
+            broker.offsets.ensure_topic()
+        except OSError as exc:
+            log.error("cannot create __consumer_offsets: %s", exc.strerror or exc)
     if context.version >= 4:
         return {"throttle_time_ms": 0, "coordinators": [
             {"key": key, "node_id": broker.node_id, "host": host, "port": port,

@@ -6,7 +6,7 @@ import logging
 
 from ..protocol import errors
 from ..protocol.records import InvalidBatch
-from .common import answer_storage_error, topic_for_name, topic_name
+from .common import INTERNAL_TOPICS, answer_storage_error, topic_for_name, topic_name
 
 log = logging.getLogger("kctl.broker.produce")
 
@@ -31,6 +31,10 @@ async def produce(broker, context, request):
                 result["error_code"] = errors.INVALID_REQUIRED_ACKS
                 continue
             plog = broker.logs.logs.get((name, data.index)) if info is not None else None
+            if name in INTERNAL_TOPICS:  # the coordinators write it, clients never do
+                result["error_code"] = errors.INVALID_TOPIC_EXCEPTION
+                result["error_message"] = f"Cannot append to internal topic {name}"
+                continue
             if plog is None:
                 result["error_code"] = topic_error or errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -8,7 +8,7 @@ import shutil
 from .. import configs as cfg
 from ..protocol import errors
 from ..storage.manager import TopicInfo, topic_name_problem
-from .common import ZERO_UUID, answer_storage_error, topic_name
+from .common import INTERNAL_TOPICS, ZERO_UUID, answer_storage_error, topic_name
 
 
 def _replication_error(broker, factor: int) -> str | None:
@@ -126,6 +126,8 @@ async def delete_topics(broker, context, request):
         if resolved is None or resolved not in broker.logs.topics:
             result["error_code"] = (errors.UNKNOWN_TOPIC_ID if name is None
                                     else errors.UNKNOWN_TOPIC_OR_PARTITION)
+        elif resolved in INTERNAL_TOPICS:
+            result.update(error_code=errors.INVALID_REQUEST, error_message=f"Cannot delete internal topic {resolved}")
         else:
             info = broker.logs.topics[resolved]
             result["topic_id"] = info.topic_id
