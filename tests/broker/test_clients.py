@@ -57,6 +57,27 @@ def test_timestamps_offsets_and_lookup_by_time(broker):
     consumer.close()
 
 
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_lookup_by_time_inside_a_compressed_batch(broker, codec):
+    """Ten records in one compressed batch: the offset for a time is the first *record* at
+    or after it, which needs the batch decompressed (cramjam), not the batch's first offset."""
+    topic = f"times-{codec}"
+    _create(broker.bootstrap, topic)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 100, "compression.type": codec})
+    base = int(time.time() * 1000) - 60_000
+    for i in range(10):
+        producer.produce(topic, value=b"%d" % i, timestamp=base + i * 1000)
+    producer.flush(5)
+    from kctl.broker.protocol import records
+
+    (segment,) = (broker.data_dir / f"{topic}-0").glob("*.log")
+    assert [h.records_count for _p, h in records.split_batches(segment.read_bytes())] == [10]
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "times"})
+    found = consumer.offsets_for_times([TopicPartition(topic, 0, base + 4500)], timeout=10)
+    assert found[0].offset == 5
+    consumer.close()
+
+
 def test_oversized_batch_is_refused_and_nothing_is_stored(broker):
     _create(broker.bootstrap, "small", **{"max_message_bytes": 2000})
     errors = []
