@@ -133,6 +133,7 @@ class TransactionCoordinator:
         meta.update_ms = self.clock()
         self.journal.write(meta.to_json())
         self._index(meta)
+        self.journal.compact_if_grown(lambda: (m.to_json() for m in self.transactions.values()), len(self.transactions))
 
     def _save(self, meta: TransactionMetadata, **changes) -> None:
         """Apply `changes` to a copy, persist it, and only then make it the state: a write

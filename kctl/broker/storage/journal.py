@@ -1,5 +1,5 @@
-"""An append-only journal of JSON lines that survives restarts: the committed offsets and
-the transaction coordinator's state are kept in one each.
+"""An append-only journal of JSON lines that survives restarts (the transaction
+coordinator's state is kept in one).
 
 A line is written, or nothing is: a write the disk refuses (full) is cut back off, so the
 next line starts clean and the caller answers the error. The page cache outlives the broker
@@ -26,6 +26,7 @@ class Journal:
         self.path = path
         self._fd: int | None = None
         self._size = 0
+        self._lines = 0  # written since the last compaction
 
     def open(self, apply: Callable[[dict], None], current: Callable[[], Iterable[dict]]) -> int:
         """Replay every line through `apply`, rewrite the journal as the lines `current()`
@@ -46,9 +47,27 @@ class Journal:
             self._compact(current())
         except OSError as exc:  # a full disk: the journal as it is stays valid
             log.warning("%s not compacted: %s", self.path, exc.strerror or exc)
+        self._reopen()
+        return skipped
+
+    def _reopen(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._size = os.fstat(self._fd).st_size
-        return skipped
+        self._lines = 0
+
+    def compact_if_grown(self, current: Callable[[], Iterable[dict]], live: int) -> None:
+        """Rewrite the journal as `current()` once it holds over 10,000 lines and four
+        times the live entries (best effort: a full disk keeps the longer journal)."""
+        if self._lines < max(10_000, 4 * live):
+            return
+        try:
+            self._compact(current())
+        except OSError as exc:
+            log.warning("%s not compacted: %s", self.path, exc.strerror or exc)
+            return
+        self._reopen()
 
     def close(self) -> None:
         if self._fd is not None:
@@ -80,3 +99,4 @@ class Journal:
                 pass
             raise
         self._size += len(line)
+        self._lines += 1
