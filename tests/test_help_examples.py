@@ -118,6 +118,12 @@ BEFORE = {
         "kctl config alter client-metrics producers --set metrics=org.apache.kafka.producer.",
     "kctl config delete client-metrics producers kcat --yes":
         "kctl config alter client-metrics kcat --set metrics='*' --set match=client_software_name=kcat",
+    "kctl --context prod export | kctl --context staging diff -f -":
+        "kctl context set prod -b localhost:9092 && kctl context set staging -b localhost:9092",
+    "kctl diff -f cluster.yaml": "kctl export > cluster.yaml",
+    "kctl diff -f state/ -o json": "kctl export --dir state/",
+    "kctl apply -f cluster.yaml --validate": "kctl export > cluster.yaml",
+    "kctl apply -f state/ --throttle 50MB/s --yes": "kctl export --dir state/",
     "kctl context delete old-cluster --yes": "kctl context set old-cluster -b old:9092",
     "kctl context show prod -o json": "kctl context set prod -b b1:9092",
     "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",

@@ -143,6 +143,16 @@ _PRECEDENCE = (
 )
 
 
+def quotas_by_entity(session: AdminSession) -> dict[Entity, dict[str, float]]:
+    """Every quota on the cluster, by entity (three requests: non-strict matching of one
+    entity type finds every entity that has it)."""
+    by_entity: dict[Entity, dict[str, float]] = {}
+    for components in ([(USER, None)], [(CLIENT_ID, None)], [(IP, None)]):
+        for quota in _describe(session, components, strict=False):
+            by_entity.setdefault(Entity(quota.user, quota.client_id, quota.ip), {})[quota.quota] = quota.value
+    return by_entity
+
+
 def effective_quotas(session: AdminSession, entity: Entity) -> list[EffectiveQuota]:
     """What applies to a client of `entity`: for each quota the most specific value set,
     following Kafka's precedence, and where it comes from ("-": no quota, unlimited)."""

@@ -66,14 +66,15 @@ def _rate(text: str | None) -> int | None:
     return parse_bytes(text, "--throttle") if text is not None else None
 
 
-def wait_for_moves(app: App, moves, *, wait_timeout: float | None, preserve_throttles: bool = False):
-    """Poll until every partition is done (or the wait times out), with progress on stderr."""
+def wait_for_moves(app: App, moves, *, wait_timeout: float | None, preserve_throttles: bool = False, session=None):
+    """Poll until every partition is done (or the wait times out), with progress on stderr;
+    on `session` when the moves are on another cluster than the command's."""
     from kctl.admin.replication import verify
     from kctl.cli.progress import progress
 
     with progress(app, "reassignment", total=len(moves), unit="partitions") as shown:
         while True:
-            rows = verify(app.session, moves, clear=not preserve_throttles)
+            rows = verify(session or app.session, moves, clear=not preserve_throttles)
             done = sum(1 for r in rows if r.status == "done")
             shown.update(done)
             shown.summary = f"reassignment: {done}/{len(rows)} partition(s) done in {shown.seconds:.0f}s"

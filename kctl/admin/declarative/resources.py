@@ -1,0 +1,352 @@
+"""Resource files: YAML documents describing the state a cluster should have, read and
+checked offline (no cluster needed) into typed resources.
+
+A document is `kind` (Topic, ClusterConfig, Acl, Quota, User), `metadata` (name, and the
+context it is for) and `spec`. The shape is checked against the JSON Schema shipped
+beside this module; values against Kafka's own config definitions (kafka_configs). Every
+problem names its file, line and key, so a review bot can point at it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources as package_files
+from pathlib import Path
+from typing import Any
+
+from kctl.errors import InvalidError, KctlError
+
+KINDS = ("Topic", "ClusterConfig", "Acl", "Quota", "User")
+API_VERSION = "kctl/v1"
+# ClusterConfig's name for the cluster-wide default of every broker.
+CLUSTER_DEFAULT = "default"
+# As `kctl user set-password`.
+DEFAULT_ITERATIONS = 8192
+
+
+@dataclass(frozen=True)
+class TopicPolicy:
+    """What apply may do to a topic; a change outside it is refused in the plan."""
+
+    min_retention_ms: int | None = None
+    allow_config_delete: bool = True
+    allow_replication_change: bool = True
+    allow_partition_increase: bool = True
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    name: str
+    context: str | None
+    # "FILE:LINE" of the document, for messages.
+    where: str
+
+
+@dataclass(frozen=True)
+class Topic(Resource):
+    partitions: int
+    replication_factor: int | None
+    configs: Mapping[str, str]
+    replicas: tuple[tuple[int, ...], ...] | None = None
+    policy: TopicPolicy = field(default_factory=TopicPolicy)
+
+
+@dataclass(frozen=True)
+class ClusterConfig(Resource):
+    """name: `default` (every broker) or a broker id."""
+
+    configs: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class AclSet(Resource):
+    acls: tuple  # of kctl.admin.acls.Acl
+
+
+@dataclass(frozen=True)
+class QuotaSet(Resource):
+    entity: Any  # kctl.admin.quotas.Entity
+    quotas: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class User(Resource):
+    # (mechanism, iterations) pairs
+    credentials: tuple[tuple[str, int], ...]
+    password_env: str | None = None
+
+
+class ResourceFileError(InvalidError):
+    """Problems found in resource files; `problems` holds every one, each on one line."""
+
+    def __init__(self, problems: Sequence[str]):
+        if len(problems) == 1:
+            super().__init__(f"invalid resource file: {problems[0]}")
+        else:
+            super().__init__(f"invalid resource files: {len(problems)} problems (each on a line above)")
+        self.problems = list(problems)
+
+
+@cache
+def schema() -> dict:
+    return json.loads(package_files.files(__package__).joinpath("resources.schema.json").read_text(encoding="utf-8"))
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def expand_paths(paths: Sequence[str]) -> list[str]:
+    """Files as given; a directory stands for its *.yaml and *.yml files, recursively, sorted."""
+    out = []
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            found = sorted(str(p) for p in Path(path).rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+            if not found:
+                raise InvalidError(f"unable to read {path}: the directory holds no .yaml or .yml files")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
+def load(paths: Sequence[str], stdin_text: str | None = None) -> list[Resource]:
+    """Every resource in the files, checked; ResourceFileError lists all problems found."""
+    problems: list[str] = []
+    loaded: list[Resource] = []
+    for path in expand_paths(paths):
+        if path == "-":
+            text, name = stdin_text or "", "<stdin>"
+        else:
+            name = path
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise InvalidError(f"unable to read {path}: no such file") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidError(f"unable to read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        loaded += parse(text, name, problems)
+    problems += _duplicates(loaded)
+    if problems:
+        raise ResourceFileError(problems)
+    return loaded
+
+
+def parse(text: str, path: str, problems: list[str]) -> list[Resource]:
+    """The resources of one file; problems are appended, never raised."""
+    import yaml
+
+    try:
+        documents = list(yaml.safe_load_all(text))
+        nodes = list(yaml.compose_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problems.append(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}")
+        return []
+    out = []
+    for document, node in zip(documents, nodes, strict=True):
+        if document is None:
+            continue  # an empty document (a trailing ---)
+        lines: dict[tuple, int] = {}
+        _record_lines(node, (), lines)
+        located = _Located(path, lines, node.start_mark.line + 1)
+        before = len(problems)
+        _check_schema(document, located, problems)
+        if len(problems) == before:
+            resource = _build(document, located, problems)
+            if resource is not None and len(problems) == before:
+                out.append(resource)
+    if not out and not problems and not any(d is not None for d in documents):
+        problems.append(f"{path}: holds no resource documents")
+    return out
+
+
+@dataclass(frozen=True)
+class _Located:
+    path: str
+    lines: Mapping[tuple, int]
+    start: int
+
+    def at(self, *keys) -> str:
+        """FILE:LINE of the deepest of `keys` the file has."""
+        for end in range(len(keys), -1, -1):
+            if keys[:end] in self.lines:
+                return f"{self.path}:{self.lines[keys[:end]]}"
+        return f"{self.path}:{self.start}"
+
+
+def _record_lines(node, path: tuple, lines: dict[tuple, int]) -> None:
+    import yaml
+
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                lines[path + (key.value,)] = key.start_mark.line + 1
+                _record_lines(value, path + (key.value,), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _record_lines(item, path + (index,), lines)
+
+
+def _label(document: Any) -> str:
+    if not isinstance(document, dict):
+        return "document"
+    kind = document.get("kind") if isinstance(document.get("kind"), str) else "document"
+    metadata = document.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return f"{kind} {name}" if isinstance(name, str) else kind
+
+
+def _check_schema(document: Any, located: _Located, problems: list[str]) -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    label = _label(document)
+    for error in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path]):
+        if error.validator in ("if", "allOf"):
+            continue  # its sub-errors say what is wrong
+        keys = tuple(error.absolute_path)
+        where = ".".join(str(k) for k in keys) or "document"
+        message = error.message
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            accepted = ", ".join(error.schema.get("properties", {}))
+            keys += (extra[0],)
+            message = f"unknown key{'s' if len(extra) > 1 else ''} {', '.join(extra)}; accepted: {accepted}"
+        elif error.validator == "enum" and keys == ("kind",):
+            message = f"unknown kind {error.instance!r}; accepted: {', '.join(KINDS)}"
+        problems.append(f"{located.at(*keys)}: {label}: {where}: {message}")
+
+
+def _build(document: dict, located: _Located, problems: list[str]) -> Resource | None:
+    kind = document["kind"]
+    metadata = document["metadata"]
+    spec = document["spec"]
+    label = f"{kind} {metadata['name']}"
+    base = dict(kind=kind, name=metadata["name"], context=metadata.get("context"), where=f"{located.path}:{located.start}")
+
+    def problem(message: str, *keys) -> None:
+        problems.append(f"{located.at(*keys)}: {label}: {message}")
+
+    builder = {"Topic": _topic, "ClusterConfig": _cluster_config, "Acl": _acl_set, "Quota": _quota_set, "User": _user}[kind]
+    return builder(base, spec, problem)
+
+
+def config_string(value: Any) -> str:
+    """A YAML scalar as Kafka's config string: true -> "true", 100 -> "100"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _configs(scope: str, configs: Mapping[str, Any], problem) -> dict[str, str]:
+    from kctl.admin.declarative.kafka_configs import MANAGED_BY_REASSIGNMENT, check, definitions
+
+    out = {}
+    for key, raw in configs.items():
+        value = config_string(raw)
+        if key in MANAGED_BY_REASSIGNMENT:
+            problem(f"config {key} is set and cleared by reassignments; leave it out", "spec", "configs", key)
+            continue
+        if getattr(definitions(scope).get(key), "type", None) == "PASSWORD":
+            problem(f"config {key} is a password: resource files are kept in Git, secrets are not; set it with `kctl config alter`", "spec", "configs", key)
+            continue
+        reason = check(scope, key, value)
+        if reason:
+            problem(f"config {key}: {reason}", "spec", "configs", key)
+            continue
+        out[key] = value
+    return out
+
+
+def _topic(base: dict, spec: dict, problem) -> Topic | None:
+    from kctl.admin.topics import validate_topic_name
+
+    try:
+        validate_topic_name(base["name"])
+    except KctlError as exc:
+        problem(exc.message, "metadata", "name")
+    configs = _configs("topic", spec.get("configs") or {}, problem)
+    replicas = tuple(tuple(r) for r in spec["replicas"]) if "replicas" in spec else None
+    rf = spec.get("replication_factor")
+    if replicas is not None:
+        if len(replicas) != spec["partitions"]:
+            problem(f"replicas lists {len(replicas)} partition(s) but partitions is {spec['partitions']}", "spec", "replicas")
+        sizes = {len(r) for r in replicas}
+        if len(sizes) > 1:
+            problem("every partition in replicas needs the same number of replicas", "spec", "replicas")
+        elif rf is not None and sizes != {rf}:
+            problem(f"replicas has {sizes.pop()} replica(s) per partition but replication_factor is {rf}", "spec", "replicas")
+        elif rf is None:
+            rf = sizes.pop()
+    policy = TopicPolicy(**(spec.get("policy") or {}))
+    retention = configs.get("retention.ms")
+    if policy.min_retention_ms is not None and retention is not None and retention != "-1" and int(retention) < policy.min_retention_ms:
+        problem(f"retention.ms {retention} is below the policy's min_retention_ms {policy.min_retention_ms}", "spec", "configs", "retention.ms")
+    return Topic(**base, partitions=spec["partitions"], replication_factor=rf, configs=configs, replicas=replicas, policy=policy)
+
+
+def _cluster_config(base: dict, spec: dict, problem) -> ClusterConfig | None:
+    name = base["name"]
+    if name != CLUSTER_DEFAULT and not name.isdigit():
+        problem(f"name must be {CLUSTER_DEFAULT!r} (every broker) or a broker id, not {name!r}", "metadata", "name")
+    return ClusterConfig(**base, configs=_configs("broker", spec["configs"], problem))
+
+
+def _acl_set(base: dict, spec: dict, problem) -> AclSet | None:
+    from kctl.admin.acls import acl_from_row
+
+    acls = []
+    for index, row in enumerate(spec["acls"]):
+        try:
+            acls.append(acl_from_row(row, f"acls[{index}]"))
+        except KctlError as exc:
+            problem(exc.message, "spec", "acls", index)
+    return AclSet(**base, acls=tuple(sorted(set(acls))))
+
+
+def _quota_set(base: dict, spec: dict, problem) -> QuotaSet | None:
+    from kctl.admin.quotas import entity_of, parse_key, parse_value
+
+    names = spec["entity"]
+    try:
+        entity = entity_of(names.get("user"), names.get("client_id"), names.get("ip"))
+    except KctlError as exc:
+        problem(exc.message.replace("--default-", "default ").replace("--", ""), "spec", "entity")
+        return None
+    quotas = {}
+    for key, raw in spec["quotas"].items():
+        try:
+            name = parse_key(key, entity)
+            quotas[name] = parse_value(name, str(raw))
+        except KctlError as exc:
+            problem(exc.message.replace("`kctl quota delete`", "removal from the file"), "spec", "quotas", key)
+    return QuotaSet(**base, entity=entity, quotas=quotas)
+
+
+def _user(base: dict, spec: dict, problem) -> User | None:
+    mechanisms = [c["mechanism"] for c in spec["credentials"]]
+    if len(set(mechanisms)) != len(mechanisms):
+        problem("a mechanism is listed twice in credentials", "spec", "credentials")
+    credentials = tuple(sorted((c["mechanism"], c.get("iterations", DEFAULT_ITERATIONS)) for c in spec["credentials"]))
+    return User(**base, credentials=credentials, password_env=spec.get("password_env"))
+
+
+def _duplicates(loaded: Iterable[Resource]) -> list[str]:
+    seen: dict[tuple, str] = {}
+    problems = []
+    for resource in loaded:
+        if isinstance(resource, AclSet):
+            continue  # ACL rows are a set: the same row twice is one ACL
+        identity = (resource.context, resource.kind, str(resource.entity) if isinstance(resource, QuotaSet) else resource.name)
+        if identity in seen:
+            problems.append(f"{resource.where}: {resource.kind} {resource.name}: also defined at {seen[identity]}")
+        else:
+            seen[identity] = resource.where
+    return problems
