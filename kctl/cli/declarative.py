@@ -155,7 +155,8 @@ def _plans(app: App, resources, prune: bool, topic_regex):
         try:
             names = None if prune else [r.name for r in members if isinstance(r, Topic)]
             state = read(session, kinds, topic_regex=topic_regex, topics=names)
-            changes = [dataclasses.replace(c, context=context) for c in plan(members, state, prune=prune)]
+            login_user = session.settings.properties.get("sasl.username")
+            changes = [dataclasses.replace(c, context=context) for c in plan(members, state, prune=prune, login_user=login_user)]
         except BaseException:
             if owned is not None:
                 owned.close()
@@ -208,7 +209,7 @@ def diff(app: App, files, prune, topic_regex):
 @file_option
 @click.option("--validate", is_flag=True, help="Check the files offline (schema, config names and values) and stop; needs no cluster.")
 @click.option("--dry-run", is_flag=True, help="Show the plan and stop (as `kctl diff`, exit 0).")
-@click.option("--prune", is_flag=True, help="Also remove resources of the files' kinds that no file lists (topics, principals' ACLs, quota entities, users), after confirmation.")
+@click.option("--prune", is_flag=True, help="Also remove resources of the files' kinds that no file lists (topics, principals' ACLs, quota entities, users), after confirmation; never topics named _*, nor the user kctl logs in as.")
 @topic_regex_option
 @click.option("--throttle", metavar="RATE", help="Replication throttle for reassignments, e.g. 50MB/s; removed when they finish.")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for reassignments to finish, with progress.")

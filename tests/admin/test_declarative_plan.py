@@ -49,7 +49,7 @@ metadata: {name: new}
 spec: {partitions: 1, replication_factor: 1}
 """)
     live = LiveTopic("orders", ((1,), (1,)), {"retention.ms": "1000", "max.message.bytes": "5"})
-    changes = plan(files, topic_state(live, LiveTopic("old", ((1,),), {})), prune=True)
+    changes = plan(files, topic_state(live, LiveTopic("old", ((1,),), {}), LiveTopic("_schemas", ((1,),), {})), prune=True)
     assert [(c.action, c.name, c.detail) for c in changes] == [
         ("create", "new", "partitions 1; replication factor 1"),
         ("alter-config", "orders", "retention.ms 1000 -> 2000; max.message.bytes 5 -> (default)"),
@@ -145,9 +145,9 @@ spec: {credentials: [{mechanism: SCRAM-SHA-256}], password_env: BOB_PASSWORD}
 """)
     state = ClusterState(
         quotas={Entity(user="alice"): {"producer_byte_rate": 1024.0, "request_percentage": 50.0}, Entity(client_id="c"): {"consumer_byte_rate": 1.0}},
-        users={"alice": (("SCRAM-SHA-256", 4096),), "carol": (("SCRAM-SHA-256", 4096),)},
+        users={"alice": (("SCRAM-SHA-256", 4096),), "carol": (("SCRAM-SHA-256", 4096),), "admin": (("SCRAM-SHA-512", 8192),)},
     )
-    changes = plan(files, state, prune=True)
+    changes = plan(files, state, prune=True, login_user="admin")
     assert [(c.action, c.kind, c.name, c.detail) for c in changes] == [
         ("set-quota", "Quota", "user alice", "producer_byte_rate 1024 -> 1048576; request_percentage 50 -> (none)"),
         ("set-password", "User", "bob", "SCRAM-SHA-256 (8192 iterations), password from $BOB_PASSWORD"),

@@ -25,20 +25,22 @@ def write(tmp_path, name, text):
     return str(path)
 
 
-def kafka_topics_describe(tools, bootstrap, topic) -> tuple[int, int, str]:
-    """(partitions, replication factor, configs) as kafka-topics --describe prints them."""
+def kafka_topics_describe(tools, bootstrap, topic) -> tuple[int, int, dict[str, str]]:
+    """(partitions, replication factor, configs) as kafka-topics --describe prints them
+    (its configs include the broker's static ones that differ from Kafka's defaults)."""
     proc = tools.run_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, "--describe", "--topic", topic)
     assert proc.returncode == 0, proc.stderr
     head = re.search(r"PartitionCount: (\d+)\s+ReplicationFactor: (\d+)\s+Configs: ?(.*)$", proc.stdout, re.M)
-    return int(head.group(1)), int(head.group(2)), head.group(3).strip()
+    configs = dict(item.split("=", 1) for item in head.group(3).strip().split(",") if item)
+    return int(head.group(1)), int(head.group(2)), configs
 
 
 def test_export_diff_apply_round_trip(kctl, cluster, unique_name, tmp_path):
     b = ("-b", cluster.bootstrap)
     prefix = unique_name("decl")
     scope = ("--topic-regex", re.escape(prefix) + ".*")
-    assert kctl(*b, "topic", "create", f"{prefix}-a", "-p", "2", "-c", "retention.ms=3600000", "-c", "cleanup.policy=compact,delete").exit_code == 0
-    assert kctl(*b, "topic", "create", f"{prefix}-b", "-p", "1").exit_code == 0
+    assert kctl(*b, "topic", "create", f"{prefix}-a", "-p", "2", "--rf", "1", "-c", "retention.ms=3600000", "-c", "cleanup.policy=compact,delete").exit_code == 0
+    assert kctl(*b, "topic", "create", f"{prefix}-b", "-p", "1", "--rf", "1").exit_code == 0
 
     exported = kctl(*b, "export", "--kind", "topic", *scope)
     assert exported.exit_code == 0, exported.stderr
@@ -78,7 +80,7 @@ def test_apply_creates_alters_grows_and_converges_after_a_partial_failure(kctl, 
     b = ("-b", cluster.bootstrap)
     prefix = unique_name("conv")
     scope = ("--topic-regex", re.escape(prefix) + ".*")
-    assert kctl(*b, "topic", "create", f"{prefix}-old", "-p", "2", "-c", "retention.ms=1000").exit_code == 0
+    assert kctl(*b, "topic", "create", f"{prefix}-old", "-p", "2", "--rf", "1", "-c", "retention.ms=1000").exit_code == 0
     text = f"""
 kind: Topic
 metadata: {{name: {prefix}-new}}
@@ -113,8 +115,10 @@ spec:
     assert (second.exit_code, second.stdout) == (0, f"ACTION\tKIND\tNAME\tSTATUS\tERROR\nadd-partitions\tTopic\t{prefix}-old\tapplied\t\n")
     eventually(lambda: _clean(kctl(*b, "diff", "-f", path, *scope)))
     # What Kafka's own tool sees.
-    assert kafka_topics_describe(kafka_tools, cluster.bootstrap, f"{prefix}-new") == (3, 1, "cleanup.policy=compact,min.cleanable.dirty.ratio=0.2")
-    assert kafka_topics_describe(kafka_tools, cluster.bootstrap, f"{prefix}-old") == (4, 1, "retention.ms=7200000")
+    partitions, rf, configs = kafka_topics_describe(kafka_tools, cluster.bootstrap, f"{prefix}-new")
+    assert (partitions, rf) == (3, 1) and {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.2"}.items() <= configs.items()
+    partitions, rf, configs = kafka_topics_describe(kafka_tools, cluster.bootstrap, f"{prefix}-old")
+    assert (partitions, rf, configs.get("retention.ms")) == (4, 1, "7200000")
 
 
 def test_prune_deletes_only_what_the_files_drop_and_only_when_confirmed(kctl, cluster, unique_name, tmp_path):
@@ -264,3 +268,31 @@ def test_a_file_names_its_context_and_the_command_line_overrides_it(kctl, cluste
     assert kctl(*b, "topic", "describe", topic).exit_code == 0
     # --context wins over the file's: the unreachable context is tried.
     assert kctl("--context", "nowhere", "diff", "-f", path).exit_code == ExitCode.UNREACHABLE
+
+
+def test_scram_users_from_files_with_the_password_from_the_environment(kctl, secured_kafka, unique_name, tmp_path):
+    from tests.cli.test_security import sasl_flags
+    from tests.cli.test_user import kafka_configs_users, login
+
+    admin = sasl_flags(secured_kafka)
+    user = unique_name("dana")
+    path = write(tmp_path, "u.yaml", f"kind: User\nmetadata: {{name: {user}}}\nspec:\n  credentials: [{{mechanism: SCRAM-SHA-256, iterations: 4096}}]\n  password_env: DANA_PASSWORD\n")
+    planned = kctl(*admin, "diff", "-f", path)
+    assert (planned.exit_code, planned.stdout.splitlines()[1:]) == (
+        ExitCode.CRITICAL, [f"set-password\tUser\t{user}\tSCRAM-SHA-256 (4096 iterations), password from $DANA_PASSWORD"],
+    )
+    missing = kctl(*admin, "apply", "-f", path, "--yes")
+    assert missing.exit_code == ExitCode.PARTIAL_FAILURE
+    assert f"error: User {user}: set-password failed: unable to set the SCRAM-SHA-256 credential of {user}: $DANA_PASSWORD is not set" in missing.stderr
+    applied = kctl(*admin, "apply", "-f", path, "--yes", env={"DANA_PASSWORD": "d4na-secret"})
+    assert applied.exit_code == 0, applied.stderr
+    assert "d4na-secret" not in applied.stdout + applied.stderr
+    eventually(lambda: _has(kafka_configs_users(secured_kafka), (user, "SCRAM-SHA-256", 4096)))
+    eventually(lambda: _clean(login(kctl, secured_kafka, user, "d4na-secret", "SCRAM-SHA-256")))
+    eventually(lambda: _clean(kctl(*admin, "diff", "-f", path)))
+    exported = [d for d in yaml.safe_load_all(kctl(*admin, "export", "--kind", "user").stdout) if d["metadata"]["name"] == user]
+    assert exported[0]["spec"] == {"credentials": [{"mechanism": "SCRAM-SHA-256", "iterations": 4096}]}
+
+
+def _has(found, item):
+    assert item in found

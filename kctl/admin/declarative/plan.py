@@ -13,7 +13,9 @@ What a document owns (and so what it removes without --prune):
 - Acl documents the ACLs of every principal their rows name;
 - a Quota its entity's quotas; a User its SCRAM credentials.
 Whole resources the files do not list (topics, principals' ACLs, quota entities, users)
-are deleted only with --prune.
+are deleted only with --prune; never topics whose names start with '_' (by convention
+other systems' internal topics: _schemas, _confluent-*), nor the credentials of the user
+kctl itself logs in as.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ class Change:
         return SYMBOLS.get(self.action, "-" if self.action in REMOVALS else "~")
 
 
-def plan(resources: Sequence[Resource], state: ClusterState, *, prune: bool = False) -> list[Change]:
+def plan(resources: Sequence[Resource], state: ClusterState, *, prune: bool = False, login_user: str | None = None) -> list[Change]:
+    """`login_user`: the SCRAM user the session authenticates as, which --prune keeps."""
     changes: list[Change] = []
     topics = [r for r in resources if isinstance(r, Topic)]
     if state.topics is not None:
@@ -63,7 +66,11 @@ def plan(resources: Sequence[Resource], state: ClusterState, *, prune: bool = Fa
             changes += _topic(topic, state.topics.get(topic.name), state)
         if prune:
             listed = {t.name for t in topics}
-            changes += [Change("delete", "Topic", name, "not in the files (--prune)") for name in sorted(state.topics) if name not in listed]
+            changes += [
+                Change("delete", "Topic", name, "not in the files (--prune)")
+                for name in sorted(state.topics)
+                if name not in listed and not name.startswith("_")
+            ]
     if state.cluster_configs is not None:
         for config in (r for r in resources if isinstance(r, ClusterConfig)):
             changes += _cluster_config(config, state)
@@ -72,7 +79,7 @@ def plan(resources: Sequence[Resource], state: ClusterState, *, prune: bool = Fa
     if state.quotas is not None:
         changes += _quotas([r for r in resources if isinstance(r, QuotaSet)], state.quotas, prune)
     if state.users is not None:
-        changes += _users([r for r in resources if isinstance(r, User)], state.users, prune)
+        changes += _users([r for r in resources if isinstance(r, User)], state.users, prune, login_user)
     return sorted(changes, key=lambda c: (ACTIONS.index(c.action), c.kind, c.name))
 
 
@@ -277,7 +284,7 @@ def _rate(value: float | None) -> str:
 # -- users -----------------------------------------------------------------------------------
 
 
-def _users(users: Sequence[User], live: dict[str, tuple[tuple[str, int], ...]], prune: bool) -> list[Change]:
+def _users(users: Sequence[User], live: dict[str, tuple[tuple[str, int], ...]], prune: bool, login_user: str | None) -> list[Change]:
     out = []
     for user in users:
         current = dict(live.get(user.name, ()))
@@ -296,7 +303,7 @@ def _users(users: Sequence[User], live: dict[str, tuple[tuple[str, int], ...]], 
     if prune:
         listed = {u.name for u in users}
         for name, credentials in sorted(live.items()):
-            if name not in listed:
+            if name not in listed and name != login_user:
                 for mechanism, _iterations in credentials:
                     out.append(Change("delete-credential", "User", name, f"{mechanism} (--prune)", None, data={"mechanism": mechanism}))
     return out
