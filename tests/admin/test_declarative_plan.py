@@ -179,3 +179,19 @@ def test_problems_name_file_line_and_key(text, problem):
     problems: list[str] = []
     parse(text, "f.yaml", problems)
     assert problems == [problem]
+
+
+def test_rack_aware_placement_moves_only_partitions_that_could_span_more_racks():
+    files = resources("kind: Topic\nmetadata: {name: r}\nspec: {partitions: 3, placement: rack-aware}\n")
+    brokers = {1: "a", 2: "a", 3: "b", 4: "b"}
+    live = LiveTopic("r", ((1, 2), (1, 3), (3, 4)), {})
+    (change,) = plan(files, ClusterState(topics={"r": live}, brokers=brokers))
+    assert change.detail == "rack-aware placement over 2 racks (2 partition(s) move)"
+    moves = {m["partition"]: m["target"] for m in change.data["moves"]}
+    assert sorted(moves) == [0, 2]
+    assert moves[0][0] == 1 and brokers[moves[0][1]] == "b"
+    assert moves[2][0] == 3 and brokers[moves[2][1]] == "a"
+    assert plan(files, ClusterState(topics={"r": live}, brokers={b: None for b in brokers})) == []
+    problems: list[str] = []
+    parse("kind: Topic\nmetadata: {name: r}\nspec: {partitions: 1, placement: rack-aware, replicas: [[1]]}\n", "f.yaml", problems)
+    assert problems == ["f.yaml:3: Topic r: placement and replicas exclude each other: replicas is an explicit placement"]

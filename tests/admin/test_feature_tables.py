@@ -4,8 +4,6 @@ metadata version or release makes this fail until the tables are updated."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,17 +15,9 @@ SOURCE = Path(__file__).resolve().parent.parent / "brokers" / "FeatureLevels.jav
 
 @pytest.fixture(scope="module")
 def kafka_levels() -> list[str]:
-    from tests.brokers.jars import JarResolutionError, resolve_classpath
+    from tests.brokers.jars import run_java_source
 
-    try:
-        classpath = os.pathsep.join(str(p) for p in resolve_classpath())
-    except JarResolutionError as exc:
-        if os.environ.get("KCTL_REQUIRE_BROKERS") == "1":
-            raise
-        pytest.skip(f"Kafka's jars: {exc}")
-    proc = subprocess.run(["java", "-cp", classpath, str(SOURCE)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.splitlines()
+    return run_java_source(SOURCE).splitlines()
 
 
 def test_metadata_version_names(kafka_levels):

@@ -107,3 +107,22 @@ if __name__ == "__main__":
         sys.exit(f"error: {exc}")
     print(f"Apache Kafka {kafka_version()}: {len(jars)} jars in {cache_dir() / 'libs'}")
     print(f"Spark's Kafka connector {SPARK_CONNECTOR_VERSION}: {len(connector)} jars in ~/.m2")
+
+
+def run_java_source(source: Path) -> str:
+    """What a single-file Java program prints, run on Kafka's jars (skipped without them,
+    unless KCTL_REQUIRE_BROKERS=1): how tests check kctl's tables against Kafka's own."""
+    import os
+    import subprocess
+
+    import pytest
+
+    try:
+        classpath = os.pathsep.join(str(p) for p in resolve_classpath())
+    except JarResolutionError as exc:
+        if os.environ.get("KCTL_REQUIRE_BROKERS") == "1":
+            raise
+        pytest.skip(f"Kafka's jars: {exc}")
+    proc = subprocess.run(["java", "-cp", classpath, str(source)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout

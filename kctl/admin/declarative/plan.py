@@ -170,6 +170,16 @@ def _replication(topic: Topic, live: LiveTopic, brokers: dict[int, str | None]) 
         moves = generate(current, brokers, replication_factor=topic.replication_factor)
         targets = {(m.topic, m.partition): m.target for m in moves}
         what = f"replication factor {live.replication_factor} -> {topic.replication_factor}"
+    elif topic.placement == "rack-aware" and _off_rack(current, brokers):
+        # Rebuild each partition that could span more racks around its leader; generate()
+        # adds replicas on racks the partition does not use yet, least loaded first.
+        racks = {r for r in brokers.values() if r is not None}
+        off = _off_rack(current, brokers)
+        targets = dict(current)
+        for rf in sorted({len(current[key]) for key in off}):
+            group = {key: current[key][:1] for key in off if len(current[key]) == rf}
+            targets.update({(m.topic, m.partition): m.target for m in generate(group, brokers, replication_factor=rf)})
+        what = f"rack-aware placement over {len(racks)} racks"
     else:
         return []
     moving = sorted(key for key, target in targets.items() if tuple(current[key]) != target)
@@ -179,6 +189,14 @@ def _replication(topic: Topic, live: LiveTopic, brokers: dict[int, str | None]) 
         return [_refused(topic, f"{what}: the topic's policy does not allow reassignments")]
     moves = [{"partition": p, "current": list(current[(t, p)]), "target": list(targets[(t, p)])} for t, p in moving]
     return [Change("reassign", "Topic", topic.name, f"{what} ({len(moves)} partition(s) move)", topic.where, data={"moves": moves})]
+
+
+def _off_rack(current: dict[tuple[str, int], tuple[int, ...]], brokers: dict[int, str | None]) -> list[tuple[str, int]]:
+    """Partitions whose replicas span fewer racks than they could."""
+    racks = {r for r in brokers.values() if r is not None}
+    if not racks:
+        return []
+    return sorted(key for key, replicas in current.items() if len({brokers.get(b) for b in replicas}) < min(len(replicas), len(racks)))
 
 
 def _config_change(kind: str, name: str, where: str, desired: dict[str, str], live: dict[str, str], *, allow_delete: bool, scope: str = "topic") -> Change | None:

@@ -53,6 +53,8 @@ class Topic(Resource):
     replication_factor: int | None
     configs: Mapping[str, str]
     replicas: tuple[tuple[int, ...], ...] | None = None
+    # "any" or "rack-aware"
+    placement: str = "any"
     policy: TopicPolicy = field(default_factory=TopicPolicy)
 
 
@@ -285,11 +287,14 @@ def _topic(base: dict, spec: dict, problem) -> Topic | None:
             problem(f"replicas has {sizes.pop()} replica(s) per partition but replication_factor is {rf}", "spec", "replicas")
         elif rf is None:
             rf = sizes.pop()
+    placement = spec.get("placement", "any")
+    if placement != "any" and replicas is not None:
+        problem("placement and replicas exclude each other: replicas is an explicit placement", "spec", "placement")
     policy = TopicPolicy(**(spec.get("policy") or {}))
     retention = configs.get("retention.ms")
     if policy.min_retention_ms is not None and retention is not None and retention != "-1" and int(retention) < policy.min_retention_ms:
         problem(f"retention.ms {retention} is below the policy's min_retention_ms {policy.min_retention_ms}", "spec", "configs", "retention.ms")
-    return Topic(**base, partitions=spec["partitions"], replication_factor=rf, configs=configs, replicas=replicas, policy=policy)
+    return Topic(**base, partitions=spec["partitions"], replication_factor=rf, configs=configs, replicas=replicas, placement=placement, policy=policy)
 
 
 def _cluster_config(base: dict, spec: dict, problem) -> ClusterConfig | None:

@@ -79,8 +79,11 @@ def _unsupported(error: KctlError) -> bool:
 def _topics(session: AdminSession, state: ClusterState, regex: re.Pattern[str] | None, only: Sequence[str] | None) -> None:
     from kctl.admin.partitions import request_topic_configs
 
+    from kctl.admin.cluster import describe_cluster
+
     metadata = session.metadata("list topics")
-    state.brokers = state.brokers or {b: None for b in metadata.brokers}
+    # Racks, for rack-aware placement and reassignments (Metadata in librdkafka's API has none).
+    state.brokers = {b.id: b.rack for b in describe_cluster(session).brokers}
     names = sorted(
         n
         for n, t in metadata.topics.items()
