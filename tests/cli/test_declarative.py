@@ -296,3 +296,36 @@ def test_scram_users_from_files_with_the_password_from_the_environment(kctl, sec
 
 def _has(found, item):
     assert item in found
+
+
+def kafka_configs_broker_default(tools, bootstrap) -> dict[str, str]:
+    """The cluster-wide dynamic broker configs as kafka-configs --describe prints them."""
+    proc = tools.run_tool("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap, "--describe", "--entity-type", "brokers", "--entity-default")
+    assert proc.returncode == 0, proc.stderr
+    return dict(re.findall(r"^\s+(\S+?)=(\S*) sensitive=", proc.stdout, re.M))
+
+
+def test_cluster_configs_from_files(kctl, cluster, kafka_tools, tmp_path):
+    b = ("-b", cluster.bootstrap)
+    exported = kctl(*b, "export", "--kind", "clusterconfig")
+    assert exported.exit_code == 0, exported.stderr
+    docs = list(yaml.safe_load_all(exported.stdout))
+    default = next((d for d in docs if d["metadata"]["name"] == "default"), None)
+    before = dict(default["spec"]["configs"]) if default else {}
+    assert before == kafka_configs_broker_default(kafka_tools, cluster.bootstrap)
+    wanted = {**before, "log.cleaner.backoff.ms": 15001}
+    path = write(tmp_path, "c.yaml", yaml.safe_dump({"kind": "ClusterConfig", "metadata": {"name": "default"}, "spec": {"configs": wanted}}))
+    planned = kctl(*b, "diff", "-f", path)
+    assert planned.stdout.splitlines()[1:] == ["alter-config\tClusterConfig\tdefault\tlog.cleaner.backoff.ms (default) -> 15001"]
+    try:
+        assert kctl(*b, "apply", "-f", path, "--yes").exit_code == 0
+        eventually(lambda: _same(kafka_configs_broker_default(kafka_tools, cluster.bootstrap).get("log.cleaner.backoff.ms"), "15001"))
+        eventually(lambda: _clean(kctl(*b, "diff", "-f", path)))
+    finally:
+        # The file without the key resets it: a document owns its entity's dynamic configs.
+        write(tmp_path, "c.yaml", yaml.safe_dump({"kind": "ClusterConfig", "metadata": {"name": "default"}, "spec": {"configs": before}}))
+        assert kctl(*b, "apply", "-f", path, "--yes").exit_code == 0
+    eventually(lambda: _same(kafka_configs_broker_default(kafka_tools, cluster.bootstrap), before))
+    missing = write(tmp_path, "b.yaml", "kind: ClusterConfig\nmetadata: {name: '99'}\nspec: {configs: {log.cleaner.threads: 2}}\n")
+    refused = kctl(*b, "diff", "-f", missing)
+    assert refused.stdout.splitlines()[1].startswith("refused\tClusterConfig\t99\tthe cluster has no broker 99 (brokers: ")
