@@ -155,10 +155,11 @@ def describe(app: App, groups):
 @click.option("--max-lag", type=click.IntRange(min=0), default=0, show_default=True, metavar="N", help="With --until-caught-up: the lag that counts as caught up.")
 @click.option("--max-seconds", type=click.FloatRange(min=0), metavar="S", help="With --until-caught-up: also require lag in seconds at most S (implies --time-lag record).")
 @click.option("--for", "for_", metavar="DURATION", help="With --until-caught-up: give up (status 2) after DURATION; with --watch: stop after it.")
-@click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --watch and --until-caught-up.")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --watch and --until-caught-up, between samples with --serve.")
+@click.option("--serve", metavar="[HOST]:PORT", help="Serve the lag as Prometheus metrics on http://HOST:PORT/metrics (and /healthz), sampling every --interval, until Ctrl-C.")
 @global_options
 @pass_app
-def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file, watch, until_caught_up, max_lag, max_seconds, for_, interval):
+def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file, watch, until_caught_up, max_lag, max_seconds, for_, interval, serve):
     """Show lag per partition: committed offset, log start and end, records left.
 
     LAG is what is left to consume: log end minus the committed offset, counted from
@@ -174,6 +175,10 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
     to it), so cron jobs get time lag and trends without a daemon. -o prom prints
     kafka-lag-exporter's metrics.
     --until-caught-up is a deploy gate: status 0 once caught up, 2 when --for ends first.
+    --serve runs an exporter: a scrape returns the last complete sample at once (time lag
+    interpolated from the samples kept in memory), never waiting on the cluster; when the
+    cluster cannot be read, kctl_lag_exporter_up is 0 and kctl_lag_exporter_sample_age_seconds
+    grows, and /healthz answers 503 after three intervals without a good sample.
 
     \b
     Examples:
@@ -183,6 +188,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
       kctl group lag --all -o prom > /var/lib/node_exporter/kafka_lag.prom
       kctl group lag billing --until-caught-up --max-lag 100 --for 10m
       kctl group lag billing --watch --interval 2          # Ctrl-C stops it (exit 0)
+      kctl group lag --all --serve :9308 --interval 30     # Ctrl-C stops it (exit 0)
     """
     import time
 
@@ -195,8 +201,11 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
     if max_seconds is not None:
         time_lag = "record"
     limit = parse_duration(for_) if for_ else None
-    if watch and until_caught_up:
-        raise click.UsageError("choose --watch or --until-caught-up")
+    if sum(map(bool, (watch, until_caught_up, serve))) > 1:
+        raise click.UsageError("choose one of --watch, --until-caught-up and --serve")
+    if serve:
+        _serve(app, None if all_ else groups, topics, isolation, interval, serve)
+        return
     if watch:
         with until_stopped():
             _watch(app, None if all_ else groups, topics, isolation, interval, limit)
@@ -288,6 +297,22 @@ def _watch(app: App, groups, topics, isolation, interval: float, limit: float | 
         if limit is not None and now - started + interval > limit:
             return
         time.sleep(interval)
+
+
+def _serve(app: App, groups, topics, isolation, interval: float, address: str) -> None:
+    from kctl.lag_exporter import LagSampler, parse_address, serve
+
+    sampler = LagSampler(app.session, app.settings.context or app.settings.bootstrap_servers or "", interval=interval, groups=groups, topics=topics, isolation=isolation, notify=app.warn)
+    server = serve(sampler, parse_address(address))
+    host, port = server.server_address[:2]
+    sampler.start()
+    app.note(f"serving lag metrics on http://{host}:{port}/metrics every {interval:g}s; Ctrl-C stops")
+    try:
+        with until_stopped():
+            server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+        sampler.stop()
 
 
 def _state_file(app: App, path: str | None):

@@ -452,28 +452,41 @@ def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dic
 def with_history(results: list[GroupLag], state_file, *, interpolate: bool, now_ms: int | None = None):
     """Record this sample in the history file; with `interpolate`, fill lag_seconds from it
     (source "interp") where no better source filled it. Returns (results, histories)."""
-    import dataclasses
     import time
 
-    from kctl.admin.lag_history import Sample, interpolated_lag_seconds, record
+    from kctl.admin.lag_history import record
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    samples = {(p.group, p.topic, p.partition): Sample(t=now, committed=p.committed, log_end=p.log_end) for g in results for p in g.partitions}
-    histories = record(state_file, samples)
-    if not interpolate:
-        return results, histories
+    histories = record(state_file, samples_of(results, now))
+    return (interpolated(results, histories, now) if interpolate else results), histories
+
+
+def samples_of(results: Sequence[GroupLag], now_ms: int) -> dict:
+    """This sample of every partition, as the lag history keeps it."""
+    from kctl.admin.lag_history import Sample
+
+    return {(p.group, p.topic, p.partition): Sample(t=now_ms, committed=p.committed, log_end=p.log_end) for g in results for p in g.partitions}
+
+
+def interpolated(results: list[GroupLag], histories: dict, now_ms: int) -> list[GroupLag]:
+    """lag_seconds (source "interp") from each partition's history where nothing better
+    filled it: kafka-lag-exporter's interpolation over (time, log end) samples."""
+    import dataclasses
+
+    from kctl.admin.lag_history import interpolated_lag_seconds
+
     updated = []
     for g in results:
         rows = []
         for p in g.partitions:
             if p.lag_seconds is None and p.committed is not None:
-                seconds = 0.0 if p.lag == 0 else interpolated_lag_seconds(histories.get((p.group, p.topic, p.partition), []), max(p.committed, p.log_start or 0), now)
+                seconds = 0.0 if p.lag == 0 else interpolated_lag_seconds(histories.get((p.group, p.topic, p.partition), []), max(p.committed, p.log_start or 0), now_ms)
                 if seconds is not None:
                     p = dataclasses.replace(p, lag_seconds=seconds, lag_seconds_source="caught_up" if p.lag == 0 else "interp")
             rows.append(p)
         seconds = [r.lag_seconds for r in rows if r.lag_seconds is not None]
         updated.append(dataclasses.replace(g, partitions=tuple(rows), lag_seconds_max=max(seconds) if seconds else None))
-    return updated, histories
+    return updated
 
 
 def _with_record_time_lag(session: AdminSession, results: list[GroupLag], now_ms: int | None) -> list[GroupLag]:

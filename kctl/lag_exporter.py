@@ -1,0 +1,174 @@
+"""`kctl group lag --serve`: consumer lag as a Prometheus endpoint.
+
+A sampler thread measures lag every interval and renders the exposition text once per
+sample (kafka-lag-exporter's metric names, kctl.output.prometheus); a scrape only copies
+the last complete sample's bytes, so it never waits on the cluster. Time lag is
+interpolated from the samples kept in memory (kafka-lag-exporter's method). When a sample
+fails (the cluster is down), the last good one keeps being served, and the exporter's own
+metrics say how old it is: alert on kctl_lag_exporter_sample_age_seconds, not on a
+scrape that hangs. /healthz answers 200 while a sample succeeded within three intervals.
+
+The HTTP side is the standard library's ThreadingHTTPServer: two paths and bytes built
+elsewhere do not need a framework.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from kctl.admin.session import AdminSession
+from kctl.errors import KctlError, UsageError
+
+log = logging.getLogger(__name__)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+HISTORY_KEPT = 30  # samples per partition, as the lag history file keeps
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    body: bytes  # the lag metrics of the last good sample
+    taken_at: float  # epoch seconds it finished
+    duration: float
+    groups: int
+    partitions: int
+
+
+class LagSampler:
+    """Samples lag every `interval` seconds on its own thread until stopped."""
+
+    def __init__(self, session: AdminSession, cluster_name: str, *, interval: float, groups: Sequence[str] | None = None,
+                 topics: Sequence[str] = (), isolation: str = "read_uncommitted", clock: Callable[[], float] = time.time,
+                 notify: Callable[[str], None] = lambda message: None):
+        self.session = session
+        self.cluster_name = cluster_name
+        self.interval = interval
+        self.groups = groups
+        self.topics = topics
+        self.isolation = isolation
+        self.clock = clock
+        # Told when sampling starts failing and when it recovers (not at every failure).
+        self.notify = notify
+        self.snapshot: Snapshot | None = None
+        self.samples_total = 0
+        self.failures_total = 0
+        self.last_error: str | None = None
+        self.last_attempt_ok = False
+        self._histories: dict = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kctl-lag-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.session.timeout + 5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.sample_once()
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def sample_once(self) -> None:
+        from kctl.admin.groups import group_lag, interpolated, samples_of
+        from kctl.output.prometheus import render_lag
+
+        started = time.monotonic()
+        try:
+            found, errors = group_lag(self.session, self.groups, topics=self.topics, isolation=self.isolation)
+            if errors and not found:
+                raise next(iter(errors.values()))
+        except KctlError as exc:
+            self.failures_total += 1
+            if self.last_attempt_ok is not False:
+                self.notify(f"lag sampling failed, serving the last good sample until it recovers: {exc.message}")
+            self.last_attempt_ok = False
+            self.last_error = exc.message
+            return
+        now_ms = int(self.clock() * 1000)
+        for key, sample in samples_of(found, now_ms).items():
+            self._histories[key] = (self._histories.get(key, []) + [sample])[-HISTORY_KEPT:]
+        live = {(p.group, p.topic, p.partition) for g in found for p in g.partitions}
+        self._histories = {k: v for k, v in self._histories.items() if k in live}
+        found = interpolated(found, self._histories, now_ms)
+        body = render_lag(found, self.cluster_name).encode()
+        self.snapshot = Snapshot(body, self.clock(), time.monotonic() - started, len(found), len(live))
+        self.samples_total += 1
+        if self.last_attempt_ok is False:
+            self.notify(f"lag sampling recovered after {self.failures_total} failed sample(s)")
+        self.last_attempt_ok = True
+        self.last_error = "; ".join(e.message for e in errors.values()) or None
+
+    def metrics(self) -> bytes:
+        """The last sample's lag metrics and the exporter's own, at scrape time."""
+        snapshot = self.snapshot
+        now = self.clock()
+        own = [
+            ("kctl_lag_exporter_up", "1 when the last sample succeeded, 0 when it failed (the lag shown is older)", int(bool(self.last_attempt_ok))),
+            ("kctl_lag_exporter_samples_total", "Samples taken", self.samples_total),
+            ("kctl_lag_exporter_sample_failures_total", "Samples that failed (the cluster could not be read)", self.failures_total),
+        ]
+        if snapshot is not None:
+            own += [
+                ("kctl_lag_exporter_sample_age_seconds", "Seconds since the lag shown was measured", round(now - snapshot.taken_at, 3)),
+                ("kctl_lag_exporter_sample_duration_seconds", "Seconds the last sample took", round(snapshot.duration, 3)),
+                ("kctl_lag_exporter_groups", "Groups in the last sample", snapshot.groups),
+                ("kctl_lag_exporter_partitions", "Group partitions in the last sample", snapshot.partitions),
+            ]
+        text = "".join(f"# HELP {name} {help_text}\n# TYPE {name} {'counter' if name.endswith('_total') else 'gauge'}\n{name} {value}\n" for name, help_text, value in own)
+        return (snapshot.body if snapshot else b"") + text.encode()
+
+    def healthy(self) -> tuple[bool, str]:
+        snapshot = self.snapshot
+        if snapshot is None:
+            return False, f"no sample yet{': ' + self.last_error if self.last_error else ''}"
+        age = self.clock() - snapshot.taken_at
+        if age > 3 * self.interval + snapshot.duration:
+            return False, f"last good sample {age:.0f}s old: {self.last_error or 'sampling is late'}"
+        return True, f"ok: sample {age:.1f}s old, {snapshot.groups} group(s)"
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """HOST:PORT or :PORT (every interface)."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"--serve {text!r} is not HOST:PORT or :PORT")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def serve(sampler: LagSampler, address: tuple[str, int]) -> ThreadingHTTPServer:
+    """An HTTP server (not yet serving) for /metrics and /healthz."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._send(200, sampler.metrics(), CONTENT_TYPE)
+            elif path == "/healthz":
+                ok, why = sampler.healthy()
+                self._send(200 if ok else 503, (why + "\n").encode(), "text/plain; charset=utf-8")
+            else:
+                self._send(404, b"not found: /metrics and /healthz are served\n", "text/plain; charset=utf-8")
+
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args) -> None:  # noqa: A002 - the stdlib's signature
+            log.debug("%s %s", self.address_string(), format % args)
+
+    try:
+        server = ThreadingHTTPServer(address, Handler)
+    except OSError as exc:
+        raise KctlError(f"unable to serve on {address[0]}:{address[1]}: {exc.strerror or exc}") from exc
+    server.daemon_threads = True
+    return server
