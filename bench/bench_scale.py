@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import resource
 import signal
@@ -41,13 +40,21 @@ GROUP_PARTITIONS = 10
 
 
 def peak_rss_mb(argv: list[str]) -> float:
-    """Peak RSS of this one command (wait4 reports the child's own, not the maximum of all)."""
+    """Peak RSS of this one command: its VmHWM, read until it exits. (The rusage of a
+    child is no use here: Linux carries the parent's high-water mark across fork and
+    exec, so every child would report this bench's own size.)"""
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            peak = max(peak, int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1)))
+        except (OSError, AttributeError):
+            pass
+        time.sleep(0.005)
     if proc.returncode != 0:
         raise subprocess.CalledProcessError(proc.returncode, argv)
-    return usage.ru_maxrss / 1024
+    return peak / 1024
 
 
 def grow(bootstrap: str, kctl: list[str], partitions: int, groups: int, state: dict) -> None:
@@ -78,8 +85,20 @@ def grow(bootstrap: str, kctl: list[str], partitions: int, groups: int, state: d
     for g in range(state.get("groups", 0), groups):
         topic = f"t-{g % state['topics']:05d}"
         request = ConsumerGroupTopicPartitions(f"g-{g:05d}", [TopicPartition(topic, p, (g + p) % 20) for p in range(GROUP_PARTITIONS)])
-        pending += list(admin.alter_consumer_group_offsets([request]).values())
-        if len(pending) >= 500:
+        if g == 0:
+            # The first commit creates __consumer_offsets, which the broker serves only once
+            # it has applied every topic created before (minutes for thousands of partitions).
+            deadline = time.monotonic() + 900
+            while True:
+                try:
+                    [f.result() for f in admin.alter_consumer_group_offsets([request], request_timeout=60).values()]
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+            continue
+        pending += list(admin.alter_consumer_group_offsets([request], request_timeout=120).values())
+        if len(pending) >= 200:
             [f.result() for f in pending]
             pending = []
     [f.result() for f in pending]
@@ -133,7 +152,7 @@ def measure(cluster: KafkaCluster, kctl: list[str], runs: int, anchor_runs: int)
 
 def print_size(partitions: int, groups: int, rows: list[dict]) -> None:
     print(f"\n{partitions:,} partitions, {groups:,} groups x {GROUP_PARTITIONS} partitions")
-    print(f"| command | kctl s | kctl peak RSS | anchor | anchor s | ratio |\n|---|---|---|---|---|---|")
+    print("| command | kctl s | kctl peak RSS | anchor | anchor s | ratio |\n|---|---|---|---|---|---|")
     for r in rows:
         rss = f"{r['rss_mb']:.0f} MB" if r["rss_mb"] else ""
         ratio = f"{r['anchor_seconds'] / r['seconds']:.1f}x" if r["anchor_seconds"] else ""
@@ -193,6 +212,10 @@ def main() -> None:
                 results[(state["partitions"], state["groups"])] = rows = measure(cluster, kctl, args.runs, args.anchor_runs)
                 print_size(state["partitions"], state["groups"], rows)
                 sys.stdout.flush()
+        except BaseException:
+            for log in Path(workdir).glob("node-*.log"):
+                print(f"--- the end of {log.name}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:]), file=sys.stderr)
+            raise
         finally:
             cluster.stop()
     print(f"\nruns: kctl {args.runs}, Kafka's tools {args.anchor_runs} (median); Python {sys.version.split()[0]}")
