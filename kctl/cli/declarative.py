@@ -139,7 +139,8 @@ def _session(app: App, context: str | None):
 
 
 def _plans(app: App, resources, prune: bool, topic_regex):
-    """(context, session, changes) per context the files name, sessions opened as needed."""
+    """(context, session, the session if opened here else None, changes) per context the
+    files name."""
     import dataclasses
 
     from kctl.admin.declarative.plan import plan
