@@ -177,9 +177,12 @@ def _bootstrap_error(causes: list[BaseException], bootstrap: str | None, mechani
         text = str(cause.args[0]) if cause.args else ""
         text = text.split(": ", 1)[1] if text.startswith(type(cause).__name__ + ": ") else text
         return NotAuthorizedError(f"unable to connect: authentication failed at {bootstrap}: {kafka_error_name(cause)}: {text}", hint=hint)
-    if mechanism and all("socket disconnected" in str(c) for c in causes):
+    closed = [c for c in causes if "socket disconnected" in str(c)]
+    cut_short = tuple(getattr(errors, n) for n in ("RequestTimedOutError", "KafkaTimeoutError") if hasattr(errors, n))
+    if mechanism and closed and all(c in closed or isinstance(c, cut_short) for c in causes):
         # The broker accepted the connection and closed it: with SASL, what it does after
-        # refusing a login when its answer did not reach the client (seen under load).
+        # refusing a login when its answer did not reach the client (seen under load). An
+        # attempt timed out among them is one the --timeout budget cut short.
         return NotAuthorizedError(
             f"unable to connect: {bootstrap} closed the connection before SASL {mechanism} authentication completed", hint=hint
         )

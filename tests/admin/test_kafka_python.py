@@ -106,3 +106,19 @@ def test_unsecured_jwt_tokens_like_librdkafkas():
 def test_oauthbearer_settings_the_bridge_cannot_use(properties, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         translate_config(settings(**{"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", **properties}))
+
+
+def test_a_sasl_bootstrap_closed_then_cut_short_by_the_timeout_is_a_login_failure():
+    """Seen in CI: the broker closed each connection after refusing the login (its answer
+    lost), and the last attempt timed out when --timeout ran out."""
+    from kafka import errors
+
+    from kctl.admin.kafka_python import _bootstrap_error
+    from kctl.errors import ExitCode
+
+    closed = errors.KafkaConnectionError("socket disconnected")
+    cut = errors.RequestTimedOutError("Request timed out after 8 ms")
+    error = _bootstrap_error([closed, closed, cut], "k:9092", "PLAIN")
+    assert (error.exit_code, error.message) == (ExitCode.NOT_AUTHORIZED, "unable to connect: k:9092 closed the connection before SASL PLAIN authentication completed")
+    assert _bootstrap_error([cut], "k:9092", "PLAIN").exit_code == ExitCode.UNREACHABLE
+    assert _bootstrap_error([closed, cut], "k:9092", None).exit_code == ExitCode.UNREACHABLE

@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.broker.process import BrokerProcess, BrokerProcessError
+from tests.eventually import eventually
 
 
 def _create(bootstrap: str, topic: str, partitions: int = 1, **configs) -> None:
@@ -88,6 +89,9 @@ def test_kill_9_loses_no_acknowledged_record(tmp_path):
         script.write_text(KILL_PRODUCER)
         producer = subprocess.Popen([sys.executable, str(script), process.bootstrap, "0", str(acked_file)])
         try:
+            # The kills start once the producer has its producer id and first acks: killed
+            # every 0.6 s from its start, a slow start could leave it without one throughout.
+            eventually(lambda: _has_acks(acked_file))
             for _ in range(25):
                 time.sleep(0.6)
                 process.kill()
@@ -178,3 +182,7 @@ def test_port_in_use_is_reported(broker, tmp_path):
     port = int(broker.bootstrap.rsplit(":", 1)[1])
     with pytest.raises(BrokerProcessError, match="cannot listen on 127.0.0.1:%d" % port):
         BrokerProcess(tmp_path / "other", port=port).start()
+
+
+def _has_acks(path) -> None:
+    assert path.exists() and path.read_text().strip()
