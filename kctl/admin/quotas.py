@@ -40,6 +40,10 @@ class Entity:
     def __str__(self) -> str:
         return ", ".join(f"{kind} {name if name is not None else DEFAULT}" for kind, name in self.parts())
 
+    def names(self) -> dict[str, str]:
+        """The names given, by field (user, client_id, ip): resource files' `entity`."""
+        return {k: v for k, v in (("user", self.user), ("client_id", self.client_id), ("ip", self.ip)) if v is not None}
+
 
 @dataclass(frozen=True)
 class Quota:

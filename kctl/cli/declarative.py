@@ -193,11 +193,12 @@ def diff(app: App, files, prune, topic_regex):
 
     resources = _load(app, files)
     every = []
-    for context, _session_, owned, changes in _plans(app, resources, prune, topic_regex):
+    plans = _plans(app, resources, prune, topic_regex)
+    for context, _session_, owned, changes in plans:
         if owned is not None:
             owned.close()
         every += changes
-        if len(_groups(app, resources)) > 1:
+        if len(plans) > 1:
             app.note(f"context {context or '(default)'}: {summary(changes)}")
     if every or app.out.is_structured:
         app.out.table(every, PLAN_TABLE)

@@ -149,16 +149,10 @@ def _add_partitions(session: AdminSession, change: Change, _env) -> None:
         raise next(iter(errors.values()))
 
 
-def _entity(data: Mapping[str, str]):
-    from kctl.admin.quotas import Entity
-
-    return Entity(data.get("user"), data.get("client_id"), data.get("ip"))
-
-
 def _set_quota(session: AdminSession, change: Change, _env) -> None:
-    from kctl.admin.quotas import alter_quotas
+    from kctl.admin.quotas import Entity, alter_quotas
 
-    alter_quotas(session, _entity(change.data["entity"]), change.data["set"], change.data["remove"], dry_run=False)
+    alter_quotas(session, Entity(**change.data["entity"]), change.data["set"], change.data["remove"], dry_run=False)
 
 
 def _set_password(session: AdminSession, change: Change, env: Mapping[str, str]) -> None:

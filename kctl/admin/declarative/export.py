@@ -32,8 +32,7 @@ def documents(state: ClusterState) -> list[dict]:
     for principal, rows in sorted(by_principal.items()):
         out.append(_document("Acl", principal, {"acls": rows}))
     for entity, quotas in sorted((state.quotas or {}).items(), key=lambda item: str(item[0])):
-        names = {k: v for k, v in (("user", entity.user), ("client_id", entity.client_id), ("ip", entity.ip)) if v is not None}
-        out.append(_document("Quota", str(entity), {"entity": names, "quotas": {k: _number(v) for k, v in sorted(quotas.items())}}))
+        out.append(_document("Quota", str(entity), {"entity": entity.names(), "quotas": {k: _number(v) for k, v in sorted(quotas.items())}}))
     for user, credentials in sorted((state.users or {}).items()):
         out.append(_document("User", user, {"credentials": [{"mechanism": m, "iterations": i} for m, i in credentials]}))
     return out

@@ -269,10 +269,6 @@ def _acl_line(acl) -> str:
 # -- quotas ----------------------------------------------------------------------------------
 
 
-def _entity_data(entity) -> dict[str, str]:
-    return {k: v for k, v in (("user", entity.user), ("client_id", entity.client_id), ("ip", entity.ip)) if v is not None}
-
-
 def _quotas(sets: Sequence[QuotaSet], live: dict, prune: bool) -> list[Change]:
     out = []
     listed = set()
@@ -283,12 +279,12 @@ def _quotas(sets: Sequence[QuotaSet], live: dict, prune: bool) -> list[Change]:
         remove = sorted(k for k in current if k not in quota_set.quotas)
         if set_ or remove:
             parts = [f"{k} {_rate(b)} -> {_rate(a)}" for k, (b, a) in set_.items()] + [f"{k} {_rate(current[k])} -> (none)" for k in remove]
-            data = {"entity": _entity_data(quota_set.entity), "set": {k: a for k, (_b, a) in set_.items()}, "remove": remove}
+            data = {"entity": quota_set.entity.names(), "set": {k: a for k, (_b, a) in set_.items()}, "remove": remove}
             out.append(Change("set-quota", "Quota", str(quota_set.entity), "; ".join(parts), quota_set.where, data=data))
     if prune:
         for entity, quotas in sorted(live.items(), key=lambda item: str(item[0])):
             if entity not in listed and quotas:
-                data = {"entity": _entity_data(entity), "set": {}, "remove": sorted(quotas)}
+                data = {"entity": entity.names(), "set": {}, "remove": sorted(quotas)}
                 out.append(Change("remove-quota", "Quota", str(entity), ", ".join(sorted(quotas)) + " (--prune)", None, data=data))
     return out
 

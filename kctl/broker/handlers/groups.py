@@ -196,17 +196,12 @@ async def describe_groups(broker, context, request):
         group = broker.groups.group(group_id)
         ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations \
             else NO_OPERATIONS
-        if group_id in broker.consumer_groups.groups:
+        if group_id in broker.consumer_groups.groups or group is None:
+            # Kafka describes a group it has no classic group for as Dead (v6+: with an error).
+            why = "is not a classic group" if group_id in broker.consumer_groups.groups else "not found"
             described.append({
                 "error_code": errors.GROUP_ID_NOT_FOUND if version >= 6 else errors.NONE,
-                "error_message": f"Group {group_id} is not a classic group." if version >= 6 else None,
-                "group_id": group_id, "group_state": DEAD, "protocol_type": "",
-                "protocol_data": "", "members": [], "authorized_operations": ops})
-            continue
-        if group is None:
-            described.append({
-                "error_code": errors.GROUP_ID_NOT_FOUND if version >= 6 else errors.NONE,
-                "error_message": f"Group {group_id} not found." if version >= 6 else None,
+                "error_message": f"Group {group_id} {why}." if version >= 6 else None,
                 "group_id": group_id, "group_state": DEAD, "protocol_type": "",
                 "protocol_data": "", "members": [], "authorized_operations": ops})
             continue
