@@ -170,11 +170,10 @@ def _replication(topic: Topic, live: LiveTopic, brokers: dict[int, str | None]) 
         moves = generate(current, brokers, replication_factor=topic.replication_factor)
         targets = {(m.topic, m.partition): m.target for m in moves}
         what = f"replication factor {live.replication_factor} -> {topic.replication_factor}"
-    elif topic.placement == "rack-aware" and _off_rack(current, brokers):
+    elif topic.placement == "rack-aware" and (off := _off_rack(current, brokers)):
         # Rebuild each partition that could span more racks around its leader; generate()
         # adds replicas on racks the partition does not use yet, least loaded first.
         racks = {r for r in brokers.values() if r is not None}
-        off = _off_rack(current, brokers)
         targets = dict(current)
         for rf in sorted({len(current[key]) for key in off}):
             group = {key: current[key][:1] for key in off if len(current[key]) == rf}
