@@ -192,7 +192,10 @@ class AdminSession:
             if pending:
                 if time.monotonic() > deadline:
                     raise self._timeout_or_unreachable(action)
-                concurrent.futures.wait(list(pending.values()), timeout=_POLL_INTERVAL)
+                # One future stands for the batch: librdkafka completes a request's futures
+                # together, and registering a waiter on each of 40,000 (a ListOffsets round
+                # of a large cluster) every interval cost more than the request.
+                concurrent.futures.wait((next(iter(pending.values())),), timeout=_POLL_INTERVAL)
         return results
 
     def _timeout_or_unreachable(self, action: str) -> KctlError:

@@ -112,7 +112,8 @@ def list_(app: App, regex, internal, filters, with_overrides, count_overrides):
 
     count = count_overrides or app.out.format == "wide"
     topics = list_topics(
-        app.session, regex=regex, include_internal=internal, filters=filters, with_overrides=with_overrides, count_overrides=count
+        app.session, regex=regex, include_internal=internal, filters=filters, with_overrides=with_overrides, count_overrides=count,
+        with_topic_ids=app.out.shows(TOPIC_TABLE, "topic_id"),
     )
     app.out.table(topics, TOPIC_TABLE)
 

@@ -71,6 +71,37 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def _encode_default(value: Any) -> Any:
+    """json's hook for what it cannot encode itself: dataclasses become dicts whose values
+    the C encoder walks on its own, so large listings are not walked in Python."""
+    kind = type(value)
+    names = _FIELDS.get(kind)
+    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(value))
+    if names is not None:
+        return {name: getattr(value, name) for name in names}
+    converted = to_jsonable(value)
+    if converted is value:
+        raise TypeError(f"{kind.__name__} is not JSON serializable")
+    return converted
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    """JSON text of `value` as to_jsonable shapes it (compact unless `indent`).
+
+    The C encoder with a default hook is several times faster than to_jsonable's walk
+    on 100,000 lag rows (measured: 0.8 s of 2.7 s under the profiler). It refuses
+    mapping keys that are not strings, numbers, booleans or None, so such values take
+    to_jsonable's way (which would write a True or None key as "True", "None", where
+    json writes "true", "null": no kctl result has such keys).
+    """
+    separators = None if indent else (",", ":")
+    try:
+        return json.dumps(value, default=_encode_default, indent=indent, separators=separators, check_circular=False)
+    except TypeError:
+        return json.dumps(to_jsonable(value), indent=indent, separators=separators)
+
+
 def _cell(value: Any, *, for_table: bool) -> str:
     if value is None:
         return "-" if for_table else ""
@@ -118,9 +149,9 @@ class Output:
         """One JSON value: indented on a terminal; compact when piped, which Python's
         C encoder writes ~10x faster (100,000 lag rows: 0.3 s instead of 3 s)."""
         if self.tty:
-            self._write(json.dumps(to_jsonable(value), indent=2) + "\n")
+            self._write(dumps(value, indent=2) + "\n")
         else:
-            self._write(json.dumps(to_jsonable(value), separators=(",", ":")) + "\n")
+            self._write(dumps(value) + "\n")
 
     def _json_list(self, items: Sequence[Any]) -> None:
         """A JSON array, streamed item by item when piped so memory stays flat."""
@@ -131,7 +162,7 @@ class Output:
         for index, item in enumerate(items):
             if index:
                 self.stream.write(",")
-            self.stream.write(json.dumps(to_jsonable(item), separators=(",", ":")))
+            self.stream.write(dumps(item))
         self._write("]\n")
 
     @property
@@ -146,13 +177,20 @@ class Output:
 
             raise UsageError("-o prom is only for `kctl group lag`; use json, jsonl or csv here")
 
+    def shows(self, spec: TableSpec, key: str) -> bool:
+        """Whether `table(rows, spec)` would print the column `key` (JSON, jsonl and CSV
+        carry every field), so commands can skip requests for what is not shown."""
+        if self.format in ("json", "jsonl", "csv"):
+            return True
+        return any(c.key == key for c in spec.visible(wide=self.format == "wide"))
+
     def table(self, rows: Sequence[Any], spec: TableSpec) -> None:
         self._refuse_prom()
         if self.format == "json":
             self._json_list(rows)
         elif self.format == "jsonl":
             for r in rows:
-                self.stream.write(json.dumps(to_jsonable(r), separators=(",", ":")) + "\n")
+                self.stream.write(dumps(r) + "\n")
             self.stream.flush()
         elif self.format == "csv":
             self._csv(rows, spec.columns)
@@ -178,7 +216,7 @@ class Output:
             return
         if self.format == "jsonl":
             for o in objs:
-                self.stream.write(json.dumps(to_jsonable(o), separators=(",", ":")) + "\n")
+                self.stream.write(dumps(o) + "\n")
             self.stream.flush()
             return
         if self.format == "csv":

@@ -157,9 +157,14 @@ def test_list_hides_internal_topics_unless_asked(kctl, cluster, topic_name):
     assert "__consumer_offsets" not in plain
     internal = kctl("-b", cluster.bootstrap, "topic", "list", "--internal", "-o", "jsonl").stdout
     rows = {json.loads(line)["name"]: json.loads(line) for line in internal.splitlines()}
-    if cluster.backend != "bundled":  # the bundled broker keeps offsets outside any topic
-        assert rows["__consumer_offsets"]["internal"] is True
+    assert rows["__consumer_offsets"]["internal"] is True
     assert rows[topic_name]["internal"] is False
+    assert all(row["topic_id"] for row in rows.values())
+    # Plain output sends no DescribeTopics (it shows no topic ids) and takes the internal
+    # flag from Kafka's rule by name: it must agree with the broker's flag in JSON.
+    listed = kctl("-b", cluster.bootstrap, "topic", "list", "--internal", "--no-headers").stdout.splitlines()
+    flags = {line.split("\t")[0]: line.split("\t")[3] for line in listed}
+    assert flags == {name: "true" if row["internal"] else "false" for name, row in rows.items()}
 
 
 def test_list_table_on_terminal(kctl, cluster, topic_name):

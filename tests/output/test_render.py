@@ -98,3 +98,39 @@ def test_documents():
 def test_rich_never_reads_markup():
     rows = [Row("[bold]x[/bold]", 1, (), None, True)]
     assert "[bold]x[/bold]" in render("table", rows=rows, tty=True)
+
+
+def test_dumps_matches_to_jsonable():
+    """The C encoder's way and to_jsonable's walk give the same text for what kctl prints,
+    including what the encoder cannot take itself (tuple keys, sets, bytes, enums)."""
+    import datetime
+    import enum
+    import json
+
+    from kctl.output.render import dumps, to_jsonable
+
+    class Kind(enum.Enum):
+        A = "a"
+
+    @dataclass(frozen=True)
+    class Outer:
+        rows: tuple[Row, ...]
+        by_name: dict
+        kind: Kind
+        raw: bytes
+        at: datetime.datetime
+        tags: frozenset
+
+    value = Outer(tuple(ROWS), {"x": ROWS[0], 3: [ROWS[1]]}, Kind.A, b"\x00\xff", datetime.datetime(2026, 1, 2, 3, 4, 5), frozenset({"t"}))
+    for item in (value, ROWS, [value], {("t", 0): 1}, {"k": {1, 2}}):
+        assert dumps(item) == json.dumps(to_jsonable(item), separators=(",", ":"))
+        assert dumps(item, indent=2) == json.dumps(to_jsonable(item), indent=2)
+
+
+def test_shows_says_which_columns_a_format_prints():
+    def shows(fmt, key):
+        return Output(fmt, io.StringIO(), tty=False, color=False).shows(SPEC, key)
+
+    assert not shows("plain", "note") and not shows("table", "note")
+    assert shows("wide", "note") and shows("json", "note") and shows("jsonl", "note") and shows("csv", "note")
+    assert shows("plain", "name")

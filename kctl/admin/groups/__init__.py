@@ -99,7 +99,10 @@ class Subtopology:
     changelog_topics: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+# Not frozen, unlike kctl's other results: `group lag --all` builds one per committed
+# partition (100,000 at 10,000 groups) and a frozen dataclass's __init__ is three times
+# slower (0.18 s vs 0.07 s for 100,000). Treat it as immutable all the same.
+@dataclass(kw_only=True, slots=True)
 class PartitionLag:
     group: str
     topic: str
@@ -248,7 +251,9 @@ def committed_rows(offsets: dict[tuple[str, int], tuple[int, str | None]]) -> tu
 
 
 def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
-    """(log start, log end) for every partition: one ListOffsets round per broker, twice."""
+    """(log start, log end) for every partition: two ListOffsets requests per broker, both
+    in flight at once (sent one after the other they cost a second round trip, 0.1 s at
+    20,000 partitions)."""
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
@@ -256,12 +261,13 @@ def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], is
         return {}
     level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
     values: dict[tuple[str, int], list[int | None]] = {p: [None, None] for p in partitions}
+    futures = {}
     for index, spec in enumerate((OffsetSpec.earliest, OffsetSpec.latest)):
-        futures = session.client.list_offsets({TopicPartition(t, p): spec() for t, p in partitions}, isolation_level=level, request_timeout=session.timeout)
-        results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, "list offsets")
-        for key, result in results.items():
-            if not isinstance(result, KctlError):
-                values[key][index] = result.offset
+        asked = session.client.list_offsets({TopicPartition(t, p): spec() for t, p in partitions}, isolation_level=level, request_timeout=session.timeout)
+        futures.update(((tp.topic, tp.partition, index), f) for tp, f in asked.items())
+    for (topic, partition, index), result in session.wait_all(futures, "list offsets").items():
+        if not isinstance(result, KctlError):
+            values[(topic, partition)][index] = result.offset
     return {k: (v[0], v[1]) for k, v in values.items()}
 
 
