@@ -120,7 +120,7 @@ def exporter_sample_seconds(kctl: list[str], bootstrap: str) -> float:
             time.sleep(0.5)
         raise RuntimeError("the exporter took no sample in 600 s")
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # SIGINT is ignored when this bench runs in the background
         proc.wait(30)
 
 

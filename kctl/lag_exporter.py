@@ -57,7 +57,8 @@ class LagSampler:
         self.samples_total = 0
         self.failures_total = 0
         self.last_error: str | None = None
-        self.last_attempt_ok = False
+        # None until the first sample: neither a failure nor a recovery to tell.
+        self.last_attempt_ok: bool | None = None
         self._histories: dict = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kctl-lag-sampler", daemon=True)

@@ -206,11 +206,12 @@ def list_topics(
     """
     from confluent_kafka import TopicCollection
 
-    from kctl.admin.partitions import health_of, request_topic_configs, topic_configs
-
     metadata = session.metadata("list topics")
     names = [n for n in sorted(metadata.topics) if regex is None or regex.fullmatch(n)]
     need_configs = count_overrides or with_overrides or any(f in ("under_min_isr", "at_min_isr") for f in filters)
+    if need_configs or filters:
+        # Imported only when used: a plain listing is mostly start-up time.
+        from kctl.admin.partitions import health_of, request_topic_configs, topic_configs
     # Both requests are in flight at once.
     config_futures = request_topic_configs(session, names) if need_configs else {}
     if with_topic_ids:

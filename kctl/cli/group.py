@@ -156,7 +156,7 @@ def describe(app: App, groups):
 @click.option("--max-seconds", type=click.FloatRange(min=0), metavar="S", help="With --until-caught-up: also require lag in seconds at most S (implies --time-lag record).")
 @click.option("--for", "for_", metavar="DURATION", help="With --until-caught-up: give up (status 2) after DURATION; with --watch: stop after it.")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --watch and --until-caught-up, between samples with --serve.")
-@click.option("--serve", metavar="[HOST]:PORT", help="Serve the lag as Prometheus metrics on http://HOST:PORT/metrics (and /healthz), sampling every --interval, until Ctrl-C.")
+@click.option("--serve", metavar="[HOST]:PORT", help="Serve the lag as Prometheus metrics on http://HOST:PORT/metrics (and /healthz), sampling every --interval, until Ctrl-C or SIGTERM (exit 0).")
 @global_options
 @pass_app
 def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file, watch, until_caught_up, max_lag, max_seconds, for_, interval, serve):
@@ -300,6 +300,8 @@ def _watch(app: App, groups, topics, isolation, interval: float, limit: float | 
 
 
 def _serve(app: App, groups, topics, isolation, interval: float, address: str) -> None:
+    import signal
+
     from kctl.lag_exporter import LagSampler, parse_address, serve
 
     sampler = LagSampler(app.session, app.settings.context or app.settings.bootstrap_servers or "", interval=interval, groups=groups, topics=topics, isolation=isolation, notify=app.warn)
@@ -307,12 +309,19 @@ def _serve(app: App, groups, topics, isolation, interval: float, address: str) -
     host, port = server.server_address[:2]
     sampler.start()
     app.note(f"serving lag metrics on http://{host}:{port}/metrics every {interval:g}s; Ctrl-C stops")
+    # SIGTERM (Kubernetes, systemd, kill) is a normal stop too, as Ctrl-C is.
+    previous = signal.signal(signal.SIGTERM, _stop_serving)
     try:
         with until_stopped():
             server.serve_forever(poll_interval=0.2)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         server.server_close()
         sampler.stop()
+
+
+def _stop_serving(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _state_file(app: App, path: str | None):

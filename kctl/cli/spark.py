@@ -49,11 +49,15 @@ def _session_factory(app: App, master, spark_conf, packages, *, uses_kafka: bool
     if uses_kafka:
         _refuse_msk_iam(app)
 
+    import functools
+
     conf = parse_conf(spark_conf)
     # Before touching the cluster or the output directory: a job that cannot start
     # must leave nothing behind.
     check_requirements()
-    return lambda: spark_session(master, conf, packages=packages, quiet=not app.debug)
+    # One session per command, however many times a job asks (audit --compare-to loads
+    # two inputs): setting start-up-only confs again on a running session fails.
+    return functools.cache(lambda: spark_session(master, conf, packages=packages, quiet=not app.debug))
 
 
 def _refuse_msk_iam(app: App) -> None:
@@ -353,7 +357,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
       kctl spark audit -t orders
       kctl spark audit --dump /data/orders --json --key-path '$.order_id'
       kctl spark audit -t orders --json-schema order.schema.json
-      kctl spark audit -t orders --compare-to orders-mirror
+      kctl spark audit -t orders --compare-to orders-mirror --spark-conf spark.executor.memory=1g
       kctl spark audit --dump /data/orders --compare-to orders-copy -o json
     """
     from kctl.errors import ExitCode, KctlError, UsageError

@@ -74,6 +74,8 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
     active = SparkSession.getActiveSession()
     if active is not None:
         for key, value in conf.items():
+            if active.conf.get(key, None) == value:
+                continue  # already so; static settings cannot be set again even to their value
             try:
                 active.conf.set(key, value)
             except Exception as exc:  # a static setting (spark.jars, memory) is fixed at start-up
