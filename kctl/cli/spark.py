@@ -6,6 +6,7 @@ missing pyspark or Java is a one-line error when a job starts, not an import fai
 
 from __future__ import annotations
 
+import contextlib
 import json
 from operator import itemgetter
 from pathlib import Path
@@ -27,6 +28,9 @@ def spark():
     they need pyspark and pyarrow (pip install 'kctl[spark]') and Java 17+. Records are
     read by kctl's own `kctl_kafka` data source, or by Spark's JVM Kafka connector with
     --engine jvm --packages org.apache.spark:spark-sql-kafka-0-10_2.13:<version>.
+    Shuffles get as many partitions as the input has topic partitions (at least the
+    cores Spark has, at most Spark's default 200) on every master;
+    --spark-conf spark.sql.shuffle.partitions=N sets them instead.
     Spark's own log goes to $XDG_STATE_HOME/kctl/spark.log (--debug shows it).
     """
 
@@ -58,6 +62,23 @@ def _session_factory(app: App, master, spark_conf, packages, *, uses_kafka: bool
     # One session per command, however many times a job asks (audit --compare-to loads
     # two inputs): setting start-up-only confs again on a running session fails.
     return functools.cache(lambda: spark_session(master, conf, packages=packages, quiet=not app.debug))
+
+
+@contextlib.contextmanager
+def _interruptible(what: str | None = None, how_to_go_on: str | None = None):
+    """Ctrl-C during a job (kctl.spark.session cancels Spark's jobs): whatever the job
+    raised then (KeyboardInterrupt, or the cancelled job's error) ends the command with
+    exit 130 and one line saying what is left and how to go on."""
+    from kctl.errors import ExitCode, KctlError
+    from kctl.spark.session import INTERRUPTED
+
+    try:
+        yield
+    except BaseException as exc:
+        if not (isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set()):
+            raise
+        # Raised as a KctlError, not KeyboardInterrupt, which click answers with a blank line.
+        raise KctlError(f"interrupted: {what}" if what else "interrupted", hint=how_to_go_on, exit_code=ExitCode.INTERRUPTED) from None
 
 
 def _refuse_msk_iam(app: App) -> None:
@@ -172,7 +193,8 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
     request = DumpRequest(topics=tuple(topics), out=Path(out), format=fmt, overwrite=overwrite, engine=engine,
         extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(_compacted(app, topics))),
     )
-    manifest = run_dump(factory, _kafka(app), request, app.note)
+    with _interruptible(f"the dump in {out} is partial (its manifest says so)", "run the same command with --overwrite to dump again"):
+        manifest = run_dump(factory, _kafka(app), request, app.note)
     app.note(f"dumped {manifest['records']:,} record(s) from {len(manifest['partitions'])} partition(s) to {out}")
     _show(app, {"out": str(out), **manifest}, DUMP_SPEC)
 
@@ -271,12 +293,15 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
         if from_topic is not None and from_topic == to_topic:
             raise InvalidError("unable to replay a topic into itself")
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
-    manifest = run_replay(
-        factory, _kafka(app), request,
-        destination_partitions=lambda topic: _partition_counts(app, topic),
-        high_watermarks=lambda topic, count: _high_watermarks(app, topic, count),
-        manifest_path=manifest_path, resume_from=previous, note=app.note,
-    )
+    manifest_option = f" --manifest {manifest_file}" if manifest_file else ""
+    with _interruptible(f"the replay into {to_topic} is partial (manifest {manifest_path})",
+                        f"kctl spark replay --to-topic {to_topic}{manifest_option} --resume finishes it"):
+        manifest = run_replay(
+            factory, _kafka(app), request,
+            destination_partitions=lambda topic: _partition_counts(app, topic),
+            high_watermarks=lambda topic, count: _high_watermarks(app, topic, count),
+            manifest_path=manifest_path, resume_from=previous, note=app.note,
+        )
     resumed = f" ({manifest['skipped']:,} already there)" if manifest.get("skipped") else ""
     app.note(f"replayed {manifest['records']:,} record(s) into {to_topic}{resumed}; manifest {manifest_path}")
     _show(app, {**manifest, "manifest": str(manifest_path), "ranges": manifest["destination"]["ranges"]}, REPLAY_SPEC)
@@ -364,6 +389,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
     from kctl.spark import frames
     from kctl.spark.audit import audit as run_audit
     from kctl.spark.manifest import read_dump_manifest
+    from kctl.spark.session import size_shuffles
 
     if (topic is None) == (dump_dir is None):
         raise UsageError("unable to audit: give exactly one of --topic and --dump")
@@ -383,17 +409,21 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
         spark = factory()
         return frames.load_topic(spark, frames.choose_engine(spark, engine), options, bounds), ranges, None, _compacted(app, [name])
 
-    frame, ranges, expected, compacted = load(dump_dir or topic, dump_dir is not None)
-    other = None
-    if compare_to is not None:
-        other = load(compare_to, Path(compare_to).is_dir())[0]
     source = f"dump {dump_dir}" if dump_dir else topic
-    try:
-        report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, json_schema=json_schema, ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
-    except KctlError:
-        raise
-    except Exception as exc:  # a Spark job failed: one line, not the JVM's stack
-        raise frames.spark_failure(exc, f"audit {source}") from exc
+    with _interruptible():
+        frame, ranges, expected, compacted = load(dump_dir or topic, dump_dir is not None)
+        other = None
+        partitions = len(ranges)
+        if compare_to is not None:
+            other, other_ranges, _, _ = load(compare_to, Path(compare_to).is_dir())
+            partitions = max(partitions, len(other_ranges))
+        size_shuffles(factory(), partitions)
+        try:
+            report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, json_schema=json_schema, ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
+        except KctlError:
+            raise
+        except Exception as exc:  # a Spark job failed: one line, not the JVM's stack
+            raise frames.spark_failure(exc, f"audit {source}") from exc
     if app.out.format in ("json", "jsonl"):
         from dataclasses import asdict
 

@@ -24,6 +24,7 @@ from typing import Any
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError
 from kctl.spark import frames
 from kctl.spark.manifest import DUMP_MANIFEST, SUCCESS, new_dump_manifest, now_iso, write_json
+from kctl.spark.session import size_shuffles
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
     replace = check_out(request.out, request.overwrite)
     # Spark and the engine before the directory: a job that cannot run deletes nothing.
     spark = spark_factory()
+    size_shuffles(spark, len(bounds))
     engine = frames.choose_engine(spark, request.engine)
     if replace:
         shutil.rmtree(request.out)

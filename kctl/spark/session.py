@@ -8,9 +8,12 @@ partition twice at once), and Python workers that run the interpreter kctl runs 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,8 +33,15 @@ DEFAULTS = {
 LOCAL_DEFAULTS = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
-    "spark.sql.shuffle.partitions": "8",
 }
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+# Spark's own default: kctl never sizes shuffles above what Spark would use.
+MAX_SHUFFLE_PARTITIONS = 200
+
+
+# Set by Ctrl-C during a Spark command: whatever the job then raises (a cancelled job's
+# error, KeyboardInterrupt) is the interruption.
+INTERRUPTED = threading.Event()
 
 
 class SparkUnavailable(KctlError):
@@ -80,6 +90,7 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
                 active.conf.set(key, value)
             except Exception as exc:  # a static setting (spark.jars, memory) is fixed at start-up
                 raise ConfigError(f"unable to set --spark-conf {key} on the running Spark session: {str(exc).splitlines()[0]}") from None
+        active._kctl_conf = set(conf)
         _register(active)
         return active
     builder = SparkSession.builder.appName("kctl")
@@ -112,8 +123,79 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
         ) from exc
     if quiet:
         session.sparkContext.setLogLevel("ERROR")
+        # py4j logs a connection torn down by Ctrl-C with a traceback, on the root logger
+        # (logging.exception, which configures it on first use); kctl itself never logs
+        # there but with --debug.
+        logging.getLogger().setLevel(logging.CRITICAL)
+    _cancel_on_interrupt(session)
+    session._kctl_conf = set(conf)  # what the user chose, for size_shuffles
     _register(session)
     return session
+
+
+def _cancel_on_interrupt(session) -> None:
+    """Ctrl-C during a job cancels Spark's jobs and ends in KeyboardInterrupt, cleanly.
+
+    PySpark's own SIGINT handler calls cancelAllJobs on the main thread while that thread
+    waits in a py4j call on the same connection: py4j fails with "reentrant call" and the
+    user gets ~40 lines of tracebacks. Here the cancel runs on another thread (its own
+    py4j connection), which then interrupts the main thread once that is no longer inside
+    a py4j call (a KeyboardInterrupt inside one makes py4j log a traceback). A Ctrl-C
+    while the main thread is not waiting on the JVM raises at once, as does a second one.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    main = threading.main_thread().ident
+
+    def cancel() -> None:
+        import _thread
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            # Again on every round: the main thread may have started the next job.
+            with contextlib.suppress(Exception):
+                session.sparkContext.cancelAllJobs()
+            if not _waiting_on_jvm(sys._current_frames().get(main)):
+                break
+            time.sleep(0.05)
+        _thread.interrupt_main()
+
+    def on_sigint(signum, frame) -> None:
+        if INTERRUPTED.is_set() or not _waiting_on_jvm(frame):
+            INTERRUPTED.set()
+            raise KeyboardInterrupt
+        INTERRUPTED.set()
+        threading.Thread(target=cancel, name="kctl-spark-cancel", daemon=True).start()
+
+    signal.signal(signal.SIGINT, on_sigint)
+
+
+def _waiting_on_jvm(frame) -> bool:
+    while frame is not None:
+        if f"{os.sep}py4j{os.sep}" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def size_shuffles(spark, input_partitions: int) -> int | None:
+    """Set spark.sql.shuffle.partitions from the data unless the user chose it (with
+    --spark-conf or spark-submit --conf, both of which land in the SparkConf).
+
+    kctl's shuffles are keyed by topic partition (audit's per-partition windows and
+    counts) or spread one topic's records (--compare-to's join), so more shuffle
+    partitions than max(topic partitions, cores) are empty tasks: with Spark's default
+    of 200, an audit of a 4-partition topic on a 2-core standalone cluster ran ~605
+    tasks and took twice as long. Returns the number set, None when left as it was.
+    """
+    if SHUFFLE_PARTITIONS in getattr(spark, "_kctl_conf", ()) or spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS):
+        return None
+    count = max(1, min(MAX_SHUFFLE_PARTITIONS, max(input_partitions, spark.sparkContext.defaultParallelism)))
+    spark.conf.set(SHUFFLE_PARTITIONS, str(count))
+    return count
 
 
 def under_spark_submit() -> bool:

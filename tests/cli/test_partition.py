@@ -102,6 +102,8 @@ def test_a_stopped_node_shows_in_every_filter_and_in_health(kctl, cluster, uniqu
 
         under = wait_until(shrunk)
         assert all(3 not in r["isr"] and 3 in r["replicas"] for r in under)
+        # Only the matching partitions' topics have their configs read, and they are read.
+        assert {(r["topic"], r["min_isr"]) for r in under} == {(replicated, 2), (strict, 3)}
 
         assert [r["partition"] for r in rows(kctl, cluster, "partition", "list", replicated, "--at-min-isr")] == [0, 1, 2]
         assert [r["topic"] for r in rows(kctl, cluster, "partition", "list", strict, replicated, "--under-min-isr")] == [strict]

@@ -36,7 +36,8 @@ def spark(tmp_path_factory):
     saved = os.environ.get("XDG_STATE_HOME")
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("spark-state"))
     try:
-        session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2", "spark.driver.memory": "1g"})
+        # No spark.sql.shuffle.partitions: kctl sizes shuffles itself (size_shuffles).
+        session = spark_session("local[2]", {"spark.default.parallelism": "2", "spark.driver.memory": "1g"})
     finally:
         if saved is None:
             os.environ.pop("XDG_STATE_HOME", None)

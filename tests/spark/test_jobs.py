@@ -421,3 +421,64 @@ def test_retried_tasks_do_not_duplicate(cluster, source, make_topic, tmp_path, c
     report = json.loads(proc.stdout)
     assert report["records"] == 85 and report["skipped"] == 40  # two tasks retried after 20 records each
     assert content(read_topic(cluster.bootstrap, copy, 3)) == content(read_topic(cluster.bootstrap, source, 3))
+
+
+def test_shuffles_are_sized_from_the_topic(spark, kctl, cluster, make_topic):
+    """Spark's default of 200 shuffle partitions made an audit of a 4-partition topic run
+    ~600 tasks on a 2-core cluster: kctl sizes shuffles from the topic instead (here 4
+    partitions on local[2]: 4), unless --spark-conf sets them."""
+    b = cluster.bootstrap
+    topic = make_topic("shuffle", 4)
+    for partition in range(4):
+        produce(b, topic, records_for(partition, 5))
+    tracker = spark.sparkContext.statusTracker()
+
+    def audit_tasks(*options: str) -> int:
+        before = set(tracker.getJobIdsForGroup(None))
+        assert kctl("-b", b, "spark", "audit", "-t", topic, *options).exit_code == 0
+        stages = {s for job in set(tracker.getJobIdsForGroup(None)) - before for s in tracker.getJobInfo(job).stageIds}
+        return sum(tracker.getStageInfo(s).numTasks for s in stages if tracker.getStageInfo(s) is not None)
+
+    sized = audit_tasks()
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+    assert sized <= 40, sized  # 37 on pyspark 4.x: a few jobs of 4 read and 4 shuffle tasks
+    assert audit_tasks("--spark-conf", "spark.sql.shuffle.partitions=200") > 10 * sized  # 821
+
+
+def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, config_home):
+    """SIGINT while Spark writes: the job is cancelled, stderr is one line saying what is
+    left and how to go on (no py4j tracebacks), exit 130, the manifest says partial; the
+    command run again (--overwrite) dumps everything."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    if cluster.backend != "bundled":
+        pytest.skip("one backend is enough for the interrupt")
+    topic = make_topic("sigint", 2)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 50, "compression.type": "lz4",
+                         "queue.buffering.max.messages": 1_000_000})  # all of them queued at once
+    for i in range(300_000):
+        producer.produce(topic, value=b"v" * 100, key=str(i).encode(), partition=i % 2)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    out = tmp_path / "dump"
+    argv = [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "spark", "dump", "-t", topic, "--out", str(out),
+            "--master", "local[2]", "--spark-conf", "spark.driver.memory=512m"]
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while not (out / "_temporary").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # Spark's committer makes _temporary as the write job starts
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == ExitCode.INTERRUPTED, stderr
+    assert stderr == f"error: interrupted: the dump in {out} is partial (its manifest says so)\n" \
+                     "hint: run the same command with --overwrite to dump again\n"
+    assert json.loads((out / "_kctl_manifest.json").read_text())["status"] == "partial"
+    again = subprocess.run([*argv, "--overwrite", "-o", "json"], capture_output=True, text=True, timeout=240, env=env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["records"] == 300_000
