@@ -305,3 +305,29 @@ def test_watch_streams_rates_as_jsonl(kctl, cluster, topic, unique_name):
     assert (last["consume_rate"], last["produce_rate"], last["lag_delta"], last["falling_behind"]) == (0.0, 0.0, 0, True)
     assert "Infinity" not in result.stdout
     assert kctl("-b", cluster.bootstrap, "group", "lag", group, "--watch", "--until-caught-up").exit_code == ExitCode.USAGE
+
+
+@pytest.mark.min_nodes(3)
+def test_committed_offsets_are_fetched_once_per_coordinator(kctl, cluster, topic, unique_name, caplog):
+    """KIP-709: lag asks each coordinator once for all the groups it owns (librdkafka asks
+    once per group, which is what made lag of thousands of groups slow)."""
+    import logging
+
+    groups = [unique_name(f"batch{i}") for i in range(24)]
+    for i, group in enumerate(groups):
+        commit(cluster, group, topic, {0: i % 10, 1: i % 20})
+    listed = {g["group"]: g for g in json.loads(kctl("-b", cluster.bootstrap, "group", "list", "-o", "json").stdout)}
+    coordinators = {listed[g]["coordinator"] for g in groups}
+    assert len(coordinators) > 1  # Kafka spreads 24 groups over the brokers
+    # kctl keeps kafka-python's log from propagating: listen on its connection logger.
+    connection_log = logging.getLogger("kafka.net.connection")
+    caplog.set_level(logging.DEBUG, logger="kafka.net.connection")
+    connection_log.addHandler(caplog.handler)
+    try:
+        found = lag(kctl, cluster, *groups)
+    finally:
+        connection_log.removeHandler(caplog.handler)
+    fetches = [r for r in caplog.records if "OffsetFetchRequest" in r.getMessage()]
+    assert len(fetches) == len(coordinators), [r.getMessage()[:120] for r in fetches]
+    committed = {g["group"]: {p["partition"]: p["committed"] for p in g["partitions"]} for g in found}
+    assert committed == {g: {0: i % 10, 1: i % 20} for i, g in enumerate(groups)}
