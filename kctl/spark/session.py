@@ -144,7 +144,6 @@ def _cancel_on_interrupt(session) -> None:
     while the main thread is not waiting on the JVM raises at once, as does a second one.
     """
     import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         return
