@@ -3,6 +3,7 @@ plugin in tests/brokers/plugin.py."""
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 
 import pytest
@@ -56,3 +57,12 @@ def kctl(config_home, monkeypatch):
         return Run(code, stdout, stderr)
 
     return run
+
+
+def pytest_configure(config):
+    """A run started in the background by a shell without job control (`cmd &` in a
+    script) inherits SIGINT ignored, and so would every process the tests start: the
+    tests of Ctrl-C would send a signal no one hears. They model a terminal's Ctrl-C,
+    so the run takes SIGINT back (children then start with the default, as from a shell)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
