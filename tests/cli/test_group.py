@@ -328,6 +328,8 @@ def test_committed_offsets_are_fetched_once_per_coordinator(kctl, cluster, topic
     finally:
         connection_log.removeHandler(caplog.handler)
     fetches = [r for r in caplog.records if "OffsetFetchRequest" in r.getMessage()]
-    assert len(fetches) == len(coordinators), [r.getMessage()[:120] for r in fetches]
+    # One per coordinator; a coordinator still loading a new group answers with a retriable
+    # error and is asked again (seen in CI), so at most twice. Unbatched would be 24.
+    assert len(coordinators) <= len(fetches) <= 2 * len(coordinators), [r.getMessage()[:120] for r in fetches]
     committed = {g["group"]: {p["partition"]: p["committed"] for p in g["partitions"]} for g in found}
     assert committed == {g: {0: i % 10, 1: i % 20} for i, g in enumerate(groups)}

@@ -67,7 +67,7 @@ def test_oidc_client_credentials_on_both_clients(kctl, secured_kafka):
         assert set(endpoint.requests) == {("kctl", "client_credentials", "kafka")}
 
         for command in (("topic", "list"), ("quota", "list")):
-            refused = kctl(*flags("wrong"), "--timeout", "3", *command)
+            refused = kctl(*flags("wrong"), "--timeout", "10", *command)
             assert refused.exit_code == ExitCode.NOT_AUTHORIZED, (command, refused.stderr)
             assert refused.stderr.startswith("error: unable to "), refused.stderr
             assert "wrong" not in refused.stderr

@@ -55,7 +55,7 @@ def test_wrong_password_is_not_authorized(kctl, secured_kafka):
 
 
 def test_wrong_password_on_the_kafka_python_bridge(kctl, secured_kafka):
-    result = kctl(*sasl_flags(secured_kafka, password="wrong-pw"), "--timeout", "3", "quota", "list")
+    result = kctl(*sasl_flags(secured_kafka, password="wrong-pw"), "--timeout", "10", "quota", "list")
     assert result.exit_code == ExitCode.NOT_AUTHORIZED, result.stderr
     # The broker's refusal, or (under load, when it did not reach the client) the close after it.
     assert result.stderr.split("\n")[0] in (
