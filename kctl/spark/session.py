@@ -123,10 +123,13 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
         ) from exc
     if quiet:
         session.sparkContext.setLogLevel("ERROR")
-        # py4j logs a connection torn down by Ctrl-C with a traceback, on the root logger
-        # (logging.exception, which configures it on first use); kctl itself never logs
-        # there but with --debug.
-        logging.getLogger().setLevel(logging.CRITICAL)
+        # py4j logs a connection torn down by Ctrl-C with a traceback on the root logger
+        # (logging.exception, which gives root a stderr handler when it has none). A
+        # handler that drops records keeps that off stderr without touching any logger's
+        # level: kctl's kafka-python bridge reads refused logins from log records.
+        root = logging.getLogger()
+        if not root.handlers:
+            root.addHandler(logging.NullHandler())
     _cancel_on_interrupt(session)
     session._kctl_conf = set(conf)  # what the user chose, for size_shuffles
     _register(session)
