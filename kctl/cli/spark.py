@@ -7,6 +7,7 @@ missing pyspark or Java is a one-line error when a job starts, not an import fai
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from operator import itemgetter
 from pathlib import Path
@@ -52,8 +53,6 @@ def _session_factory(app: App, master, spark_conf, packages, *, uses_kafka: bool
 
     if uses_kafka:
         _refuse_msk_iam(app)
-
-    import functools
 
     conf = parse_conf(spark_conf)
     # Before touching the cluster or the output directory: a job that cannot start
