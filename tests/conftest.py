@@ -66,3 +66,35 @@ def pytest_configure(config):
     so the run takes SIGINT back (children then start with the default, as from a shell)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory):
+    """spark_standalone() -> a running Spark standalone cluster (tests/spark/standalone.py),
+    started on first use and shared by the session; its worker has no kctl. Without
+    pyspark or Java: a skip, or a failure under KCTL_REQUIRE_SPARK=1."""
+    import os
+
+    from tests.spark.standalone import StandaloneCluster
+
+    started: list[StandaloneCluster] = []
+
+    def start() -> StandaloneCluster:
+        if started:
+            return started[0]
+        from tests.test_readme import spark_ready
+
+        required = os.environ.get("KCTL_REQUIRE_SPARK") == "1"
+        if not spark_ready():
+            (pytest.fail if required else pytest.skip)("the Spark standalone cluster needs pyspark and Java")
+        cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"))
+        started.append(cluster)
+        try:
+            cluster.start()
+        except (OSError, RuntimeError) as exc:
+            (pytest.fail if required else pytest.skip)(f"the Spark standalone cluster did not start: {exc}")
+        return cluster
+
+    yield start
+    for cluster in started:
+        cluster.stop()

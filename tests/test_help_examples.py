@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,7 +232,7 @@ def needs_spark(path: tuple[str, ...]) -> bool:
 
 
 @pytest.mark.parametrize("path", list(EXAMPLES), ids=lambda path: "-".join(path) or "kctl")
-def test_help_examples_run(path, request, tmp_path, spark_cluster_url):
+def test_help_examples_run(path, request, tmp_path, spark_standalone):
     if needs_spark(path) and not spark_ready():
         if os.environ.get("KCTL_REQUIRE_SPARK"):
             pytest.fail("needs pyspark and Java")
@@ -246,7 +245,7 @@ def test_help_examples_run(path, request, tmp_path, spark_cluster_url):
     help_world.reset(bootstrap, nodes)
     shell = fresh_shell(tmp_path)
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
-    master = spark_cluster_url() if any("spark://" in e.text for e in EXAMPLES[path]) else None
+    master = spark_standalone().url if any("spark://" in e.text for e in EXAMPLES[path]) else None
     where = f"kctl {' '.join(path)} --help"
     try:
         for example in EXAMPLES[path]:
@@ -277,56 +276,3 @@ def test_every_example_is_collected(capsys):
     assert collected == in_help
     assert all(text in (e.text for listed in EXAMPLES.values() for e in listed) for text in (*BEFORE, *AFTER)), \
         "BEFORE/AFTER name an example that no longer exists"
-
-
-@pytest.fixture(scope="module")
-def spark_cluster_url(tmp_path_factory):
-    """spark_cluster_url() -> the URL of a Spark standalone master with one worker, started
-    on first use from pyspark's own scripts (a real cluster, on loopback)."""
-    started: list[subprocess.Popen] = []
-
-    def start() -> str:
-        if started:
-            return started[0].url
-        import pyspark
-
-        from tests.brokers.kafka import free_port
-
-        home = Path(pyspark.__file__).parent
-        logs = tmp_path_factory.mktemp("spark-standalone")
-        env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-        port = free_port()
-        url = f"spark://127.0.0.1:{port}"
-        daemons = (("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                               "--webui-port", str(free_port())]),
-                   ("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--webui-port",
-                               str(free_port()), "--cores", "2", "--memory", "6g", url]))
-        for name, args in daemons:
-            log = logs / f"{name}.log"
-            process = subprocess.Popen([str(home / "bin" / "spark-class"), *args], env=env, stdout=log.open("w"),
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-            process.url, process.log = url, log
-            started.append(process)
-        wait_for_line(started[1].log, "Successfully registered with master", started)
-        return url
-
-    yield start
-    for process in started:
-        process.terminate()
-    for process in started:
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def wait_for_line(log: Path, line: str, processes: list[subprocess.Popen], timeout: float = 90) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while line not in log.read_text(errors="replace"):
-        dead = [p for p in processes if p.poll() is not None]
-        if dead or time.monotonic() > deadline:
-            tail = "\n".join(p.log.read_text(errors="replace")[-2000:] for p in processes)
-            pytest.fail(f"Spark standalone cluster did not start: {tail}")
-        time.sleep(0.5)

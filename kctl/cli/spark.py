@@ -42,13 +42,14 @@ def _spark_options(function):
         click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="Spark configuration property (repeatable), e.g. spark.executor.memory=4g."),
         click.option("--engine", type=click.Choice(["auto", "python", "jvm"]), default="auto", show_default=True, help="Who reads topics: kctl's kctl_kafka source (python), Spark's Kafka connector (jvm), or the connector when it is on the classpath (auto)."),
         click.option("--packages", multiple=True, metavar="COORDINATES", help="Maven packages for Spark's classpath (spark.jars.packages), e.g. the JVM Kafka connector."),
+        click.option("--ship-env", is_flag=True, envvar="KCTL_SPARK_SHIP_ENV", help="On a cluster: pack this Python environment (kctl and its libraries, cached) and run the executors' Python from it, for workers without kctl installed. [env: KCTL_SPARK_SHIP_ENV]"),
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
     return function
 
 
-def _session_factory(app: App, master, spark_conf, packages, *, uses_kafka: bool = True):
+def _session_factory(app: App, master, spark_conf, packages, ship_env: bool, *, uses_kafka: bool = True):
     from kctl.spark.session import check_requirements, parse_conf, spark_session
 
     if uses_kafka:
@@ -58,9 +59,26 @@ def _session_factory(app: App, master, spark_conf, packages, *, uses_kafka: bool
     # Before touching the cluster or the output directory: a job that cannot start
     # must leave nothing behind.
     check_requirements()
+    shipped = _shipped_env(app, master) if ship_env else None
     # One session per command, however many times a job asks (audit --compare-to loads
     # two inputs): setting start-up-only confs again on a running session fails.
-    return functools.cache(lambda: spark_session(master, conf, packages=packages, quiet=not app.debug))
+    return functools.cache(lambda: spark_session(master, conf, packages=packages, quiet=not app.debug, shipped_env=shipped))
+
+
+def _shipped_env(app: App, master: str | None) -> Path | None:
+    """--ship-env: the packed environment (kctl.spark.shipenv), or None where executors
+    already run this Python (local masters)."""
+    from kctl.errors import ConfigError
+    from kctl.spark import shipenv
+    from kctl.spark.session import cache_dir, resolved_master, under_spark_submit
+
+    if under_spark_submit():
+        raise ConfigError("unable to ship the environment under spark-submit: its JVM has started",
+                          hint="give spark-submit --archives ENV.tar.gz#env --conf spark.pyspark.python=./env/bin/python instead")
+    if resolved_master(master).startswith("local"):
+        app.note("--ship-env: not needed on a local master (its executors run this Python)")
+        return None
+    return shipenv.packed_environment(cache_dir(), app.note)
 
 
 @contextlib.contextmanager
@@ -165,7 +183,7 @@ DUMP_SPEC = DocumentSpec(
 @_spark_options
 @global_options
 @pass_app
-def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, engine, packages):
+def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, engine, packages, ship_env):
     """Dump topics to Parquet or JSON Lines files, one directory per partition.
 
     The offsets to read are fixed before the job starts (records produced meanwhile
@@ -179,7 +197,7 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
       kctl spark dump -t orders --out /data/orders
       kctl spark dump -t orders --from @2026-11-01T00:00Z --to @2026-11-02T00:00Z --out day.jsonl --format jsonl
       kctl spark dump -t orders --from '{"orders":{"0":5}}' --out part0 --overwrite
-      kctl spark dump -t clicks --master spark://spark:7077 --spark-conf spark.executor.memory=4g --out /mnt/shared/clicks
+      kctl spark dump -t clicks --master spark://spark:7077 --ship-env --spark-conf spark.executor.memory=1g --out /mnt/shared/clicks
     """
     from kctl.errors import UsageError
     from kctl.spark.dump import DumpRequest
@@ -187,9 +205,10 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
 
     if "://" in out:
         raise UsageError(f"unable to dump to {out}: --out is a directory on a local or shared file system (the manifest is written there too)")
-    factory = _session_factory(app, master, spark_conf, packages)
+    factory = _session_factory(app, master, spark_conf, packages, ship_env)
     extra = _position(start, topics, "--from") | _position(end, topics, "--to")
-    request = DumpRequest(topics=tuple(topics), out=Path(out), format=fmt, overwrite=overwrite, engine=engine,
+    # Absolute: Spark resolves paths against its JVM's working directory, not ours.
+    request = DumpRequest(topics=tuple(topics), out=Path(out).absolute(), format=fmt, overwrite=overwrite, engine=engine,
         extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(_compacted(app, topics))),
     )
     with _interruptible(f"the dump in {out} is partial (its manifest says so)", "run the same command with --overwrite to dump again"):
@@ -243,7 +262,7 @@ def _replay_manifest_path(app: App, to_topic: str, given: str | None) -> Path:
 @_spark_options
 @global_options
 @pass_app
-def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_map, timestamps, exactly_once, resume, manifest_file, master, spark_conf, engine, packages):
+def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_map, timestamps, exactly_once, resume, manifest_file, master, spark_conf, engine, packages, ship_env):
     """Write a topic's or a dump's records into another topic.
 
     Keys (null too), values (tombstones too), headers in order, timestamps and each
@@ -266,7 +285,7 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
     from kctl.spark.replay import replay as run_replay
     from kctl.timespec import parse_instant
 
-    factory = _session_factory(app, master, spark_conf, packages)
+    factory = _session_factory(app, master, spark_conf, packages, ship_env)
     manifest_path = _replay_manifest_path(app, to_topic, manifest_file)
     previous = None
     if resume:
@@ -367,7 +386,7 @@ AUDIT_TABLE = TableSpec((
 @_spark_options
 @global_options
 @pass_app
-def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_path, master, spark_conf, engine, packages):
+def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_path, master, spark_conf, engine, packages, ship_env):
     """Check a topic's or a dump's records: counts, gaps, order, nulls, duplicates.
 
     Per partition: records, offset range, gaps (compaction and transaction markers
@@ -392,7 +411,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
 
     if (topic is None) == (dump_dir is None):
         raise UsageError("unable to audit: give exactly one of --topic and --dump")
-    factory = _session_factory(app, master, spark_conf, packages, uses_kafka=topic is not None or compare_to is not None)
+    factory = _session_factory(app, master, spark_conf, packages, ship_env, uses_kafka=topic is not None or compare_to is not None)
     json_schema = _json_schema(schema_file) if schema_file else None
 
     def load(name: str, as_dump: bool):
@@ -401,7 +420,8 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
             expected = {(p["topic"], p["partition"]): p["records"] for p in manifest["partitions"]}
             ranges = {(p["topic"], p["partition"]): (p["start_offset"], p["end_offset"]) for p in manifest["partitions"]}
             spark = factory()
-            return frames.load_dump(spark, Path(name), manifest), ranges, expected, set(manifest.get("compacted_topics", []))
+            # Absolute: Spark resolves paths against its JVM's working directory, not ours.
+            return frames.load_dump(spark, Path(name).absolute(), manifest), ranges, expected, set(manifest.get("compacted_topics", []))
         options = frames.source_options(_kafka(app), [name], include_headers=True)
         _, bounds = frames.plan(options, f"audit {name}")
         ranges = {(b.topic, b.partition): (b.start, b.end) for b in bounds}

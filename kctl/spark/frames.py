@@ -129,6 +129,12 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
     cause = _python_exception(text)
     if cause is not None:
         name, _, message = cause.partition(": ")
+        if name == "ModuleNotFoundError":
+            # Executors run their machine's python3 unless told otherwise (PYSPARK_PYTHON).
+            return errors.ConfigError(
+                f"unable to {action}: the executors' Python has {message.replace('No module', 'no module')} (--ship-env ships this environment to them)",
+                hint="or install kctl[spark] on every worker with the Python PYSPARK_PYTHON names there",
+            )
         # kctl's own errors (kctl.errors.NotFoundError: ...) keep their class, so their exit status.
         kind = getattr(errors, name.rpartition(".")[2], None) if name.startswith("kctl.errors.") else None
         kind = kind if isinstance(kind, type) and issubclass(kind, KctlError) else KctlError

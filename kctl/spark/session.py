@@ -76,8 +76,18 @@ def check_requirements() -> None:
         )
 
 
-def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequence[str] = (), quiet: bool = True):
-    """The active SparkSession if there is one (spark-submit, tests), else a new one."""
+def resolved_master(master: str | None) -> str:
+    """The master a new session would use: --master, $KCTL_SPARK_MASTER, local[*]."""
+    return master or os.environ.get("KCTL_SPARK_MASTER") or "local[*]"
+
+
+def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequence[str] = (), quiet: bool = True,
+                  shipped_env: Path | None = None):
+    """The active SparkSession if there is one (spark-submit, tests), else a new one.
+
+    shipped_env: an archive of this environment (kctl.spark.shipenv) for the executors
+    to run their Python from, on a cluster master.
+    """
     check_requirements()
     from pyspark.sql import SparkSession
 
@@ -95,16 +105,25 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
         return active
     builder = SparkSession.builder.appName("kctl")
     settings = dict(DEFAULTS)
+    jvm_directory = None
     if under_spark_submit():
         # spark-submit chose the master and started the JVM; its settings stand.
         master = master or "spark-submit"
     else:
-        master = master or os.environ.get("KCTL_SPARK_MASTER") or "local[*]"
+        master = resolved_master(master)
         builder = builder.master(master)
         if master.startswith("local"):
             # Workers must run this interpreter (the one with kctl and pyarrow installed).
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             settings.update(LOCAL_DEFAULTS)
+        elif shipped_env is not None:
+            from kctl.spark import shipenv
+
+            jvm_directory = shipenv.driver_directory(cache_dir())
+            # PySpark gives every Python function the interpreter PYSPARK_PYTHON names.
+            os.environ["PYSPARK_PYTHON"] = shipenv.EXECUTOR_PYTHON
+            archives = [a for a in (conf.get("spark.archives"), shipenv.archive_setting(shipped_env)) if a]
+            conf = {**conf, "spark.archives": ",".join(archives)}
     if packages:
         settings["spark.jars.packages"] = ",".join(packages)
     settings.update(conf)
@@ -113,7 +132,7 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
     if quiet and not under_spark_submit():
         builder = builder.config("spark.driver.extraJavaOptions", _log4j_option(conf.get("spark.driver.extraJavaOptions", "")))
     try:
-        with _jvm_stderr_to(log_path() if quiet and not under_spark_submit() else None):
+        with _jvm_stderr_to(log_path() if quiet and not under_spark_submit() else None), _working_directory(jvm_directory):
             session = builder.getOrCreate()
     except Exception as exc:  # py4j and the launcher raise plain exceptions
         text = str(exc).strip()
@@ -203,6 +222,26 @@ def size_shuffles(spark, input_partitions: int) -> int | None:
 def under_spark_submit() -> bool:
     """Whether spark-submit started this process (and its JVM) for kctl.spark.submit."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/kctl/spark: packed environments for --ship-env."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".cache")
+    return Path(base) / "kctl" / "spark"
+
+
+@contextlib.contextmanager
+def _working_directory(path: Path | None):
+    """The JVM started inside this block inherits `path` as its working directory."""
+    if path is None:
+        yield
+        return
+    saved = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
 
 
 def log_path() -> Path:
