@@ -18,11 +18,19 @@ own them: the address localhost:9092 (the test's broker), absolute directories (
 directory), port 19092 (a free port) and spark://spark:7077 (a Spark standalone master
 and worker this test starts). The count of examples run is printed and must equal the count
 in the help texts.
+
+A line that is one `kctl spark` command on a local master runs in this process, on the
+test session's local SparkSession (as under spark-submit), in the shell's working
+directory and XDG dirs: a JVM start per line made these examples six minutes of CI. The
+same commands in their own processes are run by the README's quick start, the cluster
+example here and tests/spark/test_cluster.py.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +39,7 @@ import pytest
 
 from tests import help_world
 from tests.brokers.plugin import BackendUnavailable, _required, selected_backends
-from tests.test_readme import Shell, commands, fresh_env, spark_ready
+from tests.test_readme import Shell, commands, expected_exit, fresh_env, spark_ready
 
 pytestmark = pytest.mark.integration
 
@@ -198,6 +206,26 @@ def localised(text: str, bootstrap: str, spark_master: str | None) -> str:
     return text
 
 
+class SparkShell(Shell):
+    """A Shell that runs single local `kctl spark` lines in-process (see the module's doc)."""
+
+    def __init__(self, shell: Shell, kctl, monkeypatch):
+        super().__init__(shell.cwd, shell.env)
+        self.kctl, self.monkeypatch = kctl, monkeypatch
+
+    def run(self, command: str, comment: str, where: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        # --master and --spark-conf choose how Spark starts: those lines start their own.
+        if not command.startswith("kctl spark ") or re.search(r"--master|--spark-conf|[|;&<>$`]", command):
+            return super().run(command, comment, where, timeout)
+        env = {k: v for k, v in self.env.items() if k == "HOME" or k.startswith("XDG_")}
+        with self.monkeypatch.context() as patch:
+            patch.chdir(self.cwd)
+            result = self.kctl(*shlex.split(command)[1:], env=env)
+        assert result.exit_code == expected_exit(comment), \
+            f"{where}: `{command}` exited {result.exit_code}, expected {expected_exit(comment)}\n{result.stdout}\n{result.stderr}"
+        return subprocess.CompletedProcess(command, result.exit_code, result.stdout, result.stderr)
+
+
 def fresh_shell(tmp_path: Path) -> Shell:
     home, work = tmp_path / "home", tmp_path / "work"
     for directory in (home, work, work / "data", work / "shared", work / "node_exporter", tmp_path / "tmp"):
@@ -244,6 +272,9 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
     help_world.reset(bootstrap, nodes)
     shell = fresh_shell(tmp_path)
+    if needs_spark(path):
+        request.getfixturevalue("spark")  # the local session the in-process lines share
+        shell = SparkShell(shell, request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
     master = spark_standalone().url if any("spark://" in e.text for e in EXAMPLES[path]) else None
     where = f"kctl {' '.join(path)} --help"

@@ -87,7 +87,7 @@ class Shell:
 
     def run(self, command: str, comment: str, where: str, timeout: float = 600) -> subprocess.CompletedProcess:
         interrupt = re.search(r"Ctrl-C stops it \(exit (\d+)\)", comment)
-        expected = int(interrupt.group(1)) if interrupt else int((re.search(r"exit (\d+)", comment) or [0, 0])[1])
+        expected = int(interrupt.group(1)) if interrupt else expected_exit(comment)
         stdin, answer = subprocess.DEVNULL, None
         if re.search(r"\basks first\b", comment):
             # The command asks for confirmation: stdin is a terminal, and the user says y.
@@ -112,6 +112,11 @@ class Shell:
                 os.close(answer)
         assert process.returncode == expected, f"{where}: `{command}` exited {process.returncode}, expected {expected}\n{out}\n{err}"
         return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def expected_exit(comment: str) -> int:
+    """The exit status a line's trailing comment promises (`# exit N`), else 0."""
+    return int((re.search(r"exit (\d+)", comment) or [0, 0])[1])
 
 
 def spark_ready() -> bool:
