@@ -12,6 +12,8 @@ A `<!-- doctest: ... -->` comment right above a block says how the block is run:
 - `in a new virtualenv, from a copy of the repository`: the lines run in a virtualenv that
   sees this one's packages, in a copy of the repository's files.
 - `needs spark`: pyspark and Java (skipped without them unless KCTL_REQUIRE_SPARK=1).
+- `needs spark; spark://spark:7077 is replaced by the test's standalone cluster`: also a
+  Spark standalone master and worker (tests/spark/standalone.py), started for the block.
 - `A is replaced by the test's broker`: the address A becomes the bundled broker's.
 
 The block after `<!-- test-command -->` is what .ci/run runs; this test checks that .ci/run
@@ -156,7 +158,10 @@ def fresh_env(home: Path) -> dict[str, str]:
     return env
 
 
-def test_every_readme_block_runs(tmp_path, capsys):
+STANDALONE = "needs spark; spark://spark:7077 is replaced by the test's standalone cluster"
+
+
+def test_every_readme_block_runs(tmp_path, capsys, spark_standalone):
     found = blocks(README.read_text())
     home = tmp_path / "home"
     work = tmp_path / "work"
@@ -175,7 +180,7 @@ def test_every_readme_block_runs(tmp_path, capsys):
                 continue
             elif block.directive.startswith("in a new virtualenv"):
                 run_in_virtualenv(block, shell, tmp_path, where)
-            elif block.directive == "needs spark" and not spark_ready():
+            elif block.directive in ("needs spark", STANDALONE) and not spark_ready():
                 if os.environ.get("KCTL_REQUIRE_SPARK"):
                     pytest.fail(f"{where}: needs pyspark and Java")
                 pytest.skip(f"{where}: needs pyspark and Java")
@@ -184,6 +189,8 @@ def test_every_readme_block_runs(tmp_path, capsys):
                 replaced = re.fullmatch(r"(\S+) is replaced by the test's broker", block.directive)
                 if replaced:
                     text = text.replace(replaced.group(1), broker_address(shell))
+                elif block.directive == STANDALONE:
+                    text = text.replace("spark://spark:7077", spark_standalone().url)
                 elif block.directive not in ("", "needs spark"):
                     pytest.fail(f"{where}: unknown doctest directive {block.directive!r}")
                 for command, comment in commands(text):

@@ -6,6 +6,8 @@ line long jobs print on stderr."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -139,6 +141,13 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
         kind = getattr(errors, name.rpartition(".")[2], None) if name.startswith("kctl.errors.") else None
         kind = kind if isinstance(kind, type) and issubclass(kind, KctlError) else KctlError
         return kind(f"unable to {action}: {message or name}", hint="--debug shows Spark's full error")
+    if "Cannot run program" in text and "kctlenv/bin/python" in text:
+        # --ship-env's virtualenv links to the interpreter it was made from.
+        interpreter = os.path.realpath(os.path.join(sys.prefix, "bin", "python"))
+        return errors.ConfigError(
+            f"unable to {action}: the executors cannot run the shipped Python: it needs {interpreter} on every worker",
+            hint="install that Python at that path on the workers, or ship a conda-pack archive with spark.archives and spark.pyspark.python",
+        )
     if "parquet" in text.lower() or "Malformed" in text or "FAILFAST" in text:
         return InvalidError(f"unable to {action}: a data file is corrupt or not in the dump's format", hint=_first_line(text))
     return KctlError(f"unable to {action}: Spark job failed: {_first_line(text)}", hint="--debug shows Spark's full error")

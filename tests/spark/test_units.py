@@ -190,3 +190,47 @@ def test_json_schema_subset():
     for unsupported in ('{"$ref": "#/x"}', '{"properties": {"a": {"format": "email"}}}', '{"type": "decimal"}', "[1]", "{nope"):
         with pytest.raises(SchemaError):
             load(unsupported)
+
+
+def test_executor_environment_failures_name_the_flag():
+    """What a job on workers without kctl (or without the shipped env's Python) fails
+    with, as Spark reports it: one line each, exit 78, naming what to do."""
+    from kctl.errors import ExitCode
+    from kctl.spark.frames import spark_failure
+
+    missing = Exception("Job aborted due to stage failure: Task 0 in stage 1.0 failed 4 times\n"
+                        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+                        "  File \"/work/0/pyspark.zip/pyspark/worker.py\", line 3, in main\n"
+                        "ModuleNotFoundError: No module named 'pyarrow'\n\tat org.apache.spark...")
+    error = spark_failure(missing, "dump orders")
+    assert error.exit_code == ExitCode.CONFIG
+    assert str(error) == "unable to dump orders: the executors' Python has no module named 'pyarrow' (--ship-env ships this environment to them)"
+    unrunnable = Exception('Job aborted: java.io.IOException: Cannot run program "./kctlenv/bin/python": error=2, No such file or directory')
+    error = spark_failure(unrunnable, "dump orders")
+    assert error.exit_code == ExitCode.CONFIG
+    assert str(error).startswith("unable to dump orders: the executors cannot run the shipped Python: it needs /")
+
+
+def test_ship_env_packs_what_executors_import_once(tmp_path):
+    """--ship-env's archive: kctl (even installed editable) and its Spark jobs' libraries,
+    with the interpreter's links; not pyspark, py4j or test tools; reused while the
+    environment is unchanged."""
+    import sys
+    import tarfile
+
+    from kctl.spark import shipenv
+
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("needs a virtualenv")
+    notes = []
+    archive = shipenv.packed_environment(tmp_path, notes.append)
+    assert len(notes) == 1 and "packing" in notes[0]
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    site = next(n for n in names if n.endswith("site-packages/kctl/cli/main.py")).rsplit("/kctl/", 1)[0]
+    for module in ("kctl/spark/source.py", "pyarrow/__init__.py", "confluent_kafka/__init__.py"):
+        assert f"{site}/{module}" in names, module
+    assert {"bin/python", "pyvenv.cfg"} <= names
+    assert not any(n.startswith((f"{site}/pyspark/", f"{site}/py4j/", f"{site}/_pytest/", f"{site}/pip/")) for n in names)
+    assert not any("__editable__" in n for n in names)
+    assert shipenv.packed_environment(tmp_path, notes.append) == archive and len(notes) == 1
