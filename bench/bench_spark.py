@@ -1,6 +1,6 @@
 """kctl spark dump and replay: records/s on local[2], beside Spark's JVM Kafka connector.
 
-    python bench/bench_spark.py [--records 2000000] [--size 1024] [--connector 4.0.0] [--skip-jvm]
+    python bench/bench_spark.py [--records 2000000] [--size 1024] [--connector 4.0.0] [--skip-jvm] [--standalone]
 
 (4.0.0 is the newest spark-sql-kafka-0-10 Maven Central serves here; pyspark is 4.3.0.)
 
@@ -17,7 +17,9 @@ header), then in one SparkSession (local[2], both engines on the classpath):
   through the JVM connector's sink (which cannot set timestamps; the nearest anchor).
 
 The figures exclude start-up (measured separately). 2 cores are shared by Kafka, Spark's
-JVM and its Python workers.
+JVM and its Python workers. --standalone runs the same on a Spark standalone cluster it
+starts (the tests' master and 2-core worker without kctl, tests/spark/standalone.py),
+with kctl's environment shipped to the executor as `--ship-env` does.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--connector", default="4.0.0", help="spark-sql-kafka-0-10_2.13 version on Maven Central")
     parser.add_argument("--skip-jvm", action="store_true")
+    parser.add_argument("--standalone", action="store_true", help="run on a Spark standalone cluster started here")
     args = parser.parse_args()
 
     from kctl.spark import dump as dumping
@@ -99,8 +102,24 @@ def main() -> None:
             from tests.brokers.jars import spark_connector_jars
 
             conf["spark.jars"] = ",".join(str(p) for p in spark_connector_jars(args.connector))
+        master, shipped = "local[2]", None
+        if args.standalone:
+            from kctl.spark.session import cache_dir
+            from kctl.spark.shipenv import packed_environment
+            from tests.spark.standalone import StandaloneCluster
+
+            (workdir / "spark").mkdir()
+            standalone = StandaloneCluster(workdir / "spark")
+            master, shipped = standalone.start(), packed_environment(cache_dir())
+            conf["spark.executor.memory"] = "1g"
+            # kctl's log4j settings (errors only) for the executor too: at Spark 4.3's
+            # default INFO level, spark-sql-kafka 4.0.0 logs through a class 4.3 no longer
+            # has (LogKeys$CONSUMER$) and every task of the JVM engine fails.
+            from importlib.resources import files
+
+            conf["spark.executor.extraJavaOptions"] = f"-Dlog4j2.configurationFile={files('kctl.spark').joinpath('log4j2.properties')}"
         started = time.perf_counter()
-        spark = spark_session("local[2]", conf)
+        spark = spark_session(master, conf, shipped_env=shipped)
         results["session"] = time.perf_counter() - started
         started = time.perf_counter()
         spark.range(10).count()
@@ -111,7 +130,7 @@ def main() -> None:
             out = workdir / f"dump-{engine}-{topic}"
             request = dumping.DumpRequest(topics=(topic,), out=out, engine=engine)
             began = time.perf_counter()
-            manifest = dumping.dump(lambda: spark, kafka_config, request, lambda line: None)
+            manifest = dumping.dump(lambda: spark, kafka_config, request)
             seconds = time.perf_counter() - began
             return seconds, manifest["records"]
 
@@ -137,7 +156,7 @@ def main() -> None:
             lambda: spark, kafka_config, request,
             destination_partitions=lambda topic: {topic: PARTITIONS},
             high_watermarks=lambda topic, count: dict.fromkeys(range(count), 0),
-            manifest_path=workdir / "replay.json", resume_from=None, note=lambda line: None,
+            manifest_path=workdir / "replay.json", resume_from=None,
         )
         seconds = time.perf_counter() - began
         assert end_offsets(bootstrap, "bench-replay") == args.records
@@ -162,9 +181,12 @@ def main() -> None:
         spark.stop()
     finally:
         kafka.stop()
+        if args.standalone:
+            standalone.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
-    print(f"\n{args.records:,} records of {args.size} B, 4 partitions, local[2], Apache Kafka single node")
+    where = "a standalone cluster (one 2-core worker)" if args.standalone else "local[2]"
+    print(f"\n{args.records:,} records of {args.size} B, 4 partitions, {where}, Apache Kafka single node")
     print(f"{'start-up: SparkSession':<34} {results['session']:>10.1f} s")
     print(f"{'start-up: first job':<34} {results['first job']:>10.1f} s")
     print(f"{'dump kctl_kafka (records/s)':<34} {results['dump python']:>12,.0f}   target >= 300,000")

@@ -98,6 +98,22 @@ def _interruptible(what: str | None = None, how_to_go_on: str | None = None):
         raise KctlError(f"interrupted: {what}" if what else "interrupted", hint=how_to_go_on, exit_code=ExitCode.INTERRUPTED) from None
 
 
+@contextlib.contextmanager
+def _live_progress(app: App, label: str):
+    """On a terminal, a live bar while the job runs (records done of the total from the
+    planned offsets, bytes of keys and values when known, rate, time left): yields the
+    job's `report`. Elsewhere, or with -q, None: the command's summary line is all."""
+    if app.quiet or not app.stderr_is_tty:
+        yield None
+        return
+    from kctl.cli.progress import progress
+    from kctl.sizes import format_bytes
+
+    with progress(app, label, unit="records") as shown:
+        shown.update(0, detail="starting Spark")
+        yield lambda done, total, size: shown.update(done, total=total, detail="" if size is None else format_bytes(size))
+
+
 def _refuse_msk_iam(app: App) -> None:
     if app.settings.aws_msk_iam:
         from kctl.errors import ConfigError
@@ -211,8 +227,9 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
     request = DumpRequest(topics=tuple(topics), out=Path(out).absolute(), format=fmt, overwrite=overwrite, engine=engine,
         extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(_compacted(app, topics))),
     )
-    with _interruptible(f"the dump in {out} is partial (its manifest says so)", "run the same command with --overwrite to dump again"):
-        manifest = run_dump(factory, _kafka(app), request, app.note)
+    with _interruptible(f"the dump in {out} is partial (its manifest says so)", "run the same command with --overwrite to dump again"), \
+            _live_progress(app, "dump") as report:
+        manifest = run_dump(factory, _kafka(app), request, report)
     app.note(f"dumped {manifest['records']:,} record(s) from {len(manifest['partitions'])} partition(s) to {out}")
     _show(app, {"out": str(out), **manifest}, DUMP_SPEC)
 
@@ -313,12 +330,13 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
     manifest_option = f" --manifest {manifest_file}" if manifest_file else ""
     with _interruptible(f"the replay into {to_topic} is partial (manifest {manifest_path})",
-                        f"kctl spark replay --to-topic {to_topic}{manifest_option} --resume finishes it"):
+                        f"kctl spark replay --to-topic {to_topic}{manifest_option} --resume finishes it"), \
+            _live_progress(app, "replay") as report:
         manifest = run_replay(
             factory, _kafka(app), request,
             destination_partitions=lambda topic: _partition_counts(app, topic),
             high_watermarks=lambda topic, count: _high_watermarks(app, topic, count),
-            manifest_path=manifest_path, resume_from=previous, note=app.note,
+            manifest_path=manifest_path, resume_from=previous, report=report,
         )
     resumed = f" ({manifest['skipped']:,} already there)" if manifest.get("skipped") else ""
     app.note(f"replayed {manifest['records']:,} record(s) into {to_topic}{resumed}; manifest {manifest_path}")

@@ -26,6 +26,10 @@ from kctl.spark import frames
 from kctl.spark.manifest import DUMP_MANIFEST, SUCCESS, new_dump_manifest, now_iso, write_json
 from kctl.spark.session import size_shuffles
 
+# Where the read tasks keep their progress while the dump runs (kctl.spark.reading.reporting):
+# hidden from Spark, pyarrow and DuckDB by its leading underscore, and removed after the write.
+PROGRESS_DIR = "_kctl_progress"
+
 
 @dataclass(frozen=True)
 class DumpRequest:
@@ -116,8 +120,11 @@ def count_written(spark, out: Path, manifest: dict[str, Any]) -> dict[tuple[str,
     return {(r["topic"], r["partition"]): r.asDict() for r in rows}
 
 
-def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpRequest, note: Callable[[str], None]) -> dict[str, Any]:
-    """Run the dump; returns the completed manifest. On failure the manifest says partial."""
+def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpRequest, report: frames.Report | None = None) -> dict[str, Any]:
+    """Run the dump; returns the completed manifest. On failure the manifest says partial.
+    `report` gets the records dumped so far while the job runs."""
+    # The read tasks' progress files: under --out, which a cluster's executors share.
+    progress_dir = request.out / PROGRESS_DIR
     options = frames.source_options(kafka, request.topics, include_headers=True, **dict(request.extra_options))
     _, bounds = frames.plan(options, "dump")
     replace = check_out(request.out, request.overwrite)
@@ -125,6 +132,8 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
     spark = spark_factory()
     size_shuffles(spark, len(bounds))
     engine = frames.choose_engine(spark, request.engine)
+    if report is not None and engine == "python":
+        options["kctl.progressDir"] = str(progress_dir)
     if replace:
         shutil.rmtree(request.out)
     request.out.mkdir(parents=True, exist_ok=True)
@@ -149,7 +158,9 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
         frame = frame.select(*frames.COLUMNS)
         writer_frame = _jsonl_frame(frame) if request.format == "jsonl" else frame
         writer = writer_frame.write.mode("append").partitionBy("topic", "partition").option("maxRecordsPerFile", request.max_records_per_file)
-        with frames.Progress(spark, "dump", total, note), _unsorted_writes(spark):
+        if report is not None:
+            progress_dir.mkdir()
+        with frames.Progress(spark, total, report, directory=progress_dir), _unsorted_writes(spark):
             try:
                 if request.format == "jsonl":
                     # Every key on every line, null or not: a stable shape for jq and friends.
@@ -158,6 +169,8 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
                     writer.option("compression", "zstd").parquet(str(request.out))
             except Exception as exc:
                 raise frames.spark_failure(exc, f"dump {', '.join(request.topics)}") from exc
+            finally:
+                shutil.rmtree(progress_dir, ignore_errors=True)
             written = count_written(spark, request.out, manifest)
     except BaseException as exc:
         manifest.update(status="partial", finished_at=now_iso(), error=exc.message if isinstance(exc, KctlError) else f"{type(exc).__name__}: {exc}")

@@ -148,7 +148,9 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
             f"unable to {action}: the executors cannot run the shipped Python: it needs {interpreter} on every worker",
             hint="install that Python at that path on the workers, or ship a conda-pack archive with spark.archives and spark.pyspark.python",
         )
-    if "parquet" in text.lower() or "Malformed" in text or "FAILFAST" in text:
+    # Spark's words for a file it cannot read as Parquet or JSON (not merely "parquet":
+    # every write to Parquet names its py4j call `.parquet`).
+    if any(words in text for words in ("FAILED_READ_FILE", "not a Parquet file", "Malformed", "FAILFAST")):
         return InvalidError(f"unable to {action}: a data file is corrupt or not in the dump's format", hint=_first_line(text))
     return KctlError(f"unable to {action}: Spark job failed: {_first_line(text)}", hint="--debug shows Spark's full error")
 
@@ -171,35 +173,63 @@ def _first_line(text: str) -> str:
     return "no detail"
 
 
-class Progress:
-    """'dump: 3/8 tasks, ~750,000/2,000,000 records, 12s' on stderr every few seconds."""
+# report(records done, records in all, bytes of keys and values done or None): what a
+# job tells a progress display while it runs (kctl.cli.progress draws it).
+Report = Callable[[int, int, "int | None"], None]
 
-    def __init__(self, spark, label: str, total_records: int | None, emit: Callable[[str], None], every: float = 5.0):
-        self.spark, self.label, self.total, self.emit, self.every = spark, label, total_records, emit, every
+
+class Progress:
+    """Hands `report` the records done of a job's `total` every `every` seconds.
+
+    Counted, most exact first: by `measure()` when the job has one (a replay: what has
+    arrived in the destination); by the files kctl_kafka's read tasks keep in `directory`
+    (kctl.progressDir, see reading.reporting) once the driver sees any (local masters,
+    and a dump's --out, which a cluster's executors share); else from the share of
+    tasks completed, since Spark reports records read only when a task ends.
+    """
+
+    def __init__(self, spark, total: int, report: Report | None, *, directory: Path | None = None,
+                 measure: Callable[[], int] | None = None, every: float = 0.5):
+        self.spark, self.total, self.report = spark, total, report
+        self.directory, self.measure, self.every = directory, measure, every
         self.stop_event = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._run, name="kctl-spark-progress", daemon=True)
+        self.done = 0  # never shown going back (a later job of the command counts from zero)
 
     def __enter__(self):
-        self.thread.start()
+        if self.report is not None:
+            self.thread.start()
         return self
 
     def __exit__(self, *exc_info):
         self.stop_event.set()
-        self.thread.join(timeout=2)
+        if self.thread.is_alive():
+            self.thread.join(timeout=2)
 
     def _run(self) -> None:
         tracker = self.spark.sparkContext.statusTracker()
         while not self.stop_event.wait(self.every):
-            done = total = 0
             try:
-                for stage in tracker.getActiveStageIds():
-                    info = tracker.getStageInfo(stage)
-                    if info is not None:
-                        done += info.numCompletedTasks
-                        total += info.numTasks
-            except Exception:  # the context is shutting down
-                return
-            if total:
-                records = f", ~{int(self.total * done / total):,}/{self.total:,} records" if self.total else ""
-                self.emit(f"{self.label}: {done}/{total} tasks{records}, {time.monotonic() - self.started:.0f}s")
+                done, size = self._sample(tracker)
+            except Exception:  # the context is shutting down, or the cluster did not answer
+                continue
+            if done is not None and done >= self.done:
+                self.done = min(done, self.total)
+                self.report(self.done, self.total, size)
+
+    def _sample(self, tracker) -> tuple[int | None, int | None]:
+        if self.measure is not None:
+            return self.measure(), None
+        if self.directory is not None:
+            from kctl.spark.reading import read_progress
+
+            records, size = read_progress(str(self.directory))
+            if records:
+                return records, size
+        finished = tasks = 0
+        for stage in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage)
+            if info is not None:
+                finished += info.numCompletedTasks
+                tasks += info.numTasks
+        return (self.total * finished // tasks, None) if tasks else (None, None)

@@ -58,6 +58,8 @@ class SourceOptions:
     poll_timeout_ms: int = 120_000
     arrow_batch_size: int = 10_000
     consume_batch: int = 1_000
+    # Where each read task keeps its records read so far, for the driver's live progress.
+    progress_dir: str | None = None
 
 
 def _int(options: Mapping[str, str], key: str, default: int | None, *, minimum: int | None = None) -> int | None:
@@ -167,6 +169,7 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
         poll_timeout_ms=_int(lowered, "kafkaconsumer.polltimeoutms", 120_000, minimum=1),
         arrow_batch_size=_int(lowered, "kctl.arrowbatchsize", 10_000, minimum=1),
         consume_batch=_int(lowered, "kctl.consumebatch", 1_000, minimum=1),
+        progress_dir=lowered.get("kctl.progressdir"),
     )
 
 

@@ -10,6 +10,7 @@ Needs pyarrow and confluent-kafka, not pyspark: it runs (and is tested) without 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,6 +115,56 @@ def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[pa.Reco
             yield to_batch(pending, schema, topic, partition)
     finally:
         consumer.close()
+
+
+def reporting(batches: Iterator[pa.RecordBatch], directory: str | None, name: str, every: float = 0.5) -> Iterator[pa.RecordBatch]:
+    """The batches, while DIRECTORY/NAME says "RECORDS BYTES" read so far (bytes of keys
+    and values), rewritten every `every` seconds and at the end: the driver sums these
+    files for a live progress display (Spark reports task metrics only when tasks end).
+    A retried task starts its file again from zero. Progress never fails a read."""
+    if not directory:
+        yield from batches
+        return
+    path = os.path.join(directory, name)
+    records = size = 0
+    written = time.monotonic()
+    for batch in batches:
+        records += batch.num_rows
+        size += batch.column(0).nbytes + batch.column(1).nbytes
+        if time.monotonic() - written >= every:
+            _write_progress(path, records, size)
+            written = time.monotonic()
+        yield batch
+    _write_progress(path, records, size)
+
+
+def _write_progress(path: str, records: int, size: int) -> None:
+    partial = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(partial, "w", encoding="ascii") as file:
+            file.write(f"{records} {size}")
+        os.replace(partial, path)  # never half a file for the driver to read
+    except OSError:
+        pass
+
+
+def read_progress(directory: str) -> tuple[int, int]:
+    """(records, bytes) the read tasks have reported in `directory` so far."""
+    records = size = 0
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0, 0
+    for name in names:
+        if name.endswith(".tmp"):
+            continue
+        try:
+            with open(os.path.join(directory, name), encoding="ascii") as file:
+                done, _, read = file.read().partition(" ")
+            records, size = records + int(done), size + int(read)
+        except (OSError, ValueError):
+            continue  # replaced or removed while read: the next look counts it
+    return records, size
 
 
 def dump_parts(path: str) -> list[tuple[str, int, list[str]]]:

@@ -172,9 +172,10 @@ def replay(
     high_watermarks: Callable[[str, int], dict[int, int]],
     manifest_path: Path,
     resume_from: dict[str, Any] | None,
-    note: Callable[[str], None],
+    report: frames.Report | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) a replay; returns its manifest."""
+    """Run (or resume) a replay; returns its manifest. `report` gets the records in the
+    destination so far while the job runs."""
     spark = spark_factory()
     pinned = resume_from.get("source", {}).get("partitions") if resume_from is not None and request.from_topic else None
     frame, source = _source_frame(spark, kafka, request, pinned)
@@ -229,7 +230,13 @@ def replay(
         if os.environ.get("KCTL_SPARK_FAIL_AFTER_RECORDS"):  # fault injection for tests
             sink["kctl.failAfterRecords"] = os.environ["KCTL_SPARK_FAIL_AFTER_RECORDS"]
         total = sum(p["end_offset"] - p["start_offset"] for p in source["partitions"])
-        with frames.Progress(spark, "replay", total, note):
+
+        def arrived() -> int:
+            # Exact and live wherever the job runs: what the destination holds past the
+            # baseline (a resumed replay's earlier records too, like `total`).
+            return sum(max(0, end - baseline.get(p, 0)) for p, end in high_watermarks(request.to_topic, count).items())
+
+        with frames.Progress(spark, total, report, measure=arrived, every=1.0):
             try:
                 ordered.select("key", "value", "headers", F.col("dst").alias("partition"), "timestamp_ms").write.format("kctl_kafka").mode("append").options(**sink).save()
             except Exception as exc:

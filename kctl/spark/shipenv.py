@@ -80,12 +80,15 @@ def packed_environment(cache: Path, note: Callable[[str], None] = lambda _: None
         raise ConfigError(f"unable to ship the environment {sys.prefix}: {str(exc).splitlines()[0]}") from None
     site = _site_packages_target()
     installed = {_normalise(d.metadata["Name"]): d for d in metadata.distributions(path=[os.path.join(sys.prefix, site)])}
-    needed = needed_distributions(installed)
-    keep = {f"{site}/{entry}" for entry in _top_level_entries(needed)}
+    if "kctl" not in installed:
+        raise ConfigError(f"unable to ship the environment: kctl is not installed in {sys.prefix}",
+                          hint="pip install 'kctl[spark]' (or pip install -e '.[spark]' in a checkout) into it")
+    keep = {f"{site}/{entry}" for entry in _top_level_entries(needed_distributions(installed))}
     # Outside site-packages only the interpreter's links and pyvenv.cfg: no scripts,
     # headers or man pages. (Env.files filtered in place: a glob per kept entry through
     # Env.include scans every file of the environment each time.)
-    env.files[:] = [f for f in env.files if _kept(f.target, keep)]
+    depth = site.count("/") + 2  # parts of lib/python3.X/site-packages/ENTRY
+    env.files[:] = [f for f in env.files if _kept(f.target, keep, depth)]
     for source, target in _editable_kctl(installed["kctl"], site):
         env.files.append(File(str(source), target))
     files = sorted(env.files, key=lambda f: f.target)
@@ -105,15 +108,14 @@ def packed_environment(cache: Path, note: Callable[[str], None] = lambda _: None
         raise ConfigError(f"unable to pack {sys.prefix} into {cache}: {exc}") from None
     for older in cache.glob(f"{ARCHIVE_PREFIX}*.tar.gz"):
         if older != archive:
-            older.unlink(missing_ok=True)  # each is hundreds of MB; only the newest is used
+            older.unlink(missing_ok=True)  # each is tens of MB; only the newest is used
     return archive
 
 
-def _kept(target: str, keep: set[str]) -> bool:
+def _kept(target: str, keep: set[str], depth: int) -> bool:
     if target in ("pyvenv.cfg", "lib64") or target.startswith("bin/python"):
         return True
-    parts = target.split("/", 4)
-    return len(parts) > 3 and "/".join(parts[:4]) in keep
+    return "/".join(target.split("/", depth)[:depth]) in keep
 
 
 def _site_packages_target() -> str:

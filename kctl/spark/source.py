@@ -68,12 +68,13 @@ class KafkaReader(DataSourceReader):
     def read(self, partition: KafkaRange):
         from kctl.spark import options as parser
         from kctl.spark.planning import OffsetRange
-        from kctl.spark.reading import read_range
+        from kctl.spark.reading import read_range, reporting
 
         if not isinstance(partition, KafkaRange):
             return  # nothing to read: Spark hands an empty plan one default partition
         parsed = parser.parse(self.raw_options)
-        yield from read_range(parsed, OffsetRange(partition.topic, partition.partition, partition.start, partition.end))
+        batches = read_range(parsed, OffsetRange(partition.topic, partition.partition, partition.start, partition.end))
+        yield from reporting(batches, parsed.progress_dir, f"{partition.topic}-{partition.partition}-{partition.start}")
 
 
 class DumpPart(InputPartition):

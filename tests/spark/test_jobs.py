@@ -4,6 +4,7 @@ SparkSession, checked record by record with a confluent-kafka consumer and pyarr
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -448,7 +449,8 @@ def test_shuffles_are_sized_from_the_topic(spark, kctl, cluster, make_topic):
 def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, config_home):
     """SIGINT while Spark writes: the job is cancelled, stderr is one line saying what is
     left and how to go on (no py4j tracebacks), exit 130, the manifest says partial; the
-    command run again (--overwrite) dumps everything."""
+    command run again (--overwrite) dumps everything, with a live bar on a terminal and
+    one summary line when piped."""
     import os
     import signal
     import subprocess
@@ -479,6 +481,17 @@ def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, confi
     assert stderr == f"error: interrupted: the dump in {out} is partial (its manifest says so)\n" \
                      "hint: run the same command with --overwrite to dump again\n"
     assert json.loads((out / "_kctl_manifest.json").read_text())["status"] == "partial"
+    # Again on a terminal: a live bar counts the records dumped of the planned total while
+    # the job runs (Spark itself reports them only as tasks end); the summary line stays.
+    from tests.cli.test_progress import run as run_on_terminal
+
+    status, _, shown = run_on_terminal([*argv[3:], "--overwrite"], {**env, "TERM": "xterm"}, stderr_tty=True)
+    assert status == 0, shown
+    counts = {int(n.replace(",", "")) for n in re.findall(r"^dump .*?([\d,]+)/300,000 records", shown, re.M)}
+    assert any(0 < n < 300_000 for n in counts), shown
+    summary = f"dumped 300,000 record(s) from 2 partition(s) to {out}"
+    assert shown.strip().splitlines()[-1] == summary
+    # Piped: the summary line alone.
     again = subprocess.run([*argv, "--overwrite", "-o", "json"], capture_output=True, text=True, timeout=240, env=env)
-    assert again.returncode == 0, again.stderr
+    assert (again.returncode, again.stderr) == (0, summary + "\n")
     assert json.loads(again.stdout)["records"] == 300_000

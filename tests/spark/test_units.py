@@ -209,6 +209,10 @@ def test_executor_environment_failures_name_the_flag():
     error = spark_failure(unrunnable, "dump orders")
     assert error.exit_code == ExitCode.CONFIG
     assert str(error).startswith("unable to dump orders: the executors cannot run the shipped Python: it needs /")
+    # A failed write to Parquet names the py4j call `.parquet`: not a corrupt file.
+    unrelated = Exception("An error occurred while calling o294.parquet.\n: org.apache.spark.SparkException: Job aborted: "
+                          "java.lang.NoClassDefFoundError: org/apache/spark/internal/LogKeys$CONSUMER$")
+    assert "corrupt" not in str(spark_failure(unrelated, "dump orders"))
 
 
 def test_ship_env_packs_what_executors_import_once(tmp_path):
