@@ -114,6 +114,18 @@ def _live_progress(app: App, label: str):
         yield lambda done, total, size: shown.update(done, total=total, detail="" if size is None else format_bytes(size))
 
 
+@contextlib.contextmanager
+def _scratch_directory(wanted: bool):
+    """A temporary directory (removed afterwards) when wanted, else None."""
+    if not wanted:
+        yield None
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kctl-spark-") as directory:
+        yield Path(directory)
+
+
 def _refuse_msk_iam(app: App) -> None:
     if app.settings.aws_msk_iam:
         from kctl.errors import ConfigError
@@ -432,7 +444,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
     factory = _session_factory(app, master, spark_conf, packages, ship_env, uses_kafka=topic is not None or compare_to is not None)
     json_schema = _json_schema(schema_file) if schema_file else None
 
-    def load(name: str, as_dump: bool):
+    def load(name: str, as_dump: bool, progress_dir: Path | None):
         if as_dump:
             manifest = read_dump_manifest(Path(name))
             expected = {(p["topic"], p["partition"]): p["records"] for p in manifest["partitions"]}
@@ -444,19 +456,27 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
         _, bounds = frames.plan(options, f"audit {name}")
         ranges = {(b.topic, b.partition): (b.start, b.end) for b in bounds}
         spark = factory()
-        return frames.load_topic(spark, frames.choose_engine(spark, engine), options, bounds), ranges, None, _compacted(app, [name])
+        chosen = frames.choose_engine(spark, engine)
+        if chosen == "python" and progress_dir is not None:
+            options["kctl.progressDir"] = str(progress_dir)
+        return frames.load_topic(spark, chosen, options, bounds), ranges, None, _compacted(app, [name])
 
     source = f"dump {dump_dir}" if dump_dir else topic
-    with _interruptible():
-        frame, ranges, expected, compacted = load(dump_dir or topic, dump_dir is not None)
+    with _interruptible(), _live_progress(app, "audit") as progress_report, _scratch_directory(progress_report is not None) as progress_dir:
+        frame, ranges, expected, compacted = load(dump_dir or topic, dump_dir is not None, progress_dir)
+        total = sum(expected.values()) if expected else sum(end - start for start, end in ranges.values())
         other = None
         partitions = len(ranges)
         if compare_to is not None:
-            other, other_ranges, _, _ = load(compare_to, Path(compare_to).is_dir())
+            other, other_ranges, other_expected, _ = load(compare_to, Path(compare_to).is_dir(), progress_dir)
             partitions = max(partitions, len(other_ranges))
+            total += sum(other_expected.values()) if other_expected else sum(end - start for start, end in other_ranges.values())
         size_shuffles(factory(), partitions)
         try:
-            report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, json_schema=json_schema, ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
+            # The audit reads each input once (kctl.spark.audit caches what it reads).
+            with frames.Progress(factory(), total, progress_report, directory=progress_dir):
+                    report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, json_schema=json_schema,
+                                   ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
         except KctlError:
             raise
         except Exception as exc:  # a Spark job failed: one line, not the JVM's stack
