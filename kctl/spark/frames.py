@@ -1,7 +1,7 @@
 """DataFrames of records, from a topic or from a dump, all with the source schema
 (key, value, topic, partition, offset, timestamp, timestampType, headers), so dump,
-replay and audit run the same code whatever the records came from; and the progress
-line long jobs print on stderr."""
+replay and audit run the same code whatever the records came from; and the records-done
+count that jobs hand to a progress display while they run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any

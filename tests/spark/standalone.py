@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 WORKER_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -26,7 +25,6 @@ class StandaloneCluster:
     def __init__(self, logs: Path):
         self.logs = logs
         self.url: str | None = None
-        self.master_ui: str | None = None
         self.processes: list[subprocess.Popen] = []
 
     def start(self) -> str:
@@ -44,7 +42,7 @@ class StandaloneCluster:
             **({"JAVA_HOME": java_home} if java_home else {}),
         }
         port, ui = free_port(), free_port()
-        self.url, self.master_ui = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}"
+        self.url = f"spark://127.0.0.1:{port}"
         daemons = (
             ("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)]),
             ("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--webui-port", str(free_port()),
@@ -67,12 +65,6 @@ class StandaloneCluster:
                 tail = "\n".join(p.log.read_text(errors="replace")[-2000:] for p in self.processes)
                 raise RuntimeError(f"the Spark standalone cluster did not start: {tail}")
             time.sleep(0.3)
-
-    def applications(self) -> list[dict]:
-        """The master's view (its web UI's JSON): running and completed applications."""
-        with urllib.request.urlopen(f"{self.master_ui}/json/", timeout=10) as response:
-            state = json.load(response)
-        return state.get("activeapps", []) + state.get("completedapps", [])
 
     def stop(self) -> None:
         for process in self.processes:
