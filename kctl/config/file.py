@@ -44,6 +44,13 @@ def state_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "kctl"
 
 
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """kctl's cache directory ($XDG_CACHE_HOME/kctl): what can be made again, like the
+    environments packed for Spark's executors."""
+    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
+    return Path(base) / "kctl"
+
+
 def load(path: Path) -> ConfigFile:
     """Read the config file; a missing file is an empty configuration."""
     try:

@@ -132,7 +132,9 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
     if quiet and not under_spark_submit():
         builder = builder.config("spark.driver.extraJavaOptions", _log4j_option(conf.get("spark.driver.extraJavaOptions", "")))
     try:
-        with _jvm_stderr_to(log_path() if quiet and not under_spark_submit() else None), _working_directory(jvm_directory):
+        # The JVM keeps the working directory it starts in (see shipenv.driver_directory).
+        working_directory = contextlib.chdir(jvm_directory) if jvm_directory else contextlib.nullcontext()
+        with _jvm_stderr_to(log_path() if quiet and not under_spark_submit() else None), working_directory:
             session = builder.getOrCreate()
     except Exception as exc:  # py4j and the launcher raise plain exceptions
         text = str(exc).strip()
@@ -226,22 +228,9 @@ def under_spark_submit() -> bool:
 
 def cache_dir() -> Path:
     """$XDG_CACHE_HOME/kctl/spark: packed environments for --ship-env."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".cache")
-    return Path(base) / "kctl" / "spark"
+    from kctl.config.file import cache_dir as kctl_cache
 
-
-@contextlib.contextmanager
-def _working_directory(path: Path | None):
-    """The JVM started inside this block inherits `path` as its working directory."""
-    if path is None:
-        yield
-        return
-    saved = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(saved)
+    return kctl_cache(os.environ) / "spark"
 
 
 def log_path() -> Path:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sys
+import sysconfig
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -79,7 +79,9 @@ def packed_environment(cache: Path, note: Callable[[str], None] = lambda _: None
     except VenvPackException as exc:
         raise ConfigError(f"unable to ship the environment {sys.prefix}: {str(exc).splitlines()[0]}") from None
     site = _site_packages_target()
-    installed = {_normalise(d.metadata["Name"]): d for d in metadata.distributions(path=[os.path.join(sys.prefix, site)])}
+    from packaging.utils import canonicalize_name
+
+    installed = {canonicalize_name(d.metadata["Name"]): d for d in metadata.distributions(path=[os.path.join(sys.prefix, site)])}
     if "kctl" not in installed:
         raise ConfigError(f"unable to ship the environment: kctl is not installed in {sys.prefix}",
                           hint="pip install 'kctl[spark]' (or pip install -e '.[spark]' in a checkout) into it")
@@ -120,55 +122,33 @@ def _kept(target: str, keep: set[str], depth: int) -> bool:
 
 def _site_packages_target() -> str:
     """site-packages relative to the environment's prefix: lib/python3.X/site-packages."""
-    for path in sys.path:
-        if path.startswith(sys.prefix) and path.endswith("site-packages"):
-            return os.path.relpath(path, sys.prefix)
-    raise ConfigError(f"unable to ship the environment: no site-packages under {sys.prefix}")
+    return os.path.relpath(sysconfig.get_path("purelib"), sys.prefix)
 
 
 def needed_distributions(installed: dict[str, metadata.Distribution]) -> list[metadata.Distribution]:
     """kctl and, transitively, what it requires with the spark extra, minus what the
-    cluster provides. `installed`: the environment's distributions by normalised name
+    cluster provides. `installed`: the environment's distributions by canonical name
     (looked up there, not on sys.path, which from a checkout finds its egg-info first)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
     found: dict[str, metadata.Distribution] = {}
     pending = [("kctl", {"spark"})]
     while pending:
         name, extras = pending.pop()
-        key = _normalise(name)
+        key = canonicalize_name(name)
         if key in found or key in FROM_THE_CLUSTER:
             continue
         dist = installed.get(key)
         if dist is None:
             continue  # an optional requirement for another platform or Python
         found[key] = dist
-        for requirement in dist.requires or ():
-            wanted = _wanted(requirement, extras)
-            if wanted:
-                pending.append((wanted, set()))
+        for line in dist.requires or ():
+            requirement = Requirement(line)
+            # A marker holds for this platform and Python, with one of the extras asked for.
+            if requirement.marker is None or any(requirement.marker.evaluate({"extra": e}) for e in extras or {""}):
+                pending.append((requirement.name, set(requirement.extras)))
     return list(found.values())
-
-
-def _wanted(requirement: str, extras: set[str]) -> str | None:
-    """The distribution a Requires-Dist line names, if it applies here."""
-    name, _, marker = requirement.partition(";")
-    marker = marker.strip()
-    if marker:
-        extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", marker)
-        if extra and extra.group(1) not in extras:
-            return None
-        if not extra and not _marker_holds(marker):
-            return None
-    return re.split(r"[\s\[<>=!~(]", name.strip(), maxsplit=1)[0]
-
-
-def _marker_holds(marker: str) -> bool:
-    """Environment markers without an extra (python_version, sys_platform): included
-    when in doubt, since a missing module on an executor costs more than a spare one."""
-    try:
-        from packaging.markers import Marker
-    except ImportError:
-        return True
-    return Marker(marker).evaluate()
 
 
 def _top_level_entries(dists) -> Iterator[str]:
@@ -205,6 +185,3 @@ def _fingerprint(files) -> str:
         digest.update(f"{file.target}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
 
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
