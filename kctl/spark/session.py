@@ -163,28 +163,25 @@ def _cancel_on_interrupt(session) -> None:
     PySpark's own SIGINT handler calls cancelAllJobs on the main thread while that thread
     waits in a py4j call on the same connection: py4j fails with "reentrant call" and the
     user gets ~40 lines of tracebacks. Here the cancel runs on another thread (its own
-    py4j connection), which then interrupts the main thread once that is no longer inside
-    a py4j call (a KeyboardInterrupt inside one makes py4j log a traceback). A Ctrl-C
-    while the main thread is not waiting on the JVM raises at once, as does a second one.
+    py4j connection) and goes on cancelling whatever job the main thread starts next: the
+    cancelled job's error unwinds the command through its own handlers (a dump or replay
+    marks its manifest partial there), and INTERRUPTED makes that error the interruption.
+    No KeyboardInterrupt is thrown into the main thread from outside: one landed inside
+    those handlers (turning a Py4JJavaError into text calls the JVM) and left a manifest
+    saying `running`. A Ctrl-C while the main thread is not waiting on the JVM raises at
+    once, as does a second one.
     """
     import signal
 
     if threading.current_thread() is not threading.main_thread():
         return
-    main = threading.main_thread().ident
 
     def cancel() -> None:
-        import _thread
-
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            # Again on every round: the main thread may have started the next job.
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # the context may be stopping
                 session.sparkContext.cancelAllJobs()
-            if not _waiting_on_jvm(sys._current_frames().get(main)):
-                break
             time.sleep(0.05)
-        _thread.interrupt_main()
 
     def on_sigint(signum, frame) -> None:
         if INTERRUPTED.is_set() or not _waiting_on_jvm(frame):
