@@ -201,3 +201,36 @@ def read_dump_part(topic: str, partition: int, files: list[str], batch_size: int
             columns["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), count)
             arrays = [columns[field.name] for field in schema]
             yield pa.RecordBatch.from_arrays([a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema)], schema=schema)
+
+
+def replay_batches(files: list[str], partition: int, *, since_ms: int | None, until_ms: int | None, timestamps: str,
+                   batch_size: int = 10_000) -> Iterator[pa.RecordBatch]:
+    """A dump partition's records as the kctl_kafka sink's columns (key, value, headers,
+    partition, timestamp_ms), in offset order: records outside [since_ms, until_ms) left
+    out, timestamps preserved, shifted ("shift:<ms>") or left to the broker ("now")."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    shift = int(timestamps.split(":", 1)[1]) if timestamps.startswith("shift:") else 0
+    for file in files:
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_size, columns=["key", "value", "timestamp", "headers"]):
+            millis = pc.divide(batch.column("timestamp").cast(pa.int64()), 1000)  # dumps hold whole milliseconds
+            keep = None
+            if since_ms is not None:
+                keep = pc.greater_equal(millis, since_ms)
+            if until_ms is not None:
+                before = pc.less(millis, until_ms)
+                keep = before if keep is None else pc.and_(keep, before)
+            count = batch.num_rows
+            if timestamps == "now":
+                stamps = pa.nulls(count, pa.int64())
+            else:
+                stamps = pc.add(millis, shift) if shift else millis
+            out = pa.RecordBatch.from_arrays(
+                [batch.column("key"), batch.column("value"), batch.column("headers"), pa.repeat(pa.scalar(partition, pa.int32()), count), stamps],
+                names=["key", "value", "headers", "partition", "timestamp_ms"],
+            )
+            if keep is not None:
+                out = out.filter(keep)
+            if out.num_rows:
+                yield out

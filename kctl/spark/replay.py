@@ -163,6 +163,26 @@ def check_destination(partition_counts: dict[int, int], request: ReplayRequest, 
     return count
 
 
+def _replay_dump_directly(spark, request: ReplayRequest, sink: dict[str, str]) -> None:
+    """A Parquet dump into the partitions of the same numbers: one Spark task per dump
+    partition reads its files and produces them (sink.replay_dump_parts), the same
+    tasks and guarantees as the DataFrame write, without moving every record through
+    the JVM between two Python workers."""
+    from functools import partial
+
+    from kctl.spark.reading import dump_parts
+    from kctl.spark.sink import replay_dump_parts, report_result
+
+    parts = dump_parts(str(request.from_dump))
+    if not parts:
+        report_result(sink["kctl.resultPath"], "complete", [])
+        return
+    window = {"since_ms": request.since_ms, "until_ms": request.until_ms, "timestamps": request.timestamps}
+    job = spark.sparkContext.parallelize(parts, len(parts)).mapPartitions(partial(replay_dump_parts, sink, window))
+    spark.sparkContext.setJobDescription(f"kctl replay into {request.to_topic}")
+    report_result(sink["kctl.resultPath"], "complete", job.collect())
+
+
 def replay(
     spark_factory: Callable[[], Any],
     kafka: dict[str, Any],
@@ -212,12 +232,10 @@ def replay(
             _timestamp_column(request.timestamps).alias("timestamp_ms"),
             F.col("partition").alias("src_partition"), "offset",
         )
-        if in_order and request.partition_map == "same" and len({p["topic"] for p in source["partitions"]}) == 1:
-            # Each read task holds one source partition, in offset order, and it goes to
-            # one destination partition: already what the sink needs, no shuffle.
-            ordered = rows
-        else:
-            ordered = rows.repartition(count, "dst").sortWithinPartitions("dst", "src_partition", "offset")
+        # Each read task holds one source partition, in offset order, and it goes to one
+        # destination partition: already what the sink needs, no shuffle.
+        no_shuffle = in_order and request.partition_map == "same" and len({p["topic"] for p in source["partitions"]}) == 1
+        ordered = rows if no_shuffle else rows.repartition(count, "dst").sortWithinPartitions("dst", "src_partition", "offset")
         sink = frames.kafka_options(kafka)
         sink.update({
             "topic": request.to_topic,
@@ -236,9 +254,13 @@ def replay(
             # baseline (a resumed replay's earlier records too, like `total`).
             return sum(max(0, end - baseline.get(p, 0)) for p, end in high_watermarks(request.to_topic, count).items())
 
+        direct = no_shuffle and request.from_dump is not None
         with frames.Progress(spark, total, report, measure=arrived, every=1.0):
             try:
-                ordered.select("key", "value", "headers", F.col("dst").alias("partition"), "timestamp_ms").write.format("kctl_kafka").mode("append").options(**sink).save()
+                if direct:
+                    _replay_dump_directly(spark, request, sink)
+                else:
+                    ordered.select("key", "value", "headers", F.col("dst").alias("partition"), "timestamp_ms").write.format("kctl_kafka").mode("append").options(**sink).save()
             except Exception as exc:
                 raise frames.spark_failure(exc, f"replay into {request.to_topic}") from exc
         result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else {"delivered": {}, "skipped": {}}
