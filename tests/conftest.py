@@ -100,6 +100,23 @@ def spark_standalone(tmp_path_factory):
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory):
+    """A running schema registry (tests/brokers/registry.py: Apicurio Registry speaking
+    Confluent's API), shared by the session; its URL is `.url`. One that cannot start is
+    a skip, or a failure under KCTL_REQUIRE_BROKERS=1."""
+    from tests.brokers.registry import RegistryError, SchemaRegistry
+
+    registry = SchemaRegistry(tmp_path_factory.mktemp("schema-registry"))
+    try:
+        registry.start()
+    except (OSError, RegistryError) as exc:
+        required = os.environ.get("KCTL_REQUIRE_BROKERS") == "1"
+        (pytest.fail if required else pytest.skip)(f"the schema registry did not start: {exc}")
+    yield registry
+    registry.stop()
+
+
 # One small local SparkSession for the whole test session. The CLI reuses the active
 # session (as it would under spark-submit), so each test pays for its jobs, not for a JVM
 # start. Without pyspark or Java the tests skip, unless KCTL_REQUIRE_SPARK=1 (as CI
