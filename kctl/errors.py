@@ -38,7 +38,7 @@ class ExitCode(enum.IntEnum):
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success (health and status commands: OK)",
     ExitCode.ERROR: "unexpected failure (health and status commands: WARNING)",
-    ExitCode.CRITICAL: "health and status commands: CRITICAL; spark audit: problems found; diff: the cluster differs from the files",
+    ExitCode.CRITICAL: "health and status commands: CRITICAL; spark audit: problems found; diff: the cluster differs from the files; schema check: not compatible",
     ExitCode.UNKNOWN: "health and status commands: UNKNOWN (the state could not be read); local status: the broker is not running (LSB's 3)",
     ExitCode.PARTIAL_FAILURE: "a batch operation failed for some of its items (each is reported)",
     ExitCode.NOT_FOUND: "a named topic, group, broker or context does not exist",

@@ -145,3 +145,31 @@ def _commit(bootstrap: str) -> None:
                     raise
                 time.sleep(0.3)
         consumer.close()
+
+
+# -- the schema registry's world (kctl schema examples) --------------------------------
+
+ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop",
+            "fields": [{"name": "order_id", "type": "string"}, {"name": "cents", "type": "long"}]}
+# Compatible under BACKWARD (the new field has a default); broken.avsc's has none.
+ORDER_V2 = {**ORDER_V1, "fields": [*ORDER_V1["fields"], {"name": "currency", "type": "string", "default": "EUR"}]}
+ORDER_BROKEN = {**ORDER_V1, "fields": [*ORDER_V1["fields"], {"name": "currency", "type": "string"}]}
+MONEY_PROTO = 'syntax = "proto3";\npackage shop;\n\nmessage Money {\n  int64 cents = 1;\n  string currency = 2;\n}\n'
+PAYMENT_PROTO = 'syntax = "proto3";\npackage shop;\n\nimport "money.proto";\n\nmessage Payment {\n  string id = 1;\n  Money amount = 2;\n}\n'
+
+
+def schema_world(url: str, directory) -> None:
+    """In a new registry: orders-value (version 1, schema id 1, BACKWARD) and money.proto;
+    in `directory`, the schema files the examples read."""
+    from pathlib import Path
+
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    files = {"order.avsc": json.dumps(ORDER_V1, indent=2), "order-v2.avsc": json.dumps(ORDER_V2, indent=2),
+             "broken.avsc": json.dumps(ORDER_BROKEN, indent=2), "money.proto": MONEY_PROTO, "payment.proto": PAYMENT_PROTO}
+    for name, text in files.items():
+        (Path(directory) / name).write_text(text + ("" if text.endswith("\n") else "\n"))
+    client = SchemaRegistryClient({"url": url})
+    assert client.register_schema("orders-value", Schema(json.dumps(ORDER_V1), "AVRO")) == 1
+    client.set_compatibility("orders-value", "BACKWARD")
+    client.register_schema("money.proto", Schema(MONEY_PROTO, "PROTOBUF"))

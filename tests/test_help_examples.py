@@ -135,6 +135,7 @@ BEFORE = {
     "kctl context show prod -o json": "kctl context set prod -b b1:9092",
     "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",
     "kctl context use prod": "kctl context set prod -b b1:9092",
+    "kctl schema delete orders-value --version 2 --yes": "kctl schema register orders-value --file order-v2.avsc",
 }
 # Example text -> shell lines run after it, to leave a shared cluster as it was.
 AFTER = {
@@ -259,6 +260,21 @@ def needs_spark(path: tuple[str, ...]) -> bool:
     return path[:1] == ("spark",)
 
 
+@pytest.fixture
+def registry(tmp_path):
+    """A new schema registry for one command's examples: they name schema ids (1, 2)
+    that a registry never hands out twice, even after deletes."""
+    from tests.brokers.registry import RegistryError, SchemaRegistry
+
+    started = SchemaRegistry(tmp_path / "registry")
+    try:
+        started.start()
+    except (OSError, RegistryError) as exc:
+        (pytest.fail if _required() else pytest.skip)(f"the schema registry did not start: {exc}")
+    yield started
+    started.stop()
+
+
 @pytest.mark.parametrize("path", list(EXAMPLES), ids=lambda path: "-".join(path) or "kctl")
 def test_help_examples_run(path, request, tmp_path, spark_standalone):
     if needs_spark(path) and not spark_ready():
@@ -276,6 +292,10 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         request.getfixturevalue("spark")  # the local session the in-process lines share
         shell = SparkShell(shell, request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
+    if path[:1] == ("schema",):
+        url = request.getfixturevalue("registry").url
+        help_world.schema_world(url, shell.cwd)
+        shell.env["KCTL_SCHEMA_REGISTRY_URL"] = url
     master = spark_standalone().url if any("spark://" in e.text for e in EXAMPLES[path]) else None
     where = f"kctl {' '.join(path)} --help"
     try:

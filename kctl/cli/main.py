@@ -31,6 +31,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "transaction": ("kctl.cli.transaction:transaction", "Transactions: list, describe, find hanging ones, abort"),
     "producer": ("kctl.cli.transaction:producer", "Producers partitions know: ids, epochs, open transactions"),
     "feature": ("kctl.cli.feature:feature", "Feature flags: finalized and supported levels, upgrade, downgrade"),
+    "schema": ("kctl.cli.schema:schema", "Schema Registry subjects and schemas: list, describe, register, check, delete"),
     "export": ("kctl.cli.declarative:export", "Write the cluster's topics, configs, ACLs, quotas and users as YAML resource files"),
     "diff": ("kctl.cli.declarative:diff", "Show what applying resource files would change (exit 2 on changes)"),
     "apply": ("kctl.cli.declarative:apply", "Make the cluster match resource files: plan, confirm, apply"),
@@ -55,6 +56,7 @@ ALIASES = {
     "transactions": "transaction",
     "producers": "producer",
     "features": "feature",
+    "schemas": "schema",
 }
 
 

@@ -1,0 +1,215 @@
+"""Schema Registry: subjects, versions, schemas and compatibility, over confluent-kafka's
+SchemaRegistryClient (Confluent's REST API, which Apicurio, Redpanda and Karapace serve
+too). Returns frozen dataclasses; every failure is a KctlError naming the registry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError, NotAuthorizedError, NotFoundError, UnreachableError
+
+SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegistrySettings:
+    url: str
+    # user:password for HTTP basic authentication; never printed.
+    basic_auth: str | None = None
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Subject:
+    subject: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reference:
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchemaVersion:
+    subject: str | None
+    version: int | None
+    id: int
+    type: str
+    references: tuple[Reference, ...]
+    schema: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compatibility:
+    subject: str
+    compatible: bool
+    # The registry's reasons when not compatible (its verbose answer), in its words.
+    messages: tuple[str, ...]
+
+
+def registry_settings(env: Mapping[str, str], url_flag: str | None, timeout: float) -> RegistrySettings:
+    """The registry to use: --registry-url, else $KCTL_SCHEMA_REGISTRY_URL (credentials
+    from $KCTL_SCHEMA_REGISTRY_BASIC_AUTH, user:password)."""
+    url = url_flag or env.get("KCTL_SCHEMA_REGISTRY_URL")
+    if not url:
+        raise ConfigError("unable to reach a schema registry: none is configured", hint="give --registry-url URL or set KCTL_SCHEMA_REGISTRY_URL")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"unable to use schema registry {url!r}: expected an http:// or https:// URL")
+    return RegistrySettings(url=url.rstrip("/"), basic_auth=env.get("KCTL_SCHEMA_REGISTRY_BASIC_AUTH") or None, timeout=timeout)
+
+
+class Registry:
+    """One registry client for a command; every call maps the registry's errors."""
+
+    def __init__(self, settings: RegistrySettings):
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        config: dict[str, Any] = {"url": settings.url, "timeout": settings.timeout, "max.retries": 1}
+        if settings.basic_auth:
+            config["basic.auth.user.info"] = settings.basic_auth
+        self.settings = settings
+        self.client = SchemaRegistryClient(config)
+
+    def close(self) -> None:
+        close = getattr(self.client, "close", None)
+        if close is not None:
+            close()
+
+    def _call(self, action: str, function, *args, **kwargs):
+        # The HTTP library the client raises from (httpx2 or httpx, by Python version).
+        from confluent_kafka.schema_registry.common._httpx_compat import httpx
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        try:
+            return function(*args, **kwargs)
+        except SchemaRegistryError as exc:
+            raise registry_error(action, exc, self.settings.url) from None
+        except httpx.TimeoutException:
+            raise KctlError(f"unable to {action}: the schema registry at {self.settings.url} did not answer within {self.settings.timeout:g} s", exit_code=ExitCode.TIMEOUT) from None
+        except httpx.HTTPError as exc:
+            raise UnreachableError(f"unable to {action}: cannot reach the schema registry at {self.settings.url} ({exc})") from None
+
+    # -- reading -------------------------------------------------------------------------
+
+    def subjects(self, *, prefix: str | None = None, deleted: bool = False) -> list[Subject]:
+        names = self._call("list subjects", self.client.get_subjects, subject_prefix=prefix, deleted=deleted)
+        # Not every registry filters by prefix (the parameter is newer than the API).
+        return [Subject(subject=name) for name in sorted(names) if prefix is None or name.startswith(prefix)]
+
+    def versions(self, subject: str, *, deleted: bool = False) -> list[SchemaVersion]:
+        numbers = self._call(f"list versions of {subject}", self.client.get_versions, subject, deleted=deleted)
+        return [self.version(subject, number, deleted=deleted) for number in sorted(numbers)]
+
+    def version(self, subject: str, version: int | str = "latest", *, deleted: bool = False) -> SchemaVersion:
+        action = f"describe {subject} version {version}"
+        if version == "latest":
+            registered = self._call(action, self.client.get_latest_version, subject)
+        else:
+            registered = self._call(action, self.client.get_version, subject, int(version), deleted=deleted)
+        return _schema_version(registered.subject, registered.version, registered.schema_id, registered.schema)
+
+    def by_id(self, schema_id: int) -> SchemaVersion:
+        schema = self._call(f"get schema {schema_id}", self.client.get_schema, schema_id)
+        return _schema_version(None, None, schema_id, schema)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def register(self, subject: str, schema_text: str, schema_type: str, references: list[Reference]) -> SchemaVersion:
+        from confluent_kafka.schema_registry import Schema, SchemaReference
+
+        schema = Schema(schema_text, schema_type, [SchemaReference(r.name, r.subject, r.version) for r in references])
+        action = f"register a schema under {subject}"
+        self._call(action, self.client.register_schema, subject, schema)
+        registered = self._call(action, self.client.lookup_schema, subject, schema)
+        self.client.clear_caches()  # they hold the text as sent; show it as the registry keeps it
+        return self.version(subject, registered.version)
+
+    def check(self, subject: str, schema_text: str, schema_type: str, references: list[Reference]) -> Compatibility:
+        """Whether the schema could be registered under the subject, by the subject's
+        compatibility level (against the versions that level compares with)."""
+        from confluent_kafka.schema_registry import Schema, SchemaReference
+
+        schema = Schema(schema_text, schema_type, [SchemaReference(r.name, r.subject, r.version) for r in references])
+        # The client's test_compatibility returns only the verdict; the same request through
+        # its REST client keeps the registry's reasons (verbose=true).
+        rest = self.client._rest_client
+        path = f"compatibility/subjects/{_quote(subject)}/versions/latest?verbose=true"
+        answer = self._call(f"check a schema against {subject}", rest.post, path, body=schema.to_dict())
+        messages = answer.get("messages") or []
+        return Compatibility(subject=subject, compatible=bool(answer.get("is_compatible")), messages=tuple(str(m) for m in messages))
+
+    def delete(self, subject: str, *, version: int | None = None, permanent: bool = False) -> list[int]:
+        action = f"delete {subject}" + (f" version {version}" if version is not None else "")
+        if version is None:
+            return list(self._call(action, self.client.delete_subject, subject, permanent=permanent))
+        return [self._call(action, self.client.delete_version, subject, version, permanent=permanent)]
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def _schema_version(subject: str | None, version: int | None, schema_id: int, schema) -> SchemaVersion:
+    references = tuple(Reference(name=r.name, subject=r.subject, version=r.version) for r in (schema.references or []))
+    return SchemaVersion(subject=subject, version=version, id=schema_id, type=schema.schema_type or "AVRO", references=references, schema=schema.schema_str)
+
+
+def registry_error(action: str, exc, url: str) -> KctlError:
+    """The registry's error (HTTP status, its error code, its message) as a KctlError."""
+    status, code, message = exc.http_status_code, exc.error_code, exc.error_message
+    if status in (401, 403):
+        return NotAuthorizedError(f"unable to {action}: the schema registry at {url} refused the credentials ({message})")
+    if status == 404:
+        return NotFoundError(f"unable to {action}: {message}")
+    if status in (409, 422) or code in (42201, 42202, 409):
+        return InvalidError(f"unable to {action}: {message}")
+    return KctlError(f"unable to {action}: the schema registry answered {message} (HTTP {status}, error code {code})")
+
+
+def read_schema_file(path: Path, schema_type: str | None) -> tuple[str, str]:
+    """(schema text, registry type) of a schema file; the type from --type, else the
+    file's extension (.avsc, .proto, .json), else Avro (the registry's default)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidError(f"unable to read schema file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InvalidError(f"unable to read schema file {path}: not UTF-8 text") from None
+    if schema_type is None:
+        schema_type = {".proto": "protobuf", ".json": "json"}.get(path.suffix.lower(), "avro")
+    if schema_type in ("avro", "json"):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidError(f"unable to read schema file {path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    return text, SCHEMA_TYPES[schema_type]
+
+
+def parse_reference(text: str) -> Reference:
+    """NAME=SUBJECT:VERSION, as --reference takes it."""
+    name, _, target = text.partition("=")
+    subject, _, version = target.rpartition(":")
+    if not name or not subject or not version.isdigit():
+        from kctl.errors import UsageError
+
+        raise UsageError(f"unable to parse --reference {text!r}: expected NAME=SUBJECT:VERSION, such as common.proto=common-value:1")
+    return Reference(name=name, subject=subject, version=int(version))
+
+
+def pretty(schema: SchemaVersion) -> str:
+    """The schema as people read it: JSON indented, Protobuf as registered."""
+    if schema.type in ("AVRO", "JSON"):
+        try:
+            return json.dumps(json.loads(schema.schema), indent=2) + "\n"
+        except json.JSONDecodeError:
+            pass
+    return schema.schema if schema.schema.endswith("\n") else schema.schema + "\n"

@@ -1,0 +1,240 @@
+"""kctl schema: subjects and schemas of a Schema Registry (Confluent's API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kctl.cli._app import App, pass_app
+from kctl.cli._lazy import LazyGroup
+from kctl.cli._options import global_options, yes_option
+from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
+
+SUBJECT_TABLE = TableSpec((Column("subject", "SUBJECT"),))
+REFERENCE_TABLE = TableSpec((Column("name", "NAME"), Column("subject", "SUBJECT"), Column("version", "VERSION", align="right")))
+VERSION_TABLE = TableSpec((
+    Column("subject", "SUBJECT"),
+    Column("version", "VERSION", align="right"),
+    Column("id", "ID", align="right"),
+    Column("type", "TYPE"),
+    Column("references", "REFERENCES", get=lambda v: ", ".join(f"{r.name}={r.subject}:{r.version}" for r in v.references) or "-"),
+))
+SCHEMA_DOCUMENT = DocumentSpec(
+    fields=(Field("subject", "SUBJECT"), Field("version", "VERSION"), Field("id", "ID"), Field("type", "TYPE")),
+    sections=(Section("references", "REFERENCES", REFERENCE_TABLE),),
+)
+CHECK_DOCUMENT = DocumentSpec(
+    fields=(Field("subject", "SUBJECT"), Field("compatible", "COMPATIBLE")),
+    sections=(Section("messages", "MESSAGES", TableSpec((Column("message", "MESSAGE", get=lambda m: m),))),),
+)
+TYPE_CHOICE = click.Choice(["avro", "protobuf", "json"])
+
+
+def registry_option(command):
+    return click.option(
+        "--registry-url", "registry_url", metavar="URL",
+        help="The schema registry (Confluent's REST API). [env: KCTL_SCHEMA_REGISTRY_URL; credentials: KCTL_SCHEMA_REGISTRY_BASIC_AUTH=user:password]",
+    )(command)
+
+
+def _registry(app: App, url: str | None):
+    from kctl.admin.schemas import Registry, registry_settings
+
+    registry = Registry(registry_settings(app.env, url, app.timeout or 10.0))
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(registry.close)
+    return registry
+
+
+def _version(text: str) -> int | str:
+    if text == "latest" or (text.isdigit() and int(text) > 0):
+        return text if text == "latest" else int(text)
+    from kctl.errors import UsageError
+
+    raise UsageError(f"unable to parse --version {text!r}: expected a version number (1, 2, ...) or latest")
+
+
+def _schema_input(file: Path, schema_type: str | None, references: tuple[str, ...]):
+    from kctl.admin.schemas import parse_reference, read_schema_file
+
+    text, registry_type = read_schema_file(file, schema_type)
+    return text, registry_type, [parse_reference(r) for r in references]
+
+
+def schema_file_options(command):
+    options = [
+        click.option("-f", "--file", "file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The schema: Avro (.avsc), Protobuf (.proto) or JSON Schema (.json)."),
+        click.option("--type", "schema_type", type=TYPE_CHOICE, help="The schema's type; default: from the file's extension (.proto, .json), else avro."),
+        click.option("--reference", "references", multiple=True, metavar="NAME=SUBJECT:VERSION", help="A schema it imports or names, registered under SUBJECT (repeatable); e.g. common.proto=common-value:1."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
+def schema():
+    """Subjects and schemas of a Schema Registry: list, describe, register, check, delete.
+
+    Any registry with Confluent's REST API (Confluent Schema Registry, Apicurio's
+    /apis/ccompat/v7, Redpanda, Karapace). Say which with --registry-url or
+    KCTL_SCHEMA_REGISTRY_URL; basic authentication from KCTL_SCHEMA_REGISTRY_BASIC_AUTH.
+    """
+
+
+@schema.command("list")
+@click.option("--prefix", metavar="TEXT", help="Only subjects whose names start with TEXT.")
+@click.option("--deleted", is_flag=True, help="Also subjects deleted softly (their versions can still be read, or deleted for good).")
+@registry_option
+@global_options
+@pass_app
+def list_(app: App, prefix, deleted, registry_url):
+    """List subjects, sorted by name.
+
+    \b
+    Examples:
+      kctl schema list
+      kctl schema list --prefix orders
+      kctl schema list --deleted -o json
+    """
+    app.out.table(_registry(app, registry_url).subjects(prefix=prefix, deleted=deleted), SUBJECT_TABLE)
+
+
+@schema.command("versions")
+@click.argument("subject")
+@click.option("--deleted", is_flag=True, help="Also versions deleted softly.")
+@registry_option
+@global_options
+@pass_app
+def versions(app: App, subject, deleted, registry_url):
+    """List a subject's versions: number, schema id, type, references.
+
+    \b
+    Examples:
+      kctl schema versions orders-value
+      kctl schema versions orders-value -o json
+    """
+    app.out.table(_registry(app, registry_url).versions(subject, deleted=deleted), VERSION_TABLE)
+
+
+@schema.command("describe")
+@click.argument("subject")
+@click.option("--version", "version", default="latest", show_default=True, metavar="N|latest", help="Which version.")
+@registry_option
+@global_options
+@pass_app
+def describe(app: App, subject, version, registry_url):
+    """Show one version of a subject: id, type, references and the schema itself.
+
+    The schema is printed after the summary, JSON indented; with -o json it is the
+    `schema` key, as registered.
+
+    \b
+    Examples:
+      kctl schema describe orders-value
+      kctl schema describe orders-value --version 1
+      kctl schema describe orders-value -o json | jq -r .schema > orders.avsc
+    """
+    found = _registry(app, registry_url).version(subject, _version(version))
+    _show_schema(app, found)
+
+
+@schema.command("get-by-id")
+@click.argument("schema_id", metavar="ID", type=click.IntRange(min=1))
+@registry_option
+@global_options
+@pass_app
+def get_by_id(app: App, schema_id, registry_url):
+    """Show the schema with this id (the 4 bytes after a record's magic byte).
+
+    \b
+    Examples:
+      kctl schema get-by-id 1
+      kctl schema get-by-id 1 -o json
+    """
+    _show_schema(app, _registry(app, registry_url).by_id(schema_id))
+
+
+def _show_schema(app: App, found) -> None:
+    from kctl.admin.schemas import pretty
+
+    app.out.document(found, SCHEMA_DOCUMENT)
+    if app.out.format not in ("json", "jsonl", "csv"):  # those carry it as the `schema` key
+        app.out.raw("\nSCHEMA\n" + pretty(found))
+
+
+@schema.command("register")
+@click.argument("subject")
+@schema_file_options
+@registry_option
+@global_options
+@pass_app
+def register(app: App, subject, file, schema_type, references, registry_url):
+    """Register a schema under a subject (a new version, unless the subject already has
+    this schema, whose version is then shown). The registry checks it against the
+    subject's compatibility level and refuses an incompatible one (exit 65).
+
+    \b
+    Examples:
+      kctl schema register orders-value --file order.avsc
+      kctl schema register money.proto --file money.proto
+      kctl schema register payments-value --file payment.proto \\
+        --reference money.proto=money.proto:1
+    """
+    text, registry_type, refs = _schema_input(file, schema_type, references)
+    _show_schema(app, _registry(app, registry_url).register(subject, text, registry_type, refs))
+
+
+@schema.command("check")
+@click.argument("subject")
+@schema_file_options
+@registry_option
+@global_options
+@pass_app
+def check(app: App, subject, file, schema_type, references, registry_url):
+    """Check whether a schema could be registered under a subject, by the subject's
+    compatibility level: exit 0 when compatible, 2 when not (with the registry's
+    reasons), so it can gate a deploy.
+
+    \b
+    Examples:
+      kctl schema check orders-value --file order.avsc
+      kctl schema check orders-value --file order-v2.avsc -o json
+      kctl schema check orders-value --file broken.avsc    # exit 2
+    """
+    from kctl.errors import ExitCode
+
+    text, registry_type, refs = _schema_input(file, schema_type, references)
+    verdict = _registry(app, registry_url).check(subject, text, registry_type, refs)
+    app.out.document(verdict, CHECK_DOCUMENT)
+    if not verdict.compatible:
+        click.get_current_context().exit(ExitCode.CRITICAL)
+
+
+@schema.command("delete")
+@click.argument("subject")
+@click.option("--version", "version", type=click.IntRange(min=1), metavar="N", help="Only this version (default: every version of the subject).")
+@click.option("--permanent", is_flag=True, help="Delete for good what was deleted softly before (the registry requires the soft delete first).")
+@yes_option
+@registry_option
+@global_options
+@pass_app
+def delete(app: App, subject, version, permanent, yes, registry_url):
+    """Delete a subject (or one version): softly by default, so its versions stay
+    readable with --deleted and its ids keep decoding records; --permanent afterwards
+    removes them for good. Asks first (--yes without a terminal).
+
+    \b
+    Examples:
+      kctl schema delete orders-value --version 2 --yes
+      kctl schema delete orders-value --yes
+      kctl schema delete orders-value --permanent --yes
+    """
+    registry = _registry(app, registry_url)
+    what = f"{subject}" + (f" version {version}" if version is not None else "")
+    kind = "permanently delete" if permanent else "delete"
+    app.confirm(f"{kind.capitalize()} {what}?", yes=yes, action=f"{kind} {what}")
+    deleted = registry.delete(subject, version=version, permanent=permanent)
+    app.note(f"{'permanently deleted' if permanent else 'deleted'} {subject} version(s) {', '.join(str(v) for v in deleted)}")

@@ -1,0 +1,140 @@
+"""kctl schema against a real registry (tests/brokers/registry.py), read back with
+confluent-kafka's client: exact output, exit statuses and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+from kctl.errors import ExitCode
+from tests import help_world
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def registry(schema_registry, kctl):
+    """kctl with KCTL_SCHEMA_REGISTRY_URL set, and confluent-kafka's client beside it."""
+    client = SchemaRegistryClient({"url": schema_registry.url})
+
+    def run(*args: str, env: dict[str, str] | None = None, **kwargs):
+        return kctl(*args, env={"KCTL_SCHEMA_REGISTRY_URL": schema_registry.url, **(env or {})}, **kwargs)
+
+    run.client = client
+    run.url = schema_registry.url
+    return run
+
+
+@pytest.fixture
+def files(tmp_path):
+    for name, text in {"order.avsc": json.dumps(help_world.ORDER_V1), "order-v2.avsc": json.dumps(help_world.ORDER_V2),
+                       "broken.avsc": json.dumps(help_world.ORDER_BROKEN), "money.proto": help_world.MONEY_PROTO,
+                       "payment.proto": help_world.PAYMENT_PROTO, "event.json": '{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"kind":{"type":"string"}},"required":["kind"]}'}.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_register_describe_versions_and_list(registry, files, unique_name):
+    subject = unique_name("orders") + "-value"
+    result = registry("schema", "register", subject, "--file", str(files / "order.avsc"), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    first = json.loads(result.stdout)
+    latest = registry.client.get_latest_version(subject)
+    assert first == {"subject": subject, "version": 1, "id": latest.schema_id, "type": "AVRO", "references": [], "schema": latest.schema.schema_str}
+    # Registering the same schema again is not a new version.
+    again = registry("schema", "register", subject, "--file", str(files / "order.avsc"), "-o", "json")
+    assert json.loads(again.stdout)["version"] == 1
+    registry.client.set_compatibility(subject, "BACKWARD")
+    assert registry("schema", "register", subject, "--file", str(files / "order-v2.avsc")).exit_code == 0
+
+    result = registry("schema", "versions", subject)
+    v2 = registry.client.get_version(subject, 2).schema_id
+    assert result.stdout == f"SUBJECT\tVERSION\tID\tTYPE\tREFERENCES\n{subject}\t1\t{first['id']}\tAVRO\t-\n{subject}\t2\t{v2}\tAVRO\t-\n"
+
+    result = registry("schema", "describe", subject, "--version", "1")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        f"SUBJECT\t{subject}\nVERSION\t1\nID\t{first['id']}\nTYPE\tAVRO\n\nREFERENCES\nNAME\tSUBJECT\tVERSION\n\n"
+        f"SCHEMA\n{json.dumps(json.loads(first['schema']), indent=2)}\n"
+    )
+    assert json.loads(registry("schema", "describe", subject, "-o", "json").stdout)["version"] == 2
+    assert json.loads(registry("schema", "get-by-id", str(v2), "-o", "json").stdout)["schema"] == registry.client.get_schema(v2).schema_str
+
+    listed = registry("schema", "list", "--prefix", subject[:-6], "-o", "json")
+    assert json.loads(listed.stdout) == [{"subject": subject}]
+    table = registry("schema", "list", "--prefix", subject[:-6], tty=True, env={"NO_COLOR": "1"})
+    assert table.stdout.split() == ["SUBJECT", subject]
+
+
+def test_protobuf_with_reference_and_json_schema(registry, files, unique_name):
+    money, payments = unique_name("money") + ".proto", unique_name("payments") + "-value"
+    assert registry("schema", "register", money, "--file", str(files / "money.proto")).exit_code == 0
+    result = registry("schema", "register", payments, "--file", str(files / "payment.proto"), "--reference", f"money.proto={money}:1", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["references"] == [{"name": "money.proto", "subject": money, "version": 1}]
+    registered = registry.client.get_latest_version(payments)
+    assert registered.schema.schema_type == "PROTOBUF"
+    assert [(r.name, r.subject, r.version) for r in registered.schema.references] == [("money.proto", money, 1)]
+    versions = registry("schema", "versions", payments)
+    assert versions.stdout.splitlines()[1].split("\t")[3:] == ["PROTOBUF", f"money.proto={money}:1"]
+
+    events = unique_name("events") + "-value"
+    result = registry("schema", "register", events, "--file", str(files / "event.json"), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["type"] == "JSON" == registry.client.get_latest_version(events).schema.schema_type
+
+
+def test_check_is_a_deploy_gate(registry, files, unique_name):
+    subject = unique_name("gate") + "-value"
+    registry.client.register_schema(subject, Schema(json.dumps(help_world.ORDER_V1), "AVRO"))
+    registry.client.set_compatibility(subject, "BACKWARD")
+    ok = registry("schema", "check", subject, "--file", str(files / "order-v2.avsc"), "-o", "json")
+    assert ok.exit_code == 0, ok.stderr
+    assert json.loads(ok.stdout) == {"subject": subject, "compatible": True, "messages": []}
+    bad = registry("schema", "check", subject, "--file", str(files / "broken.avsc"), "-o", "json")
+    assert bad.exit_code == ExitCode.CRITICAL
+    assert json.loads(bad.stdout)["compatible"] is False
+    assert registry.client.get_versions(subject) == [1]  # a check registers nothing
+    # The registry refuses to register what check refused.
+    refused = registry("schema", "register", subject, "--file", str(files / "broken.avsc"))
+    assert refused.exit_code == ExitCode.INVALID
+    assert refused.stderr.startswith(f"error: unable to register a schema under {subject}: ") and len(refused.stderr.splitlines()) == 1
+
+
+def test_soft_then_permanent_delete(registry, files, unique_name):
+    subject = unique_name("gone") + "-value"
+    registry.client.register_schema(subject, Schema(json.dumps(help_world.ORDER_V1), "AVRO"))
+    refused = registry("schema", "delete", subject)  # no terminal, no --yes
+    assert refused.exit_code == ExitCode.ABORTED and registry.client.get_versions(subject) == [1]
+    result = registry("schema", "delete", subject, "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == f"deleted {subject} version(s) 1\n"
+    assert subject not in registry.client.get_subjects()
+    assert json.loads(registry("schema", "list", "--deleted", "--prefix", subject, "-o", "json").stdout) == [{"subject": subject}]
+    result = registry("schema", "delete", subject, "--permanent", "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(registry("schema", "list", "--deleted", "--prefix", subject, "-o", "json").stdout) == []
+
+
+def test_bad_input_gets_one_line_and_its_status(registry, files, kctl, tmp_path):
+    def one_line(result, status, start):
+        assert result.exit_code == status, (result.exit_code, result.stderr)
+        assert result.stderr.splitlines()[0].startswith(start), result.stderr
+        assert "Traceback" not in result.stderr
+
+    one_line(registry("schema", "describe", "no-such-subject"), ExitCode.NOT_FOUND, "error: unable to describe no-such-subject version latest: ")
+    one_line(registry("schema", "get-by-id", "987654"), ExitCode.NOT_FOUND, "error: unable to get schema 987654: ")
+    one_line(registry("schema", "describe", "x", "--version", "two"), ExitCode.USAGE, "error: unable to parse --version 'two'")
+    one_line(registry("schema", "register", "x", "--file", str(files / "payment.proto"), "--reference", "money.proto"), ExitCode.USAGE,
+             "error: unable to parse --reference 'money.proto': expected NAME=SUBJECT:VERSION")
+    (tmp_path / "bad.avsc").write_text('{"type": "record",')
+    one_line(registry("schema", "register", "x", "--file", str(tmp_path / "bad.avsc")), ExitCode.INVALID, f"error: unable to read schema file {tmp_path / 'bad.avsc'}: not JSON")
+    one_line(registry("schema", "register", "x", "--file", str(tmp_path / "missing.avsc")), ExitCode.INVALID,
+             f"error: unable to read schema file {tmp_path / 'missing.avsc'}: No such file or directory")
+    one_line(kctl("schema", "list", env={"KCTL_SCHEMA_REGISTRY_URL": ""}), ExitCode.CONFIG, "error: unable to reach a schema registry: none is configured")
+    from tests.brokers.kafka import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    one_line(kctl("schema", "list", "--registry-url", dead), ExitCode.UNREACHABLE, f"error: unable to list subjects: cannot reach the schema registry at {dead} ")
