@@ -14,6 +14,8 @@ from typing import Any
 from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError, NotAuthorizedError, NotFoundError, UnreachableError
 
 SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
+COMPATIBILITY_LEVELS = ("BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE")
+MODES = ("READWRITE", "READONLY", "IMPORT")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +56,23 @@ class Compatibility:
     messages: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompatibilitySetting:
+    """The level a subject's new schemas are checked at, and where it comes from: the
+    subject's own, or the registry's global one (which a subject without its own follows)."""
+
+    subject: str | None
+    compatibility: str
+    source: str  # subject | global
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModeSetting:
+    subject: str | None
+    mode: str
+    source: str  # subject | global
+
+
 def registry_settings(env: Mapping[str, str], url_flag: str | None, timeout: float) -> RegistrySettings:
     """The registry to use: --registry-url, else $KCTL_SCHEMA_REGISTRY_URL (credentials
     from $KCTL_SCHEMA_REGISTRY_BASIC_AUTH, user:password)."""
@@ -90,7 +109,9 @@ class Registry:
         try:
             return function(*args, **kwargs)
         except SchemaRegistryError as exc:
-            raise registry_error(action, exc, self.settings.url) from None
+            error = registry_error(action, exc, self.settings.url)
+            error.registry_code = exc.error_code
+            raise error from None
         except httpx.TimeoutException:
             raise KctlError(f"unable to {action}: the schema registry at {self.settings.url} did not answer within {self.settings.timeout:g} s", exit_code=ExitCode.TIMEOUT) from None
         except httpx.HTTPError as exc:
@@ -145,11 +166,58 @@ class Registry:
         messages = answer.get("messages") or []
         return Compatibility(subject=subject, compatible=bool(answer.get("is_compatible")), messages=tuple(str(m) for m in messages))
 
+    # -- compatibility levels and modes ------------------------------------------------
+
+    def compatibility(self, subject: str | None) -> CompatibilitySetting:
+        action = f"get the compatibility level of {_scope(subject)}"
+        if subject is None:
+            return CompatibilitySetting(subject=None, compatibility=self._call(action, self.client.get_compatibility), source="global")
+        # The level in force is asked with defaultToGlobal (the client has no such call; its
+        # REST client keeps the command's URL, credentials and TLS). Whether it is the
+        # subject's own: Confluent's registry answers 404 without one, Apicurio NONE.
+        rest = self.client._rest_client
+        effective = self._call(action, rest.get, f"config/{_quote(subject)}", query={"defaultToGlobal": "true"})["compatibilityLevel"]
+        try:
+            own = self._call(action, self.client.get_compatibility, subject)
+        except NotFoundError:
+            own = None
+        return CompatibilitySetting(subject=subject, compatibility=effective, source="subject" if own == effective else "global")
+
+    def set_compatibility(self, subject: str | None, level: str) -> CompatibilitySetting:
+        self._call(f"set the compatibility level of {_scope(subject)}", self.client.set_compatibility, subject, level)
+        return self.compatibility(subject)
+
+    def delete_compatibility(self, subject: str) -> CompatibilitySetting:
+        self._call(f"delete the compatibility level of {subject}", self.client.delete_config, subject)
+        return self.compatibility(subject)
+
+    def mode(self, subject: str | None) -> ModeSetting:
+        action = f"get the mode of {_scope(subject)}"
+        if subject is not None:
+            try:
+                return ModeSetting(subject=subject, mode=self._call(action, self.client.get_mode, subject), source="subject")
+            except NotFoundError as exc:  # no mode of its own (Confluent's 40409): the global one
+                if getattr(exc, "registry_code", None) == 40401:
+                    raise
+        return ModeSetting(subject=subject, mode=self._call(action, self.client.get_global_mode), source="global")
+
+    def set_mode(self, subject: str | None, mode: str, *, force: bool = False) -> ModeSetting:
+        action = f"set the mode of {_scope(subject)}"
+        if subject is None:
+            self._call(action, self.client.update_global_mode, mode, force=force)
+        else:
+            self._call(action, self.client.update_mode, subject, mode, force=force)
+        return self.mode(subject)
+
     def delete(self, subject: str, *, version: int | None = None, permanent: bool = False) -> list[int]:
         action = f"delete {subject}" + (f" version {version}" if version is not None else "")
         if version is None:
             return list(self._call(action, self.client.delete_subject, subject, permanent=permanent))
         return [self._call(action, self.client.delete_version, subject, version, permanent=permanent)]
+
+
+def _scope(subject: str | None) -> str:
+    return subject if subject is not None else "the registry"
 
 
 def _quote(text: str) -> str:

@@ -238,3 +238,112 @@ def delete(app: App, subject, version, permanent, yes, registry_url):
     app.confirm(f"{kind.capitalize()} {what}?", yes=yes, action=f"{kind} {what}")
     deleted = registry.delete(subject, version=version, permanent=permanent)
     app.note(f"{'permanently deleted' if permanent else 'deleted'} {subject} version(s) {', '.join(str(v) for v in deleted)}")
+
+
+SETTING_TABLE_COMPATIBILITY = TableSpec((
+    Column("subject", "SUBJECT", get=lambda s: s.subject or "(global)"),
+    Column("compatibility", "COMPATIBILITY"),
+    Column("source", "SOURCE"),
+))
+SETTING_TABLE_MODE = TableSpec((
+    Column("subject", "SUBJECT", get=lambda s: s.subject or "(global)"),
+    Column("mode", "MODE"),
+    Column("source", "SOURCE"),
+))
+
+
+@schema.group("config", cls=LazyGroup)
+def config():
+    """The compatibility level the registry checks new schemas against: global, or a
+    subject's own."""
+
+
+@config.command("get")
+@click.argument("subject", required=False)
+@registry_option
+@global_options
+@pass_app
+def config_get(app: App, subject, registry_url):
+    """Show the compatibility level of a subject (its own, or the global one it follows:
+    SOURCE says which), or without SUBJECT the global one.
+
+    \b
+    Examples:
+      kctl schema config get
+      kctl schema config get orders-value -o json
+    """
+    app.out.table([_registry(app, registry_url).compatibility(subject)], SETTING_TABLE_COMPATIBILITY)
+
+
+@config.command("set")
+@click.argument("subject", required=False)
+@click.option("--compatibility", "level", required=True, type=click.Choice(["backward", "backward_transitive", "forward", "forward_transitive", "full", "full_transitive", "none"], case_sensitive=False),
+              help="The level: BACKWARD (new schemas read old data), FORWARD (old schemas read new data), FULL (both); _TRANSITIVE against every version, not only the latest; NONE.")
+@registry_option
+@global_options
+@pass_app
+def config_set(app: App, subject, level, registry_url):
+    """Set the compatibility level of a subject, or without SUBJECT the global one.
+
+    \b
+    Examples:
+      kctl schema config set orders-value --compatibility full
+      kctl schema config set --compatibility backward
+    """
+    app.out.table([_registry(app, registry_url).set_compatibility(subject, level.upper())], SETTING_TABLE_COMPATIBILITY)
+
+
+@config.command("delete")
+@click.argument("subject")
+@registry_option
+@global_options
+@pass_app
+def config_delete(app: App, subject, registry_url):
+    """Remove a subject's own compatibility level: it follows the global one again.
+
+    \b
+    Examples:
+      kctl schema config delete orders-value
+    """
+    app.out.table([_registry(app, registry_url).delete_compatibility(subject)], SETTING_TABLE_COMPATIBILITY)
+
+
+@schema.group("mode", cls=LazyGroup)
+def mode():
+    """The registry's mode: READWRITE, READONLY (no new schemas), IMPORT (schemas keep
+    the ids they are given, for migrating a registry)."""
+
+
+@mode.command("get")
+@click.argument("subject", required=False)
+@registry_option
+@global_options
+@pass_app
+def mode_get(app: App, subject, registry_url):
+    """Show the mode of a subject (SOURCE: its own, or the global one), or without
+    SUBJECT the global one.
+
+    \b
+    Examples:
+      kctl schema mode get
+      kctl schema mode get orders-value -o json
+    """
+    app.out.table([_registry(app, registry_url).mode(subject)], SETTING_TABLE_MODE)
+
+
+@mode.command("set")
+@click.argument("subject", required=False)
+@click.option("--mode", "mode_", required=True, type=click.Choice(["readwrite", "readonly", "import"], case_sensitive=False), help="The mode.")
+@click.option("--force", is_flag=True, help="IMPORT even where schemas exist already (the registry refuses otherwise).")
+@registry_option
+@global_options
+@pass_app
+def mode_set(app: App, subject, mode_, force, registry_url):
+    """Set the mode of a subject, or without SUBJECT the registry's.
+
+    \b
+    Examples:
+      kctl schema mode set orders-value --mode readonly
+      kctl schema mode set orders-value --mode readwrite
+    """
+    app.out.table([_registry(app, registry_url).set_mode(subject, mode_.upper(), force=force)], SETTING_TABLE_MODE)

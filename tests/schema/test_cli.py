@@ -138,3 +138,33 @@ def test_bad_input_gets_one_line_and_its_status(registry, files, kctl, tmp_path)
 
     dead = f"http://127.0.0.1:{free_port()}"
     one_line(kctl("schema", "list", "--registry-url", dead), ExitCode.UNREACHABLE, f"error: unable to list subjects: cannot reach the schema registry at {dead} ")
+
+
+def test_compatibility_levels_and_modes(registry, files, unique_name):
+    subject = unique_name("levels") + "-value"
+    registry.client.register_schema(subject, Schema(json.dumps(help_world.ORDER_V1), "AVRO"))
+    # Apicurio answers NONE for a subject without a level of its own: a global NONE would
+    # make the two look alike, so the global level is BACKWARD for this test.
+    before = registry.client.get_compatibility()
+    registry.client.set_compatibility(level="BACKWARD")
+    try:
+        result = registry("schema", "config", "get", subject, "-o", "json")
+        assert json.loads(result.stdout) == [{"subject": subject, "compatibility": "BACKWARD", "source": "global"}]
+        result = registry("schema", "config", "set", subject, "--compatibility", "full_transitive")
+        assert result.stdout == f"SUBJECT\tCOMPATIBILITY\tSOURCE\n{subject}\tFULL_TRANSITIVE\tsubject\n"
+        assert registry.client.get_compatibility(subject) == "FULL_TRANSITIVE"
+        assert registry("schema", "check", subject, "--file", str(files / "order-v2.avsc")).exit_code == 0  # a default: both ways
+        result = registry("schema", "config", "delete", subject, "-o", "json")
+        assert json.loads(result.stdout) == [{"subject": subject, "compatibility": "BACKWARD", "source": "global"}]
+        assert json.loads(registry("schema", "config", "get", "-o", "json").stdout) == [{"subject": None, "compatibility": "BACKWARD", "source": "global"}]
+    finally:
+        registry.client.set_compatibility(level=before)
+
+    result = registry("schema", "mode", "set", subject, "--mode", "readonly", "-o", "json")
+    assert json.loads(result.stdout) == [{"subject": subject, "mode": "READONLY", "source": "subject"}]
+    assert registry.client.get_mode(subject) == "READONLY"  # (Apicurio keeps modes but does not enforce them)
+    assert registry("schema", "mode", "set", subject, "--mode", "readwrite").exit_code == 0
+    assert registry.client.get_mode(subject) == "READWRITE"
+    assert registry("schema", "mode", "get", "-o", "json").stdout == '[{"subject":null,"mode":"READWRITE","source":"global"}]\n'
+    bad = registry("schema", "config", "set", subject, "--compatibility", "sideways")
+    assert bad.exit_code == ExitCode.USAGE and bad.stderr.startswith("error: invalid value for '--compatibility': 'sideways' is not one of 'backward'")
