@@ -23,6 +23,10 @@ class RegistrySettings:
     url: str
     # user:password for HTTP basic authentication; never printed.
     basic_auth: str | None = None
+    # TLS: CA bundle to verify the registry with; client certificate and key.
+    ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
     timeout: float = 10.0
 
 
@@ -73,15 +77,31 @@ class ModeSetting:
     source: str  # subject | global
 
 
-def registry_settings(env: Mapping[str, str], url_flag: str | None, timeout: float) -> RegistrySettings:
-    """The registry to use: --registry-url, else $KCTL_SCHEMA_REGISTRY_URL (credentials
-    from $KCTL_SCHEMA_REGISTRY_BASIC_AUTH, user:password)."""
-    url = url_flag or env.get("KCTL_SCHEMA_REGISTRY_URL")
+def registry_settings(configured: Mapping[str, str], url_flag: str | None, timeout: float) -> RegistrySettings:
+    """The registry to use: --registry-url, else the context's schema-registry settings
+    with KCTL_SCHEMA_REGISTRY_* over them (kctl.config.resolve layers those)."""
+    url = url_flag or configured.get("url")
     if not url:
-        raise ConfigError("unable to reach a schema registry: none is configured", hint="give --registry-url URL or set KCTL_SCHEMA_REGISTRY_URL")
+        raise ConfigError(
+            "unable to reach a schema registry: none is configured",
+            hint="give --registry-url URL, set KCTL_SCHEMA_REGISTRY_URL, or kctl context set NAME --schema-registry-url URL",
+        )
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"unable to use schema registry {url!r}: expected an http:// or https:// URL")
-    return RegistrySettings(url=url.rstrip("/"), basic_auth=env.get("KCTL_SCHEMA_REGISTRY_BASIC_AUTH") or None, timeout=timeout)
+    basic_auth = configured.get("basic-auth")
+    if not basic_auth and configured.get("basic-auth-file"):
+        path = Path(configured["basic-auth-file"]).expanduser()
+        try:
+            basic_auth = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"unable to read the schema registry's basic-auth-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if basic_auth is not None and ":" not in basic_auth:
+        raise ConfigError("unable to use the schema registry's basic-auth: expected user:password")
+    return RegistrySettings(
+        url=url.rstrip("/"), basic_auth=basic_auth or None, timeout=timeout,
+        ssl_ca_location=configured.get("ssl-ca-location"), ssl_certificate_location=configured.get("ssl-certificate-location"),
+        ssl_key_location=configured.get("ssl-key-location"),
+    )
 
 
 class Registry:
@@ -93,6 +113,10 @@ class Registry:
         config: dict[str, Any] = {"url": settings.url, "timeout": settings.timeout, "max.retries": 1}
         if settings.basic_auth:
             config["basic.auth.user.info"] = settings.basic_auth
+        for key, value in (("ssl.ca.location", settings.ssl_ca_location), ("ssl.certificate.location", settings.ssl_certificate_location),
+                           ("ssl.key.location", settings.ssl_key_location)):
+            if value:
+                config[key] = str(Path(value).expanduser())
         self.settings = settings
         self.client = SchemaRegistryClient(config)
 

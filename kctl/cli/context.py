@@ -18,6 +18,7 @@ CONTEXT_DOCUMENT = DocumentSpec(
         Field("bootstrap_servers", "BOOTSTRAP-SERVERS"),
         Field("timeout", "TIMEOUT"),
         Field("aws_msk_iam", "AWS-MSK-IAM", get=lambda c: " ".join(f"{k}={v}" for k, v in sorted(c.aws_msk_iam.items())) or None),
+        Field("schema_registry", "SCHEMA-REGISTRY", get=lambda c: " ".join(f"{k}={v}" for k, v in sorted(c.schema_registry.items())) or None),
     ),
     sections=(Section("properties", "PROPERTIES", TableSpec((Column("key", "KEY"), Column("value", "VALUE")))),),
 )
@@ -99,13 +100,17 @@ def use(app: App, name):
 @click.option("-b", "--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]", help="Brokers to bootstrap from.")
 @click.option("-X", "properties", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="librdkafka property to store (repeatable).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Default --timeout for this context.")
-@click.option("--unset", multiple=True, metavar="KEY", help="Remove a stored property (or bootstrap-servers, timeout, aws-msk-iam).")
+@click.option("--unset", multiple=True, metavar="KEY", help="Remove a stored property (or bootstrap-servers, timeout, aws-msk-iam, schema-registry).")
 @click.option("--use", "make_current", is_flag=True, help="Also make it the current context.")
 @click.option("--aws-msk-iam-region", metavar="REGION", help="Authenticate to Amazon MSK with AWS IAM in this region (pip install 'kctl[msk]').")
 @click.option("--aws-msk-iam-profile", metavar="PROFILE", help="With AWS MSK IAM: the AWS profile whose credentials sign (default: the default chain).")
 @click.option("--aws-msk-iam-role-arn", metavar="ARN", help="With AWS MSK IAM: assume this role to sign.")
+@click.option("--schema-registry-url", metavar="URL", help="The cluster's schema registry (kctl schema).")
+@click.option("--schema-registry-basic-auth-file", metavar="PATH", help="A file holding the registry's user:password (read when used; or set KCTL_SCHEMA_REGISTRY_BASIC_AUTH).")
+@click.option("--schema-registry-ca", metavar="PATH", help="CA certificates to verify the registry's TLS certificate with.")
 @pass_app
-def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aws_msk_iam_region, aws_msk_iam_profile, aws_msk_iam_role_arn):
+def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aws_msk_iam_region, aws_msk_iam_profile, aws_msk_iam_role_arn,
+         schema_registry_url, schema_registry_basic_auth_file, schema_registry_ca):
     """Create or update a context.
 
     The first context created becomes the current one. Prefer KCTL_X_SASL_PASSWORD
@@ -126,6 +131,8 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
           -X sasl.oauthbearer.method=oidc -X sasl.oauthbearer.client.id=kctl \
           -X sasl.oauthbearer.token.endpoint.url=https://idp.example.com/oauth2/token
       kctl context set msk -b b-1.msk.example.com:9098 --aws-msk-iam-region eu-west-1
+      kctl context set prod --schema-registry-url https://registry.example.com \\
+          --schema-registry-basic-auth-file ~/.config/kctl/registry.pass
     """
     from kctl.config.contexts import set_context
 
@@ -138,6 +145,7 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
         unset=unset,
         make_current=make_current,
         aws_msk_iam={"region": aws_msk_iam_region, "profile": aws_msk_iam_profile, "role-arn": aws_msk_iam_role_arn},
+        schema_registry={"url": schema_registry_url, "basic-auth-file": schema_registry_basic_auth_file, "ssl-ca-location": schema_registry_ca},
     )
     _save(app, config)
     app.note(f"context {name!r} saved to {app.config_path}")

@@ -34,14 +34,14 @@ TYPE_CHOICE = click.Choice(["avro", "protobuf", "json"])
 def registry_option(command):
     return click.option(
         "--registry-url", "registry_url", metavar="URL",
-        help="The schema registry (Confluent's REST API). [env: KCTL_SCHEMA_REGISTRY_URL; credentials: KCTL_SCHEMA_REGISTRY_BASIC_AUTH=user:password]",
+        help="The schema registry (Confluent's REST API); default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL; credentials: KCTL_SCHEMA_REGISTRY_BASIC_AUTH=user:password]",
     )(command)
 
 
 def _registry(app: App, url: str | None):
     from kctl.admin.schemas import Registry, registry_settings
 
-    registry = Registry(registry_settings(app.env, url, app.timeout or 10.0))
+    registry = Registry(registry_settings(app.settings.schema_registry, url, app.settings.timeout))
     context = click.get_current_context(silent=True)
     if context is not None:
         context.call_on_close(registry.close)
@@ -79,8 +79,10 @@ def schema():
     """Subjects and schemas of a Schema Registry: list, describe, register, check, delete.
 
     Any registry with Confluent's REST API (Confluent Schema Registry, Apicurio's
-    /apis/ccompat/v7, Redpanda, Karapace). Say which with --registry-url or
-    KCTL_SCHEMA_REGISTRY_URL; basic authentication from KCTL_SCHEMA_REGISTRY_BASIC_AUTH.
+    /apis/ccompat/v7, Redpanda, Karapace). Say which with the context's settings
+    (kctl context set NAME --schema-registry-url URL ...), KCTL_SCHEMA_REGISTRY_URL or
+    --registry-url; basic authentication from the context's basic-auth-file or
+    KCTL_SCHEMA_REGISTRY_BASIC_AUTH (user:password).
     """
 
 

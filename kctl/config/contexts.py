@@ -34,6 +34,8 @@ class ContextView:
     properties: tuple[Property, ...]
     # AWS MSK IAM settings (region, profile, role-arn, role-session-name); empty: off.
     aws_msk_iam: dict[str, str]
+    # The schema registry (url, basic-auth masked, ...); empty: none.
+    schema_registry: dict[str, str]
 
 
 def summaries(config: ConfigFile) -> list[ContextSummary]:
@@ -55,6 +57,7 @@ def view_stored(config: ConfigFile, name: str) -> ContextView:
         timeout=context.timeout,
         properties=_properties(context.properties),
         aws_msk_iam=dict(context.aws_msk_iam),
+        schema_registry=_shown(context.schema_registry),
     )
 
 
@@ -65,7 +68,13 @@ def view_effective(settings: ClientSettings) -> ContextView:
         timeout=settings.timeout,
         properties=_properties(settings.properties),
         aws_msk_iam=dict(settings.aws_msk_iam),
+        schema_registry=_shown(settings.schema_registry),
     )
+
+
+def _shown(registry: Mapping[str, str]) -> dict[str, str]:
+    # basic-auth-file names a file, not a secret: shown as it is.
+    return {k: (v if k == "basic-auth-file" else mask({k: v})[k]) for k, v in sorted(registry.items())}
 
 
 def get(config: ConfigFile, name: str) -> Context:
@@ -89,9 +98,11 @@ def set_context(
     unset: Sequence[str] = (),
     make_current: bool = False,
     aws_msk_iam: Mapping[str, str] | None = None,
+    schema_registry: Mapping[str, str | None] | None = None,
 ) -> ConfigFile:
     """Create or update a context; the first context ever created becomes the current one.
-    `unset` names properties, bootstrap-servers, timeout or aws-msk-iam (all of it)."""
+    `unset` names properties, bootstrap-servers, timeout, aws-msk-iam or schema-registry
+    (all of it)."""
     old = config.contexts.get(name) or Context(name=name)
     values = {k: v for k, v in old.properties.items() if k not in unset}
     values.update(dict(properties))
@@ -99,12 +110,15 @@ def set_context(
     msk.update({k: v for k, v in (aws_msk_iam or {}).items() if v})
     if msk and not msk.get("region"):
         raise UsageError(f"unable to set context {name!r}: AWS MSK IAM needs --aws-msk-iam-region")
+    registry = {} if "schema-registry" in unset else dict(old.schema_registry)
+    registry.update({k: v for k, v in (schema_registry or {}).items() if v})
     new = Context(
         name=name,
         bootstrap_servers=bootstrap_servers if bootstrap_servers is not None else (None if "bootstrap-servers" in unset else old.bootstrap_servers),
         timeout=timeout if timeout is not None else (None if "timeout" in unset else old.timeout),
         properties=values,
         aws_msk_iam=msk,
+        schema_registry=registry,
     )
     updated = config.with_context(new)
     if make_current or config.current_context is None:

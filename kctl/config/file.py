@@ -15,6 +15,10 @@ Layout::
     [contexts.msk.aws-msk-iam]        # AWS MSK IAM: region, and a profile or role-arn
     region = "eu-west-1"
 
+    [contexts.prod.schema-registry]   # kctl schema, and records with schemas
+    url = "https://registry.example.com"
+    basic-auth-file = "~/.config/kctl/registry.pass"   # user:password (or basic-auth = "...")
+
 The file may hold secrets, so it is created 0600 and replaced atomically.
 """
 
@@ -26,7 +30,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from kctl.config.model import MSK_IAM_KEYS, ConfigFile, Context
+from kctl.config.model import MSK_IAM_KEYS, SCHEMA_REGISTRY_KEYS, ConfigFile, Context
 from kctl.errors import ConfigError
 
 
@@ -82,7 +86,7 @@ def _parse(data: dict, path: Path) -> ConfigFile:
     for name, raw in raw_contexts.items():
         if not isinstance(raw, dict):
             raise bad(f"context {name!r} must be a table")
-        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam"}
+        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam", "schema-registry"}
         if unknown:
             raise bad(f"context {name!r} has unknown key {sorted(unknown)[0]!r}")
         bootstrap = raw.get("bootstrap-servers")
@@ -101,12 +105,18 @@ def _parse(data: dict, path: Path) -> ConfigFile:
             raise bad(f"context {name!r}: aws-msk-iam has unknown key {sorted(set(msk) - set(MSK_IAM_KEYS))[0]!r} (known: {', '.join(MSK_IAM_KEYS)})")
         if msk and not msk.get("region"):
             raise bad(f"context {name!r}: aws-msk-iam needs a region")
+        registry = raw.get("schema-registry", {})
+        if not isinstance(registry, dict) or any(not isinstance(v, str) for v in registry.values()):
+            raise bad(f"context {name!r}: schema-registry must be a table of strings")
+        if set(registry) - set(SCHEMA_REGISTRY_KEYS):
+            raise bad(f"context {name!r}: schema-registry has unknown key {sorted(set(registry) - set(SCHEMA_REGISTRY_KEYS))[0]!r} (known: {', '.join(SCHEMA_REGISTRY_KEYS)})")
         contexts[name] = Context(
             name=name,
             bootstrap_servers=bootstrap,
             timeout=float(timeout) if timeout is not None else None,
             properties={str(k): _property_value(v) for k, v in properties.items()},
             aws_msk_iam=dict(msk),
+            schema_registry=dict(registry),
         )
     return ConfigFile(current_context=current, contexts=contexts)
 
@@ -135,6 +145,9 @@ def dumps(config: ConfigFile) -> str:
         if context.aws_msk_iam:
             lines += ["", f"[contexts.{_quote(name)}.aws-msk-iam]"]
             lines += [f"{_quote(k)} = {_quote(v)}" for k, v in sorted(context.aws_msk_iam.items())]
+        if context.schema_registry:
+            lines += ["", f"[contexts.{_quote(name)}.schema-registry]"]
+            lines += [f"{_quote(k)} = {_quote(v)}" for k, v in sorted(context.schema_registry.items())]
     return "\n".join(lines) + "\n"
 
 

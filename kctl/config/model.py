@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 DEFAULT_TIMEOUT = 10.0
 # The settings of AWS MSK IAM authentication, in a context's aws-msk-iam table.
 MSK_IAM_KEYS = ("region", "profile", "role-arn", "role-session-name")
+# The settings of a context's schema registry, in its schema-registry table: the URL,
+# HTTP basic credentials (user:password, or a file holding them) and TLS files.
+SCHEMA_REGISTRY_KEYS = ("url", "basic-auth", "basic-auth-file", "ssl-ca-location", "ssl-certificate-location", "ssl-key-location")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,6 +24,8 @@ class Context:
     properties: dict[str, str] = field(default_factory=dict)
     # AWS MSK IAM authentication (region, profile, role-arn, role-session-name); empty: off.
     aws_msk_iam: dict[str, str] = field(default_factory=dict)
+    # The schema registry of this cluster (SCHEMA_REGISTRY_KEYS); empty: none.
+    schema_registry: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,3 +49,5 @@ class ClientSettings:
     context: str | None
     # AWS MSK IAM (see Context); tokens come from AWS's signer, for both clients.
     aws_msk_iam: dict[str, str] = field(default_factory=dict)
+    # The schema registry (see Context), KCTL_SCHEMA_REGISTRY_* over the context's.
+    schema_registry: dict[str, str] = field(default_factory=dict)

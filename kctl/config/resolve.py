@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kctl.config.model import DEFAULT_TIMEOUT, MSK_IAM_KEYS, ClientSettings, ConfigFile, Context
+from kctl.config.model import DEFAULT_TIMEOUT, MSK_IAM_KEYS, SCHEMA_REGISTRY_KEYS, ClientSettings, ConfigFile, Context
 from kctl.errors import ConfigError, NotFoundError, UsageError
 
 # KCTL_X_SASL_PASSWORD=... sets sasl.password: a way to keep secrets off the command line.
@@ -16,6 +16,9 @@ PROPERTY_ENV_PREFIX = "KCTL_X_"
 # KCTL_AWS_MSK_IAM_REGION=... (and _PROFILE, _ROLE_ARN, _ROLE_SESSION_NAME) turn AWS MSK
 # IAM on, or change a context's.
 MSK_IAM_ENV_PREFIX = "KCTL_AWS_MSK_IAM_"
+# KCTL_SCHEMA_REGISTRY_URL=... (and _BASIC_AUTH, _BASIC_AUTH_FILE, _SSL_CA_LOCATION, ...)
+# set the schema registry, or change a context's.
+SCHEMA_REGISTRY_ENV_PREFIX = "KCTL_SCHEMA_REGISTRY_"
 
 
 def parse_property(text: str) -> tuple[str, str]:
@@ -111,10 +114,17 @@ def resolve(
     if aws_msk_iam and not aws_msk_iam.get("region"):
         raise ConfigError("unable to use AWS MSK IAM: no region set", hint="set KCTL_AWS_MSK_IAM_REGION or the context's aws-msk-iam region")
 
+    schema_registry = dict(context.schema_registry) if context else {}
+    for key in SCHEMA_REGISTRY_KEYS:
+        value = env.get(SCHEMA_REGISTRY_ENV_PREFIX + key.upper().replace("-", "_"))
+        if value:
+            schema_registry[key] = value
+
     return ClientSettings(
         bootstrap_servers=bootstrap,
         properties=properties,
         timeout=timeout,
         context=context.name if context else None,
         aws_msk_iam=aws_msk_iam,
+        schema_registry=schema_registry,
     )

@@ -8,9 +8,9 @@ MASK = "[hidden]"
 
 # Substrings of librdkafka property names whose values are credentials
 # (sasl.password, ssl.key.password, ssl.keystore.password, sasl.oauthbearer.client.secret,
-# sasl.jaas.config, ssl.key.pem, ...). Matching substrings keeps new properties of the
+# sasl.jaas.config, ssl.key.pem, a schema registry's basic-auth, ...). Matching substrings keeps new properties of the
 # same kind masked without a code change.
-_SECRET_MARKERS = ("password", "secret", "jaas.config", "ssl.key.pem", "token", "credentials")
+_SECRET_MARKERS = ("password", "secret", "jaas.config", "ssl.key.pem", "token", "credentials", "basic-auth", "basic.auth")
 
 
 def is_secret(key: str) -> bool:

@@ -21,7 +21,7 @@ def test_context_lifecycle(kctl, config_home):
     assert kctl("context", "use", "prod").exit_code == 0
     shown = kctl("context", "show")
     assert shown.stdout == (
-        "CONTEXT\tprod\nBOOTSTRAP-SERVERS\tp:9092\nTIMEOUT\t20\nAWS-MSK-IAM\t\n\nPROPERTIES\nKEY\tVALUE\n"
+        "CONTEXT\tprod\nBOOTSTRAP-SERVERS\tp:9092\nTIMEOUT\t20\nAWS-MSK-IAM\t\nSCHEMA-REGISTRY\t\n\nPROPERTIES\nKEY\tVALUE\n"
         "sasl.password\t[hidden]\nsecurity.protocol\tSASL_SSL\n"
     )
     assert "s3cret" not in kctl("context", "show", "prod", "-o", "json").stdout
@@ -43,8 +43,22 @@ def test_effective_settings_layer_env_and_flags(kctl):
     result = kctl("-X", "client.id=flag", "context", "show", "-o", "json", env={"KCTL_X_SASL_PASSWORD": "pw", "KCTL_TIMEOUT": "3"})
     assert result.stdout == (
         '{"name":"dev","bootstrap_servers":"dev:9092","timeout":3.0,"properties":'
-        '[{"key":"client.id","value":"flag"},{"key":"sasl.password","value":"[hidden]"}],"aws_msk_iam":{}}\n'
+        '[{"key":"client.id","value":"flag"},{"key":"sasl.password","value":"[hidden]"}],"aws_msk_iam":{},"schema_registry":{}}\n'
     )
+
+
+def test_schema_registry_settings(kctl, config_home):
+    result = kctl("context", "set", "prod", "-b", "p:9092", "--schema-registry-url", "https://registry.example.com",
+                  "--schema-registry-basic-auth-file", "~/registry.pass", "--schema-registry-ca", "/etc/ca.pem")
+    assert result.exit_code == 0, result.stderr
+    text = (config_home / "kctl" / "config.toml").read_text()
+    assert '[contexts."prod".schema-registry]\n"basic-auth-file" = "~/registry.pass"\n"ssl-ca-location" = "/etc/ca.pem"\n"url" = "https://registry.example.com"\n' in text
+    shown = kctl("context", "show", "prod", "-o", "json", env={"KCTL_SCHEMA_REGISTRY_BASIC_AUTH": "me:s3cret"})
+    assert '"schema_registry":{"basic-auth-file":"~/registry.pass","ssl-ca-location":"/etc/ca.pem","url":"https://registry.example.com"}' in shown.stdout
+    effective = kctl("--context", "prod", "context", "show", "-o", "json", env={"KCTL_SCHEMA_REGISTRY_BASIC_AUTH": "me:s3cret"})
+    assert '"basic-auth":"[hidden]"' in effective.stdout and "s3cret" not in effective.stdout
+    kctl("context", "set", "prod", "--unset", "schema-registry")
+    assert '"schema_registry":{}' in kctl("context", "show", "prod", "-o", "json").stdout
 
 
 def test_secrets_are_masked_in_debug_output(kctl):

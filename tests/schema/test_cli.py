@@ -168,3 +168,73 @@ def test_compatibility_levels_and_modes(registry, files, unique_name):
     assert registry("schema", "mode", "get", "-o", "json").stdout == '[{"subject":null,"mode":"READWRITE","source":"global"}]\n'
     bad = registry("schema", "config", "set", subject, "--compatibility", "sideways")
     assert bad.exit_code == ExitCode.USAGE and bad.stderr.startswith("error: invalid value for '--compatibility': 'sideways' is not one of 'backward'")
+
+
+@pytest.fixture
+def guarded(schema_registry):
+    """The registry behind HTTP basic authentication (user kctl, password s3cret), as
+    registries are deployed behind a proxy that checks it: answers 401 as Confluent's
+    registry does, else forwards the request."""
+    import base64
+    import threading
+    import urllib.error
+    import urllib.request
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    expected = "Basic " + base64.b64encode(b"kctl:s3cret").decode()
+
+    class Proxy(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _forward(self):
+            if self.headers.get("Authorization") != expected:
+                body = b'{"error_code":40101,"message":"Unauthorized"}'
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            data = self.rfile.read(length) if length else None
+            base = schema_registry.url.split("/apis/")[0]
+            request = urllib.request.Request(base + self.path, data=data, method=self.command,
+                                             headers={"Content-Type": self.headers.get("Content-Type", "application/json")})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    status, body, kind = response.status, response.read(), response.headers.get("Content-Type", "application/json")
+            except urllib.error.HTTPError as exc:
+                status, body, kind = exc.code, exc.read(), exc.headers.get("Content-Type", "application/json")
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _forward
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/apis/ccompat/v7"
+    server.shutdown()
+
+
+def test_registry_from_the_context_with_credentials(kctl, guarded, files, tmp_path, unique_name):
+    subject = unique_name("ctx") + "-value"
+    secret = tmp_path / "registry.pass"
+    secret.write_text("kctl:s3cret\n")
+    assert kctl("context", "set", "prod", "-b", "127.0.0.1:9092", "--schema-registry-url", guarded,
+                "--schema-registry-basic-auth-file", str(secret), "--use").exit_code == 0
+    result = kctl("schema", "register", subject, "--file", str(files / "order.avsc"), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(kctl("schema", "list", "--prefix", subject, "-o", "json").stdout) == [{"subject": subject}]
+
+    # Wrong or missing credentials: 77, one line naming the registry.
+    denied = kctl("schema", "list", env={"KCTL_SCHEMA_REGISTRY_BASIC_AUTH": "kctl:wrong"})
+    assert denied.exit_code == ExitCode.NOT_AUTHORIZED
+    assert denied.stderr == f"error: unable to list subjects: the schema registry at {guarded} refused the credentials (Unauthorized)\n"
+    assert kctl("schema", "list", "--registry-url", guarded, env={"KCTL_SCHEMA_REGISTRY_BASIC_AUTH_FILE": str(tmp_path / "none")}).exit_code == ExitCode.CONFIG
+    secret.write_text("no-colon\n")
+    bad = kctl("schema", "list")
+    assert (bad.exit_code, bad.stderr) == (ExitCode.CONFIG, "error: unable to use the schema registry's basic-auth: expected user:password\n")
