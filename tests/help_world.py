@@ -21,7 +21,7 @@ TOPICS = {
     "orders": (8, 2), "payments": (3, 1), "events": (3, 1), "logs": (2, 3), "logs.app": (1, 1),
     "old-orders": (1, 1), "greetings": (1, 1), "users": (1, 1), "blobs": (1, 1), "scratch": (1, 1),
     "clicks": (2, 1), "orders-copy": (1, 1), "orders-mirror": (8, 1), "orders-12": (12, 1),
-    "orders-test": (8, 1), "load-test": (3, 1), "tmp-1": (1, 1), "tmp-2": (1, 1),
+    "orders-test": (8, 1), "load-test": (3, 1), "tmp-1": (1, 1), "tmp-2": (1, 1), "invoices": (1, 1),
 }
 # Topics examples create; reset() deletes them too.
 CREATED_BY_EXAMPLES = ("demo", "new-topic", "orders-v2")
@@ -158,9 +158,14 @@ MONEY_PROTO = 'syntax = "proto3";\npackage shop;\n\nmessage Money {\n  int64 cen
 PAYMENT_PROTO = 'syntax = "proto3";\npackage shop;\n\nimport "money.proto";\n\nmessage Payment {\n  string id = 1;\n  Money amount = 2;\n}\n'
 
 
-def schema_world(url: str, directory) -> None:
+INVOICE = {"type": "record", "name": "Invoice", "namespace": "shop",
+           "fields": [{"name": "invoice_id", "type": "string"}, {"name": "cents", "type": "long"}]}
+
+
+def schema_world(url: str, directory, bootstrap: str) -> None:
     """In a new registry: orders-value (version 1, schema id 1, BACKWARD) and money.proto;
-    in `directory`, the schema files the examples read."""
+    in `directory`, the schema files the examples read; in topic invoices, 5 records
+    whose values are Avro (invoices-value), written by confluent-kafka's serializer."""
     from pathlib import Path
 
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
@@ -173,3 +178,12 @@ def schema_world(url: str, directory) -> None:
     assert client.register_schema("orders-value", Schema(json.dumps(ORDER_V1), "AVRO")) == 1
     client.set_compatibility("orders-value", "BACKWARD")
     client.register_schema("money.proto", Schema(MONEY_PROTO, "PROTOBUF"))
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serialize = AvroSerializer(client, json.dumps(INVOICE))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(5):
+        value = serialize({"invoice_id": f"inv-{i}", "cents": 1000 + i}, SerializationContext("invoices", MessageField.VALUE))
+        producer.produce("invoices", value, f"inv-{i}".encode())
+    assert producer.flush(30) == 0

@@ -292,9 +292,9 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         request.getfixturevalue("spark")  # the local session the in-process lines share
         shell = SparkShell(shell, request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
-    if path[:1] == ("schema",):
+    if path[:1] == ("schema",) or path in (("record", "consume"),):
         url = request.getfixturevalue("registry").url
-        help_world.schema_world(url, shell.cwd)
+        help_world.schema_world(url, shell.cwd, bootstrap)
         shell.env["KCTL_SCHEMA_REGISTRY_URL"] = url
     master = spark_standalone().url if any("spark://" in e.text for e in EXAMPLES[path]) else None
     where = f"kctl {' '.join(path)} --help"

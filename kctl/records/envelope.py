@@ -73,6 +73,13 @@ def encode(message: Any) -> bytes:
     return _ENCODER.encode(to_envelope(message)).encode()
 
 
+def encode_decoded(message: Any, decoder: Any) -> bytes:
+    """The envelope with keys and values decoded by their schemas (records.schemas)."""
+    from kctl.records.schemas import decoded_envelope
+
+    return _ENCODER.encode(decoded_envelope(to_envelope(message), message, decoder)).encode()
+
+
 # -- input ----------------------------------------------------------------------------------
 
 

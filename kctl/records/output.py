@@ -30,16 +30,23 @@ class RecordWriter:
         self.stream.flush()
 
 
-def record_writer(stream: BinaryIO, output_format: str, template: str | None) -> RecordWriter:
+def record_writer(stream: BinaryIO, output_format: str, template: str | None, decoder=None) -> RecordWriter:
     """The writer for `-o json|jsonl` (envelopes) or else the template (default: the
-    value and a newline). Raises TemplateError for a template that does not parse."""
+    value and a newline); `decoder` (records.schemas.RecordDecoder) decodes keys and
+    values with schemas. Raises TemplateError for a template that does not parse."""
     if output_format in ("json", "jsonl"):
-        from kctl.records.envelope import encode
+        from kctl.records.envelope import encode as plain, encode_decoded
 
+        encode = plain if decoder is None else (lambda message: encode_decoded(message, decoder))
         if output_format == "jsonl":
             return RecordWriter(stream, lambda messages: b"".join([encode(m) + b"\n" for m in messages]))
         return RecordWriter(stream, lambda messages: b",\n".join([encode(m) for m in messages]),
                             opening=b"[\n", between=b",\n", closing=b"\n]\n", empty=b"[]\n")
     from kctl.records.template import compile_batch
 
-    return RecordWriter(stream, compile_batch(template if template is not None else "%v\\n"))
+    render = compile_batch(template if template is not None else "%v\\n")
+    if decoder is not None:
+        from kctl.records.schemas import decode_in_place
+
+        return RecordWriter(stream, lambda messages: render(decode_in_place(messages, decoder)))
+    return RecordWriter(stream, render)
