@@ -171,10 +171,12 @@ def schema_world(url: str, directory, bootstrap: str) -> None:
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
     files = {"order.avsc": json.dumps(ORDER_V1, indent=2), "order-v2.avsc": json.dumps(ORDER_V2, indent=2),
-             "broken.avsc": json.dumps(ORDER_BROKEN, indent=2), "money.proto": MONEY_PROTO, "payment.proto": PAYMENT_PROTO}
+             "broken.avsc": json.dumps(ORDER_BROKEN, indent=2), "money.proto": MONEY_PROTO, "payment.proto": PAYMENT_PROTO,
+             "invoice.avsc": json.dumps(INVOICE, indent=2),
+             "invoices.txt": 'inv-10:{"invoice_id":"inv-10","cents":990}\ninv-11:{"invoice_id":"inv-11","cents":1990}\n'}
     for name, text in files.items():
         (Path(directory) / name).write_text(text + ("" if text.endswith("\n") else "\n"))
-    client = SchemaRegistryClient({"url": url})
+    client = SchemaRegistryClient({"url": url, "timeout": 30})
     assert client.register_schema("orders-value", Schema(json.dumps(ORDER_V1), "AVRO")) == 1
     client.set_compatibility("orders-value", "BACKWARD")
     client.register_schema("money.proto", Schema(MONEY_PROTO, "PROTOBUF"))

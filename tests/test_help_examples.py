@@ -292,7 +292,7 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         request.getfixturevalue("spark")  # the local session the in-process lines share
         shell = SparkShell(shell, request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
-    if path[:1] == ("schema",) or path in (("record", "consume"),):
+    if path[:1] == ("schema",) or path in (("record", "consume"), ("record", "produce")):
         url = request.getfixturevalue("registry").url
         help_world.schema_world(url, shell.cwd, bootstrap)
         shell.env["KCTL_SCHEMA_REGISTRY_URL"] = url

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from kctl.cli._app import App, pass_app
@@ -78,9 +80,14 @@ def _header_pairs(values, *, value_required: bool):
 @click.option("--skip-invalid", is_flag=True, help="Skip input records that cannot be read (warned on stderr) instead of stopping.")
 @click.option("--keep-partitions", is_flag=True, help="--input jsonl: write each record to the partition its line names (checked for the whole input before anything is written). [default: partition by key]")
 @click.option("--allow-auto-topic-creation", is_flag=True, help="Let the broker create a missing TOPIC (if its auto.create.topics.enable allows) instead of refusing.")
+@click.option("--value-schema", metavar="SUBJECT[:VERSION|latest]", help="Values are JSON, written as this registered schema (Avro or JSON Schema) in the registry's wire format; each is checked first.")
+@click.option("--value-schema-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE", help="The same with a schema file (.avsc, .json), registered first under the subject --subject-strategy names when the registry lacks it.")
+@click.option("--subject-strategy", type=click.Choice(["topic", "record", "topic-record"]), default="topic", show_default=True, help="--value-schema-file's subject: TOPIC-value, the record's full name, or TOPIC-FULLNAME.")
+@click.option("--registry-url", metavar="URL", help="The schema registry; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @global_options
 @pass_app
-def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, timestamp, null_marker, compression, acks, idempotent, skip_invalid, keep_partitions, allow_auto_topic_creation):
+def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, timestamp, null_marker, compression, acks, idempotent, skip_invalid, keep_partitions, allow_auto_topic_creation,
+            value_schema, value_schema_file, subject_strategy, registry_url):
     """Write records to TOPIC from stdin or a file, one per line.
 
     Each line is a value unless --key-separator, --format or --input jsonl says how to
@@ -93,6 +100,11 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
     the input stopped. A line that cannot be read stops the input there (records before
     it are written) unless --skip-invalid.
 
+    With --value-schema or --value-schema-file each value is a JSON document, checked
+    against the schema (a bad one names its line and field, and nothing is written for
+    it) and written as Confluent's serializers write it (magic byte, schema id, Avro
+    or JSON): what their deserializers and consume --value-format read.
+
     \b
     Examples:
       echo 'hello' | kctl record produce greetings
@@ -103,6 +115,8 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
       kctl record consume orders -o jsonl | kctl record produce orders-mirror --input jsonl --keep-partitions
       seq 10 | kctl record produce new-topic --allow-auto-topic-creation
       seq 1000000 | kctl record produce load-test --acks 1
+      echo '{"invoice_id":"inv-9","cents":1250}' | kctl record produce invoices --value-schema invoices-value
+      kctl record produce invoices -K : --value-schema-file invoice.avsc --file invoices.txt
     """
     from kctl.admin.produce import ProduceOptions
     from kctl.admin.produce import produce as produce_records
@@ -132,6 +146,8 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
         from kctl.records.envelope import from_line, from_line_by_key
 
         parse = from_line if keep_partitions and partition is None else from_line_by_key
+    if value_schema is not None or value_schema_file is not None:
+        parse = _schema_parse(app, topic, parse, marker, value_schema, value_schema_file, subject_strategy, registry_url)
     options = ProduceOptions(
         topic=topic,
         acks=acks,
@@ -164,6 +180,31 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
             stream.close()
     if app.out.is_structured:
         app.out.document(report, PRODUCE_REPORT)
+
+
+def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_file, strategy, registry_url):
+    """`parse` followed by serializing each value with the schema (records.schemas)."""
+    from kctl.admin.schemas import Registry, registry_settings
+    from kctl.errors import UsageError
+    from kctl.records.model import ProducerRecord
+    from kctl.records.schemas import RecordEncoder
+
+    if value_schema is not None and value_schema_file is not None:
+        raise UsageError("unable to produce: --value-schema and --value-schema-file exclude each other")
+    subject, version = value_schema, "latest"
+    if value_schema is not None:
+        head, _, tail = value_schema.rpartition(":")
+        if head and (tail.isdigit() or tail == "latest"):
+            subject, version = head, (int(tail) if tail.isdigit() else tail)
+    registry = Registry(registry_settings(app.settings.schema_registry, registry_url, app.settings.timeout))
+    encoder = RecordEncoder(registry, topic, subject=subject, version=version, schema_file=value_schema_file, strategy=strategy)
+    app.note(f"values as schema {encoder.schema.id} ({encoder.schema.subject} version {encoder.schema.version}, {encoder.schema.type})")
+
+    def with_schema(item: bytes):
+        record = parse(item) if parse is not None else ProducerRecord(None if item == marker else item)
+        return encoder.encode(record)
+
+    return with_schema
 
 
 def _file_size(stream) -> int | None:

@@ -10,6 +10,7 @@ registry client caches them by id).
 from __future__ import annotations
 
 import datetime
+import json
 import decimal
 import uuid
 from dataclasses import dataclass
@@ -174,8 +175,6 @@ def decoded_envelope(envelope: dict[str, Any], message, decoder: RecordDecoder) 
 def decode_in_place(messages: list, decoder: RecordDecoder) -> list:
     """MESSAGES with decoded keys and values replaced by their compact JSON text (for
     --format templates)."""
-    import json
-
     for message in messages:
         for field in decoder.fields:
             found = decoder.decode(message, field)
@@ -183,3 +182,166 @@ def decode_in_place(messages: list, decoder: RecordDecoder) -> list:
                 text = json.dumps(found.data, ensure_ascii=False, separators=(",", ":")).encode()
                 (message.set_key if field == "key" else message.set_value)(text)
     return messages
+
+
+class RecordEncoder:
+    """Values (JSON text) serialized in the registry's wire format with one schema, chosen
+    once for the run: a subject's version, or a schema file registered (when new) under
+    the subject its strategy names. A value that does not fit says where, as a RecordError
+    for produce to report with its line."""
+
+    def __init__(self, registry, topic: str, *, subject: str | None, version: int | str = "latest",
+                 schema_file=None, schema_type: str | None = None, strategy: str = "topic"):
+        from confluent_kafka.schema_registry import Schema
+
+        from kctl.errors import UsageError
+
+        self.registry = registry
+        if schema_file is not None:
+            from kctl.admin.schemas import read_schema_file
+
+            text, kind = read_schema_file(schema_file, schema_type)
+            subject = subject or _subject_for(strategy, topic, text, kind)
+            found = registry.register(subject, text, kind, [])
+        else:
+            found = registry.version(subject, version)
+        if found.type == "PROTOBUF":
+            raise UsageError(f"unable to produce with {found.subject}: Protobuf serialization is not built yet")
+        self.schema = found
+        schema = Schema(found.schema, found.type, [])
+        # The serializers look the subject up by their naming strategy: name ours.
+        conf = {"auto.register.schemas": False, "use.schema.id": found.id, "subject.name.strategy": lambda _ctx, _name: found.subject}
+        if found.type == "AVRO":
+            import fastavro
+            from confluent_kafka.schema_registry.avro import AvroSerializer
+
+            self.parsed = fastavro.parse_schema(json.loads(found.schema))
+            self.serializer = AvroSerializer(registry.client, schema, conf=conf)
+        else:
+            import jsonschema
+            from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+            document = json.loads(found.schema)
+            self.validator = jsonschema.validators.validator_for(document)(document)
+            self.serializer = JSONSerializer(schema, registry.client, conf=conf)
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        self.context = SerializationContext(topic, MessageField.VALUE)
+
+    def encode(self, record):
+        from kctl.records.model import RecordError
+
+        if record is None or record.value is None:
+            return record  # a skipped line, or a tombstone
+        try:
+            datum = json.loads(record.value)
+        except ValueError as exc:
+            raise RecordError(f"value is not JSON ({exc})") from None
+        if self.schema.type == "AVRO":
+            datum = _from_avro_json(datum, self.parsed, self.parsed.get("__named_schemas", {}))
+        self._validate(datum)
+        try:
+            value = self.serializer(datum, self.context)
+        except Exception as exc:  # what validation did not catch (the serializer's own checks)
+            raise RecordError(f"value does not fit schema {self.schema.id}: {exc}") from None
+        return record._replace(value=value)
+
+    def _validate(self, datum) -> None:
+        from kctl.records.model import RecordError
+
+        if self.schema.type == "AVRO":
+            from fastavro._validate_common import ValidationError
+            from fastavro.validation import validate
+
+            try:
+                validate(datum, self.parsed, raise_errors=True)
+            except ValidationError as exc:
+                raise RecordError(_avro_problem(exc.errors[0])) from None
+            return
+        import jsonschema
+
+        problem = jsonschema.exceptions.best_match(self.validator.iter_errors(datum))
+        if problem is not None:
+            raise RecordError(f"{problem.json_path}: {problem.message}")
+
+
+def _from_avro_json(datum, schema, named: dict):
+    """JSON as consume writes Avro (bytes and fixed as ISO-8859-1 text) or as Avro's JSON
+    encoding has it (unions tagged {"type": value}), turned into what fastavro writes:
+    bytes for bytes, the bare value for a union."""
+    if isinstance(schema, str):
+        if schema in named:
+            return _from_avro_json(datum, named[schema], named)
+        if schema == "bytes" and isinstance(datum, str):
+            try:
+                return datum.encode("latin-1")
+            except UnicodeEncodeError:
+                return datum  # validation says what is wrong with it
+        return datum
+    if isinstance(schema, list):
+        if isinstance(datum, dict) and len(datum) == 1:
+            (tag, inner), = datum.items()
+            for branch in schema:
+                if tag == _branch_name(branch):
+                    return _from_avro_json(inner, branch, named)
+        for branch in schema:  # an untagged value: the first branch it can be
+            if branch != "null" and not (datum is None):
+                converted = _from_avro_json(datum, branch, named)
+                if converted is not datum:
+                    return converted
+        return datum
+    kind = schema.get("type")
+    if kind == "record" and isinstance(datum, dict):
+        fields = {f["name"]: f["type"] for f in schema["fields"]}
+        return {k: (_from_avro_json(v, fields[k], named) if k in fields else v) for k, v in datum.items()}
+    if kind == "array" and isinstance(datum, list):
+        return [_from_avro_json(v, schema["items"], named) for v in datum]
+    if kind == "map" and isinstance(datum, dict):
+        return {k: _from_avro_json(v, schema["values"], named) for k, v in datum.items()}
+    if kind in ("bytes", "fixed") and isinstance(datum, str):
+        return _from_avro_json(datum, "bytes", named)
+    return datum
+
+
+def _branch_name(branch) -> str:
+    if isinstance(branch, dict):
+        return str(branch.get("name") or branch.get("type"))
+    return str(branch)
+
+
+def _avro_problem(error) -> str:
+    """One fastavro validation error as a line: the field's path, what the schema wanted,
+    what the value had."""
+    schema, datum = error.schema, error.datum
+    if isinstance(schema, dict) and schema.get("type") == "record" and isinstance(datum, dict):
+        missing = [f for f in schema["fields"] if f["name"] not in datum and "default" not in f]
+        if missing:
+            field = missing[0]
+            return f"{schema['name']}.{field['name']}: missing (the schema wants {_type_name(field['type'])})"
+    where = error.field or (schema.get("name") if isinstance(schema, dict) else "value")
+    if datum is None:  # fastavro reads a missing field as null
+        return f"{where}: missing or null (the schema wants {_type_name(schema)})"
+    return f"{where}: the schema wants {_type_name(schema)}, the value has {json.dumps(datum, default=str)[:80]}"
+
+
+def _type_name(schema) -> str:
+    if isinstance(schema, list):
+        return " or ".join(_type_name(s) for s in schema)
+    if isinstance(schema, dict):
+        return str(schema.get("name") or schema.get("type"))
+    return str(schema)
+
+
+def _subject_for(strategy: str, topic: str, text: str, kind: str) -> str:
+    """The subject a schema file goes under: topic (TOPIC-value), record (the record's
+    full name) or topic-record (TOPIC-FULLNAME), as Confluent's serializers name them."""
+    if strategy == "topic":
+        return f"{topic}-value"
+    from kctl.errors import UsageError
+
+    document = json.loads(text) if kind in ("AVRO", "JSON") else {}
+    name = document.get("name") if kind == "AVRO" else document.get("title")
+    if not name:
+        raise UsageError(f"unable to name a subject by --subject-strategy {strategy}: the schema has no {'name' if kind == 'AVRO' else 'title'}")
+    full = f"{document['namespace']}.{name}" if kind == "AVRO" and document.get("namespace") and "." not in name else name
+    return full if strategy == "record" else f"{topic}-{full}"

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def registry(schema_registry, kctl):
     """kctl with KCTL_SCHEMA_REGISTRY_URL set, and confluent-kafka's client beside it."""
-    client = SchemaRegistryClient({"url": schema_registry.url})
+    client = SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})  # no timeout is its default
 
     def run(*args: str, env: dict[str, str] | None = None, **kwargs):
         return kctl(*args, env={"KCTL_SCHEMA_REGISTRY_URL": schema_registry.url, **(env or {})}, **kwargs)

@@ -40,7 +40,7 @@ def make_topic(cluster, kctl, unique_name):
 
 @pytest.fixture
 def client(schema_registry):
-    return SchemaRegistryClient({"url": schema_registry.url})
+    return SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})  # no timeout is its default
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
@@ -106,3 +106,85 @@ def test_decoding_needs_a_registry_and_refuses_protobuf(cluster, kctl, make_topi
     assert (result.exit_code, result.stderr.splitlines()[0]) == (ExitCode.CONFIG, "error: unable to reach a schema registry: none is configured")
     result = kctl("-b", cluster.bootstrap, "record", "consume", topic, "--value-format", "protobuf")
     assert result.exit_code == ExitCode.USAGE and "Protobuf decoding is not built yet" in result.stderr
+
+
+def read_values(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sr-test", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    import time
+
+    deadline = time.monotonic() + 30
+    while len(values) < count and time.monotonic() < deadline:
+        values += [m.value() for m in consumer.consume(100, 0.5) if m.error() is None]
+    consumer.close()
+    return values
+
+
+def test_produced_avro_is_read_by_confluent_deserializers(cluster, kctl, schema_registry, client, make_topic, tmp_path):
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+    topic = make_topic()
+    client.register_schema(f"{topic}-value", __import__("confluent_kafka.schema_registry", fromlist=["Schema"]).Schema(json.dumps(PAYMENT), "AVRO"))
+    lines = [{"id": "a", "cents": 1, "note": None, "raw": "\u0001"}, {"id": "b", "cents": 2, "note": {"string": "x"}, "raw": ""}]
+    env = {"KCTL_SCHEMA_REGISTRY_URL": schema_registry.url}
+    text = "\n".join(json.dumps(line) for line in lines) + "\n"
+    result = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema", f"{topic}-value:1", input=text, env=env)
+    assert result.exit_code == 0, result.stderr
+    deserialize = AvroDeserializer(client)
+    got = [deserialize(v, SerializationContext(topic, MessageField.VALUE)) for v in read_values(cluster.bootstrap, topic, 2)]
+    assert got == [{"id": "a", "cents": 1, "note": None, "raw": b"\x01"}, {"id": "b", "cents": 2, "note": "x", "raw": b""}]
+    # And kctl reads back what it wrote.
+    result = kctl("-b", cluster.bootstrap, "record", "consume", topic, "--value-format", "avro", "--format", "%v\\n", env=env)
+    assert result.stdout.splitlines() == ['{"id":"a","cents":1,"note":null,"raw":"\\u0001"}', '{"id":"b","cents":2,"note":"x","raw":""}']
+
+
+def test_a_bad_line_names_its_line_and_field_and_writes_nothing_for_it(cluster, kctl, schema_registry, make_topic, tmp_path):
+    topic = make_topic()
+    schema = tmp_path / "payment.avsc"
+    schema.write_text(json.dumps(PAYMENT))
+    env = {"KCTL_SCHEMA_REGISTRY_URL": schema_registry.url}
+    good = '{"id": "a", "cents": 1, "raw": ""}'
+    text = "\n".join([good, '{"id": "b", "cents": "two", "raw": ""}', '{"id": "c", "raw": ""}', "not json", good]) + "\n"
+    result = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema-file", str(schema), input=text, env=env)
+    assert result.exit_code == ExitCode.INVALID
+    assert result.stderr.splitlines()[-2:] == [
+        f'error: unable to produce to {topic}: line 2: shop.Payment.cents: the schema wants long, the value has "two"',
+        "hint: 1 record(s) before it were written; --skip-invalid skips such lines",
+    ]
+    assert len(read_values(cluster.bootstrap, topic, 1)) == 1
+    result = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema-file", str(schema), "--skip-invalid", input=text, env=env)
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        'warning: line 2 skipped: shop.Payment.cents: the schema wants long, the value has "two"',
+        "warning: line 3 skipped: shop.Payment.cents: missing or null (the schema wants long)",
+        "warning: line 4 skipped: value is not JSON (Expecting value: line 1 column 1 (char 0))",
+    ]
+    assert len(read_values(cluster.bootstrap, topic, 3)) == 3
+
+
+def test_schema_files_by_strategy_and_json_schema(cluster, kctl, schema_registry, client, make_topic, tmp_path):
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+
+    topic = make_topic()
+    schema = tmp_path / "event.json"
+    schema.write_text(json.dumps(EVENT))
+    env = {"KCTL_SCHEMA_REGISTRY_URL": schema_registry.url}
+    result = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema-file", str(schema), "--subject-strategy", "topic-record",
+                  input='{"kind": "click", "n": 3}\n{"n": 4}\n', env=env)
+    assert result.exit_code == ExitCode.INVALID
+    assert result.stderr.splitlines()[-2] == f"error: unable to produce to {topic}: line 2: $: 'kind' is a required property"
+    assert client.get_latest_version(f"{topic}-Event").schema.schema_type == "JSON"
+    deserialize = JSONDeserializer(None, schema_registry_client=client)
+    assert [deserialize(v, SerializationContext(topic, MessageField.VALUE)) for v in read_values(cluster.bootstrap, topic, 1)] == [{"kind": "click", "n": 3}]
+
+    avro = tmp_path / "payment.avsc"
+    avro.write_text(json.dumps(PAYMENT))
+    assert kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema-file", str(avro), "--subject-strategy", "record",
+                input='{"id": "z", "cents": 0, "raw": ""}\n', env=env).exit_code == 0
+    assert client.get_latest_version("shop.Payment").schema.schema_type == "AVRO"
+    missing = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema", "no-such-subject", input="{}\n", env=env)
+    assert (missing.exit_code, missing.stderr.splitlines()[0]) == (ExitCode.NOT_FOUND, "error: unable to describe no-such-subject version latest: Subject 'no-such-subject' not found.")

@@ -19,7 +19,7 @@ USER_V2 = '{"type":"record","name":"User","namespace":"demo","fields":[{"name":"
 
 @pytest.fixture
 def client(schema_registry):
-    registry = SchemaRegistryClient({"url": schema_registry.url})
+    registry = SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})  # no timeout is its default
     yield registry
     registry.close() if hasattr(registry, "close") else None
 
