@@ -163,12 +163,16 @@ INVOICE = {"type": "record", "name": "Invoice", "namespace": "shop",
 
 
 def schema_world(url: str, directory, bootstrap: str) -> None:
-    """In a new registry: orders-value (version 1, schema id 1, BACKWARD) and money.proto;
-    in `directory`, the schema files the examples read; in topic invoices, 5 records
-    whose values are Avro (invoices-value), written by confluent-kafka's serializer."""
+    """The registry's world for one command's examples: in a registry shared by the
+    examples (made once, `registry_world`), orders-value (version 1, schema id 1) and
+    money.proto; in `directory`, the schema files the examples read; in topic invoices,
+    5 records whose values are Avro (invoices-value), written by confluent-kafka's
+    serializer."""
     from pathlib import Path
 
-    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
 
     files = {"order.avsc": json.dumps(ORDER_V1, indent=2), "order-v2.avsc": json.dumps(ORDER_V2, indent=2),
              "broken.avsc": json.dumps(ORDER_BROKEN, indent=2), "money.proto": MONEY_PROTO, "payment.proto": PAYMENT_PROTO,
@@ -176,16 +180,21 @@ def schema_world(url: str, directory, bootstrap: str) -> None:
              "invoices.txt": 'inv-10:{"invoice_id":"inv-10","cents":990}\ninv-11:{"invoice_id":"inv-11","cents":1990}\n'}
     for name, text in files.items():
         (Path(directory) / name).write_text(text + ("" if text.endswith("\n") else "\n"))
-    client = SchemaRegistryClient({"url": url, "timeout": 30})
-    assert client.register_schema("orders-value", Schema(json.dumps(ORDER_V1), "AVRO")) == 1
-    client.set_compatibility("orders-value", "BACKWARD")
-    client.register_schema("money.proto", Schema(MONEY_PROTO, "PROTOBUF"))
-    from confluent_kafka.schema_registry.avro import AvroSerializer
-    from confluent_kafka.serialization import MessageField, SerializationContext
-
-    serialize = AvroSerializer(client, json.dumps(INVOICE))
+    serialize = AvroSerializer(SchemaRegistryClient({"url": url, "timeout": 30}), json.dumps(INVOICE))
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(5):
         value = serialize({"invoice_id": f"inv-{i}", "cents": 1000 + i}, SerializationContext("invoices", MessageField.VALUE))
         producer.produce("invoices", value, f"inv-{i}".encode())
     assert producer.flush(30) == 0
+
+
+def registry_world(url: str) -> None:
+    """In a new registry, first of all: orders-value version 1 (schema id 1, BACKWARD) and
+    money.proto. The examples change only what they create themselves (old-orders-value
+    is deleted, payments-value registered), so one registry serves them all."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    client = SchemaRegistryClient({"url": url, "timeout": 30})
+    assert client.register_schema("orders-value", Schema(json.dumps(ORDER_V1), "AVRO")) == 1
+    client.set_compatibility("orders-value", "BACKWARD")
+    client.register_schema("money.proto", Schema(MONEY_PROTO, "PROTOBUF"))

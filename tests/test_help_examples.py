@@ -135,7 +135,8 @@ BEFORE = {
     "kctl context show prod -o json": "kctl context set prod -b b1:9092",
     "kctl --context prod -X client.id=me context show": "kctl context set prod -b b1:9092",
     "kctl context use prod": "kctl context set prod -b b1:9092",
-    "kctl schema delete orders-value --version 2 --yes": "kctl schema register orders-value --file order-v2.avsc",
+    "kctl schema delete old-orders-value --version 2 --yes":
+        "kctl schema register old-orders-value --file order.avsc && kctl schema register old-orders-value --file order-v2.avsc",
 }
 # Example text -> shell lines run after it, to leave a shared cluster as it was.
 AFTER = {
@@ -260,17 +261,18 @@ def needs_spark(path: tuple[str, ...]) -> bool:
     return path[:1] == ("spark",)
 
 
-@pytest.fixture
-def registry(tmp_path):
-    """A new schema registry for one command's examples: they name schema ids (1, 2)
-    that a registry never hands out twice, even after deletes."""
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """A schema registry of the examples' own: they name schema id 1, which must be the
+    world's first schema (help_world.registry_world)."""
     from tests.brokers.registry import RegistryError, SchemaRegistry
 
-    started = SchemaRegistry(tmp_path / "registry")
+    started = SchemaRegistry(tmp_path_factory.mktemp("registry"))
     try:
         started.start()
     except (OSError, RegistryError) as exc:
         (pytest.fail if _required() else pytest.skip)(f"the schema registry did not start: {exc}")
+    help_world.registry_world(started.url)
     yield started
     started.stop()
 

@@ -230,9 +230,9 @@ def delete(app: App, subject, version, permanent, yes, registry_url):
 
     \b
     Examples:
-      kctl schema delete orders-value --version 2 --yes
-      kctl schema delete orders-value --yes
-      kctl schema delete orders-value --permanent --yes
+      kctl schema delete old-orders-value --version 2 --yes
+      kctl schema delete old-orders-value --yes
+      kctl schema delete old-orders-value --permanent --yes
     """
     registry = _registry(app, registry_url)
     what = f"{subject}" + (f" version {version}" if version is not None else "")
