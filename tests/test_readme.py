@@ -15,6 +15,8 @@ A `<!-- doctest: ... -->` comment right above a block says how the block is run:
 - `needs spark; spark://spark:7077 is replaced by the test's standalone cluster`: also a
   Spark standalone master and worker (tests/spark/standalone.py), started for the block.
 - `A is replaced by the test's broker`: the address A becomes the bundled broker's.
+- `needs a schema registry; URL is replaced by the test's`: the test session's schema
+  registry (tests/brokers/registry.py) serves the block.
 
 The block after `<!-- test-command -->` is what .ci/run runs; this test checks that .ci/run
 extracts exactly that line. The count of blocks run is printed and must equal the count in
@@ -159,9 +161,10 @@ def fresh_env(home: Path) -> dict[str, str]:
 
 
 STANDALONE = "needs spark; spark://spark:7077 is replaced by the test's standalone cluster"
+REGISTRY = "needs a schema registry; "
 
 
-def test_every_readme_block_runs(tmp_path, capsys, spark_standalone):
+def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
     found = blocks(README.read_text())
     home = tmp_path / "home"
     work = tmp_path / "work"
@@ -191,6 +194,9 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone):
                     text = text.replace(replaced.group(1), broker_address(shell))
                 elif block.directive == STANDALONE:
                     text = text.replace("spark://spark:7077", spark_standalone().url)
+                elif block.directive.startswith(REGISTRY):
+                    url = re.fullmatch(REGISTRY + r"(\S+) is replaced by the test's", block.directive).group(1)
+                    text = text.replace(url, request.getfixturevalue("schema_registry").url)
                 elif block.directive not in ("", "needs spark"):
                     pytest.fail(f"{where}: unknown doctest directive {block.directive!r}")
                 for command, comment in commands(text):
