@@ -75,9 +75,9 @@ def encode(message: Any) -> bytes:
 
 def encode_decoded(message: Any, decoder: Any) -> bytes:
     """The envelope with keys and values decoded by their schemas (records.schemas)."""
-    from kctl.records.schemas import decoded_envelope
+    from kctl.records.schemas import ENCODER, decoded_envelope
 
-    return _ENCODER.encode(decoded_envelope(to_envelope(message), message, decoder)).encode()
+    return ENCODER.encode(decoded_envelope(to_envelope(message), message, decoder)).encode()
 
 
 # -- input ----------------------------------------------------------------------------------

