@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from kctl.admin.schemas import COMPATIBILITY_LEVELS, MODES
 from kctl.cli._app import App, pass_app
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options, yes_option
@@ -279,7 +280,7 @@ def config_get(app: App, subject, registry_url):
 
 @config.command("set")
 @click.argument("subject", required=False)
-@click.option("--compatibility", "level", required=True, type=click.Choice(["backward", "backward_transitive", "forward", "forward_transitive", "full", "full_transitive", "none"], case_sensitive=False),
+@click.option("--compatibility", "level", required=True, type=click.Choice([level.lower() for level in COMPATIBILITY_LEVELS], case_sensitive=False),
               help="The level: BACKWARD (new schemas read old data), FORWARD (old schemas read new data), FULL (both); _TRANSITIVE against every version, not only the latest; NONE.")
 @registry_option
 @global_options
@@ -335,7 +336,7 @@ def mode_get(app: App, subject, registry_url):
 
 @mode.command("set")
 @click.argument("subject", required=False)
-@click.option("--mode", "mode_", required=True, type=click.Choice(["readwrite", "readonly", "import"], case_sensitive=False), help="The mode.")
+@click.option("--mode", "mode_", required=True, type=click.Choice([mode.lower() for mode in MODES], case_sensitive=False), help="The mode.")
 @click.option("--force", is_flag=True, help="IMPORT even where schemas exist already (the registry refuses otherwise).")
 @registry_option
 @global_options

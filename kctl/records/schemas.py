@@ -59,7 +59,7 @@ class RecordDecoder:
         self.warn = warn or (lambda message: None)
         self.failures = 0
         self._types: dict[int, str | None] = {}
-        self._subjects: dict[tuple[int, str], str | None] = {}
+        self._subjects: dict[tuple[int, str, str], str | None] = {}
         self._deserializers: dict[str, Any] = {}
         self._warned_protobuf = False
         # Avro schemas without references or rules, parsed: read with fastavro directly,
@@ -110,7 +110,7 @@ class RecordDecoder:
             raise DecodeError("Protobuf is not decoded yet")
         else:
             decoded = self._deserialized(kind, found, message, field, data)
-        subject = self._subjects.get((found, message.topic()), _UNKNOWN)
+        subject = self._subjects.get((found, message.topic(), field), _UNKNOWN)
         if subject is _UNKNOWN:
             subject = self._subject(found, message.topic(), field)
         return Decoded(decoded, found, kind, subject)
@@ -144,15 +144,15 @@ class RecordDecoder:
     def _subject(self, found: int, topic: str, field: str) -> str | None:
         """The subject the schema is registered under: the topic's (TopicNameStrategy)
         when it is one of them, else the first."""
-        if (found, topic) not in self._subjects:
+        if (found, topic, field) not in self._subjects:
             try:
                 versions = self.client.get_schema_versions(found)
             except Exception:  # a registry without this endpoint: the subject stays unknown
                 versions = []
             subjects = [v.subject for v in versions]
             preferred = f"{topic}-{field}"
-            self._subjects[(found, topic)] = preferred if preferred in subjects else (subjects[0] if subjects else None)
-        return self._subjects[(found, topic)]
+            self._subjects[(found, topic, field)] = preferred if preferred in subjects else (subjects[0] if subjects else None)
+        return self._subjects[(found, topic, field)]
 
     def _deserializer(self, kind: str):
         if kind not in self._deserializers:
