@@ -430,7 +430,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
       kctl spark audit -t orders
       kctl spark audit --dump /data/orders --json --key-path '$.order_id'
       kctl spark audit -t orders --json-schema order.schema.json
-      kctl spark audit -t orders --compare-to orders-mirror --spark-conf spark.executor.memory=1g
+      kctl spark audit -t orders --compare-to orders-mirror
       kctl spark audit --dump /data/orders --compare-to orders-copy -o json
     """
     from kctl.errors import ExitCode, KctlError, UsageError
