@@ -75,6 +75,17 @@ class App:
             self.note(f"client properties: {dict(session.debug_config())}")
         return session
 
+    def registry(self, url_flag: str | None = None):
+        """The schema registry client for this command (--registry-url, else the
+        context's and KCTL_SCHEMA_REGISTRY_*), closed when the command ends."""
+        from kctl.admin.schemas import Registry, registry_settings
+
+        registry = Registry(registry_settings(self.settings.schema_registry, url_flag, self.settings.timeout))
+        context = click.get_current_context(silent=True)
+        if context is not None:
+            context.call_on_close(registry.close)
+        return registry
+
     # -- streams ---------------------------------------------------------------------------
 
     def _isatty(self, stream: Any) -> bool:

@@ -184,7 +184,6 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
 
 def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_file, strategy, registry_url):
     """`parse` followed by serializing each value with the schema (records.schemas)."""
-    from kctl.admin.schemas import Registry, registry_settings
     from kctl.errors import UsageError
     from kctl.records.model import ProducerRecord
     from kctl.records.schemas import RecordEncoder
@@ -196,8 +195,7 @@ def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_fil
         head, _, tail = value_schema.rpartition(":")
         if head and (tail.isdigit() or tail == "latest"):
             subject, version = head, (int(tail) if tail.isdigit() else tail)
-    registry = Registry(registry_settings(app.settings.schema_registry, registry_url, app.settings.timeout))
-    encoder = RecordEncoder(registry, topic, subject=subject, version=version, schema_file=value_schema_file, strategy=strategy)
+    encoder = RecordEncoder(app.registry(registry_url), topic, subject=subject, version=version, schema_file=value_schema_file, strategy=strategy)
     app.note(f"values as schema {encoder.schema.id} ({encoder.schema.subject} version {encoder.schema.version}, {encoder.schema.type})")
 
     def with_schema(item: bytes):
@@ -354,14 +352,12 @@ def _decoder(app: App, registry_url: str | None, *, key_format: str | None, valu
     """A RecordDecoder when --key-format or --value-format asks for one."""
     if key_format is None and value_format is None:
         return None
-    from kctl.admin.schemas import Registry, registry_settings
     from kctl.errors import UsageError
     from kctl.records.schemas import RecordDecoder
 
     if "protobuf" in (key_format, value_format):
         raise UsageError("unable to consume: Protobuf decoding is not built yet (--value-format auto shows Protobuf records as bytes)")
-    registry = Registry(registry_settings(app.settings.schema_registry, registry_url, app.settings.timeout))
-    return RecordDecoder(registry, key_format=key_format, value_format=value_format, warn=app.warn)
+    return RecordDecoder(app.registry(registry_url), key_format=key_format, value_format=value_format, warn=app.warn)
 
 
 def _writer(app: App, template: str | None, decoder=None):

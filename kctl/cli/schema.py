@@ -39,16 +39,6 @@ def registry_option(command):
     )(command)
 
 
-def _registry(app: App, url: str | None):
-    from kctl.admin.schemas import Registry, registry_settings
-
-    registry = Registry(registry_settings(app.settings.schema_registry, url, app.settings.timeout))
-    context = click.get_current_context(silent=True)
-    if context is not None:
-        context.call_on_close(registry.close)
-    return registry
-
-
 def _version(text: str) -> int | str:
     if text == "latest" or (text.isdigit() and int(text) > 0):
         return text if text == "latest" else int(text)
@@ -102,7 +92,7 @@ def list_(app: App, prefix, deleted, registry_url):
       kctl schema list --prefix orders
       kctl schema list --deleted -o json
     """
-    app.out.table(_registry(app, registry_url).subjects(prefix=prefix, deleted=deleted), SUBJECT_TABLE)
+    app.out.table(app.registry(registry_url).subjects(prefix=prefix, deleted=deleted), SUBJECT_TABLE)
 
 
 @schema.command("versions")
@@ -119,7 +109,7 @@ def versions(app: App, subject, deleted, registry_url):
       kctl schema versions orders-value
       kctl schema versions orders-value -o json
     """
-    app.out.table(_registry(app, registry_url).versions(subject, deleted=deleted), VERSION_TABLE)
+    app.out.table(app.registry(registry_url).versions(subject, deleted=deleted), VERSION_TABLE)
 
 
 @schema.command("describe")
@@ -140,7 +130,7 @@ def describe(app: App, subject, version, registry_url):
       kctl schema describe orders-value --version 1
       kctl schema describe orders-value -o json | jq -r .schema > orders.avsc
     """
-    found = _registry(app, registry_url).version(subject, _version(version))
+    found = app.registry(registry_url).version(subject, _version(version))
     _show_schema(app, found)
 
 
@@ -157,7 +147,7 @@ def get_by_id(app: App, schema_id, registry_url):
       kctl schema get-by-id 1
       kctl schema get-by-id 1 -o json
     """
-    _show_schema(app, _registry(app, registry_url).by_id(schema_id))
+    _show_schema(app, app.registry(registry_url).by_id(schema_id))
 
 
 def _show_schema(app: App, found) -> None:
@@ -187,7 +177,7 @@ def register(app: App, subject, file, schema_type, references, registry_url):
         --reference money.proto=money.proto:1
     """
     text, registry_type, refs = _schema_input(file, schema_type, references)
-    _show_schema(app, _registry(app, registry_url).register(subject, text, registry_type, refs))
+    _show_schema(app, app.registry(registry_url).register(subject, text, registry_type, refs))
 
 
 @schema.command("check")
@@ -210,7 +200,7 @@ def check(app: App, subject, file, schema_type, references, registry_url):
     from kctl.errors import ExitCode
 
     text, registry_type, refs = _schema_input(file, schema_type, references)
-    verdict = _registry(app, registry_url).check(subject, text, registry_type, refs)
+    verdict = app.registry(registry_url).check(subject, text, registry_type, refs)
     app.out.document(verdict, CHECK_DOCUMENT)
     if not verdict.compatible:
         click.get_current_context().exit(ExitCode.CRITICAL)
@@ -235,7 +225,7 @@ def delete(app: App, subject, version, permanent, yes, registry_url):
       kctl schema delete old-orders-value --yes
       kctl schema delete old-orders-value --permanent --yes
     """
-    registry = _registry(app, registry_url)
+    registry = app.registry(registry_url)
     what = f"{subject}" + (f" version {version}" if version is not None else "")
     kind = "permanently delete" if permanent else "delete"
     app.confirm(f"{kind.capitalize()} {what}?", yes=yes, action=f"{kind} {what}")
@@ -275,7 +265,7 @@ def config_get(app: App, subject, registry_url):
       kctl schema config get
       kctl schema config get orders-value -o json
     """
-    app.out.table([_registry(app, registry_url).compatibility(subject)], SETTING_TABLE_COMPATIBILITY)
+    app.out.table([app.registry(registry_url).compatibility(subject)], SETTING_TABLE_COMPATIBILITY)
 
 
 @config.command("set")
@@ -293,7 +283,7 @@ def config_set(app: App, subject, level, registry_url):
       kctl schema config set orders-value --compatibility full
       kctl schema config set --compatibility backward
     """
-    app.out.table([_registry(app, registry_url).set_compatibility(subject, level.upper())], SETTING_TABLE_COMPATIBILITY)
+    app.out.table([app.registry(registry_url).set_compatibility(subject, level.upper())], SETTING_TABLE_COMPATIBILITY)
 
 
 @config.command("delete")
@@ -308,7 +298,7 @@ def config_delete(app: App, subject, registry_url):
     Examples:
       kctl schema config delete orders-value
     """
-    app.out.table([_registry(app, registry_url).delete_compatibility(subject)], SETTING_TABLE_COMPATIBILITY)
+    app.out.table([app.registry(registry_url).delete_compatibility(subject)], SETTING_TABLE_COMPATIBILITY)
 
 
 @schema.group("mode", cls=LazyGroup)
@@ -331,7 +321,7 @@ def mode_get(app: App, subject, registry_url):
       kctl schema mode get
       kctl schema mode get orders-value -o json
     """
-    app.out.table([_registry(app, registry_url).mode(subject)], SETTING_TABLE_MODE)
+    app.out.table([app.registry(registry_url).mode(subject)], SETTING_TABLE_MODE)
 
 
 @mode.command("set")
@@ -349,4 +339,4 @@ def mode_set(app: App, subject, mode_, force, registry_url):
       kctl schema mode set orders-value --mode readonly
       kctl schema mode set orders-value --mode readwrite
     """
-    app.out.table([_registry(app, registry_url).set_mode(subject, mode_.upper(), force=force)], SETTING_TABLE_MODE)
+    app.out.table([app.registry(registry_url).set_mode(subject, mode_.upper(), force=force)], SETTING_TABLE_MODE)

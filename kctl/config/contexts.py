@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kctl.config.model import ClientSettings, ConfigFile, Context
-from kctl.config.secrets import mask
+from kctl.config.secrets import MASK, is_secret, mask
 from kctl.errors import NotFoundError, UsageError
 
 
@@ -74,7 +74,7 @@ def view_effective(settings: ClientSettings) -> ContextView:
 
 def _shown(registry: Mapping[str, str]) -> dict[str, str]:
     # basic-auth-file names a file, not a secret: shown as it is.
-    return {k: (v if k == "basic-auth-file" else mask({k: v})[k]) for k, v in sorted(registry.items())}
+    return {k: (MASK if is_secret(k) and k != "basic-auth-file" else v) for k, v in sorted(registry.items())}
 
 
 def get(config: ConfigFile, name: str) -> Context:
