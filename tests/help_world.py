@@ -21,7 +21,7 @@ TOPICS = {
     "orders": (8, 2), "payments": (3, 1), "events": (3, 1), "logs": (2, 3), "logs.app": (1, 1),
     "old-orders": (1, 1), "greetings": (1, 1), "users": (1, 1), "blobs": (1, 1), "scratch": (1, 1),
     "clicks": (2, 1), "orders-copy": (1, 1), "orders-mirror": (8, 1), "orders-12": (12, 1),
-    "orders-test": (8, 1), "load-test": (3, 1), "tmp-1": (1, 1), "tmp-2": (1, 1), "invoices": (1, 1),
+    "orders-test": (8, 1), "load-test": (3, 1), "tmp-1": (1, 1), "tmp-2": (1, 1), "invoices": (1, 1), "prices": (1, 1),
 }
 # Topics examples create; reset() deletes them too.
 CREATED_BY_EXAMPLES = ("demo", "new-topic", "orders-v2")

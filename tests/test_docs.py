@@ -227,3 +227,21 @@ def test_config_names_complete_offline(tmp_path):
                             (["kctl", "config", "describe", "topic", "orders", "-k", "min.insync"], ["min.insync.replicas"])):
         for shell, (names, _elapsed) in _completions_in_every_shell(words, env).items():
             assert [n for n in names if n.startswith(words[-1])] == expected, (shell, words, names)
+
+
+@pytest.mark.integration
+def test_subject_names_complete_from_the_schema_registry(schema_registry, tmp_path, unique_name):
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    subject = unique_name("compl") + "-value"
+    SchemaRegistryClient({"url": schema_registry.url, "timeout": 30}).register_schema(subject, Schema('{"type": "string"}', "AVRO"))
+    env = _shell_env(tmp_path)
+    for words in (["kctl", "schema", "describe", "--registry-url", schema_registry.url, subject[:-8]],
+                  ["kctl", "record", "produce", "t", "--registry-url", schema_registry.url, "--value-schema", subject[:-8]]):
+        for shell, (names, _elapsed) in _completions_in_every_shell(words, env).items():
+            assert subject in names, (shell, words, names)
+    # From the environment's registry too; none configured: nothing, silently.
+    listed = subprocess.run(["kctl", "__names", "subject"], capture_output=True, text=True, env={**env, "KCTL_SCHEMA_REGISTRY_URL": schema_registry.url}, timeout=10)
+    assert subject in listed.stdout.split()
+    listed = subprocess.run(["kctl", "__names", "subject"], capture_output=True, text=True, env=env, timeout=10)
+    assert (listed.returncode, listed.stdout, listed.stderr) == (0, "", "")

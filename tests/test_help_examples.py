@@ -219,7 +219,7 @@ class SparkShell(Shell):
         # --master and --spark-conf choose how Spark starts: those lines start their own.
         if not command.startswith("kctl spark ") or re.search(r"--master|--spark-conf|[|;&<>$`]", command):
             return super().run(command, comment, where, timeout)
-        env = {k: v for k, v in self.env.items() if k == "HOME" or k.startswith("XDG_")}
+        env = {k: v for k, v in self.env.items() if k == "HOME" or k.startswith(("XDG_", "KCTL_SCHEMA_REGISTRY_"))}
         with self.monkeypatch.context() as patch:
             patch.chdir(self.cwd)
             result = self.kctl(*shlex.split(command)[1:], env=env)
@@ -294,7 +294,7 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         request.getfixturevalue("spark")  # the local session the in-process lines share
         shell = SparkShell(shell, request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
-    if path[:1] == ("schema",) or path in (("record", "consume"), ("record", "produce")):
+    if path[:1] == ("schema",) or path in (("record", "consume"), ("record", "produce"), ("spark", "dump")):
         url = request.getfixturevalue("registry").url
         help_world.schema_world(url, shell.cwd, bootstrap)
         shell.env["KCTL_SCHEMA_REGISTRY_URL"] = url

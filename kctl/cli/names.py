@@ -1,5 +1,6 @@
 """`kctl __names KIND -- [WORDS]...`: names for shell completion, called by the generated
-completion scripts (completions/) for arguments that name topics, groups or brokers.
+completion scripts (completions/) for arguments that name topics, groups, brokers or
+schema registry subjects (the registry of --registry-url, else the context's).
 
 The cluster is the one the command line being completed would use (its -b,
 --bootstrap-server, --context and -X, else the current context), asked with a budget of
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 import click
 
-KINDS = ("topic", "group", "broker")
+KINDS = ("topic", "group", "broker", "subject")
 # The whole lookup, connection included, must fit in this (issue 21: <= 0.3 s on localhost).
 BUDGET_SECONDS = 0.25
-_VALUE_FLAGS = {"-b": "bootstrap", "--bootstrap-server": "bootstrap", "--context": "context", "-X": "property"}
+_VALUE_FLAGS = {"-b": "bootstrap", "--bootstrap-server": "bootstrap", "--context": "context", "-X": "property",
+                "--registry-url": "registry_url"}
 
 
 def command_line_settings(words: tuple[str, ...]) -> dict:
@@ -50,6 +52,7 @@ def names(kind: str, words: tuple[str, ...]) -> None:
     Examples:
       kctl __names topic
       kctl __names group -- -b localhost:9092 group lag
+      kctl __names subject -- schema describe --registry-url http://localhost:8081
     """
     import os
     import sys
@@ -60,7 +63,7 @@ def names(kind: str, words: tuple[str, ...]) -> None:
     app = App(bootstrap=given.get("bootstrap"), context=given.get("context"), properties=tuple(given["properties"]),
               timeout=BUDGET_SECONDS)
     try:
-        found = _lookup(app, kind)
+        found = _lookup(app, kind, given.get("registry_url"))
     except Exception:  # noqa: BLE001 - completion must stay silent whatever goes wrong
         found = []
     click.echo("".join(f"{name}\n" for name in sorted(found)), nl=False)
@@ -69,7 +72,9 @@ def names(kind: str, words: tuple[str, ...]) -> None:
     os._exit(0)
 
 
-def _lookup(app, kind: str) -> list[str]:
+def _lookup(app, kind: str, registry_url: str | None) -> list[str]:
+    if kind == "subject":
+        return [s.subject for s in app.registry(registry_url).subjects()]
     if kind == "group":
         # Kafka's ListGroups through kafka-python, as `group list`: groups of every type
         # (librdkafka's list sees classic and consumer groups only).

@@ -80,14 +80,15 @@ def _header_pairs(values, *, value_required: bool):
 @click.option("--skip-invalid", is_flag=True, help="Skip input records that cannot be read (warned on stderr) instead of stopping.")
 @click.option("--keep-partitions", is_flag=True, help="--input jsonl: write each record to the partition its line names (checked for the whole input before anything is written). [default: partition by key]")
 @click.option("--allow-auto-topic-creation", is_flag=True, help="Let the broker create a missing TOPIC (if its auto.create.topics.enable allows) instead of refusing.")
-@click.option("--value-schema", metavar="SUBJECT[:VERSION|latest]", help="Values are JSON, written as this registered schema (Avro or JSON Schema) in the registry's wire format; each is checked first.")
-@click.option("--value-schema-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE", help="The same with a schema file (.avsc, .json), registered first under the subject --subject-strategy names when the registry lacks it.")
+@click.option("--value-schema", metavar="SUBJECT[:VERSION|latest]", help="Values are JSON, written as this registered schema (Avro, Protobuf or JSON Schema) in the registry's wire format; each is checked first.")
+@click.option("--value-schema-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE", help="The same with a schema file (.avsc, .proto without imports, .json), registered first under the subject --subject-strategy names when the registry lacks it.")
+@click.option("--value-message", metavar="NAME", help="Protobuf: the message type values are written as (full or bare name). [default: the schema's first message]")
 @click.option("--subject-strategy", type=click.Choice(["topic", "record", "topic-record"]), default="topic", show_default=True, help="--value-schema-file's subject: TOPIC-value, the record's full name, or TOPIC-FULLNAME.")
 @click.option("--registry-url", metavar="URL", help="The schema registry; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @global_options
 @pass_app
 def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, timestamp, null_marker, compression, acks, idempotent, skip_invalid, keep_partitions, allow_auto_topic_creation,
-            value_schema, value_schema_file, subject_strategy, registry_url):
+            value_schema, value_schema_file, value_message, subject_strategy, registry_url):
     """Write records to TOPIC from stdin or a file, one per line.
 
     Each line is a value unless --key-separator, --format or --input jsonl says how to
@@ -102,8 +103,10 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
 
     With --value-schema or --value-schema-file each value is a JSON document, checked
     against the schema (a bad one names its line and field, and nothing is written for
-    it) and written as Confluent's serializers write it (magic byte, schema id, Avro
-    or JSON): what their deserializers and consume --value-format read.
+    it) and written as Confluent's serializers write it (magic byte, schema id, Avro,
+    Protobuf or JSON): what their deserializers and consume --value-format read.
+    Protobuf values are JSON in Protobuf's JSON mapping (int64 as a number or a
+    string); the .proto is compiled by protoc (grpcio-tools), references included.
 
     \b
     Examples:
@@ -117,6 +120,7 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
       seq 1000000 | kctl record produce load-test --acks 1
       echo '{"invoice_id":"inv-9","cents":1250}' | kctl record produce invoices --value-schema invoices-value
       kctl record produce invoices -K : --value-schema-file invoice.avsc --file invoices.txt
+      echo '{"cents":"250","currency":"EUR"}' | kctl record produce prices --value-schema-file money.proto
     """
     from kctl.admin.produce import ProduceOptions
     from kctl.admin.produce import produce as produce_records
@@ -146,8 +150,10 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
         from kctl.records.envelope import from_line, from_line_by_key
 
         parse = from_line if keep_partitions and partition is None else from_line_by_key
+    if value_message is not None and value_schema is None and value_schema_file is None:
+        raise UsageError("unable to produce: --value-message needs --value-schema or --value-schema-file")
     if value_schema is not None or value_schema_file is not None:
-        parse = _schema_parse(app, topic, parse, marker, value_schema, value_schema_file, subject_strategy, registry_url)
+        parse = _schema_parse(app, topic, parse, marker, value_schema, value_schema_file, subject_strategy, registry_url, value_message)
     options = ProduceOptions(
         topic=topic,
         acks=acks,
@@ -182,7 +188,7 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
         app.out.document(report, PRODUCE_REPORT)
 
 
-def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_file, strategy, registry_url):
+def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_file, strategy, registry_url, message):
     """`parse` followed by serializing each value with the schema (records.schemas)."""
     from kctl.errors import UsageError
     from kctl.records.model import ProducerRecord
@@ -195,7 +201,7 @@ def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_fil
         head, _, tail = value_schema.rpartition(":")
         if head and (tail.isdigit() or tail == "latest"):
             subject, version = head, (int(tail) if tail.isdigit() else tail)
-    encoder = RecordEncoder(app.registry(registry_url), topic, subject=subject, version=version, schema_file=value_schema_file, strategy=strategy)
+    encoder = RecordEncoder(app.registry(registry_url), topic, subject=subject, version=version, schema_file=value_schema_file, strategy=strategy, message=message)
     app.note(f"values as schema {encoder.schema.id} ({encoder.schema.subject} version {encoder.schema.version}, {encoder.schema.type})")
 
     def with_schema(item: bytes):
@@ -270,9 +276,11 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
     records written are committed.
 
     --value-format and --key-format decode records written by a schema registry's
-    serializers (Avro, JSON Schema) into JSON: in envelopes the value is the decoded
-    object, value_encoding says avro or json-schema, and value_schema_id and
-    value_subject name its schema; templates get the compact JSON text. A record that
+    serializers (Avro, Protobuf, JSON Schema) into JSON: in envelopes the value is the
+    decoded object, value_encoding says avro, protobuf or json-schema, and
+    value_schema_id and value_subject name its schema; templates get the compact JSON
+    text. Protobuf is shown in Protobuf's JSON mapping with the .proto's field names
+    and default values included (int64 as strings), its schema compiled by protoc. A record that
     cannot be decoded is written as bytes with a warning, and the exit status is 4.
 
     \b
@@ -352,11 +360,8 @@ def _decoder(app: App, registry_url: str | None, *, key_format: str | None, valu
     """A RecordDecoder when --key-format or --value-format asks for one."""
     if key_format is None and value_format is None:
         return None
-    from kctl.errors import UsageError
     from kctl.records.schemas import RecordDecoder
 
-    if "protobuf" in (key_format, value_format):
-        raise UsageError("unable to consume: Protobuf decoding is not built yet (--value-format auto shows Protobuf records as bytes)")
     return RecordDecoder(app.registry(registry_url), key_format=key_format, value_format=value_format, warn=app.warn)
 
 

@@ -208,10 +208,12 @@ DUMP_SPEC = DocumentSpec(
 @click.option("--from", "start", metavar="POSITION", help="earliest, latest, @TIME, or JSON offsets {\"topic\":{\"0\":42}}. [default: earliest]")
 @click.option("--to", "end", metavar="POSITION", help="latest, @TIME (first record at or after it is excluded), or JSON offsets (exclusive). [default: the log end when the dump starts]")
 @click.option("--overwrite", is_flag=True, help="Replace an earlier kctl dump in --out (never a directory kctl did not write).")
+@click.option("--decode", is_flag=True, help="Also decode values written with a schema registry's serializers into typed columns (value_decoded, value_schema_id, value_decode_error), typed by TOPIC-value's latest schema. One topic.")
+@click.option("--registry-url", metavar="URL", help="The schema registry for --decode; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @_spark_options
 @global_options
 @pass_app
-def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, engine, packages, ship_env):
+def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url, master, spark_conf, engine, packages, ship_env):
     """Dump topics to Parquet or JSON Lines files, one directory per partition.
 
     The offsets to read are fixed before the job starts (records produced meanwhile
@@ -220,12 +222,21 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
     counted. Layout: DIR/topic=T/partition=P/part-*.parquet, readable by Spark,
     pyarrow and DuckDB. A failed dump leaves a manifest with status partial.
 
+    --decode adds three columns for a topic whose values are Avro, Protobuf or JSON
+    Schema in the registry's wire format: value_decoded, a struct typed by the subject
+    TOPIC-value's latest schema (older Avro versions resolved to it; Spark's types: long
+    is bigint, enum string, timestamp-millis timestamp, a union of several types JSON
+    text), value_schema_id, and value_decode_error for a value that could not be
+    decoded (counted in the manifest; the exit status is then 4). The value column keeps
+    the bytes, so the dump still replays as it was.
+
     \b
     Examples:
       kctl spark dump -t orders --out /data/orders
       kctl spark dump -t orders --from @2026-11-01T00:00Z --to @2026-11-02T00:00Z --out day.jsonl --format jsonl
       kctl spark dump -t orders --from '{"orders":{"0":5}}' --out part0 --overwrite
       kctl spark dump -t clicks --master spark://spark:7077 --ship-env --spark-conf spark.executor.memory=1g --out /mnt/shared/clicks
+      kctl spark dump -t invoices --decode --out invoices-typed
     """
     from kctl.errors import UsageError
     from kctl.spark.dump import DumpRequest
@@ -233,17 +244,33 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, master, spark_conf, 
 
     if "://" in out:
         raise UsageError(f"unable to dump to {out}: --out is a directory on a local or shared file system (the manifest is written there too)")
+    if registry_url is not None and not decode:
+        raise UsageError("unable to dump: --registry-url is for --decode")
+    plan = None
+    if decode:
+        if len(topics) > 1:
+            raise UsageError("unable to dump with --decode: one topic at a time (its columns are typed by one subject, TOPIC-value)")
+        if engine == "jvm":
+            raise UsageError("unable to dump with --decode and --engine jvm: kctl's reader decodes as it reads (--engine python)")
+        from kctl.spark.decode import plan_decode
+
+        plan = plan_decode(app.registry(registry_url), topics[0])
     factory = _session_factory(app, master, spark_conf, packages, ship_env)
     extra = _position(start, topics, "--from") | _position(end, topics, "--to")
     # Absolute: Spark resolves paths against its JVM's working directory, not ours.
     request = DumpRequest(topics=tuple(topics), out=Path(out).absolute(), format=fmt, overwrite=overwrite, engine=engine,
-        extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(_compacted(app, topics))),
+        extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(_compacted(app, topics))), decode=plan,
     )
     with _interruptible(f"the dump in {out} is partial (its manifest says so)", "run the same command with --overwrite to dump again"), \
             _live_progress(app, "dump") as report:
         manifest = run_dump(factory, _kafka(app), request, report)
     app.note(f"dumped {manifest['records']:,} record(s) from {len(manifest['partitions'])} partition(s) to {out}")
     _show(app, {"out": str(out), **manifest}, DUMP_SPEC)
+    undecoded = manifest.get("decoded", {}).get("undecoded", 0)
+    if undecoded:
+        from kctl.errors import PartialFailure
+
+        raise PartialFailure(f"unable to decode {undecoded:,} value(s) of {manifest['records']:,}: their bytes are in the dump, value_decode_error says why")
 
 
 REPLAY_SPEC = DocumentSpec(

@@ -41,6 +41,7 @@ class DumpRequest:
     extra_options: tuple[tuple[str, str], ...] = ()  # startingTimestamp etc.
     max_records_per_file: int = 5_000_000
     compacted_topics: tuple[str, ...] = ()  # their offset gaps are expected (audit)
+    decode: Any = None  # a kctl.spark.decode.DecodePlan: values as typed columns too
 
 
 def check_out(out: Path, overwrite: bool) -> bool:
@@ -59,8 +60,11 @@ def check_out(out: Path, overwrite: bool) -> bool:
 
 
 def _jsonl_frame(frame):
-    """JSON Lines columns: base64 for bytes, plus the value as text when it is UTF-8."""
+    """JSON Lines columns: base64 for bytes, plus the value as text when it is UTF-8
+    (and --decode's columns, binary fields inside them base64 as Spark writes them)."""
     from pyspark.sql import functions as F
+
+    from kctl.spark.decode import COLUMNS as DECODED
 
     return frame.select(
         "topic",
@@ -73,6 +77,7 @@ def _jsonl_frame(frame):
         F.base64("value").alias("value_b64"),
         F.when(F.is_valid_utf8("value"), F.col("value").cast("string")).alias("value"),
         F.transform("headers", lambda h: F.struct(h["key"].alias("key"), F.base64(h["value"]).alias("value_b64"))).alias("headers"),
+        *[column for column in DECODED if column in frame.columns],
     )
 
 
@@ -120,18 +125,31 @@ def count_written(spark, out: Path, manifest: dict[str, Any]) -> dict[tuple[str,
     return {(r["topic"], r["partition"]): r.asDict() for r in rows}
 
 
+def count_undecoded(spark, out: Path, fmt: str) -> int:
+    """Values --decode could not decode (their value_decode_error says why)."""
+    from pyspark.sql import functions as F
+
+    reader = spark.read.parquet if fmt == "parquet" else spark.read.json
+    return reader(str(out)).where(F.col("value_decode_error").isNotNull()).count()
+
+
 def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpRequest, report: frames.Report | None = None) -> dict[str, Any]:
     """Run the dump; returns the completed manifest. On failure the manifest says partial.
     `report` gets the records dumped so far while the job runs."""
     # The read tasks' progress files: under --out, which a cluster's executors share.
     progress_dir = request.out / PROGRESS_DIR
     options = frames.source_options(kafka, request.topics, include_headers=True, **dict(request.extra_options))
+    if request.decode is not None:
+        from kctl.spark.decode import plan_options
+
+        options.update(plan_options(request.decode))
     _, bounds = frames.plan(options, "dump")
     replace = check_out(request.out, request.overwrite)
     # Spark and the engine before the directory: a job that cannot run deletes nothing.
     spark = spark_factory()
     size_shuffles(spark, len(bounds))
-    engine = frames.choose_engine(spark, request.engine)
+    # --decode decodes in kctl_kafka's read tasks.
+    engine = "python" if request.decode is not None else frames.choose_engine(spark, request.engine)
     if report is not None and engine == "python":
         options["kctl.progressDir"] = str(progress_dir)
     if replace:
@@ -151,11 +169,15 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
         engine=engine,
         spark_version=spark.version,
     )
+    if request.decode is not None:
+        manifest["decoded"] = request.decode.describe()
     manifest_path = request.out / DUMP_MANIFEST
     write_json(manifest_path, manifest)
     try:
         frame = frames.load_topic(spark, engine, options, bounds)
-        frame = frame.select(*frames.COLUMNS)
+        from kctl.spark.decode import COLUMNS as DECODED
+
+        frame = frame.select(*frames.COLUMNS, *(DECODED if request.decode is not None else ()))
         writer_frame = _jsonl_frame(frame) if request.format == "jsonl" else frame
         writer = writer_frame.write.mode("append").partitionBy("topic", "partition").option("maxRecordsPerFile", request.max_records_per_file)
         if report is not None:
@@ -172,6 +194,8 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
             finally:
                 shutil.rmtree(progress_dir, ignore_errors=True)
             written = count_written(spark, request.out, manifest)
+            if request.decode is not None:
+                manifest["decoded"]["undecoded"] = count_undecoded(spark, request.out, request.format)
     except BaseException as exc:
         manifest.update(status="partial", finished_at=now_iso(), error=exc.message if isinstance(exc, KctlError) else f"{type(exc).__name__}: {exc}")
         write_json(manifest_path, manifest)

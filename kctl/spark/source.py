@@ -36,8 +36,11 @@ class KafkaDataSource(DataSource):
     def schema(self) -> str:
         from kctl.spark.reading import HEADERS_DDL, SCHEMA_DDL
 
+        from kctl.spark.decode import columns_ddl, plan_from_options
+
         headers = str(self.options.get("includeHeaders", "false")).lower() == "true"
-        return SCHEMA_DDL + (HEADERS_DDL if headers else "")
+        decode = plan_from_options(self.options)
+        return SCHEMA_DDL + (HEADERS_DDL if headers else "") + (columns_ddl(decode) if decode else "")
 
     def reader(self, schema):
         return KafkaReader(dict(self.options))
@@ -68,13 +71,18 @@ class KafkaReader(DataSourceReader):
     def read(self, partition: KafkaRange):
         from kctl.spark import options as parser
         from kctl.spark.planning import OffsetRange
+        from kctl.spark.decode import arrow_type, decode_batches, plan_from_options
         from kctl.spark.reading import read_range, reporting
 
         if not isinstance(partition, KafkaRange):
             return  # nothing to read: Spark hands an empty plan one default partition
         parsed = parser.parse(self.raw_options)
         batches = read_range(parsed, OffsetRange(partition.topic, partition.partition, partition.start, partition.end))
-        yield from reporting(batches, parsed.progress_dir, f"{partition.topic}-{partition.partition}-{partition.start}")
+        batches = reporting(batches, parsed.progress_dir, f"{partition.topic}-{partition.partition}-{partition.start}")
+        decode = plan_from_options(self.raw_options)
+        if decode is not None:
+            batches = decode_batches(batches, decode, arrow_type(decode))
+        yield from batches
 
 
 class DumpPart(InputPartition):

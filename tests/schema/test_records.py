@@ -107,12 +107,90 @@ def test_json_schema_values_decode(cluster, kctl, schema_registry, client, make_
     assert "is json-schema, not avro" in result.stderr.splitlines()[0]
 
 
-def test_decoding_needs_a_registry_and_refuses_protobuf(cluster, kctl, make_topic):
+def test_decoding_needs_a_registry(cluster, kctl, make_topic):
     topic = make_topic()
-    result = kctl("-b", cluster.bootstrap, "record", "consume", topic, "--value-format", "auto", env={"KCTL_SCHEMA_REGISTRY_URL": ""})
-    assert (result.exit_code, result.stderr.splitlines()[0]) == (ExitCode.CONFIG, "error: unable to reach a schema registry: none is configured")
-    result = kctl("-b", cluster.bootstrap, "record", "consume", topic, "--value-format", "protobuf")
-    assert result.exit_code == ExitCode.USAGE and "Protobuf decoding is not built yet" in result.stderr
+    for value_format in ("auto", "protobuf"):
+        result = kctl("-b", cluster.bootstrap, "record", "consume", topic, "--value-format", value_format, env={"KCTL_SCHEMA_REGISTRY_URL": ""})
+        assert (result.exit_code, result.stderr.splitlines()[0]) == (ExitCode.CONFIG, "error: unable to reach a schema registry: none is configured")
+
+
+def proto_classes(money_file: str):
+    """shop.Money (in MONEY_FILE) and shop.Payment (payment.proto, importing it) as
+    message classes, their descriptors written out by hand: what protoc would make of
+    MONEY_PROTO and PAYMENT_PROTO, without kctl's compiling."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    F = descriptor_pb2.FieldDescriptorProto
+    money = descriptor_pb2.FileDescriptorProto(name=money_file, package="shop", syntax="proto3")
+    money.message_type.add(name="Money", field=[F(name="cents", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL, json_name="cents"),
+                                                F(name="currency", number=2, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, json_name="currency")])
+    payment = descriptor_pb2.FileDescriptorProto(name=f"payment-{money_file}", package="shop", syntax="proto3", dependency=[money_file])
+    payment.message_type.add(name="Payment", field=[F(name="id", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, json_name="id"),
+                                                    F(name="amount", number=2, type=F.TYPE_MESSAGE, type_name=".shop.Money", label=F.LABEL_OPTIONAL, json_name="amount")])
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(money)
+    pool.Add(payment)
+    return (message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Money")),
+            message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Payment")))
+
+
+def test_protobuf_written_by_confluent_serializer_decodes(cluster, kctl, schema_registry, client, make_topic, unique_name):
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    topic = make_topic()
+    _money, payment = proto_classes(unique_name("money") + ".proto")
+    # Its serializer registers payment's file and the one it imports (as base64
+    # descriptors, which the registry keeps), the import as a reference.
+    serialize = ProtobufSerializer(payment, client, {"use.deprecated.format": False})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    payments = [payment(id="p1", amount={"cents": 250, "currency": "EUR"}), payment(id="p2")]
+    produce(cluster.bootstrap, topic, [(None, serialize(p, ctx)) for p in payments])
+    assert client.get_latest_version(f"{topic}-value").schema.references
+    env = {"KCTL_SCHEMA_REGISTRY_URL": schema_registry.url}
+    for value_format in ("protobuf", "auto"):
+        result = kctl("-b", cluster.bootstrap, "record", "consume", topic, "--value-format", value_format, "-o", "jsonl", env=env)
+        assert result.exit_code == 0, result.stderr
+        lines = [json.loads(line) for line in result.stdout.splitlines()]
+        # Protobuf's JSON mapping: int64 as a string, fields at their defaults shown.
+        assert [line["value"] for line in lines] == [{"id": "p1", "amount": {"cents": "250", "currency": "EUR"}}, {"id": "p2"}]
+        assert {(line["value_encoding"], line["value_subject"]) for line in lines} == {("protobuf", f"{topic}-value")}
+
+
+def test_protobuf_produced_with_a_reference_is_read_by_confluent_deserializer(cluster, kctl, schema_registry, client, make_topic, unique_name, tmp_path):
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+
+    from tests.help_world import MONEY_PROTO, PAYMENT_PROTO
+
+    topic = make_topic()
+    money_subject = unique_name("money")
+    (tmp_path / "money.proto").write_text(MONEY_PROTO)
+    (tmp_path / "payment.proto").write_text(PAYMENT_PROTO)
+    env = {"KCTL_SCHEMA_REGISTRY_URL": schema_registry.url}
+    assert kctl("schema", "register", money_subject, "--file", str(tmp_path / "money.proto"), env=env).exit_code == 0
+    registered = kctl("schema", "register", f"{topic}-value", "--file", str(tmp_path / "payment.proto"), "--reference", f"money.proto={money_subject}:1", env=env)
+    assert registered.exit_code == 0, registered.stderr
+    text = '{"id": "a", "amount": {"cents": 5, "currency": "EUR"}}\n{"id": "b", "amount": {"cents": "two"}}\n{"id": "c"}\n'
+    result = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema", f"{topic}-value", "--skip-invalid", input=text, env=env)
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("warning:")] == [
+        "warning: line 2 skipped: shop.Payment: Failed to parse amount field: Failed to parse cents field: invalid literal for int() with base 10: 'two'."]
+    _money, payment = proto_classes("money.proto")
+    deserialize = ProtobufDeserializer(payment, {"use.deprecated.format": False})
+    got = [deserialize(v, SerializationContext(topic, MessageField.VALUE)) for v in read_values(cluster.bootstrap, topic, 2)]
+    assert got == [payment(id="a", amount={"cents": 5, "currency": "EUR"}), payment(id="c")]
+
+    # A message other than the first, by name; a name the schema lacks.
+    result = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema", f"{money_subject}:1", "--value-message", "shop.Money", input='{"cents": 7}\n', env=env)
+    assert result.exit_code == 0, result.stderr
+    result = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema", f"{topic}-value", "--value-message", "Nope", input='{}\n', env=env)
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (ExitCode.USAGE, "error: the schema has no message Nope (its messages: shop.Payment)")
+    # A .proto file that does not compile: protoc's first line.
+    (tmp_path / "broken.proto").write_text('syntax = "proto3";\nmessage A { strin x = 1; }\n')
+    result = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema-file", str(tmp_path / "broken.proto"), "--subject-strategy", "record", input="{}\n", env=env)
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (ExitCode.USAGE, 'error: unable to read the schema file: the schema does not compile: schema.proto:2:13: "strin" is not defined.')
+    # And kctl reads back what it wrote, both messages.
+    result = kctl("-b", cluster.bootstrap, "record", "consume", topic, "--value-format", "protobuf", "--format", "%v\\n", env=env)
+    assert result.stdout.splitlines() == ['{"id":"a","amount":{"cents":"5","currency":"EUR"}}', '{"id":"c"}', '{"cents":"7","currency":""}']
 
 
 def read_values(bootstrap: str, topic: str, count: int) -> list[bytes]:
