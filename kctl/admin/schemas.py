@@ -23,6 +23,10 @@ class RegistrySettings:
     url: str
     # user:password for HTTP basic authentication; never printed.
     basic_auth: str | None = None
+    # A bearer token (static: from the config, the environment or a file); never printed.
+    bearer_token: str | None = None
+    # Confluent Cloud's target-sr-cluster header, sent with a bearer token.
+    logical_cluster: str | None = None
     # TLS: CA bundle to verify the registry with; client certificate and key.
     ssl_ca_location: str | None = None
     ssl_certificate_location: str | None = None
@@ -88,20 +92,30 @@ def registry_settings(configured: Mapping[str, str], url_flag: str | None, timeo
         )
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"unable to use schema registry {url!r}: expected an http:// or https:// URL")
-    basic_auth = configured.get("basic-auth")
-    if not basic_auth and configured.get("basic-auth-file"):
-        path = Path(configured["basic-auth-file"]).expanduser()
-        try:
-            basic_auth = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"unable to read the schema registry's basic-auth-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    basic_auth = _secret(configured, "basic-auth")
     if basic_auth is not None and ":" not in basic_auth:
         raise ConfigError("unable to use the schema registry's basic-auth: expected user:password")
+    bearer_token = _secret(configured, "bearer-token")
+    if basic_auth and bearer_token:
+        raise ConfigError("unable to use the schema registry: both basic-auth and bearer-token are set; keep one")
     return RegistrySettings(
         url=url.rstrip("/"), basic_auth=basic_auth or None, timeout=timeout,
+        bearer_token=bearer_token or None, logical_cluster=configured.get("logical-cluster"),
         ssl_ca_location=configured.get("ssl-ca-location"), ssl_certificate_location=configured.get("ssl-certificate-location"),
         ssl_key_location=configured.get("ssl-key-location"),
     )
+
+
+def _secret(configured: Mapping[str, str], key: str) -> str | None:
+    """KEY's value, or the content of the file KEY-file names (read when used)."""
+    value = configured.get(key)
+    if not value and configured.get(f"{key}-file"):
+        path = Path(configured[f"{key}-file"]).expanduser()
+        try:
+            value = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"unable to read the schema registry's {key}-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return value or None
 
 
 class Registry:
@@ -113,6 +127,11 @@ class Registry:
         config: dict[str, Any] = {"url": settings.url, "timeout": settings.timeout, "max.retries": 1}
         if settings.basic_auth:
             config["basic.auth.user.info"] = settings.basic_auth
+        if settings.bearer_token:
+            # A static token; the client insists on a logical cluster (a Confluent Cloud
+            # header, which other registries ignore).
+            config.update({"bearer.auth.credentials.source": "STATIC_TOKEN", "bearer.auth.token": settings.bearer_token,
+                           "bearer.auth.logical.cluster": settings.logical_cluster or ""})
         for key, value in (("ssl.ca.location", settings.ssl_ca_location), ("ssl.certificate.location", settings.ssl_certificate_location),
                            ("ssl.key.location", settings.ssl_key_location)):
             if value:

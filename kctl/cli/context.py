@@ -107,10 +107,11 @@ def use(app: App, name):
 @click.option("--aws-msk-iam-role-arn", metavar="ARN", help="With AWS MSK IAM: assume this role to sign.")
 @click.option("--schema-registry-url", metavar="URL", help="The cluster's schema registry (kctl schema).")
 @click.option("--schema-registry-basic-auth-file", metavar="PATH", help="A file holding the registry's user:password (read when used; or set KCTL_SCHEMA_REGISTRY_BASIC_AUTH).")
+@click.option("--schema-registry-bearer-token-file", metavar="PATH", help="A file holding a bearer token for the registry (or set KCTL_SCHEMA_REGISTRY_BEARER_TOKEN).")
 @click.option("--schema-registry-ca", metavar="PATH", help="CA certificates to verify the registry's TLS certificate with.")
 @pass_app
 def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aws_msk_iam_region, aws_msk_iam_profile, aws_msk_iam_role_arn,
-         schema_registry_url, schema_registry_basic_auth_file, schema_registry_ca):
+         schema_registry_url, schema_registry_basic_auth_file, schema_registry_bearer_token_file, schema_registry_ca):
     """Create or update a context.
 
     The first context created becomes the current one. Prefer KCTL_X_SASL_PASSWORD
@@ -145,7 +146,8 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
         unset=unset,
         make_current=make_current,
         aws_msk_iam={"region": aws_msk_iam_region, "profile": aws_msk_iam_profile, "role-arn": aws_msk_iam_role_arn},
-        schema_registry={"url": schema_registry_url, "basic-auth-file": schema_registry_basic_auth_file, "ssl-ca-location": schema_registry_ca},
+        schema_registry={"url": schema_registry_url, "basic-auth-file": schema_registry_basic_auth_file,
+                         "bearer-token-file": schema_registry_bearer_token_file, "ssl-ca-location": schema_registry_ca},
     )
     _save(app, config)
     app.note(f"context {name!r} saved to {app.config_path}")

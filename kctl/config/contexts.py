@@ -73,8 +73,8 @@ def view_effective(settings: ClientSettings) -> ContextView:
 
 
 def _shown(registry: Mapping[str, str]) -> dict[str, str]:
-    # basic-auth-file names a file, not a secret: shown as it is.
-    return {k: (MASK if is_secret(k) and k != "basic-auth-file" else v) for k, v in sorted(registry.items())}
+    # basic-auth-file and bearer-token-file name files, not secrets: shown as they are.
+    return {k: (MASK if is_secret(k) and not k.endswith("-file") else v) for k, v in sorted(registry.items())}
 
 
 def get(config: ConfigFile, name: str) -> Context:

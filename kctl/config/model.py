@@ -10,7 +10,8 @@ DEFAULT_TIMEOUT = 10.0
 MSK_IAM_KEYS = ("region", "profile", "role-arn", "role-session-name")
 # The settings of a context's schema registry, in its schema-registry table: the URL,
 # HTTP basic credentials (user:password, or a file holding them) and TLS files.
-SCHEMA_REGISTRY_KEYS = ("url", "basic-auth", "basic-auth-file", "ssl-ca-location", "ssl-certificate-location", "ssl-key-location")
+SCHEMA_REGISTRY_KEYS = ("url", "basic-auth", "basic-auth-file", "bearer-token", "bearer-token-file", "logical-cluster",
+                        "ssl-ca-location", "ssl-certificate-location", "ssl-key-location")
 
 
 @dataclass(frozen=True, kw_only=True)

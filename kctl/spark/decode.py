@@ -13,8 +13,9 @@ resolution says; Protobuf and JSON Schema fields are matched by name). Types fol
 Spark's own Avro and Protobuf readers where they have one (long -> bigint, enum ->
 string, timestamp-millis -> timestamp, map -> map<string, ...>); what has no Spark type
 (a union of several types, a recursive record, a JSON object without properties) is a
-JSON string. Decoding runs in the executors' Python (mapInArrow), with fastavro,
-protoc-compiled Protobuf descriptors and json, each schema fetched once per task.
+JSON string. Decoding runs in kctl_kafka's read tasks as they read (the plan travels as
+source options), with fastavro, protoc-compiled Protobuf descriptors and json, each schema
+fetched once per task.
 """
 
 from __future__ import annotations
@@ -190,9 +191,9 @@ def _json_type(schema, root, depth: int):
 
 # -- the plan as kctl_kafka options ---------------------------------------------------------
 
-# The registry's basic-auth travels under a key with "password" in it: Spark redacts such
-# options in its UI and logs (spark.redaction.regex).
-OPTION, SECRET_OPTION = "kctl.decode", "kctl.decode.password"
+# The registry's credentials travel under keys with "password" and "token" in them: Spark
+# redacts such options in its UI and logs (spark.redaction.regex).
+OPTION, SECRET_OPTION, TOKEN_OPTION = "kctl.decode", "kctl.decode.password", "kctl.decode.token"
 
 
 def plan_options(plan: DecodePlan) -> dict[str, str]:
@@ -201,11 +202,14 @@ def plan_options(plan: DecodePlan) -> dict[str, str]:
     settings = plan.registry
     document = {"subject": plan.subject, "schema_id": plan.schema_id, "version": plan.version, "type": plan.type,
                 "schema": plan.schema, "references": [[r.name, r.subject, r.version] for r in plan.references],
-                "registry": {"url": settings.url, "timeout": settings.timeout, "ssl_ca_location": settings.ssl_ca_location,
+                "registry": {"url": settings.url, "timeout": settings.timeout, "logical_cluster": settings.logical_cluster,
+                             "ssl_ca_location": settings.ssl_ca_location,
                              "ssl_certificate_location": settings.ssl_certificate_location, "ssl_key_location": settings.ssl_key_location}}
     options = {OPTION: json.dumps(document)}
     if settings.basic_auth:
         options[SECRET_OPTION] = settings.basic_auth
+    if settings.bearer_token:
+        options[TOKEN_OPTION] = settings.bearer_token
     return options
 
 
@@ -216,7 +220,7 @@ def plan_from_options(options) -> DecodePlan | None:
     if not text:
         return None
     document = json.loads(text)
-    settings = RegistrySettings(basic_auth=options.get(SECRET_OPTION) or None, **document["registry"])
+    settings = RegistrySettings(basic_auth=options.get(SECRET_OPTION) or None, bearer_token=options.get(TOKEN_OPTION) or None, **document["registry"])
     references = tuple(Reference(name=n, subject=s, version=v) for n, s, v in document["references"])
     return DecodePlan(settings, document["subject"], document["schema_id"], document["version"], document["type"], document["schema"], references)
 

@@ -172,23 +172,23 @@ def test_compatibility_levels_and_modes(registry, files, unique_name):
 
 @pytest.fixture
 def guarded(schema_registry):
-    """The registry behind HTTP basic authentication (user kctl, password s3cret), as
-    registries are deployed behind a proxy that checks it: answers 401 as Confluent's
-    registry does, else forwards the request."""
+    """The registry behind HTTP basic authentication (user kctl, password s3cret) or a
+    bearer token (t0ken), as registries are deployed behind a proxy that checks them:
+    answers 401 as Confluent's registry does, else forwards the request."""
     import base64
     import threading
     import urllib.error
     import urllib.request
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    expected = "Basic " + base64.b64encode(b"kctl:s3cret").decode()
+    expected = ("Basic " + base64.b64encode(b"kctl:s3cret").decode(), "Bearer t0ken")
 
     class Proxy(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
         def _forward(self):
-            if self.headers.get("Authorization") != expected:
+            if self.headers.get("Authorization") not in expected:
                 body = b'{"error_code":40101,"message":"Unauthorized"}'
                 self.send_response(401)
                 self.send_header("Content-Type", "application/json")
@@ -238,3 +238,17 @@ def test_registry_from_the_context_with_credentials(kctl, guarded, files, tmp_pa
     secret.write_text("no-colon\n")
     bad = kctl("schema", "list")
     assert (bad.exit_code, bad.stderr) == (ExitCode.CONFIG, "error: unable to use the schema registry's basic-auth: expected user:password\n")
+
+
+def test_bearer_token_from_a_file_or_the_environment(kctl, guarded, tmp_path):
+    token = tmp_path / "registry.token"
+    token.write_text("t0ken\n")
+    assert kctl("context", "set", "cloud", "-b", "127.0.0.1:9092", "--schema-registry-url", guarded,
+                "--schema-registry-bearer-token-file", str(token), "--use").exit_code == 0
+    assert kctl("schema", "list").exit_code == 0
+    shown = json.loads(kctl("context", "show", "-o", "json").stdout)
+    assert shown["schema_registry"]["bearer-token-file"] == str(token)
+    denied = kctl("schema", "list", env={"KCTL_SCHEMA_REGISTRY_BEARER_TOKEN": "wrong"})
+    assert (denied.exit_code, denied.stderr) == (ExitCode.NOT_AUTHORIZED, f"error: unable to list subjects: the schema registry at {guarded} refused the credentials (Unauthorized)\n")
+    both = kctl("schema", "list", env={"KCTL_SCHEMA_REGISTRY_BASIC_AUTH": "kctl:s3cret"})
+    assert (both.exit_code, both.stderr) == (ExitCode.CONFIG, "error: unable to use the schema registry: both basic-auth and bearer-token are set; keep one\n")
