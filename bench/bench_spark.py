@@ -10,9 +10,10 @@ header), then in one SparkSession (local[2], both engines on the classpath):
 
 - start-up: creating the SparkSession and the first (tiny) job, which every command pays;
 - warm-up: a 20,000-record dump with each engine (first-job costs: Python workers, JIT);
-- dump: `kctl spark dump` to Parquet with the kctl_kafka source (--engine python) and with
-  Spark's own connector (--engine jvm, spark-sql-kafka-0-10 from Maven Central through
-  spark.jars, resolved by mvn); same writer, same manifest and read-back, so only the reader differs;
+- dump: `kctl spark dump` to Parquet with the kctl_kafka source (--engine python: its read
+  tasks write the files with pyarrow) and with Spark's own connector (--engine jvm,
+  spark-sql-kafka-0-10 from Maven Central through spark.jars, resolved by mvn, written by
+  Spark's Parquet writer); same layout, manifest and read-back;
 - replay: the Parquet dump into a fresh topic through kctl's sink, and the same DataFrame
   through the JVM connector's sink (which cannot set timestamps; the nearest anchor).
 

@@ -133,6 +133,41 @@ def count_undecoded(spark, out: Path, fmt: str) -> int:
     return reader(str(out)).where(F.col("value_decode_error").isNotNull()).count()
 
 
+def _write_with_spark(spark, engine: str, options: dict[str, str], bounds, request: DumpRequest) -> None:
+    """The records through Spark's own writers (JSON Lines; the JVM connector's reads)."""
+    from kctl.spark.decode import COLUMNS as DECODED
+
+    frame = frames.load_topic(spark, engine, options, bounds)
+    frame = frame.select(*frames.COLUMNS, *(DECODED if request.decode is not None else ()))
+    writer_frame = _jsonl_frame(frame) if request.format == "jsonl" else frame
+    writer = writer_frame.write.mode("append").partitionBy("topic", "partition").option("maxRecordsPerFile", request.max_records_per_file)
+    if request.format == "jsonl":
+        # Every key on every line, null or not: a stable shape for jq and friends.
+        writer.option("compression", "gzip").option("ignoreNullFields", "false").json(str(request.out))
+    else:
+        writer.option("compression", "zstd").parquet(str(request.out))
+
+
+def _write_directly(spark, options: dict[str, str], bounds, request: DumpRequest) -> None:
+    """One Spark task per offset range (as kctl_kafka plans them) reads and writes its
+    records with pyarrow (dump_files.write_ranges)."""
+    from functools import partial
+
+    from kctl.spark.dump_files import write_ranges
+    from kctl.spark.options import parse
+    from kctl.spark.planning import split
+
+    exact = frames.pinned(options, bounds)
+    parsed = parse(exact)
+    ranges = split(list(bounds), parsed.min_partitions, parsed.max_records_per_partition)
+    if not ranges:
+        return
+    context = spark.sparkContext
+    context.setJobDescription(f"kctl dump {', '.join(request.topics)}")
+    job = context.parallelize(ranges, len(ranges)).mapPartitions(partial(write_ranges, exact, str(request.out), request.max_records_per_file))
+    job.collect()
+
+
 def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpRequest, report: frames.Report | None = None) -> dict[str, Any]:
     """Run the dump; returns the completed manifest. On failure the manifest says partial.
     `report` gets the records dumped so far while the job runs."""
@@ -174,25 +209,24 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
     manifest_path = request.out / DUMP_MANIFEST
     write_json(manifest_path, manifest)
     try:
-        frame = frames.load_topic(spark, engine, options, bounds)
-        from kctl.spark.decode import COLUMNS as DECODED
-
-        frame = frame.select(*frames.COLUMNS, *(DECODED if request.decode is not None else ()))
-        writer_frame = _jsonl_frame(frame) if request.format == "jsonl" else frame
-        writer = writer_frame.write.mode("append").partitionBy("topic", "partition").option("maxRecordsPerFile", request.max_records_per_file)
         if report is not None:
             progress_dir.mkdir()
+        # Parquet read by kctl_kafka: the read tasks write the files (dump_files).
+        direct = request.format == "parquet" and engine == "python"
         with frames.Progress(spark, total, report, directory=progress_dir), _unsorted_writes(spark):
             try:
-                if request.format == "jsonl":
-                    # Every key on every line, null or not: a stable shape for jq and friends.
-                    writer.option("compression", "gzip").option("ignoreNullFields", "false").json(str(request.out))
+                if direct:
+                    _write_directly(spark, options, bounds, request)
                 else:
-                    writer.option("compression", "zstd").parquet(str(request.out))
+                    _write_with_spark(spark, engine, options, bounds, request)
             except Exception as exc:
                 raise frames.spark_failure(exc, f"dump {', '.join(request.topics)}") from exc
             finally:
                 shutil.rmtree(progress_dir, ignore_errors=True)
+                if direct:
+                    from kctl.spark.dump_files import remove_leftovers
+
+                    remove_leftovers(request.out)
             written = count_written(spark, request.out, manifest)
             if request.decode is not None:
                 manifest["decoded"]["undecoded"] = count_undecoded(spark, request.out, request.format)
