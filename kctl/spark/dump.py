@@ -15,6 +15,7 @@ disk, not what was meant to be.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -158,6 +159,8 @@ def _write_directly(spark, options: dict[str, str], bounds, request: DumpRequest
     from kctl.spark.planning import split
 
     exact = frames.pinned(options, bounds)
+    if os.environ.get("KCTL_SPARK_FAIL_AFTER_RECORDS"):  # fault injection for tests
+        exact["kctl.failAfterRecords"] = os.environ["KCTL_SPARK_FAIL_AFTER_RECORDS"]
     parsed = parse(exact)
     ranges = split(list(bounds), parsed.min_partitions, parsed.max_records_per_partition)
     if not ranges:

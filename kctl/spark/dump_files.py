@@ -34,12 +34,20 @@ def write_ranges(options: dict[str, str], out: str, max_records_per_file: int, r
 
     parsed = parser.parse(options)
     decode = plan_from_options(options)
+    # Fault injection for the tests of retries (KCTL_SPARK_FAIL_AFTER_RECORDS): a task's
+    # first attempt fails once a range of at least this many records is in place.
+    fail_after = int(options.get("kctl.failAfterRecords", "0")) or None
     for offsets in ranges:
         batches = reporting(read_range(parsed, offsets), parsed.progress_dir, f"{offsets.topic}-{offsets.partition}-{offsets.start}")
         if decode is not None:
             batches = decode_batches(batches, decode, arrow_type(decode))
         directory = os.path.join(out, f"topic={offsets.topic}", f"partition={offsets.partition}")  # topic names need no escaping
         records = write_files(batches, directory, f"part-{offsets.start:020d}", max_records_per_file)
+        if fail_after is not None and records >= fail_after:
+            from kctl.spark.sink import _attempt
+
+            if _attempt() == 0:
+                raise RuntimeError(f"injected failure after {records} records (KCTL_SPARK_FAIL_AFTER_RECORDS)")
         yield offsets.topic, offsets.partition, records
 
 

@@ -188,7 +188,7 @@ class Progress:
     """
 
     def __init__(self, spark, total: int, report: Report | None, *, directory: Path | None = None,
-                 measure: Callable[[], int] | None = None, every: float = 0.5):
+                 measure: Callable[[], int] | None = None, every: float = 0.25):
         self.spark, self.total, self.report = spark, total, report
         self.directory, self.measure, self.every = directory, measure, every
         self.stop_event = threading.Event()

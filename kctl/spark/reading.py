@@ -117,7 +117,7 @@ def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[pa.Reco
         consumer.close()
 
 
-def reporting(batches: Iterator[pa.RecordBatch], directory: str | None, name: str, every: float = 0.5) -> Iterator[pa.RecordBatch]:
+def reporting(batches: Iterator[pa.RecordBatch], directory: str | None, name: str, every: float = 0.25) -> Iterator[pa.RecordBatch]:
     """The batches, while DIRECTORY/NAME says "RECORDS BYTES" read so far (bytes of keys
     and values), rewritten every `every` seconds and at the end: the driver sums these
     files for a live progress display (Spark reports task metrics only when tasks end).

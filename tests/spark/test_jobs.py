@@ -452,6 +452,27 @@ def test_retried_tasks_do_not_duplicate(cluster, source, make_topic, tmp_path, c
     assert content(read_topic(cluster.bootstrap, copy, 3)) == content(read_topic(cluster.bootstrap, source, 3))
 
 
+def test_retried_dump_tasks_replace_their_files(cluster, source, tmp_path, config_home):
+    """Every dump task's first attempt dies after its first range is written and renamed
+    into place; the retries write the same files again: the dump is exact, no copies, no
+    temporary files left."""
+    import os
+    import subprocess
+    import sys
+
+    if cluster.backend != "bundled":
+        pytest.skip("one backend is enough for task retries")
+    out = tmp_path / "dump"
+    env = {**os.environ, "KCTL_SPARK_FAIL_AFTER_RECORDS": "20"}
+    proc = subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "spark", "dump", "-t", source, "--out", str(out),
+                           "--master", "local[2,3]", "--spark-conf", "spark.driver.memory=512m", "-o", "json"],
+                          capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["records"] == 85
+    assert read_dump(out) == {p: rows for p, rows in read_topic(cluster.bootstrap, source, 3).items() if rows}
+    assert sorted(p.name for p in out.glob("topic=*/partition=*/*")) == ["part-00000000000000000000-0000.zstd.parquet"] * 2
+
+
 def test_shuffles_are_sized_from_the_topic(spark, kctl, cluster, make_topic):
     """Spark's default of 200 shuffle partitions made an audit of a 4-partition topic run
     ~600 tasks on a 2-core cluster: kctl sizes shuffles from the topic instead (here 4
@@ -492,7 +513,7 @@ def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, confi
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 50, "compression.type": "lz4",
                          "queue.buffering.max.messages": 1_000_000})  # all of them queued at once
     for i in range(300_000):
-        producer.produce(topic, value=b"v" * 100, key=str(i).encode(), partition=i % 2)
+        producer.produce(topic, value=b"v" * 1000, key=str(i).encode(), partition=i % 2)  # enough for the bar to move
         if i % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
@@ -503,8 +524,8 @@ def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, confi
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
-    while not (out / "_temporary").exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)  # Spark's committer makes _temporary as the write job starts
+    while not list(out.glob("topic=*/partition=*/.part-*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # the read tasks' first files, still under their temporary names
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == ExitCode.INTERRUPTED, stderr
