@@ -75,19 +75,32 @@ def plan_decode(registry, topic: str) -> DecodePlan:
 
 # -- types ------------------------------------------------------------------------------
 
-def arrow_type(plan: DecodePlan, registry=None):
+def arrow_type(plan: DecodePlan):
     """The value_decoded column's Arrow type for PLAN's schema."""
+    return _type_of(plan.type, _parse(plan.type, plan.schema, plan.references, plan.schema_id, _registry(plan)))
+
+
+def _parse(kind: str, text: str, references, schema_id: int, registry):
+    """A schema as its decoder takes it: fastavro's parsed Avro, a compiled ProtoSchema,
+    a JSON Schema document."""
+    if kind == "AVRO":
+        return _avro_schema(text, references, registry)
+    if kind == "PROTOBUF":
+        from kctl.records.protobuf import compile_schema
+
+        return compile_schema(registry, text, references, name=f"schema-{schema_id}.proto")
+    return json.loads(text)
+
+
+def _type_of(kind: str, parsed):
     import pyarrow as pa
 
-    if plan.type == "AVRO":
-        parsed = _avro_schema(plan.schema, plan.references, registry or _registry(plan))
+    if kind == "AVRO":
         named = dict(parsed.get("__named_schemas", {})) if isinstance(parsed, dict) else {}
         return _avro_type(parsed, named, ())
-    if plan.type == "PROTOBUF":
-        proto = _proto_schema(plan.schema, plan.references, plan.schema_id, registry or _registry(plan))
-        return _proto_type(proto.descriptor((0,)), ())
-    document = json.loads(plan.schema)
-    found = _json_type(document, document, 0)
+    if kind == "PROTOBUF":
+        return _proto_type(parsed.descriptor((0,)), ())
+    found = _json_type(parsed, parsed, 0)
     return found if pa.types.is_struct(found) else pa.struct([pa.field("value", found)])
 
 
@@ -269,10 +282,12 @@ def _ddl(kind) -> str:
 
 # -- decoding (in the read tasks) --------------------------------------------------------
 
-def decode_batches(batches, plan: DecodePlan, decoded_type) -> Iterator:
+def decode_batches(batches, plan: DecodePlan) -> Iterator:
+    """BATCHES (source schema) with the three decode columns added."""
     import pyarrow as pa
 
-    decoder = _Decoder(plan, decoded_type)
+    decoder = _Decoder(plan)
+    decoded_type = decoder.type
     column_type = spark_type(decoded_type)
     for batch in batches:
         ids, values, errors = [], [], []
@@ -306,19 +321,26 @@ def _typed_array(values: list, errors: list, kind):
 
 
 class _Decoder:
-    def __init__(self, plan: DecodePlan, decoded_type):
+    """One task's decoding: the reader's schema parsed once, for the column's type and as
+    the writer's schema of the values written with it; other writers' schemas fetched
+    and parsed once each."""
+
+    def __init__(self, plan: DecodePlan):
         self.plan = plan
-        self.type = decoded_type
         self.registry = _registry(plan)
-        self._writers: dict[int, Any] = {}  # schema id -> parsed writer schema, or the error
-        self._reader = None
+        self._reader = _parse(plan.type, plan.schema, plan.references, plan.schema_id, self.registry)
+        self.type = _type_of(plan.type, self._reader)
+        # schema id -> (type, parsed, whether it is the reader's), or the error getting it.
+        self._writers: dict[int, Any] = {plan.schema_id: (plan.type, self._reader, True)}
 
     def decode(self, value: bytes | None) -> tuple[int | None, Any, str | None]:
+        from kctl.records.schemas import schema_id as framed_id
+
         if value is None:
             return None, None, None  # a tombstone: nothing to decode, nothing wrong
-        if len(value) < 5 or value[0] != 0:
+        schema_id = framed_id(value)
+        if schema_id is None:
             return None, None, "not in the schema registry's wire format"
-        schema_id = int.from_bytes(value[1:5], "big")
         try:
             writer = self._writer(schema_id)
             return schema_id, conform(self._decode(writer, value), self.type), None
@@ -331,14 +353,7 @@ class _Decoder:
                 found = self.registry.by_id(schema_id)
                 if found.type != self.plan.type:
                     raise ValueError(f"schema {schema_id} is {found.type}, not {self.plan.type}")
-                if found.type == "AVRO":
-                    parsed = _avro_schema(found.schema, found.references, self.registry)
-                elif found.type == "PROTOBUF":
-                    parsed = _proto_schema(found.schema, found.references, schema_id, self.registry)
-                else:
-                    parsed = None
-                # The reader's own schema needs no resolution (the common case, and faster).
-                self._writers[schema_id] = (found.type, parsed, schema_id == self.plan.schema_id)
+                self._writers[schema_id] = (found.type, _parse(found.type, found.schema, found.references, schema_id, self.registry), False)
             except Exception as exc:  # the registry's errors too: every value of this id gets it
                 self._writers[schema_id] = exc
         writer = self._writers[schema_id]
@@ -351,8 +366,7 @@ class _Decoder:
         if kind == "AVRO":
             import fastavro
 
-            if self._reader is None and not same:
-                self._reader = _avro_schema(self.plan.schema, self.plan.references, self.registry)
+            # The reader's own schema needs no resolution (the common case, and faster).
             return fastavro.schemaless_reader(io.BytesIO(value[5:]), parsed, None if same else self._reader)
         if kind == "PROTOBUF":
             from kctl.records.protobuf import split_payload
@@ -383,12 +397,6 @@ def _avro_schema_json(text: str):
         return json.loads(text)
     except ValueError:
         return text  # a bare primitive name
-
-
-def _proto_schema(text: str, references, schema_id: int, registry):
-    from kctl.records.protobuf import compile_schema
-
-    return compile_schema(registry, text, references, name=f"schema-{schema_id}.proto")
 
 
 def conform(value, kind):

@@ -142,11 +142,12 @@ def _write_with_spark(spark, engine: str, options: dict[str, str], bounds, reque
     frame = frame.select(*frames.COLUMNS, *(DECODED if request.decode is not None else ()))
     writer_frame = _jsonl_frame(frame) if request.format == "jsonl" else frame
     writer = writer_frame.write.mode("append").partitionBy("topic", "partition").option("maxRecordsPerFile", request.max_records_per_file)
-    if request.format == "jsonl":
-        # Every key on every line, null or not: a stable shape for jq and friends.
-        writer.option("compression", "gzip").option("ignoreNullFields", "false").json(str(request.out))
-    else:
-        writer.option("compression", "zstd").parquet(str(request.out))
+    with _unsorted_writes(spark):
+        if request.format == "jsonl":
+            # Every key on every line, null or not: a stable shape for jq and friends.
+            writer.option("compression", "gzip").option("ignoreNullFields", "false").json(str(request.out))
+        else:
+            writer.option("compression", "zstd").parquet(str(request.out))
 
 
 def _write_directly(spark, options: dict[str, str], bounds, request: DumpRequest) -> None:
@@ -216,7 +217,7 @@ def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpR
             progress_dir.mkdir()
         # Parquet read by kctl_kafka: the read tasks write the files (dump_files).
         direct = request.format == "parquet" and engine == "python"
-        with frames.Progress(spark, total, report, directory=progress_dir), _unsorted_writes(spark):
+        with frames.Progress(spark, total, report, directory=progress_dir):
             try:
                 if direct:
                     _write_directly(spark, options, bounds, request)

@@ -29,7 +29,7 @@ def write_ranges(options: dict[str, str], out: str, max_records_per_file: int, r
     """A Spark task (mapPartitions): RANGES (planning.OffsetRange) read and written under
     OUT; yields (topic, partition, records written) per range."""
     from kctl.spark import options as parser
-    from kctl.spark.decode import arrow_type, decode_batches, plan_from_options
+    from kctl.spark.decode import decode_batches, plan_from_options
     from kctl.spark.reading import read_range, reporting
 
     parsed = parser.parse(options)
@@ -40,7 +40,7 @@ def write_ranges(options: dict[str, str], out: str, max_records_per_file: int, r
     for offsets in ranges:
         batches = reporting(read_range(parsed, offsets), parsed.progress_dir, f"{offsets.topic}-{offsets.partition}-{offsets.start}")
         if decode is not None:
-            batches = decode_batches(batches, decode, arrow_type(decode))
+            batches = decode_batches(batches, decode)
         directory = os.path.join(out, f"topic={offsets.topic}", f"partition={offsets.partition}")  # topic names need no escaping
         records = write_files(batches, directory, f"part-{offsets.start:020d}", max_records_per_file)
         if fail_after is not None and records >= fail_after:

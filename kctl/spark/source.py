@@ -71,7 +71,7 @@ class KafkaReader(DataSourceReader):
     def read(self, partition: KafkaRange):
         from kctl.spark import options as parser
         from kctl.spark.planning import OffsetRange
-        from kctl.spark.decode import arrow_type, decode_batches, plan_from_options
+        from kctl.spark.decode import decode_batches, plan_from_options
         from kctl.spark.reading import read_range, reporting
 
         if not isinstance(partition, KafkaRange):
@@ -81,7 +81,7 @@ class KafkaReader(DataSourceReader):
         batches = reporting(batches, parsed.progress_dir, f"{partition.topic}-{partition.partition}-{partition.start}")
         decode = plan_from_options(self.raw_options)
         if decode is not None:
-            batches = decode_batches(batches, decode, arrow_type(decode))
+            batches = decode_batches(batches, decode)
         yield from batches
 
 
