@@ -6,12 +6,22 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import tempfile
 from dataclasses import dataclass
 
 import pytest
 from click.testing import CliRunner
 
 pytest_plugins = ["tests.brokers.plugin"]
+
+# One cache for every kctl the tests start (the Spark driver's class archive, environments
+# packed for --ship-env), made once a session as a user's is made once; never the
+# user's own.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="kctl-test-cache-")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 
 @dataclass
@@ -141,7 +151,9 @@ def spark(tmp_path_factory):
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("spark-state"))
     try:
         # No spark.sql.shuffle.partitions: kctl sizes shuffles itself (size_shuffles).
-        session = spark_session("local[2]", {"spark.default.parallelism": "2", "spark.driver.memory": "1g"})
+        # No class archive: this JVM lives all session, and would hold the archive's
+        # writing from the `kctl spark` processes that tests start.
+        session = spark_session("local[2]", {"spark.default.parallelism": "2", "spark.driver.memory": "1g"}, class_archive=False)
     finally:
         if saved is None:
             os.environ.pop("XDG_STATE_HOME", None)

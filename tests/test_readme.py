@@ -146,12 +146,16 @@ def repository_copy(target: Path) -> Path:
 
 
 def fresh_env(home: Path) -> dict[str, str]:
-    """A new user's environment: HOME and the XDG dirs under `home`, this kctl on PATH,
-    `kctl local start` on a free port (not 9092), no pager; Java and Spark settings kept."""
+    """A new user's environment: HOME and the XDG dirs under `home` (the cache aside), this
+    kctl on PATH, `kctl local start` on a free port (not 9092), no pager; Java and Spark
+    settings kept."""
     env = {
         "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        # The test session's cache (tests/conftest.py): what a user's holds after their
+        # first `kctl spark`, made once, not per test.
+        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
         "KCTL_LOCAL_PORT": "0", "MANPAGER": "cat", "PAGER": "cat", "LANG": os.environ.get("LANG", "C.UTF-8"),
     }
     for name in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON"):

@@ -82,11 +82,14 @@ def resolved_master(master: str | None) -> str:
 
 
 def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequence[str] = (), quiet: bool = True,
-                  shipped_env: Path | None = None):
+                  shipped_env: Path | None = None, class_archive: bool = True):
     """The active SparkSession if there is one (spark-submit, tests), else a new one.
 
     shipped_env: an archive of this environment (kctl.spark.shipenv) for the executors
     to run their Python from, on a cluster master.
+    class_archive: start the driver JVM from kctl.spark.jvm_archive's class archive
+    (writing it when there is none). A JVM that lives on, like a test session's, would
+    hold the archive's writing for its whole life: pass False.
     """
     check_requirements()
     from pyspark.sql import SparkSession
@@ -129,12 +132,20 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
     settings.update(conf)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if quiet and not under_spark_submit():
-        builder = builder.config("spark.driver.extraJavaOptions", _log4j_option(conf.get("spark.driver.extraJavaOptions", "")))
+    if not under_spark_submit():
+        from kctl.spark import jvm_archive
+
+        java_options = conf.get("spark.driver.extraJavaOptions", "")
+        if quiet:
+            java_options = _log4j_option(java_options)
+        if class_archive:
+            java_options = jvm_archive.driver_options(java_options, cache_dir(), conf.get("spark.driver.extraClassPath", ""))
+        if java_options:
+            builder = builder.config("spark.driver.extraJavaOptions", java_options)
     try:
         # The JVM keeps the working directory it starts in (see shipenv.driver_directory).
         working_directory = contextlib.chdir(jvm_directory) if jvm_directory else contextlib.nullcontext()
-        with _jvm_stderr_to(log_path() if quiet and not under_spark_submit() else None), working_directory:
+        with _jvm_output_to(log_path() if quiet and not under_spark_submit() else None), working_directory:
             session = builder.getOrCreate()
     except Exception as exc:  # py4j and the launcher raise plain exceptions
         text = str(exc).strip()
@@ -142,6 +153,9 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
             f"unable to start Spark ({master}): {text.splitlines()[0] if text else type(exc).__name__}",
             hint=f"Spark's log: {log_path()}" if quiet else None,
         ) from exc
+    from kctl.spark import jvm_archive
+
+    jvm_archive.started(getattr(getattr(session.sparkContext._gateway, "proc", None), "pid", None))
     if quiet:
         session.sparkContext.setLogLevel("ERROR")
         # py4j logs a connection torn down by Ctrl-C with a traceback on the root logger
@@ -224,7 +238,8 @@ def under_spark_submit() -> bool:
 
 
 def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/kctl/spark: packed environments for --ship-env."""
+    """$XDG_CACHE_HOME/kctl/spark: packed environments for --ship-env, the driver JVM's
+    class archive (kctl.spark.jvm_archive)."""
     from kctl.config.file import cache_dir as kctl_cache
 
     return kctl_cache(os.environ) / "spark"
@@ -247,23 +262,27 @@ def _log4j_option(existing: str) -> str:
 
 
 @contextlib.contextmanager
-def _jvm_stderr_to(path: Path | None):
-    """The JVM (and the Python workers it starts) inherit stderr when the gateway is
-    launched: point file descriptor 2 at a log file for that moment, so the JVM's console
-    chatter lands there while kctl's own messages still reach the terminal."""
+def _jvm_output_to(path: Path | None):
+    """The JVM (and the Python workers it starts) inherit stdout and stderr when the
+    gateway is launched: point file descriptors 1 and 2 at a log file for that moment, so
+    the JVM's console chatter (and anything the JVM prints on stdout, like a crash report)
+    lands there while kctl's own output and messages still reach the terminal."""
     if path is None:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
     log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.dup2(log, 2)
+        for fd in saved:
+            os.dup2(log, fd)
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
         os.close(log)
 
 

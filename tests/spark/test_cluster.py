@@ -22,20 +22,15 @@ from tests.spark.test_jobs import content, make_topic, read_dump, read_topic, so
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def ship_cache(tmp_path_factory):
-    """One XDG_CACHE_HOME for the module's commands: the environment is packed once."""
-    return tmp_path_factory.mktemp("ship-cache")
-
-
 @pytest.fixture
-def on_cluster(spark_standalone, cluster, ship_cache, tmp_path):
+def on_cluster(spark_standalone, cluster, tmp_path):
     """on_cluster(*args, events=DIR) -> `kctl -b BOOTSTRAP ARGS --master spark://...` in its
     own process, with Spark's event log written to DIR."""
     master = spark_standalone().url
 
     def run(*args: str, events=None) -> subprocess.CompletedProcess:
-        env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(ship_cache)}
+        # The session's XDG_CACHE_HOME (tests/conftest.py): the environment is packed once.
+        env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
         # The in-process tests' local session sets PYSPARK_PYTHON in this process; a
         # user's shell has none, so executors would run the worker's own python3.
         env.pop("PYSPARK_PYTHON", None)
