@@ -16,7 +16,8 @@ header), then in one SparkSession (local[2], both engines on the classpath):
   Spark's Parquet writer); same layout, manifest and read-back;
 - replay: the Parquet dump into a fresh topic through kctl's sink, and the same DataFrame
   through the JVM connector's sink (which cannot set timestamps; the nearest anchor); each
-  sink first replays the warm-up dump.
+  sink first replays the warm-up dump, then the large one twice, in alternating order (the
+  better of its two runs is its figure).
 
 The figures exclude start-up (measured separately). 2 cores are shared by Kafka, Spark's
 JVM and its Python workers. --standalone runs the same on a Spark standalone cluster it
@@ -180,11 +181,17 @@ def main() -> None:
         # small dump, so neither pays it in the measured run.
         for name, run in sinks.items():
             run(workdir / "dump-python-bench-warm", f"bench-replay-warm-{name}")
-        for name, run in sinks.items():
-            seconds = run(workdir / "dump-python-keep", f"bench-replay-{name}")
-            assert end_offsets(bootstrap, f"bench-replay-{name}") == args.records
-            results[f"replay {name}"] = args.records / seconds
-            print(f"replay ({name} sink): {seconds:.1f} s, {args.records / seconds:,.0f} records/s", flush=True)
+        # Twice each, the second time in the other order, the better run counting: single
+        # runs swung by 20-30% here (the broker's JIT on its first large uncompressed
+        # produce, the JVM sink's own first large job, the machine), and one order would
+        # hand whichever sink runs second a warmer broker.
+        for round_, names in enumerate((list(sinks), list(reversed(sinks)))):
+            for name in names:
+                topic = f"bench-replay-{name}-{round_}"
+                seconds = sinks[name](workdir / "dump-python-keep", topic)
+                assert end_offsets(bootstrap, topic) == args.records
+                results[f"replay {name}"] = max(results.get(f"replay {name}", 0), args.records / seconds)
+                print(f"replay ({name} sink): {seconds:.1f} s, {args.records / seconds:,.0f} records/s", flush=True)
         spark.stop()
     finally:
         kafka.stop()
