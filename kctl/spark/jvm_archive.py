@@ -13,10 +13,10 @@ command's own run is ~6 s slower), under a temporary name. The next command move
 into place once its JVM has gone and the JVM's own log says the archive was written, so
 a half-written file (a JVM killed while writing) is never used; its size is kept beside
 it (a truncated archive crashes the JVM: it is made again instead) and the JVM checks its
-checksums (it runs without a damaged one). The archive is named by what it depends on (Java, Spark, the driver's
-class path): an upgrade makes a new one; after three JVMs that ended without writing one
-kctl stops asking. The JVM's unified logging and its own messages go to its stderr
-(kctl's Spark log), never to kctl's stdout.
+checksums (it runs without a damaged one). The archive is named by what it depends on
+(Java, Spark, the driver's class path): an upgrade makes a new one; after three JVMs that
+ended without writing one kctl stops asking. The JVM's unified logging and its own
+messages go to its stderr (kctl's Spark log), never to kctl's stdout.
 
 Nothing here runs under spark-submit (its JVM has started) or when the driver's Java
 options already choose class data sharing.

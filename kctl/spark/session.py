@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kctl.errors import ConfigError, KctlError
+from kctl.spark import jvm_archive
 
 DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
@@ -133,8 +134,6 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
     for key, value in settings.items():
         builder = builder.config(key, value)
     if not under_spark_submit():
-        from kctl.spark import jvm_archive
-
         java_options = conf.get("spark.driver.extraJavaOptions", "")
         if quiet:
             java_options = _log4j_option(java_options)
@@ -153,8 +152,6 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
             f"unable to start Spark ({master}): {text.splitlines()[0] if text else type(exc).__name__}",
             hint=f"Spark's log: {log_path()}" if quiet else None,
         ) from exc
-    from kctl.spark import jvm_archive
-
     jvm_archive.started(getattr(getattr(session.sparkContext._gateway, "proc", None), "pid", None))
     if quiet:
         session.sparkContext.setLogLevel("ERROR")
