@@ -339,7 +339,7 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
       kctl spark replay --to-topic orders --resume     # finish an interrupted replay into orders
     """
     from kctl.errors import InvalidError, UsageError
-    from kctl.spark.replay import PARTITION_MAPS, ReplayRequest, load_partition_map, parse_timestamps
+    from kctl.spark.replay import PARTITION_MAPS, ReplayRequest, check_destination, load_partition_map, parse_timestamps
     from kctl.spark.replay import replay as run_replay
     from kctl.timespec import parse_instant
 
@@ -368,6 +368,9 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
             raise UsageError("unable to replay: --since must be before --until")
         if from_topic is not None and from_topic == to_topic:
             raise InvalidError("unable to replay a topic into itself")
+    # Before Spark starts: an unreachable cluster or a missing destination is one line at
+    # once (the replay checks the destination again against its source's partitions).
+    check_destination(_partition_counts(app, to_topic), request, [])
     manifest_path.parent.mkdir(parents=True, exist_ok=True)
     manifest_option = f" --manifest {manifest_file}" if manifest_file else ""
     with _interruptible(f"the replay into {to_topic} is partial (manifest {manifest_path})",
@@ -462,7 +465,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
       kctl spark audit -t orders --compare-to orders-mirror
       kctl spark audit --dump /data/orders --compare-to orders-copy -o json
     """
-    from kctl.errors import ExitCode, KctlError, UsageError
+    from kctl.errors import ExitCode, KctlError, NotFoundError, UsageError
     from kctl.spark import frames
     from kctl.spark.audit import audit as run_audit
     from kctl.spark.manifest import read_dump_manifest
@@ -488,8 +491,17 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
         chosen = frames.choose_engine(spark, engine)
         if chosen == "python" and progress_dir is not None:
             options["kctl.progressDir"] = str(progress_dir)
-        return frames.load_topic(spark, chosen, options, bounds), ranges, None, _compacted(app, [name])
+        return frames.load_topic(spark, chosen, options, bounds), ranges, None, compacted_topics & {name}
 
+    # The topics' configs through kctl's admin client, first: an unreachable cluster or an
+    # unknown topic is one line at once, before the planner's consumer and Spark start.
+    topics = [name for name in (topic, compare_to) if name is not None and not (name == compare_to and Path(name).is_dir())]
+    if topics:
+        metadata = app.session.metadata("audit " + ", ".join(topics))
+        for name in topics:
+            if name not in metadata.topics or metadata.topics[name].error is not None:
+                raise NotFoundError(f"unable to audit {name}: topic '{name}' does not exist")
+    compacted_topics = _compacted(app, topics) if topics else set()
     source = f"dump {dump_dir}" if dump_dir else topic
     with _interruptible(), _live_progress(app, "audit") as progress_report, _scratch_directory(progress_report is not None) as progress_dir:
         frame, ranges, expected, compacted = load(dump_dir or topic, dump_dir is not None, progress_dir)

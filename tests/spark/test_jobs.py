@@ -345,6 +345,9 @@ def test_bad_input(spark, kctl, cluster, source, make_topic, unique_name, tmp_pa
     assert result.exit_code == ExitCode.INVALID and "needs 2 partitions" in result.stderr
     result = kctl("-b", b, "spark", "replay", "--from-dump", str(out), "--to-topic", missing)
     assert result.exit_code == ExitCode.NOT_FOUND
+    for args in (["-t", missing], ["-t", source, "--compare-to", missing], ["--dump", str(out), "--compare-to", missing]):
+        result = kctl("-b", b, "spark", "audit", *args)
+        assert (result.exit_code, result.stderr) == (ExitCode.NOT_FOUND, f"error: unable to audit {missing}: topic '{missing}' does not exist\n")
 
     for part in out.glob("topic=*/partition=0/*.parquet"):
         part.write_bytes(b"garbage, not parquet")
@@ -356,6 +359,22 @@ def test_bad_input(spark, kctl, cluster, source, make_topic, unique_name, tmp_pa
     (out / "_kctl_manifest.json").write_text(json.dumps(manifest))
     result = kctl("-b", b, "spark", "replay", "--from-dump", str(out), "--to-topic", small, "--partition-map", "modulo")
     assert result.exit_code == ExitCode.INVALID and "incomplete" in result.stderr
+
+
+def test_an_unreachable_cluster_is_one_line_before_spark_starts(kctl, tmp_path):
+    """Every command that reads or writes a topic asks kctl's admin client first: exit 69
+    at once with kctl's usual line, not the planner consumer's 30 s and librdkafka's log."""
+    import time
+
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for args in (["audit", "-t", "orders"], ["audit", "--dump", str(dump), "--compare-to", "orders"],
+                 ["replay", "--from-topic", "orders", "--to-topic", "copy"], ["replay", "--from-dump", str(dump), "--to-topic", "copy"]):
+        began = time.monotonic()
+        result = kctl("-b", "127.0.0.1:1", "--timeout", "5", "spark", *args)
+        assert result.exit_code == ExitCode.UNREACHABLE, (args, result.stderr)
+        assert "cluster unreachable at 127.0.0.1:1" in result.stderr.splitlines()[0] and len(result.stderr.splitlines()) == 2, result.stderr
+        assert time.monotonic() - began < 5, args
 
 
 def test_kctl_kafka_data_source_directly(spark, cluster, source):
