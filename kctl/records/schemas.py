@@ -168,14 +168,22 @@ class RecordDecoder:
 
     def _deserializer(self, kind: str):
         if kind not in self._deserializers:
+            from confluent_kafka.schema_registry import topic_subject_name_strategy
+
+            # The writer's schema comes by the id in each record; the subject only matters
+            # for reader schemas kctl does not ask for. confluent-kafka 2.16's default
+            # strategy first asks the registry's associations endpoint, which Apicurio,
+            # Karapace and older Confluent registries do not have: only a 404 falls back,
+            # any other answer (a proxy's 403) would fail every record.
+            conf = {"subject.name.strategy": topic_subject_name_strategy}
             if kind == "AVRO":
                 from confluent_kafka.schema_registry.avro import AvroDeserializer
 
-                self._deserializers[kind] = AvroDeserializer(self.client)
+                self._deserializers[kind] = AvroDeserializer(self.client, conf=conf)
             else:
                 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 
-                self._deserializers[kind] = JSONDeserializer(None, schema_registry_client=self.client)
+                self._deserializers[kind] = JSONDeserializer(None, schema_registry_client=self.client, conf=conf)
         return self._deserializers[kind]
 
 

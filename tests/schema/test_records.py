@@ -107,6 +107,53 @@ def test_json_schema_values_decode(cluster, kctl, schema_registry, client, make_
     assert "is json-schema, not avro" in result.stderr.splitlines()[0]
 
 
+@pytest.fixture
+def no_associations(schema_registry):
+    """The registry behind a proxy that refuses (403) the associations endpoint, as a
+    gateway in front of a registry without it may: everything else is forwarded."""
+    import threading
+    import urllib.error
+    import urllib.request
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Proxy(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            if "/associations" in self.path:
+                status, body = 403, b'{"error_code":40301,"message":"Forbidden"}'
+            else:
+                try:
+                    with urllib.request.urlopen(schema_registry.url.split("/apis/")[0] + self.path, timeout=30) as response:
+                        status, body = response.status, response.read()
+                except urllib.error.HTTPError as exc:
+                    status, body = exc.code, exc.read()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/apis/ccompat/v7"
+    server.shutdown()
+
+
+def test_decoding_does_not_need_the_associations_endpoint(cluster, kctl, client, make_topic, no_associations):
+    """The writer's schema comes by its id: kctl's deserializers never ask the registry
+    which subject a topic is associated with (confluent-kafka 2.16's default), which a
+    registry without that endpoint may refuse with something other than 404."""
+    topic = make_topic()
+    serialize = JSONSerializer(json.dumps(EVENT), client, conf={"subject.name.strategy.type": "TOPIC"})
+    produce(cluster.bootstrap, topic, [(None, serialize({"kind": "click"}, SerializationContext(topic, MessageField.VALUE)))])
+    result = kctl("-b", cluster.bootstrap, "record", "consume", topic, "--value-format", "json-schema", "-o", "jsonl",
+                  env={"KCTL_SCHEMA_REGISTRY_URL": no_associations})
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["value"] == {"kind": "click"}
+
+
 def test_decoding_needs_a_registry(cluster, kctl, make_topic):
     topic = make_topic()
     for value_format in ("auto", "protobuf"):
