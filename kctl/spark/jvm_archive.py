@@ -118,7 +118,7 @@ def _settle(directory: Path, name: str) -> bool:
             os.replace(temporary, directory / archive_name)
         else:  # killed while writing, or a JVM that does not write archives
             archive = directory / archive_name
-            _refused(archive).write_text(str(_failures(archive) + 1))
+            _failures_file(archive).write_text(str(_failures(archive) + 1))
             temporary.unlink(missing_ok=True)
         log.unlink(missing_ok=True)
         temporary.with_name(temporary.name + ".pid").unlink(missing_ok=True)
@@ -139,14 +139,14 @@ def _size_file(archive: Path) -> Path:
     return archive.with_name(archive.name + ".size")
 
 
-def _refused(archive: Path) -> Path:
+def _failures_file(archive: Path) -> Path:
     return archive.with_name(archive.name + ".failed")
 
 
 def _failures(archive: Path) -> int:
     """How many JVMs asked to write this archive ended without writing it."""
     try:
-        return int(_refused(archive).read_text() or 0)
+        return int(_failures_file(archive).read_text() or 0)
     except (OSError, ValueError):
         return 0
 
