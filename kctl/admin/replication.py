@@ -19,6 +19,7 @@ librdkafka.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -346,8 +347,27 @@ def list_reassignments(session: AdminSession) -> list[Reassignment]:
     ]
 
 
+# How long a partition may look finished-but-wrong before verify calls it failed: the
+# controller drops a completed move from its in-progress list before every broker's
+# metadata shows the new replicas (seen in CI: `2,3,1` with nothing in progress, for a
+# move to `2,3` that the next metadata showed done).
+METADATA_SETTLE_SECONDS = 5.0
+
+
 def verify(session: AdminSession, moves: Sequence[PartitionMove], *, clear: bool = True) -> list[MoveRow]:
     """Where each partition stands; throttles are removed once all are done (unless told not to)."""
+    deadline = time.monotonic() + min(METADATA_SETTLE_SECONDS, session.timeout)
+    while True:
+        rows = _where_moves_stand(session, moves)
+        if not any(r.status == "failed" for r in rows) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
+    if clear and all(r.status == "done" for r in rows):
+        clear_throttles(session, moves)
+    return rows
+
+
+def _where_moves_stand(session: AdminSession, moves: Sequence[PartitionMove]) -> list[MoveRow]:
     in_progress = {(r.topic, r.partition) for r in list_reassignments(session)}
     current, _racks = _assignments(session, {m.topic for m in moves})
     rows = []
@@ -360,8 +380,6 @@ def verify(session: AdminSession, moves: Sequence[PartitionMove], *, clear: bool
         else:
             now = current.get(key, ())
             rows.append(_row(PartitionMove(topic=m.topic, partition=m.partition, current=tuple(now), target=m.target), "failed", "the replicas differ from the plan and nothing is in progress"))
-    if clear and all(r.status == "done" for r in rows):
-        clear_throttles(session, moves)
     return rows
 
 

@@ -182,6 +182,11 @@ def test_a_throttled_reassignment_is_listed_and_cancelled(kctl, cluster, unique_
     assert cancelled.stderr == "cancelled 1 reassignment(s)\n"
     wait_until(lambda: partitions(kctl, cluster, topic)[0]["replicas"] == [source])
     assert json.loads(kctl("-b", cluster.bootstrap, "replication", "reassign", "list", "-o", "json").stdout) == []
+    # A cancelled move is a failure to verify, once metadata has had its few seconds to settle.
+    after = kctl("-b", cluster.bootstrap, "replication", "reassign", "verify", str(tmp_path / "plan.json"), "--preserve-throttles")
+    assert after.exit_code == 1
+    assert after.stdout.splitlines()[1].split("\t")[-1] == "failed"
+    assert f"unable to complete the reassignment of {topic}-0: the replicas differ from the plan and nothing is in progress" in after.stderr
 
     def unthrottled():
         assert configs(kctl, cluster, "topic", topic, "leader.replication.throttled.replicas")["leader.replication.throttled.replicas"][1] == "DEFAULT_CONFIG"
