@@ -71,7 +71,10 @@ def _unpack(directory: Path) -> None:
     download = directory.parent / "download"
     artifact = f"io.apicurio:apicurio-registry-app:{APICURIO_VERSION}:tar.gz:all"
     command = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={download}"]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    download.mkdir(parents=True, exist_ok=True)
+    # Run where the download goes: without a project, dependency:copy writes its markers
+    # under a literal "${project.basedir}/target" in the working directory.
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=download)
     archives = sorted(download.glob("*.tar.gz"))
     if proc.returncode != 0 or not archives:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
