@@ -107,9 +107,12 @@ def _timestamp_column(mode: str):
     return millis
 
 
-def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: list[dict] | None = None) -> tuple[Any, dict[str, Any]]:
-    """The records to replay and a description of them for the manifest; `pinned` are
-    the exact ranges of an interrupted replay of a topic, read again as they were."""
+def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: list[dict] | None = None) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """What makes the DataFrame of the records to replay, and a description of them for
+    the manifest; `pinned` are the exact ranges of an interrupted replay of a topic, read
+    again as they were. The DataFrame is made only when asked for: a Parquet dump
+    replayed partition for partition never needs one (and making one asks a Python
+    worker for kctl_dump's schema)."""
     from pyspark.sql import functions as F
 
     def in_window(frame):
@@ -123,10 +126,9 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: 
 
     if request.from_dump:
         manifest = read_dump_manifest(Path(request.from_dump))
-        frame = frames.load_dump(spark, Path(request.from_dump), manifest, ordered=True)
         ranges = [{k: p[k] for k in ("topic", "partition", "start_offset", "end_offset")} for p in manifest["partitions"]]
         ordered = manifest["format"] == "parquet"
-        return in_window(frame), {"dump": str(request.from_dump), "topics": manifest["topics"], "partitions": ranges, "ordered": ordered}
+        return lambda: in_window(frames.load_dump(spark, Path(request.from_dump), manifest, ordered=True)), {"dump": str(request.from_dump), "topics": manifest["topics"], "partitions": ranges, "ordered": ordered}
     options = frames.source_options(
         kafka, [request.from_topic], include_headers=True,
         startingTimestamp=None if request.since_ms is None else str(request.since_ms),
@@ -138,9 +140,8 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: 
     else:  # records written to the source since are not part of this replay
         bounds = [PartitionBounds(p["topic"], p["partition"], p["start_offset"], p["end_offset"], p["start_offset"], p["end_offset"]) for p in pinned]
     engine = frames.choose_engine(spark, request.engine)
-    frame = in_window(frames.load_topic(spark, engine, options, bounds))
     ranges = [{"topic": b.topic, "partition": b.partition, "start_offset": b.start, "end_offset": b.end} for b in bounds]
-    return frame, {"topics": [request.from_topic], "engine": engine, "partitions": ranges, "ordered": True}
+    return lambda: in_window(frames.load_topic(spark, engine, options, bounds)), {"topics": [request.from_topic], "engine": engine, "partitions": ranges, "ordered": True}
 
 
 def check_destination(partition_counts: dict[int, int], request: ReplayRequest, source_partitions: list[int]) -> int:
@@ -161,6 +162,21 @@ def check_destination(partition_counts: dict[int, int], request: ReplayRequest, 
         if beyond:
             raise InvalidError(f"unable to replay into {request.to_topic}: --partition-map names partition {beyond[0]}, it has {count}")
     return count
+
+
+def _ordered_rows(frame, request: ReplayRequest, count: int, *, shuffle: bool):
+    """The sink's columns, each destination partition's records in one task, in
+    (source partition, offset) order."""
+    from pyspark.sql import functions as F
+
+    rows = _destination_partition(frame, request, count).select(
+        "key", "value", "headers", F.col("dst").cast("int").alias("dst"),
+        _timestamp_column(request.timestamps).alias("timestamp_ms"),
+        F.col("partition").alias("src_partition"), "offset",
+    )
+    if shuffle:
+        rows = rows.repartition(count, "dst").sortWithinPartitions("dst", "src_partition", "offset")
+    return rows.select("key", "value", "headers", F.col("dst").alias("partition"), "timestamp_ms")
 
 
 def _replay_dump_directly(spark, request: ReplayRequest, sink: dict[str, str]) -> None:
@@ -198,7 +214,7 @@ def replay(
     destination so far while the job runs."""
     spark = spark_factory()
     pinned = resume_from.get("source", {}).get("partitions") if resume_from is not None and request.from_topic else None
-    frame, source = _source_frame(spark, kafka, request, pinned)
+    make_frame, source = _source_frame(spark, kafka, request, pinned)
     in_order = source.pop("ordered")
     # Only partitions with records in range need somewhere to go.
     source_partitions = sorted({p["partition"] for p in source["partitions"] if p["end_offset"] > p["start_offset"]})
@@ -224,18 +240,9 @@ def replay(
     result_path = manifest_path.with_name(f".{manifest_path.name}.result")
     result_path.unlink(missing_ok=True)
     try:
-        from pyspark.sql import functions as F
-
-        mapped = _destination_partition(frame, request, count)
-        rows = mapped.select(
-            "key", "value", "headers", F.col("dst").cast("int").alias("dst"),
-            _timestamp_column(request.timestamps).alias("timestamp_ms"),
-            F.col("partition").alias("src_partition"), "offset",
-        )
         # Each read task holds one source partition, in offset order, and it goes to one
         # destination partition: already what the sink needs, no shuffle.
         no_shuffle = in_order and request.partition_map == "same" and len({p["topic"] for p in source["partitions"]}) == 1
-        ordered = rows if no_shuffle else rows.repartition(count, "dst").sortWithinPartitions("dst", "src_partition", "offset")
         sink = frames.kafka_options(kafka)
         sink.update({
             "topic": request.to_topic,
@@ -260,7 +267,7 @@ def replay(
                 if direct:
                     _replay_dump_directly(spark, request, sink)
                 else:
-                    ordered.select("key", "value", "headers", F.col("dst").alias("partition"), "timestamp_ms").write.format("kctl_kafka").mode("append").options(**sink).save()
+                    _ordered_rows(make_frame(), request, count, shuffle=not no_shuffle).write.format("kctl_kafka").mode("append").options(**sink).save()
             except Exception as exc:
                 raise frames.spark_failure(exc, f"replay into {request.to_topic}") from exc
         result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else {"delivered": {}, "skipped": {}}
