@@ -196,6 +196,7 @@ def main() -> None:
                 print(f"replay ({name} sink): {seconds:.1f} s, {args.records / seconds:,.0f} records/s", flush=True)
         spark.stop()
     finally:
+        admin = None  # closed now: its connection would log the broker going away
         kafka.stop()
         if args.standalone:
             standalone.stop()
@@ -207,10 +208,10 @@ def main() -> None:
     print(f"{'start-up: first job':<34} {results['first job']:>10.1f} s")
     print(f"{'dump kctl_kafka (records/s)':<34} {results['dump python']:>12,.0f}   target >= 300,000")
     if "dump jvm" in results:
-        print(f"{'dump JVM connector (records/s)':<34} {results['dump jvm']:>12,.0f}   ratio {results['dump python'] / results['dump jvm']:.2f}x (target >= 0.8x)")
+        print(f"{'dump JVM connector (records/s)':<34} {results['dump jvm']:>12,.0f}   ratio {results['dump python'] / results['dump jvm']:.2f}x (target >= 1.2x)")
     print(f"{'replay kctl sink (records/s)':<34} {results['replay kctl']:>12,.0f}")
     if "replay jvm" in results:
-        print(f"{'replay JVM sink (records/s)':<34} {results['replay jvm']:>12,.0f}   ratio {results['replay kctl'] / results['replay jvm']:.2f}x")
+        print(f"{'replay JVM sink (records/s)':<34} {results['replay jvm']:>12,.0f}   ratio {results['replay kctl'] / results['replay jvm']:.2f}x (target >= 1.0x)")
 
 
 if __name__ == "__main__":
