@@ -16,12 +16,14 @@ pytest_plugins = ["tests.brokers.plugin"]
 
 # One cache for every kctl the tests start (the Spark driver's class archive, environments
 # packed for --ship-env), made once a session as a user's is made once; never the
-# user's own.
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="kctl-test-cache-")
+# user's own. pytest-xdist's workers inherit the one their controller made.
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="kctl-test-cache-")
 
 
 def pytest_unconfigure(config):
-    shutil.rmtree(os.environ["XDG_CACHE_HOME"], ignore_errors=True)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        shutil.rmtree(os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 
 @dataclass
@@ -78,6 +80,10 @@ def pytest_configure(config):
     so the run takes SIGINT back (children then start with the default, as from a shell)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if config.pluginmanager.hasplugin("xdist"):
+        from tests.xdist_groups import WorkerGroups
+
+        config.pluginmanager.register(WorkerGroups(), "kctl-worker-groups")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,101 @@
+"""How README's test command (`pytest -n 2`) splits the suite between pytest-xdist's two
+workers: most of a test's time is spent waiting on brokers, so two workers on two cores
+halve the run, provided each expensive thing still starts once.
+
+Each test belongs to a group that runs whole on one worker: the tests of one Kafka
+cluster (`kafka`, `kafka3`) or of one kind of Spark (`spark`, `spark-cluster`), so only
+that worker starts those JVMs; any other test goes with the rest of its module, whose
+module fixtures then start once. The long groups are handed out first, longest first,
+and the many small ones fill in around them (a long group handed out last would end the
+run alone).
+
+The group is worked out on the workers, which have the test items (fixtures and
+parameters), and reaches the controller's scheduler in a file: pytest 9 no longer lets
+a plugin rename a node id, which is how xdist's own `--dist loadgroup` passes it on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Seconds per group in a CI run (2026-11-26), for the order only.
+LONG_GROUPS = (
+    "spark",  # ~390 s: tests of the in-process SparkSession
+    "kafka3",  # ~340 s: tests on the three-node Apache Kafka cluster
+    "spark-cluster",  # ~320 s: the Spark standalone cluster's tests and README's blocks
+    "kafka",  # ~280 s: tests on the single Apache Kafka node, and on the secured one
+)
+
+
+def group_of(item: pytest.Item) -> str:
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    module = item.path.relative_to(item.config.rootpath).as_posix()
+    example = params.get("path") if module == "tests/test_help_examples.py" else None
+    if module in ("tests/spark/test_cluster.py", "tests/test_readme.py"):
+        return "spark-cluster"
+    if "spark" in item.fixturenames or module.startswith("tests/spark/") or (example and example[:1] == ("spark",)):
+        return "spark"
+    if example is not None:
+        from tests.test_help_examples import THREE_BROKERS
+
+        if example in THREE_BROKERS:
+            return "kafka3"
+    if params.get("cluster") in ("kafka", "kafka3"):
+        return params["cluster"]
+    if "secured_kafka" in item.fixturenames:
+        return "kafka"
+    return module
+
+
+def _groups_file() -> Path:
+    return Path(os.environ["KCTL_TEST_GROUPS_DIR"]) / "groups.json"
+
+
+class WorkerGroups:
+    """Registered by conftest.py when pytest-xdist is installed."""
+
+    @pytest.hookimpl
+    def pytest_configure(self, config):
+        if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller; workers inherit it
+            os.environ["KCTL_TEST_GROUPS_DIR"] = tempfile.mkdtemp(prefix="kctl-test-groups-")
+        # The groups are handed out in the order the workers' items are in (sorted
+        # below), not xdist's own (most tests first).
+        config.option.loadscopereorder = False
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collection
+    def pytest_collection_finish(self, session):
+        if "PYTEST_XDIST_WORKER" not in os.environ:
+            return
+        groups = {item.nodeid: group_of(item) for item in session.items}
+        rank = {group: index for index, group in enumerate(LONG_GROUPS)}
+        session.items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))
+        # Every worker collects the same (xdist checks); the last to write wins.
+        temporary = _groups_file().with_suffix(f".{os.environ['PYTEST_XDIST_WORKER']}")
+        temporary.write_text(json.dumps(groups))
+        temporary.replace(_groups_file())
+
+    @pytest.hookimpl
+    def pytest_xdist_make_scheduler(self, config, log):
+        from xdist.scheduler import LoadScopeScheduling
+
+        class ByGroup(LoadScopeScheduling):
+            groups: dict[str, str] | None = None
+
+            def _split_scope(self, nodeid: str) -> str:
+                if self.groups is None:  # read once every worker has collected
+                    self.groups = json.loads(_groups_file().read_text())
+                return self.groups.get(nodeid, nodeid)
+
+        return ByGroup(config, log)
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config):
+        if "PYTEST_XDIST_WORKER" not in os.environ:
+            import shutil
+
+            shutil.rmtree(os.environ.get("KCTL_TEST_GROUPS_DIR", ""), ignore_errors=True)
