@@ -23,3 +23,19 @@ def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 
             if time.monotonic() >= deadline:
                 raise
             time.sleep(interval)
+
+
+def commit_offsets(admin, group: str, partitions: list) -> None:
+    """Commit `partitions` (TopicPartitions with offsets) for `group` through AdminClient
+    `admin`, again until every partition is accepted: alter_consumer_group_offsets
+    reports a partition's refusal in the result instead of raising, and the coordinator
+    of a topic created a moment ago may not know it yet (UNKNOWN_TOPIC_OR_PART, seen on
+    three brokers). Without the retry the group silently does not exist."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    def accepted():
+        result = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)])[group].result(30)
+        refused = [(tp.topic, tp.partition, tp.error) for tp in result.topic_partitions if tp.error is not None]
+        assert not refused, refused
+
+    eventually(accepted)

@@ -16,6 +16,7 @@ from kctl.devtools.__main__ import REPO_ROOT, expected_files, stale_files
 from kctl.devtools.completions import FILENAMES
 from kctl.devtools.tree import walk
 from kctl.output.formats import FORMATS
+from tests.eventually import commit_offsets
 
 COMPLETIONS = REPO_ROOT / "completions"
 
@@ -180,13 +181,13 @@ def _completions_in_every_shell(words: list[str], env: dict[str, str]) -> dict[s
 
 @pytest.mark.integration
 def test_topic_and_group_names_complete_from_the_cluster(cluster, tmp_path, unique_name):
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic, group = unique_name("compl"), unique_name("cgroup")
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 0)])])[group].result(30)
+    commit_offsets(admin, group, [TopicPartition(topic, 0, 0)])
     env = _shell_env(tmp_path)
     prefix = topic[:-3]
     for words, expected in ((["kctl", "-b", cluster.bootstrap, "topic", "describe", prefix], [topic]),

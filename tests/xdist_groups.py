@@ -81,6 +81,8 @@ class WorkerGroups:
 
     @pytest.hookimpl
     def pytest_xdist_make_scheduler(self, config, log):
+        if config.option.dist not in ("load", "loadgroup"):  # -n's default, or loadgroup
+            return None  # a --dist of the user's choice
         from xdist.scheduler import LoadScopeScheduling
 
         class ByGroup(LoadScopeScheduling):
