@@ -33,6 +33,7 @@ LONG_GROUPS = (
 
 
 def group_of(item: pytest.Item) -> str:
+    """The group `item` runs with (see above)."""
     params = item.callspec.params if hasattr(item, "callspec") else {}
     module = item.path.relative_to(item.config.rootpath).as_posix()
     example = params.get("path") if module == "tests/test_help_examples.py" else None
@@ -52,6 +53,11 @@ def group_of(item: pytest.Item) -> str:
     return module
 
 
+def _ours(config) -> bool:
+    """-n's default distribution (or loadgroup): a --dist the user chose is left alone."""
+    return getattr(config.option, "dist", "no") in ("load", "loadgroup")
+
+
 def _groups_file() -> Path:
     return Path(os.environ["KCTL_TEST_GROUPS_DIR"]) / "groups.json"
 
@@ -63,9 +69,10 @@ class WorkerGroups:
     def pytest_configure(self, config):
         if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller; workers inherit it
             os.environ["KCTL_TEST_GROUPS_DIR"] = tempfile.mkdtemp(prefix="kctl-test-groups-")
-        # The groups are handed out in the order the workers' items are in (sorted
-        # below), not xdist's own (most tests first).
-        config.option.loadscopereorder = False
+        if _ours(config):
+            # The groups are handed out in the order the workers' items are in (sorted
+            # below), not xdist's own (most tests first).
+            config.option.loadscopereorder = False
 
     @pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collection
     def pytest_collection_finish(self, session):
@@ -81,7 +88,7 @@ class WorkerGroups:
 
     @pytest.hookimpl
     def pytest_xdist_make_scheduler(self, config, log):
-        if config.option.dist not in ("load", "loadgroup"):  # -n's default, or loadgroup
+        if not _ours(config):
             return None  # a --dist of the user's choice
         from xdist.scheduler import LoadScopeScheduling
 
@@ -100,4 +107,4 @@ class WorkerGroups:
         if "PYTEST_XDIST_WORKER" not in os.environ:
             import shutil
 
-            shutil.rmtree(os.environ.get("KCTL_TEST_GROUPS_DIR", ""), ignore_errors=True)
+            shutil.rmtree(os.environ["KCTL_TEST_GROUPS_DIR"], ignore_errors=True)
