@@ -151,7 +151,21 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
     # every write to Parquet names its py4j call `.parquet`).
     if any(words in text for words in ("FAILED_READ_FILE", "not a Parquet file", "Malformed", "FAILFAST")):
         return InvalidError(f"unable to {action}: a data file is corrupt or not in the dump's format", hint=_first_line(text))
-    return KctlError(f"unable to {action}: Spark job failed: {_first_line(text)}", hint="--debug shows Spark's full error")
+    return KctlError(f"unable to {action}: Spark job failed: {_java_cause(text)}", hint="--debug shows Spark's full error")
+
+
+def _java_cause(text: str) -> str:
+    """The line of a JVM error that says what went wrong: its innermost `Caused by:`, else
+    the exception after py4j's own "An error occurred while calling o231.cache." (which
+    was all kctl printed when a disk filled up under a Spark job)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    causes = [line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")]
+    if causes:
+        return causes[-1][:300]
+    for line in lines:
+        if not line.startswith("An error occurred while calling "):
+            return line.removeprefix(":").strip()[:300]
+    return _first_line(text)
 
 
 def _python_exception(text: str) -> str | None:

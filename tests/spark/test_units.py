@@ -215,6 +215,19 @@ def test_executor_environment_failures_name_the_flag():
     assert "corrupt" not in str(spark_failure(unrelated, "dump orders"))
 
 
+def test_a_jvm_failure_names_its_cause_not_the_py4j_call():
+    from kctl.spark.frames import spark_failure
+
+    full = Exception("An error occurred while calling o231.cache.\n"
+                     ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times\n"
+                     "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2856)\n"
+                     "Caused by: java.io.IOException: No space left on device\n"
+                     "\tat java.base/java.io.FileOutputStream.writeBytes(Native Method)")
+    assert str(spark_failure(full, "audit orders")) == "unable to audit orders: Spark job failed: java.io.IOException: No space left on device"
+    bare = Exception("An error occurred while calling o12.save.\n: java.lang.IllegalStateException: SparkContext has been shut down")
+    assert str(spark_failure(bare, "dump orders")) == "unable to dump orders: Spark job failed: java.lang.IllegalStateException: SparkContext has been shut down"
+
+
 def test_ship_env_packs_what_executors_import_once(tmp_path):
     """--ship-env's archive: kctl (even installed editable) and its Spark jobs' libraries,
     with the interpreter's links; not pyspark, py4j or test tools; reused while the
