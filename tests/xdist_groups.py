@@ -67,17 +67,16 @@ class WorkerGroups:
 
     @pytest.hookimpl
     def pytest_configure(self, config):
-        if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller; workers inherit it
+        if "PYTEST_XDIST_WORKER" not in os.environ and _ours(config):  # workers inherit the directory
             os.environ["KCTL_TEST_GROUPS_DIR"] = tempfile.mkdtemp(prefix="kctl-test-groups-")
-        if _ours(config):
             # The groups are handed out in the order the workers' items are in (sorted
             # below), not xdist's own (most tests first).
             config.option.loadscopereorder = False
 
     @pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collection
     def pytest_collection_finish(self, session):
-        if "PYTEST_XDIST_WORKER" not in os.environ:
-            return
+        if "PYTEST_XDIST_WORKER" not in os.environ or "KCTL_TEST_GROUPS_DIR" not in os.environ:
+            return  # not a worker, or not our scheduler
         groups = {item.nodeid: group_of(item) for item in session.items}
         rank = {group: index for index, group in enumerate(LONG_GROUPS)}
         session.items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))
@@ -104,7 +103,8 @@ class WorkerGroups:
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config):
-        if "PYTEST_XDIST_WORKER" not in os.environ:
+        directory = os.environ.pop("KCTL_TEST_GROUPS_DIR", None)
+        if directory and "PYTEST_XDIST_WORKER" not in os.environ:
             import shutil
 
-            shutil.rmtree(os.environ["KCTL_TEST_GROUPS_DIR"], ignore_errors=True)
+            shutil.rmtree(directory, ignore_errors=True)
