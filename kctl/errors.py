@@ -60,6 +60,9 @@ class KctlError(Exception):
     """An error for the user: a one-line message, an optional hint, an exit status."""
 
     exit_code: ExitCode = ExitCode.ERROR
+    # Kafka's error name (NOT_LEADER_OR_FOLLOWER...) when the cluster answered with one:
+    # callers that retry what Kafka calls retriable judge by it, not by the message.
+    kafka_error: str | None = None
 
     def __init__(self, message: str, *, hint: str | None = None, exit_code: ExitCode | None = None):
         super().__init__(message)

@@ -79,7 +79,9 @@ def error_class(error: Any) -> type[KctlError]:
 
 def translate(error: Any, action: str) -> KctlError:
     """A KctlError for `unable to <action>: <NAME: description>`."""
-    return error_class(error)(f"unable to {action}: {describe(error)}")
+    result = error_class(error)(f"unable to {action}: {describe(error)}")
+    result.kafka_error = kafka_name(error)
+    return result
 
 
 def error_of(exc: BaseException) -> Any | None:

@@ -8,8 +8,10 @@ asking for thousands of partitions costs a request per broker, not per partition
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kctl.admin.session import AdminSession
 from kctl.errors import KctlError, NotFoundError, UsageError
@@ -94,16 +96,57 @@ def resolve_partitions(
     return list(dict.fromkeys(selected))
 
 
-def _list(session: AdminSession, pairs, spec_factory, isolation: str, action: str) -> dict[tuple[str, int], object]:
-    from confluent_kafka import IsolationLevel, TopicPartition
-    from confluent_kafka.admin import OffsetSpec  # noqa: F401 - spec_factory uses it
+# What a partition's leader answers while it moves or before it has caught up with a topic
+# just created (KRaft brokers learn of a new partition a moment after the controller names
+# its leader): Kafka's own AdminClient refreshes its metadata and asks again, and so do we.
+_RETRIABLE = frozenset({
+    "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE", "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION",
+})
+_RETRY_BACKOFF = 0.1
 
+
+def ask_offsets(
+    session: AdminSession, rounds: Sequence[Mapping[tuple[str, int], Any]], action: str, isolation: str = "read_uncommitted"
+) -> list[dict[tuple[str, int], Any]]:
+    """ListOffsets for each round ({(topic, partition): OffsetSpec}), every round in flight
+    at once; per round, each partition's ListOffsetsResultInfo or the KctlError for it.
+
+    A partition answered with a retriable error is asked again, after a metadata refresh,
+    until --timeout; only then is that error its result.
+    """
+    from confluent_kafka import IsolationLevel, TopicPartition
+
+    level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+    deadline = time.monotonic() + session.timeout
+    results: list[dict[tuple[str, int], Any]] = [{} for _ in rounds]
+    todo = [dict(request) for request in rounds]
+    while True:
+        asked = [
+            session.client.list_offsets(
+                {TopicPartition(t, p): spec for (t, p), spec in request.items()}, isolation_level=level, request_timeout=session.timeout
+            ) if request else {}
+            for request in todo
+        ]
+        retry = False
+        for index, futures in enumerate(asked):
+            answers = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
+            results[index].update(answers)
+            todo[index] = {
+                key: todo[index][key] for key, answer in answers.items()
+                if isinstance(answer, KctlError) and answer.kafka_error in _RETRIABLE
+            }
+            retry = retry or bool(todo[index])
+        if not retry or time.monotonic() + _RETRY_BACKOFF >= deadline:
+            return results
+        time.sleep(_RETRY_BACKOFF)
+        session.metadata(action)
+
+
+def _list(session: AdminSession, pairs, spec_factory, isolation: str, action: str) -> dict[tuple[str, int], object]:
     if not pairs:
         return {}
-    request = {TopicPartition(t, p): spec_factory() for t, p in pairs}
-    level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
-    futures = session.client.list_offsets(request, isolation_level=level, request_timeout=session.timeout)
-    results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
+    results = ask_offsets(session, [{pair: spec_factory() for pair in pairs}], action, isolation)[0]
     for result in results.values():
         if isinstance(result, KctlError):
             raise result

@@ -150,10 +150,10 @@ def plan(
     allow_new_group: bool = False,
 ) -> list[PlannedReset]:
     """The reset of every selected partition of every group, checked, nothing written."""
-    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     from kctl.admin.groups import committed_offsets, log_offsets, share
+    from kctl.admin.offsets import ask_offsets
 
     described = _resettable(session, groups, "reset offsets of")
     shared = [g for g, d in described.items() if d.type == "share"]
@@ -192,8 +192,7 @@ def plan(
     log = log_offsets(session, union, "read_uncommitted")
     found: dict[tuple[str, int], int] = {}
     if spec.mode == "timestamp" and union:
-        futures = session.client.list_offsets({TopicPartition(t, p): OffsetSpec.for_timestamp(spec.value) for t, p in union}, request_timeout=session.timeout)
-        results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, "list offsets by timestamp")
+        results = ask_offsets(session, [{pair: OffsetSpec.for_timestamp(spec.value) for pair in union}], "list offsets by timestamp")[0]
         found = {k: r.offset for k, r in results.items() if not isinstance(r, KctlError)}
     planned = []
     for group, pairs in selected.items():

@@ -138,16 +138,16 @@ def _description(raw, *, live: set[int] | None, offsets: dict | None = None, det
 
 def _offsets(session: AdminSession, raws) -> dict[str, dict[int, tuple[int, int, int | None]]]:
     """(earliest, latest, leader epoch) per partition: two ListOffsets rounds for all topics."""
-    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
+
+    from kctl.admin.offsets import ask_offsets
 
     pairs = [(raw.name, p.id) for raw in raws for p in raw.partitions if p.leader is not None and p.leader.id >= 0]
     if not pairs:
         return {}
     found: dict[str, dict[int, list]] = {}
-    for index, spec in enumerate((OffsetSpec.earliest, OffsetSpec.latest)):
-        futures = session.client.list_offsets({TopicPartition(t, p): spec() for t, p in pairs}, request_timeout=session.timeout)
-        results = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, "list offsets")
+    rounds = [{pair: spec() for pair in pairs} for spec in (OffsetSpec.earliest, OffsetSpec.latest)]
+    for index, results in enumerate(ask_offsets(session, rounds, "list offsets")):
         for (topic, partition), result in results.items():
             if isinstance(result, KctlError):
                 continue

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.errors import ExitCode
 
@@ -42,6 +43,18 @@ def test_earliest_latest_and_partition_syntax(kctl, cluster, filled):
     assert [r["partition"] for r in offsets(kctl, cluster, f"{filled}:0,2")] == [0, 2]
     plain = kctl("-b", cluster.bootstrap, "offset", "get", f"{filled}:2").stdout
     assert plain == f"TOPIC\tPARTITION\tEARLIEST\tLATEST\tSPAN\n{filled}\t2\t0\t30\t30\n"
+
+
+def test_offsets_of_topics_created_a_moment_ago(kctl, cluster, unique_name):
+    """A KRaft broker learns of a new partition a moment after the controller names it the
+    leader, and answers ListOffsets in between with NOT_LEADER_OR_FOLLOWER: kctl asks
+    again rather than fail (a Spark dump of a topic just created failed on it)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for attempt in range(5):
+        topic = unique_name(f"fresh{attempt}")
+        admin.create_topics([NewTopic(topic, 4, 1)])[topic].result()
+        rows = offsets(kctl, cluster, topic)
+        assert [(r["partition"], r["earliest"], r["latest"]) for r in rows] == [(p, 0, 0) for p in range(4)]
 
 
 def test_offsets_by_timestamp_and_max_timestamp(kctl, cluster, filled):

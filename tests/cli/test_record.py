@@ -485,7 +485,7 @@ def test_group_member_survives_a_rebalance(cluster, topic, unique_name, config_h
         producer.flush(10)
         assert kctl.stdout.readline() == f"{mine} second\n".encode()
         kctl.send_signal(signal.SIGINT)
-        assert kctl.wait(timeout=20) == 0
+        assert kctl.wait(timeout=20) == 0, kctl.stderr.read().decode()
     finally:
         kctl.kill()
         other.close()
