@@ -144,6 +144,8 @@ class _Run:
         # The KIP-848 protocol and the cooperative classic assignor hand out and take back
         # partitions incrementally; eager assignors hand out the whole assignment each time.
         self.incremental = False
+        # Set before close(): the rebalance callbacks it runs must leave the handle alone.
+        self.closing = False
 
     def on_commit(self, error: Any, partitions: list) -> None:
         """librdkafka's commit callback, served while consuming and in close() (the final
@@ -189,6 +191,11 @@ class _Run:
         self.assigned = True
 
     def on_revoke(self, consumer: Any, partitions: list) -> None:
+        if self.closing:
+            # close() revokes everything while the handle is being destroyed, when asking it
+            # anything fails (_DESTROY); with nothing unassigned here, confluent-kafka
+            # unassigns by itself, as it does after any rebalance callback that did not.
+            return
         # A rebalance: wait for the next assignment rather than ending with nothing live.
         for tp in partitions:
             self.live.discard((tp.topic, tp.partition))
@@ -255,6 +262,7 @@ def consume(
             run.assigned = True
         records, filtered, stopped = _loop(run, sink, keep, gone, on_batch)
     finally:
+        run.closing = True
         _close(consumer)
     return ConsumeReport(
         records=records, filtered=filtered, partitions=len(run.partitions_seen), seconds=time.monotonic() - started,
@@ -265,7 +273,12 @@ def consume(
 def _close(consumer: Any) -> None:
     try:
         consumer.close()
-    except Exception:  # noqa: BLE001 - closing must not mask the outcome (e.g. a closed pipe)
+    except KeyboardInterrupt:
+        raise
+    # Closing must not mask the outcome (a closed pipe, an interrupt). The bare except also
+    # takes what confluent-kafka raises when a callback fails inside close(): its
+    # KafkaError, which is not an exception class, so `except Exception` lets it through.
+    except:  # noqa: E722
         pass
 
 

@@ -184,6 +184,15 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         _render_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug for the traceback")
         code = ExitCode.ERROR
+    except SystemExit:
+        raise
+    except:  # noqa: E722 - confluent-kafka can raise its KafkaError, which is no exception class
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        _render_error(f"internal error: {sys.exc_info()[1]}", "rerun with --debug for the traceback")
+        code = ExitCode.ERROR
     if argv is None:
         _fast_exit(int(code))
     sys.exit(int(code))
