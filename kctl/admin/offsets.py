@@ -113,7 +113,8 @@ def ask_offsets(
     at once; per round, each partition's ListOffsetsResultInfo or the KctlError for it.
 
     A partition answered with a retriable error is asked again, after a metadata refresh,
-    until --timeout; only then is that error its result.
+    while that metadata names a leader for it and until --timeout; then the error is its
+    result.
     """
     from confluent_kafka import IsolationLevel, TopicPartition
 
@@ -128,7 +129,6 @@ def ask_offsets(
             ) if request else {}
             for request in todo
         ]
-        retry = False
         for index, futures in enumerate(asked):
             answers = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
             results[index].update(answers)
@@ -136,11 +136,20 @@ def ask_offsets(
                 key: todo[index][key] for key, answer in answers.items()
                 if isinstance(answer, KctlError) and answer.kafka_error in _RETRIABLE
             }
-            retry = retry or bool(todo[index])
-        if not retry or time.monotonic() + _RETRY_BACKOFF >= deadline:
+        if not any(todo) or time.monotonic() + _RETRY_BACKOFF >= deadline:
             return results
         time.sleep(_RETRY_BACKOFF)
-        session.metadata(action)
+        # Asked again only where the refreshed metadata names a leader: an offline partition
+        # (or a topic deleted meanwhile) keeps its error now, not after --timeout, so lag
+        # and describe still answer at once for the rest of a degraded cluster.
+        metadata = session.metadata(action)
+        todo = [{key: spec for key, spec in request.items() if _has_leader(metadata, key)} for request in todo]
+
+
+def _has_leader(metadata: Any, key: tuple[str, int]) -> bool:
+    topic = metadata.topics.get(key[0])
+    partition = topic.partitions.get(key[1]) if topic is not None else None
+    return partition is not None and partition.leader >= 0
 
 
 def _list(session: AdminSession, pairs, spec_factory, isolation: str, action: str) -> dict[tuple[str, int], object]:

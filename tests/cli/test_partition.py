@@ -110,6 +110,12 @@ def test_a_stopped_node_shows_in_every_filter_and_in_health(kctl, cluster, uniqu
         offline = rows(kctl, cluster, "partition", "list", single, "--offline")
         assert [(r["partition"], r["leader"]) for r in offline] == [(victim_partition, None)]
         assert rows(kctl, cluster, "partition", "list", single, "--unavailable") == offline
+        # kctl asks again only where the metadata names a leader: an offline partition keeps
+        # Kafka's own error, at once (asked alone, librdkafka would say only _NOENT).
+        started = time.monotonic()
+        refused = kctl("-b", cluster.bootstrap, "--timeout", "20", "offset", "get", single)
+        assert refused.exit_code != 0 and "LEADER_NOT_AVAILABLE" in refused.stderr, refused.stderr
+        assert time.monotonic() - started < 10
         assert all(r["leader"] != 3 for r in rows(kctl, cluster, "partition", "list", replicated))
         listed = {t["name"]: t for t in rows(kctl, cluster, "topic", "list", "-r", ".*-test_a_stopped_node.*", "--under-replicated")}
         assert {replicated, strict} <= set(listed)
