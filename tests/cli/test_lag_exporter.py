@@ -126,10 +126,12 @@ def test_lag_follows_commits_and_an_outage_is_a_stale_sample(exporter, unique_na
     proc.send_signal(signal.SIGINT)
     assert proc.wait(10) == 0
     stderr = proc.stderr.read()
-    assert "warning: lag sampling failed, serving the last good sample until it recovers: " in stderr
-    # One recovery, from the outage (the first sample is not a recovery from anything).
-    assert len(re.findall(r"lag sampling recovered after [1-9]\d* failed sample\(s\)", stderr)) == 1
-    assert stderr.count("recovered") == 1
+    # One warning per failed stretch and one recovery after it: the outage, and any sample
+    # that the loaded test machine let time out at --timeout 2 (one did, in a CI run).
+    # The first sample is not a recovery from anything.
+    failed = stderr.count("warning: lag sampling failed, serving the last good sample until it recovers: ")
+    recovered = re.findall(r"lag sampling recovered after [1-9]\d* failed sample\(s\)", stderr)
+    assert failed >= 1 and len(recovered) == failed == stderr.count("recovered"), stderr
     assert "Traceback" not in stderr
 
 
