@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,10 +107,11 @@ _RETRY_BACKOFF = 0.1
 
 
 def ask_offsets(
-    session: AdminSession, rounds: Sequence[Mapping[tuple[str, int], Any]], action: str, isolation: str = "read_uncommitted"
+    session: AdminSession, rounds: Sequence[tuple[str, Mapping[tuple[str, int], Any]]], isolation: str = "read_uncommitted"
 ) -> list[dict[tuple[str, int], Any]]:
-    """ListOffsets for each round ({(topic, partition): OffsetSpec}), every round in flight
-    at once; per round, each partition's ListOffsetsResultInfo or the KctlError for it.
+    """ListOffsets for each round (the action its errors name, {(topic, partition):
+    OffsetSpec}), every round in flight at once; per round, each partition's
+    ListOffsetsResultInfo or the KctlError for it.
 
     A partition answered with a retriable error is asked again, after a metadata refresh,
     while that metadata names a leader for it and until --timeout; then the error is its
@@ -121,7 +122,7 @@ def ask_offsets(
     level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
     deadline = time.monotonic() + session.timeout
     results: list[dict[tuple[str, int], Any]] = [{} for _ in rounds]
-    todo = [dict(request) for request in rounds]
+    todo = [dict(request) for _, request in rounds]
     while True:
         asked = [
             session.client.list_offsets(
@@ -130,7 +131,7 @@ def ask_offsets(
             for request in todo
         ]
         for index, futures in enumerate(asked):
-            answers = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
+            answers = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, rounds[index][0])
             results[index].update(answers)
             todo[index] = {
                 key: todo[index][key] for key, answer in answers.items()
@@ -142,7 +143,7 @@ def ask_offsets(
         # Asked again only where the refreshed metadata names a leader: an offline partition
         # (or a topic deleted meanwhile) keeps its error now, not after --timeout, so lag
         # and describe still answer at once for the rest of a degraded cluster.
-        metadata = session.metadata(action)
+        metadata = session.metadata(rounds[0][0])
         todo = [{key: spec for key, spec in request.items() if _has_leader(metadata, key)} for request in todo]
 
 
@@ -152,14 +153,17 @@ def _has_leader(metadata: Any, key: tuple[str, int]) -> bool:
     return partition is not None and partition.leader >= 0
 
 
-def _list(session: AdminSession, pairs, spec_factory, isolation: str, action: str) -> dict[tuple[str, int], object]:
+def _list(session: AdminSession, pairs, specs: Mapping[str, Callable[[], Any]], isolation: str) -> list[dict[tuple[str, int], Any]]:
+    """Per {action: OffsetSpec factory}, the offsets of every pair, all asked at once; the
+    first error is raised."""
     if not pairs:
-        return {}
-    results = ask_offsets(session, [{pair: spec_factory() for pair in pairs}], action, isolation)[0]
-    for result in results.values():
-        if isinstance(result, KctlError):
-            raise result
-    return results
+        return [{} for _ in specs]
+    found = ask_offsets(session, [(action, {pair: spec() for pair in pairs}) for action, spec in specs.items()], isolation)
+    for results in found:
+        for result in results.values():
+            if isinstance(result, KctlError):
+                raise result
+    return found
 
 
 def list_offsets(
@@ -172,10 +176,14 @@ def list_offsets(
 ) -> list[PartitionOffsets]:
     from confluent_kafka.admin import OffsetSpec
 
-    earliest = _list(session, pairs, OffsetSpec.earliest, isolation, "list earliest offsets")
-    latest = _list(session, pairs, OffsetSpec.latest, isolation, "list latest offsets")
-    at = _list(session, pairs, lambda: OffsetSpec.for_timestamp(at_ms), isolation, "list offsets by timestamp") if at_ms is not None else {}
-    top = _list(session, pairs, OffsetSpec.max_timestamp, isolation, "list max-timestamp offsets") if max_timestamp else {}
+    specs: dict[str, Callable[[], Any]] = {"list earliest offsets": OffsetSpec.earliest, "list latest offsets": OffsetSpec.latest}
+    if at_ms is not None:
+        specs["list offsets by timestamp"] = lambda: OffsetSpec.for_timestamp(at_ms)
+    if max_timestamp:
+        specs["list max-timestamp offsets"] = OffsetSpec.max_timestamp
+    earliest, latest, *more = _list(session, pairs, specs, isolation)
+    at = more.pop(0) if at_ms is not None else {}
+    top = more.pop(0) if max_timestamp else {}
     rows = []
     for key in pairs:
         start, end = earliest[key].offset, latest[key].offset
@@ -204,7 +212,7 @@ def offsets_for_time(session: AdminSession, pairs: Sequence[tuple[str, int]], at
     that recent): one request, for callers that already hold the other offsets."""
     from confluent_kafka.admin import OffsetSpec
 
-    found = _list(session, pairs, lambda: OffsetSpec.for_timestamp(at_ms), isolation, "list offsets by timestamp")
+    (found,) = _list(session, pairs, {"list offsets by timestamp": lambda: OffsetSpec.for_timestamp(at_ms)}, isolation)
     return {key: info.offset for key, info in found.items()}
 
 

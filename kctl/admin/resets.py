@@ -192,7 +192,7 @@ def plan(
     log = log_offsets(session, union, "read_uncommitted")
     found: dict[tuple[str, int], int] = {}
     if spec.mode == "timestamp" and union:
-        results = ask_offsets(session, [{pair: OffsetSpec.for_timestamp(spec.value) for pair in union}], "list offsets by timestamp")[0]
+        results = ask_offsets(session, [("list offsets by timestamp", {pair: OffsetSpec.for_timestamp(spec.value) for pair in union})])[0]
         found = {k: r.offset for k, r in results.items() if not isinstance(r, KctlError)}
     planned = []
     for group, pairs in selected.items():

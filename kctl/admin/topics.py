@@ -146,8 +146,8 @@ def _offsets(session: AdminSession, raws) -> dict[str, dict[int, tuple[int, int,
     if not pairs:
         return {}
     found: dict[str, dict[int, list]] = {}
-    rounds = [{pair: spec() for pair in pairs} for spec in (OffsetSpec.earliest, OffsetSpec.latest)]
-    for index, results in enumerate(ask_offsets(session, rounds, "list offsets")):
+    rounds = [("list offsets", {pair: spec() for pair in pairs}) for spec in (OffsetSpec.earliest, OffsetSpec.latest)]
+    for index, results in enumerate(ask_offsets(session, rounds)):
         for (topic, partition), result in results.items():
             if isinstance(result, KctlError):
                 continue

@@ -261,8 +261,8 @@ def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], is
     if not partitions:
         return {}
     values: dict[tuple[str, int], list[int | None]] = {p: [None, None] for p in partitions}
-    rounds = [{pair: spec() for pair in partitions} for spec in (OffsetSpec.earliest, OffsetSpec.latest)]
-    for index, results in enumerate(ask_offsets(session, rounds, "list offsets", isolation)):
+    rounds = [("list offsets", {pair: spec() for pair in partitions}) for spec in (OffsetSpec.earliest, OffsetSpec.latest)]
+    for index, results in enumerate(ask_offsets(session, rounds, isolation)):
         for key, result in results.items():
             if not isinstance(result, KctlError):
                 values[key][index] = result.offset
