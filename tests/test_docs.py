@@ -179,6 +179,17 @@ def _completions_in_every_shell(words: list[str], env: dict[str, str]) -> dict[s
     return out
 
 
+def _best_of_three(words: list[str], env: dict[str, str], bound: float) -> dict[str, tuple[list[str], float]]:
+    """Completions, asked again (up to three times) while a shell took `bound` seconds or
+    more: a loaded CI machine (two test workers, JVMs) once took 1.36 s for one TAB in fish,
+    where a heavy import or a hang would make every try slow."""
+    for _attempt in range(3):
+        completions = _completions_in_every_shell(words, env)
+        if all(elapsed < bound for _names, elapsed in completions.values()):
+            break
+    return completions
+
+
 @pytest.mark.integration
 def test_topic_and_group_names_complete_from_the_cluster(cluster, tmp_path, unique_name):
     from confluent_kafka import TopicPartition
@@ -193,7 +204,7 @@ def test_topic_and_group_names_complete_from_the_cluster(cluster, tmp_path, uniq
     for words, expected in ((["kctl", "-b", cluster.bootstrap, "topic", "describe", prefix], [topic]),
                             (["kctl", "-b", cluster.bootstrap, "group", "lag", group[:-3]], [group]),
                             (["kctl", "-b", cluster.bootstrap, "record", "consume", "--group", group[:-3]], [group])):
-        for shell, (names, elapsed) in _completions_in_every_shell(words, env).items():
+        for shell, (names, elapsed) in _best_of_three(words, env, 1.0).items():
             # fish filters by prefix itself and may list more; bash/zsh get kctl's full list
             # and compgen/compadd filter it.
             assert topic in names or group in names, (shell, words, names)
@@ -201,9 +212,14 @@ def test_topic_and_group_names_complete_from_the_cluster(cluster, tmp_path, uniq
             # The shell's own start-up is part of the figure; kctl's lookup is budgeted 0.25 s.
             assert elapsed < 1.0, (shell, elapsed)
     # kctl's own share of a TAB: the lookup alone, on localhost.
-    started = time.monotonic()
-    listed = subprocess.run(["kctl", "__names", "topic", "--", "-b", cluster.bootstrap], capture_output=True, text=True, env=env, timeout=10)
-    assert time.monotonic() - started <= 0.3 + 0.2  # interpreter start on a loaded CI machine
+    times = []
+    for _attempt in range(3):  # best of three, as above
+        started = time.monotonic()
+        listed = subprocess.run(["kctl", "__names", "topic", "--", "-b", cluster.bootstrap], capture_output=True, text=True, env=env, timeout=10)
+        times.append(time.monotonic() - started)
+        if times[-1] <= 0.3 + 0.2:  # interpreter start on a loaded CI machine
+            break
+    assert min(times) <= 0.3 + 0.2, times
     assert topic in listed.stdout.split()
 
 
@@ -215,7 +231,7 @@ def test_names_complete_to_nothing_when_the_cluster_is_down(tmp_path):
         dead = f"127.0.0.1:{sock.getsockname()[1]}"
     env = _shell_env(tmp_path)
     for words in (["kctl", "-b", dead, "topic", "describe", ""], ["kctl", "-b", dead, "group", "lag", ""]):
-        for shell, (names, elapsed) in _completions_in_every_shell(words, env).items():
+        for shell, (names, elapsed) in _best_of_three(words, env, 2.0).items():
             assert names == [] and elapsed < 2.0, (shell, names, elapsed)
 
 

@@ -142,11 +142,14 @@ def describe_configs(
 def _describe_confluent(session, entity_type, names):
     from confluent_kafka.admin import ConfigResource
 
-    futures = {}
-    for name in names:
-        futures[name] = session.client.describe_configs([ConfigResource(_confluent_type(entity_type), name)], request_timeout=session.timeout)
-    flat = {name: next(iter(f.values())) for name, f in futures.items()}
-    results = session.wait_all(flat, f"describe {entity_type} configs")
+    def ask():
+        futures = {}
+        for name in names:
+            futures[name] = session.client.describe_configs([ConfigResource(_confluent_type(entity_type), name)], request_timeout=session.timeout)
+        flat = {name: next(iter(f.values())) for name, f in futures.items()}
+        return session.wait_all(flat, f"describe {entity_type} configs")
+
+    results = session.ask_until_found(ask, _lacks_a_topic)
     found, errors = [], {}
     for name in names:
         result = results[name]
@@ -156,6 +159,11 @@ def _describe_confluent(session, entity_type, names):
         values = sorted((_value(e) for e in result.values()), key=lambda c: c.name)
         found.append(ResourceConfig(entity_type=entity_type, entity_name=name, configs=tuple(values)))
     return found, errors
+
+
+def _lacks_a_topic(results: dict) -> bool:
+    """A topic the broker asked does not know yet (see NEW_TOPIC_GRACE)."""
+    return any(isinstance(r, KctlError) and "UNKNOWN_TOPIC" in r.message for r in results.values())
 
 
 def _not_found_for_unknown(error: KctlError, entity_type: str, name: str) -> KctlError:
@@ -273,9 +281,13 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
         )
         for name in names
     ]
-    futures = session.client.incremental_alter_configs(resources, validate_only=validate_only, request_timeout=session.timeout)
-    by_name = {resource.name: future for resource, future in futures.items()}
-    results = session.wait_all(by_name, f"alter {entity_type} configs")
+    def ask():
+        futures = session.client.incremental_alter_configs(resources, validate_only=validate_only, request_timeout=session.timeout)
+        return session.wait_all({resource.name: future for resource, future in futures.items()}, f"alter {entity_type} configs")
+
+    # Altering configs is idempotent (set, delete, and append or subtract of a list's
+    # members), so asking again after UNKNOWN_TOPIC_OR_PARTITION changes nothing twice.
+    results = session.ask_until_found(ask, _lacks_a_topic)
     for name, result in results.items():
         if isinstance(result, KctlError) and entity_type == "topic" and "UNKNOWN_TOPIC" in result.message:
             results[name] = NotFoundError(f"unable to alter configs of topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")

@@ -38,7 +38,7 @@ def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brok
 
     from kctl.errors import NotFoundError
 
-    metadata = session.metadata("describe log dirs")
+    metadata = session.metadata("describe log dirs", topics)
     for broker in brokers:
         if broker not in metadata.brokers:
             raise NotFoundError(f"unable to describe log dirs of broker {broker}: no such broker (brokers: {', '.join(map(str, sorted(metadata.brokers)))})")

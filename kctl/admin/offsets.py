@@ -72,7 +72,7 @@ def resolve_partitions(
 ) -> list[tuple[str, int]]:
     """(topic, partition) pairs for the selectors, checked against the cluster's metadata.
     `action` words the errors: "unable to <action> topic T: ..."."""
-    metadata = session.metadata(action.removesuffix(" of"))
+    metadata = session.metadata(action.removesuffix(" of"), [s.topic for s in selectors])
     selected: list[tuple[str, int]] = []
     for selector in selectors:
         topic = metadata.topics.get(selector.topic)

@@ -97,7 +97,7 @@ def snapshot(
     configs read (on a healthy cluster, none: `--under-replicated` of 18,000 partitions
     then costs one Metadata request instead of a DescribeConfigs of every topic too).
     """
-    metadata = metadata if metadata is not None else session.metadata("list partitions")
+    metadata = metadata if metadata is not None else session.metadata("list partitions", topics or ())
     live = tuple(sorted(metadata.brokers))
     names = sorted(
         name

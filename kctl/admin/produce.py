@@ -91,7 +91,7 @@ def producer_config(session: AdminSession, options: ProduceOptions, max_message_
 
 def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple[int, int | None]:
     """(partition count, max.message.bytes or None when it cannot be read)."""
-    metadata = session.metadata(f"produce to {topic}")
+    metadata = session.metadata(f"produce to {topic}", [] if auto_create else [topic])
     found = metadata.topics.get(topic)
     if (found is None or not found.partitions) and auto_create:
         found = _auto_created(session, topic)

@@ -139,8 +139,8 @@ def parse_plan(text: str, source: str) -> dict[tuple[str, int], tuple[int, ...]]
 
 def _assignments(session: AdminSession, topics: Iterable[str] | None = None) -> tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]]:
     """Current replicas per partition (of `topics`, or all), and live brokers with their racks."""
-    metadata = session.metadata("describe partitions")
     wanted = set(topics) if topics is not None else None
+    metadata = session.metadata("describe partitions", wanted or ())
     if wanted:
         missing = sorted(wanted - set(metadata.topics))
         if missing:

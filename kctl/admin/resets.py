@@ -159,7 +159,9 @@ def plan(
     shared = [g for g, d in described.items() if d.type == "share"]
     committed = committed_offsets(session, [g for g in groups if g not in shared])
     committed.update(share.start_offsets_of(session, shared))
-    metadata = session.metadata("reset offsets")
+    named = {t for (_g, t, _p) in (spec.offsets or {})} if spec.mode == "explicit" else set()
+    named.update(topic for topic, _parts in parse_topic_scope(topics))
+    metadata = session.metadata("reset offsets", named)
     selected: dict[str, list[tuple[str, int]]] = {}
     for group in groups:
         offsets = committed[group]

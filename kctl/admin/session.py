@@ -7,9 +7,9 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from kctl.admin.errors import describe, error_of, translate
 from kctl.config.model import ClientSettings
@@ -24,6 +24,12 @@ logging.getLogger("kctl").addHandler(logging.NullHandler())
 
 _CONNECTION_ERRORS = frozenset({"_TRANSPORT", "_RESOLVE", "_ALL_BROKERS_DOWN", "_SSL", "_AUTHENTICATION"})
 _POLL_INTERVAL = 0.05
+# A KRaft broker learns of a topic a moment after the controller has created it (10-30 ms
+# on loopback between three idle nodes; more on a loaded machine), so a script that creates
+# a topic and at once describes it may ask a broker that does not know it yet. A topic
+# missing from an answer is asked for again for this long before kctl says it does not exist.
+NEW_TOPIC_GRACE = 1.0
+T = TypeVar("T")
 
 
 def build_client(factory: Callable[..., Any], config: dict[str, Any], role: str) -> Any:
@@ -207,18 +213,35 @@ class AdminSession:
             hint="raise --timeout if the cluster is slow",
         )
 
-    def metadata(self, action: str) -> Any:
+    def metadata(self, action: str, topics: Collection[str] = ()) -> Any:
         """Cluster metadata (all topics), failing fast when every broker is down.
 
         list_topics blocks for its whole timeout when nothing answers, so it is asked
-        in short slices with the connection errors checked in between.
+        in short slices with the connection errors checked in between. While one of
+        `topics` is missing, it is asked again for up to NEW_TOPIC_GRACE.
         """
 
         deadline = time.monotonic() + self.timeout
+
+        def lacks_one(metadata: Any) -> bool:
+            return any((t := metadata.topics.get(name)) is None or (t.error is not None and not t.partitions) for name in topics)
+
         try:
-            return self._metadata(deadline, action)
+            return self.ask_until_found(lambda: self._metadata(deadline, action), lacks_one)
         finally:
             self._forget_old_errors()
+
+    def ask_until_found(self, ask: Callable[[], T], lacks_one: Callable[[T], bool]) -> T:
+        """`ask()`, and again while `lacks_one(answer)` says a topic is missing from it, for
+        up to NEW_TOPIC_GRACE (within --timeout): the last answer."""
+        answer = ask()
+        end = time.monotonic() + min(NEW_TOPIC_GRACE, self.timeout)
+        pause = 0.02
+        while lacks_one(answer) and time.monotonic() + pause < end:
+            time.sleep(pause)
+            pause = min(2 * pause, 0.2)
+            answer = ask()
+        return answer
 
     def _metadata(self, deadline: float, action: str) -> Any:
         from confluent_kafka import KafkaException

@@ -276,8 +276,11 @@ def describe_topics(
     for name in names:
         validate_topic_name(name)
     unique = list(dict.fromkeys(names))
-    futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
-    results = session.wait_all(futures, _describe_action(unique))
+    def ask():
+        futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
+        return session.wait_all(futures, _describe_action(unique))
+
+    results = session.ask_until_found(ask, lambda found: any(isinstance(r, NotFoundError) for r in found.values()))
     raws = [r for r in results.values() if not isinstance(r, KctlError)]
     live = set(session.metadata("describe topic").brokers)
     offsets = _offsets(session, raws)
@@ -458,7 +461,7 @@ def add_partitions(
 
     for name in names:
         validate_topic_name(name)
-    metadata = session.metadata("add partitions")
+    metadata = session.metadata("add partitions", names)
     results: dict[str, PartitionsResult] = {}
     errors: dict[str, KctlError] = {}
     requests = []

@@ -406,7 +406,7 @@ def _previous_replay(path: Path, to_topic: str) -> dict:
 
 
 def _partition_counts(app: App, topic: str) -> dict[str, int]:
-    metadata = app.session.metadata(f"describe {topic}")
+    metadata = app.session.metadata(f"describe {topic}", [topic])
     found = metadata.topics.get(topic)
     if found is None or found.error is not None:
         return {}
@@ -497,7 +497,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
     # unknown topic is one line at once, before the planner's consumer and Spark start.
     topics = [name for name in (topic, compare_to) if name is not None and not (name == compare_to and Path(name).is_dir())]
     if topics:
-        metadata = app.session.metadata("audit " + ", ".join(topics))
+        metadata = app.session.metadata("audit " + ", ".join(topics), topics)
         for name in topics:
             if name not in metadata.topics or metadata.topics[name].error is not None:
                 raise NotFoundError(f"unable to audit {name}: topic '{name}' does not exist")

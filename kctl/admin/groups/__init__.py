@@ -576,7 +576,7 @@ def delete_offsets(
     committed = committed_offsets(session, [group])[group]
     if isinstance(committed, KctlError):
         raise committed
-    metadata = session.metadata("delete offsets")
+    metadata = session.metadata("delete offsets", [topic for topic, _parts in topics])
     pairs = []
     for topic, parts in topics:
         meta = metadata.topics.get(topic)

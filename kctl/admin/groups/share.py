@@ -118,7 +118,7 @@ def delete_offsets(session: AdminSession, group_id: str, topics: Sequence[tuple[
         raise UsageError(f"unable to delete offsets of share group {group_id}: Kafka forgets a share group's state per "
                          "topic; name topics without partitions")
     names = [topic for topic, _parts in topics]
-    metadata = session.metadata("delete offsets")
+    metadata = session.metadata("delete offsets", names)
     for topic in names:
         if not getattr(metadata.topics.get(topic), "partitions", None):
             raise NotFoundError(f"unable to delete offsets of group {group_id}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
