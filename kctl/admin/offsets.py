@@ -132,6 +132,8 @@ def ask_offsets(
         ]
         for index, futures in enumerate(asked):
             answers = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, rounds[index][0])
+            answers = {key: _leaderless(rounds[index][0], key) if getattr(answer, "kafka_error", None) == "_NOENT" else answer
+                       for key, answer in answers.items()}
             results[index].update(answers)
             todo[index] = {
                 key: todo[index][key] for key, answer in answers.items()
@@ -145,6 +147,15 @@ def ask_offsets(
         # and describe still answer at once for the rest of a degraded cluster.
         metadata = session.metadata(rounds[0][0])
         todo = [{key: spec for key, spec in request.items() if _has_leader(metadata, key)} for request in todo]
+
+
+def _leaderless(action: str, key: tuple[str, int]) -> KctlError:
+    """librdkafka fails a whole ListOffsets request with _NOENT ("No leaders found") when
+    none of its partitions has a leader: name the partition, in Kafka's words."""
+    error = KctlError(f"unable to {action} of {key[0]}-{key[1]}: LEADER_NOT_AVAILABLE: the partition has no leader "
+                      "(no broker holding a replica is up)")
+    error.kafka_error = "LEADER_NOT_AVAILABLE"
+    return error
 
 
 def _has_leader(metadata: Any, key: tuple[str, int]) -> bool:

@@ -32,6 +32,13 @@ NEW_TOPIC_GRACE = 1.0
 T = TypeVar("T")
 
 
+def _label(key: Any) -> str:
+    """How an error names one item of a batch: a partition as Kafka's logs do (orders-2)."""
+    if isinstance(key, tuple) and len(key) == 2:
+        return f"of {key[0]}-{key[1]}"
+    return str(key)
+
+
 def build_client(factory: Callable[..., Any], config: dict[str, Any], role: str) -> Any:
     """A librdkafka client (AdminClient, Producer, Consumer) built from `config`; a
     property librdkafka refuses (usually from -X) is a ConfigError naming it."""
@@ -194,7 +201,7 @@ class AdminSession:
                         raise KctlError(f"unable to {action}: {exc}") from exc
                     if error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS:
                         raise self._timeout_or_unreachable(action) from exc
-                    results[key] = translate(error, action if count == 1 else f"{action} {key}")
+                    results[key] = translate(error, action if count == 1 else f"{action} {_label(key)}")
             if pending:
                 if time.monotonic() > deadline:
                     raise self._timeout_or_unreachable(action)
