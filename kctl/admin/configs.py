@@ -281,6 +281,7 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
         )
         for name in names
     ]
+
     def ask():
         futures = session.client.incremental_alter_configs(resources, validate_only=validate_only, request_timeout=session.timeout)
         return session.wait_all({resource.name: future for resource, future in futures.items()}, f"alter {entity_type} configs")

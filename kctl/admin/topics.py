@@ -276,6 +276,7 @@ def describe_topics(
     for name in names:
         validate_topic_name(name)
     unique = list(dict.fromkeys(names))
+
     def ask():
         futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
         return session.wait_all(futures, _describe_action(unique))
