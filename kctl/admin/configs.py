@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kctl.admin.session import AdminSession
+from kctl.admin.session import AdminSession, unknown_topic_in
 from kctl.config.secrets import MASK
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 
@@ -149,7 +149,7 @@ def _describe_confluent(session, entity_type, names):
         flat = {name: next(iter(f.values())) for name, f in futures.items()}
         return session.wait_all(flat, f"describe {entity_type} configs")
 
-    results = session.ask_until_found(ask, _lacks_a_topic)
+    results = session.ask_until_found(ask, unknown_topic_in)
     found, errors = [], {}
     for name in names:
         result = results[name]
@@ -159,11 +159,6 @@ def _describe_confluent(session, entity_type, names):
         values = sorted((_value(e) for e in result.values()), key=lambda c: c.name)
         found.append(ResourceConfig(entity_type=entity_type, entity_name=name, configs=tuple(values)))
     return found, errors
-
-
-def _lacks_a_topic(results: dict) -> bool:
-    """A topic the broker asked does not know yet (see NEW_TOPIC_GRACE)."""
-    return any(isinstance(r, KctlError) and "UNKNOWN_TOPIC" in r.message for r in results.values())
 
 
 def _not_found_for_unknown(error: KctlError, entity_type: str, name: str) -> KctlError:
@@ -288,7 +283,7 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
 
     # Altering configs is idempotent (set, delete, and append or subtract of a list's
     # members), so asking again after UNKNOWN_TOPIC_OR_PARTITION changes nothing twice.
-    results = session.ask_until_found(ask, _lacks_a_topic)
+    results = session.ask_until_found(ask, unknown_topic_in)
     for name, result in results.items():
         if isinstance(result, KctlError) and entity_type == "topic" and "UNKNOWN_TOPIC" in result.message:
             results[name] = NotFoundError(f"unable to alter configs of topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.admin.session import AdminSession
+from kctl.admin.session import AdminSession, topic_missing
 from kctl.errors import KctlError, NotFoundError, UsageError
 
 _PARTITIONS = re.compile(r"(\d+)(?:-(\d*))?")
@@ -75,12 +75,11 @@ def resolve_partitions(
     metadata = session.metadata(action.removesuffix(" of"), [s.topic for s in selectors])
     selected: list[tuple[str, int]] = []
     for selector in selectors:
-        topic = metadata.topics.get(selector.topic)
-        if topic is None or (topic.error is not None and not topic.partitions):
+        if topic_missing(metadata, selector.topic):
             from kctl.admin.topics import missing_topic_error
 
             raise missing_topic_error(session, selector.topic, f"{action} topic {selector.topic}")
-        existing = sorted(topic.partitions)
+        existing = sorted(metadata.topics[selector.topic].partitions)
         chosen = [p for p in existing if selector.selects(p)]
         for lo, hi in selector.ranges:
             if hi is not None and hi > existing[-1] or lo > existing[-1]:

@@ -159,8 +159,9 @@ def plan(
     shared = [g for g, d in described.items() if d.type == "share"]
     committed = committed_offsets(session, [g for g in groups if g not in shared])
     committed.update(share.start_offsets_of(session, shared))
+    scopes = parse_topic_scope(topics)
     named = {t for (_g, t, _p) in (spec.offsets or {})} if spec.mode == "explicit" else set()
-    named.update(topic for topic, _parts in parse_topic_scope(topics))
+    named.update(topic for topic, _parts in scopes)
     metadata = session.metadata("reset offsets", named)
     selected: dict[str, list[tuple[str, int]]] = {}
     for group in groups:
@@ -180,7 +181,7 @@ def plan(
                     raise NotFoundError(f"unable to reset offsets of {group}: {t}-{p} does not exist")
         if all_topics:
             pairs = sorted(offsets)
-        for topic, parts in parse_topic_scope(topics):
+        for topic, parts in scopes:
             meta = metadata.topics.get(topic)
             if meta is None or not meta.partitions:
                 raise NotFoundError(f"unable to reset offsets of {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")

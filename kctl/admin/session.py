@@ -32,6 +32,17 @@ NEW_TOPIC_GRACE = 1.0
 T = TypeVar("T")
 
 
+def topic_missing(metadata: Any, name: str) -> bool:
+    """Whether a Metadata answer lacks topic `name` (absent, or an error and no partitions)."""
+    topic = metadata.topics.get(name)
+    return topic is None or (topic.error is not None and not topic.partitions)
+
+
+def unknown_topic_in(results: Mapping[Any, Any]) -> bool:
+    """Whether a batch's per-item results hold an UNKNOWN_TOPIC_OR_PARTITION error."""
+    return any(getattr(r, "kafka_error", None) == "UNKNOWN_TOPIC_OR_PARTITION" for r in results.values())
+
+
 def _label(key: Any) -> str:
     """How an error names one item of a batch: a partition as Kafka's logs do (orders-2)."""
     if isinstance(key, tuple) and len(key) == 2:
@@ -229,12 +240,8 @@ class AdminSession:
         """
 
         deadline = time.monotonic() + self.timeout
-
-        def lacks_one(metadata: Any) -> bool:
-            return any((t := metadata.topics.get(name)) is None or (t.error is not None and not t.partitions) for name in topics)
-
         try:
-            return self.ask_until_found(lambda: self._metadata(deadline, action), lacks_one)
+            return self.ask_until_found(lambda: self._metadata(deadline, action), lambda metadata: any(topic_missing(metadata, t) for t in topics))
         finally:
             self._forget_old_errors()
 

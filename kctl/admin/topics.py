@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kctl.admin.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
-from kctl.admin.session import AdminSession
+from kctl.admin.session import AdminSession, unknown_topic_in
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
@@ -281,7 +281,7 @@ def describe_topics(
         futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
         return session.wait_all(futures, _describe_action(unique))
 
-    results = session.ask_until_found(ask, lambda found: any(isinstance(r, NotFoundError) for r in found.values()))
+    results = session.ask_until_found(ask, unknown_topic_in)
     raws = [r for r in results.values() if not isinstance(r, KctlError)]
     live = set(session.metadata("describe topic").brokers)
     offsets = _offsets(session, raws)

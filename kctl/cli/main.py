@@ -177,21 +177,17 @@ def main(argv: list[str] | None = None) -> None:
         # The reader went away (`kctl ... | head`): stop quietly, as other Unix tools do.
         _silence_stdout()
         code = ExitCode.OK
-    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+    except SystemExit:
+        raise
+    # The last line of defence against tracebacks. Bare, because confluent-kafka can raise
+    # its KafkaError, which is no exception class, past `except Exception`.
+    except:  # noqa: E722
+        exc = sys.exc_info()[1]
         if debug:
             import traceback
 
             traceback.print_exc()
         _render_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug for the traceback")
-        code = ExitCode.ERROR
-    except SystemExit:
-        raise
-    except:  # noqa: E722 - confluent-kafka can raise its KafkaError, which is no exception class
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        _render_error(f"internal error: {sys.exc_info()[1]}", "rerun with --debug for the traceback")
         code = ExitCode.ERROR
     if argv is None:
         _fast_exit(int(code))
