@@ -13,6 +13,9 @@ backend that cannot start skips its tests with the reason (and the brokers' log 
 or fails them when KCTL_REQUIRE_BROKERS=1, as CI runs.
 
 `@pytest.mark.min_nodes(3)` skips a test on backends with fewer nodes.
+`@pytest.mark.single_node` leaves kafka3 out of a test's backends: a test that would only
+skip there must not start three JVMs to do it (on the worker of another group, beside
+the kafka3 group's own). Such tests still skip on an `external` cluster of many nodes.
 `unique_name("t")` gives each test its own topic and group names.
 """
 
@@ -148,12 +151,16 @@ def _count_brokers(bootstrap: str) -> int:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "min_nodes(n): needs a cluster of at least n brokers")
+    config.addinivalue_line("markers", "single_node: not run on kafka3, the backend known to have many nodes")
     config.addinivalue_line("markers", "integration: needs a running Kafka cluster (the `cluster` fixture)")
 
 
 def pytest_generate_tests(metafunc):
     if "cluster" in metafunc.fixturenames:
-        metafunc.parametrize("cluster", selected_backends(), indirect=True, scope="session")
+        backends = selected_backends()
+        if metafunc.definition.get_closest_marker("single_node"):
+            backends = [b for b in backends if b != "kafka3"]
+        metafunc.parametrize("cluster", backends, indirect=True, scope="session")
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from kctl.errors import ExitCode
 from tests.spark.standalone import event_log_options, task_executors
 from tests.spark.test_jobs import content, make_topic, read_dump, read_topic, source  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kctl.errors import ExitCode
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
     {"name": "id", "type": "string"},

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kctl.errors import ExitCode
 from kctl.spark.partitioner import partition_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 BASE_MS = 1_790_000_000_000  # 2026-09-21T14:13:20Z
 MINUTE = 60_000

@@ -122,6 +122,7 @@ def test_dump_manifests_are_checked(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.single_node
 def test_read_range_yields_arrow_batches_of_exactly_the_range(cluster, kctl, unique_name):
     pytest.importorskip("pyarrow")
     from confluent_kafka import Producer
