@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kctl.admin.session import AdminSession, unknown_topic_in
+from kctl.admin.session import AdminSession, unknown_topic, unknown_topic_in
 from kctl.config.secrets import MASK
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 
@@ -162,7 +162,7 @@ def _describe_confluent(session, entity_type, names):
 
 
 def _not_found_for_unknown(error: KctlError, entity_type: str, name: str) -> KctlError:
-    if entity_type == "topic" and "UNKNOWN_TOPIC" in error.message:
+    if entity_type == "topic" and unknown_topic(error):
         return NotFoundError(f"unable to describe configs of topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
     return error
 
@@ -285,7 +285,7 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
     # members), so asking again after UNKNOWN_TOPIC_OR_PARTITION changes nothing twice.
     results = session.ask_until_found(ask, unknown_topic_in)
     for name, result in results.items():
-        if isinstance(result, KctlError) and entity_type == "topic" and "UNKNOWN_TOPIC" in result.message:
+        if entity_type == "topic" and unknown_topic(result):
             results[name] = NotFoundError(f"unable to alter configs of topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
         elif isinstance(result, KctlError):
             results[name] = type(result)(result.message.replace(f"alter {entity_type} configs", f"alter configs of {_display_name(entity_type, name)}", 1))

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kctl.admin.session import AdminSession
+from kctl.admin.session import AdminSession, topic_missing
 from kctl.config.file import state_dir
 from kctl.errors import ExitCode, GroupActiveError, InvalidError, KctlError, NotFoundError, UsageError
 
@@ -182,9 +182,9 @@ def plan(
         if all_topics:
             pairs = sorted(offsets)
         for topic, parts in scopes:
-            meta = metadata.topics.get(topic)
-            if meta is None or not meta.partitions:
+            if topic_missing(metadata, topic):
                 raise NotFoundError(f"unable to reset offsets of {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            meta = metadata.topics[topic]
             existing = sorted(meta.partitions)
             for p in parts or existing:
                 if p not in meta.partitions:

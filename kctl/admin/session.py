@@ -33,14 +33,19 @@ T = TypeVar("T")
 
 
 def topic_missing(metadata: Any, name: str) -> bool:
-    """Whether a Metadata answer lacks topic `name` (absent, or an error and no partitions)."""
+    """Whether a Metadata answer lacks topic `name` (absent, or no partitions: its error)."""
     topic = metadata.topics.get(name)
-    return topic is None or (topic.error is not None and not topic.partitions)
+    return topic is None or not topic.partitions
+
+
+def unknown_topic(result: Any) -> bool:
+    """Whether one item's result (see wait_all) is an UNKNOWN_TOPIC_OR_PARTITION error."""
+    return getattr(result, "kafka_error", None) == "UNKNOWN_TOPIC_OR_PARTITION"
 
 
 def unknown_topic_in(results: Mapping[Any, Any]) -> bool:
     """Whether a batch's per-item results hold an UNKNOWN_TOPIC_OR_PARTITION error."""
-    return any(getattr(r, "kafka_error", None) == "UNKNOWN_TOPIC_OR_PARTITION" for r in results.values())
+    return any(unknown_topic(r) for r in results.values())
 
 
 def _label(key: Any) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kctl.admin.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
-from kctl.admin.session import AdminSession, unknown_topic_in
+from kctl.admin.session import AdminSession, topic_missing, unknown_topic_in
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
@@ -467,11 +467,11 @@ def add_partitions(
     errors: dict[str, KctlError] = {}
     requests = []
     for name in names:
-        topic = metadata.topics.get(name)
-        if topic is None or not topic.partitions:
+        if topic_missing(metadata, name):
             errors[name] = NotFoundError(f"unable to add partitions to {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
             results[name] = PartitionsResult(name=name, status="failed", partitions_before=None, partitions_after=None, error=errors[name].message)
             continue
+        topic = metadata.topics[name]
         before = len(topic.partitions)
         target = total if total is not None else before + (add or 0)
         if replica_assignment is not None and target - before != len(replica_assignment):

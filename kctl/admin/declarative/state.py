@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kctl.admin.session import AdminSession
+from kctl.admin.session import AdminSession, unknown_topic
 from kctl.errors import KctlError
 
 # ConfigSource values (librdkafka): set on the topic, set on one broker.
@@ -94,7 +94,7 @@ def _topics(session: AdminSession, state: ClusterState, regex: re.Pattern[str] |
     sensitive: dict[str, set[str]] = {}
     for resource, result in results.items():
         if isinstance(result, KctlError):
-            if "UNKNOWN_TOPIC" in result.message:
+            if unknown_topic(result):
                 continue  # deleted meanwhile
             raise result
         overrides = {e.name: e for e in result.values() if int(getattr(e.source, "value", e.source)) == _DYNAMIC_TOPIC_CONFIG}

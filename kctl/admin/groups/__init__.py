@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kctl.admin.session import AdminSession
+from kctl.admin.session import AdminSession, topic_missing
 from kctl.errors import GroupActiveError, KctlError, NotFoundError
 
 # Every group type's states as Kafka's ListGroups names them: classic groups rebalance
@@ -579,9 +579,9 @@ def delete_offsets(
     metadata = session.metadata("delete offsets", [topic for topic, _parts in topics])
     pairs = []
     for topic, parts in topics:
-        meta = metadata.topics.get(topic)
-        if meta is None or not meta.partitions:
+        if topic_missing(metadata, topic):
             raise NotFoundError(f"unable to delete offsets of group {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+        meta = metadata.topics[topic]
         for p in parts or sorted(meta.partitions):
             if p not in meta.partitions:
                 raise NotFoundError(f"unable to delete offsets of group {group}: {topic} has no partition {p}")

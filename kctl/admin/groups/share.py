@@ -14,7 +14,7 @@ from typing import Any
 
 from kctl.admin.groups import CommittedOffset, GroupDescription, MemberInfo
 from kctl.admin.groups.consumer import partitions_of
-from kctl.admin.session import AdminSession
+from kctl.admin.session import AdminSession, topic_missing
 
 
 def start_offsets(raw_offsets: Any) -> dict[tuple[str, int], tuple[int | None, int | None]]:
@@ -120,7 +120,7 @@ def delete_offsets(session: AdminSession, group_id: str, topics: Sequence[tuple[
     names = [topic for topic, _parts in topics]
     metadata = session.metadata("delete offsets", names)
     for topic in names:
-        if not getattr(metadata.topics.get(topic), "partitions", None):
+        if topic_missing(metadata, topic):
             raise NotFoundError(f"unable to delete offsets of group {group_id}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
     starts = start_offsets_of(session, [group_id])[group_id]
     code, results = protocol.delete_share_group_offsets(session, group_id, names)
