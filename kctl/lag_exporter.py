@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError, UsageError
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class LagSampler:
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
 
     def sample_once(self) -> None:
-        from kctl.admin.groups import group_lag, interpolated, samples_of
+        from kctl.admin.groups.lag import group_lag, interpolated, samples_of
         from kctl.output.prometheus import render_lag
 
         started = time.monotonic()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 if TYPE_CHECKING:
-    from kctl.admin.session import AdminSession
+    from kctl.admin.client.session import AdminSession
     from kctl.config.model import ClientSettings, ConfigFile
     from kctl.output.render import Output
 
@@ -64,7 +64,7 @@ class App:
 
     @cached_property
     def session(self) -> AdminSession:
-        from kctl.admin.session import AdminSession
+        from kctl.admin.client.session import AdminSession
 
         session = AdminSession(self.settings)
         context = click.get_current_context(silent=True)
@@ -78,7 +78,7 @@ class App:
     def registry(self, url_flag: str | None = None):
         """The schema registry client for this command (--registry-url, else the
         context's and KCTL_SCHEMA_REGISTRY_*), closed when the command ends."""
-        from kctl.admin.schemas import Registry, registry_settings
+        from kctl.admin.registry.schemas import Registry, registry_settings
 
         registry = Registry(registry_settings(self.settings.schema_registry, url_flag, self.settings.timeout))
         context = click.get_current_context(silent=True)

@@ -49,7 +49,7 @@ def resource_options(command):
 
 
 def _resources(topics, groups, transactional_ids, cluster) -> list[tuple[str, str]]:
-    from kctl.admin.acls import CLUSTER_NAME
+    from kctl.admin.security.acls import CLUSTER_NAME
 
     resources = [("TOPIC", t) for t in topics] + [("GROUP", g) for g in groups]
     resources += [("TRANSACTIONAL_ID", t) for t in transactional_ids]
@@ -60,7 +60,7 @@ def _resources(topics, groups, transactional_ids, cluster) -> list[tuple[str, st
 
 def _filters(topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission):
     """One AclFilter per combination of the values given; an option not given matches anything."""
-    from kctl.admin.acls import OPERATIONS, PATTERN_FILTERS, PERMISSION_TYPES, AclFilter, parse_choice, parse_principal
+    from kctl.admin.security.acls import OPERATIONS, PATTERN_FILTERS, PERMISSION_TYPES, AclFilter, parse_choice, parse_principal
 
     pattern_type = parse_choice(pattern, PATTERN_FILTERS, "pattern type")
     resources = _resources(topics, groups, transactional_ids, cluster) or [(None, None)]
@@ -100,7 +100,7 @@ def list_(app: App, topics, groups, transactional_ids, cluster, principals, host
       kctl acl list --operation write,create --permission allow -o json
       kctl acl list -o json > acls.json
     """
-    from kctl.admin.acls import list_acls
+    from kctl.admin.security.acls import list_acls
 
     filters = _filters(topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission)
     app.out.table(list_acls(app.session, filters), ACL_TABLE)
@@ -132,7 +132,7 @@ def create(app: App, topics, groups, transactional_ids, cluster, principals, hos
       kctl acl create --deny --principal User:mallory --operation all --topic '*'
       kctl acl create --file acls.json
     """
-    from kctl.admin.acls import create_acls
+    from kctl.admin.security.acls import create_acls
 
     acls = _wanted(app, topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, deny, producer, idempotent, consumer, file)
     results = create_acls(app.session, acls)
@@ -140,7 +140,7 @@ def create(app: App, topics, groups, transactional_ids, cluster, principals, hos
 
 
 def _wanted(app, topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, deny, producer, idempotent, consumer, file):
-    from kctl.admin.acls import OPERATIONS, PATTERN_TYPES, Acl, consumer_acls, parse_choice, parse_principal, producer_acls
+    from kctl.admin.security.acls import OPERATIONS, PATTERN_TYPES, Acl, consumer_acls, parse_choice, parse_principal, producer_acls
 
     if file is not None:
         if any((topics, groups, transactional_ids, cluster, principals, hosts, operations, deny, producer, consumer, idempotent)):
@@ -181,7 +181,7 @@ def _wanted(app, topics, groups, transactional_ids, cluster, principals, hosts, 
 
 
 def _read_file(app: App, path: Path):
-    from kctl.admin.acls import read_acl_file
+    from kctl.admin.security.acls import read_acl_file
     from kctl.errors import InvalidError
 
     if str(path) == "-":
@@ -218,7 +218,7 @@ def delete(app: App, topics, groups, transactional_ids, cluster, principals, hos
       kctl acl delete --topic logs. --pattern prefixed --yes
       kctl acl delete --all --dry-run
     """
-    from kctl.admin.acls import delete_acls, list_acls
+    from kctl.admin.security.acls import delete_acls, list_acls
 
     filtered = any((topics, groups, transactional_ids, cluster, principals, hosts, operations, permission, pattern.lower() != "any"))
     if not filtered and not all_:

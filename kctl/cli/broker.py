@@ -36,7 +36,7 @@ def list_(app: App):
       kctl broker list
       kctl broker list -o plain --no-headers | cut -f2,3
     """
-    from kctl.admin.cluster import describe_cluster
+    from kctl.admin.cluster.brokers import describe_cluster
 
     app.out.table(describe_cluster(app.session).brokers, BROKER_TABLE)
 
@@ -71,8 +71,8 @@ def balance(app: App, internal):
       kctl broker balance
       kctl broker balance --internal -o json
     """
-    from kctl.admin.partitions import balance as broker_balance
-    from kctl.admin.partitions import snapshot
+    from kctl.admin.cluster.partitions import balance as broker_balance
+    from kctl.admin.cluster.partitions import snapshot
 
     app.out.table(broker_balance(snapshot(app.session, include_internal=internal)), BALANCE_TABLE)
 
@@ -130,8 +130,8 @@ def log_dirs(app: App, topics, brokers, replicas):
       kctl broker log-dirs --topic orders --replicas
       kctl broker log-dirs --broker 1 -o json
     """
-    from kctl.admin.logdirs import describe_log_dirs
-    from kctl.admin.topics import validate_topic_name
+    from kctl.admin.cluster.logdirs import describe_log_dirs
+    from kctl.admin.topics.topics import validate_topic_name
 
     for topic in topics:
         validate_topic_name(topic)

@@ -36,7 +36,7 @@ def info(app: App):
       kctl cluster info
       kctl cluster info -o json | jq -r .cluster_id
     """
-    from kctl.admin.cluster import describe_cluster
+    from kctl.admin.cluster.brokers import describe_cluster
 
     app.out.document(describe_cluster(app.session), CLUSTER_DOCUMENT)
 
@@ -89,7 +89,7 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
     """
     import time
 
-    from kctl.admin.health import check
+    from kctl.admin.cluster.health import check
     from kctl.errors import ExitCode, KctlError, TimeoutError_, UnreachableError
 
     def once() -> int:
@@ -171,7 +171,7 @@ def quorum(app: App, replication):
       kctl cluster quorum --replication
       kctl cluster quorum -o json | jq '.voters | length'
     """
-    from kctl.admin.features import describe_quorum
+    from kctl.admin.cluster.features import describe_quorum
 
     found = describe_quorum(app.session)
     if replication:

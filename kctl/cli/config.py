@@ -53,7 +53,7 @@ def change_options(command):
 
 
 def run_alter(app: App, entity_type: str, names, sets, deletes, appends, subtracts, dry_run) -> None:
-    from kctl.admin.configs import alter_configs, parse_changes
+    from kctl.admin.topics.configs import alter_configs, parse_changes
 
     changes = parse_changes(sets, deletes, appends, subtracts)
     results, errors = alter_configs(app.session, entity_type, names, changes, validate_only=dry_run)
@@ -94,7 +94,7 @@ def describe(app: App, entity_type, names, include_defaults, keys):
       kctl config describe group billing --all
       kctl config describe client-metrics
     """
-    from kctl.admin.configs import describe_configs
+    from kctl.admin.topics.configs import describe_configs
 
     targets = list(names) or [None]
     found, errors = describe_configs(app.session, entity_type, targets, include_defaults=include_defaults, keys=keys)
@@ -154,7 +154,7 @@ def delete(app: App, entity_type, names, dry_run, yes):
       kctl config delete client-metrics producers --dry-run
       kctl config delete client-metrics producers kcat --yes
     """
-    from kctl.admin.configs import AlterResult, delete_subscriptions, describe_configs
+    from kctl.admin.topics.configs import AlterResult, delete_subscriptions, describe_configs
 
     names = list(dict.fromkeys(names))
     found, missing = describe_configs(app.session, entity_type, names)

@@ -130,7 +130,7 @@ def _groups(app: App, resources):
 def _session(app: App, context: str | None):
     if context is None:
         return app.session, None
-    from kctl.admin.session import AdminSession
+    from kctl.admin.client.session import AdminSession
     from kctl.config.resolve import resolve
 
     settings = resolve(app.config_file, app.env, context_flag=context, property_flags=app.properties, timeout_flag=app.timeout)

@@ -12,7 +12,7 @@ from kctl.output.spec import Column, TableSpec
 
 
 def _level(feature: str, level: int | None) -> str | None:
-    from kctl.admin.features import version_name
+    from kctl.admin.cluster.features import version_name
 
     if level is None:
         return None
@@ -64,7 +64,7 @@ def list_(app: App):
       kctl feature list
       kctl feature list -o json | jq -r '.[] | select(.name == "metadata.version") | .finalized_version'
     """
-    from kctl.admin.features import describe_features
+    from kctl.admin.cluster.features import describe_features
 
     found = describe_features(app.session)
     app.out.table(found, FEATURE_TABLE)
@@ -97,7 +97,7 @@ def _update_command(verb: str):
 
 
 def _run_update(app: App, current, targets: dict[str, int], *, downgrade: bool, unsafe: bool, dry_run: bool, yes: bool) -> None:
-    from kctl.admin.features import plan_updates, update_features
+    from kctl.admin.cluster.features import plan_updates, update_features
     from kctl.errors import PartialFailure
 
     plan = plan_updates(current, targets, downgrade=downgrade, unsafe=unsafe)
@@ -137,7 +137,7 @@ def upgrade(app: App, features, release_version, dry_run, yes):
       kctl feature upgrade --feature group.version=1 --yes
       kctl feature upgrade --feature metadata.version=4.3-IV0        # asks first
     """
-    from kctl.admin.features import describe_features, parse_updates, release_levels
+    from kctl.admin.cluster.features import describe_features, parse_updates, release_levels
 
     if bool(features) == bool(release_version):
         raise UsageError("unable to upgrade features: give --feature NAME=LEVEL (repeatable) or --release-version X.Y")
@@ -165,7 +165,7 @@ def downgrade(app: App, features, unsafe, dry_run, yes):
       kctl feature downgrade --feature transaction.version=1 --dry-run
       kctl feature downgrade --feature eligible.leader.replicas.version=0 --yes
     """
-    from kctl.admin.features import describe_features, parse_updates
+    from kctl.admin.cluster.features import describe_features, parse_updates
 
     if not features:
         raise UsageError("unable to downgrade features: give --feature NAME=LEVEL (repeatable)")

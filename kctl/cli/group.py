@@ -109,7 +109,7 @@ def list_(app: App, regex, states, types):
       kctl group list --type share --type streams
       kctl group list -r 'billing-.*'
     """
-    from kctl.admin.groups import list_groups
+    from kctl.admin.groups.groups import list_groups
 
     app.out.table(list_groups(app.session, states=states, types=types, regex=regex), GROUP_TABLE)
 
@@ -136,7 +136,7 @@ def describe(app: App, groups):
       kctl group describe billing
       kctl group describe billing audit -o json
     """
-    from kctl.admin.groups import describe_groups
+    from kctl.admin.groups.groups import describe_groups
 
     found, errors = describe_groups(app.session, groups)
     report_documents(app, found, errors, GROUP_DOCUMENT, "describe groups", len(set(groups)))
@@ -192,7 +192,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
     """
     import time
 
-    from kctl.admin.groups import group_lag, with_history
+    from kctl.admin.groups.lag import group_lag, with_history
     from kctl.errors import ExitCode
     from kctl.timespec import parse_duration
 
@@ -274,8 +274,8 @@ def _watch(app: App, groups, topics, isolation, interval: float, limit: float | 
     """Sample every interval; rates and time to catch up from consecutive samples."""
     import time
 
-    from kctl.admin.groups import group_lag
-    from kctl.admin.lag_rates import rates
+    from kctl.admin.groups.lag import group_lag
+    from kctl.admin.groups.lag_rates import rates
 
     started = time.monotonic()
     previous, previous_t = None, None
@@ -327,7 +327,7 @@ def _stop_serving(signum, frame):
 def _state_file(app: App, path: str | None):
     from pathlib import Path
 
-    from kctl.admin.lag_history import state_path
+    from kctl.admin.groups.lag_history import state_path
 
     return Path(path) if path else state_path(app.env, app.settings.bootstrap_servers)
 
@@ -392,8 +392,8 @@ def status(app: App, groups, all_, window, warn_lag, crit_lag, warn_seconds, cri
       kctl group status billing
       kctl group status --all --crit-lag 100000 --warn-seconds 300 -o json
     """
-    from kctl.admin.groups import group_lag, with_history
-    from kctl.admin.lag_history import SEVERITY, judge
+    from kctl.admin.groups.lag import group_lag, with_history
+    from kctl.admin.groups.lag_history import SEVERITY, judge
     from kctl.errors import KctlError
 
     if bool(groups) == all_:
@@ -429,7 +429,7 @@ def delete(app: App, groups, yes):
     Examples:
       kctl group delete old-consumer --yes
     """
-    from kctl.admin.groups import delete_groups
+    from kctl.admin.groups.groups import delete_groups
 
     ids = list(dict.fromkeys(groups))
     app.confirm(f"Delete {len(ids)} group(s) and their committed offsets: {', '.join(ids)}?", yes=yes, action="delete groups")
@@ -453,7 +453,7 @@ RESET_TABLE = TableSpec(
 
 
 def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration):
-    from kctl.admin.resets import ResetSpec
+    from kctl.admin.groups.resets import ResetSpec
     from kctl.timespec import format_instant, parse_duration, parse_instant
 
     chosen = [
@@ -519,7 +519,7 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
     """
     import sys
 
-    from kctl.admin.resets import ResetSpec, copy_offsets, journal_dir, parse_offsets_csv, plan, read_journal, undo_plan
+    from kctl.admin.groups.resets import ResetSpec, copy_offsets, journal_dir, parse_offsets_csv, plan, read_journal, undo_plan
     from kctl.errors import InvalidError
 
     ids = list(dict.fromkeys(groups))
@@ -570,7 +570,7 @@ def _run_reset(app: App, plans, execute: bool, yes: bool, *, export: str | None 
     import shlex
     import sys
 
-    from kctl.admin.resets import apply, journal_dir, offsets_csv, write_journal
+    from kctl.admin.groups.resets import apply, journal_dir, offsets_csv, write_journal
 
     app.out.table(plans, RESET_TABLE)
     if export:
@@ -620,8 +620,8 @@ def delete_offsets(app: App, group_id, topics, yes):
       kctl group delete-offsets billing -t old-orders --yes
       kctl group delete-offsets billing -t orders:3,4 --yes
     """
-    from kctl.admin.groups import delete_offsets as forget
-    from kctl.admin.resets import parse_topic_scope
+    from kctl.admin.groups.groups import delete_offsets as forget
+    from kctl.admin.groups.resets import parse_topic_scope
 
     scope = parse_topic_scope(topics)
     app.confirm(f"Delete the committed offsets of {group_id} for {', '.join(topics)}?", yes=yes, action="delete offsets")

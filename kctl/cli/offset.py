@@ -62,7 +62,7 @@ def get(app: App, selectors, regex, at, max_timestamp, isolation):
       kctl offset get orders --at -1h --max-timestamp
       kctl offset get -r 'logs\\..*' --isolation read_committed
     """
-    from kctl.admin.offsets import list_offsets, parse_selector, resolve_partitions
+    from kctl.admin.topics.offsets import list_offsets, parse_selector, resolve_partitions
     from kctl.timespec import format_instant, parse_instant
 
     if not selectors and regex is None:

@@ -73,7 +73,7 @@ def list_(app: App, topics, regex, filters, leader, internal):
       kctl partition list --leader 2 -o json
       kctl partition list --under-min-isr --no-headers | wc -l
     """
-    from kctl.admin.partitions import snapshot
+    from kctl.admin.cluster.partitions import snapshot
 
     taken = snapshot(app.session, topics=topics, regex=regex, include_internal=internal or bool(topics), filters=filters, leader=leader)
     app.out.table(taken.partitions, PARTITION_TABLE)

@@ -53,7 +53,7 @@ def entity_options(command):
 
 
 def _name(value, default: bool, option: str):
-    from kctl.admin.quotas import DEFAULT
+    from kctl.admin.security.quotas import DEFAULT
 
     if value is not None and default:
         raise UsageError(f"--{option} and --default-{option} name different entities; give one")
@@ -61,7 +61,7 @@ def _name(value, default: bool, option: str):
 
 
 def _entity(user, default_user, client_id, default_client_id, ip, default_ip):
-    from kctl.admin.quotas import entity_of
+    from kctl.admin.security.quotas import entity_of
 
     return entity_of(_name(user, default_user, "user"), _name(client_id, default_client_id, "client-id"), _name(ip, default_ip, "ip"))
 
@@ -89,7 +89,7 @@ def list_(app: App, user, default_user, client_id, default_client_id, ip, defaul
       kctl quota list --user alice
       kctl quota list --default-client-id -o json
     """
-    from kctl.admin.quotas import list_quotas
+    from kctl.admin.security.quotas import list_quotas
 
     quotas = list_quotas(
         app.session,
@@ -117,7 +117,7 @@ def describe(app: App, user, default_user, client_id, default_client_id, ip, def
       kctl quota describe --client-id billing-app -o json
       kctl quota describe --ip 10.0.0.7
     """
-    from kctl.admin.quotas import effective_quotas
+    from kctl.admin.security.quotas import effective_quotas
 
     entity = _entity(user, default_user, client_id, default_client_id, ip, default_ip)
     app.out.table(effective_quotas(app.session, entity), EFFECTIVE_TABLE)
@@ -139,7 +139,7 @@ def set_(app: App, user, default_user, client_id, default_client_id, ip, default
       kctl quota set --default-client-id --set producer_byte_rate=10MB --dry-run
       kctl quota set --ip 10.0.0.7 --set connection_creation_rate=20
     """
-    from kctl.admin.quotas import alter_quotas, parse_key, parse_value, quotas_after
+    from kctl.admin.security.quotas import alter_quotas, parse_key, parse_value, quotas_after
 
     entity = _entity(user, default_user, client_id, default_client_id, ip, default_ip)
     if not settings:
@@ -171,7 +171,7 @@ def delete(app: App, user, default_user, client_id, default_client_id, ip, defau
       kctl quota delete --user alice --client-id billing-app --dry-run
       kctl quota delete --ip 10.0.0.7 --yes
     """
-    from kctl.admin.quotas import Quota, alter_quotas, parse_key, quotas_after, quotas_of
+    from kctl.admin.security.quotas import Quota, alter_quotas, parse_key, quotas_after, quotas_of
 
     entity = _entity(user, default_user, client_id, default_client_id, ip, default_ip)
     current = quotas_of(app.session, entity)
@@ -191,6 +191,6 @@ def delete(app: App, user, default_user, client_id, default_client_id, ip, defau
 
 def _show(app: App, entity, values: dict) -> None:
     """The entity's quotas after a change, read back from the cluster."""
-    from kctl.admin.quotas import Quota
+    from kctl.admin.security.quotas import Quota
 
     app.out.table([Quota(entity.user, entity.client_id, entity.ip, k, v) for k, v in sorted(values.items())], QUOTA_TABLE)

@@ -122,8 +122,8 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
       kctl record produce invoices -K : --value-schema-file invoice.avsc --file invoices.txt
       echo '{"cents":"250","currency":"EUR"}' | kctl record produce prices --value-schema-file money.proto
     """
-    from kctl.admin.produce import ProduceOptions
-    from kctl.admin.produce import produce as produce_records
+    from kctl.records.produce import ProduceOptions
+    from kctl.records.produce import produce as produce_records
     from kctl.errors import UsageError
     from kctl.records.reader import split_records
     from kctl.records.template import InputTemplate, TemplateError
@@ -192,7 +192,7 @@ def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_fil
     """`parse` followed by serializing each value with the schema (records.schemas)."""
     from kctl.errors import UsageError
     from kctl.records.model import ProducerRecord
-    from kctl.records.schemas import RecordEncoder
+    from kctl.records.serdes import RecordEncoder
 
     if value_schema is not None and value_schema_file is not None:
         raise UsageError("unable to produce: --value-schema and --value-schema-file exclude each other")
@@ -294,9 +294,9 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
       kctl record consume invoices --value-format auto -o jsonl
       kctl record consume invoices --value-format avro --format '%o %v\\n' -n 3
     """
-    from kctl.admin.consume import ConsumeOptions
-    from kctl.admin.consume import consume as consume_records
-    from kctl.admin.offsets import PartitionSelector, parse_selector
+    from kctl.records.consume import ConsumeOptions
+    from kctl.records.consume import consume as consume_records
+    from kctl.admin.topics.offsets import PartitionSelector, parse_selector
     from kctl.errors import UsageError
     from kctl.records import filters
     from kctl.records.position import (
@@ -350,7 +350,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
 
 
 def _note_held_back(app: App, selectors) -> None:
-    from kctl.admin.offsets import resolve_partitions
+    from kctl.admin.topics.offsets import resolve_partitions
     from kctl.cli.transaction import note_held_back
 
     note_held_back(app, resolve_partitions(app.session, selectors, action="consume"))
@@ -360,7 +360,7 @@ def _decoder(app: App, registry_url: str | None, *, key_format: str | None, valu
     """A RecordDecoder when --key-format or --value-format asks for one."""
     if key_format is None and value_format is None:
         return None
-    from kctl.records.schemas import RecordDecoder
+    from kctl.records.serdes import RecordDecoder
 
     return RecordDecoder(app.registry(registry_url), key_format=key_format, value_format=value_format, warn=app.warn)
 
@@ -435,7 +435,7 @@ def delete(app: App, selectors, before, dry_run, yes):
       kctl record delete logs --before @-7d --yes
       kctl record delete scratch --before end --yes
     """
-    from kctl.admin.offsets import (
+    from kctl.admin.topics.offsets import (
         delete_records,
         parse_selector,
         plan_delete_records,

@@ -46,7 +46,7 @@ ELECTION_TABLE = TableSpec(
 
 
 def _read_plan(app: App, path: str):
-    from kctl.admin.replication import load_plan
+    from kctl.admin.cluster.replication import load_plan
     from kctl.errors import InvalidError
 
     try:
@@ -69,7 +69,7 @@ def _rate(text: str | None) -> int | None:
 def wait_for_moves(app: App, moves, *, wait_timeout: float | None, preserve_throttles: bool = False, session=None):
     """Poll until every partition is done (or the wait times out), with progress on stderr;
     on `session` when the moves are on another cluster than the command's."""
-    from kctl.admin.replication import verify
+    from kctl.admin.cluster.replication import verify
     from kctl.cli.progress import progress
 
     with progress(app, "reassignment", total=len(moves), unit="partitions") as shown:
@@ -138,7 +138,7 @@ def generate(app: App, topics, brokers, replication_factor, disable_rack_aware, 
       kctl replication reassign generate -t orders -t payments --rf 3 --rollback-out undo.json
       kctl replication reassign generate -t orders --brokers 1,2 -o table
     """
-    from kctl.admin.replication import generate_plan, plan_to_json, preview
+    from kctl.admin.cluster.replication import generate_plan, plan_to_json, preview
     from kctl.errors import UsageError
 
     broker_ids = None
@@ -181,8 +181,8 @@ def execute(app: App, plan, throttle, wait, wait_timeout, rollback_out, dry_run,
       kctl replication reassign execute plan.json --wait --rollback-out undo.json --yes
       kctl replication reassign generate -t orders --brokers 2,3 | kctl replication reassign execute - --dry-run
     """
-    from kctl.admin.replication import execute as start
-    from kctl.admin.replication import plan_to_json, preview
+    from kctl.admin.cluster.replication import execute as start
+    from kctl.admin.cluster.replication import plan_to_json, preview
 
     rate = _rate(throttle)
     moves = _read_plan(app, plan)
@@ -218,7 +218,7 @@ def verify_(app: App, plan, preserve_throttles):
       kctl replication reassign verify plan.json
       kctl replication reassign verify plan.json -o json | jq '.[] | select(.status != "done")'
     """
-    from kctl.admin.replication import verify
+    from kctl.admin.cluster.replication import verify
 
     finish(app, verify(app.session, _read_plan(app, plan), clear=not preserve_throttles), "complete the reassignment of")
 
@@ -239,7 +239,7 @@ def cancel_(app: App, plan, all_, yes):
       kctl replication reassign cancel plan.json --yes
       kctl replication reassign cancel --all --yes
     """
-    from kctl.admin.replication import cancel, clear_throttles
+    from kctl.admin.cluster.replication import cancel, clear_throttles
 
     if bool(plan) == all_:
         raise click.UsageError("give a PLAN or --all")
@@ -263,7 +263,7 @@ def list_(app: App):
       kctl replication reassign list
       kctl replication reassign list -o json
     """
-    from kctl.admin.replication import list_reassignments
+    from kctl.admin.cluster.replication import list_reassignments
 
     app.out.table(list_reassignments(app.session), ONGOING_TABLE)
 
@@ -288,8 +288,8 @@ def elect_leaders(app: App, selectors, kind, all_, yes):
       kctl replication elect-leaders --preferred orders:0-3
       kctl replication elect-leaders --unclean orders:2 --yes
     """
-    from kctl.admin.offsets import parse_selector, resolve_partitions
-    from kctl.admin.replication import elect_leaders as elect
+    from kctl.admin.topics.offsets import parse_selector, resolve_partitions
+    from kctl.admin.cluster.replication import elect_leaders as elect
 
     if kind is None:
         raise click.UsageError("choose --preferred or --unclean")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kctl.admin.schemas import COMPATIBILITY_LEVELS, MODES
+from kctl.admin.registry.schemas import COMPATIBILITY_LEVELS, MODES
 from kctl.cli._app import App, pass_app
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options, yes_option
@@ -48,7 +48,7 @@ def _version(text: str) -> int | str:
 
 
 def _schema_input(file: Path, schema_type: str | None, references: tuple[str, ...]):
-    from kctl.admin.schemas import parse_reference, read_schema_file
+    from kctl.admin.registry.schemas import parse_reference, read_schema_file
 
     text, registry_type = read_schema_file(file, schema_type)
     return text, registry_type, [parse_reference(r) for r in references]
@@ -151,7 +151,7 @@ def get_by_id(app: App, schema_id, registry_url):
 
 
 def _show_schema(app: App, found) -> None:
-    from kctl.admin.schemas import pretty
+    from kctl.admin.registry.schemas import pretty
 
     app.out.document(found, SCHEMA_DOCUMENT)
     if app.out.format not in ("json", "jsonl", "csv"):  # those carry it as the `schema` key

@@ -414,7 +414,7 @@ def _partition_counts(app: App, topic: str) -> dict[str, int]:
 
 
 def _high_watermarks(app: App, topic: str, count: int) -> dict[int, int]:
-    from kctl.admin.offsets import list_offsets
+    from kctl.admin.topics.offsets import list_offsets
 
     return {row.partition: row.latest for row in list_offsets(app.session, [(topic, p) for p in range(count)])}
 
@@ -555,7 +555,7 @@ def _json_schema(path: str):
 
 def _compacted(app: App, topics) -> set[str]:
     """Which of `topics` are compacted (their offset gaps are expected), in one request."""
-    from kctl.admin.configs import describe_configs
+    from kctl.admin.topics.configs import describe_configs
 
     found, _ = describe_configs(app.session, "topic", list(topics), keys=("cleanup.policy",))
     return {resource.entity_name for resource in found for c in resource.configs if c.name == "cleanup.policy" and "compact" in (c.value or "")}

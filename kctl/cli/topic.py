@@ -108,7 +108,7 @@ def list_(app: App, regex, internal, filters, with_overrides, count_overrides):
       kctl topic list --with-overrides -o wide
       kctl topic list --overrides -o json
     """
-    from kctl.admin.topics import list_topics
+    from kctl.admin.topics.topics import list_topics
 
     count = count_overrides or app.out.format == "wide"
     topics = list_topics(
@@ -139,7 +139,7 @@ def describe(app: App, names, detail):
       kctl topic describe orders --detail
       kctl topic describe orders payments -o json
     """
-    from kctl.admin.topics import describe_topics, uncompacted_topics
+    from kctl.admin.topics.topics import describe_topics, uncompacted_topics
 
     found, errors = describe_topics(app.session, names, detail=detail)
     if errors and not found:
@@ -187,7 +187,7 @@ def create(app: App, names, partitions, replication_factor, configs, replica_ass
       kctl topic create orders -p 6 --dry-run
       kctl topic create orders --replica-assignment 1:2,2:3,3:1
     """
-    from kctl.admin.topics import NewTopicSpec, create_topics, parse_replica_assignment
+    from kctl.admin.topics.topics import NewTopicSpec, create_topics, parse_replica_assignment
 
     assignment = None
     if replica_assignment is not None:
@@ -221,7 +221,7 @@ def delete(app: App, names, regex, if_exists, yes):
       kctl topic delete -r 'tmp-.*' --yes
       kctl topic delete orders --if-exists --yes
     """
-    from kctl.admin.topics import delete_topics, match_topics
+    from kctl.admin.topics.topics import delete_topics, match_topics
 
     if not names and regex is None:
         raise click.UsageError("name at least one topic, or give --regex")
@@ -286,8 +286,8 @@ def set_replication_factor(app: App, name, replication_factor, throttle, wait, w
       kctl topic set-replication-factor orders 3 --throttle 20MB --dry-run
       kctl topic set-replication-factor logs 2 --no-wait
     """
-    from kctl.admin.replication import execute, generate_plan, preview
-    from kctl.admin.topics import validate_topic_name
+    from kctl.admin.cluster.replication import execute, generate_plan, preview
+    from kctl.admin.topics.topics import validate_topic_name
     from kctl.cli.replication import MOVE_TABLE, finish, wait_for_moves
     from kctl.sizes import parse_bytes
 
@@ -337,8 +337,8 @@ def add_partitions(app: App, names, total, add, replica_assignment, dry_run):
       kctl topic add-partitions orders payments --add 3 --dry-run
       kctl topic add-partitions orders --add 2 --replica-assignment 1:2,2:3
     """
-    from kctl.admin.topics import add_partitions as grow
-    from kctl.admin.topics import parse_replica_assignment
+    from kctl.admin.topics.topics import add_partitions as grow
+    from kctl.admin.topics.topics import parse_replica_assignment
 
     if (total is None) == (add is None):
         raise click.UsageError("give exactly one of --to N and --add N")

@@ -80,7 +80,7 @@ def note_held_back(app: App, pairs) -> None:
     """read_committed stops at a partition's last stable offset; when that is behind the
     log end an open transaction holds it there, and the user should know where to look
     (record consume and group lag with --isolation read_committed)."""
-    from kctl.admin.transactions import held_back
+    from kctl.admin.cluster.transactions import held_back
 
     for topic, partition, stable, end in held_back(app.session, pairs):
         app.note(
@@ -105,7 +105,7 @@ def list_(app: App):
       kctl transaction list
       kctl transaction list -o json
     """
-    from kctl.admin.transactions import list_transactions
+    from kctl.admin.cluster.transactions import list_transactions
 
     app.out.table(list_transactions(app.session), TRANSACTION_TABLE)
 
@@ -123,14 +123,14 @@ def describe(app: App, transactional_ids):
       kctl transaction describe payments-tx-1
       kctl transaction describe payments-tx-1 payments-tx-2 -o json
     """
-    from kctl.admin.transactions import describe_transactions
+    from kctl.admin.cluster.transactions import describe_transactions
 
     found, errors = describe_transactions(app.session, transactional_ids)
     report_documents(app, found, errors, DESCRIPTION, "describe transactions", len(set(transactional_ids)))
 
 
 def _partitions(app: App, topics, regex):
-    from kctl.admin.offsets import parse_selector, resolve_partitions
+    from kctl.admin.topics.offsets import parse_selector, resolve_partitions
 
     if not topics and regex is None:
         metadata = app.session.metadata("list partitions")
@@ -160,7 +160,7 @@ def find_hanging(app: App, topics, regex, max_age):
       kctl transaction find-hanging -t payments --max-age 5m
       kctl transaction find-hanging -o json
     """
-    from kctl.admin.transactions import max_transaction_timeout_ms, open_transactions
+    from kctl.admin.cluster.transactions import max_transaction_timeout_ms, open_transactions
     from kctl.errors import ExitCode
     from kctl.timespec import parse_duration
 
@@ -194,8 +194,8 @@ def abort(app: App, where, producer_id, start_offset, yes):
       kctl transaction abort payments:0                                 # asks first
       kctl transaction abort payments:0 --yes
     """
-    from kctl.admin.offsets import parse_selector, resolve_partitions
-    from kctl.admin.transactions import abort as abort_transaction, find_open
+    from kctl.admin.topics.offsets import parse_selector, resolve_partitions
+    from kctl.admin.cluster.transactions import abort as abort_transaction, find_open
 
     selector = parse_selector(where)
     if len(selector.ranges) != 1 or selector.ranges[0][0] != selector.ranges[0][1]:
@@ -232,8 +232,8 @@ def producer_list(app: App, selectors):
       kctl producer list payments
       kctl producer list payments:0-2 orders -o json
     """
-    from kctl.admin.offsets import parse_selector, resolve_partitions
-    from kctl.admin.transactions import list_producers
+    from kctl.admin.topics.offsets import parse_selector, resolve_partitions
+    from kctl.admin.cluster.transactions import list_producers
 
     pairs = resolve_partitions(app.session, [parse_selector(s) for s in selectors], action="list producers of")
     app.out.table(list_producers(app.session, pairs), PRODUCER_TABLE)

@@ -45,7 +45,7 @@ def list_(app: App):
       kctl user list
       kctl user list -o json
     """
-    from kctl.admin.users import list_users
+    from kctl.admin.security.users import list_users
 
     app.out.table(list_users(app.session), CREDENTIAL_TABLE)
 
@@ -64,7 +64,7 @@ def describe(app: App, users):
       kctl user describe alice
       kctl user describe alice bob -o json
     """
-    from kctl.admin.users import describe_users
+    from kctl.admin.security.users import describe_users
 
     found, errors = describe_users(app.session, users)
     if errors and not found:
@@ -97,7 +97,7 @@ def set_password(app: App, name, extra, mechanisms, iterations, password_stdin):
       kctl user set-password alice --password-stdin < alice.pass
       kctl user set-password bob -m scram-sha-256 -m scram-sha-512 --iterations 4096 --password-stdin < bob.pass
     """
-    from kctl.admin.users import parse_mechanism, set_password as set_user_password
+    from kctl.admin.security.users import parse_mechanism, set_password as set_user_password
 
     if extra:
         # Never echo the extra words: one of them may well be the password.
@@ -140,7 +140,7 @@ def delete(app: App, name, mechanisms, yes):
       kctl user delete alice --yes
       kctl user delete alice -m scram-sha-256 --yes
     """
-    from kctl.admin.users import delete_credentials, describe_users, parse_mechanism
+    from kctl.admin.security.users import delete_credentials, describe_users, parse_mechanism
 
     found, errors = describe_users(app.session, [name])
     if errors:

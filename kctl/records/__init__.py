@@ -2,5 +2,5 @@
 lines; output as format strings and JSON envelopes; --from/--to positions; filters.
 
 Pure code over bytes: no Kafka client, no click. The admin layer moves the records
-(kctl.admin.produce, kctl.admin.consume) and the CLI wires the two together.
+(kctl.records.produce, kctl.records.consume) and the CLI wires the two together.
 """

@@ -75,7 +75,7 @@ def encode(message: Any) -> bytes:
 
 def encode_decoded(message: Any, decoder: Any) -> bytes:
     """The envelope with keys and values decoded by their schemas (records.schemas)."""
-    from kctl.records.schemas import ENCODER, decoded_envelope
+    from kctl.records.serdes import ENCODER, decoded_envelope
 
     return ENCODER.encode(decoded_envelope(to_envelope(message), message, decoder)).encode()
 

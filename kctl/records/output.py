@@ -46,7 +46,7 @@ def record_writer(stream: BinaryIO, output_format: str, template: str | None, de
 
     render = compile_batch(template if template is not None else "%v\\n")
     if decoder is not None:
-        from kctl.records.schemas import decode_in_place
+        from kctl.records.serdes import decode_in_place
 
         return RecordWriter(stream, lambda messages: render(decode_in_place(messages, decoder)))
     return RecordWriter(stream, render)

@@ -45,13 +45,13 @@ def _json_text():
 class DecodePlan:
     """What the executors need: the registry and the reader's schema (picklable)."""
 
-    registry: Any  # kctl.admin.schemas.RegistrySettings
+    registry: Any  # kctl.admin.registry.schemas.RegistrySettings
     subject: str
     schema_id: int
     version: int | None
     type: str  # AVRO | PROTOBUF | JSON
     schema: str
-    references: tuple  # kctl.admin.schemas.Reference
+    references: tuple  # kctl.admin.registry.schemas.Reference
 
     def describe(self) -> dict[str, Any]:
         """For the manifest."""
@@ -227,7 +227,7 @@ def plan_options(plan: DecodePlan) -> dict[str, str]:
 
 
 def plan_from_options(options) -> DecodePlan | None:
-    from kctl.admin.schemas import Reference, RegistrySettings
+    from kctl.admin.registry.schemas import Reference, RegistrySettings
 
     text = options.get(OPTION)
     if not text:
@@ -334,7 +334,7 @@ class _Decoder:
         self._writers: dict[int, Any] = {plan.schema_id: (plan.type, self._reader, True)}
 
     def decode(self, value: bytes | None) -> tuple[int | None, Any, str | None]:
-        from kctl.records.schemas import schema_id as framed_id
+        from kctl.records.serdes import schema_id as framed_id
 
         if value is None:
             return None, None, None  # a tombstone: nothing to decode, nothing wrong
@@ -376,7 +376,7 @@ class _Decoder:
 
 
 def _registry(plan: DecodePlan):
-    from kctl.admin.schemas import Registry
+    from kctl.admin.registry.schemas import Registry
 
     return Registry(plan.registry)
 
@@ -417,7 +417,7 @@ def conform(value, kind):
     if t.is_list(kind):
         return [conform(v, kind.value_type) for v in value] if isinstance(value, list) else None
     if t.is_large_string(kind):
-        from kctl.records.schemas import ENCODER
+        from kctl.records.serdes import ENCODER
 
         return ENCODER.encode(value)
     if t.is_string(kind):

@@ -15,7 +15,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from kctl.admin.errors import describe, error_class, error_of
+from kctl.admin.client.errors import describe, error_class, error_of
 from kctl.errors import InvalidError, KctlError, NotFoundError, UnreachableError
 from kctl.spark.options import EARLIEST, LATEST, OptionError, SourceOptions
 

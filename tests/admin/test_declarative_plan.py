@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.admin.acls import Acl
+from kctl.admin.security.acls import Acl
 from kctl.admin.declarative.plan import plan, summary
 from kctl.admin.declarative.resources import ResourceFileError, parse
 from kctl.admin.declarative.state import ClusterState, LiveTopic
-from kctl.admin.quotas import Entity
+from kctl.admin.security.quotas import Entity
 
 
 def resources(text: str):

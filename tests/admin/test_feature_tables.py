@@ -1,5 +1,5 @@
 """kctl's tables of Kafka's metadata versions and of each release's feature levels
-(kctl/admin/features.py) match the Kafka jars the tests run: a newer Kafka with a new
+(kctl/admin/cluster/features.py) match the Kafka jars the tests run: a newer Kafka with a new
 metadata version or release makes this fail until the tables are updated."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kctl.admin.features import METADATA_VERSIONS, RELEASES
+from kctl.admin.cluster.features import METADATA_VERSIONS, RELEASES
 
 SOURCE = Path(__file__).resolve().parent.parent / "brokers" / "FeatureLevels.java"
 

@@ -9,7 +9,7 @@ import ssl
 
 import pytest
 
-from kctl.admin.kafka_python import translate_config
+from kctl.admin.client.kafka_python import translate_config
 from kctl.config.model import ClientSettings
 from kctl.errors import ConfigError
 
@@ -113,7 +113,7 @@ def test_a_sasl_bootstrap_closed_then_cut_short_by_the_timeout_is_a_login_failur
     lost), and the last attempt timed out when --timeout ran out."""
     from kafka import errors
 
-    from kctl.admin.kafka_python import _bootstrap_error
+    from kctl.admin.client.kafka_python import _bootstrap_error
     from kctl.errors import ExitCode
 
     closed = errors.KafkaConnectionError("socket disconnected")

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kctl.admin.lag_history import Sample, interpolated_lag_seconds, judge, partition_status, record
+from kctl.admin.groups.lag_history import Sample, interpolated_lag_seconds, judge, partition_status, record
 
 
 def window(*triples):

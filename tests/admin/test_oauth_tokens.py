@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from kctl.admin.oauth import TokenSource, oidc_client_credentials
-from kctl.admin.session import AdminSession
+from kctl.admin.client.oauth import TokenSource, oidc_client_credentials
+from kctl.admin.client.session import AdminSession
 from kctl.config.model import ClientSettings
 from kctl.errors import NotAuthorizedError
 from tests.security.fake_signer.fixture import fake_signer  # noqa: F401 - a fixture

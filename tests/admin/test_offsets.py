@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.admin.offsets import PartitionSelector, parse_selector
+from kctl.admin.topics.offsets import PartitionSelector, parse_selector
 from kctl.errors import UsageError
 
 

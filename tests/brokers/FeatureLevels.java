@@ -1,4 +1,4 @@
-// Prints what kctl's tables in kctl/admin/features.py must match, from the Kafka jars the
+// Prints what kctl's tables in kctl/admin/cluster/features.py must match, from the Kafka jars the
 // tests run (java -cp KAFKA_JARS tests/brokers/FeatureLevels.java):
 //   mv LEVEL NAME                 every production MetadataVersion
 //   release X.Y FEATURE=LEVEL...  each release's last MetadataVersion and every production

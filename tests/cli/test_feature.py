@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from kctl.admin.features import METADATA_VERSIONS, RELEASES
+from kctl.admin.cluster.features import METADATA_VERSIONS, RELEASES
 from kctl.errors import ExitCode
 from tests.eventually import eventually
 

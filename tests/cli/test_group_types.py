@@ -385,7 +385,7 @@ def test_streams_group_list_describe_lag_reset_and_delete(kctl, kafka_cluster, u
 
 
 def test_the_cli_offers_the_library_states_and_types():
-    from kctl.admin import groups
+    from kctl.admin.groups import models as groups
     from kctl.cli import group
 
     assert (group.GROUP_STATES, group.GROUP_TYPES) == (groups.STATES, groups.TYPES)

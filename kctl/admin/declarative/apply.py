@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kctl.admin.declarative.plan import Change
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError
 
 
@@ -72,7 +72,7 @@ def apply(session: AdminSession, changes: Sequence[Change], *, throttle: int | N
 
 
 def _create(session: AdminSession, batch: Sequence[Change]) -> dict[int, KctlError]:
-    from kctl.admin.topics import NewTopicSpec, create_topics
+    from kctl.admin.topics.topics import NewTopicSpec, create_topics
 
     specs = [
         NewTopicSpec(
@@ -89,7 +89,7 @@ def _create(session: AdminSession, batch: Sequence[Change]) -> dict[int, KctlErr
 
 
 def _acls(session: AdminSession, batch: Sequence[Change], *, remove: bool) -> dict[int, KctlError]:
-    from kctl.admin.acls import Acl, create_acls, delete_acls
+    from kctl.admin.security.acls import Acl, create_acls, delete_acls
 
     acls = [Acl(**c.data) for c in batch]
     results = (delete_acls if remove else create_acls)(session, acls)
@@ -101,14 +101,14 @@ def _acls(session: AdminSession, batch: Sequence[Change], *, remove: bool) -> di
 
 
 def _delete(session: AdminSession, batch: Sequence[Change]) -> dict[int, KctlError]:
-    from kctl.admin.topics import delete_topics
+    from kctl.admin.topics.topics import delete_topics
 
     _results, errors = delete_topics(session, [c.name for c in batch])
     return {id(c): errors[c.name] for c in batch if c.name in errors}
 
 
 def _reassign(session: AdminSession, batch: Sequence[Change], throttle: int | None) -> tuple[dict[int, KctlError], list]:
-    from kctl.admin.replication import PartitionMove, execute
+    from kctl.admin.cluster.replication import PartitionMove, execute
 
     moves = [PartitionMove(topic=c.name, partition=m["partition"], current=tuple(m["current"]), target=tuple(m["target"])) for c in batch for m in c.data["moves"]]
     try:
@@ -125,7 +125,7 @@ def _reassign(session: AdminSession, batch: Sequence[Change], throttle: int | No
 
 
 def _alter_config(session: AdminSession, change: Change, _env) -> None:
-    from kctl.admin.configs import ConfigChange, alter_configs
+    from kctl.admin.topics.configs import ConfigChange, alter_configs
 
     ops = [ConfigChange(operation="set", name=k, value=after) for k, (_before, after) in change.data["set"].items()]
     ops += [ConfigChange(operation="delete", name=k) for k in change.data["delete"]]
@@ -141,7 +141,7 @@ def _alter_config(session: AdminSession, change: Change, _env) -> None:
 
 
 def _add_partitions(session: AdminSession, change: Change, _env) -> None:
-    from kctl.admin.topics import add_partitions
+    from kctl.admin.topics.topics import add_partitions
 
     assignment = tuple(tuple(r) for r in change.data["replicas"]) if change.data["replicas"] else None
     _results, errors = add_partitions(session, [change.name], total=change.data["after"], replica_assignment=assignment)
@@ -150,13 +150,13 @@ def _add_partitions(session: AdminSession, change: Change, _env) -> None:
 
 
 def _set_quota(session: AdminSession, change: Change, _env) -> None:
-    from kctl.admin.quotas import Entity, alter_quotas
+    from kctl.admin.security.quotas import Entity, alter_quotas
 
     alter_quotas(session, Entity(**change.data["entity"]), change.data["set"], change.data["remove"], dry_run=False)
 
 
 def _set_password(session: AdminSession, change: Change, env: Mapping[str, str]) -> None:
-    from kctl.admin.users import set_password
+    from kctl.admin.security.users import set_password
 
     variable = change.data["password_env"]
     password = env.get(variable)
@@ -168,7 +168,7 @@ def _set_password(session: AdminSession, change: Change, env: Mapping[str, str])
 
 
 def _delete_credential(session: AdminSession, change: Change, _env) -> None:
-    from kctl.admin.users import delete_credentials
+    from kctl.admin.security.users import delete_credentials
 
     _results, errors = delete_credentials(session, change.name, [change.data["mechanism"]])
     if errors:

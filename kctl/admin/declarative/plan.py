@@ -155,7 +155,7 @@ def _create(topic: Topic, brokers: dict[int, str | None]) -> Change:
 
 def _replication(topic: Topic, live: LiveTopic, brokers: dict[int, str | None]) -> list[Change]:
     """A reassignment when explicit replicas or the replication factor differ."""
-    from kctl.admin.replication import generate
+    from kctl.admin.cluster.replication import generate
 
     current = {(topic.name, p): r for p, r in enumerate(live.replicas)}
     if topic.replicas:

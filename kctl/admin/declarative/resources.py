@@ -67,12 +67,12 @@ class ClusterConfig(Resource):
 
 @dataclass(frozen=True)
 class AclSet(Resource):
-    acls: tuple  # of kctl.admin.acls.Acl
+    acls: tuple  # of kctl.admin.security.acls.Acl
 
 
 @dataclass(frozen=True)
 class QuotaSet(Resource):
-    entity: Any  # kctl.admin.quotas.Entity
+    entity: Any  # kctl.admin.security.quotas.Entity
     quotas: Mapping[str, float]
 
 
@@ -281,7 +281,7 @@ def _configs(scope: str, configs: Mapping[str, Any], problem) -> dict[str, str]:
 
 
 def _topic(base: dict, spec: dict, problem) -> Topic | None:
-    from kctl.admin.topics import validate_topic_name
+    from kctl.admin.topics.topics import validate_topic_name
 
     try:
         validate_topic_name(base["name"])
@@ -318,7 +318,7 @@ def _cluster_config(base: dict, spec: dict, problem) -> ClusterConfig | None:
 
 
 def _acl_set(base: dict, spec: dict, problem) -> AclSet | None:
-    from kctl.admin.acls import acl_from_row
+    from kctl.admin.security.acls import acl_from_row
 
     acls = []
     for index, row in enumerate(spec["acls"]):
@@ -330,7 +330,7 @@ def _acl_set(base: dict, spec: dict, problem) -> AclSet | None:
 
 
 def _quota_set(base: dict, spec: dict, problem) -> QuotaSet | None:
-    from kctl.admin.quotas import entity_of, parse_key, parse_value
+    from kctl.admin.security.quotas import entity_of, parse_key, parse_value
 
     names = spec["entity"]
     try:

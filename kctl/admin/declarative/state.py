@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kctl.admin.session import AdminSession, unknown_topic
+from kctl.admin.client.session import AdminSession, unknown_topic
 from kctl.errors import KctlError
 
 # ConfigSource values (librdkafka): set on the topic, set on one broker.
@@ -77,9 +77,9 @@ def _unsupported(error: KctlError) -> bool:
 
 
 def _topics(session: AdminSession, state: ClusterState, regex: re.Pattern[str] | None, only: Sequence[str] | None) -> None:
-    from kctl.admin.partitions import request_topic_configs
+    from kctl.admin.cluster.partitions import request_topic_configs
 
-    from kctl.admin.cluster import describe_cluster
+    from kctl.admin.cluster.brokers import describe_cluster
 
     metadata = session.metadata("list topics")
     # Racks, for rack-aware placement and reassignments (Metadata in librdkafka's API has none).
@@ -110,7 +110,7 @@ def _topics(session: AdminSession, state: ClusterState, regex: re.Pattern[str] |
 
 
 def _cluster_configs(session: AdminSession, state: ClusterState) -> None:
-    from kctl.admin.configs import describe_configs
+    from kctl.admin.topics.configs import describe_configs
 
     metadata = session.metadata("describe brokers")
     ids = sorted(metadata.brokers)
@@ -129,19 +129,19 @@ def _cluster_configs(session: AdminSession, state: ClusterState) -> None:
 
 
 def _acls(session: AdminSession, state: ClusterState) -> None:
-    from kctl.admin.acls import list_acls
+    from kctl.admin.security.acls import list_acls
 
     state.acls = set(list_acls(session))
 
 
 def _quotas(session: AdminSession, state: ClusterState) -> None:
-    from kctl.admin.quotas import quotas_by_entity
+    from kctl.admin.security.quotas import quotas_by_entity
 
     state.quotas = quotas_by_entity(session)
 
 
 def _users(session: AdminSession, state: ClusterState) -> None:
-    from kctl.admin.users import list_users
+    from kctl.admin.security.users import list_users
 
     users: dict[str, list[tuple[str, int]]] = {}
     for credential in list_users(session):

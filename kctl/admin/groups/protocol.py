@@ -21,7 +21,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 
 from kctl import messages as schemas
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import TimeoutError_
 
 

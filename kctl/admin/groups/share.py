@@ -3,8 +3,8 @@
 A share group has no committed offsets; each share-partition has a start offset (records
 before it are done with) and Kafka's lag for it: the records after the start offset not yet
 acknowledged. kctl reports the start offset where classic groups report the commit, and
-resets it (AlterShareGroupOffsets, only while the group is empty) where classic groups'
-commits are reset. Kafka forgets share state per topic, not per partition.
+resets it (AlterShareGroupOffsets, only while the group is empty: kctl.admin.groups.resets)
+where classic groups' commits are reset. Kafka forgets share state per topic, not per partition.
 """
 
 from __future__ import annotations
@@ -12,9 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kctl.admin.groups import CommittedOffset, GroupDescription, MemberInfo
+from kafka.errors import for_code
+
+from kctl.admin.client.kafka_python import kafka_error_name
+from kctl.admin.client.session import AdminSession, topic_missing
+from kctl.admin.groups import protocol
 from kctl.admin.groups.consumer import partitions_of
-from kctl.admin.session import AdminSession, topic_missing
+from kctl.admin.groups.models import CommittedOffset, GroupDescription, MemberInfo, OffsetDeletion
+from kctl.errors import GroupActiveError, KctlError, NotFoundError, UsageError
 
 
 def start_offsets(raw_offsets: Any) -> dict[tuple[str, int], tuple[int | None, int | None]]:
@@ -47,8 +52,6 @@ def describe(raw: Any, raw_offsets: Any, coordinator: int | None) -> GroupDescri
 
 def share_groups(session: AdminSession, group_ids: Iterable[str]) -> set[str]:
     """Which of `group_ids` are share groups."""
-    from kctl.admin.groups import protocol
-
     wanted = set(group_ids)
     return {g["group_id"] for g in protocol.list_groups(session)
             if g["group_id"] in wanted and (g.get("group_type") or "").lower() == "share"}
@@ -57,8 +60,6 @@ def share_groups(session: AdminSession, group_ids: Iterable[str]) -> set[str]:
 def start_offsets_of(session: AdminSession, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, None]]]:
     """Start offsets of share groups in the shape of committed offsets: (offset, metadata)
     per share-partition that has one."""
-    from kctl.admin.groups import protocol
-
     raw = protocol.share_group_offsets(session, group_ids)
     out: dict[str, dict] = {g: {} for g in group_ids}
     for group_id, (offsets, _node) in raw.items():
@@ -66,54 +67,9 @@ def start_offsets_of(session: AdminSession, group_ids: Sequence[str]) -> dict[st
     return out
 
 
-def reset(session: AdminSession, group_id: str, plans: Sequence) -> None:
-    """Apply reset plans (new start offsets; new=None forgets a topic's state, which Kafka
-    does per topic: only when every planned partition of the topic is forgotten)."""
-    from kctl.admin.groups import protocol
-    from kctl.admin.resets import ResetIncompleteError
-
-    moves = {(p.topic, p.partition): p.new for p in plans if p.new is not None}
-    forgotten = {p.topic for p in plans if p.new is None}
-    mixed = forgotten & {topic for topic, _ in moves}
-    if mixed:
-        raise ResetIncompleteError(f"unable to reset offsets of group {group_id}: Kafka forgets a share group's "
-                                   f"state per topic, not per partition ({', '.join(sorted(mixed))})")
-    if moves:
-        code, partitions = protocol.alter_share_group_offsets(session, group_id, moves)
-        _raise_refusal(group_id, code, [(f"{t}-{p}: ", c) for (t, p), c in partitions.items()])
-    if forgotten:
-        # Forgetting a topic forgets all its partitions: never one the plan does not name.
-        planned = {(p.topic, p.partition) for p in plans if p.new is None}
-        spared = sorted(f"{t}-{p}" for t, p in start_offsets_of(session, [group_id])[group_id] if t in forgotten and (t, p) not in planned)
-        if spared:
-            raise ResetIncompleteError(f"unable to reset offsets of group {group_id}: forgetting the state of "
-                                       f"{', '.join(sorted(forgotten))} would also forget {', '.join(spared)}")
-        code, topics = protocol.delete_share_group_offsets(session, group_id, sorted(forgotten))
-        _raise_refusal(group_id, code, [(f"{t}: ", c) for t, c in topics.items()])
-
-
-def _raise_refusal(group_id: str, code: int, items: list[tuple[str, int]]) -> None:
-    """The reset refusal for the top-level error code, else the first item's."""
-    from kafka.errors import for_code
-
-    from kctl.admin.kafka_python import kafka_error_name
-    from kctl.admin.resets import refused_reset
-
-    where, failed = ("", code) if code else next(((w, c) for w, c in items if c), ("", 0))
-    if failed:
-        error = for_code(failed)
-        raise refused_reset(group_id, f"{where}{kafka_error_name(error)}: {error.description}")
-
-
 def delete_offsets(session: AdminSession, group_id: str, topics: Sequence[tuple[str, tuple[int, ...] | None]]):
     """Forget a share group's state for whole topics: a row per share-partition that had a
     start offset, and the errors (an active group refuses: GROUP_ACTIVE)."""
-    from kafka.errors import for_code
-
-    from kctl.admin.groups import OffsetDeletion, protocol
-    from kctl.admin.kafka_python import kafka_error_name
-    from kctl.errors import GroupActiveError, KctlError, NotFoundError, UsageError
-
     if any(parts for _topic, parts in topics):
         raise UsageError(f"unable to delete offsets of share group {group_id}: Kafka forgets a share group's state per "
                          "topic; name topics without partitions")

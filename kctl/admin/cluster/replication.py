@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, NotFoundError
 
 THROTTLE_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -151,7 +151,7 @@ def _assignments(session: AdminSession, topics: Iterable[str] | None = None) -> 
         if wanted is None or name in wanted
         for p in t.partitions.values()
     }
-    from kctl.admin.cluster import describe_cluster
+    from kctl.admin.cluster.brokers import describe_cluster
 
     racks = {b.id: b.rack for b in describe_cluster(session).brokers}
     return current, racks
@@ -261,7 +261,7 @@ def _throttled_replicas(moves: Sequence[PartitionMove]) -> dict[str, dict[str, s
 
 
 def _alter(session: AdminSession, entity_type: str, name: str, changes) -> None:
-    from kctl.admin.configs import alter_configs
+    from kctl.admin.topics.configs import alter_configs
 
     _results, errors = alter_configs(session, entity_type, [name], changes)
     if errors:
@@ -269,7 +269,7 @@ def _alter(session: AdminSession, entity_type: str, name: str, changes) -> None:
 
 
 def set_throttles(session: AdminSession, moves: Sequence[PartitionMove], rate: int) -> None:
-    from kctl.admin.configs import ConfigChange
+    from kctl.admin.topics.configs import ConfigChange
 
     brokers = sorted({b for m in moves if m.adding or m.removing for b in (*m.current, *m.target)})
     for broker in brokers:
@@ -279,7 +279,7 @@ def set_throttles(session: AdminSession, moves: Sequence[PartitionMove], rate: i
 
 
 def clear_throttles(session: AdminSession, moves: Sequence[PartitionMove]) -> None:
-    from kctl.admin.configs import ConfigChange
+    from kctl.admin.topics.configs import ConfigChange
 
     brokers = sorted({b for m in moves for b in (*m.current, *m.target)})
     for broker in brokers:
@@ -292,7 +292,7 @@ def execute(session: AdminSession, moves: Sequence[PartitionMove], *, throttle: 
     """Start the reassignment of every partition whose replicas change."""
     from kafka import TopicPartition
 
-    from kctl.admin.kafka_python import for_code
+    from kctl.admin.client.kafka_python import for_code
 
     changing = [m for m in moves if m.target != m.current]
     if throttle is not None and changing:
@@ -404,7 +404,7 @@ def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None
     """Preferred (or unclean) election for `pairs`, or every partition when None."""
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
-    from kctl.admin.errors import error_of, translate
+    from kctl.admin.client.errors import error_of, translate
 
     kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
     partitions = [TopicPartition(t, p) for t, p in pairs] if pairs is not None else None

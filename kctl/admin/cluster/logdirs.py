@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 
 
 @dataclass(frozen=True, kw_only=True)

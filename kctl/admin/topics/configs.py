@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kctl.admin.session import AdminSession, unknown_topic, unknown_topic_in
+from kctl.admin.client.session import AdminSession, unknown_topic, unknown_topic_in
 from kctl.config.secrets import MASK
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 
@@ -181,7 +181,7 @@ def _describe_kafka_python(session, entity_type, names):
     """The types librdkafka cannot address (see _KAFKA_PYTHON_TYPES)."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    from kctl.admin.kafka_python import describe_cluster_default_configs
+    from kctl.admin.client.kafka_python import describe_cluster_default_configs
 
     kind = ConfigResourceType[_KAFKA_PYTHON_TYPES[entity_type]]
     # Kafka describes any subscription name, existing or not, with default values.
@@ -295,7 +295,7 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
 def _alter_kafka_python(session, entity_type, names, changes, validate_only):
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    from kctl.admin.kafka_python import alter_cluster_default_configs
+    from kctl.admin.client.kafka_python import alter_cluster_default_configs
 
     if entity_type == "broker-logger" and any(c.operation in ("append", "subtract") for c in changes):
         raise InvalidError("unable to alter broker-logger configs: loggers take --set and --delete only")

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, UsageError
 
 # Kafka's names, in the order kafka-acls documents them.

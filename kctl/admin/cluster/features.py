@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, UsageError
 
 # Kafka's MetadataVersion levels and names (server-common MetadataVersion, production
@@ -147,7 +147,7 @@ def release_levels(release: str) -> dict[str, int]:
 def _api_versions(client, node_id: int):
     from kafka.protocol.metadata import ApiVersionsRequest
 
-    from kctl.admin.kafka_python import send_request
+    from kctl.admin.client.kafka_python import send_request
 
     request = ApiVersionsRequest(client_software_name="kctl", client_software_version="1", min_version=3)
     return send_request(client, request, node_id=node_id)
@@ -165,7 +165,7 @@ def describe_features(session: AdminSession) -> list[Feature]:
     finalized: dict[str, int] = {}
     epoch = None
     for index, response in enumerate(responses.values()):
-        from kctl.admin.kafka_python import raise_for_code
+        from kctl.admin.client.kafka_python import raise_for_code
 
         raise_for_code(response.error_code, None, "describe features")
         ranges = {f.name: (f.min_version, f.max_version) for f in response.supported_features or ()}
@@ -223,7 +223,7 @@ def update_features(session: AdminSession, plan: Sequence[FeatureUpdate], *, val
 
     from kafka.protocol.admin import UpdateFeaturesRequest
 
-    from kctl.admin.kafka_python import raise_for_code, send_request
+    from kctl.admin.client.kafka_python import raise_for_code, send_request
 
     changes = [u for u in plan if u.status == "planned"]
     if not changes:

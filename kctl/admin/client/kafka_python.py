@@ -42,7 +42,7 @@ _DIRECT = {
 }
 # SASL mechanisms kafka-python carries; any other is refused, never replaced by another.
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
-# OAUTHBEARER's settings, read by kctl.admin.oauth to build kafka-python's token provider.
+# OAUTHBEARER's settings, read by kctl.admin.client.oauth to build kafka-python's token provider.
 _OAUTHBEARER_PROPERTIES = frozenset({
     "sasl.oauthbearer.config", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
     "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope",
@@ -79,7 +79,7 @@ _IGNORED_PREFIXES = (
 
 def translate_config(settings: ClientSettings, tokens: Callable[[], Any] | None = None) -> dict[str, Any]:
     """kafka-python keyword arguments equivalent to the librdkafka settings. `tokens`
-    gives the OAUTHBEARER token source (kctl.admin.oauth) when the mechanism needs one."""
+    gives the OAUTHBEARER token source (kctl.admin.client.oauth) when the mechanism needs one."""
     properties = settings.properties
     config: dict[str, Any] = {
         "bootstrap_servers": settings.bootstrap_servers.split(",") if settings.bootstrap_servers else [],
@@ -101,7 +101,7 @@ def translate_config(settings: ClientSettings, tokens: Callable[[], Any] | None 
     if mechanism and mechanism.upper() == "OAUTHBEARER":
         source = tokens() if tokens is not None else None
         if source is None:
-            from kctl.admin.oauth import kafka_python_source
+            from kctl.admin.client.oauth import kafka_python_source
 
             source = kafka_python_source(properties, settings.aws_msk_iam)
         config["sasl_oauth_token_provider"] = source.kafka_python_provider()

@@ -11,10 +11,10 @@ from collections.abc import Callable, Collection, Mapping
 from functools import cached_property
 from typing import Any, TypeVar
 
-from kctl.admin.errors import describe, error_of, translate
+from kctl.admin.client.errors import describe, error_of, translate
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
-from kctl.errors import ConfigError, KctlError, NotAuthorizedError, TimeoutError_, UnreachableError
+from kctl.errors import ConfigError, KctlError, NotAuthorizedError, NotFoundError, TimeoutError_, UnreachableError
 
 log = logging.getLogger("kctl.admin")
 # librdkafka's own log lines go here instead of straight to stderr; --debug shows them.
@@ -109,7 +109,7 @@ class AdminSession:
     def tokens(self) -> Any:
         """The session's OAUTHBEARER token source for kafka-python, shared with librdkafka
         for AWS MSK IAM (one signer, one cached token)."""
-        from kctl.admin.oauth import kafka_python_source
+        from kctl.admin.client.oauth import kafka_python_source
 
         return kafka_python_source(self.settings.properties, self.settings.aws_msk_iam)
 
@@ -128,12 +128,12 @@ class AdminSession:
     @cached_property
     def kafka_python(self) -> Any:
         """kafka-python's admin client, for the APIs librdkafka lacks (see kafka_python.py)."""
-        from kctl.admin.kafka_python import connect
+        from kctl.admin.client.kafka_python import connect
 
         return connect(self.settings, tokens=lambda: self.tokens)
 
     def run_kafka_python(self, fn: Callable[[Any], Any], action: str, needs: str | None = None) -> Any:
-        from kctl.admin.kafka_python import run
+        from kctl.admin.client.kafka_python import run
 
         return run(self.kafka_python, fn, action, self.settings.bootstrap_servers, needs)
 
@@ -287,3 +287,19 @@ class AdminSession:
         if isinstance(result, KctlError):
             raise result
         return result
+
+
+def missing_topic_error(session: AdminSession, name: str, action: str, hint: str | None = None) -> KctlError:
+    """Why the cluster's metadata lacks topic `name`. Brokers list only the topics a user
+    may describe, so ask for this one by name to tell "no such topic" from "not
+    authorized" (Describe answers without creating topics, unlike a producer's Metadata)."""
+    from confluent_kafka import TopicCollection
+
+    try:
+        futures = session.client.describe_topics(TopicCollection([name]), request_timeout=session.timeout)
+        result = session.wait_all(futures, f"describe topic {name}").get(name)
+    except KctlError as exc:
+        result = exc
+    if isinstance(result, NotAuthorizedError):
+        return NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}")
+    return NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic", hint=hint)

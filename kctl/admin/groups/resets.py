@@ -20,7 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kctl.admin.session import AdminSession, topic_missing
+from kafka.errors import for_code
+
+from kctl.admin.client.kafka_python import kafka_error_name
+from kctl.admin.client.session import AdminSession, topic_missing
+from kctl.admin.groups import protocol, share
+from kctl.admin.groups.groups import committed_offsets, delete_offsets, describe_groups
+from kctl.admin.groups.lag import log_offsets
 from kctl.config.file import state_dir
 from kctl.errors import ExitCode, GroupActiveError, InvalidError, KctlError, NotFoundError, UsageError
 
@@ -123,8 +129,6 @@ def parse_topic_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] 
 def _resettable(session: AdminSession, groups: Sequence[str], action: str) -> dict:
     """The groups' descriptions, refusing any that has members (whatever its type); missing
     groups are left out."""
-    from kctl.admin.groups import describe_groups
-
     found, errors = describe_groups(session, groups)
     for error in errors.values():
         if not isinstance(error, NotFoundError):
@@ -152,8 +156,7 @@ def plan(
     """The reset of every selected partition of every group, checked, nothing written."""
     from confluent_kafka.admin import OffsetSpec
 
-    from kctl.admin.groups import committed_offsets, log_offsets, share
-    from kctl.admin.offsets import ask_offsets
+    from kctl.admin.topics.offsets import ask_offsets
 
     described = _resettable(session, groups, "reset offsets of")
     shared = [g for g, d in described.items() if d.type == "share"]
@@ -246,11 +249,9 @@ def read_journal(directory: Path, journal_id: str) -> dict:
 def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
     """Commit the new offsets, one request per group (share groups: set their start
     offsets; offsets planned as "none" are deleted), then read them back."""
-    from kctl.admin.groups import committed_offsets, share
-
     shared = share.share_groups(session, {p.group for p in plans})
     for group in sorted(shared):
-        share.reset(session, group, [p for p in plans if p.group == group])
+        _reset_share_group(session, group, [p for p in plans if p.group == group])
     others = [p for p in plans if p.group not in shared]
     _forget(session, [p for p in others if p.new is None])
     _commit(session, [p for p in others if p.new is not None])
@@ -282,12 +283,43 @@ def _commit(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
             continue
         bad = [tp for tp in result.topic_partitions if tp.error is not None]
         if bad:
-            from kctl.admin.errors import describe
+            from kctl.admin.client.errors import describe
 
             failures[group] = KctlError(f"{bad[0].topic}-{bad[0].partition}: {describe(bad[0].error)}")
     if failures:
         group, error = next(iter(failures.items()))
         raise refused_reset(group, error.message.removeprefix("unable to commit offsets: "))
+
+
+def _reset_share_group(session: AdminSession, group_id: str, plans: Sequence) -> None:
+    """Apply reset plans (new start offsets; new=None forgets a topic's state, which Kafka
+    does per topic: only when every planned partition of the topic is forgotten)."""
+    moves = {(p.topic, p.partition): p.new for p in plans if p.new is not None}
+    forgotten = {p.topic for p in plans if p.new is None}
+    mixed = forgotten & {topic for topic, _ in moves}
+    if mixed:
+        raise ResetIncompleteError(f"unable to reset offsets of group {group_id}: Kafka forgets a share group's "
+                                   f"state per topic, not per partition ({', '.join(sorted(mixed))})")
+    if moves:
+        code, partitions = protocol.alter_share_group_offsets(session, group_id, moves)
+        _raise_refusal(group_id, code, [(f"{t}-{p}: ", c) for (t, p), c in partitions.items()])
+    if forgotten:
+        # Forgetting a topic forgets all its partitions: never one the plan does not name.
+        planned = {(p.topic, p.partition) for p in plans if p.new is None}
+        spared = sorted(f"{t}-{p}" for t, p in share.start_offsets_of(session, [group_id])[group_id] if t in forgotten and (t, p) not in planned)
+        if spared:
+            raise ResetIncompleteError(f"unable to reset offsets of group {group_id}: forgetting the state of "
+                                       f"{', '.join(sorted(forgotten))} would also forget {', '.join(spared)}")
+        code, topics = protocol.delete_share_group_offsets(session, group_id, sorted(forgotten))
+        _raise_refusal(group_id, code, [(f"{t}: ", c) for t, c in topics.items()])
+
+
+def _raise_refusal(group_id: str, code: int, items: list[tuple[str, int]]) -> None:
+    """The reset refusal for the top-level error code, else the first item's."""
+    where, failed = ("", code) if code else next(((w, c) for w, c in items if c), ("", 0))
+    if failed:
+        error = for_code(failed)
+        raise refused_reset(group_id, f"{where}{kafka_error_name(error)}: {error.description}")
 
 
 def refused_reset(group: str, cause: str) -> KctlError:
@@ -300,8 +332,6 @@ def refused_reset(group: str, cause: str) -> KctlError:
 
 def _forget(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
     """Delete the committed offsets of partitions that had none before (OffsetDelete)."""
-    from kctl.admin.groups import delete_offsets
-
     by_group: dict[str, dict[str, list[int]]] = {}
     for p in plans:
         by_group.setdefault(p.group, {}).setdefault(p.topic, []).append(p.partition)
@@ -316,8 +346,6 @@ def _forget(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
 def undo_plan(session: AdminSession, entry: dict) -> list[PlannedReset]:
     """Plans restoring a journal's old offsets; a partition that had no committed offset
     before gets new=None: its offset is deleted, so it starts from auto.offset.reset again."""
-    from kctl.admin.groups import committed_offsets, log_offsets, share
-
     recorded = [PlannedReset(**p) for p in entry["partitions"]]
     groups = sorted({p.group for p in recorded})
     described = _resettable(session, groups, "undo the reset of")
@@ -390,8 +418,6 @@ def offsets_csv(plans: Sequence[PlannedReset], *, old: bool = False) -> str:
 
 def copy_offsets(session: AdminSession, source: str, groups: Sequence[str], topics: Sequence[str]) -> dict[tuple[str, str, int], int]:
     """--to-group: the source group's committed offsets, for each target group."""
-    from kctl.admin.groups import committed_offsets
-
     committed = committed_offsets(session, [source])[source]
     if isinstance(committed, KctlError):
         raise committed

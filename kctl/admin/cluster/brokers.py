@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
-from kctl.admin.models import BrokerInfo, ClusterInfo
-from kctl.admin.session import AdminSession
+from dataclasses import dataclass
+
+from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerInfo:
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    # True for the active controller (the KRaft metadata quorum leader) in combined mode.
+    is_controller: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterInfo:
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: tuple[BrokerInfo, ...]
 
 
 def active_controller(session: AdminSession, reported: int | None) -> int | None:

@@ -7,8 +7,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kctl.admin.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
-from kctl.admin.session import AdminSession, topic_missing, unknown_topic_in
+from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
+from kctl.admin.client.session import AdminSession, topic_missing, unknown_topic_in
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
@@ -85,21 +85,6 @@ def _describe(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDes
     return {name: r if isinstance(r, KctlError) else _description(r, live=None) for name, r in results.items()}
 
 
-def missing_topic_error(session: AdminSession, name: str, action: str, hint: str | None = None) -> KctlError:
-    """Why the cluster's metadata lacks topic `name`. Brokers list only the topics a user
-    may describe, so ask for this one by name to tell "no such topic" from "not
-    authorized" (Describe answers without creating topics, unlike a producer's Metadata)."""
-    from kctl.errors import NotAuthorizedError
-
-    try:
-        result = _describe(session, [name]).get(name)
-    except KctlError as exc:
-        result = exc
-    if isinstance(result, NotAuthorizedError):
-        return NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}")
-    return NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic", hint=hint)
-
-
 def _description(raw, *, live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
     partitions = []
     offsets = offsets or {}
@@ -140,7 +125,7 @@ def _offsets(session: AdminSession, raws) -> dict[str, dict[int, tuple[int, int,
     """(earliest, latest, leader epoch) per partition: two ListOffsets rounds for all topics."""
     from confluent_kafka.admin import OffsetSpec
 
-    from kctl.admin.offsets import ask_offsets
+    from kctl.admin.topics.offsets import ask_offsets
 
     pairs = [(raw.name, p.id) for raw in raws for p in raw.partitions if p.leader is not None and p.leader.id >= 0]
     if not pairs:
@@ -160,8 +145,8 @@ def _offsets(session: AdminSession, raws) -> dict[str, dict[int, tuple[int, int,
 
 def _detail(session: AdminSession, names: Sequence[str], leaders: dict[tuple[str, int], int | None]) -> dict[str, dict[int, tuple]]:
     """Leader replica sizes and in-progress reassignments (kafka-python)."""
-    from kctl.admin.logdirs import describe_log_dirs
-    from kctl.admin.replication import list_reassignments
+    from kctl.admin.cluster.logdirs import describe_log_dirs
+    from kctl.admin.cluster.replication import list_reassignments
 
     _dirs, replicas = describe_log_dirs(session, topics=names)
     sizes = {(r.topic, r.partition, r.broker): r.size_bytes for r in replicas if not r.is_future}
@@ -195,7 +180,7 @@ def list_topics(
 ) -> list[TopicSummary]:
     """Topics sorted by name; `regex` must match the whole name, as in kafka-topics.sh.
 
-    `filters` (partition health conditions, see kctl.admin.partitions) keep topics with
+    `filters` (partition health conditions, see kctl.admin.cluster.partitions) keep topics with
     at least one such partition; `with_overrides` keeps topics with config overrides.
     Counting overrides needs every topic's configs, which costs more than everything
     else together on large clusters, so it is done only when asked for (or needed by a
@@ -211,7 +196,7 @@ def list_topics(
     need_configs = count_overrides or with_overrides or any(f in ("under_min_isr", "at_min_isr") for f in filters)
     if need_configs or filters:
         # Imported only when used: a plain listing is mostly start-up time.
-        from kctl.admin.partitions import health_of, request_topic_configs, topic_configs
+        from kctl.admin.cluster.partitions import health_of, request_topic_configs, topic_configs
     # Both requests are in flight at once.
     config_futures = request_topic_configs(session, names) if need_configs else {}
     if with_topic_ids:
@@ -303,7 +288,7 @@ def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]
     runs no log cleaner (log.cleaner.enable=false): their records are never compacted. Best effort: configs that cannot be read count as fine."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
-    from kctl.admin.partitions import request_topic_configs
+    from kctl.admin.cluster.partitions import request_topic_configs
 
     results = session.wait_all(request_topic_configs(session, [t.name for t in topics]), "describe topic configs")
     compacted = set()

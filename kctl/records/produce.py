@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from kctl.admin.errors import describe, error_class, error_of
-from kctl.admin.session import AdminSession, build_client
+from kctl.admin.client.errors import describe, error_class, error_of
+from kctl.admin.client.session import AdminSession, build_client
 from kctl.errors import ExitCode, InvalidError, KctlError, NotFoundError, PartialFailure, UsageError
 from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
 
@@ -96,12 +96,12 @@ def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple
     if (found is None or not found.partitions) and auto_create:
         found = _auto_created(session, topic)
     if found is None or (found.error is not None and not found.partitions):
-        from kctl.admin.topics import missing_topic_error
+        from kctl.admin.client.session import missing_topic_error
 
         hint = (f"the cluster did not create it (auto.create.topics.enable=false?): kctl topic create {topic}" if auto_create
                 else f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
         raise missing_topic_error(session, topic, f"produce to {topic}", hint=hint)
-    from kctl.admin.configs import describe_configs
+    from kctl.admin.topics.configs import describe_configs
 
     try:
         configs, _errors = describe_configs(session, "topic", [topic], keys=["max.message.bytes"])

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError, NotFoundError
 
 
@@ -140,7 +140,7 @@ def list_producers(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> l
 def open_transactions(session: AdminSession, pairs: Sequence[tuple[str, int]], max_age_ms: int) -> list[OpenTransaction]:
     """Transactions open on the partitions for longer than max_age_ms (by the producer's
     last write), with the partitions' LSO and log end, and the coordinator's view."""
-    from kctl.admin.offsets import list_offsets
+    from kctl.admin.topics.offsets import list_offsets
 
     now = int(time.time() * 1000)
     stale = [p for p in list_producers(session, pairs)
@@ -165,7 +165,7 @@ def open_transactions(session: AdminSession, pairs: Sequence[tuple[str, int]], m
 def held_back(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> list[tuple[str, int, int, int]]:
     """(topic, partition, last stable offset, log end offset) of partitions whose LSO is
     behind their end: an open transaction holds read_committed consumers there."""
-    from kctl.admin.offsets import list_offsets
+    from kctl.admin.topics.offsets import list_offsets
 
     stable = {(r.topic, r.partition): r.latest for r in list_offsets(session, pairs, isolation="read_committed")}
     return [(r.topic, r.partition, stable[(r.topic, r.partition)], r.latest)
@@ -213,7 +213,7 @@ def abort(session: AdminSession, producer: Producer) -> None:
 
 def max_transaction_timeout_ms(session: AdminSession) -> int:
     """The brokers' transaction.max.timeout.ms: no transaction may stay open longer."""
-    from kctl.admin.configs import describe_configs
+    from kctl.admin.topics.configs import describe_configs
 
     broker = min(session.metadata("describe the cluster").brokers)
     found, errors = describe_configs(session, "broker", [str(broker)], keys=["transaction.max.timeout.ms"])

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kctl.admin.kafka_python import raise_for_code, send_request
-from kctl.admin.session import AdminSession
+from kctl.admin.client.kafka_python import raise_for_code, send_request
+from kctl.admin.client.session import AdminSession
 from kctl.errors import UsageError
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"

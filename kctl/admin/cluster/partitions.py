@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError
 
 FILTERS = ("under_replicated", "under_min_isr", "at_min_isr", "unavailable", "offline")

@@ -244,7 +244,7 @@ class RecordEncoder:
 
         self.registry = registry
         if schema_file is not None:
-            from kctl.admin.schemas import read_schema_file
+            from kctl.admin.registry.schemas import read_schema_file
 
             text, kind = read_schema_file(schema_file, schema_type)
             subject = subject or _subject_for(strategy, topic, text, kind, message)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kctl.admin.session import AdminSession
+from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError, NotFoundError, UsageError
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kctl.admin.partitions import PartitionHealth, PartitionSnapshot
+from kctl.admin.cluster.partitions import PartitionHealth, PartitionSnapshot
 
 OK, WARNING, CRITICAL, UNKNOWN = "OK", "WARNING", "CRITICAL", "UNKNOWN"
 STATUS_ORDER = (OK, WARNING, CRITICAL, UNKNOWN)
@@ -101,8 +101,8 @@ def evaluate(snapshot: PartitionSnapshot, *, cluster_id: str | None, controller_
 
 def check(session) -> ClusterHealth:
     """Take a snapshot of the whole cluster (internal topics included) and judge it."""
-    from kctl.admin.cluster import describe_cluster
-    from kctl.admin.partitions import snapshot
+    from kctl.admin.cluster.brokers import describe_cluster
+    from kctl.admin.cluster.partitions import snapshot
 
     info = describe_cluster(session)
     return evaluate(snapshot(session, include_internal=True), cluster_id=info.cluster_id, controller_id=info.controller_id)

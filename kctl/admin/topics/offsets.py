@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.admin.session import AdminSession, topic_missing
+from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.errors import KctlError, NotFoundError, UsageError
 
 _PARTITIONS = re.compile(r"(\d+)(?:-(\d*))?")
@@ -76,7 +76,7 @@ def resolve_partitions(
     selected: list[tuple[str, int]] = []
     for selector in selectors:
         if topic_missing(metadata, selector.topic):
-            from kctl.admin.topics import missing_topic_error
+            from kctl.admin.client.session import missing_topic_error
 
             raise missing_topic_error(session, selector.topic, f"{action} topic {selector.topic}")
         existing = sorted(metadata.topics[selector.topic].partitions)

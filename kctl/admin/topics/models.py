@@ -1,25 +1,8 @@
-"""Frozen dataclasses returned by kctl.admin; their field names are the JSON keys."""
+"""Frozen dataclasses of topics and partitions; their field names are the JSON keys."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BrokerInfo:
-    id: int
-    host: str
-    port: int
-    rack: str | None
-    # True for the active controller (the KRaft metadata quorum leader) in combined mode.
-    is_controller: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClusterInfo:
-    cluster_id: str | None
-    controller_id: int | None
-    brokers: tuple[BrokerInfo, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

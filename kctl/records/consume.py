@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.admin.errors import translate
-from kctl.admin.offsets import PartitionSelector, list_offsets, offsets_for_time, resolve_partitions
-from kctl.admin.session import AdminSession, build_client
+from kctl.admin.client.errors import translate
+from kctl.admin.topics.offsets import PartitionSelector, list_offsets, offsets_for_time, resolve_partitions
+from kctl.admin.client.session import AdminSession, build_client
 from kctl.errors import ConfigError, ExitCode, KctlError, TimeoutError_, UsageError
 from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
 
@@ -150,7 +150,7 @@ class _Run:
     def on_commit(self, error: Any, partitions: list) -> None:
         """librdkafka's commit callback, served while consuming and in close() (the final
         commit): a failed auto-commit would otherwise only be logged."""
-        from kctl.admin.errors import describe
+        from kctl.admin.client.errors import describe
 
         if error is not None and error.name() != "_NO_OFFSET":
             self.commit_error = describe(error)

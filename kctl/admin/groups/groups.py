@@ -1,0 +1,191 @@
+"""Groups of every Kafka 4.x type (classic, consumer, share, streams): list, describe,
+delete, and delete committed offsets.
+
+Groups are listed, described and their offsets fetched through kctl.admin.groups.protocol
+(kafka-python's message classes: every type in one listing with Kafka's state names, one
+request per coordinator for all the groups it owns), and each type is turned into the
+shared model here by its own module (classic.py, consumer.py, share.py, streams.py).
+
+Requests are planned per broker, never per group or partition: one OffsetFetch per
+coordinator for every group, then one ListOffsets round per broker covers the union of
+committed partitions (earliest and latest). kctl never joins a group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from kctl.admin.client.session import AdminSession, topic_missing
+from kctl.admin.groups import protocol
+from kctl.admin.groups.models import TYPES, GroupDescription, GroupResult, GroupSummary, OffsetDeletion
+from kctl.errors import GroupActiveError, KctlError, NotFoundError
+
+
+def list_groups(
+    session: AdminSession, *, states: Sequence[str] = (), types: Sequence[str] = (), regex: re.Pattern[str] | None = None
+) -> list[GroupSummary]:
+    """Groups of every type, filtered before anything is described (cheaper for many)."""
+    wanted_states = {s.lower() for s in states}
+    wanted_types = {t.lower() for t in types}
+    listed = {
+        g["group_id"]: g for g in protocol.list_groups(session)
+        if (regex is None or regex.fullmatch(g["group_id"]))
+        and (not wanted_states or (g.get("group_state") or "").lower() in wanted_states)
+        and (not wanted_types or (g.get("group_type") or "").lower() in wanted_types)
+    }
+    details = _summaries(session, listed)
+    return [details[g] for g in sorted(listed) if g in details]
+
+
+def _summaries(session: AdminSession, listed: dict[str, dict]) -> dict[str, GroupSummary]:
+    """Members and assignor of listed groups, each type asked the way it can answer."""
+    by_type: dict[str, list[str]] = {}
+    for group_id, entry in listed.items():
+        by_type.setdefault(listed_type(entry), []).append(group_id)
+    out = {}
+    for kind, describe in (("classic", protocol.classic_group_describe), ("consumer", protocol.consumer_group_describe),
+                           ("share", protocol.share_group_describe), ("streams", protocol.streams_group_describe)):
+        for group_id, (raw, node) in describe(session, by_type.get(kind, [])).items():
+            if raw.error_code:
+                continue
+            assignor = raw.protocol_data if kind == "classic" else getattr(raw, "assignor_name", None)
+            out[group_id] = GroupSummary(
+                group=group_id, state=listed[group_id].get("group_state") or raw.group_state, type=kind,
+                members=len(raw.members), protocol=assignor or None, coordinator=node)
+    return out
+
+
+def listed_type(entry: dict) -> str:
+    kind = (entry.get("group_type") or "").lower()
+    return kind if kind in TYPES else "classic"
+
+
+def committed_offsets(session: AdminSession, ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, str | None]] | KctlError]:
+    """Committed offsets (and their metadata) of every group, one request per coordinator."""
+    out: dict[str, dict | KctlError] = {}
+    for group_id, (group, _node) in protocol.offset_fetch(session, ids).items():
+        if group.error_code:
+            out[group_id] = described_error(group_id, group, "fetch committed offsets of group")
+            continue
+        out[group_id] = {
+            (t.name, p.partition_index): (p.committed_offset, p.metadata or None)
+            for t in group.topics for p in t.partitions if p.committed_offset >= 0 and not p.error_code
+        }
+    return out
+
+
+def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupDescription], dict[str, KctlError]]:
+    """Descriptions in the order asked; each group described as its type allows (a group
+    ListGroups does not know is asked as a classic one, which Kafka answers Dead)."""
+    from kctl.admin.groups import classic, consumer, share, streams
+
+    ids = list(dict.fromkeys(ids))
+    types = {g["group_id"]: listed_type(g) for g in protocol.list_groups(session)}
+    of_type = {kind: [g for g in ids if types.get(g, "classic") == kind] for kind in TYPES}
+    committed = committed_offsets(session, [g for g in ids if types.get(g, "classic") != "share"])
+    share_offsets = protocol.share_group_offsets(session, of_type["share"])
+    found: dict[str, GroupDescription] = {}
+    errors: dict[str, KctlError] = {}
+    for kind, describe in (("classic", protocol.classic_group_describe), ("consumer", protocol.consumer_group_describe),
+                           ("share", protocol.share_group_describe), ("streams", protocol.streams_group_describe)):
+        for group_id, (raw, node) in describe(session, of_type[kind]).items():
+            offsets = committed.get(group_id, {})
+            if raw.error_code:
+                errors[group_id] = described_error(group_id, raw)
+            elif kind == "share":
+                found[group_id] = share.describe(raw, share_offsets.get(group_id, (None,))[0], node)
+            elif isinstance(offsets, KctlError):
+                errors[group_id] = offsets
+            elif kind == "classic" and classic.is_missing(raw, offsets):
+                errors[group_id] = not_found(group_id, "describe group")
+            else:
+                found[group_id] = {"classic": classic, "consumer": consumer, "streams": streams}[kind].describe(raw, offsets, node)
+    return [found[g] for g in ids if g in found], errors
+
+
+def not_found(group_id: str, action: str) -> NotFoundError:
+    return NotFoundError(f"unable to {action} {group_id}: GROUP_ID_NOT_FOUND: no such group")
+
+
+def described_error(group_id: str, raw, action: str = "describe group") -> KctlError:
+    """The KctlError for a group's error code in an answer."""
+    from kafka.errors import for_code as kafka_error
+
+    from kctl.admin.client.kafka_python import for_code
+
+    if kafka_error(raw.error_code).__name__ == "GroupIdNotFoundError":
+        return not_found(group_id, action)
+    return for_code(kafka_error(raw.error_code), f"{action} {group_id}")
+
+
+def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupResult], dict[str, KctlError]]:
+    futures = session.client.delete_consumer_groups(list(ids), request_timeout=session.timeout)
+    outcomes = session.wait_all(futures, "delete group")
+    results, errors = [], {}
+    for group_id in ids:
+        outcome = outcomes[group_id]
+        if isinstance(outcome, KctlError):
+            if "GROUP_ID_NOT_FOUND" in outcome.message:
+                outcome = NotFoundError(f"unable to delete group {group_id}: GROUP_ID_NOT_FOUND: no such group")
+            elif "NON_EMPTY_GROUP" in outcome.message:
+                outcome = GroupActiveError(
+                    f"unable to delete group {group_id}: NON_EMPTY_GROUP: the group has active members",
+                    hint="stop its consumers first; kctl group describe lists them",
+                )
+            errors[group_id] = outcome
+            results.append(GroupResult(group=group_id, status="failed", error=outcome.message))
+        else:
+            results.append(GroupResult(group=group_id, status="deleted"))
+    return results, errors
+
+
+
+def delete_offsets(
+    session: AdminSession, group: str, topics: Sequence[tuple[str, tuple[int, ...] | None]]
+) -> tuple[list[OffsetDeletion], dict[str, KctlError]]:
+    """Delete a group's committed offsets for topics (or some of their partitions), through
+    kafka-python: librdkafka has OffsetDelete but confluent-kafka does not expose it. A share
+    group's start offsets are forgotten per topic (DeleteShareGroupOffsets)."""
+    from kafka import TopicPartition
+
+    from kctl.admin.groups import share
+    from kctl.admin.client.kafka_python import for_code, kafka_error_name
+
+    if share.share_groups(session, [group]):
+        return share.delete_offsets(session, group, topics)
+
+    committed = committed_offsets(session, [group])[group]
+    if isinstance(committed, KctlError):
+        raise committed
+    metadata = session.metadata("delete offsets", [topic for topic, _parts in topics])
+    pairs = []
+    for topic, parts in topics:
+        if topic_missing(metadata, topic):
+            raise NotFoundError(f"unable to delete offsets of group {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+        meta = metadata.topics[topic]
+        for p in parts or sorted(meta.partitions):
+            if p not in meta.partitions:
+                raise NotFoundError(f"unable to delete offsets of group {group}: {topic} has no partition {p}")
+            pairs.append((topic, p))
+    wanted = [(t, p) for t, p in pairs if (t, p) in committed]
+    outcome = {}
+    if wanted:
+        outcome = session.run_kafka_python(
+            lambda c: c.delete_group_offsets(group, [TopicPartition(t, p) for t, p in wanted]), f"delete offsets of group {group}"
+        )
+    rows, errors = [], {}
+    for topic, partition in pairs:
+        if (topic, partition) not in committed:
+            rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="not-committed"))
+            continue
+        error = outcome.get(TopicPartition(topic, partition))
+        if error is None or kafka_error_name(error) == "NO_ERROR":
+            rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="deleted"))
+            continue
+        failure = for_code(error, f"delete the offset of group {group} for {topic}-{partition}")
+        if kafka_error_name(error) == "GROUP_SUBSCRIBED_TO_TOPIC":
+            failure = GroupActiveError(failure.message, hint="a member of the group consumes this topic; stop it first")
+        errors[f"{topic}-{partition}"] = failure
+        rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="failed", error=failure.message))
+    return rows, errors

@@ -1,0 +1,165 @@
+"""ARCHITECTURE.md's invariants, checked on the source: the import graph between kctl's
+modules has no cycle (function-level imports count: they hide a cycle, they do not break
+it), each layer imports only the layers below it, and the heavy third-party packages
+stay in the one package that owns them."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "kctl"
+
+# What each part of kctl may import from kctl (besides itself). A part is the longest
+# prefix listed here; the order of ARCHITECTURE.md, from the bottom up.
+ALLOWED = {
+    "kctl.errors": set(),
+    "kctl.timespec": {"kctl.errors"},
+    "kctl.sizes": {"kctl.errors"},
+    "kctl.messages": set(),
+    "kctl.config": {"kctl.errors"},
+    "kctl.broker": {"kctl.errors", "kctl.sizes", "kctl.messages"},
+    "kctl.admin.client": {"kctl.errors", "kctl.config"},
+    # Cluster and topics are concerns, not layers: a topic's --detail asks for log dirs and
+    # reassignments, replication throttles are configs (no module cycle all the same).
+    "kctl.admin.cluster": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.topics"},
+    "kctl.admin.topics": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.sizes", "kctl.timespec"},
+    "kctl.admin.groups": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.timespec", "kctl.admin.client", "kctl.admin.topics"},
+    "kctl.admin.security": {"kctl.errors", "kctl.config", "kctl.sizes", "kctl.admin.client"},
+    "kctl.admin.registry": {"kctl.errors", "kctl.config"},
+    "kctl.admin.declarative": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.admin.topics",
+                               "kctl.admin.security"},
+    "kctl.admin": set(),  # the package's own __init__: a docstring
+    "kctl.records": {"kctl.errors", "kctl.timespec", "kctl.config", "kctl.admin.client", "kctl.admin.topics", "kctl.admin.registry"},
+    "kctl.output": {"kctl.errors", "kctl.timespec", "kctl.sizes"},
+    "kctl.lag_exporter": {"kctl.errors", "kctl.admin.client", "kctl.admin.groups", "kctl.output"},
+    "kctl.local": {"kctl.errors", "kctl.broker"},
+    "kctl.spark": {"kctl.errors", "kctl.timespec", "kctl.sizes", "kctl.config", "kctl.admin.client", "kctl.admin.topics",
+                   "kctl.admin.registry", "kctl.records", "kctl.output"},
+    "kctl.testing": {"kctl.errors", "kctl.broker"},
+    "kctl.cli": {"kctl"},  # the top: parses, calls the library, renders
+    "kctl.spark.submit": {"kctl.cli"},  # spark-submit's entry point runs the CLI in the driver
+    "kctl.devtools": {"kctl"},  # generates completions and man pages from the whole tree
+    "kctl": set(),  # kctl/__init__.py and __main__.py
+}
+# Third-party packages that only one part of kctl may import.
+OWNED = {
+    "click": ("kctl.cli", "kctl.devtools"),
+    "pyspark": ("kctl.spark",),
+    "rich": ("kctl.output", "kctl.cli"),
+    "tabulate": ("kctl.output",),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+@cache
+def imports_of(name: str) -> tuple[str, ...]:
+    """Every module `name` imports, at any depth of its code (kctl's modules by their own
+    name; `from kctl.x import y` is kctl.x.y when y is a module)."""
+    path = modules()[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                found.append(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules() else base)
+    return tuple(dict.fromkeys(found))
+
+
+def part_of(name: str) -> str:
+    return max((p for p in ALLOWED if name == p or name.startswith(p + ".")), key=len)
+
+
+def kctl_edges() -> dict[str, set[str]]:
+    return {m: {i for i in imports_of(m) if i in modules() and i != m} for m in modules()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle():
+    assert cycles(kctl_edges()) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def layer_violations(edges: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for name, targets in sorted(edges.items()):
+        allowed = ALLOWED[part_of(name)] | {part_of(name)}
+        for target in sorted(targets):
+            # Any module may read kctl.__version__.
+            if target != "kctl" and not any(part_of(target) == a or part_of(target).startswith(a + ".") for a in allowed):
+                wrong.append(f"{name} imports {target}")
+    return wrong
+
+
+def test_each_layer_imports_only_the_layers_below():
+    assert layer_violations(kctl_edges()) == []
+
+
+def test_the_layer_check_finds_an_import_against_the_layers():
+    edges = {"kctl.admin.groups.lag": {"kctl.admin.topics.offsets", "kctl.cli.group"}, "kctl.broker.server": {"kctl.admin.client.session"}}
+    assert layer_violations(edges) == ["kctl.admin.groups.lag imports kctl.cli.group", "kctl.broker.server imports kctl.admin.client.session"]
+
+
+@pytest.mark.parametrize("package", sorted(OWNED))
+def test_heavy_packages_stay_where_they_belong(package):
+    users = sorted(m for m in modules() if any(i == package or i.startswith(package + ".") for i in imports_of(m)))
+    assert [m for m in users if not m.startswith(OWNED[package])] == []
+
+
+def test_every_module_has_a_part():
+    assert all(part_of(m) for m in modules())
