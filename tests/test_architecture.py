@@ -29,7 +29,7 @@ ALLOWED = {
     "kctl.admin.topics": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.sizes", "kctl.timespec"},
     "kctl.admin.groups": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.timespec", "kctl.admin.client", "kctl.admin.topics"},
     "kctl.admin.security": {"kctl.errors", "kctl.config", "kctl.sizes", "kctl.admin.client"},
-    "kctl.admin.registry": {"kctl.errors", "kctl.config"},
+    "kctl.admin.registry": {"kctl.errors", "kctl.config", "kctl.admin.client"},
     "kctl.admin.declarative": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.admin.topics",
                                "kctl.admin.security"},
     "kctl.admin": set(),  # the package's own __init__: a docstring

@@ -318,7 +318,7 @@ class RecordEncoder:
         from kctl.records.model import RecordError
 
         if self.schema.type == "AVRO":
-            from fastavro._validate_common import ValidationError
+            from fastavro.validation import ValidationError
             from fastavro.validation import validate
 
             try:

@@ -1,9 +1,21 @@
 """The bridge to kafka-python's admin client, for the APIs librdkafka does not offer
-(partition reassignments, log dirs, DescribeTopicPartitions, metadata quorum).
+(partition reassignments, log dirs, DescribeTopicPartitions, metadata quorum), and the one
+place kctl touches kafka-python's private API.
 
 It is built from the same ClientSettings as the confluent-kafka client, translating
 librdkafka property names, so a context or -X flag means the same thing whichever
 client serves a command. kafka-python's errors are translated to KctlErrors here.
+
+What kctl relies on beyond kafka-python's public API (PRIVATE_API below; pyproject pins
+the versions it was checked on, tests/admin/test_client_adapters.py fails on an
+installed version that lacks one of them):
+  - KafkaAdminClient._manager: its connection manager, to send any protocol request to a
+    chosen node (`send`) on its event loop (`run`), and its cluster metadata (`cluster`:
+    the live brokers, and the group coordinators it caches in `_coordinators`);
+  - KafkaAdminClient._find_coordinator_ids: FindCoordinator v4, batched;
+  - KafkaAdminClient._describe_configs_request/_process_responses and
+    _alter_configs_request/_process_responses: the cluster-wide broker default, which its
+    public calls route to no broker.
 """
 
 from __future__ import annotations
@@ -266,14 +278,82 @@ def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | Non
         raise error from exc
 
 
+# -- kafka-python's private API: every use in kctl is here ----------------------------------
+
+# (object, attribute) pairs: a class's attributes are checked on the class, "instance"
+# ones on a connected client.
+PRIVATE_API = (
+    ("kafka.admin.KafkaAdminClient", "_find_coordinator_ids"),
+    ("kafka.admin.KafkaAdminClient", "_describe_configs_request"),
+    ("kafka.admin.KafkaAdminClient", "_describe_configs_process_responses"),
+    ("kafka.admin.KafkaAdminClient", "_alter_configs_request"),
+    ("kafka.admin.KafkaAdminClient", "_alter_configs_process_responses"),
+    ("instance", "_manager.send"),
+    ("instance", "_manager.run"),
+    ("instance", "_manager.cluster.brokers"),
+    ("instance", "_manager.cluster._coordinators"),
+)
+
+
+def missing_private_api(client: Any | None = None) -> list[str]:
+    """The entries of PRIVATE_API this kafka-python lacks (instance ones only with a
+    connected `client`)."""
+    import importlib
+
+    missing = []
+    for owner, attribute in PRIVATE_API:
+        if owner == "instance":
+            target = client
+        else:
+            module, _, name = owner.rpartition(".")
+            target = getattr(importlib.import_module(module), name)
+        if target is None:
+            continue
+        for part in attribute.split("."):
+            if not hasattr(target, part):
+                missing.append(f"{owner}.{attribute}")
+                break
+            target = getattr(target, part)
+    return missing
+
+
+def run_async(client: Any, coroutine_function: Callable[[], Any]) -> Any:
+    """Run `coroutine_function()` on the client's event loop and return its result."""
+    return client._manager.run(coroutine_function)
+
+
+def send_async(client: Any, request: Any, node_id: int | None = None) -> Any:
+    """An awaitable of the response to `request`, sent to node_id (or any broker); for use
+    inside run_async."""
+    return client._manager.send(request, node_id=node_id)
+
+
 def send_request(client: Any, request: Any, node_id: int | None = None) -> Any:
     """Send one kafka-python protocol request (to any broker, or to node_id) and return
     its response: for the APIs kafka-python's admin client has no method for."""
 
     async def call():
-        return await client._manager.send(request, node_id=node_id)
+        return await send_async(client, request, node_id)
 
-    return client._manager.run(call)
+    return run_async(client, call)
+
+
+def find_group_coordinators(client: Any, group_ids: list[str]) -> Any:
+    """An awaitable of {group id: coordinator node id} (FindCoordinator, batched)."""
+    return client._find_coordinator_ids(group_ids)
+
+
+def forget_group_coordinator(client: Any, group_id: str) -> None:
+    """Drop the cached coordinator of a group, so that the next lookup asks the cluster
+    (after NOT_COORDINATOR: it moved)."""
+    from kafka.protocol.metadata import CoordinatorType
+
+    client._manager.cluster._coordinators.pop((CoordinatorType.GROUP, group_id), None)
+
+
+def broker_ids(client: Any) -> list[int]:
+    """The node ids of the live brokers in the client's metadata."""
+    return sorted(b.node_id for b in client._manager.cluster.brokers())
 
 
 def raise_for_code(code: int, message: str | None, action: str) -> None:

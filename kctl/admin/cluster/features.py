@@ -156,8 +156,10 @@ def _api_versions(client, node_id: int):
 def describe_features(session: AdminSession) -> list[Feature]:
     """Every feature any broker supports or the cluster has finalized, by name."""
 
+    from kctl.admin.client.kafka_python import broker_ids
+
     def ask(client):
-        nodes = sorted(b.node_id for b in client._manager.cluster.brokers())
+        nodes = broker_ids(client)
         return {node: _api_versions(client, node) for node in nodes}
 
     responses = session.run_kafka_python(ask, "describe features", needs=_NEEDS_FEATURES)

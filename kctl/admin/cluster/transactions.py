@@ -202,7 +202,7 @@ def find_open(session: AdminSession, topic: str, partition: int, *, producer_id:
 
 def abort(session: AdminSession, producer: Producer) -> None:
     """Write an ABORT marker for the producer's open transaction on its partition."""
-    from kafka.admin._transactions import AbortTransactionSpec
+    from kafka.admin import AbortTransactionSpec
     from kafka.structs import TopicPartition
 
     spec = AbortTransactionSpec(

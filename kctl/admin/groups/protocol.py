@@ -8,8 +8,8 @@ and target assignments), ShareGroupDescribe and Describe/Alter/DeleteShareGroupO
 
 The message classes are kafka-python's schema-driven ones, built from Kafka's own message
 definitions (kctl/messages); requests go to each group's coordinator, one per
-coordinator, as kafka-python's own group calls do (its private `_find_coordinator_ids` and
-`_manager`, stable within the pinned kafka-python 3.0.x).
+coordinator, as kafka-python's own group calls do (through kctl.admin.client.kafka_python,
+which holds every use of kafka-python's private API).
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def per_group(
     (group id, part with an error_code)) and its coordinator's id. Groups whose coordinator
     is loading, not available or has moved are asked again until the session's timeout."""
     from kafka.errors import BrokerResponseError, for_code as kafka_error
-    from kafka.protocol.metadata import CoordinatorType
+
+    from kctl.admin.client.kafka_python import find_group_coordinators, forget_group_coordinator, run_async, send_async
 
     found: dict[str, tuple[Any, int]] = {}
     pending = list(dict.fromkeys(group_ids))
@@ -71,7 +72,7 @@ def per_group(
     def run(client):
         async def send():
             try:
-                coordinators = await client._find_coordinator_ids(pending)
+                coordinators = await find_group_coordinators(client, pending)
             except BrokerResponseError as exc:
                 if exc.message in _RETRIABLE:
                     return None
@@ -79,9 +80,9 @@ def per_group(
             owned: dict[int, list[str]] = {}
             for group_id, node in coordinators.items():
                 owned.setdefault(node, []).append(group_id)
-            return [(node, await client._manager.send(request(ids), node_id=node)) for node, ids in owned.items()]
+            return [(node, await send_async(client, request(ids), node)) for node, ids in owned.items()]
 
-        answers = client._manager.run(send)
+        answers = run_async(client, send)
         if answers is None:  # no coordinator found yet for some of the groups
             return {g: None for g in pending}, {}
         retry: dict[str, Any] = {}
@@ -90,7 +91,7 @@ def per_group(
             for group_id, part in parts(response):
                 if part.error_code and kafka_error(part.error_code).message in _RETRIABLE:
                     # The cached coordinator may be the one that moved: look it up again.
-                    client._manager.cluster._coordinators.pop((CoordinatorType.GROUP, group_id), None)
+                    forget_group_coordinator(client, group_id)
                     retry[group_id] = (part, node)
                 else:
                     done[group_id] = (part, node)

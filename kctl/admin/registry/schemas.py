@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kctl.admin.client.confluent import registry_rest_client
 from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError, NotAuthorizedError, NotFoundError, UnreachableError
 
 SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
@@ -145,9 +146,11 @@ class Registry:
             close()
 
     def _call(self, action: str, function, *args, **kwargs):
-        # The HTTP library the client raises from (httpx2 or httpx, by Python version).
-        from confluent_kafka.schema_registry.common._httpx_compat import httpx
         from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        from kctl.admin.client.confluent import registry_http_library
+
+        httpx = registry_http_library()
 
         try:
             return function(*args, **kwargs)
@@ -203,7 +206,7 @@ class Registry:
         schema = Schema(schema_text, schema_type, [SchemaReference(r.name, r.subject, r.version) for r in references])
         # The client's test_compatibility returns only the verdict; the same request through
         # its REST client keeps the registry's reasons (verbose=true).
-        rest = self.client._rest_client
+        rest = registry_rest_client(self.client)
         path = f"compatibility/subjects/{_quote(subject)}/versions/latest?verbose=true"
         answer = self._call(f"check a schema against {subject}", rest.post, path, body=schema.to_dict())
         messages = answer.get("messages") or []
@@ -218,7 +221,7 @@ class Registry:
         # The level in force is asked with defaultToGlobal (the client has no such call; its
         # REST client keeps the command's URL, credentials and TLS). Whether it is the
         # subject's own: Confluent's registry answers 404 without one, Apicurio NONE.
-        rest = self.client._rest_client
+        rest = registry_rest_client(self.client)
         effective = self._call(action, rest.get, f"config/{_quote(subject)}", query={"defaultToGlobal": "true"})["compatibilityLevel"]
         try:
             own = self._call(action, self.client.get_compatibility, subject)
