@@ -443,7 +443,7 @@ AUDIT_TABLE = TableSpec((
 @click.option("--dump", "dump_dir", type=click.Path(file_okay=False), metavar="DIR", help="Audit a kctl spark dump (its files are also checked against its manifest).")
 @click.option("--compare-to", metavar="TOPIC|DIR", help="Compare with another topic or dump (a directory that exists is a dump): records on one side only are counted and sampled.")
 @click.option("--json", "check_json", is_flag=True, help="Check that every non-null value is JSON.")
-@click.option("--json-schema", "schema_file", type=click.Path(dir_okay=False), metavar="FILE", help="Check that every non-null value matches this JSON Schema (type, properties, required, items, enum, bounds, pattern, allOf/anyOf/oneOf/not).")
+@click.option("--json-schema", "schema_file", type=click.Path(dir_okay=False), metavar="FILE", help="Check that every non-null value matches this JSON Schema (any draft, by its $schema; the newest without one).")
 @click.option("--key-path", metavar="JSONPATH", help="Find duplicates by this field of JSON values ($.id) instead of by whole records.")
 @_spark_options
 @global_options
@@ -543,14 +543,16 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
 
 def _json_schema(path: str):
     from kctl.errors import InvalidError
-    from kctl.spark.jsonschema import SchemaError, load
+    from kctl.spark.audit import load_json_schema
 
     try:
-        return load(Path(path).read_text(encoding="utf-8"))
+        return load_json_schema(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise InvalidError(f"unable to read --json-schema {path}: {exc.strerror}") from None
-    except (UnicodeDecodeError, SchemaError) as exc:
+    except UnicodeDecodeError as exc:
         raise InvalidError(f"unable to use --json-schema {path}: {exc}") from None
+    except InvalidError as exc:
+        raise InvalidError(f"unable to use --json-schema {path}: {exc.message}") from None
 
 
 def _compacted(app: App, topics) -> set[str]:

@@ -5,7 +5,7 @@ offset range, gaps between consecutive offsets, timestamp regressions, null keys
 tombstones, duplicates (the same key, value, headers and timestamp, or the same JSON
 field with --key-path) and, with
 --json, values that are not JSON; with --json-schema, values that do not match it
-(jsonschema.py). Gaps are expected in two cases and reported apart
+(the jsonschema package, by the draft the schema's $schema names). Gaps are expected in two cases and reported apart
 from holes: a compacted topic removes records, and transaction markers take offsets
 of their own (one per transaction, so a gap of one or two offsets in a topic that is
 not compacted). With --compare-to, the two sides are compared as multisets of
@@ -96,13 +96,84 @@ def _prepared(frame, key_path: str | None, check_json: bool, json_schema: Any):
     )
 
 
+def load_json_schema(text: str) -> Any:
+    """A JSON Schema document, checked against its draft's metaschema (the draft its
+    $schema names; the newest without one). InvalidError names what is wrong."""
+    import json
+
+    import jsonschema
+
+    from kctl.errors import InvalidError
+
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise InvalidError(f"not JSON: {exc}") from None
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
+        raise InvalidError(f"not a valid JSON Schema: at {where}: {exc.message}") from None
+    _check_references(schema)
+    return schema
+
+
+def _check_references(schema: Any) -> None:
+    """Every $ref must resolve inside the document: Spark's workers fetch nothing, and a
+    reference that fails there would fail the job record by record."""
+    from referencing import Registry, Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    from kctl.errors import InvalidError
+
+    uri = "urn:kctl:json-schema"
+    resolver = Registry().with_resource(uri, Resource.from_contents(schema, default_specification=DRAFT202012)).resolver(base_uri=uri)
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                try:
+                    resolver.lookup(ref)
+                except Unresolvable:
+                    raise InvalidError(f"not a valid JSON Schema: $ref {ref!r} does not resolve inside the schema") from None
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+
+
+def json_validator(schema: Any):
+    """A function bytes -> bool (None for a null value) for one checked schema, with the
+    formats its draft defines checked where jsonschema can check them. It carries only the
+    schema: each Spark worker builds its validator on its first value."""
+    built = []
+
+    def check(raw: bytes | None) -> bool | None:
+        import json
+
+        if raw is None:
+            return None
+        if not built:
+            import jsonschema
+
+            kind = jsonschema.validators.validator_for(schema)
+            built.append(kind(schema, format_checker=kind.FORMAT_CHECKER))
+        try:
+            document = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            return False
+        return built[0].is_valid(document)
+
+    return check
+
+
 def _schema_mismatch(json_schema: Any, boolean):
     """True where a value is not JSON matching the schema (a row UDF: no pandas needed)."""
     from pyspark.sql import functions as F
 
-    from kctl.spark.jsonschema import validator
-
-    check = validator(json_schema)
+    check = json_validator(json_schema)
     return F.udf(lambda raw: (lambda ok: None if ok is None else not ok)(check(raw)), boolean, useArrow=False)("value") == F.lit(True)
 
 
