@@ -1404,7 +1404,7 @@ complete -c kctl -n '__kctl_at \'kctl spark audit\'' -s 't' -l 'topic' -x -a '(_
 complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'dump' -x -d 'Audit a kctl spark dump (its files are also checked against its manifest).'
 complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'compare-to' -x -d 'Compare with another topic or dump (a directory that exists is a dump): records '
 complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'json' -d 'Check that every non-null value is JSON.'
-complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'json-schema' -x -d 'Check that every non-null value matches this JSON Schema (type, properties, requ'
+complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'json-schema' -x -d 'Check that every non-null value matches this JSON Schema (any draft, by its $sch'
 complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'key-path' -x -d 'Find duplicates by this field of JSON values ($.id) instead of by whole records.'
 complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'master' -x -d 'Spark master: local[N], spark://HOST:7077, yarn, ... [default: $KCTL_SPARK_MASTE'
 complete -c kctl -n '__kctl_at \'kctl spark audit\'' -l 'spark-conf' -x -d 'Spark configuration property (repeatable), e.g. spark.executor.memory=4g.'

@@ -24,9 +24,7 @@ The file may hold secrets, so it is created 0600 and replaced atomically.
 
 from __future__ import annotations
 
-import json
 import os
-
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -128,45 +126,83 @@ def _property_value(value: object) -> str:
     return str(value)
 
 
-def dumps(config: ConfigFile) -> str:
-    lines: list[str] = []
-    if config.current_context is not None:
-        lines.append(f"current-context = {_quote(config.current_context)}")
-    for name in sorted(config.contexts):
+def dumps(config: ConfigFile, existing: str = "") -> str:
+    """The file's text for `config`: `existing` (the file as it is) edited only where it
+    differs, so a user's comments, blank lines, key order and value styles survive (tomlkit
+    edits the document it parsed); new contexts and keys are added after the others."""
+    import tomlkit
+
+    document = tomlkit.parse(existing) if existing else tomlkit.document()
+    if config.current_context is None:
+        document.pop("current-context", None)
+    elif document.get("current-context") != config.current_context:
+        document["current-context"] = config.current_context
+    contexts = document.get("contexts")
+    if contexts is None:
+        if not config.contexts:
+            return tomlkit.dumps(document)
+        contexts = document["contexts"] = tomlkit.table(is_super_table=True)
+    for name in [n for n in contexts if n not in config.contexts]:
+        del contexts[name]
+    for name in sorted(config.contexts):  # existing ones are edited in place, new ones added in order
         context = config.contexts[name]
-        lines += ["", f"[contexts.{_quote(name)}]"]
-        if context.bootstrap_servers is not None:
-            lines.append(f"bootstrap-servers = {_quote(context.bootstrap_servers)}")
-        if context.timeout is not None:
-            lines.append(f"timeout = {context.timeout!r}")
-        if context.properties:
-            lines += ["", f"[contexts.{_quote(name)}.properties]"]
-            lines += [f"{_quote(k)} = {_quote(v)}" for k, v in sorted(context.properties.items())]
-        if context.aws_msk_iam:
-            lines += ["", f"[contexts.{_quote(name)}.aws-msk-iam]"]
-            lines += [f"{_quote(k)} = {_quote(v)}" for k, v in sorted(context.aws_msk_iam.items())]
-        if context.schema_registry:
-            lines += ["", f"[contexts.{_quote(name)}.schema-registry]"]
-            lines += [f"{_quote(k)} = {_quote(v)}" for k, v in sorted(context.schema_registry.items())]
-    return "\n".join(lines) + "\n"
+        if name not in contexts:
+            contexts[name] = tomlkit.table()
+        table = contexts[name]
+        _set(table, "bootstrap-servers", context.bootstrap_servers, lambda old, new: old == new)
+        _set(table, "timeout", context.timeout, lambda old, new: float(old) == new)
+        for key, values in (("properties", context.properties), ("aws-msk-iam", context.aws_msk_iam),
+                            ("schema-registry", context.schema_registry)):
+            _set_strings(table, key, values)
+    return tomlkit.dumps(document)
 
 
-def _quote(value: str) -> str:
-    # A JSON string is a valid TOML basic string for everything json.dumps emits
-    # with ensure_ascii (\uXXXX escapes, \" and \\).
-    return json.dumps(value, ensure_ascii=True)
+def _set(table, key: str, value, same) -> None:
+    if value is None:
+        table.pop(key, None)
+    elif key not in table or not same(table[key], value):
+        table[key] = value
+
+
+def _set_strings(table, key: str, values: Mapping[str, str]) -> None:
+    """A table of strings, kept as the user wrote it where the value is unchanged (a TOML
+    true stays true: it reads as "true")."""
+    import tomlkit
+
+    if not values:
+        table.pop(key, None)
+        return
+    if key not in table:
+        table[key] = tomlkit.table()
+    strings = table[key]
+    for name in [n for n in strings if n not in values]:
+        del strings[name]
+    for name in sorted(values):
+        if name not in strings or _property_value(strings[name]) != values[name]:
+            strings[name] = values[name]
 
 
 def save(path: Path, config: ConfigFile) -> None:
-    """Write atomically, 0600 from the first byte (the file may hold credentials)."""
+    """Write atomically, 0600 from the first byte (the file may hold credentials), as an
+    edit of the file that is there (see dumps)."""
     import tempfile
 
+    try:
+        existing = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"unable to read config file {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        text = dumps(config, existing)
+    except Exception as exc:  # noqa: BLE001 - tomlkit's parse errors share no base class with tomllib's
+        raise ConfigError(f"unable to read config file {path}: {exc}") from exc
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(dumps(config))
+                handle.write(text)
             os.chmod(tmp, 0o600)
             os.replace(tmp, path)
         except BaseException:

@@ -52,7 +52,7 @@ def test_schema_registry_settings(kctl, config_home):
                   "--schema-registry-basic-auth-file", "~/registry.pass", "--schema-registry-ca", "/etc/ca.pem")
     assert result.exit_code == 0, result.stderr
     text = (config_home / "kctl" / "config.toml").read_text()
-    assert '[contexts."prod".schema-registry]\n"basic-auth-file" = "~/registry.pass"\n"ssl-ca-location" = "/etc/ca.pem"\n"url" = "https://registry.example.com"\n' in text
+    assert '[contexts.prod.schema-registry]\nbasic-auth-file = "~/registry.pass"\nssl-ca-location = "/etc/ca.pem"\nurl = "https://registry.example.com"\n' in text
     shown = kctl("context", "show", "prod", "-o", "json", env={"KCTL_SCHEMA_REGISTRY_BASIC_AUTH": "me:s3cret"})
     assert '"schema_registry":{"basic-auth-file":"~/registry.pass","ssl-ca-location":"/etc/ca.pem","url":"https://registry.example.com"}' in shown.stdout
     effective = kctl("--context", "prod", "context", "show", "-o", "json", env={"KCTL_SCHEMA_REGISTRY_BASIC_AUTH": "me:s3cret"})
@@ -87,3 +87,55 @@ def test_malformed_config_file(kctl, config_home):
     assert result.exit_code == ExitCode.CONFIG
     assert result.stderr.startswith(f"error: unable to read config file {path}: ")
     assert len(result.stderr.splitlines()) == 1
+
+
+COMMENTED = '''# kctl contexts, kept by hand
+current-context = "prod"  # what most commands use
+
+# Production: careful.
+[contexts.prod]
+timeout = 15
+bootstrap-servers = "b1:9092,b2:9092"
+
+[contexts.prod.properties]  # librdkafka, verbatim
+"security.protocol" = "SASL_SSL"
+"enable.ssl.certificate.verification" = true  # a TOML boolean, read as "true"
+
+[contexts.staging]  # goes away next quarter
+bootstrap-servers = "s1:9092"
+'''
+
+
+def test_a_users_comments_and_order_survive_every_edit(kctl, config_home):
+    """context set|use|delete edit the file the user wrote: comments, blank lines, key
+    order and value styles stay; only what changed is written."""
+    path = config_home / "kctl" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(COMMENTED)
+
+    assert kctl("context", "set", "dev", "-b", "localhost:9092", "-X", "client.id=me").exit_code == 0
+    assert path.read_text() == COMMENTED + '\n[contexts.dev]\nbootstrap-servers = "localhost:9092"\n\n[contexts.dev.properties]\n"client.id" = "me"\n'
+
+    assert kctl("context", "set", "prod", "--timeout", "30", "-X", "sasl.mechanism=PLAIN").exit_code == 0
+    assert kctl("context", "use", "dev").exit_code == 0
+    assert kctl("context", "delete", "staging", "--yes").exit_code == 0
+    assert path.read_text() == '''# kctl contexts, kept by hand
+current-context = "dev"  # what most commands use
+
+# Production: careful.
+[contexts.prod]
+timeout = 30.0
+bootstrap-servers = "b1:9092,b2:9092"
+
+[contexts.prod.properties]  # librdkafka, verbatim
+"security.protocol" = "SASL_SSL"
+"enable.ssl.certificate.verification" = true  # a TOML boolean, read as "true"
+"sasl.mechanism" = "PLAIN"
+
+[contexts.dev]
+bootstrap-servers = "localhost:9092"
+
+[contexts.dev.properties]
+"client.id" = "me"
+'''
+    assert kctl("context", "show", "prod", "-o", "json").stdout.count('"value":"true"') == 1

@@ -7,14 +7,20 @@ import json
 from kctl.errors import ExitCode
 
 
-def test_start_status_stop_purge(kctl, tmp_path, monkeypatch):
+def test_start_status_stop_purge(kctl, tmp_path, monkeypatch, config_home):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
     first, second = tmp_path / "one", tmp_path / "two"
+    config = config_home / "kctl" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('# mine\n[contexts.prod]  # production\nbootstrap-servers = "p:9092"\n')
     try:
         started = kctl("local", "start", "--port", "0", "--data-dir", str(first))
         assert started.exit_code == 0, started.stderr
         bootstrap = started.stdout.strip()
         assert bootstrap.startswith("127.0.0.1:") and "local broker running" in started.stderr
+        # The user's file is edited, not rewritten: the comments stay.
+        assert config.read_text() == (f'# mine\ncurrent-context = "local"\n\n[contexts.prod]  # production\nbootstrap-servers = "p:9092"\n\n'
+                                      f'[contexts.local]\nbootstrap-servers = "{bootstrap}"\n')
 
         # The `local` context was saved and became current: no -b needed.
         assert kctl("topic", "create", "demo", "-p", "2").exit_code == 0

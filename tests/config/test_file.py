@@ -57,5 +57,5 @@ def test_default_path_layers():
 def test_dumps_is_stable():
     config = ConfigFile(current_context="a", contexts={"a": Context(name="a", bootstrap_servers="h:1", properties={"b": "2", "a": "1"})})
     assert dumps(config) == (
-        'current-context = "a"\n\n[contexts."a"]\nbootstrap-servers = "h:1"\n\n[contexts."a".properties]\n"a" = "1"\n"b" = "2"\n'
+        'current-context = "a"\n\n[contexts.a]\nbootstrap-servers = "h:1"\n\n[contexts.a.properties]\na = "1"\nb = "2"\n'
     )
