@@ -254,7 +254,11 @@ def translate_error(exc: BaseException, action: str, bootstrap: str | None = Non
         return ConfigError(f"unable to configure the kafka-python client: {exc}")
     if isinstance(exc, errors.BrokerResponseError):
         return for_code(exc, action)
-    return KctlError(f"unable to {action}: {type(exc).__name__}: {exc}")
+    result = KctlError(f"unable to {action}: {type(exc).__name__}: {exc}")
+    if isinstance(exc, getattr(errors, "IncompatibleBrokerVersion", ())):
+        # kafka-python's own check that a broker lacks the API: what Kafka would answer.
+        result.kafka_error = "UNSUPPORTED_VERSION"
+    return result
 
 
 def for_code(error: Any, action: str) -> KctlError:
@@ -262,7 +266,9 @@ def for_code(error: Any, action: str) -> KctlError:
     name = kafka_error_name(error)
     description = getattr(error, "description", None) or ""
     text = f"{name}: {description}" if description else name
-    return _BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {text}")
+    result = _BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {text}")
+    result.kafka_error = name
+    return result
 
 
 def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | None = None, needs: str | None = None) -> Any:
@@ -273,7 +279,7 @@ def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | Non
         return fn(client)
     except Exception as exc:  # noqa: BLE001
         error = translate_error(exc, action, bootstrap)
-        if needs and ("UNSUPPORTED_VERSION" in error.message or "IncompatibleBrokerVersion" in error.message):
+        if needs and error.kafka_error == "UNSUPPORTED_VERSION":
             error = InvalidError(f"unable to {action}: the cluster does not support {needs}")
         raise error from exc
 
@@ -365,7 +371,9 @@ def raise_for_code(code: int, message: str | None, action: str) -> None:
     kind = error_class(code)
     error = for_code(kind, action)
     if message:
-        raise type(error)(f"unable to {action}: {kafka_error_name(kind)}: {message}", exit_code=error.exit_code)
+        detailed = type(error)(f"unable to {action}: {kafka_error_name(kind)}: {message}", exit_code=error.exit_code)
+        detailed.kafka_error = error.kafka_error
+        raise detailed
     raise error
 
 

@@ -36,7 +36,7 @@ def active_controller(session: AdminSession, reported: int | None) -> int | None
     try:
         quorum = session.run_kafka_python(lambda c: c.describe_metadata_quorum(), "describe metadata quorum")
     except KctlError as exc:
-        if "UNSUPPORTED_VERSION" in exc.message or "UnsupportedVersion" in exc.message or "IncompatibleBrokerVersion" in exc.message:
+        if exc.kafka_error == "UNSUPPORTED_VERSION":
             return reported
         return None
     for topic in quorum.get("topics", []):

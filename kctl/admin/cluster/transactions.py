@@ -103,7 +103,7 @@ def describe_transactions(session: AdminSession, transactional_ids: Sequence[str
         try:
             described = _run(session, lambda c, t=transactional_id: c.describe_transactions([t]), f"describe transaction {transactional_id}")
         except KctlError as exc:
-            if "TRANSACTIONAL_ID_NOT_FOUND" in exc.message:
+            if exc.kafka_error == "TRANSACTIONAL_ID_NOT_FOUND":
                 exc = NotFoundError(f"unable to describe transaction {transactional_id}: no such transactional id")
             errors[transactional_id] = exc
             continue

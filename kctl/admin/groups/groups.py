@@ -126,9 +126,9 @@ def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Group
     for group_id in ids:
         outcome = outcomes[group_id]
         if isinstance(outcome, KctlError):
-            if "GROUP_ID_NOT_FOUND" in outcome.message:
+            if outcome.kafka_error == "GROUP_ID_NOT_FOUND":
                 outcome = NotFoundError(f"unable to delete group {group_id}: GROUP_ID_NOT_FOUND: no such group")
-            elif "NON_EMPTY_GROUP" in outcome.message:
+            elif outcome.kafka_error == "NON_EMPTY_GROUP":
                 outcome = GroupActiveError(
                     f"unable to delete group {group_id}: NON_EMPTY_GROUP: the group has active members",
                     hint="stop its consumers first; kctl group describe lists them",

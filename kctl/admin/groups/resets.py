@@ -283,12 +283,13 @@ def _commit(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
             continue
         bad = [tp for tp in result.topic_partitions if tp.error is not None]
         if bad:
-            from kctl.admin.client.errors import describe
+            from kctl.admin.client.errors import describe, kafka_name
 
             failures[group] = KctlError(f"{bad[0].topic}-{bad[0].partition}: {describe(bad[0].error)}")
+            failures[group].kafka_error = kafka_name(bad[0].error)
     if failures:
         group, error = next(iter(failures.items()))
-        raise refused_reset(group, error.message.removeprefix("unable to commit offsets: "))
+        raise refused_reset(group, error.message.removeprefix("unable to commit offsets: "), error.kafka_error)
 
 
 def _reset_share_group(session: AdminSession, group_id: str, plans: Sequence) -> None:
@@ -319,13 +320,17 @@ def _raise_refusal(group_id: str, code: int, items: list[tuple[str, int]]) -> No
     where, failed = ("", code) if code else next(((w, c) for w, c in items if c), ("", 0))
     if failed:
         error = for_code(failed)
-        raise refused_reset(group_id, f"{where}{kafka_error_name(error)}: {error.description}")
+        raise refused_reset(group_id, f"{where}{kafka_error_name(error)}: {error.description}", kafka_error_name(error))
 
 
-def refused_reset(group: str, cause: str) -> KctlError:
-    """The broker refused to write the reset: because a member joined, or otherwise."""
-    active = "UNKNOWN_MEMBER_ID" in cause or "REBALANCE" in cause or "NON_EMPTY" in cause
-    kind = GroupActiveError if active else ResetIncompleteError
+# What the coordinator answers a commit when the group has members after all.
+_GROUP_ACTIVE = frozenset({"UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "NON_EMPTY_GROUP", "ILLEGAL_GENERATION"})
+
+
+def refused_reset(group: str, cause: str, kafka_error: str | None) -> KctlError:
+    """The broker refused to write the reset (Kafka's error name `kafka_error`): because
+    a member joined, or otherwise."""
+    kind = GroupActiveError if kafka_error in _GROUP_ACTIVE else ResetIncompleteError
     return kind(f"unable to reset offsets of group {group}: the broker refused the commit: {cause}",
                 hint="a consumer may have joined the group; nothing is reported as reset")
 

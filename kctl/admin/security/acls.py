@@ -228,7 +228,7 @@ def _sort_key(acl: Acl) -> tuple:
 
 def _not_enabled(error: KctlError) -> KctlError:
     """Kafka without an authorizer answers SECURITY_DISABLED; say so in words."""
-    if "SECURITY_DISABLED" in error.message:
+    if error.kafka_error == "SECURITY_DISABLED":
         action = error.message.split(":", 1)[0]
         return InvalidError(
             f"{action}: ACLs are not enabled on the cluster (SECURITY_DISABLED: no authorizer is configured)",
@@ -273,8 +273,8 @@ def _check_authorizer(session: AdminSession) -> None:
     try:
         session.run_kafka_python(lambda client: client.describe_acls(probe), "list ACLs")
     except KctlError as exc:
-        if "SECURITY_DISABLED" in exc.message or "SecurityDisabled" in exc.message:
-            raise _not_enabled(KctlError("unable to list ACLs: SECURITY_DISABLED")) from exc
+        if exc.kafka_error == "SECURITY_DISABLED":
+            raise _not_enabled(exc) from exc
         raise
 
 
@@ -307,8 +307,8 @@ def delete_acls(session: AdminSession, acls: Sequence[Acl]) -> list[AclResult]:
 def _outcomes(results: dict[int, Any], action: str) -> dict[int, Any]:
     """Per-item results, unless the cluster has no authorizer: then that is the one error."""
     for result in results.values():
-        if isinstance(result, KctlError) and "SECURITY_DISABLED" in result.message:
-            raise _not_enabled(KctlError(f"unable to {action}: SECURITY_DISABLED"))
+        if isinstance(result, KctlError) and result.kafka_error == "SECURITY_DISABLED":
+            raise _not_enabled(result)
     return results
 
 

@@ -73,7 +73,7 @@ def describe_users(session: AdminSession, users: Sequence[str]) -> tuple[list[Sc
 
 
 def _user_error(error: KctlError, user: str) -> KctlError:
-    if "RESOURCE_NOT_FOUND" in error.message:
+    if error.kafka_error == "RESOURCE_NOT_FOUND":
         return NotFoundError(f"unable to describe SCRAM user {user}: no SCRAM credentials for user {user}")
     return error
 
@@ -107,7 +107,7 @@ def _alter(session: AdminSession, user: str, alterations: list, mechanisms: Sequ
         outcome = session.wait_all(futures, f"{action} {user}")[user]
         if isinstance(outcome, KctlError):
             cause = outcome.message.split(": ", 1)[-1]
-            if "RESOURCE_NOT_FOUND" in cause:
+            if outcome.kafka_error == "RESOURCE_NOT_FOUND":
                 cause = f"no {mechanism} credential"
             results.append(UserResult(user, mechanism, "failed", cause))
             errors[mechanism] = type(outcome)(f"unable to {action} {user} ({mechanism}): {cause}", exit_code=outcome.exit_code)
