@@ -190,55 +190,49 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
       kctl group lag billing --watch --interval 2          # Ctrl-C stops it (exit 0)
       kctl group lag --all --serve :9308 --interval 30     # Ctrl-C stops it (exit 0)
     """
-    import time
-
-    from kctl.admin.groups.lag import group_lag, with_history
+    from kctl.admin.groups import lag_watch
     from kctl.errors import ExitCode
     from kctl.timespec import parse_duration
 
     if bool(groups) == all_:
         raise click.UsageError("name groups or give --all")
-    if max_seconds is not None:
-        time_lag = "record"
     limit = parse_duration(for_) if for_ else None
     if sum(map(bool, (watch, until_caught_up, serve))) > 1:
         raise click.UsageError("choose one of --watch, --until-caught-up and --serve")
+    ids = None if all_ else groups
     if serve:
-        _serve(app, None if all_ else groups, topics, isolation, interval, serve)
+        _serve(app, ids, topics, isolation, interval, serve)
         return
     if watch:
         with until_stopped():
-            _watch(app, None if all_ else groups, topics, isolation, interval, limit)
+            _watch(app, ids, topics, isolation, interval, limit)
         return
-    # --until-caught-up shows how much of the lag seen first has been consumed since.
-    with progress(app, "catching up", unit="messages", enabled=until_caught_up) as shown:
-        first_lag = None
-        while True:
-            found, errors = group_lag(app.session, None if all_ else groups, topics=topics, isolation=isolation, time_lag="record" if time_lag == "record" else "none")
-            if errors and not found:
-                raise next(iter(errors.values()))
-            if history or time_lag == "interp":
-                found, _histories = with_history(found, _state_file(app, state_file), interpolate=time_lag == "interp")
-            if not until_caught_up:
-                break
-            behind = [p for g in found for p in g.partitions if (p.lag or 0) > max_lag or (max_seconds is not None and (p.lag_seconds or 0) > max_seconds)]
+    if max_seconds is not None:
+        time_lag = "record"
+    history_file = _state_file(app, state_file) if history or time_lag == "interp" else None
+    late = []
+    if until_caught_up:
+        # The progress shows how much of the largest lag seen has been consumed since.
+        with progress(app, "catching up", unit="messages") as shown:
+            def show(state: lag_watch.CatchUp) -> None:
+                total = sum(g.lag_sum for g in state.found)
+                shown.update(state.first_lag - total, total=state.first_lag, detail=f"lag {total:,}, {len(state.behind)} partition(s) behind")
+
+            caught = lag_watch.until_caught_up(app.session, ids, max_lag=max_lag, max_seconds=max_seconds, interval=interval, limit=limit,
+                                               topics=topics, isolation=isolation, time_lag=time_lag, history=history_file, progress=show)
+            found, errors, late = caught.found, caught.errors, caught.behind
             total = sum(g.lag_sum for g in found)
-            first_lag = total if first_lag is None else max(first_lag, total)
-            shown.update(first_lag - total, total=first_lag, detail=f"lag {total:,}, {len(behind)} partition(s) behind")
-            if not behind:
-                shown.summary = f"caught up: lag {total} after {shown.seconds:.0f}s"
-                break
-            if limit is not None and shown.seconds + interval > limit:
-                shown.summary = f"waited {shown.seconds:.0f}s: lag {total}, {len(behind)} partition(s) behind"
-                break
-            time.sleep(interval)
+            shown.summary = (f"waited {caught.seconds:.0f}s: lag {total}, {len(late)} partition(s) behind" if late
+                             else f"caught up: lag {total} after {caught.seconds:.0f}s")
+    else:
+        found, errors = lag_watch.sample(app.session, ids, topics=topics, isolation=isolation, time_lag=time_lag, history=history_file)
     _render_lag(app, found, time_lag)
     if isolation == "read_committed":
         from kctl.cli.transaction import note_held_back
 
         note_held_back(app, sorted({(p.topic, p.partition) for g in found for p in g.partitions}))
-    if until_caught_up and behind:
-        app.error_line(f"unable to catch up within {for_}: {len(behind)} partition(s) still behind")
+    if late:
+        app.error_line(f"unable to catch up within {for_}: {len(late)} partition(s) still behind")
         click.get_current_context().exit(ExitCode.CRITICAL)
     for error in errors.values():
         app.error_line(error.message)
@@ -271,18 +265,12 @@ def _eta(seconds, lag, falling_behind) -> str | None:
 
 
 def _watch(app: App, groups, topics, isolation, interval: float, limit: float | None) -> None:
-    """Sample every interval; rates and time to catch up from consecutive samples."""
+    """Each sample as it comes: a refreshed table on a terminal, JSON lines when piped."""
     import time
 
-    from kctl.admin.groups.lag import group_lag
-    from kctl.admin.groups.lag_rates import rates
+    from kctl.admin.groups.lag_watch import watch
 
-    started = time.monotonic()
-    previous, previous_t = None, None
-    while True:
-        found, errors = group_lag(app.session, groups, topics=topics, isolation=isolation)
-        now = time.monotonic()
-        rows = rates(found, previous, now - previous_t if previous_t is not None else None)
+    for rows, errors in watch(app.session, groups, interval=interval, limit=limit, topics=topics, isolation=isolation):
         if app.stdout_is_tty and app.out.format in ("table", "wide"):
             app.out.raw("\x1b[H\x1b[2J")
             app.out.table(rows, WATCH_TABLE)
@@ -293,10 +281,6 @@ def _watch(app: App, groups, topics, isolation, interval: float, limit: float | 
             Output("jsonl", app.stdout, tty=False, color=False).table(rows, WATCH_TABLE)
         for error in errors.values():
             app.error_line(error.message)
-        previous, previous_t = found, now
-        if limit is not None and now - started + interval > limit:
-            return
-        time.sleep(interval)
 
 
 def _serve(app: App, groups, topics, isolation, interval: float, address: str) -> None:
@@ -519,16 +503,13 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
     """
     import sys
 
-    from kctl.admin.groups.resets import ResetSpec, copy_offsets, journal_dir, parse_offsets_csv, plan, read_journal, undo_plan
+    from kctl.admin.groups.resets import ResetSpec, copy_offsets, journal_dir, parse_offsets_csv, plan, plan_undo
     from kctl.errors import InvalidError
 
     ids = list(dict.fromkeys(groups))
 
     if undo is not None:
-        entry = read_journal(journal_dir(app.env), undo)
-        if entry.get("bootstrap") != app.settings.bootstrap_servers:
-            raise click.UsageError(f"reset {entry['id']} was made against {entry.get('bootstrap')}, not {app.settings.bootstrap_servers}; pass -b {entry.get('bootstrap')}")
-        plans = undo_plan(app.session, entry)
+        entry, plans = plan_undo(app.session, journal_dir(app.env), undo, bootstrap=app.settings.bootstrap_servers)
         app.note(f"undoing reset {entry['id']} ({entry.get('command', '')})")
     elif from_file is not None:
         if topics or all_topics or any((to_earliest, to_latest, to_current, to_offset is not None, shift_by is not None, to_datetime, by_duration, to_group)):
@@ -556,37 +537,24 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
     _run_reset(app, plans, execute, yes, export=export, backup=backup)
 
 
-def _write_file(path: str, text: str) -> None:
-    from kctl.errors import InvalidError
-
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise InvalidError(f"unable to write {path}: {exc.strerror}") from exc
-
-
 def _run_reset(app: App, plans, execute: bool, yes: bool, *, export: str | None = None, backup: str | None = None) -> None:
     import shlex
     import sys
 
-    from kctl.admin.groups.resets import apply, journal_dir, offsets_csv, write_journal
+    from kctl.admin.groups import resets
 
     app.out.table(plans, RESET_TABLE)
     if export:
-        _write_file(export, offsets_csv(plans))
-    back = -sum(p.delta for p in plans if p.delta is not None and p.delta < 0)
-    skip = sum(p.delta for p in plans if p.delta is not None and p.delta > 0)
+        resets.write_offsets_csv(export, plans)
+    back, skip = resets.totals(plans)
     summary = f"{len(plans)} partition(s): {back} record(s) to re-consume, {skip} to skip"
     if not execute:
         app.note(f"dry run: {summary}; nothing changed (add --execute to apply)")
         return
     app.confirm(f"Reset offsets of {len(plans)} partition(s) ({back} to re-consume, {skip} to skip)?", yes=yes, action="reset offsets")
-    if backup:
-        _write_file(backup, offsets_csv(plans, old=True))
-    journal_id = write_journal(journal_dir(app.env), plans, bootstrap=app.settings.bootstrap_servers, command=shlex.join(["kctl", *sys.argv[1:]]))
-    app.note(f"undo journal {journal_id} written to {journal_dir(app.env)}")
-    apply(app.session, plans)
+    journal = resets.journal_dir(app.env)
+    resets.execute(app.session, plans, journal=journal, bootstrap=app.settings.bootstrap_servers, command=shlex.join(["kctl", *sys.argv[1:]]),
+                   backup=backup, journaled=lambda journal_id: app.note(f"undo journal {journal_id} written to {journal}"))
     app.note(f"reset applied and verified: {summary}")
 
 

@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -244,6 +244,47 @@ def read_journal(directory: Path, journal_id: str) -> dict:
         return json.loads(chosen.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise InvalidError(f"unable to undo: journal {chosen} is unreadable: {exc}") from exc
+
+
+def plan_undo(session: AdminSession, directory: Path, journal_id: str, *, bootstrap: str | None) -> tuple[dict, list[PlannedReset]]:
+    """The journal entry `journal_id` ("last" for the newest) and the plan that restores
+    what it replaced. An undo runs only against the cluster the reset was made on: the
+    same group and topic names elsewhere are other offsets."""
+    entry = read_journal(directory, journal_id)
+    if entry.get("bootstrap") != bootstrap:
+        raise UsageError(f"reset {entry['id']} was made against {entry.get('bootstrap')}, not {bootstrap}; pass -b {entry.get('bootstrap')}",
+                         hint="an undo runs against the cluster the reset was made on")
+    return entry, undo_plan(session, entry)
+
+
+def totals(plans: Sequence[PlannedReset]) -> tuple[int, int]:
+    """(records to re-consume, records to skip) over a plan."""
+    back = -sum(p.delta for p in plans if p.delta is not None and p.delta < 0)
+    skip = sum(p.delta for p in plans if p.delta is not None and p.delta > 0)
+    return back, skip
+
+
+def write_offsets_csv(path: str | Path, plans: Sequence[PlannedReset], *, old: bool = False) -> None:
+    """Kafka's CSV of a plan's new (or, `old`, replaced) offsets, written to `path`."""
+    try:
+        Path(path).write_text(offsets_csv(plans, old=old), encoding="utf-8")
+    except OSError as exc:
+        raise InvalidError(f"unable to write {path}: {exc.strerror}") from exc
+
+
+def execute(session: AdminSession, plans: Sequence[PlannedReset], *, journal: Path, bootstrap: str | None, command: str,
+            backup: str | Path | None = None, journaled: Callable[[str], None] = lambda journal_id: None) -> str:
+    """Apply a reset safely, in this order: the replaced offsets to `backup` (Kafka's CSV,
+    when given), the undo journal in `journal` (`journaled(id)` is told before anything
+    changes), the commits, and a read back that fails the reset unless every partition
+    holds its new offset. Returns the journal id. Nothing is written to the cluster if
+    the backup or the journal cannot be written."""
+    if backup:
+        write_offsets_csv(backup, plans, old=True)
+    journal_id = write_journal(journal, plans, bootstrap=bootstrap, command=command)
+    journaled(journal_id)
+    apply(session, plans)
+    return journal_id
 
 
 def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:

@@ -1,0 +1,89 @@
+"""Lag over time, one function per way of looking at it: one sample (with time lag from
+record timestamps or from the lag history), samples with rates every interval
+(`group lag --watch`), and waiting until a group has caught up (`--until-caught-up`, a
+deploy gate). The exporter's sampler (`--serve`) is kctl.lag_exporter. Callers render;
+nothing here prints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kctl.admin.client.session import AdminSession
+from kctl.admin.groups.lag import group_lag, with_history
+from kctl.admin.groups.lag_rates import LagRate, rates
+from kctl.admin.groups.models import GroupLag, PartitionLag
+from kctl.errors import KctlError, UsageError
+
+
+def sample(session: AdminSession, groups: Sequence[str] | None, *, topics: Sequence[str] = (), isolation: str = "read_uncommitted",
+           time_lag: str = "none", history: Path | None = None) -> tuple[list[GroupLag], dict[str, KctlError]]:
+    """Lag of `groups` (None: every group) with lag in seconds by `time_lag`: "record"
+    reads the timestamp of each lagging partition's next record, "interp" interpolates
+    from the lag history in `history`; with `history` this sample is added to it. Raises
+    the first error when no group could be measured; otherwise returns the errors."""
+    if time_lag == "interp" and history is None:
+        raise UsageError("unable to interpolate time lag: no lag history file given")
+    found, errors = group_lag(session, groups, topics=topics, isolation=isolation, time_lag="record" if time_lag == "record" else "none")
+    if errors and not found:
+        raise next(iter(errors.values()))
+    if history is not None:
+        found, _histories = with_history(found, history, interpolate=time_lag == "interp")
+    return found, errors
+
+
+def behind(found: Sequence[GroupLag], max_lag: int, max_seconds: float | None = None) -> list[PartitionLag]:
+    """Partitions whose lag is above `max_lag` (or, with `max_seconds`, further behind)."""
+    return [p for g in found for p in g.partitions
+            if (p.lag or 0) > max_lag or (max_seconds is not None and (p.lag_seconds or 0) > max_seconds)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatchUp:
+    found: list[GroupLag]  # the last sample
+    errors: dict[str, KctlError]
+    behind: list[PartitionLag]  # empty once caught up
+    first_lag: int  # the largest total lag seen, what progress is measured against
+    seconds: float
+
+
+def until_caught_up(session: AdminSession, groups: Sequence[str] | None, *, max_lag: int, max_seconds: float | None = None,
+                    interval: float, limit: float | None = None, topics: Sequence[str] = (), isolation: str = "read_uncommitted",
+                    time_lag: str = "none", history: Path | None = None,
+                    progress: Callable[[CatchUp], None] = lambda state: None, clock: Callable[[], float] = time.monotonic,
+                    sleep: Callable[[float], None] = time.sleep) -> CatchUp:
+    """Sample every `interval` seconds until no partition is behind, or until the next
+    sample would end after `limit` seconds; `progress` is told of every sample."""
+    started = clock()
+    first_lag = None
+    while True:
+        found, errors = sample(session, groups, topics=topics, isolation=isolation, time_lag="record" if max_seconds is not None else time_lag,
+                               history=history)
+        late = behind(found, max_lag, max_seconds)
+        total = sum(g.lag_sum for g in found)
+        first_lag = total if first_lag is None else max(first_lag, total)
+        state = CatchUp(found=found, errors=errors, behind=late, first_lag=first_lag, seconds=clock() - started)
+        progress(state)
+        if not late or (limit is not None and state.seconds + interval > limit):
+            return state
+        sleep(interval)
+
+
+def watch(session: AdminSession, groups: Sequence[str] | None, *, interval: float, limit: float | None = None, topics: Sequence[str] = (),
+          isolation: str = "read_uncommitted", clock: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep) -> Iterator[tuple[list[LagRate], dict[str, KctlError]]]:
+    """Every `interval` seconds, lag with the rates since the previous sample (consumed
+    and produced per second, time to catch up), and the groups that failed; ends when
+    the next sample would come after `limit` seconds (never, without one)."""
+    started = clock()
+    previous, previous_at = None, None
+    while True:
+        found, errors = group_lag(session, groups, topics=topics, isolation=isolation)
+        now = clock()
+        yield rates(found, previous, now - previous_at if previous_at is not None else None), errors
+        previous, previous_at = found, now
+        if limit is not None and now - started + interval > limit:
+            return
+        sleep(interval)
