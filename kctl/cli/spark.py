@@ -241,6 +241,7 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url
       kctl spark dump -t invoices --decode --out invoices-typed
     """
     from kctl.errors import UsageError
+    from kctl.spark.audit_inputs import compacted_topics
     from kctl.spark.dump import DumpRequest
     from kctl.spark.dump import dump as run_dump
 
@@ -261,7 +262,7 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url
     extra = _position(start, topics, "--from") | _position(end, topics, "--to")
     # Absolute: Spark resolves paths against its JVM's working directory, not ours.
     request = DumpRequest(topics=tuple(topics), out=Path(out).absolute(), format=fmt, overwrite=overwrite, engine=engine,
-        extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(_compacted(app, topics))), decode=plan,
+        extra_options=tuple(extra.items()), compacted_topics=tuple(sorted(compacted_topics(app.session, topics))), decode=plan,
     )
     with _interruptible(f"the dump in {out} is partial (its manifest says so)", "run the same command with --overwrite to dump again"), \
             _live_progress(app, "dump") as report:
@@ -465,59 +466,31 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
       kctl spark audit -t orders --compare-to orders-mirror
       kctl spark audit --dump /data/orders --compare-to orders-copy -o json
     """
-    from kctl.errors import ExitCode, KctlError, NotFoundError, UsageError
+    from kctl.errors import ExitCode, KctlError, UsageError
     from kctl.spark import frames
     from kctl.spark.audit import audit as run_audit
-    from kctl.spark.manifest import read_dump_manifest
+    from kctl.spark.audit_inputs import check_topics, is_dump, plan_input, read_input
     from kctl.spark.session import size_shuffles
 
     if (topic is None) == (dump_dir is None):
         raise UsageError("unable to audit: give exactly one of --topic and --dump")
     factory = _session_factory(app, master, spark_conf, packages, ship_env, uses_kafka=topic is not None or compare_to is not None)
     json_schema = _json_schema(schema_file) if schema_file else None
-
-    def load(name: str, as_dump: bool, progress_dir: Path | None):
-        if as_dump:
-            manifest = read_dump_manifest(Path(name))
-            expected = {(p["topic"], p["partition"]): p["records"] for p in manifest["partitions"]}
-            ranges = {(p["topic"], p["partition"]): (p["start_offset"], p["end_offset"]) for p in manifest["partitions"]}
-            spark = factory()
-            # Absolute: Spark resolves paths against its JVM's working directory, not ours.
-            return frames.load_dump(spark, Path(name).absolute(), manifest), ranges, expected, set(manifest.get("compacted_topics", []))
-        options = frames.source_options(_kafka(app), [name], include_headers=True)
-        _, bounds = frames.plan(options, f"audit {name}")
-        ranges = {(b.topic, b.partition): (b.start, b.end) for b in bounds}
-        spark = factory()
-        chosen = frames.choose_engine(spark, engine)
-        if chosen == "python" and progress_dir is not None:
-            options["kctl.progressDir"] = str(progress_dir)
-        return frames.load_topic(spark, chosen, options, bounds), ranges, None, compacted_topics & {name}
-
-    # The topics' configs through kctl's admin client, first: an unreachable cluster or an
-    # unknown topic is one line at once, before the planner's consumer and Spark start.
-    topics = [name for name in (topic, compare_to) if name is not None and not (name == compare_to and Path(name).is_dir())]
-    if topics:
-        metadata = app.session.metadata("audit " + ", ".join(topics), topics)
-        for name in topics:
-            if name not in metadata.topics or metadata.topics[name].error is not None:
-                raise NotFoundError(f"unable to audit {name}: topic '{name}' does not exist")
-    compacted_topics = _compacted(app, topics) if topics else set()
+    sides = [(dump_dir or topic, dump_dir is not None)] + ([(compare_to, is_dump(compare_to))] if compare_to is not None else [])
+    compacted = check_topics(app.session, [name for name, dump in sides if not dump])
+    kafka = _kafka(app) if any(not dump for _name, dump in sides) else {}
     source = f"dump {dump_dir}" if dump_dir else topic
     with _interruptible(), _live_progress(app, "audit") as progress_report, _scratch_directory(progress_report is not None) as progress_dir:
-        frame, ranges, expected, compacted = load(dump_dir or topic, dump_dir is not None, progress_dir)
-        total = sum(expected.values()) if expected else sum(end - start for start, end in ranges.values())
-        other = None
-        partitions = len(ranges)
-        if compare_to is not None:
-            other, other_ranges, other_expected, _ = load(compare_to, Path(compare_to).is_dir(), progress_dir)
-            partitions = max(partitions, len(other_ranges))
-            total += sum(other_expected.values()) if other_expected else sum(end - start for start, end in other_ranges.values())
-        size_shuffles(factory(), partitions)
+        planned = [plan_input(name, dump=dump, kafka=kafka, compacted=compacted) for name, dump in sides]
+        read = [read_input(factory(), side, engine, progress_dir) for side in planned]
+        size_shuffles(factory(), max(len(side.ranges) for side in planned))
+        main, other = planned[0], (read[1] if len(read) > 1 else None)
         try:
             # The audit reads each input once (kctl.spark.audit caches what it reads).
-            with frames.Progress(factory(), total, progress_report, directory=progress_dir):
-                    report = run_audit(frame, source, compacted=compacted, key_path=key_path, check_json=check_json, json_schema=json_schema,
-                                   ranges=ranges, expected=expected, compare_to=other, compare_name=compare_to)
+            with frames.Progress(factory(), sum(side.records for side in planned), progress_report, directory=progress_dir):
+                report = run_audit(read[0], source, compacted=main.compacted, key_path=key_path, check_json=check_json,
+                                   json_schema=json_schema, ranges=main.ranges, expected=main.expected, compare_to=other,
+                                   compare_name=compare_to)
         except KctlError:
             raise
         except Exception as exc:  # a Spark job failed: one line, not the JVM's stack
@@ -553,11 +526,3 @@ def _json_schema(path: str):
         raise InvalidError(f"unable to use --json-schema {path}: {exc}") from None
     except InvalidError as exc:
         raise InvalidError(f"unable to use --json-schema {path}: {exc.message}") from None
-
-
-def _compacted(app: App, topics) -> set[str]:
-    """Which of `topics` are compacted (their offset gaps are expected), in one request."""
-    from kctl.admin.topics.configs import describe_configs
-
-    found, _ = describe_configs(app.session, "topic", list(topics), keys=("cleanup.policy",))
-    return {resource.entity_name for resource in found for c in resource.configs if c.name == "cleanup.policy" and "compact" in (c.value or "")}
