@@ -81,10 +81,10 @@ def start(data_dir: Path, host: str, port: int, timeout: float) -> LocalStatus:
 
 def _listening(data_dir: Path, current: LocalStatus, timeout: float) -> LocalStatus:
     """A broker that holds the lock but has not written its address yet is starting."""
-    deadline = time.monotonic() + timeout
-    while current.state == "running" and current.bootstrap is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-        current = status(data_dir)
+    from kctl.polling import poll
+
+    if current.state == "running" and current.bootstrap is None:
+        current = poll(lambda: status(data_dir), lambda now: now.state != "running" or now.bootstrap is not None, timeout=timeout, interval=0.02)
     if current.state != "running" or current.bootstrap is None:
         raise LocalBrokerError(f"unable to start the local broker: the one starting on {data_dir} "
                                f"(pid {current.pid}) did not listen within {timeout:g}s",
@@ -107,12 +107,11 @@ def stop(data_dir: Path, timeout: float) -> LocalStatus | None:
         raise LocalBrokerError(f"unable to stop the local broker: the lock on {data_dir} is held by "
                                f"{f'pid {pid}' if pid else 'a process that did not write its pid'}, "
                                "which is not a kctl broker", hint="nothing was signalled")
+    from kctl.polling import poll
+
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if holder(data_dir) is None:
-            return current
-        time.sleep(0.02)
+    if poll(lambda: holder(data_dir), lambda pid_holding: pid_holding is None, timeout=timeout, interval=0.02) is None:
+        return current
     raise LocalBrokerError(f"unable to stop the local broker: pid {pid} still runs "
                            f"after {timeout:g}s", hint=f"kill -9 {pid} forces it (the next start recovers the logs)")
 

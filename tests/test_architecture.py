@@ -40,6 +40,7 @@ ALLOWED = {
     "kctl.spark": {"kctl.errors", "kctl.timespec", "kctl.sizes", "kctl.config", "kctl.admin.client", "kctl.admin.topics",
                    "kctl.admin.registry", "kctl.records", "kctl.output"},
     "kctl.testing": {"kctl.errors", "kctl.broker"},
+    "kctl.polling": set(),
     "kctl.cli": {"kctl"},  # the top: parses, calls the library, renders
     "kctl.spark.submit": {"kctl.cli"},  # spark-submit's entry point runs the CLI in the driver
     "kctl.devtools": {"kctl"},  # generates completions and man pages from the whole tree
@@ -52,6 +53,12 @@ OWNED = {
     "rich": ("kctl.output", "kctl.cli"),
     "tabulate": ("kctl.output",),
 }
+
+
+# Utilities every part above the broker may use.
+for _part in ALLOWED:
+    if _part.startswith(("kctl.admin", "kctl.records", "kctl.spark", "kctl.local", "kctl.lag_exporter")):
+        ALLOWED[_part] = ALLOWED[_part] | {"kctl.polling"}
 
 
 def module_name(path: Path) -> str:

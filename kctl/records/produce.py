@@ -119,16 +119,21 @@ def _auto_created(session: AdminSession, topic: str):
     producer = build_client(Producer, {**session.client_config(), "allow.auto.create.topics": "true"}, "producer")
     # The first answer may predate the creation (librdkafka's first Metadata request, sent
     # as the connection opens, does not ask for it), and leaders follow the creation.
-    deadline = time.monotonic() + min(session.timeout, 3.0)
-    found = None
-    while time.monotonic() < deadline:
-        found = producer.list_topics(topic, timeout=max(0.1, deadline - time.monotonic())).topics.get(topic)
+    from kctl.polling import poll
+
+    timeout = min(session.timeout, 3.0)
+    started = time.monotonic()
+
+    def settled(found) -> bool:
         if found is not None and found.partitions and found.error is None:
-            break
-        if found is not None and found.error is not None and found.error.name() not in ("LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"):
-            break  # refused (not authorised, invalid name): no point asking again
-        time.sleep(0.1)
-    return found
+            return True
+        # Refused (not authorised, invalid name): no point asking again.
+        return found is not None and found.error is not None and found.error.name() not in ("LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART")
+
+    def ask():
+        return producer.list_topics(topic, timeout=max(0.1, timeout - (time.monotonic() - started))).topics.get(topic)
+
+    return poll(ask, settled, timeout=timeout, interval=0.1)
 
 
 class _Failures:

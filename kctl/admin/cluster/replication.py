@@ -19,12 +19,12 @@ librdkafka.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kctl.admin.client.session import AdminSession
+from kctl.polling import poll
 from kctl.errors import InvalidError, KctlError, NotFoundError
 
 THROTTLE_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -356,12 +356,8 @@ METADATA_SETTLE_SECONDS = 5.0
 
 def verify(session: AdminSession, moves: Sequence[PartitionMove], *, clear: bool = True) -> list[MoveRow]:
     """Where each partition stands; throttles are removed once all are done (unless told not to)."""
-    deadline = time.monotonic() + min(METADATA_SETTLE_SECONDS, session.timeout)
-    while True:
-        rows = _where_moves_stand(session, moves)
-        if not any(r.status == "failed" for r in rows) or time.monotonic() >= deadline:
-            break
-        time.sleep(0.25)
+    rows = poll(lambda: _where_moves_stand(session, moves), lambda rows: not any(r.status == "failed" for r in rows),
+                timeout=min(METADATA_SETTLE_SECONDS, session.timeout), interval=0.25)
     if clear and all(r.status == "done" for r in rows):
         clear_throttles(session, moves)
     return rows

@@ -14,7 +14,6 @@ which holds every use of kafka-python's private API).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from kctl import messages as schemas
 from kctl.admin.client.session import AdminSession
+from kctl.polling import poll
 from kctl.errors import TimeoutError_
 
 
@@ -67,7 +67,6 @@ def per_group(
 
     found: dict[str, tuple[Any, int]] = {}
     pending = list(dict.fromkeys(group_ids))
-    deadline = time.monotonic() + session.timeout
 
     def run(client):
         async def send():
@@ -97,19 +96,20 @@ def per_group(
                     done[group_id] = (part, node)
         return retry, done
 
-    while pending:
+    def ask() -> dict[str, Any]:
+        nonlocal pending
         retry, done = session.run_kafka_python(run, action)
         found.update(done)
-        if not retry:
-            break
-        if time.monotonic() + _RETRY_BACKOFF > deadline:
-            if None in retry.values():
-                raise TimeoutError_(f"unable to {action}: no group coordinator available within the timeout",
-                                    hint="raise --timeout if the cluster is starting or electing")
-            found.update(retry)  # the retriable answers are the result; callers report them
-            break
         pending = list(retry)
-        time.sleep(_RETRY_BACKOFF)
+        return retry
+
+    if not pending:
+        return found
+    retry = poll(ask, lambda retry: not retry, timeout=session.timeout, interval=_RETRY_BACKOFF, stop_before=True)
+    if None in retry.values():
+        raise TimeoutError_(f"unable to {action}: no group coordinator available within the timeout",
+                            hint="raise --timeout if the cluster is starting or electing")
+    found.update(retry)  # the retriable answers are the result; callers report them
     return found
 
 

@@ -233,12 +233,9 @@ def quotas_after(session: AdminSession, entity: Entity, set_values: Mapping[str,
     AlterClientQuotas goes to the controller; DescribeClientQuotas is answered from a
     broker's copy of the metadata, which may lag for a moment, so ask until it agrees.
     """
-    import time
+    from kctl.polling import poll
 
-    deadline = time.monotonic() + session.timeout
-    while True:
-        values = quotas_of(session, entity)
-        applied = all(values.get(k) == v for k, v in set_values.items()) and not any(k in values for k in removed)
-        if applied or time.monotonic() >= deadline:
-            return values
-        time.sleep(0.1)
+    def applied(values) -> bool:
+        return all(values.get(k) == v for k, v in set_values.items()) and not any(k in values for k in removed)
+
+    return poll(lambda: quotas_of(session, entity), applied, timeout=session.timeout, interval=0.1)

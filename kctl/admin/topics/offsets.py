@@ -8,12 +8,12 @@ asking for thousands of partitions costs a request per broker, not per partition
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kctl.admin.client.session import AdminSession, topic_missing
+from kctl.polling import poll
 from kctl.errors import KctlError, NotFoundError, UsageError
 
 _PARTITIONS = re.compile(r"(\d+)(?:-(\d*))?")
@@ -119,10 +119,20 @@ def ask_offsets(
     from confluent_kafka import IsolationLevel, TopicPartition
 
     level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
-    deadline = time.monotonic() + session.timeout
     results: list[dict[tuple[str, int], Any]] = [{} for _ in rounds]
     todo = [dict(request) for _, request in rounds]
-    while True:
+    asked_before = False
+
+    def ask() -> list[dict]:
+        nonlocal todo, asked_before
+        if asked_before:
+            # Asked again only where the refreshed metadata names a leader: an offline
+            # partition (or a topic deleted meanwhile) keeps its error now, not after
+            # --timeout, so lag and describe still answer at once for the rest of a
+            # degraded cluster.
+            metadata = session.metadata(rounds[0][0])
+            todo = [{key: spec for key, spec in request.items() if _has_leader(metadata, key)} for request in todo]
+        asked_before = True
         asked = [
             session.client.list_offsets(
                 {TopicPartition(t, p): spec for (t, p), spec in request.items()}, isolation_level=level, request_timeout=session.timeout
@@ -138,14 +148,10 @@ def ask_offsets(
                 key: todo[index][key] for key, answer in answers.items()
                 if isinstance(answer, KctlError) and answer.kafka_error in _RETRIABLE
             }
-        if not any(todo) or time.monotonic() + _RETRY_BACKOFF >= deadline:
-            return results
-        time.sleep(_RETRY_BACKOFF)
-        # Asked again only where the refreshed metadata names a leader: an offline partition
-        # (or a topic deleted meanwhile) keeps its error now, not after --timeout, so lag
-        # and describe still answer at once for the rest of a degraded cluster.
-        metadata = session.metadata(rounds[0][0])
-        todo = [{key: spec for key, spec in request.items() if _has_leader(metadata, key)} for request in todo]
+        return todo
+
+    poll(ask, lambda todo: not any(todo), timeout=session.timeout, interval=_RETRY_BACKOFF, stop_before=True)
+    return results
 
 
 def _leaderless(action: str, key: tuple[str, int]) -> KctlError:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
 from kctl.admin.client.session import AdminSession, topic_missing, unknown_topic_in
+from kctl.polling import poll
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
@@ -374,14 +375,14 @@ def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, Top
     Waiting means the command returns when the topic is usable, and the result shows
     what the brokers made of defaults (partitions, replication factor).
     """
-    deadline = time.monotonic() + session.timeout
     found: dict[str, TopicDescription] = {}
-    while True:
+
+    def ask() -> dict[str, TopicDescription]:
         missing = [n for n in names if n not in found]
         found.update({d.name: d for d in _describe(session, missing).values() if not isinstance(d, KctlError) and d.partitions})
-        if len(found) == len(names) or time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
+        return found
+
+    poll(ask, lambda visible: len(visible) == len(names), timeout=session.timeout, interval=0.05)
     # Each Metadata request goes to a random broker, and brokers apply the metadata log
     # independently; a short settle lets the others catch up with the one that answered,
     # so the next command (or producer) sees the topic wherever it asks.
