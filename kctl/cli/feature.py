@@ -57,7 +57,7 @@ def list_(app: App):
     SUPPORTED-MAX are the range all of them support (empty when one does not know the
     feature), which is how far a rolling upgrade may finalize; BROKERS-DIFFER
     (-o wide) says the brokers' own ranges differ. A feature at level 0 is not
-    finalized (disabled). metadata.version levels carry Kafka's name (30 (4.3-IV0)).
+    finalized (disabled). metadata.version levels carry Kafka's name (33 (4.4-IV2)).
 
     \b
     Examples:
@@ -78,7 +78,7 @@ def _update_command(verb: str):
     def decorate(function):
         decorators = [
             click.option("--feature", "features", multiple=True, metavar="NAME=LEVEL",
-                         help="A feature and its new level (repeatable); metadata.version also takes 4.3-IV0 or a release (4.3)."),
+                         help="A feature and its new level (repeatable); metadata.version also takes 4.4-IV2 or a release (4.4)."),
             click.option("--dry-run", is_flag=True, help="Have the controller validate the change; nothing changes."),
             yes_option,
             global_options,
@@ -133,9 +133,9 @@ def upgrade(app: App, features, release_version, dry_run, yes):
 
     \b
     Examples:
-      kctl feature upgrade --release-version 4.3 --dry-run
+      kctl feature upgrade --release-version 4.4 --dry-run
       kctl feature upgrade --feature group.version=1 --yes
-      kctl feature upgrade --feature metadata.version=4.3-IV0        # asks first
+      kctl feature upgrade --feature metadata.version=4.4-IV2        # asks first
     """
     from kctl.admin.cluster.features import describe_features, parse_updates, release_levels
 

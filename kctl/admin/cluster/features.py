@@ -20,13 +20,14 @@ from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, UsageError
 
 # Kafka's MetadataVersion levels and names (server-common MetadataVersion, production
-# versions of Apache Kafka 4.3). tests/admin/test_feature_tables.py checks both tables
+# versions of Apache Kafka 4.4). tests/admin/test_feature_tables.py checks both tables
 # against the jars the tests run.
 METADATA_VERSIONS: Mapping[int, str] = {
     7: "3.3-IV3", 8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0",
     13: "3.6-IV1", 14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3",
     19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2",
     25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1", 30: "4.3-IV0",
+    31: "4.4-IV0", 32: "4.4-IV1", 33: "4.4-IV2",
 }
 # What `kafka-features upgrade --release-version X.Y` finalizes: each feature's default
 # level for the release's last metadata version.
@@ -39,6 +40,7 @@ RELEASES: Mapping[str, Mapping[str, int]] = {
         "3.6": (14, 0, 0, 0, 0, 0, 0), "3.7": (19, 0, 0, 0, 0, 0, 0), "3.8": (20, 0, 0, 0, 0, 0, 0),
         "3.9": (21, 1, 0, 0, 0, 0, 0), "4.0": (25, 1, 2, 1, 0, 0, 0), "4.1": (27, 1, 2, 1, 1, 0, 0),
         "4.2": (29, 1, 2, 1, 1, 1, 1), "4.3": (30, 1, 2, 1, 1, 1, 1),
+        "4.4": (33, 1, 2, 1, 1, 2, 1),
     }.items()
 }
 _METADATA_VERSION = "metadata.version"
