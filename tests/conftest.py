@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 from click.testing import CliRunner
 
-pytest_plugins = ["tests.brokers.plugin"]
+pytest_plugins = ["tests.brokers.plugin", "tests.security.fake_signer.fixture"]
 
 # One cache for every kctl the tests start (the Spark driver's class archive, environments
 # packed for --ship-env), made once a session as a user's is made once; never the

@@ -25,6 +25,17 @@ def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 
             time.sleep(interval)
 
 
+def until(predicate: Callable[[], T], timeout: float = 60.0, interval: float = 0.5) -> T:
+    """The first truthy value of `predicate`, asked until `timeout`."""
+
+    def check() -> T:
+        value = predicate()
+        assert value, "condition not reached in time"
+        return value
+
+    return eventually(check, timeout, interval)
+
+
 def commit_offsets(admin, group: str, partitions: list) -> None:
     """Commit `partitions` (TopicPartitions with offsets) for `group` through AdminClient
     `admin`, again until every partition is accepted: alter_consumer_group_offsets

@@ -14,7 +14,6 @@ from kctl.admin.client.oauth import TokenSource, oidc_client_credentials
 from kctl.admin.client.session import AdminSession
 from kctl.config.model import ClientSettings
 from kctl.errors import NotAuthorizedError
-from tests.security.fake_signer.fixture import fake_signer  # noqa: F401 - a fixture
 from tests.security.token_endpoint import TokenEndpoint
 
 
@@ -50,14 +49,17 @@ def test_librdkafka_renews_the_msk_iam_token_before_it_expires(fake_signer, monk
 
 def test_kafka_pythons_provider_reuses_a_token_until_80_percent_of_its_life():
     calls = []
+    now = [1000.0]
 
     def fetch():
-        calls.append(time.time())
-        return f"token-{len(calls)}", time.time() + 1.0
+        calls.append(now[0])
+        return f"token-{len(calls)}", now[0] + 1.0
 
-    provider = TokenSource(fetch, {"traceId": "7"}).kafka_python_provider()
+    provider = TokenSource(fetch, {"traceId": "7"}, clock=lambda: now[0]).kafka_python_provider()
     assert (provider.token(), provider.token(), provider.extensions()) == ("token-1", "token-1", {"traceId": "7"})
-    time.sleep(0.85)
+    now[0] += 0.79
+    assert provider.token() == "token-1"
+    now[0] += 0.02
     assert provider.token() == "token-2"
 
 

@@ -14,7 +14,7 @@ from confluent_kafka import KafkaError, Producer
 
 from kctl.broker.process import BrokerProcess
 from kctl.errors import ExitCode
-from tests.broker.test_recovery import _consume_all, _create, _produce
+from tests.broker.clients import _consume_all, _create, _produce
 
 pytestmark = pytest.mark.integration
 

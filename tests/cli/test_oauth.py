@@ -12,7 +12,6 @@ import json
 import pytest
 
 from kctl.errors import ExitCode
-from tests.security.fake_signer.fixture import fake_signer  # noqa: F401 - a fixture
 from tests.security.token_endpoint import TokenEndpoint
 
 pytestmark = pytest.mark.integration

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from kctl.errors import ExitCode
+from tests.eventually import until
 
 pytestmark = pytest.mark.integration
 
@@ -75,14 +76,6 @@ def test_health_of_unreachable_cluster_is_critical(kctl):
     assert result.stderr.startswith("error: unable to describe cluster: cluster unreachable at 127.0.0.1:1")
 
 
-def wait_until(predicate, timeout=60.0, interval=0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not reached in time")
 
 
 @pytest.mark.min_nodes(3)
@@ -100,7 +93,7 @@ def test_a_stopped_node_shows_in_every_filter_and_in_health(kctl, cluster, uniqu
             under = rows(kctl, cluster, "partition", "list", replicated, strict, "--under-replicated")
             return under if len(under) == 4 else None
 
-        under = wait_until(shrunk)
+        under = until(shrunk)
         assert all(3 not in r["isr"] and 3 in r["replicas"] for r in under)
         # Only the matching partitions' topics have their configs read, and they are read.
         assert {(r["topic"], r["min_isr"]) for r in under} == {(replicated, 2), (strict, 3)}
@@ -167,6 +160,7 @@ def test_health_watch_gives_up_after_max_wait(kctl, cluster):
 
 def test_health_watch_recovers_after_a_full_outage(tmp_path, cluster):
     """A watch loop keeps one client: an outage must not poison the checks after it."""
+    import select
     import subprocess
     import sys
 
@@ -183,9 +177,12 @@ def test_health_watch_recovers_after_a_full_outage(tmp_path, cluster):
              "--watch", "--interval", "0.5", "--exit-when-healthy", "--max-wait", "90", "-o", "jsonl"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        time.sleep(2)
+        # The node comes back once the watch has told of the outage (its first line on stderr).
+        assert select.select([watch.stderr], [], [], 60)[0], "the watch said nothing of the outage within 60 s"
+        first = watch.stderr.readline()
         own.start_node(1)
         out, err = watch.communicate(timeout=120)
+        err = first + err
         assert watch.returncode == 0, err
         assert "cluster unreachable" in err
         assert json.loads(out.splitlines()[-1])["status"] == "OK"

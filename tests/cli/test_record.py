@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kctl.errors import ExitCode
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -441,7 +442,7 @@ def test_undelivered_records_fail_the_command(tmp_path, config_home):
         )
         process.stdin.write(b"".join(b"before %d\n" % i for i in range(100)))
         process.stdin.flush()
-        time.sleep(1.5)
+        eventually(lambda: _high_watermark_is(bootstrap, "doomed", 100), timeout=30)  # all 100 acknowledged
         broker.kill()
         process.stdin.write(b"after\n")
         process.stdin.close()
@@ -508,3 +509,11 @@ def test_commit_refused_by_an_active_group_is_an_error(kctl, cluster, topic, uni
         assert result.stderr.splitlines()[1].startswith(f"error: unable to commit offsets for group {group}: ")
     finally:
         member.close()
+
+
+def _high_watermark_is(bootstrap: str, topic: str, expected: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kctl-test-watermark"})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1] == expected
+    finally:
+        consumer.close()

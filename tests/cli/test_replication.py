@@ -4,13 +4,12 @@ nodes move data, and Kafka's own kafka-reassign-partitions reads kctl's plans.""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.eventually import eventually, until
 
 pytestmark = pytest.mark.integration
 
@@ -28,13 +27,6 @@ def configs(kctl, cluster, entity, name, *keys):
     return {c["name"]: (c["value"], c["source"]) for c in json.loads(result.stdout)[0]["configs"]}
 
 
-def wait_until(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError("condition not reached in time")
 
 
 def test_single_node_refuses_more_replicas_than_brokers(kctl, cluster, unique_name):
@@ -131,7 +123,7 @@ def test_set_replication_factor_with_throttle(kctl, cluster, unique_name):
     for p in partitions(kctl, cluster, topic):
         assert sorted(p["replicas"]) == [1, 2, 3]
         assert p["replicas"][0] == p["leader"]
-    wait_until(lambda: all(sorted(p["isr"]) == [1, 2, 3] for p in partitions(kctl, cluster, topic)))
+    until(lambda: all(sorted(p["isr"]) == [1, 2, 3] for p in partitions(kctl, cluster, topic)))
     # The throttle is gone once the move is done (an unset rate is not even listed).
     def unthrottled():
         assert configs(kctl, cluster, "topic", topic, "leader.replication.throttled.replicas")["leader.replication.throttled.replicas"][1] == "DEFAULT_CONFIG"
@@ -180,7 +172,7 @@ def test_a_throttled_reassignment_is_listed_and_cancelled(kctl, cluster, unique_
     cancelled = kctl("-b", cluster.bootstrap, "replication", "reassign", "cancel", str(tmp_path / "plan.json"), "--yes")
     assert cancelled.exit_code == 0, cancelled.stderr
     assert cancelled.stderr == "cancelled 1 reassignment(s)\n"
-    wait_until(lambda: partitions(kctl, cluster, topic)[0]["replicas"] == [source])
+    until(lambda: partitions(kctl, cluster, topic)[0]["replicas"] == [source])
     assert json.loads(kctl("-b", cluster.bootstrap, "replication", "reassign", "list", "-o", "json").stdout) == []
     # A cancelled move is a failure to verify, once metadata has had its few seconds to settle.
     after = kctl("-b", cluster.bootstrap, "replication", "reassign", "verify", str(tmp_path / "plan.json"), "--preserve-throttles")
@@ -204,10 +196,10 @@ def test_preferred_leader_election(kctl, cluster, unique_name):
 
     cluster.kafka.stop_node(1)
     try:
-        wait_until(lambda: all(p["leader"] != 1 for p in partitions(kctl, cluster, topic)))
+        until(lambda: all(p["leader"] != 1 for p in partitions(kctl, cluster, topic)))
     finally:
         cluster.kafka.start_node(1)
-    wait_until(lambda: all(sorted(p["isr"]) == [1, 2, 3] for p in partitions(kctl, cluster, topic)))
+    until(lambda: all(sorted(p["isr"]) == [1, 2, 3] for p in partitions(kctl, cluster, topic)))
     displaced = [p["partition"] for p in partitions(kctl, cluster, topic) if p["replicas"][0] == 1]
     assert displaced, "partitions that prefer broker 1 should have lost it"
     balance = {b["broker"]: b for b in json.loads(kctl("-b", cluster.bootstrap, "broker", "balance", "-o", "json").stdout)}

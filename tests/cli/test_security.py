@@ -9,18 +9,9 @@ import json
 import pytest
 
 from kctl.errors import ExitCode
+from tests.security.flags import sasl_flags
 
 pytestmark = pytest.mark.integration
-
-
-def sasl_flags(cluster, user="admin", password=None):
-    config = cluster.client_config(user)
-    if password is not None:
-        config["sasl.password"] = password
-    flags = ["-b", config.pop("bootstrap.servers")]
-    for key, value in config.items():
-        flags += ["-X", f"{key}={value}"]
-    return flags
 
 
 def test_authenticated_admin_uses_both_clients(kctl, secured_kafka, unique_name):

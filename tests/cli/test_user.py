@@ -9,7 +9,7 @@ import re
 import pytest
 
 from kctl.errors import ExitCode
-from tests.cli.test_security import sasl_flags
+from tests.security.flags import sasl_flags
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ import pytest
 
 from kctl.errors import ExitCode
 from tests.spark.standalone import event_log_options, task_executors
-from tests.spark.test_jobs import content, make_topic, read_dump, read_topic, source  # noqa: F401 (fixtures)
+from tests.spark.records import content, read_dump, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 

@@ -16,7 +16,6 @@ import pytest
 pytest.importorskip("pyspark")
 
 from kctl.spark import jvm_archive  # noqa: E402
-from tests.spark.test_jobs import make_topic, source  # noqa: E402,F401 (fixtures)
 
 MAGIC = (0xF00BABA8).to_bytes(4, "little")
 

@@ -29,8 +29,10 @@ class TokenSource:
     """A cached token from `fetch` (-> token, expiry in epoch seconds), renewed after 80%
     of its lifetime; thread-safe, because kafka-python authenticates from its own thread."""
 
-    def __init__(self, fetch: Callable[[], tuple[str, float]], extensions: Mapping[str, str] | None = None):
+    def __init__(self, fetch: Callable[[], tuple[str, float]], extensions: Mapping[str, str] | None = None,
+                 clock: Callable[[], float] = time.time):
         self._fetch = fetch
+        self._clock = clock
         self._lock = threading.Lock()
         self._token: str | None = None
         self._renew_at = 0.0
@@ -39,7 +41,7 @@ class TokenSource:
 
     def current(self) -> tuple[str, float]:
         with self._lock:
-            now = time.time()
+            now = self._clock()
             if self._token is None or now >= self._renew_at:
                 token, expiry = self._fetch()
                 self._token, self._expiry = token, expiry
