@@ -238,3 +238,29 @@ def unique_name(request):
         return f"{prefix}-{slug}-{uuid.uuid4().hex[:6]}"
 
     return make
+
+
+# Skip reasons by the backend that would run the test (the reasons are the tests' own).
+_SKIPPED_FOR = (
+    ("kafka3", re.compile(r"three brokers|needs 3 brokers|kafka3 backend")),
+    ("kafka", re.compile(r"kafka backend|Apache Kafka|its own single node")),
+)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter):
+    """One line per backend whose tests were skipped, with the variable that runs them,
+    after pytest's own summary (just above the final count)."""
+    result = yield
+    counts: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        backend = next((name for name, pattern in _SKIPPED_FOR if pattern.search(reason)), None)
+        if backend is not None:
+            counts[backend] = counts.get(backend, 0) + 1
+    selected = selected_backends()
+    for backend, _pattern in _SKIPPED_FOR:
+        if counts.get(backend):
+            wanted = ",".join(dict.fromkeys([*selected, backend]))
+            terminalreporter.write_line(f"{backend}: {counts[backend]} test(s) skipped; KCTL_TEST_BROKERS={wanted} runs them")
+    return result
