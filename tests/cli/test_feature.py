@@ -106,7 +106,7 @@ def _finalized_by_kafka(cluster, feature: str, level: str) -> None:
 def test_feature_bad_input(kctl, kafka_cluster):
     b = ("-b", kafka_cluster.bootstrap)
     cases = [
-        (("upgrade", "--feature", "metadata.version=9.9"), ExitCode.USAGE, "error: unable to parse metadata.version '9.9': give a level (7-30), a release (3.3, "),
+        (("upgrade", "--feature", "metadata.version=9.9"), ExitCode.USAGE, f"error: unable to parse metadata.version '9.9': give a level (7-{max(METADATA_VERSIONS)}), a release (3.3, "),
         (("upgrade", "--feature", "group.version"), ExitCode.USAGE, "error: unable to parse --feature 'group.version': expected NAME=LEVEL"),
         (("upgrade", "--feature", "no.such.version=1"), ExitCode.INVALID, "error: unable to update features: the cluster does not know feature 'no.such.version' (known: "),
         (("upgrade", "--feature", "group.version=0"), ExitCode.INVALID, "error: unable to upgrade group.version to 0: it is finalized at 1; use `kctl feature downgrade`"),
