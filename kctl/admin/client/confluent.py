@@ -24,24 +24,11 @@ PRIVATE_API = (
 
 def missing_private_api() -> list[str]:
     """The entries of PRIVATE_API this confluent-kafka lacks."""
-    import importlib
-
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
-    client = SchemaRegistryClient({"url": "http://127.0.0.1:9"})  # never contacted
-    missing = []
-    for owner, attribute in PRIVATE_API:
-        try:
-            target = client if owner == "instance" else importlib.import_module(owner)
-        except ImportError:
-            missing.append(f"{owner}.{attribute}")
-            continue
-        for part in attribute.split("."):
-            if not hasattr(target, part):
-                missing.append(f"{owner}.{attribute}")
-                break
-            target = getattr(target, part)
-    return missing
+    from kctl.admin.client.private_api import missing
+
+    return missing(PRIVATE_API, SchemaRegistryClient({"url": "http://127.0.0.1:9"}))  # never contacted
 
 
 def registry_rest_client(client: Any) -> Any:

@@ -304,23 +304,9 @@ PRIVATE_API = (
 def missing_private_api(client: Any | None = None) -> list[str]:
     """The entries of PRIVATE_API this kafka-python lacks (instance ones only with a
     connected `client`)."""
-    import importlib
+    from kctl.admin.client.private_api import missing
 
-    missing = []
-    for owner, attribute in PRIVATE_API:
-        if owner == "instance":
-            target = client
-        else:
-            module, _, name = owner.rpartition(".")
-            target = getattr(importlib.import_module(module), name)
-        if target is None:
-            continue
-        for part in attribute.split("."):
-            if not hasattr(target, part):
-                missing.append(f"{owner}.{attribute}")
-                break
-            target = getattr(target, part)
-    return missing
+    return missing(PRIVATE_API, client)
 
 
 def run_async(client: Any, coroutine_function: Callable[[], Any]) -> Any:
