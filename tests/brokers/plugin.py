@@ -153,6 +153,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "min_nodes(n): needs a cluster of at least n brokers")
     config.addinivalue_line("markers", "single_node: not run on kafka3, the backend known to have many nodes")
     config.addinivalue_line("markers", "integration: needs a running Kafka cluster (the `cluster` fixture)")
+    config.addinivalue_line("markers", "needs_kafka(reason): why the `kafka_cluster` fixture skips on other backends")
 
 
 def pytest_generate_tests(metafunc):
@@ -179,6 +180,16 @@ def cluster(request, _backends) -> Cluster:
         if _required():
             pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and backend {exc}", pytrace=False)
         pytest.skip(str(exc))
+
+
+@pytest.fixture
+def kafka_cluster(cluster, request) -> Cluster:
+    """`cluster` when it is Apache Kafka (`cluster.kafka` runs Kafka's own tools); on
+    other backends the test is skipped with its module's `needs_kafka` reason."""
+    if cluster.kafka is None:
+        marker = request.node.get_closest_marker("needs_kafka")
+        pytest.skip(marker.args[0] if marker else "needs Apache Kafka and its own tools")
+    return cluster
 
 
 @pytest.fixture(scope="session")

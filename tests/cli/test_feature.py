@@ -17,11 +17,6 @@ from tests.eventually import eventually
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def kafka_cluster(cluster):
-    if cluster.kafka is None:
-        pytest.skip("needs Apache Kafka and its own tools")
-    return cluster
 
 
 def as_json(kctl, cluster, *args):

@@ -15,14 +15,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kctl.errors import ExitCode
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.needs_kafka("share and streams groups need Apache Kafka 4.x")]
 
 
-@pytest.fixture
-def kafka_cluster(cluster):
-    if cluster.kafka is None:
-        pytest.skip("share and streams groups need Apache Kafka 4.x")
-    return cluster
 
 
 @pytest.fixture

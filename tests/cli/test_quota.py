@@ -11,14 +11,9 @@ import pytest
 from kctl.errors import ExitCode
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.needs_kafka("client quotas need Apache Kafka (the bundled broker has no quota APIs)")]
 
 
-@pytest.fixture
-def kafka_cluster(cluster):
-    if cluster.kafka is None:
-        pytest.skip("client quotas need Apache Kafka (the bundled broker has no quota APIs)")
-    return cluster
 
 
 def kafka_configs(cluster, *entity_args) -> set[tuple]:
