@@ -260,8 +260,8 @@ _SKIPPED_FOR = (
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_terminal_summary(terminalreporter):
-    """One line per backend whose tests were skipped, with the variable that runs them,
-    after pytest's own summary (just above the final count)."""
+    """One line per backend not selected whose tests were skipped, with the variable
+    that runs them, after pytest's own summary (just above the final count)."""
     result = yield
     counts: dict[str, int] = {}
     for report in terminalreporter.stats.get("skipped", []):
@@ -271,7 +271,8 @@ def pytest_terminal_summary(terminalreporter):
             counts[backend] = counts.get(backend, 0) + 1
     selected = selected_backends()
     for backend, _pattern in _SKIPPED_FOR:
-        if counts.get(backend):
+        # A selected backend runs them in its own variants; the skipped ones are the others'.
+        if counts.get(backend) and backend not in selected:
             wanted = ",".join(dict.fromkeys([*selected, backend]))
             terminalreporter.write_line(f"{backend}: {counts[backend]} test(s) skipped; KCTL_TEST_BROKERS={wanted} runs them")
     return result

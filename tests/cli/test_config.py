@@ -141,7 +141,7 @@ def test_broker_configs_per_broker_and_cluster_default(kctl, cluster):
         eventually(applied)
         if cluster.kafka is not None:
             proc = cluster.kafka.run_tool(
-                "kafka.admin.ConfigCommand", "--bootstrap-server", cluster.bootstrap, "--describe", "--entity-type", "brokers", "--entity-default"
+                "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", cluster.bootstrap, "--describe", "--entity-type", "brokers", "--entity-default"
             )
             assert "log.cleaner.backoff.ms=16000" in proc.stdout, proc.stdout + proc.stderr
 
