@@ -65,7 +65,7 @@ def main() -> None:
             counts = {path.stem: requests(kctl, b, path) for path in (small, big)}
 
             topics = cluster.tool_command("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--describe")
-            configs = cluster.tool_command("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", b, "--describe", "--entity-type", "topics")
+            configs = cluster.tool_command(cluster.config_command, "--bootstrap-server", b, "--describe", "--entity-type", "topics")
             anchor = time_command(topics, args.runs) + time_command(configs, args.runs)
             rows = [
                 (f"kctl diff ({args.topics} topics, matching)", time_command([*kctl, "-b", b, "diff", "-f", str(big)], args.runs),

@@ -46,7 +46,7 @@ def group_of(item: pytest.Item) -> str:
 
         if example in THREE_BROKERS:
             return "kafka3"
-    if params.get("cluster") in ("kafka", "kafka3"):
+    if params.get("cluster") in ("kafka", "kafka3", "kafka39"):
         return params["cluster"]
     if "secured_kafka" in item.fixturenames:
         return "kafka"

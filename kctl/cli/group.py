@@ -109,9 +109,11 @@ def list_(app: App, regex, states, types):
       kctl group list --type share --type streams
       kctl group list -r 'billing-.*'
     """
-    from kctl.admin.groups.groups import list_groups
+    from kctl.admin.groups.groups import list_groups, unsupported_types
 
     app.out.table(list_groups(app.session, states=states, types=types, regex=regex), GROUP_TABLE)
+    for kind, release in unsupported_types(app.session, types):
+        app.warn(f"the cluster does not support {kind} groups (Apache Kafka {release} or newer has them): none are listed")
 
 
 @group.command("describe")

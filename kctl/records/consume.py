@@ -246,6 +246,10 @@ def consume(
     run.incremental = (str(config.get("group.protocol", "classic")).lower() == "consumer"
                        or "cooperative" in str(config.get("partition.assignment.strategy", "")))
     config["on_commit"] = run.on_commit
+    if options.group and str(config.get("group.protocol", "classic")).lower() == "consumer" and \
+            session.api_versions.get(CONSUMER_GROUP_HEARTBEAT, (0, -1))[1] < 1:
+        # librdkafka only logs that the heartbeat is unsupported and waits; say it now.
+        raise _no_consumer_protocol(", ".join(dict.fromkeys(t for t, _ in pairs)))
     consumer = run.consumer = build_client(Consumer, config, "consumer")
     started = time.monotonic()
     try:
@@ -396,6 +400,16 @@ def _consume_error(error, topic: str | None) -> KctlError:
     supported", so kctl names the setting to change."""
     text = error.str() or ""
     if "ConsumerGroupHeartbeat" in text and ("not supported" in text or "UNSUPPORTED" in text.upper()):
-        return ConfigError(f"unable to consume {topic or ''}".rstrip() + ": the cluster does not support the consumer group protocol (KIP-848)",
-                           hint="use -X group.protocol=classic (Apache Kafka 4.x brokers and kctl's bundled broker support both)")
+        return _no_consumer_protocol(topic)
     return translate(error, f"consume {topic or ''}".rstrip())
+
+
+# The consumer group protocol's API (KIP-848). librdkafka needs its version 1, which Apache
+# Kafka has from 4.0 (3.9 has only the early-access version 0).
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def _no_consumer_protocol(topic: str | None) -> ConfigError:
+    return ConfigError(f"unable to consume {topic or ''}".rstrip() + ": the cluster does not support the consumer group protocol "
+                       "(KIP-848, Apache Kafka 4.0 or newer)",
+                       hint="use -X group.protocol=classic (Apache Kafka 4.x brokers and kctl's bundled broker support both)")

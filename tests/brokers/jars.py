@@ -7,7 +7,10 @@ and benchmark processes from resolving twice.
 
     python -m tests.brokers.jars      # resolve now (CI's install step); prints the directory
 
+The POM's version is the newest Kafka (the `kafka` and `kafka3` backends); KAFKA_39 is the
+3.x release the `kafka39` backend runs, resolved from the same POM without Kafka Streams.
 It also fetches Spark's JVM Kafka connector (for `--engine jvm` tests and benchmarks).
+Resolutions take a file lock, so two pytest workers on a fresh home run mvn once.
 """
 
 from __future__ import annotations
@@ -23,54 +26,65 @@ from pathlib import Path
 
 POM = Path(__file__).with_name("pom.xml")
 _MARKER = "RESOLVED"
+# The newest 3.x release, for clusters not yet on 4.x (the kafka39 backend).
+KAFKA_39 = "3.9.2"
 
 
 class JarResolutionError(RuntimeError):
     pass
 
 
-def kafka_version() -> str:
+def kafka_version(version: str | None = None) -> str:
+    """`version`, or the POM's (the newest Kafka) without one."""
+    if version:
+        return version
     match = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text())
     assert match, "pom.xml names no kafka.version"
     return match.group(1)
 
 
-def cache_dir() -> Path:
-    base = Path(os.environ.get("KCTL_TEST_CACHE") or Path.home() / ".cache" / "kctl-test")
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
-    return base / f"kafka-{kafka_version()}-{digest}"
+def _base() -> Path:
+    return Path(os.environ.get("KCTL_TEST_CACHE") or Path.home() / ".cache" / "kctl-test")
 
 
-def resolve_classpath() -> list[Path]:
-    """Every jar of Kafka's broker and tools runtime, resolving them on first use."""
-    target = cache_dir()
+def cache_dir(version: str | None = None) -> Path:
+    digest = hashlib.sha256(POM.read_bytes() + kafka_version(version).encode()).hexdigest()[:12]
+    return _base() / f"kafka-{kafka_version(version)}-{digest}"
+
+
+def resolve_classpath(version: str | None = None) -> list[Path]:
+    """Every jar of Kafka's broker and tools runtime (`version`, or the newest), resolving
+    them on first use."""
+    target = cache_dir(version)
     libs = target / "libs"
     if not (target / _MARKER).exists():
         target.mkdir(parents=True, exist_ok=True)
         with open(target / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (target / _MARKER).exists():
-                _resolve(libs)
-                (target / _MARKER).write_text(kafka_version() + "\n")
+                _resolve(libs, version)
+                (target / _MARKER).write_text(kafka_version(version) + "\n")
     jars = sorted(libs.glob("*.jar"))
     if not jars:
         raise JarResolutionError(f"no jars in {libs}; delete {target} and retry")
     return jars
 
 
-def _resolve(libs: Path) -> None:
+def _mvn(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     if shutil.which("mvn") is None:
         raise JarResolutionError("mvn is not installed: Apache Kafka's jars come from Maven Central through mvn")
+    # Batch mode and no colour: a failure's lines end up in a skip reason, readable.
+    return subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _resolve(libs: Path, version: str | None) -> None:
     if libs.exists():
         shutil.rmtree(libs)
-    command = [
-        "mvn", "-q", "-B", "dependency:copy-dependencies",
-        "-DincludeScope=runtime", f"-DoutputDirectory={libs}", "-f", str(POM),
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    pinned = [f"-Dkafka.version={version}", "-Dno.streams.examples"] if version else []
+    proc = _mvn("dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={libs}", *pinned, "-f", str(POM))
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
-        raise JarResolutionError(f"mvn could not resolve Apache Kafka {kafka_version()}:\n{tail}")
+        raise JarResolutionError(f"mvn could not resolve Apache Kafka {kafka_version(version)}:\n{tail}")
 
 
 # Spark's JVM Kafka connector and the jars it needs beyond Spark's own (its POM's compile
@@ -88,24 +102,30 @@ def spark_connector_jars(version: str = SPARK_CONNECTOR_VERSION) -> list[Path]:
     """The connector's jars in the local Maven repository, fetched by mvn when missing
     (Spark's own Ivy resolution of --packages fails here on a transitive download)."""
     paths = []
-    for coordinate in (c.format(v=version) for c in _SPARK_CONNECTOR):
-        group, artifact, ver = coordinate.split(":")
-        jar = Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / ver / f"{artifact}-{ver}.jar"
-        if not jar.exists():
-            proc = subprocess.run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false"], capture_output=True, text=True)
-            if proc.returncode != 0 or not jar.exists():
-                raise JarResolutionError(f"mvn could not fetch {coordinate}: {(proc.stdout + proc.stderr).strip()[-500:]}")
-        paths.append(jar)
+    _base().mkdir(parents=True, exist_ok=True)
+    # One mvn at a time on ~/.m2: two workers fetching at once failed a fresh home's run.
+    with open(_base() / ".spark-connector.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for coordinate in (c.format(v=version) for c in _SPARK_CONNECTOR):
+            group, artifact, ver = coordinate.split(":")
+            jar = Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / ver / f"{artifact}-{ver}.jar"
+            if not jar.exists():
+                proc = _mvn("dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false", timeout=600)
+                if proc.returncode != 0 or not jar.exists():
+                    raise JarResolutionError(f"mvn could not fetch {coordinate}: {(proc.stdout + proc.stderr).strip()[-500:]}")
+            paths.append(jar)
     return paths
 
 
 if __name__ == "__main__":
     try:
         jars = resolve_classpath()
+        jars_39 = resolve_classpath(KAFKA_39)
         connector = spark_connector_jars()
     except JarResolutionError as exc:
         sys.exit(f"error: {exc}")
     print(f"Apache Kafka {kafka_version()}: {len(jars)} jars in {cache_dir() / 'libs'}")
+    print(f"Apache Kafka {KAFKA_39}: {len(jars_39)} jars in {cache_dir(KAFKA_39) / 'libs'}")
     print(f"Spark's Kafka connector {SPARK_CONNECTOR_VERSION}: {len(connector)} jars in ~/.m2")
 
 

@@ -128,6 +128,7 @@ class KafkaCluster:
         sasl_users: dict[str, str] | None = None,
         scram_users: dict[str, str] | None = None,
         authorizer: bool = False,
+        version: str | None = None,
     ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kctl-kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -154,7 +155,7 @@ class KafkaCluster:
             for i in range(1, nodes + 1)
         ]
         self.cluster_id = random_cluster_id()
-        self.version = kafka_version()
+        self.version = kafka_version(version)  # the newest (pom.xml) unless told
         self._classpath: str | None = None
 
     # -- addresses -------------------------------------------------------------------------
@@ -178,7 +179,10 @@ class KafkaCluster:
     @property
     def classpath(self) -> str:
         if self._classpath is None:
-            self._classpath = os.pathsep.join(str(p) for p in resolve_classpath())
+            # Kafka 3.x brings SLF4J's reload4j binding beside the POM's log4j2 one: drop
+            # it, so the log4j2 configuration written here is the one used.
+            jars = [p for p in resolve_classpath(self.version) if not p.name.startswith("slf4j-reload4j")]
+            self._classpath = os.pathsep.join(str(p) for p in jars)
         return self._classpath
 
     def _properties(self, node: KafkaNode) -> dict[str, str]:
@@ -284,6 +288,12 @@ class KafkaCluster:
             f"-Dlog4j2.configurationFile={self.workdir / log4j}",
             "-cp", self.classpath, main_class, *args,
         ]
+
+    @property
+    def config_command(self) -> str:
+        """kafka-configs.sh's class: Kafka 4.4 moved it from core to the tools module."""
+        major, minor = (int(part) for part in self.version.split(".")[:2])
+        return "org.apache.kafka.tools.ConfigCommand" if (major, minor) >= (4, 4) else "kafka.admin.ConfigCommand"
 
     def tool_command(self, main_class: str, *args: str) -> list[str]:
         """argv running a Kafka command-line tool as kafka-run-class.sh would."""

@@ -4,6 +4,8 @@ KCTL_TEST_BROKERS (comma list) selects backends; the default is `bundled`:
 
   kafka           a real single-node Apache Kafka 4.x from Maven Central jars
   kafka3          three real Kafka nodes on loopback (ISR, replication, node failures)
+  kafka39         a real single-node Apache Kafka 3.9 (KRaft), for the tests marked
+                  `kafka39`: what users of 3.x clusters run, and what 3.9 lacks
   testcontainers  testcontainers' Kafka module, when a Docker engine is reachable
   external        whatever KCTL_TEST_BOOTSTRAP points at
   bundled         kctl's own broker (`python -m kctl.broker`), a child process
@@ -16,6 +18,8 @@ or fails them when KCTL_REQUIRE_BROKERS=1, as CI runs.
 `@pytest.mark.single_node` leaves kafka3 out of a test's backends: a test that would only
 skip there must not start three JVMs to do it (on the worker of another group, beside
 the kafka3 group's own). Such tests still skip on an `external` cluster of many nodes.
+`@pytest.mark.kafka39` puts a test in the 3.9 compatibility subset; the kafka39 backend
+runs only those.
 `unique_name("t")` gives each test its own topic and group names.
 """
 
@@ -30,7 +34,7 @@ from typing import Any
 
 import pytest
 
-BACKENDS = ("kafka", "kafka3", "testcontainers", "external", "bundled")
+BACKENDS = ("kafka", "kafka3", "kafka39", "testcontainers", "external", "bundled")
 
 
 @dataclass
@@ -82,6 +86,10 @@ class Backends:
     def _start(self, backend: str) -> Cluster:
         if backend in ("kafka", "kafka3"):
             return self._start_kafka(backend, nodes=1 if backend == "kafka" else 3)
+        if backend == "kafka39":
+            from tests.brokers.jars import KAFKA_39
+
+            return self._start_kafka(backend, nodes=1, version=KAFKA_39)
         if backend == "testcontainers":
             return self._start_testcontainers()
         if backend == "external":
@@ -102,7 +110,7 @@ class Backends:
             raise BackendUnavailable(f"bundled: {exc}") from exc
         return Cluster("bundled", bootstrap, 1, bundled=process)
 
-    def _start_kafka(self, backend: str, nodes: int) -> Cluster:
+    def _start_kafka(self, backend: str, nodes: int, version: str | None = None) -> Cluster:
         from tests.brokers.jars import JarResolutionError
         from tests.brokers.kafka import KafkaCluster, KafkaStartError
 
@@ -110,7 +118,7 @@ class Backends:
         try:
             # kafka3 has an authorizer (everyone a super user) so ACL commands run on it;
             # kafka has none, as most development clusters, for the SECURITY_DISABLED path.
-            cluster = KafkaCluster(nodes=nodes, workdir=workdir, authorizer=nodes > 1)
+            cluster = KafkaCluster(nodes=nodes, workdir=workdir, authorizer=nodes > 1, version=version)
             self._stoppers.append(cluster.stop)
             cluster.start()
         except (JarResolutionError, KafkaStartError, OSError) as exc:
@@ -154,6 +162,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "single_node: not run on kafka3, the backend known to have many nodes")
     config.addinivalue_line("markers", "integration: needs a running Kafka cluster (the `cluster` fixture)")
     config.addinivalue_line("markers", "needs_kafka(reason): why the `kafka_cluster` fixture skips on other backends")
+    config.addinivalue_line("markers", "kafka39: in the compatibility subset the kafka39 backend (Apache Kafka 3.9) runs")
 
 
 def pytest_generate_tests(metafunc):
@@ -161,6 +170,8 @@ def pytest_generate_tests(metafunc):
         backends = selected_backends()
         if metafunc.definition.get_closest_marker("single_node"):
             backends = [b for b in backends if b != "kafka3"]
+        if not metafunc.definition.get_closest_marker("kafka39"):
+            backends = [b for b in backends if b != "kafka39"]
         metafunc.parametrize("cluster", backends, indirect=True, scope="session")
 
 
@@ -253,6 +264,7 @@ def unique_name(request):
 
 # Skip reasons by the backend that would run the test (the reasons are the tests' own).
 _SKIPPED_FOR = (
+    ("kafka39", re.compile(r"kafka39 backend")),
     ("kafka3", re.compile(r"three brokers|needs 3 brokers|kafka3 backend")),
     ("kafka", re.compile(r"kafka backend|Apache Kafka|its own single node")),
 )

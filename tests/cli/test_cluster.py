@@ -7,7 +7,7 @@ import json
 import pytest
 from confluent_kafka.admin import AdminClient
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
 
 _LEADERS: dict[str, int] = {}

@@ -16,7 +16,7 @@ import yaml
 from kctl.errors import ExitCode
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
 
 def write(tmp_path, name, text):
@@ -300,7 +300,7 @@ def _has(found, item):
 
 def kafka_configs_broker_default(tools, bootstrap) -> dict[str, str]:
     """The cluster-wide dynamic broker configs as kafka-configs --describe prints them."""
-    proc = tools.run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--describe", "--entity-type", "brokers", "--entity-default")
+    proc = tools.run_tool(tools.config_command, "--bootstrap-server", bootstrap, "--describe", "--entity-type", "brokers", "--entity-default")
     assert proc.returncode == 0, proc.stderr
     return dict(re.findall(r"^\s+(\S+?)=(\S*) sensitive=", proc.stdout, re.M))
 

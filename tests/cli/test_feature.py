@@ -226,7 +226,7 @@ def test_group_configs(kctl, kafka_cluster, unique_name):
         assert [(c["name"], c["value"], c["source"]) for c in described["configs"]] == [("consumer.session.timeout.ms", "50000", "DYNAMIC_GROUP_CONFIG")]
 
     eventually(applied)
-    proc = kafka_cluster.kafka.run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", kafka_cluster.bootstrap,
+    proc = kafka_cluster.kafka.run_tool(kafka_cluster.kafka.config_command, "--bootstrap-server", kafka_cluster.bootstrap,
                                         "--describe", "--entity-type", "groups", "--entity-name", group)
     assert "consumer.session.timeout.ms=50000" in proc.stdout, proc.stdout + proc.stderr
 

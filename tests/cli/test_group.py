@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kctl.errors import ExitCode
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
 
 @pytest.fixture

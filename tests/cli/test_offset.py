@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.errors import ExitCode
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
 BASE_MS = 1_790_000_000_000  # 2026-09-21T14:13:20Z
 

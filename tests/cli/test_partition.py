@@ -12,7 +12,7 @@ import pytest
 from kctl.errors import ExitCode
 from tests.eventually import until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
 
 def rows(kctl, cluster, *args):

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.needs_kafka("client quotas ne
 
 def kafka_configs(cluster, *entity_args) -> set[tuple]:
     """(user, client-id, ip, quota, value) rows from `kafka-configs --describe`."""
-    proc = cluster.kafka.run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", cluster.bootstrap, "--describe", *entity_args)
+    proc = cluster.kafka.run_tool(cluster.kafka.config_command, "--bootstrap-server", cluster.bootstrap, "--describe", *entity_args)
     assert proc.returncode == 0, proc.stderr
     rows = set()
     for line in proc.stdout.splitlines():

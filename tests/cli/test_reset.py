@@ -12,7 +12,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, Producer, TopicPartition
 from kctl.errors import ExitCode
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
 BASE_MS = 1_790_000_000_000
 

@@ -14,7 +14,7 @@ from kctl.admin.topics.topics import kafka_uuid
 from kctl.errors import ExitCode
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
 
 def admin(cluster) -> AdminClient:

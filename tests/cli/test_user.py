@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 def kafka_configs_users(cluster) -> set[tuple[str, str, int]]:
     """(user, mechanism, iterations) as `kafka-configs --describe --entity-type users` prints them."""
     proc = cluster.run_tool(
-        "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", cluster.bootstrap, "--command-config", str(cluster.tool_properties()),
+        cluster.config_command, "--bootstrap-server", cluster.bootstrap, "--command-config", str(cluster.tool_properties()),
         "--describe", "--entity-type", "users",
     )
     assert proc.returncode == 0, proc.stderr

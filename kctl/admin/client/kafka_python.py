@@ -82,6 +82,20 @@ _IGNORED_PREFIXES = (
     "batch.",
     "compression.",
     "acks",
+    # Consumer and producer settings (`record consume -X group.protocol=consumer`): the
+    # admin requests kafka-python sends have no use for them.
+    "group.",
+    "auto.",
+    "fetch.",
+    "isolation.",
+    "partition.assignment.",
+    "session.timeout.",
+    "heartbeat.",
+    "max.poll.",
+    "check.crcs",
+    "transactional.",
+    "transaction.",
+    "delivery.",
     "request.",
     "ssl.endpoint.identification.algorithm",
     "sasl.mechanism",
@@ -328,6 +342,14 @@ def send_request(client: Any, request: Any, node_id: int | None = None) -> Any:
         return await send_async(client, request, node_id)
 
     return run_async(client, call)
+
+
+def api_versions(client: Any, node_id: int | None = None) -> dict[int, tuple[int, int]]:
+    """{API key: (min version, max version)} a broker (node_id, or any) supports."""
+    from kafka.protocol.metadata import ApiVersionsRequest
+
+    response = send_request(client, ApiVersionsRequest(client_software_name="kctl", client_software_version="1", min_version=3), node_id)
+    return {a.api_key: (a.min_version, a.max_version) for a in response.api_keys}
 
 
 def find_group_coordinators(client: Any, group_ids: list[str]) -> Any:

@@ -137,6 +137,14 @@ class AdminSession:
 
         return run(self.kafka_python, fn, action, self.settings.bootstrap_servers, needs)
 
+    @cached_property
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        """The APIs a broker of the cluster supports ({API key: (min, max) version}), asked
+        once: what a Kafka release lacks (share groups before 4.x) is said before asking."""
+        from kctl.admin.client.kafka_python import api_versions
+
+        return self.run_kafka_python(api_versions, "describe the cluster's APIs")
+
     def close(self) -> None:
         if "kafka_python" in self.__dict__:
             try:

@@ -22,6 +22,20 @@ from kctl.admin.groups.models import TYPES, GroupDescription, GroupResult, Group
 from kctl.errors import GroupActiveError, KctlError, NotFoundError
 
 
+# The API that describes each newer group type, and the Apache Kafka release that has it
+# on by default (a 3.9 cluster, or kctl's bundled broker, has neither share nor streams groups).
+_TYPE_APIS = {"share": (77, "4.2"), "streams": (89, "4.2")}
+
+
+def unsupported_types(session: AdminSession, types: Sequence[str]) -> list[tuple[str, str]]:
+    """Of the group `types`, those the cluster has no API for, with the Kafka release that has them."""
+    wanted = [t.lower() for t in types if t.lower() in _TYPE_APIS]
+    if not wanted:
+        return []
+    apis = session.api_versions
+    return [(t, _TYPE_APIS[t][1]) for t in dict.fromkeys(wanted) if _TYPE_APIS[t][0] not in apis]
+
+
 def list_groups(
     session: AdminSession, *, states: Sequence[str] = (), types: Sequence[str] = (), regex: re.Pattern[str] | None = None
 ) -> list[GroupSummary]:
