@@ -246,8 +246,7 @@ def consume(
     run.incremental = (str(config.get("group.protocol", "classic")).lower() == "consumer"
                        or "cooperative" in str(config.get("partition.assignment.strategy", "")))
     config["on_commit"] = run.on_commit
-    if options.group and str(config.get("group.protocol", "classic")).lower() == "consumer" and \
-            session.api_versions.get(CONSUMER_GROUP_HEARTBEAT, (0, -1))[1] < 1:
+    if options.group and str(config.get("group.protocol", "classic")).lower() == "consumer" and _lacks_consumer_protocol(session):
         # librdkafka only logs that the heartbeat is unsupported and waits; say it now.
         raise _no_consumer_protocol(", ".join(dict.fromkeys(t for t, _ in pairs)))
     consumer = run.consumer = build_client(Consumer, config, "consumer")
@@ -407,6 +406,13 @@ def _consume_error(error, topic: str | None) -> KctlError:
 # The consumer group protocol's API (KIP-848). librdkafka needs its version 1, which Apache
 # Kafka has from 4.0 (3.9 has only the early-access version 0).
 CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def _lacks_consumer_protocol(session: AdminSession) -> bool:
+    try:
+        return session.api_versions.get(CONSUMER_GROUP_HEARTBEAT, (0, -1))[1] < 1
+    except KctlError:
+        return False  # kafka-python could not ask (a setup only librdkafka speaks): librdkafka will tell
 
 
 def _no_consumer_protocol(topic: str | None) -> ConfigError:
