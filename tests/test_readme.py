@@ -32,12 +32,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.venvs import virtualenv_with_our_dependencies
 
 pytestmark = pytest.mark.integration
 
@@ -242,14 +243,9 @@ def check_ci_runs(block: Block, where: str) -> None:
 
 
 def run_in_virtualenv(block: Block, shell: Shell, tmp_path: Path, where: str) -> None:
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    # The dependencies come from this environment (a .pth line), so pip finds them there
-    # rather than downloading and unpacking pyspark again (4 minutes of the run); the block
-    # still builds and installs kctl itself. tests/test_release.py installs the wheel alone.
-    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    (Path(site) / "kctl-test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # pip finds the dependencies in this environment rather than downloading and unpacking
+    # pyspark again (4 minutes of the run); the block still builds and installs kctl.
+    venv = virtualenv_with_our_dependencies(tmp_path / "venv")
     env = dict(shell.env, PATH=f"{venv / 'bin'}{os.pathsep}{shell.env['PATH']}", VIRTUAL_ENV=str(venv),
                PIP_DISABLE_PIP_VERSION_CHECK="1")
     inner = Shell(shell.cwd, env)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kctl import __version__
+from tests.venvs import virtualenv_with_our_dependencies
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,15 +34,11 @@ def dist(tmp_path_factory) -> Path:
 def installed(dist, tmp_path_factory) -> Path:
     """A fresh virtualenv with the wheel installed; its dependencies come from this
     environment's site-packages (a .pth line), so nothing is downloaded twice."""
-    venv = tmp_path_factory.mktemp("release") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    venv = virtualenv_with_our_dependencies(tmp_path_factory.mktemp("release") / "venv")
     (wheel,) = dist.glob("kctl-*.whl")
     pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)],
                          capture_output=True, text=True, timeout=300)
     assert pip.returncode == 0, pip.stderr
-    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    (Path(site) / "kctl-test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return venv
 
 

@@ -344,12 +344,16 @@ def send_request(client: Any, request: Any, node_id: int | None = None) -> Any:
     return run_async(client, call)
 
 
-def api_versions(client: Any, node_id: int | None = None) -> dict[int, tuple[int, int]]:
-    """{API key: (min version, max version)} a broker (node_id, or any) supports."""
+def api_versions_response(client: Any, node_id: int | None = None) -> Any:
+    """A broker's (node_id, or any) ApiVersions v3 answer: its APIs and its features."""
     from kafka.protocol.metadata import ApiVersionsRequest
 
-    response = send_request(client, ApiVersionsRequest(client_software_name="kctl", client_software_version="1", min_version=3), node_id)
-    return {a.api_key: (a.min_version, a.max_version) for a in response.api_keys}
+    return send_request(client, ApiVersionsRequest(client_software_name="kctl", client_software_version="1", min_version=3), node_id)
+
+
+def api_versions(client: Any, node_id: int | None = None) -> dict[int, tuple[int, int]]:
+    """{API key: (min version, max version)} a broker (node_id, or any) supports."""
+    return {a.api_key: (a.min_version, a.max_version) for a in api_versions_response(client, node_id).api_keys}
 
 
 def find_group_coordinators(client: Any, group_ids: list[str]) -> Any:

@@ -146,23 +146,14 @@ def release_levels(release: str) -> dict[str, int]:
     return dict(RELEASES[release])
 
 
-def _api_versions(client, node_id: int):
-    from kafka.protocol.metadata import ApiVersionsRequest
-
-    from kctl.admin.client.kafka_python import send_request
-
-    request = ApiVersionsRequest(client_software_name="kctl", client_software_version="1", min_version=3)
-    return send_request(client, request, node_id=node_id)
-
 
 def describe_features(session: AdminSession) -> list[Feature]:
     """Every feature any broker supports or the cluster has finalized, by name."""
 
-    from kctl.admin.client.kafka_python import broker_ids
+    from kctl.admin.client.kafka_python import api_versions_response, broker_ids
 
     def ask(client):
-        nodes = broker_ids(client)
-        return {node: _api_versions(client, node) for node in nodes}
+        return {node: api_versions_response(client, node) for node in broker_ids(client)}
 
     responses = session.run_kafka_python(ask, "describe features", needs=_NEEDS_FEATURES)
     supported: dict[str, list[tuple[int, int] | None]] = {}
