@@ -19,6 +19,10 @@ pytest_plugins = ["tests.brokers.plugin", "tests.security.fake_signer.fixture"]
 # user's own. pytest-xdist's workers inherit the one their controller made.
 if "PYTEST_XDIST_WORKER" not in os.environ:
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="kctl-test-cache-")
+    # The Spark drivers the tests start run as tests/spark/jvm.py says.
+    from tests.spark.jvm import use_for_drivers
+
+    use_for_drivers()
 
 
 def pytest_unconfigure(config):

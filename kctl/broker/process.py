@@ -101,7 +101,9 @@ class BrokerProcess:
             self.process.wait()
 
     def restart(self, timeout: float = 15.0) -> str:
-        self.stop()
+        """A clean stop and a start, each given `timeout` (a stop that outlasts it would
+        end in SIGKILL, and the start in recovering every log)."""
+        self.stop(timeout)
         if self.bootstrap:
             self.port = int(self.bootstrap.rsplit(":", 1)[1])
         return self.start(timeout)

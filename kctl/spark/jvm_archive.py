@@ -18,8 +18,11 @@ checksums (it runs without a damaged one). The archive is named by what it depen
 ended without writing one kctl stops asking. The JVM's unified logging and its own
 messages go to its stderr (kctl's Spark log), never to kctl's stdout.
 
-Nothing here runs under spark-submit (its JVM has started) or when the driver's Java
-options already choose class data sharing.
+Nothing here runs under spark-submit (its JVM has started), when the driver's Java
+options already choose class data sharing, or when Spark's configuration directory
+(SPARK_CONF_DIR, else SPARK_HOME/conf) holds files: Spark puts it on the driver's class
+path, and a JVM refuses to write an archive with a non-empty directory there ("Error:
+non-empty directory"), so every run would pay for an archive never written.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ _writing: Path | None = None  # the temporary archive this process's JVM is aske
 
 def driver_options(existing: str, cache: Path, class_path: str = "") -> str:
     """The driver's Java options with the archive used, or written by this run's JVM."""
-    if any(choice in existing for choice in _USER_CHOICES):
+    if any(choice in existing for choice in _USER_CHOICES) or _conf_dir_has_files():
         return existing
     archive = archive_path(cache, class_path)
     try:
@@ -159,6 +162,22 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _conf_dir_has_files() -> bool:
+    """Spark's launcher puts this directory on the driver's class path (see above)."""
+    directory = os.environ.get("SPARK_CONF_DIR")
+    if not directory:
+        home = os.environ.get("SPARK_HOME")
+        if not home:
+            import pyspark
+
+            home = str(Path(pyspark.__file__).resolve().parent)
+        directory = os.path.join(home, "conf")
+    try:
+        return any(os.scandir(directory))
+    except OSError:  # none: nothing on the class path
+        return False
 
 
 def _java() -> str:

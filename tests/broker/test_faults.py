@@ -97,18 +97,18 @@ def test_ten_thousand_partitions_under_ulimit_1024(tmp_path):
         records += [(0, b"extra%d" % i) for i in range(5)]
         acked, failed = _produce(process.bootstrap, "wide", records)
         assert (len(acked), failed) == (len(records), Counter())
-        _exactly_once(acked, _read_all(process.bootstrap, "wide", partitions, len(acked)))
 
         # Loading (and, after kill -9, recovering) 10,000 partitions takes a few seconds
         # alone and several times that beside the rest of the suite: a start that is slow
         # is not what this test is about (CI failed at the default 15 s once).
         process.restart(timeout=120)
-        _exactly_once(acked, _read_all(process.bootstrap, "wide", partitions, len(acked)))
-
-        more, _ = _produce(process.bootstrap, "wide", [(p, b"q%05d" % p) for p in range(0, partitions, 7)])
+        more, failed = _produce(process.bootstrap, "wide", [(p, b"q%05d" % p) for p in range(0, partitions, 7)])
+        assert failed == Counter()
         acked += more
         process.kill()
         process.start(timeout=120)
+        # One read of all 10,000 partitions at the end (each took ~15 s here): a record
+        # lost or doubled by the clean restart would still be missing or doubled now.
         stored = _read_all(process.bootstrap, "wide", partitions, len(acked))
         _exactly_once(acked, stored)
         assert "Too many open files" not in process.log_path.read_text()

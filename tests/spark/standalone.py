@@ -16,6 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.spark.jvm import JAVA_OPTIONS
+
 WORKER_PATH = "/usr/local/bin:/usr/bin:/bin"
 WORKER_CORES = 2
 WORKER_MEMORY = "2g"
@@ -39,6 +41,8 @@ class StandaloneCluster:
             "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
             # Where the worker unpacks each application's files and archives.
             "SPARK_WORKER_DIR": str(self.logs / "work"),
+            # The master's and worker's own JVMs (tests/spark/jvm.py).
+            "SPARK_DAEMON_JAVA_OPTS": JAVA_OPTIONS,
             **({"JAVA_HOME": java_home} if java_home else {}),
         }
         port, ui = free_port(), free_port()

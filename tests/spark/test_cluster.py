@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from kctl.errors import ExitCode
+from tests.spark.jvm import EXECUTOR_CONF
 from tests.spark.standalone import event_log_options, task_executors
 from tests.spark.records import content, read_dump, read_topic
 
@@ -35,7 +36,7 @@ def on_cluster(spark_standalone, cluster, tmp_path):
         # user's shell has none, so executors would run the worker's own python3.
         env.pop("PYSPARK_PYTHON", None)
         argv = [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, *args, "--master", master,
-                "--spark-conf", "spark.driver.memory=512m", *(event_log_options(events) if events else [])]
+                "--spark-conf", "spark.driver.memory=512m", "--spark-conf", EXECUTOR_CONF, *(event_log_options(events) if events else [])]
         return subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
 
     return run

@@ -91,6 +91,18 @@ def test_the_users_own_class_sharing_options_are_kept(tmp_path):
     assert not (tmp_path / "jvm").exists()
 
 
+def test_a_spark_conf_dir_with_files_runs_without_an_archive(tmp_path, monkeypatch):
+    """Spark puts the directory on the driver's class path, where a JVM cannot archive."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    assert "-XX:ArchiveClassesAtExit=" in jvm_archive.driver_options("", tmp_path)
+    jvm_archive.started(None)
+    (conf / "spark-defaults.conf").write_text("spark.ui.enabled false\n")
+    for _ in range(2):
+        assert jvm_archive.driver_options("-Dx=1", tmp_path) == "-Dx=1"
+
+
 def test_an_unwritable_cache_runs_without_an_archive(tmp_path):
     (tmp_path / "jvm").write_text("a file where the directory goes")
     assert jvm_archive.driver_options("-Dx=1", tmp_path) == "-Dx=1"

@@ -46,6 +46,9 @@ class Log:
         # Transactions aborted in this log, by marker offset (every segment's .txnindex).
         self.aborted: list[AbortedTxn] = []
         self._unflushed = 0
+        # The offset of the producer snapshot on disk while it is this log's state there
+        # (see write_producer_snapshot); None when there is none or it is out of date.
+        self._snapshot_at: int | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -93,6 +96,7 @@ class Log:
         if snapshot_offset > end:
             self.producers = ProducerStateManager()
             snapshot_offset = self.segments[0].base_offset
+            self._snapshot_at = None
         self._load_aborted(end)
         self._replay_producer_state(snapshot_offset)
         self.recovery_point = end if clean else min(recovery_point, end)
@@ -123,7 +127,8 @@ class Log:
         try:
             data = json.loads(path.read_text())
             self.producers.load_json(data["producers"])
-            return int(data["offset"])
+            self._snapshot_at = int(data["offset"])
+            return self._snapshot_at
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             self.producers = ProducerStateManager()
             return 0
@@ -159,13 +164,19 @@ class Log:
 
     def write_producer_snapshot(self) -> None:
         """Best effort: a snapshot only saves replaying batches on start, and an older one
-        stays valid (the replay starts from its offset), so a full disk is not an error."""
+        stays valid (the replay starts from its offset), so a full disk is not an error.
+        Producer state changes only with appends, so a snapshot at the log's end is kept
+        rather than written again (as Kafka's takeSnapshot): a clean shutdown of 10,000
+        idle partitions spent 6 s rewriting them."""
+        if self._snapshot_at == self.log_end_offset:
+            return
         path = self.dir / PRODUCER_SNAPSHOT
         tmp = path.with_suffix(".tmp")
         try:
             tmp.write_text(json.dumps({"offset": self.log_end_offset,
                                        "producers": self.producers.to_json()}))
             os.replace(tmp, path)
+            self._snapshot_at = self.log_end_offset
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             log.warning("%s-%d: producer state snapshot not written: %s", self.topic,
@@ -177,6 +188,23 @@ class Log:
                 segment.flush()
         self.recovery_point = self.log_end_offset
         self._unflushed = 0
+
+    def prepare_close(self) -> None:
+        """What close() writes, without the file pool, so that logs can do it at once in
+        threads (LogManager.close): fsync every file a flush would (through descriptors
+        of its own; fsync is per file, not per descriptor) and the producer snapshot.
+        close() then finds nothing left to write."""
+        for segment in self.segments:
+            if segment.next_offset > self.recovery_point:
+                for path in (segment.path, segment.index.path, segment.time_index.path):
+                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+        self.recovery_point = self.log_end_offset
+        self._unflushed = 0
+        self.write_producer_snapshot()
 
     def close(self) -> None:
         try:

@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -36,6 +37,8 @@ from .log import Log
 
 log = logging.getLogger("kctl.broker.storage")
 
+# Threads that flush logs on shutdown (fsync waits on the disk, not on the GIL).
+_CLOSE_THREADS = 8
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 METADATA = "kctl-metadata.json"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
@@ -177,8 +180,15 @@ class LogManager:
         """Flush everything and mark the shutdown clean; the lock goes last."""
         try:
             failed = 0
-            for plog in self.logs.values():
+            # The fsyncs and snapshots in threads, as Kafka closes logs with
+            # num.recovery.threads.per.data.dir threads: one by one, 10,000 written
+            # partitions took 13 s to stop, past the time `kctl local stop` waits.
+            with ThreadPoolExecutor(_CLOSE_THREADS, thread_name_prefix="close") as threads:
+                prepared = dict(zip(self.logs.values(), threads.map(_prepare_close, self.logs.values())))
+            for plog, error in prepared.items():
                 try:
+                    if error is not None:
+                        raise error
                     plog.close()
                 except OSError as exc:
                     failed += 1
@@ -390,3 +400,11 @@ def _kafka_uuid(value: uuid.UUID) -> str:
     """Kafka's textual UUID: URL-safe base64 without padding."""
     import base64
     return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def _prepare_close(plog: Log) -> OSError | None:
+    try:
+        plog.prepare_close()
+    except OSError as exc:
+        return exc
+    return None
