@@ -19,11 +19,13 @@ directory), port 19092 (a free port) and spark://spark:7077 (a Spark standalone 
 and worker this test starts). The count of examples run is printed and must equal the count
 in the help texts.
 
-A line that is one `kctl spark` command on a local master runs in this process, on the
-test session's local SparkSession (as under spark-submit), in the shell's working
-directory and XDG dirs: a JVM start per line made these examples six minutes of CI. The
-same commands in their own processes are run by the README's quick start, the cluster
-example here and tests/spark/test_cluster.py.
+A line that is one plain `kctl` command runs in this process (through main(), as the
+console script runs it), in the shell's working directory, HOME and XDG dirs; `kctl
+spark` lines on a local master then use the test session's local SparkSession (as under
+spark-submit): a JVM start per line made these examples six minutes of CI, and a Python
+start per line another two. Lines with pipes, redirections or `;`, `kctl local`, lines
+that wait for Ctrl-C, and Spark lines with --master or --spark-conf run in bash, as the
+README's blocks all do; tests/spark/test_cluster.py runs `kctl spark` in its own process.
 """
 
 from __future__ import annotations
@@ -208,24 +210,34 @@ def localised(text: str, bootstrap: str, spark_master: str | None) -> str:
     return text
 
 
-class SparkShell(Shell):
-    """A Shell that runs single local `kctl spark` lines in-process (see the module's doc)."""
+class InProcessShell(Shell):
+    """A Shell that runs a line that is one plain `kctl` command in this process (see the
+    module's doc); anything else, in bash."""
 
     def __init__(self, shell: Shell, kctl, monkeypatch):
         super().__init__(shell.cwd, shell.env)
         self.kctl, self.monkeypatch = kctl, monkeypatch
 
     def run(self, command: str, comment: str, where: str, timeout: float = 600) -> subprocess.CompletedProcess:
-        # --master and --spark-conf choose how Spark starts: those lines start their own.
-        if not command.startswith("kctl spark ") or re.search(r"--master|--spark-conf|[|;&<>$`]", command):
+        if not in_process(command, comment):
             return super().run(command, comment, where, timeout)
-        env = {k: v for k, v in self.env.items() if k == "HOME" or k.startswith(("XDG_", "KCTL_SCHEMA_REGISTRY_"))}
+        env = {k: v for k, v in self.env.items()
+               if k in ("HOME", "TMP", "PAGER", "MANPAGER", "LANG") or k.startswith(("XDG_", "KCTL_"))}
         with self.monkeypatch.context() as patch:
             patch.chdir(self.cwd)
             result = self.kctl(*shlex.split(command)[1:], env=env)
         assert result.exit_code == expected_exit(comment), \
             f"{where}: `{command}` exited {result.exit_code}, expected {expected_exit(comment)}\n{result.stdout}\n{result.stderr}"
         return subprocess.CompletedProcess(command, result.exit_code, result.stdout, result.stderr)
+
+
+def in_process(command: str, comment: str) -> bool:
+    """One `kctl` command with nothing for a shell to do, that neither waits for Ctrl-C or
+    a terminal's answer, nor starts a broker (`kctl local`) or a JVM of its own (--master
+    and --spark-conf choose how Spark starts)."""
+    unquoted = re.sub(r"'[^']*'", "''", command)  # what is in single quotes is literal
+    return (command.startswith("kctl ") and not re.search(r"[|;&<>$`\"\\]|--master|--spark-conf", unquoted)
+            and not command.startswith("kctl local") and not re.search(r"Ctrl-C|asks first", comment))
 
 
 def fresh_shell(tmp_path: Path) -> Shell:
@@ -289,10 +301,9 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
     else:
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
     help_world.reset(bootstrap, nodes)
-    shell = fresh_shell(tmp_path)
     if needs_spark(path):
         request.getfixturevalue("spark")  # the local session the in-process lines share
-        shell = SparkShell(shell, request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
+    shell = InProcessShell(fresh_shell(tmp_path), request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
     if path[:1] == ("schema",) or path in (("record", "consume"), ("record", "produce"), ("spark", "dump")):
         url = request.getfixturevalue("registry").url
