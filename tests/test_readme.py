@@ -8,7 +8,8 @@ seconds, interrupts it and expects N; `# asks first` gives it a terminal that an
 A `<!-- doctest: ... -->` comment right above a block says how the block is run:
 
 - `sample output`: a ```console block (`$ command` and its output), run after all the
-  others; the command must succeed and print the sample's header.
+  others with KCTL_OUTPUT=table (what a terminal gets); the command must succeed and
+  print the sample, line for line (trailing spaces aside).
 - `in a new virtualenv, from a copy of the repository`: the lines run in a virtualenv that
   sees this one's packages, in a copy of the repository's files.
 - `needs spark`: pyspark and Java (skipped without them unless KCTL_REQUIRE_SPARK=1).
@@ -230,8 +231,9 @@ def broker_address(shell: Shell) -> str:
 def check_sample(block: Block, shell: Shell, where: str) -> None:
     lines = block.text.splitlines()
     assert lines[0].startswith("$ "), f"{where}: a sample starts with `$ command`"
-    result = shell.run(lines[0][2:], "", where)
-    assert result.stdout.splitlines()[0].split() == lines[1].split(), f"{where}: header differs: {result.stdout}"
+    result = shell.run(f"KCTL_OUTPUT=table {lines[0][2:]}", "", where)
+    assert [line.rstrip() for line in result.stdout.splitlines()] == [line.rstrip() for line in lines[1:]], \
+        f"{where}: the output differs from the sample:\n{result.stdout}"
 
 
 def check_ci_runs(block: Block, where: str) -> None:

@@ -6,6 +6,8 @@ on 3.9 in the modules marked `kafka39`."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kctl.errors import ExitCode
@@ -36,3 +38,25 @@ def test_share_and_streams_groups_are_said_missing(kctl, kafka39):
         "warning: the cluster does not support share groups (Apache Kafka 4.2 or newer has them): none are listed\n"
         "warning: the cluster does not support streams groups (Apache Kafka 4.2 or newer has them): none are listed\n"))
     assert kctl("-b", kafka39.bootstrap, "group", "list", "--type", "classic").stderr == ""
+
+
+def test_the_other_nouns_read_a_3_9_cluster(kctl, kafka39, unique_name):
+    """The read commands of the nouns the modules marked `kafka39` leave out: quotas,
+    SCRAM users, transactions and producers, features, the quorum; ACLs on a cluster
+    without an authorizer (as this one runs) are the one line that says so."""
+    b = kafka39.bootstrap
+    topic = unique_name("k39")
+    assert kctl("-b", b, "topic", "create", topic).exit_code == 0
+    assert kctl("-b", b, "record", "produce", topic, input="x\n").exit_code == 0
+    for args in (("quota", "list"), ("user", "list"), ("transaction", "list"), ("producer", "list", topic), ("cluster", "quorum")):
+        result = kctl("-b", b, *args, "-o", "json")
+        assert (result.exit_code, result.stderr) == (0, ""), (args, result.stderr)
+        json.loads(result.stdout)
+    features = {f["name"]: f for f in json.loads(kctl("-b", b, "feature", "list", "-o", "json").stdout)}
+    # 3.9's own levels: no group.version, share.version or streams.version to show.
+    assert set(features) == {"kraft.version", "metadata.version"}
+    assert (features["metadata.version"]["finalized_level"], features["metadata.version"]["finalized_version"]) == (21, "3.9-IV0")
+    result = kctl("-b", b, "acl", "list")
+    assert (result.exit_code, result.stderr) == (ExitCode.INVALID, (
+        "error: unable to list ACLs: ACLs are not enabled on the cluster (SECURITY_DISABLED: no authorizer is configured)\n"
+        "hint: brokers enforce ACLs only with authorizer.class.name set (KRaft: org.apache.kafka.metadata.authorizer.StandardAuthorizer)\n"))
