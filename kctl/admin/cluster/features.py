@@ -146,10 +146,8 @@ def release_levels(release: str) -> dict[str, int]:
     return dict(RELEASES[release])
 
 
-
 def describe_features(session: AdminSession) -> list[Feature]:
     """Every feature any broker supports or the cluster has finalized, by name."""
-
     from kctl.admin.client.kafka_python import api_versions_response, broker_ids
 
     def ask(client):

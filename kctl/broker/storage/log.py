@@ -182,28 +182,17 @@ class Log:
             log.warning("%s-%d: producer state snapshot not written: %s", self.topic,
                         self.partition, exc.strerror or exc)
 
-    def flush(self) -> None:
+    def flush(self, *, outside_pool: bool = False) -> None:
         for segment in self.segments:
             if segment.next_offset > self.recovery_point:
-                segment.flush()
+                segment.flush_outside_pool() if outside_pool else segment.flush()
         self.recovery_point = self.log_end_offset
         self._unflushed = 0
 
     def prepare_close(self) -> None:
-        """What close() writes, without the file pool, so that logs can do it at once in
-        threads (LogManager.close): fsync every file a flush would (through descriptors
-        of its own; fsync is per file, not per descriptor) and the producer snapshot.
-        close() then finds nothing left to write."""
-        for segment in self.segments:
-            if segment.next_offset > self.recovery_point:
-                for path in (segment.path, segment.index.path, segment.time_index.path):
-                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-        self.recovery_point = self.log_end_offset
-        self._unflushed = 0
+        """What close() writes, outside the file pool, so that logs can do it at once in
+        threads (LogManager.close); close() then finds nothing left to write."""
+        self.flush(outside_pool=True)
         self.write_producer_snapshot()
 
     def close(self) -> None:

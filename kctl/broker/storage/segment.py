@@ -190,6 +190,16 @@ class LogSegment:
         self.index.flush()
         self.time_index.flush()
 
+    def flush_outside_pool(self) -> None:
+        """flush() through descriptors of its own (fsync is per file, not per descriptor),
+        for threads, which must not touch the file pool."""
+        for path in (self.path, self.index.path, self.time_index.path):
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
     def close(self) -> None:
         self.index.close()
         self.time_index.close()
