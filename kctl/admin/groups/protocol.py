@@ -43,8 +43,24 @@ _OFFSETS_GROUP = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsReque
 
 def list_groups(session: AdminSession) -> list[dict]:
     """Every group of the cluster: group_id, group_type (classic, consumer, share, streams)
-    and group_state as Kafka names them; one ListGroups per broker."""
-    return session.run_kafka_python(lambda client: client.list_groups(), "list groups")
+    and group_state as Kafka names them; one ListGroups per broker. A broker still loading
+    its groups (after a restart or a leader change) is asked again until the timeout."""
+    from kafka.errors import BrokerResponseError
+
+    def ask(client) -> list[dict] | None:
+        try:
+            return client.list_groups()
+        except BrokerResponseError as exc:
+            if exc.message in _RETRIABLE:
+                return None
+            raise
+
+    listed = poll(lambda: session.run_kafka_python(ask, "list groups"), lambda answer: answer is not None,
+                  timeout=session.timeout, interval=_RETRY_BACKOFF, stop_before=True)
+    if listed is None:
+        raise TimeoutError_("unable to list groups: a group coordinator was still loading its groups at the timeout",
+                            hint="raise --timeout if the cluster is starting or electing")
+    return listed
 
 
 # Answers that mean "ask again shortly": the coordinator is loading the group, not elected
