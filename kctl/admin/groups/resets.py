@@ -234,10 +234,13 @@ def write_journal(directory: Path, plans: Sequence[PlannedReset], *, bootstrap: 
 
 
 def read_journal(directory: Path, journal_id: str) -> dict:
-    entries = sorted(directory.glob("*.json")) if directory.exists() else []
+    entries = list(directory.glob("*.json")) if directory.exists() else []
     if not entries:
         raise NotFoundError(f"unable to undo: no reset journal in {directory}")
-    chosen = entries[-1] if journal_id == "last" else directory / f"{journal_id}.json"
+    # The newest by when it was written: ids name the second, and two resets in one second
+    # (a script's) would otherwise be ordered by their random suffixes.
+    newest = max(entries, key=lambda entry: (entry.stat().st_mtime_ns, entry.name))
+    chosen = newest if journal_id == "last" else directory / f"{journal_id}.json"
     if not chosen.exists():
         raise NotFoundError(f"unable to undo: no reset {journal_id!r} in {directory}")
     try:
