@@ -1,5 +1,7 @@
 """Every `Examples:` line of every command's `--help` runs as written: a documented example
-that fails is a failing test.
+that fails is a failing test, and so is one that prints something else than it printed
+when recorded in tests/help_outputs (tests/help_outputs.py: what is normalised, what is
+not compared, and how the files are written).
 
 One test per command runs its examples in order, in a fresh home (HOME and XDG dirs) and a
 fresh working directory, against a cluster holding the world the examples talk about
@@ -39,8 +41,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import help_world
+from tests import help_outputs, help_world
 from tests.brokers.plugin import BackendUnavailable, _required, selected_backends
+from tests.help_outputs import NOT_COMPARED
 from tests.test_readme import Shell, commands, expected_exit, fresh_env, spark_ready
 
 pytestmark = pytest.mark.integration
@@ -311,15 +314,38 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         shell.env["KCTL_SCHEMA_REGISTRY_URL"] = url
     master = spark_standalone().url if any("spark://" in e.text for e in EXAMPLES[path]) else None
     where = f"kctl {' '.join(path)} --help"
+    directories = {str(shell.cwd): ".", shell.env["HOME"]: "~", shell.env["TMP"]: "$TMP"}
+    printed = []
     try:
         for example in EXAMPLES[path]:
             if example.text in BEFORE:
                 shell.run(localised(BEFORE[example.text], bootstrap, master), "", f"{where}: before `{example.text}`")
-            shell.run(localised(example.text, bootstrap, master), example.comment, f"{where}: `{example.text}`")
+            result = shell.run(localised(example.text, bootstrap, master), example.comment, f"{where}: `{example.text}`")
+            output = help_outputs.normalised(result.stdout, bootstrap=bootstrap, directories=directories)
+            printed.append((example.text, NOT_COMPARED + reason if (reason := never_the_same(example)) else output))
             if example.text in AFTER:
                 shell.run(AFTER[example.text], "", f"{where}: after `{example.text}`")
     finally:
         stop_local_brokers(shell)
+    if help_outputs.updating():
+        help_outputs.save(path, help_outputs.merged(help_outputs.load(path), printed))
+        return
+    expected = dict(help_outputs.load(path))
+    differing = [f"$ {text}\n--- expected ({help_outputs.file_for(path).name})\n{expected[text]}\n--- printed\n{output}"
+                 for text, output in printed if text in expected and not expected[text].startswith(NOT_COMPARED)
+                 and expected[text] != output]
+    assert not differing, f"{where}: output differs from tests/help_outputs (KCTL_UPDATE_HELP_OUTPUTS=1 records it anew)\n" + "\n".join(differing)
+
+
+def never_the_same(example: Example) -> str | None:
+    """Why an example's output cannot be compared, whatever the run, or None."""
+    if re.search(r"Ctrl-C", example.comment):
+        return "stopped by Ctrl-C, wherever it got to"
+    if example.path[:1] == ("local",):
+        return "a broker's own directory, port and process"
+    if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):
+        return "three brokers place leaders and replicas at random"
+    return None
 
 
 def stop_local_brokers(shell: Shell) -> None:
@@ -360,3 +386,20 @@ def test_every_example_is_collected(capsys):
     assert collected == in_help == in_source
     assert all(text in (e.text for listed in EXAMPLES.values() for e in listed) for text in (*BEFORE, *AFTER)), \
         "BEFORE/AFTER name an example that no longer exists"
+
+
+def test_every_example_has_its_expected_output():
+    """tests/help_outputs has a file per command listing exactly its examples (one written
+    by KCTL_UPDATE_HELP_OUTPUTS=1), and no file of a command that is gone."""
+    if help_outputs.updating():
+        pytest.skip("the files are being written")
+    stale = [" ".join(path) or "kctl" for path, listed in EXAMPLES.items()
+             if [text for text, _ in help_outputs.load(path)] != [e.text for e in listed]]
+    assert not stale, f"tests/help_outputs is stale for: {', '.join(stale)} (KCTL_UPDATE_HELP_OUTPUTS=1 pytest tests/test_help_examples.py)"
+    kept = {help_outputs.file_for(path).name for path in EXAMPLES}
+    assert sorted(p.name for p in help_outputs.DIRECTORY.glob("*.txt")) == sorted(kept)
+    outputs = [output for path in EXAMPLES for _, output in help_outputs.load(path)]
+    compared = sum(not output.startswith(NOT_COMPARED) for output in outputs)
+    # 206 of 275 when they were first recorded: a normalisation that stopped working
+    # would leave most of them `differs between runs`.
+    assert compared * 3 >= len(outputs) * 2, f"only {compared} of {len(outputs)} outputs are compared"

@@ -151,7 +151,8 @@ def repository_copy(target: Path) -> Path:
 def fresh_env(home: Path) -> dict[str, str]:
     """A new user's environment: HOME and the XDG dirs under `home` (the cache aside), this
     kctl on PATH, `kctl local start` on a free port (not 9092), no pager; Java and Spark
-    settings kept (SPARK_SUBMIT_OPTS: tests/spark/jvm.py)."""
+    settings kept (SPARK_SUBMIT_OPTS: tests/spark/jvm.py), and the session's scratch
+    directory (tests/conftest.py)."""
     env = {
         "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
@@ -161,7 +162,7 @@ def fresh_env(home: Path) -> dict[str, str]:
         "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
         "KCTL_LOCAL_PORT": "0", "MANPAGER": "cat", "PAGER": "cat", "LANG": os.environ.get("LANG", "C.UTF-8"),
     }
-    for name in ("JAVA_HOME", "SPARK_HOME", "SPARK_SUBMIT_OPTS", "PYSPARK_PYTHON"):
+    for name in ("JAVA_HOME", "SPARK_HOME", "SPARK_SUBMIT_OPTS", "PYSPARK_PYTHON", "TMPDIR", "SPARK_LOCAL_DIRS"):
         if name in os.environ:
             env[name] = os.environ[name]
     return env

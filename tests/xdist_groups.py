@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-# Seconds per group in a CI run (2026-11-26), for the order only.
+# Seconds per group in a full run (2026-11-27), for the order only.
 LONG_GROUPS = (
-    "spark",  # ~390 s: tests of the in-process SparkSession
-    "kafka3",  # ~340 s: tests on the three-node Apache Kafka cluster
+    "spark",  # ~580 s: tests of the in-process SparkSession, and the spark --help examples
+    "kafka3",  # ~410 s: tests on the three-node Apache Kafka cluster
     "spark-cluster",  # ~320 s: the Spark standalone cluster's tests and README's blocks
-    "kafka",  # ~280 s: tests on the single Apache Kafka node, and on the secured one
+    "kafka",  # ~100 s: tests on the single Apache Kafka node, and on the secured one
 )
 
 

@@ -160,9 +160,9 @@ def test_kcat_produce_and_consume(broker):
 @pytest.fixture(scope="module")
 def java_tools(tmp_path_factory):
     from tests.brokers.jars import JarResolutionError
-    from tests.brokers.kafka import KafkaCluster
+    from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
 
-    tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("java-tools"))
+    tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("java-tools"), tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
     try:
         tools.classpath
     except (JarResolutionError, OSError) as exc:

@@ -16,7 +16,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.broker.reading import read_partition
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.integration
+# Compared with Apache Kafka on its single node (tests/brokers/plugin.py).
+pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 
 @pytest.fixture

@@ -14,10 +14,16 @@ Each backend starts once per session, on first use, and is stopped at session en
 backend that cannot start skips its tests with the reason (and the brokers' log tails),
 or fails them when KCTL_REQUIRE_BROKERS=1, as CI runs.
 
+A test runs on every selected backend but one: with kafka3 selected, `kafka` runs only
+the tests marked `single_node`. kafka3 is Apache Kafka as production runs it (leaders,
+coordinators and replicas on other nodes than the one bootstrapped from), so the same
+test on a single node of the same version would only repeat it (it did: 200 s of every
+CI run); the single node serves the tests that cannot run on three.
 `@pytest.mark.min_nodes(3)` skips a test on backends with fewer nodes.
-`@pytest.mark.single_node` leaves kafka3 out of a test's backends: a test that would only
-skip there must not start three JVMs to do it (on the worker of another group, beside
-the kafka3 group's own). Such tests still skip on an `external` cluster of many nodes.
+`@pytest.mark.single_node` leaves kafka3 out of a test's backends (and keeps `kafka` in):
+tests that compare the bundled broker with Apache Kafka node for node, or that need a
+node of their own. A test that would only skip on kafka3 must not start three JVMs to
+do it. Such tests still skip on an `external` cluster of many nodes.
 `@pytest.mark.kafka39` puts a test in the 3.9 compatibility subset; the kafka39 backend
 runs only those.
 `unique_name("t")` gives each test its own topic and group names.
@@ -112,13 +118,14 @@ class Backends:
 
     def _start_kafka(self, backend: str, nodes: int, version: str | None = None) -> Cluster:
         from tests.brokers.jars import JarResolutionError
-        from tests.brokers.kafka import KafkaCluster, KafkaStartError
+        from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
 
         workdir = self.basetemp / f"broker-{backend}"
         try:
             # kafka3 has an authorizer (everyone a super user) so ACL commands run on it;
             # kafka has none, as most development clusters, for the SECURITY_DISABLED path.
-            cluster = KafkaCluster(nodes=nodes, workdir=workdir, authorizer=nodes > 1, version=version)
+            cluster = KafkaCluster(nodes=nodes, workdir=workdir, authorizer=nodes > 1, version=version,
+                                   tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
             self._stoppers.append(cluster.stop)
             cluster.start()
         except (JarResolutionError, KafkaStartError, OSError) as exc:
@@ -170,6 +177,8 @@ def pytest_generate_tests(metafunc):
         backends = selected_backends()
         if metafunc.definition.get_closest_marker("single_node"):
             backends = [b for b in backends if b != "kafka3"]
+        elif "kafka3" in backends:
+            backends = [b for b in backends if b != "kafka"]  # kafka3 stands in for it (above)
         if not metafunc.definition.get_closest_marker("kafka39"):
             backends = [b for b in backends if b != "kafka39"]
         metafunc.parametrize("cluster", backends, indirect=True, scope="session")
@@ -210,9 +219,10 @@ def secured_kafka(tmp_path_factory):
     if "kafka" not in selected_backends():
         pytest.skip("the secured cluster runs with the kafka backend")
     from tests.brokers.jars import JarResolutionError
-    from tests.brokers.kafka import KafkaCluster, KafkaStartError
+    from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
 
-    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users={"alice": "alice-secret"}, scram_users={"bob": "bob-secret"})
+    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users={"alice": "alice-secret"},
+                           scram_users={"bob": "bob-secret"}, tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
     try:
         cluster.start()
     except (JarResolutionError, KafkaStartError, OSError) as exc:
@@ -229,9 +239,9 @@ def kafka_tools(tmp_path_factory):
     """Kafka's own command-line tools (`.run_tool(main_class, *args)`), from the jars the
     kafka backend uses, to run against any broker, the bundled one included."""
     from tests.brokers.jars import JarResolutionError
-    from tests.brokers.kafka import KafkaCluster
+    from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
 
-    tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("kafka-tools"))
+    tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("kafka-tools"), tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
     try:
         tools.classpath
     except (JarResolutionError, OSError) as exc:

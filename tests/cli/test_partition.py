@@ -158,6 +158,7 @@ def test_health_watch_gives_up_after_max_wait(kctl, cluster):
     assert result.exit_code == {"OK": 0, "WARNING": 1, "CRITICAL": 2}[statuses[-1]]
 
 
+@pytest.mark.single_node
 def test_health_watch_recovers_after_a_full_outage(tmp_path, cluster):
     """A watch loop keeps one client: an outage must not poison the checks after it."""
     import select

@@ -44,6 +44,8 @@ class StandaloneCluster:
             # The master's and worker's own JVMs (tests/spark/jvm.py).
             "SPARK_DAEMON_JAVA_OPTS": JAVA_OPTIONS,
             **({"JAVA_HOME": java_home} if java_home else {}),
+            # The tests' scratch directory (tests/conftest.py), for the executors' files.
+            **{name: os.environ[name] for name in ("TMPDIR", "SPARK_LOCAL_DIRS") if name in os.environ},
         }
         port, ui = free_port(), free_port()
         self.url = f"spark://127.0.0.1:{port}"
