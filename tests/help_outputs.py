@@ -11,8 +11,8 @@ The files are written by the examples' test itself: `KCTL_UPDATE_HELP_OUTPUTS=1 
 tests/test_help_examples.py` records what every example printed; an example whose new
 output differs from the one recorded is marked `# not compared: differs between runs`, so
 running it three times leaves only outputs that came out the same three times. Without
-the variable the test compares, and test_every_example_is_collected fails when a file
-no longer lists its command's examples (a stale file, like a stale man page).
+the variable the test compares, and test_every_example_has_its_expected_output fails
+when a file no longer lists its command's examples (a stale file, like a stale man page).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """kctl spark on a real Spark standalone cluster whose worker has no kctl (see
 tests/spark/standalone.py): with --ship-env the jobs run on the executor and give what
-the local run gives; without it, one line naming the missing module and the flag.
+the topic holds, as the local runs do; without it, one line naming the missing module
+and the flag.
 
 Each command runs in its own process, as on a user's machine (the in-process tests
 share one local SparkSession, which a cluster job must not reuse).
