@@ -345,6 +345,10 @@ def never_the_same(example: Example) -> str | None:
         return "a broker's own directory, port and process"
     if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):
         return "three brokers place leaders and replicas at random"
+    if example.path in THREE_BROKERS and example.path[:1] != ("acl",):
+        # help_world.reset() clears the world's topics, groups and ACLs; not what the other
+        # kafka3 tests leave (quotas, users, configs, transactions, producer ids).
+        return "the three brokers are shared with the other kafka3 tests"
     return None
 
 
@@ -400,6 +404,7 @@ def test_every_example_has_its_expected_output():
     assert sorted(p.name for p in help_outputs.DIRECTORY.glob("*.txt")) == sorted(kept)
     outputs = [output for path in EXAMPLES for _, output in help_outputs.load(path)]
     compared = sum(not output.startswith(NOT_COMPARED) for output in outputs)
-    # 206 of 275 when they were first recorded: a normalisation that stopped working
-    # would leave most of them `differs between runs`.
-    assert compared * 3 >= len(outputs) * 2, f"only {compared} of {len(outputs)} outputs are compared"
+    # 153 of 275 when they were first recorded (the rest: kafka3's, `kctl local`'s, Ctrl-C
+    # lines and 19 that differed between runs): a normalisation that stopped working would
+    # leave most of them `differs between runs`.
+    assert compared * 2 >= len(outputs), f"only {compared} of {len(outputs)} outputs are compared"
