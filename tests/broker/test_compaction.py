@@ -29,15 +29,15 @@ def compacting(cluster, kctl):
     configuration; a dynamic broker config on the bundled broker)."""
     if cluster.nodes != 1:
         pytest.skip("compaction is compared on single nodes")
-    if cluster.backend != "bundled":
-        yield cluster
-        return
-    set_backoff(kctl, cluster.bootstrap, 1000)
+    bundled = cluster.backend == "bundled"
+    if bundled:
+        set_backoff(kctl, cluster.bootstrap, 1000)
     yield cluster
-    # The session's broker is shared: a cluster default left behind showed in another
-    # module's `config` test when both ran on one worker.
-    result = kctl("-b", cluster.bootstrap, "config", "alter", "broker-default", "--delete", "log.cleaner.backoff.ms")
-    assert result.exit_code == 0, result.stderr
+    if bundled:
+        # The session's broker is shared: a cluster default left behind showed in another
+        # module's `config` test when both ran on one worker.
+        result = kctl("-b", cluster.bootstrap, "config", "alter", "broker-default", "--delete", "log.cleaner.backoff.ms")
+        assert result.exit_code == 0, result.stderr
 
 
 def set_backoff(kctl, bootstrap: str, ms: int) -> None:
