@@ -1,10 +1,12 @@
-"""How README's test command (`pytest -n 2`) splits the suite between pytest-xdist's two
-workers: most of a test's time is spent waiting on brokers, so two workers on two cores
-halve the run, provided each expensive thing still starts once.
+"""How README's test command (`pytest -n 3`) splits the suite between pytest-xdist's
+workers: much of a test's time is spent waiting on brokers and JVMs, so on two cores two
+workers left a quarter of the machine idle and three keep it ~80% busy, provided each
+expensive thing still starts once.
 
 Each test belongs to a group that runs whole on one worker: the tests of one Kafka
-cluster (`kafka`, `kafka3`) or of one kind of Spark (`spark`, `spark-cluster`), so only
-that worker starts those JVMs; any other test goes with the rest of its module, whose
+cluster (`kafka`, `kafka3`, `kafka39`) or of one kind of Spark (`spark`, `spark-help`,
+`spark-cluster`), so only that worker starts those JVMs; a test of tests/spark with no
+in-process session is a group of its own; any other test goes with the rest of its module, whose
 module fixtures then start once. The long groups are handed out first, longest first,
 and the many small ones fill in around them (a long group handed out last would end the
 run alone).
@@ -23,12 +25,17 @@ from pathlib import Path
 
 import pytest
 
-# Seconds per group in a full run (2026-11-27), for the order only.
+# Seconds per group in a full run with three workers (2026-11-27), for the order only.
 LONG_GROUPS = (
-    "spark",  # ~580 s: tests of the in-process SparkSession, and the spark --help examples
-    "kafka3",  # ~410 s: tests on the three-node Apache Kafka cluster
+    "kafka3",  # ~390 s: tests on the three-node Apache Kafka cluster
+    "spark",  # ~360 s: tests of the in-process SparkSession
     "spark-cluster",  # ~320 s: the Spark standalone cluster's tests and README's blocks
+    "spark-help",  # ~150 s: the spark --help examples, on a SparkSession of their own
     "kafka",  # ~100 s: tests on the single Apache Kafka node, and on the secured one
+    "kafka39",  # ~90 s: tests on the Apache Kafka 3.9 node
+    # ~180 s: the other --help examples, one world and one registry (collected among the
+    # last, it ended runs alone)
+    "tests/test_help_examples.py",
 )
 
 
@@ -39,8 +46,14 @@ def group_of(item: pytest.Item) -> str:
     example = params.get("path") if module == "tests/test_help_examples.py" else None
     if module in ("tests/spark/test_cluster.py", "tests/test_readme.py"):
         return "spark-cluster"
-    if "spark" in item.fixturenames or module.startswith("tests/spark/") or (example and example[:1] == ("spark",)):
+    if example and example[:1] == ("spark",):
+        return "spark-help"
+    if "spark" in item.fixturenames:
         return "spark"
+    if module.startswith("tests/spark/"):
+        # No in-process session: a `kctl spark` process of its own (tens of seconds) or
+        # none, on whichever worker is free.
+        return item.nodeid
     if example is not None:
         from tests.test_help_examples import THREE_BROKERS
 
@@ -79,7 +92,15 @@ class WorkerGroups:
             return  # not a worker, or not our scheduler
         groups = {item.nodeid: group_of(item) for item in session.items}
         rank = {group: index for index, group in enumerate(LONG_GROUPS)}
-        session.items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))
+
+        def order(item: pytest.Item) -> int:
+            group = groups[item.nodeid]
+            if group in rank:
+                return rank[group]
+            # Then the Spark processes' tests, which are long too, then the rest.
+            return len(rank) + (0 if group.startswith("tests/spark/") else 1)
+
+        session.items.sort(key=order)
         # Every worker collects the same (xdist checks); the last to write wins.
         temporary = _groups_file().with_suffix(f".{os.environ['PYTEST_XDIST_WORKER']}")
         temporary.write_text(json.dumps(groups))

@@ -86,10 +86,15 @@ def test_scram_user_lifecycle(kctl, secured_kafka, unique_name):
 
     eventually(removed)
     assert kctl(*admin, "user", "delete", user, "--yes").exit_code == 0
-    gone = kctl(*admin, "user", "describe", user)
-    assert (gone.exit_code, gone.stderr) == (
-        ExitCode.NOT_FOUND, f"error: unable to describe SCRAM user {user}: no SCRAM credentials for user {user}\n"
-    )
+
+    def gone():
+        # The broker answers from its metadata, which follows the controller's commit.
+        described = kctl(*admin, "user", "describe", user)
+        assert (described.exit_code, described.stderr) == (
+            ExitCode.NOT_FOUND, f"error: unable to describe SCRAM user {user}: no SCRAM credentials for user {user}\n"
+        )
+
+    eventually(gone)
 
 
 def test_a_password_never_comes_from_argv_nor_shows(kctl, secured_kafka):
