@@ -42,8 +42,8 @@ from pathlib import Path
 import pytest
 
 from tests import help_outputs, help_world
-from tests.eventually import eventually
 from tests.brokers.plugin import BackendUnavailable, _required, selected_backends
+from tests.eventually import eventually
 from tests.help_outputs import NOT_COMPARED
 from tests.test_readme import Shell, commands, expected_exit, fresh_env, spark_ready
 

@@ -26,8 +26,8 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import shutil
+import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -330,11 +330,14 @@ class KafkaCluster:
         options = (*self.tool_jvm_options, f"-XX:ArchiveClassesAtExit={written}", *QUIET_JVM_LOGGING)
         (self.workdir / "tools-log4j2.properties").write_text(TOOLS_LOG4J2)
         try:
-            return subprocess.run(self._java(options, "tools-log4j2.properties", main_class, *args),
+            proc = subprocess.run(self._java(options, "tools-log4j2.properties", main_class, *args),
                                   capture_output=True, text=True, timeout=timeout)
-        finally:
-            if written.exists():
-                os.replace(written, archive)
+        except BaseException:
+            written.unlink(missing_ok=True)  # a JVM killed while writing leaves part of one
+            raise
+        if written.exists():
+            os.replace(written, archive)
+        return proc
 
     def _tool_archive(self) -> Path | None:
         """The tests' tools' class archive, named by the Java and the class path it is
