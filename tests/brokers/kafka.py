@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
+import functools
 import hashlib
 import os
 import signal
@@ -310,28 +311,26 @@ class KafkaCluster:
         major, minor = (int(part) for part in self.version.split(".")[:2])
         return "org.apache.kafka.tools.ConfigCommand" if (major, minor) >= (4, 4) else "kafka.admin.ConfigCommand"
 
-    def tool_command(self, main_class: str, *args: str) -> list[str]:
+    def tool_command(self, main_class: str, *args: str, jvm_options: tuple[str, ...] = ()) -> list[str]:
         """argv running a Kafka command-line tool as kafka-run-class.sh would (with
         tool_jvm_options; the tests' options add the class archive once it exists)."""
         (self.workdir / "tools-log4j2.properties").write_text(TOOLS_LOG4J2)
-        options = self.tool_jvm_options
-        archive = self._tool_archive()
-        if archive is not None and archive.exists():
+        options = (*self.tool_jvm_options, *jvm_options)
+        archive = self._tool_archive
+        if not jvm_options and archive is not None and archive.exists():
             options = (*options, f"-XX:SharedArchiveFile={archive}", *QUIET_JVM_LOGGING)
         return self._java(options, "tools-log4j2.properties", main_class, *args)
 
     def run_tool(self, main_class: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        archive = self._tool_archive()
+        archive = self._tool_archive
         if archive is None or archive.exists():
             return subprocess.run(self.tool_command(main_class, *args), capture_output=True, text=True, timeout=timeout)
         # This run writes the archive, under a name of its own (workers may race to write
         # one; any of theirs will do), moved into place once complete.
         written = archive.with_name(f"{archive.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
-        options = (*self.tool_jvm_options, f"-XX:ArchiveClassesAtExit={written}", *QUIET_JVM_LOGGING)
-        (self.workdir / "tools-log4j2.properties").write_text(TOOLS_LOG4J2)
+        command = self.tool_command(main_class, *args, jvm_options=(f"-XX:ArchiveClassesAtExit={written}", *QUIET_JVM_LOGGING))
         try:
-            proc = subprocess.run(self._java(options, "tools-log4j2.properties", main_class, *args),
-                                  capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
         except BaseException:
             written.unlink(missing_ok=True)  # a JVM killed while writing leaves part of one
             raise
@@ -339,6 +338,7 @@ class KafkaCluster:
             os.replace(written, archive)
         return proc
 
+    @functools.cached_property
     def _tool_archive(self) -> Path | None:
         """The tests' tools' class archive, named by the Java and the class path it is
         valid for; None for other tool options (the benchmarks' anchors run as users
