@@ -120,17 +120,33 @@ def pytest_configure(config):
     so the run takes SIGINT back (children then start with the default, as from a shell)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    config.addinivalue_line("markers", "spark_processes: runs kctl spark in a process of its own (KCTL_TEST_SPARK=processes)")
+    config.addinivalue_line("markers", "spark_standalone: needs a Spark standalone cluster (KCTL_TEST_SPARK=standalone)")
     if config.pluginmanager.hasplugin("xdist"):
         from tests.xdist_groups import WorkerGroups
 
         config.pluginmanager.register(WorkerGroups(), "kctl-worker-groups")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The Spark tests KCTL_TEST_SPARK leaves out (tests/spark/selection.py) are skipped
+    before any fixture of theirs starts."""
+    from tests.spark import selection
+
+    for item in items:
+        for kind in selection.KINDS:
+            if item.get_closest_marker(f"spark_{kind}") and not selection.runs(kind):
+                item.add_marker(pytest.mark.skip(reason=selection.reason(kind)))
+                break
+
+
 @pytest.fixture(scope="session")
 def spark_standalone(tmp_path_factory):
     """spark_standalone() -> a running Spark standalone cluster (tests/spark/standalone.py),
     started on first use and shared by the session; its worker has no kctl. Without
-    pyspark or Java: a skip, or a failure under KCTL_REQUIRE_SPARK=1."""
+    pyspark or Java: a skip, or a failure under KCTL_REQUIRE_SPARK=1; unless
+    KCTL_TEST_SPARK selects it (tests/spark/selection.py), a skip that says so."""
+    from tests.spark import selection
     from tests.spark.standalone import StandaloneCluster
 
     started: list[StandaloneCluster] = []
@@ -138,6 +154,8 @@ def spark_standalone(tmp_path_factory):
     def start() -> StandaloneCluster:
         if started:
             return started[0]
+        if not selection.runs("standalone"):
+            pytest.skip(selection.reason("standalone"))
         from tests.test_readme import spark_ready
 
         required = os.environ.get("KCTL_REQUIRE_SPARK") == "1"

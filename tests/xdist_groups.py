@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-# Seconds per group in a full run with three workers (2026-11-27), for the order only.
+# Seconds per group in a full run with three workers (2026-11-27), for the order only
+# (the default run leaves Spark's standalone cluster and processes out: shorter groups).
 LONG_GROUPS = (
     "kafka3",  # ~390 s: tests on the three-node Apache Kafka cluster
     "spark",  # ~360 s: tests of the in-process SparkSession

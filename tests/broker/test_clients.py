@@ -63,9 +63,12 @@ def test_lookup_by_time_inside_a_compressed_batch(broker, codec):
     or after it, which needs the batch decompressed (cramjam), not the batch's first offset."""
     topic = f"times-{codec}"
     _create(broker.bootstrap, topic)
-    # A 60 s linger holds the records until flush(), which sends what is queued at once;
-    # under load librdkafka's sender may still have taken the first record on its own.
+    # A 60 s linger holds the records until flush(), which sends what is queued at once.
+    # The topic's metadata comes first: records produced before it wait in librdkafka's
+    # queue for unknown partitions and, during flush(), are moved one by one to a
+    # partition whose sender no longer lingers (a CI run stored ten batches of one).
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 60000, "compression.type": codec})
+    assert topic in producer.list_topics(topic, timeout=10).topics
     base = int(time.time() * 1000) - 60_000
     for i in range(10):
         producer.produce(topic, value=b"%d" % i, timestamp=base + i * 1000)

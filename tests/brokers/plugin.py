@@ -283,11 +283,14 @@ _SKIPPED_FOR = (
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_terminal_summary(terminalreporter):
     """One line per backend not selected whose tests were skipped, with the variable
-    that runs them, after pytest's own summary (just above the final count)."""
+    that runs them, after pytest's own summary (just above the final count); one more for
+    the Spark tests KCTL_TEST_SPARK left out."""
     result = yield
     counts: dict[str, int] = {}
+    reasons = []
     for report in terminalreporter.stats.get("skipped", []):
         reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reasons.append(reason)
         backend = next((name for name, pattern in _SKIPPED_FOR if pattern.search(reason)), None)
         if backend is not None:
             counts[backend] = counts.get(backend, 0) + 1
@@ -297,4 +300,21 @@ def pytest_terminal_summary(terminalreporter):
         if counts.get(backend) and backend not in selected:
             wanted = ",".join(dict.fromkeys([*selected, backend]))
             terminalreporter.write_line(f"{backend}: {counts[backend]} test(s) skipped; KCTL_TEST_BROKERS={wanted} runs them")
+    _spark_summary(terminalreporter, reasons)
     return result
+
+
+def _spark_summary(terminalreporter, reasons: list[str]) -> None:
+    """The same line for the Spark that KCTL_TEST_SPARK left out (tests/spark/selection.py)."""
+    from tests.spark import selection
+
+    wanted: dict[str, None] = {}
+    skipped = 0
+    for reason in reasons:
+        names = [name for value in re.findall(rf"{selection.VARIABLE}=([\w,]+)", reason) for name in value.split(",")]
+        if names:
+            skipped += 1
+            wanted.update(dict.fromkeys(names))
+    if skipped:
+        value = ",".join(kind for kind in selection.KINDS if kind in wanted or kind in selection.selected())
+        terminalreporter.write_line(f"spark: {skipped} test(s) skipped; {selection.VARIABLE}={value} runs them")

@@ -21,7 +21,7 @@ from tests.spark.jvm import EXECUTOR_CONF
 from tests.spark.standalone import event_log_options, task_executors
 from tests.spark.records import content, read_dump, read_topic
 
-pytestmark = [pytest.mark.integration, pytest.mark.single_node]
+pytestmark = [pytest.mark.integration, pytest.mark.single_node, pytest.mark.spark_standalone]
 
 
 @pytest.fixture

@@ -323,6 +323,7 @@ def test_kctl_kafka_data_source_directly(spark, cluster, source):
         spark.read.format("kctl_kafka").option("kafka.bootstrap.servers", cluster.bootstrap).option("subscribe", source + "-missing").load().collect()
 
 
+@pytest.mark.spark_processes
 def test_spark_submit_runs_the_job_module(cluster, source, tmp_path, config_home):
     """spark-submit starts the JVM and picks the master; kctl.spark.submit runs inside it."""
     import os
@@ -349,6 +350,7 @@ def test_spark_submit_runs_the_job_module(cluster, source, tmp_path, config_home
     assert json.loads((out / "_kctl_manifest.json").read_text())["status"] == "complete"
 
 
+@pytest.mark.spark_processes
 def test_jvm_engine_dumps_the_same_records(cluster, source, tmp_path, config_home):
     """--engine jvm: Spark's own Kafka connector reads, the same code writes. Its own
     process, since the connector must be on the classpath when the JVM starts."""
@@ -378,6 +380,7 @@ def test_jvm_engine_dumps_the_same_records(cluster, source, tmp_path, config_hom
     assert read_dump(out) == {p: rows for p, rows in read_topic(cluster.bootstrap, source, 3).items() if rows}
 
 
+@pytest.mark.spark_processes
 def test_retried_tasks_do_not_duplicate(cluster, source, make_topic, tmp_path, config_home):
     """On a master that retries failed tasks (local[2,3]), every task's first attempt dies
     after 20 delivered records; the retries skip what arrived and deliver the rest."""
@@ -400,6 +403,7 @@ def test_retried_tasks_do_not_duplicate(cluster, source, make_topic, tmp_path, c
     assert content(read_topic(cluster.bootstrap, copy, 3)) == content(read_topic(cluster.bootstrap, source, 3))
 
 
+@pytest.mark.spark_processes
 def test_retried_dump_tasks_replace_their_files(cluster, source, tmp_path, config_home):
     """Every dump task's first attempt dies after its first range is written and renamed
     into place; the retries write the same files again: the dump is exact, no copies, no
@@ -445,6 +449,7 @@ def test_shuffles_are_sized_from_the_topic(spark, kctl, cluster, make_topic):
     assert audit_tasks("--spark-conf", "spark.sql.shuffle.partitions=200") > 10 * sized  # 821
 
 
+@pytest.mark.spark_processes
 def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, config_home):
     """SIGINT while Spark writes: the job is cancelled, stderr is one line saying what is
     left and how to go on (no py4j tracebacks), exit 130, the manifest says partial; the

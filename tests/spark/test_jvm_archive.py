@@ -110,6 +110,7 @@ def test_an_unwritable_cache_runs_without_an_archive(tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.single_node
+@pytest.mark.spark_processes
 def test_a_real_jvm_writes_the_archive_and_the_next_one_uses_it(cluster, source, tmp_path):
     """`kctl spark dump` processes on the session's cache (tests/conftest.py): the first
     one there to start without an archive has its JVM write it as it exits (this test's
