@@ -19,8 +19,9 @@ own them: the address localhost:9092 (the test's broker), absolute directories (
 /mnt/shared/, /var/lib/node_exporter/, /tmp/kafka2: directories under the working
 directory), port 19092 (a free port) and spark://spark:7077 (a Spark standalone master
 and worker this test starts; an example that names one runs when KCTL_TEST_SPARK selects
-`standalone`, tests/spark/selection.py, and the test says it left it out otherwise). The count of examples run is printed and must equal the count
-in the help texts.
+`standalone`, tests/spark/selection.py, and otherwise the test ends in a skip saying it
+left it out). The count of examples run is printed and must equal the count in the help
+texts.
 
 A line that is one plain `kctl` command runs in this process (through main(), as the
 console script runs it), in the shell's working directory, HOME and XDG dirs; `kctl

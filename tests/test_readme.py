@@ -18,15 +18,15 @@ A `<!-- doctest: ... -->` comment right above a block says how the block is run:
 - `needs spark; spark://spark:7077 is replaced by the test's standalone cluster`: also a
   Spark standalone master and worker (tests/spark/standalone.py), started for the block
   when KCTL_TEST_SPARK=standalone.
-
-Blocks left out are named in the test's skip reason once the others have run.
 - `A is replaced by the test's broker`: the address A becomes the bundled broker's.
 - `needs a schema registry; URL is replaced by the test's`: the test session's schema
   registry (tests/brokers/registry.py) serves the block.
 
+Blocks left out are named in the test's skip reason once the others have run.
+
 The block after `<!-- test-command -->` is what .ci/run runs; this test checks that .ci/run
-extracts exactly that line. The count of blocks run is printed and must equal the count in
-the file.
+extracts exactly that line. The count of blocks run is printed, and with those left out
+must equal the count in the file.
 """
 
 from __future__ import annotations
