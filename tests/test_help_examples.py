@@ -87,15 +87,18 @@ PLAN = "kctl replication reassign generate -t orders --brokers 2,3 > plan.json"
 DUMP = "kctl spark dump -t orders --out data/orders"
 BOTH_SUBSCRIPTIONS = ("kctl config alter client-metrics producers --set metrics=org.apache.kafka.producer. && "
                       "kctl config alter client-metrics kcat --set metrics='*' --set match=client_software_name=kcat")
-# Examples that read a client-metrics subscription a line before them wrote: kafka3's
-# brokers apply the metadata log each on its own, a moment apart, and a describe goes to
-# any of them (a CI run found no `kcat` right after creating it). The example with its
+# Examples that read what a line before them wrote: kafka3's brokers apply the metadata
+# log each on its own, a moment apart, and a read goes to any of them (a CI run found no
+# `kcat` right after creating that client-metrics subscription; another counted orders'
+# 8 partitions right after `--to 12`, so `--add 3` asked for 11). The example with its
 # BEFORE line, and its AFTER line, are run again until they succeed; each leaves the same
-# state however often it runs.
+# state however often it runs (a refused partition increase changes nothing).
 RETRIED = {
     "kctl config delete client-metrics producers --dry-run",
     "kctl config delete client-metrics producers kcat --yes",
     "kctl config alter client-metrics kcat --set metrics='*' --set match=client_software_name=kcat",
+    "kctl topic add-partitions orders payments --add 3 --dry-run",
+    "kctl topic add-partitions orders --add 2 --replica-assignment 1:2,2:3",
 }
 # Example text -> shell lines run just before it (what the example assumes exists), one
 # per line, each exiting 0 unless its `# exit N` says otherwise.
