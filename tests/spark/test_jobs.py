@@ -466,7 +466,7 @@ def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, confi
         pytest.skip("one backend is enough for the interrupt")
     topic = make_topic("sigint", 2)
     # Enough for the job to outlast the signal (sent within ~20 ms of its first file) and
-    # for the bar, read every 0.25 s, to move: ~2 s of reading on a quiet machine.
+    # for the bar, read every 0.25 s, to move (a third of the 150,000 it had, for CI time).
     RECORDS = 60_000  # noqa: N806
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 50, "compression.type": "lz4",
                          "queue.buffering.max.messages": 1_000_000})  # all of them queued at once
