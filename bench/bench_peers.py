@@ -80,17 +80,21 @@ class Row:
 
 def run(argv: list[str], stdin: bytes | None, env: dict[str, str]) -> float:
     """Wall seconds of `argv`, its stdout a pipe read to the end (as `| wc` would)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    if stdin is not None:
-        process.stdin.write(stdin)
-        process.stdin.close()
-    while process.stdout.read(1 << 20):
-        pass
-    errors = process.stderr.read()
-    process.wait()
-    elapsed = time.perf_counter() - started
+    # stderr goes to a file: kaf writes a line per record there, and a pipe read only at the
+    # end would fill and stop it.
+    with tempfile.TemporaryFile() as stderr:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=stderr, env=env)
+        if stdin is not None:
+            process.stdin.write(stdin)
+            process.stdin.close()
+        while process.stdout.read(1 << 20):
+            pass
+        process.wait()
+        elapsed = time.perf_counter() - started
+        stderr.seek(0)
+        errors = stderr.read()
     if process.returncode != 0:
         raise SystemExit(f"`{' '.join(argv)}` failed ({process.returncode}): {errors.decode(errors='replace').strip()[-300:]}")
     return elapsed

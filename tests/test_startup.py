@@ -73,3 +73,28 @@ def test_version(kctl):
 
     result = kctl("--version")
     assert (result.exit_code, result.stdout) == (0, f"kctl {__version__}\n")
+
+
+# What the everyday group reads may not import (issue 37): neither client library — they
+# talk to Kafka through kctl's own wire client — nor the renderers' heavy half, nor asyncio
+# or ssl on a plaintext connection.
+NOT_FOR_GROUP_READS = ("confluent_kafka", "kafka", "rich", "tabulate", "pyspark", "asyncio", "ssl", "kctl.spark")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("args", [["group", "list"], ["group", "describe", "{group}"], ["group", "lag", "{group}"],
+                                  ["group", "lag", "{group}", "-o", "json"]], ids=lambda a: " ".join(a))
+def test_group_reads_import_no_client_library(cluster, unique_name, args):
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic, group = unique_name("startup"), unique_name("startup-group")
+    subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic, "-q"], check=True, capture_output=True)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    consumer.close()
+    argv = ["-b", cluster.bootstrap, *(a.format(group=group) for a in args)]
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(NOT_FOR_GROUP_READS)],
+                          capture_output=True, text=True, check=True)
+    assert group in proc.stdout, proc.stderr
+    loaded_line = [line for line in proc.stderr.splitlines() if line.startswith("LOADED=")][-1]
+    assert json.loads(loaded_line.removeprefix("LOADED=")) == []

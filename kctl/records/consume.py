@@ -412,7 +412,7 @@ def _lacks_consumer_protocol(session: AdminSession) -> bool:
     try:
         return session.api_versions.get(CONSUMER_GROUP_HEARTBEAT, (0, -1))[1] < 1
     except KctlError:
-        return False  # kafka-python could not ask (a setup only librdkafka speaks): librdkafka will tell
+        return False  # kctl's wire client could not ask (a setup only librdkafka speaks): librdkafka will tell
 
 
 def _no_consumer_protocol(topic: str | None) -> ConfigError:

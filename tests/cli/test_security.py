@@ -78,3 +78,43 @@ def test_records_of_a_topic_the_user_may_not_read(kctl, secured_kafka, unique_na
     assert (consumed.exit_code, consumed.stderr) == (
         ExitCode.NOT_AUTHORIZED, f"error: unable to consume topic {topic}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {topic}\n"
     )
+
+
+@pytest.mark.parametrize(("user", "mechanism"), [("admin", "PLAIN"), ("admin", "OAUTHBEARER"), ("bob", "SCRAM-SHA-256"), ("bob", "SCRAM-SHA-512")])
+def test_group_commands_authenticate_on_kctls_wire_client(kctl, secured_kafka, unique_name, user, mechanism):
+    """The group commands talk to Kafka through kctl's own client: every SASL mechanism it
+    speaks gets through, and what the principal may see is what Kafka lets it see."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic, group = unique_name("wire"), unique_name("wire-group")
+    admin = sasl_flags(secured_kafka)
+    assert kctl(*admin, "topic", "create", topic).exit_code == 0
+    consumer = Consumer({**secured_kafka.client_config(), "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    consumer.close()
+
+    flags = ["-b", secured_kafka.bootstrap] + [f for k, v in secured_kafka.client_config(user, mechanism).items()
+                                               if k != "bootstrap.servers" for f in ("-X", f"{k}={v}")]
+    listed = kctl(*flags, "group", "list", "-o", "json")
+    assert listed.exit_code == 0, listed.stderr
+    lag = kctl(*flags, "group", "lag", group, "-o", "json")
+    if user == "admin":
+        assert group in {g["group"] for g in json.loads(listed.stdout)}
+        assert lag.exit_code == 0, lag.stderr
+        assert json.loads(lag.stdout)[0]["partitions"][0]["committed"] == 0
+    else:  # bob has no ACLs: Kafka hides the group from the listing and refuses to describe it
+        assert group not in {g["group"] for g in json.loads(listed.stdout)}
+        assert lag.exit_code == ExitCode.NOT_AUTHORIZED, lag.stderr
+        assert "GROUP_AUTHORIZATION_FAILED" in lag.stderr
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_wrong_password_on_kctls_wire_client(kctl, secured_kafka, mechanism):
+    user = "admin" if mechanism == "PLAIN" else "bob"
+    config = secured_kafka.client_config(user, mechanism)
+    config["sasl.password"] = "wrong-pw"
+    flags = ["-b", config.pop("bootstrap.servers")] + [f for k, v in config.items() for f in ("-X", f"{k}={v}")]
+    result = kctl(*flags, "--timeout", "10", "group", "list")
+    assert result.exit_code == ExitCode.NOT_AUTHORIZED, result.stderr
+    assert result.stderr.startswith(f"error: unable to list groups: authentication failed at {secured_kafka.bootstrap}: SASL_AUTHENTICATION_FAILED: "), result.stderr
+    assert "wrong-pw" not in result.stderr

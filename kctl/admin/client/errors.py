@@ -1,7 +1,9 @@
-"""Translating librdkafka errors into KctlError subclasses with Kafka's error names."""
+"""Translating librdkafka errors, and Kafka error codes from answers read without it, into
+KctlError subclasses with Kafka's error names."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kctl.errors import (
@@ -90,3 +92,42 @@ def error_of(exc: BaseException) -> Any | None:
     if args and hasattr(args[0], "name") and hasattr(args[0], "str"):
         return args[0]
     return None
+
+
+# Kafka's error names (an answer's error_code, by kctl.messages.errors) -> KctlError class.
+BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
+    "UNKNOWN_TOPIC_OR_PARTITION": NotFoundError,
+    "UNKNOWN_TOPIC_ID": NotFoundError,
+    "NO_REASSIGNMENT_IN_PROGRESS": NotFoundError,
+    "INVALID_REPLICA_ASSIGNMENT": InvalidError,
+    "INVALID_REPLICATION_FACTOR": InvalidError,
+    "INVALID_PARTITIONS": InvalidError,
+    "INVALID_REQUEST": InvalidError,
+    "INVALID_CONFIG": InvalidError,
+    "POLICY_VIOLATION": InvalidError,
+    "ELECTION_NOT_NEEDED": InvalidError,
+    "PREFERRED_LEADER_NOT_AVAILABLE": InvalidError,
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": InvalidError,
+    "UNSUPPORTED_VERSION": InvalidError,
+    "REQUEST_TIMED_OUT": TimeoutError_,
+    "GROUP_ID_NOT_FOUND": NotFoundError,
+    "CLUSTER_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "TOPIC_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "GROUP_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "SASL_AUTHENTICATION_FAILED": NotAuthorizedError,
+    "SECURITY_DISABLED": InvalidError,
+    "INVALID_UPDATE_VERSION": InvalidError,
+    "FEATURE_UPDATE_FAILED": InvalidError,
+}
+
+
+def for_kafka_code(code: int, message: str | None, action: str) -> KctlError:
+    """The KctlError for an error code in an answer: `unable to <action>: NAME: <the
+    broker's message, or Kafka's description of the error>`."""
+    from kctl.messages.errors import ERRORS, error_name
+
+    name = error_name(code)
+    text = message or ERRORS.get(code, (name, ""))[1]
+    result = BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {name}: {text}" if text else f"unable to {action}: {name}")
+    result.kafka_error = name
+    return result

@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from kctl.admin.client.errors import BY_KAFKA_NAME
+from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, ignored
 from kctl.config.model import ClientSettings
 from kctl.errors import (
     ConfigError,
     InvalidError,
     KctlError,
     NotAuthorizedError,
-    NotFoundError,
     TimeoutError_,
     UnreachableError,
 )
@@ -54,55 +55,6 @@ _DIRECT = {
 }
 # SASL mechanisms kafka-python carries; any other is refused, never replaced by another.
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
-# OAUTHBEARER's settings, read by kctl.admin.client.oauth to build kafka-python's token provider.
-_OAUTHBEARER_PROPERTIES = frozenset({
-    "sasl.oauthbearer.config", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
-    "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope",
-    "sasl.oauthbearer.extensions", "sasl.oauthbearer.grant.type", "https.ca.location",
-    "enable.sasl.oauthbearer.unsecure.jwt",
-})
-# Properties that only tune librdkafka itself; kafka-python has its own defaults.
-_IGNORED_PREFIXES = (
-    "debug",
-    "log",
-    "socket.",
-    "reconnect.",
-    "retry.",
-    "topic.metadata.",
-    "metadata.",
-    "broker.address.",
-    "statistics.",
-    "api.version",
-    "client.rack",
-    "enable.",
-    "message.",
-    "receive.",
-    "queue",
-    "linger.",
-    "batch.",
-    "compression.",
-    "acks",
-    # Consumer and producer settings (`record consume -X group.protocol=consumer`): the
-    # admin requests kafka-python sends have no use for them.
-    "group.",
-    "auto.",
-    "fetch.",
-    "isolation.",
-    "partition.assignment.",
-    "session.timeout.",
-    "heartbeat.",
-    "max.poll.",
-    "check.crcs",
-    "transactional.",
-    "transaction.",
-    "delivery.",
-    "request.",
-    "ssl.endpoint.identification.algorithm",
-    "sasl.mechanism",
-    "security.protocol",
-)
-
-
 def translate_config(settings: ClientSettings, tokens: Callable[[], Any] | None = None) -> dict[str, Any]:
     """kafka-python keyword arguments equivalent to the librdkafka settings. `tokens`
     gives the OAUTHBEARER token source (kctl.admin.client.oauth) when the mechanism needs one."""
@@ -134,9 +86,9 @@ def translate_config(settings: ClientSettings, tokens: Callable[[], Any] | None 
     for key, value in properties.items():
         if key in _DIRECT:
             config[_DIRECT[key]] = value
-        elif key in ("sasl.mechanisms",) or key in _OAUTHBEARER_PROPERTIES:
+        elif key in ("sasl.mechanisms",) or key in OAUTHBEARER_PROPERTIES:
             continue
-        elif not key.startswith(_IGNORED_PREFIXES):
+        elif not ignored(key):
             raise ConfigError(
                 f"unable to configure the kafka-python client: property {key!r} has no kafka-python equivalent",
                 hint="this command uses kafka-python for an API librdkafka lacks; it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM/OAUTHBEARER settings",
@@ -218,30 +170,6 @@ def _bootstrap_error(causes: list[BaseException], bootstrap: str | None, mechani
     )
 
 
-_BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
-    "UNKNOWN_TOPIC_OR_PARTITION": NotFoundError,
-    "UNKNOWN_TOPIC_ID": NotFoundError,
-    "NO_REASSIGNMENT_IN_PROGRESS": NotFoundError,
-    "INVALID_REPLICA_ASSIGNMENT": InvalidError,
-    "INVALID_REPLICATION_FACTOR": InvalidError,
-    "INVALID_PARTITIONS": InvalidError,
-    "INVALID_REQUEST": InvalidError,
-    "INVALID_CONFIG": InvalidError,
-    "POLICY_VIOLATION": InvalidError,
-    "ELECTION_NOT_NEEDED": InvalidError,
-    "PREFERRED_LEADER_NOT_AVAILABLE": InvalidError,
-    "ELIGIBLE_LEADERS_NOT_AVAILABLE": InvalidError,
-    "UNSUPPORTED_VERSION": InvalidError,
-    "REQUEST_TIMED_OUT": TimeoutError_,
-    "GROUP_ID_NOT_FOUND": NotFoundError,
-    "CLUSTER_AUTHORIZATION_FAILED": NotAuthorizedError,
-    "TOPIC_AUTHORIZATION_FAILED": NotAuthorizedError,
-    "GROUP_AUTHORIZATION_FAILED": NotAuthorizedError,
-    "SASL_AUTHENTICATION_FAILED": NotAuthorizedError,
-    "SECURITY_DISABLED": InvalidError,
-    "INVALID_UPDATE_VERSION": InvalidError,
-    "FEATURE_UPDATE_FAILED": InvalidError,
-}
 
 
 def kafka_error_name(error: Any) -> str:
@@ -280,7 +208,7 @@ def for_code(error: Any, action: str) -> KctlError:
     name = kafka_error_name(error)
     description = getattr(error, "description", None) or ""
     text = f"{name}: {description}" if description else name
-    result = _BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {text}")
+    result = BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {text}")
     result.kafka_error = name
     return result
 

@@ -138,14 +138,23 @@ class AdminSession:
         return run(self.kafka_python, fn, action, self.settings.bootstrap_servers, needs)
 
     @cached_property
+    def wire(self) -> Any:
+        """kctl's own client (kctl.admin.client.wire) for the group reads: the same
+        settings and token source as the other two."""
+        from kctl.admin.client.wire import WireClient
+
+        return WireClient(self.settings, tokens=lambda: self.tokens)
+
+    @cached_property
     def api_versions(self) -> dict[int, tuple[int, int]]:
         """The APIs a broker of the cluster supports ({API key: (min, max) version}), asked
         once: what a Kafka release lacks (share groups before 4.x) is said before asking."""
-        from kctl.admin.client.kafka_python import api_versions
-
-        return self.run_kafka_python(api_versions, "describe the cluster's APIs")
+        wire = self.wire
+        return wire.call("describe the cluster's APIs", lambda: wire.bootstrap(wire.deadline()).versions)
 
     def close(self) -> None:
+        if "wire" in self.__dict__:
+            self.__dict__.pop("wire").close()
         if "kafka_python" in self.__dict__:
             try:
                 self.__dict__.pop("kafka_python").close()

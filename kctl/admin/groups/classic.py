@@ -11,15 +11,15 @@ from kctl.admin.groups.models import committed_rows, GroupDescription, MemberInf
 
 def assigned(raw: Any, member: Any) -> list[tuple[str, int]]:
     """(topic, partition) pairs a member of a consumer-protocol group was assigned."""
-    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+    from kctl.messages import codec
 
     if raw.protocol_type != "consumer" or not member.member_assignment:
         return []
     try:
-        decoded = ConsumerProtocolAssignment.decode(member.member_assignment)
-    except Exception:  # noqa: BLE001 - a client's malformed assignment is shown as none, not fatal
+        decoded = codec.decode_versioned("ConsumerProtocolAssignment", member.member_assignment)
+    except codec.CodecError:  # a client's malformed assignment is shown as none, not fatal
         return []
-    return [(topic, p) for topic, partitions in decoded.assigned_partitions for p in partitions]
+    return [(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions]
 
 
 def member_info(raw: Any, member: Any) -> MemberInfo:

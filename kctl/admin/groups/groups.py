@@ -2,8 +2,8 @@
 delete, and delete committed offsets.
 
 Groups are listed, described and their offsets fetched through kctl.admin.groups.protocol
-(kafka-python's message classes: every type in one listing with Kafka's state names, one
-request per coordinator for all the groups it owns), and each type is turned into the
+(kctl's wire client: every type in one listing with Kafka's state names, one request per
+coordinator for all the groups it owns), and each type is turned into the
 shared model here by its own module (classic.py, consumer.py, share.py, streams.py).
 
 Requests are planned per broker, never per group or partition: one OffsetFetch per
@@ -124,13 +124,12 @@ def not_found(group_id: str, action: str) -> NotFoundError:
 
 def described_error(group_id: str, raw, action: str = "describe group") -> KctlError:
     """The KctlError for a group's error code in an answer."""
-    from kafka.errors import for_code as kafka_error
+    from kctl.admin.client.errors import for_kafka_code
+    from kctl.messages.errors import error_name
 
-    from kctl.admin.client.kafka_python import for_code
-
-    if kafka_error(raw.error_code).__name__ == "GroupIdNotFoundError":
+    if error_name(raw.error_code) == "GROUP_ID_NOT_FOUND":
         return not_found(group_id, action)
-    return for_code(kafka_error(raw.error_code), f"{action} {group_id}")
+    return for_kafka_code(raw.error_code, None, f"{action} {group_id}")
 
 
 def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupResult], dict[str, KctlError]]:

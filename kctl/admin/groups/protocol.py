@@ -1,15 +1,14 @@
 """kctl's group reads and the group APIs of Kafka 4.x that confluent-kafka does not expose,
-sent through kctl's kafka-python bridge: ListGroups v5 (every group type with Kafka's state
-names; librdkafka lists only classic and consumer groups), DescribeGroups and OffsetFetch v8
-batched per coordinator (librdkafka sends one request per group, the cost that dominated
-`group list` and `group lag --all` on many groups), ConsumerGroupDescribe (KIP-848 epochs
-and target assignments), ShareGroupDescribe and Describe/Alter/DeleteShareGroupOffsets
-(KIP-932), StreamsGroupDescribe (KIP-1071).
+sent through kctl's wire client (kctl.admin.client.wire): ListGroups v5 (every group type
+with Kafka's state names; librdkafka lists only classic and consumer groups), DescribeGroups
+and OffsetFetch v8 batched per coordinator (librdkafka sends one request per group, the cost
+that dominated `group list` and `group lag --all` on many groups), ConsumerGroupDescribe
+(KIP-848 epochs and target assignments), ShareGroupDescribe and Describe/Alter/Delete-
+ShareGroupOffsets (KIP-932), StreamsGroupDescribe (KIP-1071).
 
-The message classes are kafka-python's schema-driven ones, built from Kafka's own message
-definitions (kctl/messages); requests go to each group's coordinator, one per
-coordinator, as kafka-python's own group calls do (through kctl.admin.client.kafka_python,
-which holds every use of kafka-python's private API).
+Requests go to each group's coordinator, one per coordinator for all the groups it owns,
+every coordinator's request sent before any answer is read. Answers are kctl.messages.codec
+Structs: fields in snake case (`error_code`, `group_state`, `members`).
 """
 
 from __future__ import annotations
@@ -17,45 +16,38 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kafka.protocol.api_message import ApiMessage
-
-from kctl import messages as schemas
 from kctl.admin.client.session import AdminSession
-from kctl.polling import poll
 from kctl.errors import TimeoutError_
+from kctl.messages.errors import error_name
+from kctl.polling import poll
 
-
-class ConsumerGroupDescribeRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class ConsumerGroupDescribeResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
-class ShareGroupDescribeRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class ShareGroupDescribeResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
-class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
-class AlterShareGroupOffsetsRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class AlterShareGroupOffsetsResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
-class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
-class StreamsGroupDescribeRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class StreamsGroupDescribeResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
-
-_OFFSETS_GROUP = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+# A request to send: (API name, its fields or a function of the version giving them,
+# lowest and highest version kctl can read the answer of).
+Request = tuple[str, Any, int | None, int | None]
 
 
 def list_groups(session: AdminSession) -> list[dict]:
     """Every group of the cluster: group_id, group_type (classic, consumer, share, streams)
     and group_state as Kafka names them; one ListGroups per broker. A broker still loading
     its groups (after a restart or a leader change) is asked again until the timeout."""
-    from kafka.errors import BrokerResponseError
+    wire = session.wire
 
-    def ask(client) -> list[dict] | None:
-        try:
-            return client.list_groups()
-        except BrokerResponseError as exc:
-            if exc.message in _RETRIABLE:
-                return None
-            raise
+    def ask() -> list[dict] | None:
+        deadline = wire.deadline()
+        nodes = wire.brokers(deadline)
+        answers = wire.fan_out([(node, "ListGroups", {"states_filter": [], "types_filter": []}, 0, 5) for node in nodes], deadline)
+        groups: dict[str, dict] = {}
+        for answer in answers:
+            if answer.error_code:
+                if error_name(answer.error_code) in _RETRIABLE:
+                    return None
+                raise _error(answer.error_code, None, "list groups")
+            for g in answer.groups:
+                groups[g.group_id] = {"group_id": g.group_id, "protocol_type": g.protocol_type,
+                                      "group_state": g.group_state or None, "group_type": g.group_type or None}
+        return list(groups.values())
 
-    listed = poll(lambda: session.run_kafka_python(ask, "list groups"), lambda answer: answer is not None,
+    listed = poll(lambda: wire.call("list groups", ask), lambda answer: answer is not None,
                   timeout=session.timeout, interval=_RETRY_BACKOFF, stop_before=True)
     if listed is None:
         raise TimeoutError_("unable to list groups: a group coordinator was still loading its groups at the timeout",
@@ -69,44 +61,39 @@ _RETRIABLE = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILAB
 _RETRY_BACKOFF = 0.1
 
 
+def _error(code: int, message: str | None, action: str):
+    from kctl.admin.client.errors import for_kafka_code
+
+    return for_kafka_code(code, message, action)
+
+
 def per_group(
-    session: AdminSession, group_ids: Sequence[str], request: Callable[[list[str]], Any],
+    session: AdminSession, group_ids: Sequence[str], request: Callable[[list[str]], Request],
     parts: Callable[[Any], Iterable[tuple[str, Any]]], action: str,
 ) -> dict[str, tuple[Any, int]]:
     """Send request(ids) to each coordinator for the groups it owns (one request per
     coordinator, all groups in it); each group's part of the answer (parts(response) yields
     (group id, part with an error_code)) and its coordinator's id. Groups whose coordinator
     is loading, not available or has moved are asked again until the session's timeout."""
-    from kafka.errors import BrokerResponseError, for_code as kafka_error
-
-    from kctl.admin.client.kafka_python import find_group_coordinators, forget_group_coordinator, run_async, send_async
-
+    wire = session.wire
     found: dict[str, tuple[Any, int]] = {}
     pending = list(dict.fromkeys(group_ids))
 
-    def run(client):
-        async def send():
-            try:
-                coordinators = await find_group_coordinators(client, pending)
-            except BrokerResponseError as exc:
-                if exc.message in _RETRIABLE:
-                    return None
-                raise
-            owned: dict[int, list[str]] = {}
-            for group_id, node in coordinators.items():
-                owned.setdefault(node, []).append(group_id)
-            return [(node, await send_async(client, request(ids), node)) for node, ids in owned.items()]
-
-        answers = run_async(client, send)
-        if answers is None:  # no coordinator found yet for some of the groups
+    def run() -> tuple[dict[str, Any], dict[str, tuple[Any, int]]]:
+        deadline = wire.deadline()
+        coordinators = find_coordinators(session, pending, deadline)
+        if coordinators is None:  # no coordinator found yet for some of the groups
             return {g: None for g in pending}, {}
+        owned: dict[int, list[str]] = {}
+        for group_id, node in coordinators.items():
+            owned.setdefault(node, []).append(group_id)
+        nodes = list(owned)
+        answers = wire.fan_out([(node, *request(owned[node])) for node in nodes], deadline)
         retry: dict[str, Any] = {}
         done: dict[str, tuple[Any, int]] = {}
-        for node, response in answers:
+        for node, response in zip(nodes, answers):
             for group_id, part in parts(response):
-                if part.error_code and kafka_error(part.error_code).message in _RETRIABLE:
-                    # The cached coordinator may be the one that moved: look it up again.
-                    forget_group_coordinator(client, group_id)
+                if part.error_code and error_name(part.error_code) in _RETRIABLE:
                     retry[group_id] = (part, node)
                 else:
                     done[group_id] = (part, node)
@@ -114,7 +101,7 @@ def per_group(
 
     def ask() -> dict[str, Any]:
         nonlocal pending
-        retry, done = session.run_kafka_python(run, action)
+        retry, done = wire.call(action, run)
         found.update(done)
         pending = list(retry)
         return retry
@@ -129,6 +116,22 @@ def per_group(
     return found
 
 
+def find_coordinators(session: AdminSession, group_ids: Sequence[str], deadline: float) -> dict[str, int] | None:
+    """{group id: coordinator node id} (FindCoordinator v4, all groups in one request), or
+    None while one of them has no coordinator yet."""
+    wire = session.wire
+    (answer,) = wire.fan_out([(None, "FindCoordinator", {"key_type": 0, "coordinator_keys": list(group_ids)}, 4, 6)], deadline)
+    found = {}
+    for c in answer.coordinators:
+        if c.error_code:
+            if error_name(c.error_code) in _RETRIABLE:
+                return None
+            raise _error(c.error_code, c.error_message, f"find the coordinator of group {c.key}")
+        wire.learn(c.node_id, c.host, c.port)
+        found[c.key] = c.node_id
+    return found
+
+
 def _described(response) -> Iterable[tuple[str, Any]]:
     return ((g.group_id, g) for g in response.groups)
 
@@ -136,26 +139,23 @@ def _described(response) -> Iterable[tuple[str, Any]]:
 def classic_group_describe(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
     """(DescribeGroups' DescribedGroup, coordinator id) per group id: state, protocol type
     and assignor, members with their encoded subscriptions and assignments."""
-    from kafka.protocol.admin import DescribeGroupsRequest
-
-    return per_group(session, group_ids, lambda ids: DescribeGroupsRequest(groups=ids, include_authorized_operations=False),
-                     _described, "describe groups")
+    return per_group(session, group_ids, lambda ids: ("DescribeGroups", {"groups": ids}, 0, 6), _described, "describe groups")
 
 
 def consumer_group_describe(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
     """(ConsumerGroupDescribe's DescribedGroup, coordinator id) per group id; a failure is
     the struct's error_code."""
-    return per_group(session, group_ids, lambda ids: ConsumerGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
+    return per_group(session, group_ids, lambda ids: ("ConsumerGroupDescribe", {"group_ids": ids}, None, None),
                      _described, "describe consumer groups")
 
 
 def share_group_describe(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
-    return per_group(session, group_ids, lambda ids: ShareGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
+    return per_group(session, group_ids, lambda ids: ("ShareGroupDescribe", {"group_ids": ids}, None, None),
                      _described, "describe share groups")
 
 
 def streams_group_describe(session: AdminSession, group_ids: Sequence[str]) -> dict[str, Any]:
-    return per_group(session, group_ids, lambda ids: StreamsGroupDescribeRequest(group_ids=ids, include_authorized_operations=False),
+    return per_group(session, group_ids, lambda ids: ("StreamsGroupDescribe", {"group_ids": ids}, None, None),
                      _described, "describe streams groups")
 
 
@@ -163,13 +163,9 @@ def offset_fetch(session: AdminSession, group_ids: Sequence[str]) -> dict[str, A
     """(OffsetFetch's response group, coordinator id) per group id: every committed offset
     of every group a coordinator owns in one request (KIP-709, OffsetFetch v8+; librdkafka
     asks one group per request)."""
-    from kafka.protocol.consumer import OffsetFetchRequest
-
-    group = OffsetFetchRequest.OffsetFetchRequestGroup
     # v10 names topics by id only; v8-v9 by name, which is what every caller wants.
     return per_group(session, group_ids,
-                     lambda ids: OffsetFetchRequest(groups=[group(group_id=g, topics=None) for g in ids], require_stable=False,
-                                                    min_version=8, max_version=9),
+                     lambda ids: ("OffsetFetch", {"groups": [{"group_id": g, "topics": None} for g in ids]}, 8, 9),
                      _described, "fetch committed offsets")
 
 
@@ -178,13 +174,8 @@ def share_group_offsets(session: AdminSession, group_ids: Sequence[str]) -> dict
     response group (topics -> partitions with start_offset and, from v1, lag) and its
     coordinator."""
     return per_group(session, group_ids,
-                     lambda ids: DescribeShareGroupOffsetsRequest(groups=[_OFFSETS_GROUP(group_id=g, topics=None) for g in ids]),
+                     lambda ids: ("DescribeShareGroupOffsets", {"groups": [{"group_id": g, "topics": None} for g in ids]}, None, None),
                      _described, "describe share group offsets")
-
-
-_ALTER_TOPIC = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
-_ALTER_PARTITION = _ALTER_TOPIC.AlterShareGroupOffsetsRequestPartition
-_DELETE_TOPIC = DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic
 
 
 def alter_share_group_offsets(session: AdminSession, group_id: str, offsets: dict[tuple[str, int], int]) -> tuple[int, dict[tuple[str, int], int]]:
@@ -192,16 +183,16 @@ def alter_share_group_offsets(session: AdminSession, group_id: str, offsets: dic
     code and each partition's."""
     by_topic: dict[str, list] = {}
     for (topic, partition), offset in sorted(offsets.items()):
-        by_topic.setdefault(topic, []).append(_ALTER_PARTITION(partition_index=partition, start_offset=offset))
-    request = AlterShareGroupOffsetsRequest(group_id=group_id, topics=[_ALTER_TOPIC(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
-    response, _node = per_group(session, [group_id], lambda _ids: request, lambda r: [(group_id, r)],
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "start_offset": offset})
+    fields = {"group_id": group_id, "topics": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]}
+    response, _node = per_group(session, [group_id], lambda _ids: ("AlterShareGroupOffsets", fields, None, None), lambda r: [(group_id, r)],
                                 f"reset offsets of share group {group_id}")[group_id]
     return response.error_code, {(t.topic_name, p.partition_index): p.error_code for t in response.responses for p in t.partitions}
 
 
 def delete_share_group_offsets(session: AdminSession, group_id: str, topics: Sequence[str]) -> tuple[int, dict[str, int]]:
     """Forget a share group's state for whole topics: the top-level and per-topic error codes."""
-    request = DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[_DELETE_TOPIC(topic_name=t) for t in topics])
-    response, _node = per_group(session, [group_id], lambda _ids: request, lambda r: [(group_id, r)],
+    fields = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
+    response, _node = per_group(session, [group_id], lambda _ids: ("DeleteShareGroupOffsets", fields, None, None), lambda r: [(group_id, r)],
                                 f"delete offsets of share group {group_id}")[group_id]
     return response.error_code, {t.topic_name: t.error_code for t in response.responses}

@@ -20,9 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kafka.errors import for_code
 
-from kctl.admin.client.kafka_python import kafka_error_name
+from kctl.messages.errors import ERRORS, error_name
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol, share
 from kctl.admin.groups.groups import committed_offsets, delete_offsets, describe_groups
@@ -363,8 +362,8 @@ def _raise_refusal(group_id: str, code: int, items: list[tuple[str, int]]) -> No
     """The reset refusal for the top-level error code, else the first item's."""
     where, failed = ("", code) if code else next(((w, c) for w, c in items if c), ("", 0))
     if failed:
-        error = for_code(failed)
-        raise refused_reset(group_id, f"{where}{kafka_error_name(error)}: {error.description}", kafka_error_name(error))
+        name = error_name(failed)
+        raise refused_reset(group_id, f"{where}{name}: {ERRORS.get(failed, (name, name))[1]}", name)
 
 
 # What the coordinator answers a commit when the group has members after all.

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kafka.errors import for_code
 
-from kctl.admin.client.kafka_python import kafka_error_name
+from kctl.messages.errors import ERRORS, error_name
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol
 from kctl.admin.groups.consumer import partitions_of
@@ -85,10 +84,10 @@ def delete_offsets(session: AdminSession, group_id: str, topics: Sequence[tuple[
         failed = code or results.get(topic, 0)
         error = None
         if failed:
-            name = kafka_error_name(for_code(failed))
+            name = error_name(failed)
             kind = GroupActiveError if name in ("NON_EMPTY_GROUP", "GROUP_SUBSCRIBED_TO_TOPIC") else KctlError
             error = errors[topic] = kind(f"unable to delete offsets of share group {group_id} for {topic}: {name}: "
-                                         f"{for_code(failed).description}")
+                                         f"{ERRORS.get(failed, (name, name))[1]}")
         for partition in sorted(metadata.topics[topic].partitions):
             status = "failed" if error else "deleted" if (topic, partition) in starts else "not-committed"
             rows.append(OffsetDeletion(group=group_id, topic=topic, partition=partition, status=status,

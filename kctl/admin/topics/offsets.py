@@ -98,7 +98,7 @@ def resolve_partitions(
 # What a partition's leader answers while it moves or before it has caught up with a topic
 # just created (KRaft brokers learn of a new partition a moment after the controller names
 # its leader): Kafka's own AdminClient refreshes its metadata and asks again, and so do we.
-_RETRIABLE = frozenset({
+RETRIABLE_OFFSETS = frozenset({
     "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE", "FENCED_LEADER_EPOCH",
     "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION",
 })
@@ -146,7 +146,7 @@ def ask_offsets(
             results[index].update(answers)
             todo[index] = {
                 key: todo[index][key] for key, answer in answers.items()
-                if isinstance(answer, KctlError) and answer.kafka_error in _RETRIABLE
+                if isinstance(answer, KctlError) and answer.kafka_error in RETRIABLE_OFFSETS
             }
         return todo
 

@@ -1,0 +1,58 @@
+"""Which librdkafka properties matter to kctl's clients that are not librdkafka (the wire
+client and the kafka-python bridge): the ones that only tune librdkafka are ignored by
+them; a security property they cannot honour is refused by name, never dropped."""
+
+from __future__ import annotations
+
+# OAUTHBEARER's settings, read by kctl.admin.client.oauth to build a token source.
+OAUTHBEARER_PROPERTIES = frozenset({
+    "sasl.oauthbearer.config", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope",
+    "sasl.oauthbearer.extensions", "sasl.oauthbearer.grant.type", "https.ca.location",
+    "enable.sasl.oauthbearer.unsecure.jwt",
+})
+
+# Properties that only tune librdkafka itself; the other clients have their own defaults.
+IGNORED_PREFIXES = (
+    "debug",
+    "log",
+    "socket.",
+    "reconnect.",
+    "retry.",
+    "topic.metadata.",
+    "metadata.",
+    "broker.address.",
+    "statistics.",
+    "api.version",
+    "client.rack",
+    "enable.",
+    "message.",
+    "receive.",
+    "queue",
+    "linger.",
+    "batch.",
+    "compression.",
+    "acks",
+    # Consumer and producer settings (`record consume -X group.protocol=consumer`): the
+    # admin requests have no use for them.
+    "group.",
+    "auto.",
+    "fetch.",
+    "isolation.",
+    "partition.assignment.",
+    "session.timeout.",
+    "heartbeat.",
+    "max.poll.",
+    "check.crcs",
+    "transactional.",
+    "transaction.",
+    "delivery.",
+    "request.",
+    "ssl.endpoint.identification.algorithm",
+    "sasl.mechanism",
+    "security.protocol",
+)
+
+
+def ignored(key: str) -> bool:
+    return key.startswith(IGNORED_PREFIXES)

@@ -1,0 +1,411 @@
+"""kctl's own connections to Kafka brokers, for the reads scripts run in loops (the group
+commands: list, describe, lag): Kafka's protocol over a socket, messages encoded by
+kctl.messages.codec from Kafka's own definitions.
+
+Why not a client library: a one-shot command's budget above Python's floor is ~25 ms
+(issue 37); importing kafka-python costs 130-230 ms and building a librdkafka client plus
+its bootstrap 20-40 ms. This module and the stdlib it needs cost a few ms, and it sends
+exactly the requests a command needs: ApiVersions and (with SASL) the handshake on each
+connection, then the command's own, to several brokers at once (every request is sent
+before any answer is read).
+
+Security is the same as the other clients' and read from the same settings: TLS (`ssl`,
+with librdkafka's ssl.* properties), SASL PLAIN, SCRAM-SHA-256/512 (RFC 5802, written
+here: the scramp package costs 115 ms to import) and OAUTHBEARER (the session's token
+source: unsecured JWTs, OIDC client credentials, AWS MSK IAM). A property it cannot
+honour is a ConfigError naming it, never ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import os
+import socket
+import struct
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, ignored
+from kctl.config.model import ClientSettings
+from kctl.errors import ConfigError, InvalidError, KctlError, NotAuthorizedError, TimeoutError_, UnreachableError
+from kctl.messages import codec
+from kctl.messages.errors import error_name
+
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+# The ssl.* properties the wire client honours (any other ssl.* is refused by name).
+_SSL_PROPERTIES = frozenset({
+    "ssl.ca.location", "ssl.ca.pem", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+    "ssl.crl.location", "ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification",
+})
+# Every request sent, at DEBUG (--debug shows them; tests count them).
+log = logging.getLogger("kctl.wire")
+_SIZE = struct.Struct(">i")
+_HEADER = struct.Struct(">hhi")
+_AUTH_HINT = "check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* (-X, the context, KCTL_X_*)"
+_REACH_HINT = "check -b/--bootstrap-server, the context, and that the brokers are up"
+
+
+class UnsupportedApi(KctlError):
+    """The broker has no version of an API that kctl can use."""
+
+
+class Security:
+    """What a connection needs to get through: TLS, and a SASL mechanism with its secret."""
+
+    def __init__(self, settings: ClientSettings, tokens: Callable[[], Any] | None = None):
+        properties = settings.properties
+        default_protocol = "SASL_SSL" if settings.aws_msk_iam else "PLAINTEXT"
+        self.protocol = properties.get("security.protocol", default_protocol).upper()
+        if self.protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise ConfigError(f"unable to connect: security.protocol {self.protocol} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
+        mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or ("OAUTHBEARER" if settings.aws_msk_iam else "GSSAPI")
+        self.mechanism = mechanism.upper() if self.protocol.startswith("SASL") else None
+        if self.mechanism and self.mechanism not in _MECHANISMS:
+            raise ConfigError(
+                f"unable to connect: sasl.mechanism {self.mechanism} is not supported by kctl's group client",
+                hint=f"it supports {', '.join(_MECHANISMS)}",
+            )
+        self.username = properties.get("sasl.username", "")
+        self.password = properties.get("sasl.password", "")
+        self._tokens = tokens
+        self._properties = properties
+        for key in properties:
+            if key in ("client.id", "sasl.username", "sasl.password", "sasl.mechanisms") or key in OAUTHBEARER_PROPERTIES:
+                continue
+            if key in _SSL_PROPERTIES or ignored(key):
+                continue
+            raise ConfigError(
+                f"unable to connect: property {key!r} is not supported by kctl's group client",
+                hint="it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM/OAUTHBEARER settings",
+            )
+        self._ssl_context: Any = None
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    def ssl_context(self) -> Any:
+        """The TLS context from librdkafka's ssl.* properties (built once)."""
+        if self._ssl_context is None:
+            import ssl
+
+            p = self._properties
+            location = p.get("ssl.ca.location")
+            context = ssl.create_default_context(
+                cafile=location if location and not os.path.isdir(location) else None,
+                capath=location if location and os.path.isdir(location) else None,
+                cadata=p.get("ssl.ca.pem"))
+            if p.get("ssl.certificate.location"):
+                context.load_cert_chain(p["ssl.certificate.location"], p.get("ssl.key.location"), p.get("ssl.key.password"))
+            if p.get("ssl.crl.location"):
+                context.load_verify_locations(p["ssl.crl.location"])
+                context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
+            if p.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
+                context.check_hostname = False
+            if p.get("enable.ssl.certificate.verification", "true").lower() == "false":
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            self._ssl_context = context
+        return self._ssl_context
+
+    def token(self) -> tuple[str, dict[str, str]]:
+        source = self._tokens()
+        return source.current()[0], dict(source.extensions)
+
+
+class Connection:
+    """One broker connection: framing, API versions, SASL. Requests may be pipelined: send
+    several, then receive their answers in order."""
+
+    def __init__(self, host: str, port: int, security: Security, client_id: str, deadline: float):
+        self.address = f"{host}:{port}"
+        self._client_id = client_id.encode()
+        self._correlation = 0
+        self._pending: dict[int, codec.Message] = {}
+        self._deadline = deadline
+        sock = socket.create_connection((host, port), timeout=_remaining(deadline))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if security.tls:
+            sock = security.ssl_context().wrap_socket(sock, server_hostname=host)
+        self._sock = sock
+        self.versions = self._api_versions()
+        if security.mechanism:
+            self._authenticate(security)
+
+    # -- framing ------------------------------------------------------------------------
+
+    def send(self, name: str, version: int, fields: dict[str, Any], deadline: float | None = None) -> int:
+        """Send request `name` (e.g. "ListGroups") at `version`; its correlation id."""
+        request = codec.message(name + "Request", version)
+        response = codec.message(name + "Response", version)
+        self._correlation += 1
+        header = [_HEADER.pack(request.api_key, version, self._correlation)]
+        client_id = [len(self._client_id).to_bytes(2, "big"), self._client_id]
+        tagged = [b"\x00"] if request.flexible else []
+        body = request.encode(**fields)
+        frame = b"".join(header + client_id + tagged + [body])
+        self._sock.settimeout(_remaining(deadline or self._deadline))
+        self._sock.sendall(_SIZE.pack(len(frame)) + frame)
+        log.debug("send %s v%d to %s", name, version, self.address)
+        # ApiVersions answers with header v0 at every version (KIP-511).
+        self._pending[self._correlation] = (response, response.flexible and name != "ApiVersions")
+        return self._correlation
+
+    def receive(self, correlation: int, deadline: float | None = None) -> codec.Struct:
+        response, flexible_header = self._pending.pop(correlation)
+        self._sock.settimeout(_remaining(deadline or self._deadline))
+        (size,) = _SIZE.unpack(self._read(4))
+        frame = self._read(size)
+        (got,) = _SIZE.unpack_from(frame)
+        if got != correlation:
+            raise codec.CodecError(f"answer {got} from {self.address} where {correlation} was expected")
+        position = 4
+        if flexible_header:
+            reader_end = codec.message("ResponseHeader", 1).decode_with_end(frame, 0)[1]
+            position = reader_end
+        return response.decode(frame, position)
+
+    def request(self, name: str, version: int, fields: dict[str, Any], deadline: float | None = None) -> codec.Struct:
+        return self.receive(self.send(name, version, fields, deadline), deadline)
+
+    def _read(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = self._sock.recv(min(left, 1 << 20))
+            if not chunk:
+                raise ConnectionResetError(f"{self.address} closed the connection")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    # -- versions -----------------------------------------------------------------------
+
+    def _api_versions(self) -> dict[int, tuple[int, int]]:
+        fields = {"client_software_name": "kctl", "client_software_version": "1"}
+        # v3 (Kafka 2.4+): every cluster kctl supports has it.
+        answer = self.request("ApiVersions", 3, fields)
+        if answer.error_code:
+            raise KctlError(f"unable to connect: {self.address} refused ApiVersions: {error_name(answer.error_code)}")
+        return {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
+
+    def version(self, name: str, low: int | None = None, high: int | None = None) -> int:
+        """The highest version of API `name` both sides speak, within [low, high]."""
+        ours_low, ours_high = codec.valid_versions(name + "Request")
+        low = ours_low if low is None else max(low, ours_low)
+        high = ours_high if high is None else min(high, ours_high)
+        key = codec.definition(name + "Request")["apiKey"]
+        theirs = self.versions.get(key)
+        if theirs is not None and max(low, theirs[0]) <= min(high, theirs[1]):
+            return min(high, theirs[1])
+        raise UnsupportedApi(f"{self.address} does not support {name} v{low}-{high}")
+
+    # -- SASL ---------------------------------------------------------------------------
+
+    def _authenticate(self, security: Security) -> None:
+        mechanism = security.mechanism
+        handshake = self.request("SaslHandshake", 1, {"mechanism": mechanism})
+        if handshake.error_code:
+            raise NotAuthorizedError(
+                f"authentication failed at {self.address}: {error_name(handshake.error_code)}: the broker does not enable "
+                f"SASL {mechanism} (it enables: {', '.join(handshake.mechanisms) or 'none'})", hint=_AUTH_HINT)
+        version = self.version("SaslAuthenticate")
+        if mechanism == "PLAIN":
+            self._sasl_round(version, b"\x00" + security.username.encode() + b"\x00" + security.password.encode())
+        elif mechanism.startswith("SCRAM-"):
+            self._scram(version, mechanism, security.username, security.password)
+        else:
+            token, extensions = security.token()
+            pairs = "".join(f"{k}={v}\x01" for k, v in sorted(extensions.items()))
+            challenge = self._sasl_round(version, f"n,,\x01auth=Bearer {token}\x01{pairs}\x01".encode())
+            if challenge:  # an error in JSON: Kafka fails the exchange once the client acknowledges it
+                self._sasl_round(version, b"\x01")
+
+    def _sasl_round(self, version: int, data: bytes) -> bytes:
+        answer = self.request("SaslAuthenticate", version, {"auth_bytes": data})
+        if answer.error_code:
+            detail = f": {answer.error_message}" if answer.error_message else ""
+            raise NotAuthorizedError(f"authentication failed at {self.address}: {error_name(answer.error_code)}{detail}", hint=_AUTH_HINT)
+        return answer.auth_bytes
+
+    def _scram(self, version: int, mechanism: str, username: str, password: str) -> None:
+        """SCRAM (RFC 5802 with RFC 7677's SHA-256; SHA-512 as Kafka adds it), client side."""
+        digest = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
+        name = username.replace("=", "=3D").replace(",", "=2C")
+        nonce = base64.b64encode(os.urandom(24)).decode()
+        first_bare = f"n={name},r={nonce}"
+        server_first = self._sasl_round(version, f"n,,{first_bare}".encode()).decode()
+        parts = dict(item.split("=", 1) for item in server_first.split(",") if "=" in item)
+        if not parts.get("r", "").startswith(nonce) or "s" not in parts or "i" not in parts:
+            raise NotAuthorizedError(f"authentication failed at {self.address}: malformed SCRAM challenge", hint=_AUTH_HINT)
+        salted = hashlib.pbkdf2_hmac(digest, password.encode(), base64.b64decode(parts["s"]), int(parts["i"]))
+        client_key = hmac.digest(salted, b"Client Key", digest)
+        without_proof = f"c=biws,r={parts['r']}"
+        auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+        signature = hmac.digest(hashlib.new(digest, client_key).digest(), auth_message, digest)
+        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
+        server_final = self._sasl_round(version, f"{without_proof},p={proof}".encode()).decode()
+        expected = base64.b64encode(hmac.digest(hmac.digest(salted, b"Server Key", digest), auth_message, digest)).decode()
+        if server_final != f"v={expected}":
+            raise NotAuthorizedError(f"authentication failed at {self.address}: the broker's SCRAM signature does not verify", hint=_AUTH_HINT)
+
+
+def _remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise socket.timeout("deadline passed")
+    return left
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.strip().rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"unable to connect: bootstrap server {address!r} is not HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+class WireClient:
+    """Connections to one cluster's brokers, opened as requests need them. Every method
+    takes the `action` its errors are named by ("list groups")."""
+
+    def __init__(self, settings: ClientSettings, tokens: Callable[[], Any] | None = None):
+        self.settings = settings
+        self.timeout = settings.timeout
+        self.security = Security(settings, tokens)
+        self._client_id = settings.properties.get("client.id", "kctl")
+        self._connections: dict[Any, Connection] = {}
+        self._addresses: dict[int, tuple[str, int]] = {}
+
+    # -- connections ----------------------------------------------------------------------
+
+    def _open(self, host: str, port: int, deadline: float) -> Connection:
+        return Connection(host, port, self.security, self._client_id, deadline)
+
+    def bootstrap(self, deadline: float) -> Connection:
+        """A connection to the first bootstrap server that answers."""
+        if "bootstrap" in self._connections:
+            return self._connections["bootstrap"]
+        causes: list[BaseException] = []
+        for address in (self.settings.bootstrap_servers or "").split(","):
+            host, port = _split_address(address)
+            try:
+                connection = self._open(host, port, deadline)
+            except (OSError, codec.CodecError) as exc:
+                causes.append(exc)
+                continue
+            self._connections["bootstrap"] = connection
+            return connection
+        raise _ConnectFailed(causes)
+
+    def node(self, node_id: int, deadline: float) -> Connection:
+        if node_id not in self._connections:
+            if node_id not in self._addresses:
+                self.brokers(deadline)
+            host, port = self._addresses[node_id]
+            boot = self._connections.get("bootstrap")
+            if boot is not None and boot.address == f"{host}:{port}" and boot not in self._connections.values():
+                self._connections[node_id] = boot  # the bootstrap server is this broker
+            else:
+                self._connections[node_id] = self._open(host, port, deadline)
+        return self._connections[node_id]
+
+    def learn(self, node_id: int, host: str, port: int) -> None:
+        """A broker's address from an answer (FindCoordinator names the coordinator's)."""
+        self._addresses[node_id] = (host, port)
+
+    def brokers(self, deadline: float) -> list[int]:
+        """The cluster's brokers (a Metadata request for no topics)."""
+        connection = self.bootstrap(deadline)
+        version = connection.version("Metadata", 1, 12)
+        answer = connection.request("Metadata", version, {"topics": []}, deadline)
+        for broker in answer.brokers:
+            self.learn(broker.node_id, broker.host, broker.port)
+        return sorted(b.node_id for b in answer.brokers)
+
+    def metadata(self, topics: Sequence[str], deadline: float) -> codec.Struct:
+        """A Metadata answer for `topics` (never creating one), its brokers learnt."""
+        connection = self.bootstrap(deadline)
+        version = connection.version("Metadata", 4, 12)
+        fields = {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False}
+        answer = connection.request("Metadata", version, fields, deadline)
+        for broker in answer.brokers:
+            self.learn(broker.node_id, broker.host, broker.port)
+        return answer
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def call(self, action: str, body: Callable[[], Any]) -> Any:
+        """Run body() under the session's timeout, turning what fails into one KctlError."""
+        try:
+            return body()
+        except KctlError as exc:
+            if exc.message.startswith("unable to "):
+                raise
+            # Raised below the action's level ("authentication failed at ..."): name the action.
+            error = type(exc)(f"unable to {action}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code)
+            error.kafka_error = exc.kafka_error
+            raise error from exc
+        except _ConnectFailed as exc:
+            raise self._unreachable(action, exc.causes) from exc
+        except socket.timeout as exc:
+            raise TimeoutError_(f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
+                                hint="raise --timeout if the cluster is slow") from exc
+        except codec.CodecError as exc:
+            raise KctlError(f"unable to {action}: malformed answer from the cluster: {exc}") from exc
+        except OSError as exc:
+            self.close()
+            raise UnreachableError(f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {_describe(exc)}",
+                                   hint=_REACH_HINT) from exc
+
+    def _unreachable(self, action: str, causes: Sequence[BaseException]) -> KctlError:
+        for cause in causes:
+            if isinstance(cause, KctlError):
+                return type(cause)(f"unable to {action}: {cause.message}", hint=cause.hint)
+        cause = _describe(causes[-1]) if causes else "no bootstrap server given"
+        return UnreachableError(f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {cause}", hint=_REACH_HINT)
+
+    def fan_out(self, requests: Sequence[tuple[Any, str, dict[str, Any], int | None, int | None]], deadline: float) -> list[codec.Struct]:
+        """Send every request — (node id or None for any broker, API name, fields, lowest
+        and highest version) — before reading any answer; the answers in order."""
+        sent = []
+        for node_id, name, fields, low, high in requests:
+            connection = self.bootstrap(deadline) if node_id is None else self.node(node_id, deadline)
+            try:
+                version = connection.version(name, low, high)
+            except UnsupportedApi as exc:
+                raise InvalidError(f"the cluster does not support {name}: {exc}") from exc
+            sent.append((connection, connection.send(name, version, fields(version) if callable(fields) else fields, deadline)))
+        return [connection.receive(correlation, deadline) for connection, correlation in sent]
+
+    def deadline(self) -> float:
+        return time.monotonic() + self.timeout
+
+    def close(self) -> None:
+        for connection in set(self._connections.values()):
+            connection.close()
+        self._connections.clear()
+
+
+class _ConnectFailed(Exception):
+    def __init__(self, causes: list[BaseException]):
+        super().__init__("no bootstrap server answered")
+        self.causes = causes
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve host: {exc.strerror or exc}"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.timeout):
+        return "connection timed out"
+    return f"{type(exc).__name__}: {exc}"

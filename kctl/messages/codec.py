@@ -1,0 +1,401 @@
+"""Kafka's wire format for the messages defined in this package, driven by their JSON
+definitions: what a request or response looks like in each version (flexible versions'
+compact encodings and tagged fields included) is read from the definition, never written
+out by hand per message.
+
+Written here rather than taken from a library because of what the libraries cost to
+import, measured on the project's machine: kafka-python's schema-driven codec is the same
+idea, but any `import kafka.protocol...` runs kafka-python's package `__init__`, which
+imports its whole client (130-230 ms); kio's generated classes cost ~115 ms for four
+messages (dataclasses, asyncio). An everyday command's whole budget above Python's floor
+is ~25 ms (issue 37); this module and a few definitions cost ~3 ms.
+
+Decoded messages are `Struct`s whose attributes are the fields' names in snake case
+(`ErrorCode` -> `error_code`), the names kafka-python gives them; requests are built from
+keyword arguments with the same names, and a field left out takes its default.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).parent
+_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+class CodecError(ValueError):
+    """Bytes that are not the message they should be (short, or a length out of range)."""
+
+
+class Struct:
+    """A decoded message or one of its structs: fields as attributes."""
+
+    def __init__(self, **fields: Any):
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return f"Struct({', '.join(f'{k}={v!r}' for k, v in self.__dict__.items())})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Struct) and self.__dict__ == other.__dict__
+
+
+def snake(name: str) -> str:
+    return _SNAKE.sub("_", name).lower()
+
+
+# -- versions ---------------------------------------------------------------------------------
+
+def _in_range(spec: str | None, version: int) -> bool:
+    """Whether `version` is in a definition's version range ("0+", "3-5", "2", "none")."""
+    if spec is None or spec == "none":
+        return False
+    if spec.endswith("+"):
+        return version >= int(spec[:-1])
+    low, _, high = spec.partition("-")
+    return int(low) <= version <= int(high or low)
+
+
+def version_range(spec: str) -> tuple[int, int]:
+    """(lowest, highest) of a validVersions range."""
+    low, _, high = spec.partition("-")
+    return int(low), int(high or low)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+class _Reader:
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes | memoryview, pos: int = 0):
+        self.data = data
+        self.pos = pos
+
+    def take(self, size: int) -> bytes:
+        end = self.pos + size
+        if size < 0 or end > len(self.data):
+            raise CodecError(f"message too short: {size} bytes wanted at {self.pos} of {len(self.data)}")
+        chunk = bytes(self.data[self.pos:end])
+        self.pos = end
+        return chunk
+
+
+def _fixed(fmt: str) -> tuple[Callable[[_Reader], Any], Callable[[list, Any], None]]:
+    packer = struct.Struct(">" + fmt)
+
+    def read(r: _Reader) -> Any:
+        try:
+            (value,) = packer.unpack_from(r.data, r.pos)
+        except struct.error as exc:
+            raise CodecError(f"message too short at {r.pos}") from exc
+        r.pos += packer.size
+        return value
+
+    def write(out: list, value: Any) -> None:
+        out.append(packer.pack(value))
+
+    return read, write
+
+
+def read_uvarint(r: _Reader) -> int:
+    value = shift = 0
+    data, pos = r.data, r.pos
+    while True:
+        if pos >= len(data):
+            raise CodecError("message too short in a varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            r.pos = pos
+            return value
+        shift += 7
+        if shift > 63:
+            raise CodecError("varint too long")
+
+
+def write_uvarint(out: list, value: int) -> None:
+    chunk = bytearray()
+    while value > 0x7F:
+        chunk.append((value & 0x7F) | 0x80)
+        value >>= 7
+    chunk.append(value)
+    out.append(bytes(chunk))
+
+
+_INT8 = _fixed("b")
+_INT16 = _fixed("h")
+_INT32 = _fixed("i")
+_PRIMITIVES = {
+    "bool": (lambda r: bool(_INT8[0](r)), lambda out, v: out.append(b"\x01" if v else b"\x00"), False),
+    "int8": (*_INT8, 0),
+    "int16": (*_INT16, 0),
+    "uint16": (*_fixed("H"), 0),
+    "int32": (*_INT32, 0),
+    "uint32": (*_fixed("I"), 0),
+    "int64": (*_fixed("q"), 0),
+    "float64": (*_fixed("d"), 0.0),
+}
+_NULL_UUID = bytes(16)
+
+
+def _read_uuid(r: _Reader) -> Any:
+    import uuid  # only messages with topic ids pay for it
+
+    return uuid.UUID(bytes=r.take(16))
+
+
+def _write_uuid(out: list, value: Any) -> None:
+    out.append(_NULL_UUID if value is None else getattr(value, "bytes", value))
+
+
+def _length_prefixed(compact: bool, nullable: bool, what: str):
+    """Reader and writer of a length and that many bytes (a string decodes them as UTF-8)."""
+
+    def read_length(r: _Reader) -> int:
+        return read_uvarint(r) - 1 if compact else (_INT16[0](r) if what == "string" else _INT32[0](r))
+
+    def read(r: _Reader) -> Any:
+        size = read_length(r)
+        if size < 0:
+            if not nullable:
+                raise CodecError(f"null {what} where the definition allows none")
+            return None
+        chunk = r.take(size)
+        return chunk.decode("utf-8") if what == "string" else chunk
+
+    def write(out: list, value: Any) -> None:
+        if value is None:
+            if compact:
+                out.append(b"\x00")
+            else:
+                (_INT16 if what == "string" else _INT32)[1](out, -1)
+            return
+        chunk = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        if compact:
+            write_uvarint(out, len(chunk) + 1)
+        else:
+            (_INT16 if what == "string" else _INT32)[1](out, len(chunk))
+        out.append(chunk)
+
+    return read, write
+
+
+# -- compiling a definition for one version ----------------------------------------------------
+
+class _Field:
+    __slots__ = ("name", "read", "write", "default", "tag")
+
+    def __init__(self, name, read, write, default, tag):
+        self.name, self.read, self.write, self.default, self.tag = name, read, write, default, tag
+
+
+def _default(spec: dict, kind: str, nullable: bool) -> Any:
+    value = spec.get("default")
+    if value == "null" and nullable:
+        return None
+    if kind in ("int8", "int16", "uint16", "int32", "uint32", "int64"):
+        return int(str(value), 0) if value is not None else 0
+    if kind == "float64":
+        return float(value) if value is not None else 0.0
+    if kind == "bool":
+        return str(value).lower() == "true" if value is not None else False
+    if kind == "string":
+        return value if value is not None else ""
+    if kind in ("bytes", "records"):
+        return b"" if not nullable else None
+    if kind == "uuid":
+        return None
+    return None  # arrays and structs: filled in by the caller
+
+
+class _Compiled:
+    """One struct's fields for one version: decode bytes to a Struct, encode keywords."""
+
+    def __init__(self, fields: list[_Field], flexible: bool):
+        self.fields = [f for f in fields if f.tag is None]
+        self.tagged = {f.tag: f for f in fields if f.tag is not None}
+        self.absent = [f for f in fields if f.tag is None and f.read is None]
+        self.flexible = flexible
+
+    def read(self, r: _Reader) -> Struct:
+        values = {}
+        for f in self.fields:
+            values[f.name] = f.read(r) if f.read is not None else _fresh(f.default)
+        if self.flexible:
+            for f in self.tagged.values():
+                values[f.name] = _fresh(f.default)
+            for _ in range(read_uvarint(r)):
+                tag = read_uvarint(r)
+                size = read_uvarint(r)
+                end = r.pos + size
+                field = self.tagged.get(tag)
+                if field is not None:
+                    values[field.name] = field.read(_Reader(r.data[:end], r.pos))
+                r.pos = end
+        return Struct(**values)
+
+    def write(self, out: list, value: Any) -> None:
+        get = value.get if isinstance(value, dict) else (lambda name, default: getattr(value, name, default))
+        for f in self.fields:
+            if f.write is not None:
+                v = get(f.name, _MISSING)
+                f.write(out, _fresh(f.default) if v is _MISSING else v)
+        if self.flexible:
+            present = []
+            for tag, f in sorted(self.tagged.items()):
+                v = get(f.name, _MISSING)
+                if v is not _MISSING and v != f.default:
+                    chunk: list = []
+                    f.write(chunk, v)
+                    present.append((tag, b"".join(chunk)))
+            write_uvarint(out, len(present))
+            for tag, chunk in present:
+                write_uvarint(out, tag)
+                write_uvarint(out, len(chunk))
+                out.append(chunk)
+
+
+_MISSING = object()
+
+
+def _fresh(default: Any) -> Any:
+    """A field's default, copied when it is mutable (an empty list per struct)."""
+    return [] if isinstance(default, list) else default
+
+
+def _compile_fields(specs: list[dict], version: int, flexible: bool, common: dict[str, dict]) -> _Compiled:
+    fields = []
+    for spec in specs:
+        name = snake(spec["name"])
+        present = _in_range(spec.get("versions"), version)
+        nullable = _in_range(spec.get("nullableVersions"), version)
+        tagged = flexible and present and _in_range(spec.get("taggedVersions"), version)
+        kind = spec["type"]
+        read = write = None
+        if present:
+            read, write = _type_codec(spec, kind, version, flexible, nullable, common)
+        default = _default(spec, kind, nullable)
+        if kind.startswith("[]") and not (nullable and spec.get("default") == "null"):
+            default = []
+        fields.append(_Field(name, read, write, default, spec["tag"] if tagged else None))
+    return _Compiled(fields, flexible)
+
+
+def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: bool, common: dict[str, dict]):
+    if kind in _PRIMITIVES:
+        read, write, _ = _PRIMITIVES[kind]
+        return read, write
+    if kind == "uuid":
+        return _read_uuid, _write_uuid
+    if kind in ("string", "bytes", "records"):
+        compact = flexible and spec.get("flexibleVersions", "0+") != "none"
+        return _length_prefixed(compact, nullable, "string" if kind == "string" else "bytes")
+    if kind.startswith("[]"):
+        element = kind[2:]
+        if element in _PRIMITIVES or element in ("string", "bytes", "uuid"):
+            item_read, item_write = _type_codec({}, element, version, flexible, False, common)
+        else:
+            struct_ = _compile_fields(spec.get("fields") or common[element], version, flexible, common)
+            item_read, item_write = struct_.read, struct_.write
+
+        def read_array(r: _Reader) -> Any:
+            count = read_uvarint(r) - 1 if flexible else _INT32[0](r)
+            if count < 0:
+                if not nullable:
+                    raise CodecError("null array where the definition allows none")
+                return None
+            if count > len(r.data) - r.pos:
+                raise CodecError(f"array of {count} items in {len(r.data) - r.pos} bytes")
+            return [item_read(r) for _ in range(count)]
+
+        def write_array(out: list, value: Any) -> None:
+            if value is None:
+                out.append(b"\x00") if flexible else _INT32[1](out, -1)
+                return
+            write_uvarint(out, len(value) + 1) if flexible else _INT32[1](out, len(value))
+            for item in value:
+                item_write(out, item)
+
+        return read_array, write_array
+    struct_ = _compile_fields(spec.get("fields") or common[kind], version, flexible, common)
+    if not nullable:
+        return struct_.read, struct_.write
+
+    def read_nullable(r: _Reader) -> Any:
+        return None if _INT8[0](r) < 0 else struct_.read(r)
+
+    def write_nullable(out: list, value: Any) -> None:
+        if value is None:
+            out.append(b"\xff")
+        else:
+            out.append(b"\x01")
+            struct_.write(out, value)
+
+    return read_nullable, write_nullable
+
+
+# -- messages ---------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def definition(name: str) -> dict:
+    """A message's JSON definition from this package (e.g. "MetadataResponse")."""
+    text = (_HERE / f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(_COMMENT.sub("", text))
+
+
+class Message:
+    """One message's codec for one version."""
+
+    def __init__(self, name: str, version: int):
+        spec = definition(name)
+        self.name = name
+        self.version = version
+        self.api_key = spec.get("apiKey")
+        low, high = version_range(spec["validVersions"])
+        if not low <= version <= high:
+            raise ValueError(f"{name} has no version {version} (valid: {spec['validVersions']})")
+        self.flexible = _in_range(spec.get("flexibleVersions"), version)
+        common = {c["name"]: c["fields"] for c in spec.get("commonStructs", ())}
+        self._struct = _compile_fields(spec["fields"], version, self.flexible, common)
+
+    def encode(self, **fields: Any) -> bytes:
+        out: list = []
+        self._struct.write(out, fields)
+        return b"".join(out)
+
+    def decode(self, data: bytes | memoryview, pos: int = 0) -> Struct:
+        """The message from data[pos:] (trailing bytes are left alone, as Kafka does)."""
+        return self._struct.read(_Reader(data, pos))
+
+    def decode_with_end(self, data: bytes | memoryview, pos: int = 0) -> tuple[Struct, int]:
+        reader = _Reader(data, pos)
+        return self._struct.read(reader), reader.pos
+
+
+@lru_cache(maxsize=None)
+def message(name: str, version: int) -> Message:
+    return Message(name, version)
+
+
+def valid_versions(name: str) -> tuple[int, int]:
+    return version_range(definition(name)["validVersions"])
+
+
+def decode_versioned(name: str, data: bytes) -> Struct:
+    """A message that starts with its own int16 version (the consumer protocol's
+    subscriptions and assignments); a version newer than the definition's is read as
+    the newest it knows, as Kafka's clients do (fields are only ever appended)."""
+    reader = _Reader(data)
+    version = _INT16[0](reader)
+    low, high = valid_versions(name)
+    if version < low:
+        raise CodecError(f"{name} version {version} is below {low}")
+    return message(name, min(version, high)).decode(data, reader.pos)
