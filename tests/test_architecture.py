@@ -22,7 +22,7 @@ ALLOWED = {
     "kctl.messages": set(),
     "kctl.config": {"kctl.errors"},
     "kctl.broker": {"kctl.errors", "kctl.sizes", "kctl.messages"},
-    "kctl.admin.client": {"kctl.errors", "kctl.config"},
+    "kctl.admin.client": {"kctl.errors", "kctl.config", "kctl.messages"},
     # Cluster and topics are concerns, not layers: a topic's --detail asks for log dirs and
     # reassignments, replication throttles are configs (no module cycle all the same).
     "kctl.admin.cluster": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.topics"},

@@ -1,9 +1,13 @@
-"""Apache Kafka's message definitions (JSON, Apache-2.0, from kafka-clients 4.3.1's
-common/message/) for the group APIs kafka-python 3.0 ships no schema for:
-ConsumerGroupDescribe and ConsumerGroupHeartbeat (KIP-848), ShareGroupDescribe and
-Describe/Alter/DeleteShareGroupOffsets (KIP-932), StreamsGroupDescribe (KIP-1071).
-kafka-python builds its codec from them exactly as from the definitions it vendors itself
-(kctl.admin.groups.protocol for the admin side, kctl.broker.protocol.kip848 for the bundled
-broker), so no wire format is written by hand. Update them together with the Kafka version
-the tests run.
+"""Apache Kafka's message definitions (JSON, Apache-2.0, copied unchanged from kafka-clients
+4.3.1's common/message/) and kctl's codec for them (codec.py; errors.py holds Kafka's error
+codes).
+
+kctl's wire client (kctl.admin.client.wire) encodes and decodes every message it sends
+with codec.py from these definitions: ApiVersions, SaslHandshake and SaslAuthenticate,
+Metadata, FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, ListOffsets, the
+consumer protocol's assignment, and the newer group APIs (ConsumerGroupDescribe,
+ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets, StreamsGroupDescribe). The
+bundled broker builds kafka-python's codec from ConsumerGroupHeartbeat's
+(kctl.broker.protocol.kip848), which kafka-python 3.0 ships no schema for. No wire format
+is written by hand. Update them together with the Kafka version the tests run.
 """
