@@ -18,7 +18,7 @@ def test_authenticated_admin_uses_both_clients(kctl, secured_kafka, unique_name)
     topic = unique_name("sec")
     flags = sasl_flags(secured_kafka)
     assert kctl(*flags, "topic", "create", topic, "-p", "2").exit_code == 0
-    # cluster info asks the metadata quorum through kafka-python: the same SASL settings.
+    # cluster info asks DescribeCluster and the metadata quorum through kctl's wire client: the same SASL settings.
     info = kctl(*flags, "cluster", "info", "-o", "json")
     assert info.exit_code == 0, info.stderr
     assert json.loads(info.stdout)["controller_id"] == 1

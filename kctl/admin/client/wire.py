@@ -382,7 +382,9 @@ class WireClient:
             try:
                 version = connection.version(name, low, high)
             except UnsupportedApi as exc:
-                raise InvalidError(f"the cluster does not support {name}: {exc}") from exc
+                error = InvalidError(f"the cluster does not support {name}: {exc}")
+                error.kafka_error = "UNSUPPORTED_VERSION"  # what a broker without the API would answer
+                raise error from exc
             sent.append((connection, connection.send(name, version, fields(version) if callable(fields) else fields, deadline)))
         return [connection.receive(correlation, deadline) for connection, correlation in sent]
 
@@ -402,10 +404,16 @@ class _ConnectFailed(Exception):
 
 
 def _describe(exc: BaseException) -> str:
+    """Why a connection failed, in librdkafka's words (_RESOLVE, _TRANSPORT, _SSL), so a
+    cluster that cannot be reached reads the same whichever client found out."""
+    import ssl
+
     if isinstance(exc, socket.gaierror):
-        return f"cannot resolve host: {exc.strerror or exc}"
+        return f"_RESOLVE: failed to resolve host: {exc.strerror or exc}"
+    if isinstance(exc, ssl.SSLError):
+        return f"_SSL: {exc}"
     if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
+        return "_TRANSPORT: connection refused"
     if isinstance(exc, socket.timeout):
-        return "connection timed out"
-    return f"{type(exc).__name__}: {exc}"
+        return "_TRANSPORT: connection timed out"
+    return f"_TRANSPORT: {exc}"

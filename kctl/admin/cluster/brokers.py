@@ -30,41 +30,49 @@ def active_controller(session: AdminSession, reported: int | None) -> int | None
 
     In KRaft clusters DescribeCluster names a random live broker as "controller" (the
     real controllers are hidden from clients), so the metadata quorum's leader is asked
-    for instead. Clusters without DescribeQuorum (ZooKeeper-era Kafka, some compatibles)
-    report their real controller through DescribeCluster, which is used then.
+    for instead. Clusters without DescribeQuorum (ZooKeeper-era Kafka, some compatibles,
+    kctl's bundled broker) report their real controller through DescribeCluster, which is
+    used then.
     """
+    wire = session.wire
+    request = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
     try:
-        quorum = session.run_kafka_python(lambda c: c.describe_metadata_quorum(), "describe metadata quorum")
+        (quorum,) = wire.call("describe metadata quorum", lambda: wire.fan_out([(None, "DescribeQuorum", request, 0, 2)], wire.deadline()))
     except KctlError as exc:
         if exc.kafka_error == "UNSUPPORTED_VERSION":
             return reported
         return None
-    for topic in quorum.get("topics", []):
-        for partition in topic.get("partitions", []):
-            leader = partition.get("leader_id")
-            if leader is not None and leader >= 0:
-                return leader
+    if quorum.error_code:
+        return None  # not authorised to describe the cluster, say: not known
+    for topic in quorum.topics:
+        for partition in topic.partitions:
+            if not partition.error_code and partition.leader_id >= 0:
+                return partition.leader_id
     return None
 
 
 def describe_cluster(session: AdminSession) -> ClusterInfo:
-    result = session.wait(
-        session.client.describe_cluster(request_timeout=session.timeout),
-        "describe cluster",
-    )
-    reported = result.controller.id if result.controller is not None else None
+    """The cluster id, the active controller and the brokers (DescribeCluster and
+    DescribeQuorum through kctl's wire client: no client library to import)."""
+    from kctl.admin.client.errors import for_kafka_code
+
+    wire = session.wire
+    (result,) = wire.call("describe cluster", lambda: wire.fan_out([(None, "DescribeCluster", {}, 0, 2)], wire.deadline()))
+    if result.error_code:
+        raise for_kafka_code(result.error_code, result.error_message, "describe cluster")
+    reported = result.controller_id if result.controller_id >= 0 else None
     controller_id = active_controller(session, reported)
     brokers = tuple(
         sorted(
             (
                 BrokerInfo(
-                    id=node.id,
+                    id=node.broker_id,
                     host=node.host,
                     port=node.port,
                     rack=node.rack or None,
-                    is_controller=node.id == controller_id,
+                    is_controller=node.broker_id == controller_id,
                 )
-                for node in result.nodes
+                for node in result.brokers
             ),
             key=lambda b: b.id,
         )
