@@ -143,7 +143,12 @@ def seed(kctl: list[str], bootstrap: str, args, env: dict[str, str]) -> None:
         producer.produce("t001", value=b"%d" % i, partition=i % args.partitions)
     value = b"x" * 1024
     for i in range(args.records):
-        producer.produce("consumed", value=value)
+        while True:
+            try:
+                producer.produce("consumed", value=value)
+                break
+            except BufferError:  # librdkafka's queue holds 100,000 records: let it drain
+                producer.poll(0.1)
         if i % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(120) == 0

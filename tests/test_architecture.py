@@ -33,7 +33,8 @@ ALLOWED = {
     "kctl.admin.declarative": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.admin.topics",
                                "kctl.admin.security"},
     "kctl.admin": set(),  # the package's own __init__: a docstring
-    "kctl.records": {"kctl.errors", "kctl.timespec", "kctl.config", "kctl.admin.client", "kctl.admin.topics", "kctl.admin.registry"},
+    "kctl.records": {"kctl.errors", "kctl.timespec", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.topics",
+                     "kctl.admin.registry"},
     "kctl.output": {"kctl.errors", "kctl.timespec", "kctl.sizes"},
     "kctl.lag_exporter": {"kctl.errors", "kctl.admin.client", "kctl.admin.groups", "kctl.output"},
     "kctl.local": {"kctl.errors", "kctl.broker"},

@@ -122,10 +122,10 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
       kctl record produce invoices -K : --value-schema-file invoice.avsc --file invoices.txt
       echo '{"cents":"250","currency":"EUR"}' | kctl record produce prices --value-schema-file money.proto
     """
-    from kctl.records.produce import ProduceOptions
+    from kctl.records.produce import READ_AHEAD_BYTES, ProduceOptions
     from kctl.records.produce import produce as produce_records
     from kctl.errors import UsageError
-    from kctl.records.reader import split_records
+    from kctl.records.reader import read_ahead, split_records
     from kctl.records.template import InputTemplate, TemplateError
     from kctl.timespec import parse_instant
 
@@ -168,13 +168,16 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
         allow_auto_topic_creation=allow_auto_topic_creation,
         check_partitions_first=keep_partitions and partition is None,
     )
-    stream = _open_input(path, app)
+    opened = _open_input(path, app)
+    # Whether the input is small and already complete decides which producer sends it.
+    stream, complete = read_ahead(opened, READ_AHEAD_BYTES)
     try:
         with progress(app, f"produce {topic}", total=_file_size(stream), unit="bytes") as shown:
             separator = delimiter.encode()
             chunks = _shown_chunks(split_records(stream, separator), shown, len(separator))
             report = produce_records(
-                app.session, options, chunks, parse, on_skip=lambda line, why: app.warn(f"line {line} skipped: {why}")
+                app.session, options, chunks, parse, on_skip=lambda line, why: app.warn(f"line {line} skipped: {why}"),
+                input_complete=complete,
             )
             if not app.out.is_structured:
                 skipped = f", {report.skipped} skipped" if report.skipped else ""
@@ -182,7 +185,7 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
                 shown.summary = (f"produced {report.records} record(s) ({report.bytes} bytes) to {topic} "
                                  f"in {report.seconds:.2f}s{rate}{skipped}")
     finally:
-        if stream is not getattr(app.stdin, "buffer", None):
+        if opened is not getattr(app.stdin, "buffer", None):
             stream.close()
     if app.out.is_structured:
         app.out.document(report, PRODUCE_REPORT)

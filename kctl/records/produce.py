@@ -18,6 +18,8 @@ from kctl.admin.client.session import AdminSession, build_client
 from kctl.errors import ExitCode, InvalidError, KctlError, NotFoundError, PartialFailure, UsageError
 from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
 
+# What the CLI reads ahead of producing, to learn whether the input is small and complete.
+READ_AHEAD_BYTES = 64 * 1024
 # Undeliverable records fail after this long instead of librdkafka's five minutes, so an
 # outage mid-run ends the command with an error rather than a hang.
 DEFAULT_MESSAGE_TIMEOUT_MS = 30_000
@@ -160,22 +162,35 @@ def produce(
     chunks: Iterable[Sequence[bytes]],
     parse: Callable[[bytes], ProducerRecord | None] | None = None,
     on_skip: Callable[[int, str], None] = lambda line, reason: None,
+    input_complete: bool = False,
 ) -> ProduceReport:
     """Produce one record per input item: the item is the value (plain), or `parse` turns
     it into a ProducerRecord (None skips it, as a blank JSON line). Raises a KctlError
-    naming the input line when a record is invalid or was not delivered."""
-    from confluent_kafka import Producer
+    naming the input line when a record is invalid or was not delivered.
 
+    `input_complete` says the input is in memory and at most READ_AHEAD_BYTES: with the
+    default settings it is then sent by kctl's own idempotent producer
+    (kctl.records.wire_produce), which has no producer-id timer to wait for."""
     topic = options.topic
-    partitions, max_bytes = _topic_limits(session, topic, options.allow_auto_topic_creation)
+    failures = _Failures()
+    from kctl.records import wire_produce
+
+    if input_complete and wire_produce.eligible(session, options):
+        partitions = wire_produce.topic_partitions(session, topic, f"produce to {topic}")
+        producer = wire_produce.WireProducer(session, topic, partitions, failures, DEFAULT_MESSAGE_TIMEOUT_MS / 1000)
+    else:
+        from confluent_kafka import Producer
+
+        partitions, max_bytes = _topic_limits(session, topic, options.allow_auto_topic_creation)
+        config = producer_config(session, options, max_bytes)
+        config["on_delivery"] = failures
+        producer = None
     if options.check_partitions_first:
         chunks = _checked_partitions(topic, chunks, parse, partitions)
     if options.partition is not None and not 0 <= options.partition < partitions:
         raise NotFoundError(f"unable to produce to {topic}: partition {options.partition} does not exist (the topic has {partitions})")
-    failures = _Failures()
-    config = producer_config(session, options, max_bytes)
-    config["on_delivery"] = failures
-    producer = build_client(Producer, config, "producer")
+    if producer is None:
+        producer = build_client(Producer, config, "producer")
 
     state = _State()
     started = time.monotonic()
@@ -271,10 +286,18 @@ def _queue(producer, *args, **kwargs) -> None:
             pass
 
 
-def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> KctlError | None:
-    """The hot path: every input item is a value, nothing else is set."""
+def _local_errors(producer) -> tuple[type[BaseException], ...]:
+    """What producer.produce raises for a record it refuses before sending it."""
+    if hasattr(producer, "local_errors"):
+        return producer.local_errors
     from confluent_kafka import KafkaException
 
+    return (KafkaException,)
+
+
+def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> KctlError | None:
+    """The hot path: every input item is a value, nothing else is set."""
+    local_errors = _local_errors(producer)
     produce = producer.produce
     for chunk in chunks:
         for value in chunk:
@@ -285,7 +308,7 @@ def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> Kct
                 produce(topic, value)
             except BufferError:
                 _queue(producer, topic, value)
-            except KafkaException as exc:
+            except local_errors as exc:
                 return _local_error(exc, topic, state.line)
             state.queued += 1
             state.bytes += len(value) if value is not None else 0
@@ -296,8 +319,7 @@ def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> Kct
 
 
 def _produce_records(producer, topic, chunks, parse, options, partitions, failures, state, on_skip) -> KctlError | None:
-    from confluent_kafka import KafkaException
-
+    local_errors = _local_errors(producer)
     produce = producer.produce
     fixed_headers = list(options.headers)
     null_marker = options.null_marker
@@ -332,7 +354,7 @@ def _produce_records(producer, topic, chunks, parse, options, partitions, failur
                 produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
             except BufferError:
                 _queue(producer, topic, value, key, partition, timestamp=timestamp, headers=headers)
-            except KafkaException as exc:
+            except local_errors as exc:
                 return _local_error(exc, topic, state.line)
             state.queued += 1
             state.bytes += (len(value) if value is not None else 0) + (len(key) if key is not None else 0)

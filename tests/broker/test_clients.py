@@ -73,7 +73,7 @@ def test_lookup_by_time_inside_a_compressed_batch(broker, codec):
     for i in range(10):
         producer.produce(topic, value=b"%d" % i, timestamp=base + i * 1000)
     assert producer.flush(10) == 0
-    from kctl.broker.protocol import records
+    from kctl.messages import records
 
     (segment,) = (broker.data_dir / f"{topic}-0").glob("*.log")
     batches = [(h.base_offset, h.records_count) for _p, h in records.split_batches(segment.read_bytes())]

@@ -11,8 +11,9 @@ import google_crc32c
 import pytest
 
 from kctl.broker.configs import TOPIC_CONFIGS, LogConfig
-from kctl.broker.protocol import errors, records
-from kctl.broker.protocol.records import InvalidBatch
+from kctl.broker.protocol import errors
+from kctl.messages import records
+from kctl.messages.records import InvalidBatch
 from kctl.broker.storage.files import FilePool
 from kctl.broker.storage.index import OffsetIndex, TimeIndex
 from kctl.broker.storage.log import Log

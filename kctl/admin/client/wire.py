@@ -304,7 +304,7 @@ class WireClient:
                 continue
             self._connections["bootstrap"] = connection
             return connection
-        raise _ConnectFailed(causes)
+        raise ConnectFailed(causes)
 
     def node(self, node_id: int, deadline: float) -> Connection:
         if node_id not in self._connections:
@@ -354,7 +354,7 @@ class WireClient:
             error = type(exc)(f"unable to {action}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code)
             error.kafka_error = exc.kafka_error
             raise error from exc
-        except _ConnectFailed as exc:
+        except ConnectFailed as exc:
             raise self._unreachable(action, exc.causes) from exc
         except socket.timeout as exc:
             raise TimeoutError_(f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
@@ -397,9 +397,11 @@ class WireClient:
         self._connections.clear()
 
 
-class _ConnectFailed(Exception):
+class ConnectFailed(ConnectionError):
+    """No bootstrap server could be connected to; `causes` says why for each."""
+
     def __init__(self, causes: list[BaseException]):
-        super().__init__("no bootstrap server answered")
+        super().__init__(f"no bootstrap server answered: {_describe(causes[-1]) if causes else 'none given'}")
         self.causes = causes
 
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..protocol import records
-from ..protocol.records import BatchHeader, InvalidBatch
+from kctl.messages import records
+from kctl.messages.records import BatchHeader, InvalidBatch
 from . import offsets_topic as topic
 
 log = logging.getLogger("kctl.broker.coordinator")

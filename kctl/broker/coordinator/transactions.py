@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..protocol import errors
-from ..protocol.records import InvalidBatch
+from kctl.messages.records import InvalidBatch
 from ..storage.journal import Journal
 from .offsets import CommittedOffset
 

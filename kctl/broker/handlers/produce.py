@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from ..protocol import errors
-from ..protocol.records import InvalidBatch
+from kctl.messages.records import InvalidBatch
 from .common import INTERNAL_TOPICS, answer_storage_error, topic_for_name, topic_name
 
 log = logging.getLogger("kctl.broker.produce")

@@ -9,7 +9,7 @@ import logging
 from ..coordinator.offsets import CommittedOffset
 from ..coordinator.transactions import STATES
 from ..protocol import errors
-from ..protocol.records import InvalidBatch
+from kctl.messages.records import InvalidBatch
 from .common import storage_error_message
 
 log = logging.getLogger("kctl.broker.transactions")

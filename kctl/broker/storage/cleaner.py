@@ -40,7 +40,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..protocol import records
+from kctl.messages import records
 from .files import FilePool
 from .segment import LogSegment, file_name
 
@@ -215,7 +215,7 @@ def _xerial(batch, header) -> bool:
 
 
 def _rebuilt(header, kept, plan: CleanPlan, xerial: bool = False) -> bytearray:
-    block = b"".join(records._zigzag(len(r.body)) + r.body for r in kept)
+    block = b"".join(records.zigzag(len(r.body)) + r.body for r in kept)
     return records.build_batch(header, block, len(kept), xerial)
 
 

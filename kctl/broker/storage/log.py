@@ -15,9 +15,11 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from kctl.messages import records
+from kctl.messages.records import InvalidBatch
+
 from ..configs import LogConfig
-from ..protocol import errors, records
-from ..protocol.records import InvalidBatch
+from ..protocol import errors
 from .files import FilePool
 from .producer_state import ProducerStateManager
 from .segment import LogSegment, file_name

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..protocol import errors
-from ..protocol.records import BatchHeader, InvalidBatch
+from kctl.messages.records import BatchHeader, InvalidBatch
 
 RETAINED_BATCHES = 5
 _INT32_MAX = 0x7FFFFFFF

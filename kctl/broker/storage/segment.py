@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..protocol import records
+from kctl.messages import records
 from .files import FilePool, write_all
 from .index import OffsetIndex, TimeIndex
 

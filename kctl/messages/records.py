@@ -1,4 +1,5 @@
-"""RecordBatch v2 (magic 2): the unit the broker validates, stores and serves.
+"""RecordBatch v2 (magic 2): the unit the bundled broker validates, stores and serves, and
+kctl's own producer (kctl.records.wire_produce) writes.
 
 Header layout (61 bytes, big-endian; DefaultRecordBatch.java):
 
@@ -305,10 +306,10 @@ def iter_keys(batch, header: BatchHeader):
 
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers_block: bytes) -> bytes:
     """One record: `headers_block` is its header count and headers as already encoded."""
-    body = (b"\x00" + _zigzag(timestamp_delta) + _zigzag(offset_delta)
-            + (_zigzag(-1) if key is None else _zigzag(len(key)) + key)
-            + (_zigzag(-1) if value is None else _zigzag(len(value)) + value) + headers_block)
-    return _zigzag(len(body)) + body
+    body = (b"\x00" + zigzag(timestamp_delta) + zigzag(offset_delta)
+            + (zigzag(-1) if key is None else zigzag(len(key)) + key)
+            + (zigzag(-1) if value is None else zigzag(len(value)) + value) + headers_block)
+    return zigzag(len(body)) + body
 
 
 def record_headers_block(record: Record) -> bytes:
@@ -362,8 +363,8 @@ def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinat
     (version 0, coordinator epoch). Base offset 0, to be assigned on append."""
     key = _MARKER_KEY.pack(0, COMMIT if commit else ABORT)
     value = _MARKER_VALUE.pack(0, coordinator_epoch)
-    body = bytes([0]) + _zigzag(0) + _zigzag(0) + _zigzag(len(key)) + key + _zigzag(len(value)) + value + _zigzag(0)
-    record = _zigzag(len(body)) + body
+    body = bytes([0]) + zigzag(0) + zigzag(0) + zigzag(len(key)) + key + zigzag(len(value)) + value + zigzag(0)
+    record = zigzag(len(body)) + body
     attributes = TRANSACTIONAL_BIT | CONTROL_BIT
     batch = bytearray(HEADER.pack(0, HEADER_SIZE - LOG_OVERHEAD + len(record), 0, 2, 0, attributes, 0,
                                   timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, 1))
@@ -388,7 +389,7 @@ def marker_type(batch, header: BatchHeader) -> int | None:
     return kind if kind in (ABORT, COMMIT) else None
 
 
-def _zigzag(value: int) -> bytes:
+def zigzag(value: int) -> bytes:
     """A zig-zag signed varint, as records use."""
     value = (value << 1) ^ (value >> 63)
     out = bytearray()

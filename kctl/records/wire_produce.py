@@ -1,0 +1,290 @@
+"""Producing a small input that has been read in full, through kctl's wire client, with
+the idempotent producer's guarantee and without librdkafka's wait for a producer id.
+
+Why: librdkafka's idempotent producer asks for its producer id on a 500 ms timer when no
+broker connection is up yet, which is always the case for a new producer
+(src/rdkafka_idempotence.c, `rd_kafka_idemp_pid_fsm`: "No broker available" ->
+`rd_kafka_idemp_pid_timer_restart(rk, rd_false, ...)`), so `echo x | kctl record produce`
+took 0.5 s more than its work. Here the producer id is asked for at once.
+
+The guarantee is Kafka's idempotent producer's, kept the way Kafka keeps it: one producer
+id and epoch (InitProducerId), one batch per partition with base sequence 0, acks=all, and
+a batch that may not have been written (a retriable error, a connection that dropped, a
+broker that restarted) is sent again unchanged — same producer id, epoch and sequence — so
+the leader appends it once and answers a copy it already has with its offset
+(DUPLICATE_SEQUENCE_NUMBER counts as written). It is used only when the whole input is
+in memory (reader.read_ahead) and small (produce.READ_AHEAD_BYTES: a partition's one batch
+stays well under any broker's max.message.bytes), with the default settings (acks=all with
+idempotence, no compression, no librdkafka-only property); everything else goes through
+librdkafka as before.
+
+Partitions are chosen as librdkafka's default partitioner does (consistent_random: CRC-32
+of the key modulo the partition count; records with no key or an empty one go to a random
+partition, here one for the whole input as librdkafka's sticky partitioning does),
+so a key lands where librdkafka would put it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from kctl.admin.client.session import AdminSession
+from kctl.errors import KctlError, NotAuthorizedError, NotFoundError
+from kctl.messages import codec
+from kctl.messages import records as batches
+from kctl.messages.errors import ERRORS, error_name
+
+# Answers after which the same batch is sent again (Kafka's retriable Produce errors).
+_RETRIABLE = frozenset({
+    "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "NOT_ENOUGH_REPLICAS",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "UNKNOWN_TOPIC_OR_PARTITION", "KAFKA_STORAGE_ERROR", "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH", "CORRUPT_MESSAGE", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+    "CONCURRENT_TRANSACTIONS",
+    # Not an answer: the connection dropped or no leader was known; whether a batch was
+    # written is unknown, which is what sending it again unchanged is for.
+    "_TRANSPORT", "LEADER_NOT_AVAILABLE",
+})
+_BACKOFF = 0.1
+# librdkafka's names where they differ from Kafka's (kctl.admin.client.errors maps them back).
+_LIBRDKAFKA_NAMES = {"UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PART", "NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION",
+                     "INVALID_TOPIC_EXCEPTION": "TOPIC_EXCEPTION"}
+
+
+class DeliveryError:
+    """A failed record's error, shaped as librdkafka's KafkaError (name, str, code) for the
+    delivery report's callback; `kafka` is Kafka's own name for it."""
+
+    def __init__(self, kafka: str, text: str, code: int = -1):
+        self.kafka = kafka
+        self._name, self._text, self._code = _LIBRDKAFKA_NAMES.get(kafka, kafka), text, code
+
+    @classmethod
+    def of_code(cls, code: int, message: str | None = None) -> DeliveryError:
+        name = error_name(code)
+        return cls(name, message or ERRORS.get(code, (name, name))[1], code)
+
+    @property
+    def retriable(self) -> bool:
+        return self.kafka in _RETRIABLE
+
+    def name(self) -> str:
+        return self._name
+
+    def str(self) -> str:
+        return self._text
+
+    def code(self) -> int:
+        return self._code
+
+
+class _Sent:
+    """A record as the delivery callback sees it (librdkafka's Message: value, partition)."""
+
+    __slots__ = ("_value", "_partition")
+
+    def __init__(self, value: bytes | None, partition: int):
+        self._value, self._partition = value, partition
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def partition(self) -> int:
+        return self._partition
+
+
+def topic_partitions(session: AdminSession, topic: str, action: str) -> int:
+    """The topic's partition count, from a Metadata request that never creates it; the
+    errors librdkafka's path gives for a topic that is missing or may not be written."""
+    wire = session.wire
+    metadata = wire.call(action, lambda: wire.metadata([topic], wire.deadline()))
+    found = next((t for t in metadata.topics if t.name == topic), None)
+    code = found.error_code if found is not None else 3
+    name = error_name(code)
+    if name == "TOPIC_AUTHORIZATION_FAILED":
+        raise NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {topic}")
+    if code or not found.partitions:
+        raise NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic",
+                            hint=f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
+    return len(found.partitions)
+
+
+class WireProducer:
+    """The part of confluent_kafka.Producer that kctl.records.produce uses: produce()
+    queues, flush() sends everything and reports each failed record to `on_delivery`."""
+
+    # What produce() raises for a record it refuses locally (none: the broker judges).
+    local_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, session: AdminSession, topic: str, partitions: int, on_delivery: Callable[[Any, Any], None],
+                 timeout: float):
+        self._session = session
+        self._topic = topic
+        self._partitions = partitions
+        self._on_delivery = on_delivery
+        self._timeout = timeout
+        self._sticky = random.randrange(partitions)  # records without a key, as librdkafka's sticky partitioner
+        self._queued: dict[int, list[tuple]] = {}
+        self._count = 0
+
+    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
+                timestamp: int = 0, headers: list | None = None) -> None:
+        if partition is None or partition < 0:
+            # librdkafka's consistent_random: an empty key is no key (random, here sticky).
+            partition = zlib.crc32(key) % self._partitions if key else self._sticky
+        self._queued.setdefault(partition, []).append((key, value, timestamp or 0, headers))
+        self._count += 1
+
+    def poll(self, _timeout: float = 0) -> int:
+        return 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def flush(self, _timeout: float | None = None) -> int:
+        """Send every queued record and wait for its fate (within the message timeout);
+        0, as every record is then either written or reported failed."""
+        if self._queued:
+            self._deliver()
+        self._queued.clear()
+        self._count = 0
+        return 0
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def _deliver(self) -> None:
+        deadline = time.monotonic() + self._timeout
+        try:
+            producer_id, epoch = self._producer_id(deadline)
+        except _Failed as failed:  # nothing was sent
+            for partition in list(self._queued):
+                self._fail(partition, failed.error)
+            return
+        now = int(time.time() * 1000)
+        pending = {p: self._batch(rows, producer_id, epoch, now) for p, rows in self._queued.items()}
+        last_error: dict[int, DeliveryError] = {}
+        while pending:
+            try:
+                answers = self._send(pending, deadline)
+            except (OSError, codec.CodecError) as exc:  # the connection dropped: whether it was written is unknown
+                self._session.wire.close()
+                answers = {p: DeliveryError("_TRANSPORT", f"connection lost: {exc}") for p in pending}
+            except KctlError as exc:  # refused at connection (authentication): nothing was sent
+                answers = {p: DeliveryError(exc.kafka_error or "_AUTHENTICATION", exc.message) for p in pending}
+            for partition, outcome in answers.items():
+                if outcome is None:
+                    del pending[partition]
+                elif outcome.retriable:
+                    last_error[partition] = outcome  # sent again below, unchanged
+                else:
+                    del pending[partition]
+                    self._fail(partition, outcome)
+            if pending:
+                if time.monotonic() + _BACKOFF >= deadline:
+                    for partition in pending:
+                        cause = last_error.get(partition)
+                        last = f" (last: {cause.name()}: {cause.str()})" if cause else ""
+                        self._fail(partition, DeliveryError("_MSG_TIMED_OUT", f"Message timed out{last}"))
+                    return
+                time.sleep(_BACKOFF)
+
+    def _producer_id(self, deadline: float) -> tuple[int, int]:
+        """A producer id and epoch (InitProducerId, any broker), asked again while the answer
+        is retriable or the connection drops, until the deadline."""
+        wire = self._session.wire
+        fields = {"transactional_id": None, "transaction_timeout_ms": -1, "producer_id": -1, "producer_epoch": -1}
+        while True:
+            try:
+                (answer,) = wire.fan_out([(None, "InitProducerId", fields, 0, 4)], deadline)
+                cause = None if not answer.error_code else DeliveryError.of_code(answer.error_code)
+            except (OSError, codec.CodecError) as exc:
+                wire.close()
+                answer, cause = None, DeliveryError("_TRANSPORT", f"connection lost: {exc}")
+            except KctlError as exc:
+                raise _Failed(DeliveryError(exc.kafka_error or "_AUTHENTICATION", exc.message)) from exc
+            if cause is None:
+                return answer.producer_id, answer.producer_epoch
+            if not cause.retriable or time.monotonic() + _BACKOFF >= deadline:
+                raise _Failed(cause)
+            time.sleep(_BACKOFF)
+
+    def _batch(self, rows: list[tuple], producer_id: int, epoch: int, now: int) -> bytes:
+        """One RecordBatch v2 of the partition's records: base sequence 0, CreateTime."""
+        timestamps = [t or now for _k, _v, t, _h in rows]
+        base = min(timestamps)
+        block = b"".join(batches.encode_record(i, ts - base, key, value, _headers_block(headers))
+                         for i, ((key, value, _t, headers), ts) in enumerate(zip(rows, timestamps)))
+        header = batches.BatchHeader(base_offset=0, batch_length=0, partition_leader_epoch=-1, magic=2, crc=0, attributes=0,
+                                     last_offset_delta=len(rows) - 1, base_timestamp=base, max_timestamp=max(timestamps),
+                                     producer_id=producer_id, producer_epoch=epoch, base_sequence=0, records_count=len(rows))
+        return bytes(batches.build_batch(header, block, len(rows)))
+
+    def _send(self, pending: dict[int, bytes], deadline: float) -> dict[int, DeliveryError | None]:
+        """One Produce request per leader for the pending partitions, all in flight at once:
+        each partition's outcome (None: written)."""
+        wire = self._session.wire
+        metadata = wire.metadata([self._topic], deadline)
+        topic = next((t for t in metadata.topics if t.name == self._topic), None)
+        leaders = {p.partition_index: p.leader_id for p in (topic.partitions if topic else ()) if p.leader_id >= 0}
+        by_leader: dict[int, list[int]] = {}
+        outcomes: dict[int, DeliveryError | None] = {}
+        for partition in pending:
+            if partition in leaders:
+                by_leader.setdefault(leaders[partition], []).append(partition)
+            else:
+                outcomes[partition] = DeliveryError.of_code(5)  # LEADER_NOT_AVAILABLE: sent again
+        requests = []
+        for leader, partitions in by_leader.items():
+            fields = {"transactional_id": None, "acks": -1, "timeout_ms": int(max(0.1, deadline - time.monotonic()) * 1000),
+                      "topic_data": [{"name": self._topic, "partition_data": [{"index": p, "records": pending[p]} for p in partitions]}]}
+            requests.append((leader, "Produce", fields, 3, 12))  # v13 names topics by id only
+        for answer in wire.fan_out(requests, deadline):
+            for response in answer.responses:
+                for p in response.partition_responses:
+                    name = error_name(p.error_code)
+                    if not p.error_code or name == "DUPLICATE_SEQUENCE_NUMBER":
+                        outcomes[p.index] = None
+                    else:
+                        outcomes[p.index] = DeliveryError.of_code(p.error_code, p.error_message)
+        return outcomes
+
+    def _fail(self, partition: int, error: DeliveryError) -> None:
+        for _key, value, _t, _h in self._queued.get(partition, ()):
+            self._on_delivery(error, _Sent(value, partition))
+
+
+class _Failed(Exception):
+    def __init__(self, error: DeliveryError):
+        super().__init__(error.str())
+        self.error = error
+
+
+def _headers_block(headers: list | None) -> bytes:
+    """A record's header count and headers, encoded as in a RecordBatch v2."""
+    headers = headers or []
+    parts = [batches.zigzag(len(headers))]
+    for name, value in headers:
+        key = name.encode() if isinstance(name, str) else bytes(name)
+        parts.append(batches.zigzag(len(key)) + key)
+        parts.append(batches.zigzag(-1) if value is None else batches.zigzag(len(value)) + bytes(value))
+    return b"".join(parts)
+
+
+def eligible(session: AdminSession, options: Any) -> bool:
+    """Whether the wire path gives what the options ask: the default acks=all with
+    idempotence, no compression, the topic not to be created, and settings the wire
+    client honours (a librdkafka-only property such as `partitioner` keeps librdkafka)."""
+    from kctl.errors import ConfigError
+
+    if options.acks not in ("all", "-1") or options.idempotence is False or options.compression != "none":
+        return False
+    if options.allow_auto_topic_creation:
+        return False
+    try:
+        session.wire  # noqa: B018 - building it checks every property
+    except ConfigError:
+        return False
+    return True
