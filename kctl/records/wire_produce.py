@@ -277,14 +277,6 @@ def eligible(session: AdminSession, options: Any) -> bool:
     """Whether the wire path gives what the options ask: the default acks=all with
     idempotence, no compression, the topic not to be created, and settings the wire
     client honours (a librdkafka-only property such as `partitioner` keeps librdkafka)."""
-    from kctl.errors import ConfigError
-
     if options.acks not in ("all", "-1") or options.idempotence is False or options.compression != "none":
         return False
-    if options.allow_auto_topic_creation:
-        return False
-    try:
-        session.wire  # noqa: B018 - building it checks every property
-    except ConfigError:
-        return False
-    return True
+    return not options.allow_auto_topic_creation and session.wire_available()

@@ -145,6 +145,15 @@ class AdminSession:
 
         return WireClient(self.settings, tokens=lambda: self.tokens)
 
+    def wire_available(self) -> bool:
+        """Whether the wire client honours every setting of the session: a command with a
+        librdkafka path takes it otherwise (a librdkafka-only property, an unknown one)."""
+        try:
+            self.wire  # noqa: B018 - building it checks every property
+        except ConfigError:
+            return False
+        return True
+
     @cached_property
     def api_versions(self) -> dict[int, tuple[int, int]]:
         """The APIs a broker of the cluster supports ({API key: (min, max) version}), asked

@@ -66,7 +66,7 @@ class Security:
         self.mechanism = mechanism.upper() if self.protocol.startswith("SASL") else None
         if self.mechanism and self.mechanism not in _MECHANISMS:
             raise ConfigError(
-                f"unable to connect: sasl.mechanism {self.mechanism} is not supported by kctl's group client",
+                f"unable to connect: sasl.mechanism {self.mechanism} is not supported by kctl's own client",
                 hint=f"it supports {', '.join(_MECHANISMS)}",
             )
         self.username = properties.get("sasl.username", "")
@@ -79,7 +79,7 @@ class Security:
             if key in _SSL_PROPERTIES or ignored(key):
                 continue
             raise ConfigError(
-                f"unable to connect: property {key!r} is not supported by kctl's group client",
+                f"unable to connect: property {key!r} is not supported by kctl's own client",
                 hint="it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM/OAUTHBEARER settings",
             )
         self._ssl_context: Any = None
@@ -331,11 +331,12 @@ class WireClient:
             self.learn(broker.node_id, broker.host, broker.port)
         return sorted(b.node_id for b in answer.brokers)
 
-    def metadata(self, topics: Sequence[str], deadline: float) -> codec.Struct:
-        """A Metadata answer for `topics` (never creating one), its brokers learnt."""
+    def metadata(self, topics: Sequence[str] | None, deadline: float) -> codec.Struct:
+        """A Metadata answer for `topics` (None: every topic; never creating one), its
+        brokers learnt."""
         connection = self.bootstrap(deadline)
         version = connection.version("Metadata", 4, 12)
-        fields = {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False}
+        fields = {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False}
         answer = connection.request("Metadata", version, fields, deadline)
         for broker in answer.brokers:
             self.learn(broker.node_id, broker.host, broker.port)
@@ -414,8 +415,8 @@ def _describe(exc: BaseException) -> str:
         return f"_RESOLVE: failed to resolve host: {exc.strerror or exc}"
     if isinstance(exc, ssl.SSLError):
         return f"_SSL: {exc}"
-    if isinstance(exc, ConnectionRefusedError):
-        return "_TRANSPORT: connection refused"
     if isinstance(exc, socket.timeout):
-        return "_TRANSPORT: connection timed out"
+        return "_TRANSPORT: Connection timed out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"_TRANSPORT: {exc.strerror}"  # "Connection refused", as librdkafka says it
     return f"_TRANSPORT: {exc}"

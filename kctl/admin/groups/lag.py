@@ -22,57 +22,14 @@ from kctl.admin.groups import protocol
 from kctl.admin.groups.groups import committed_offsets, described_error, listed_type, not_found
 from kctl.admin.groups.models import TYPES, GroupLag, PartitionLag
 from kctl.errors import KctlError
-from kctl.messages.errors import error_name
-from kctl.polling import poll
 
 
 def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
-    """(log start, log end) for every partition, None where its leader could not say: two
-    ListOffsets requests per leader, every one in flight at once (sent one after the other
-    they cost a second round trip, 0.1 s at 20,000 partitions), through kctl's wire client.
-    A partition answered with a retriable error (its leader moved, a topic just created)
-    is asked again after a metadata refresh while that metadata names a leader for it,
-    until --timeout."""
-    from kctl.admin.topics.offsets import RETRIABLE_OFFSETS
+    """(log start, log end) for every partition, None where its leader could not say
+    (kctl.admin.topics.offsets.log_offsets: every leader asked at once)."""
+    from kctl.admin.topics.offsets import log_offsets as ask
 
-    wire = session.wire
-    values: dict[tuple[str, int], list[int | None]] = {p: [None, None] for p in partitions}
-    todo = set(values)
-    level = 1 if isolation == "read_committed" else 0
-
-    def ask() -> set:
-        nonlocal todo
-        deadline = wire.deadline()
-        metadata = wire.metadata(sorted({t for t, _ in todo}), deadline)
-        leaders = {(t.name, p.partition_index): p.leader_id for t in metadata.topics for p in t.partitions if p.leader_id >= 0}
-        by_node: dict[int, list[tuple[str, int]]] = {}
-        for key in sorted(todo):
-            if key in leaders:
-                by_node.setdefault(leaders[key], []).append(key)
-        requests, order = [], []
-        for node, keys in by_node.items():
-            for index, timestamp in ((0, -2), (1, -1)):  # earliest, latest
-                topics: dict[str, list] = {}
-                for topic, partition in keys:
-                    topics.setdefault(topic, []).append({"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp})
-                fields = {"replica_id": -1, "isolation_level": level, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-                requests.append((node, "ListOffsets", fields, 2 if level else 1, 10))
-                order.append(index)
-        retry = set()
-        for index, answer in zip(order, wire.fan_out(requests, deadline)):
-            for topic in answer.topics:
-                for p in topic.partitions:
-                    key = (topic.name, p.partition_index)
-                    if not p.error_code:
-                        values[key][index] = p.offset
-                    elif error_name(p.error_code) in RETRIABLE_OFFSETS:
-                        retry.add(key)
-        todo = retry
-        return todo
-
-    if partitions:
-        poll(lambda: wire.call("list offsets", ask), lambda todo: not todo, timeout=session.timeout, interval=0.1, stop_before=True)
-    return {k: (v[0], v[1]) for k, v in values.items()}
+    return {key: (start, end) for key, (start, end, _epoch) in ask(session, partitions, isolation).items()}
 
 
 def partition_lag(group: str, topic: str, partition: int, committed: int | None, log_start: int | None, log_end: int | None, owner=None) -> PartitionLag:

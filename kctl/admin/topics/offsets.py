@@ -105,6 +105,59 @@ RETRIABLE_OFFSETS = frozenset({
 _RETRY_BACKOFF = 0.1
 
 
+def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]],
+                isolation: str = "read_uncommitted") -> dict[tuple[str, int], tuple[int | None, int | None, int | None]]:
+    """(log start, log end, the leader's epoch) for every partition, None where its leader
+    could not say: two ListOffsets requests per leader, every one in flight at once (sent
+    one after the other they cost a second round trip, 0.1 s at 20,000 partitions),
+    through kctl's wire client. A partition answered with a retriable error (its leader
+    moved, a topic just created) is asked again after a metadata refresh while that
+    metadata names a leader for it, until --timeout; one without a leader is not asked."""
+    from kctl.messages.errors import error_name
+
+    wire = session.wire
+    values: dict[tuple[str, int], list[int | None]] = {p: [None, None, None] for p in partitions}
+    todo = set(values)
+    level = 1 if isolation == "read_committed" else 0
+
+    def ask() -> set:
+        nonlocal todo
+        deadline = wire.deadline()
+        metadata = wire.metadata(sorted({t for t, _ in todo}), deadline)
+        leaders = {(t.name, p.partition_index): p.leader_id for t in metadata.topics for p in t.partitions if p.leader_id >= 0}
+        by_node: dict[int, list[tuple[str, int]]] = {}
+        for key in sorted(todo):
+            if key in leaders:
+                by_node.setdefault(leaders[key], []).append(key)
+        requests, order = [], []
+        for node, keys in by_node.items():
+            for index, timestamp in ((0, -2), (1, -1)):  # earliest, latest
+                topics: dict[str, list] = {}
+                for topic, partition in keys:
+                    topics.setdefault(topic, []).append({"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp})
+                fields = {"replica_id": -1, "isolation_level": level, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+                requests.append((node, "ListOffsets", fields, 2 if level else 1, 10))
+                order.append(index)
+        retry = set()
+        for index, answer in zip(order, wire.fan_out(requests, deadline)):
+            for topic in answer.topics:
+                for p in topic.partitions:
+                    key = (topic.name, p.partition_index)
+                    if not p.error_code:
+                        values[key][index] = p.offset
+                        if index == 1:
+                            values[key][2] = p.leader_epoch if p.leader_epoch >= 0 else None
+                    elif error_name(p.error_code) in RETRIABLE_OFFSETS:
+                        retry.add(key)
+        todo = retry
+        return todo
+
+    if partitions:
+        poll(lambda: wire.call("list offsets", ask), lambda todo: not todo, timeout=session.timeout, interval=_RETRY_BACKOFF,
+             stop_before=True)
+    return {k: (v[0], v[1], v[2]) for k, v in values.items()}
+
+
 def ask_offsets(
     session: AdminSession, rounds: Sequence[tuple[str, Mapping[tuple[str, int], Any]]], isolation: str = "read_uncommitted"
 ) -> list[dict[tuple[str, int], Any]]:

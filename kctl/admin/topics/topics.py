@@ -87,18 +87,24 @@ def _describe(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDes
 
 
 def _description(raw, *, live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
+    """A TopicDescription from confluent-kafka's TopicDescription."""
+    layout = [(p.id, p.leader.id if p.leader is not None and p.leader.id >= 0 else None,
+               tuple(n.id for n in p.replicas), tuple(n.id for n in p.isr)) for p in raw.partitions]
+    return _described(raw.name, kafka_uuid(raw.topic_id), bool(raw.is_internal), layout, live=live, offsets=offsets, detail=detail)
+
+
+def _described(name: str, topic_id: str | None, internal: bool, layout: Sequence[tuple[int, int | None, tuple, tuple]], *,
+               live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
+    """A TopicDescription from each partition's (id, leader or None, replicas, ISR)."""
     partitions = []
     offsets = offsets or {}
     detail = detail or {}
-    for p in sorted(raw.partitions, key=lambda p: p.id):
-        replicas = tuple(n.id for n in p.replicas)
-        isr = tuple(n.id for n in p.isr)
-        leader = p.leader.id if p.leader is not None and p.leader.id >= 0 else None
-        earliest, latest, epoch = offsets.get(p.id, (None, None, None))
-        size, adding, removing = detail.get(p.id, (None, None, None))
+    for partition, leader, replicas, isr in sorted(layout):
+        earliest, latest, epoch = offsets.get(partition, (None, None, None))
+        size, adding, removing = detail.get(partition, (None, None, None))
         partitions.append(
             PartitionInfo(
-                partition=p.id,
+                partition=partition,
                 leader=leader,
                 leader_epoch=epoch,
                 replicas=replicas,
@@ -114,9 +120,9 @@ def _description(raw, *, live: set[int] | None, offsets: dict | None = None, det
             )
         )
     return TopicDescription(
-        name=raw.name,
-        topic_id=kafka_uuid(raw.topic_id),
-        internal=bool(raw.is_internal),
+        name=name,
+        topic_id=topic_id,
+        internal=internal,
         replication_factor=max((len(p.replicas) for p in partitions), default=0),
         partitions=tuple(partitions),
     )
@@ -189,7 +195,12 @@ def list_topics(
     request beside the Metadata one, as costly again (librdkafka builds every
     partition's replica nodes), so without `with_topic_ids` `topic_id` is None and the
     internal flag follows Kafka's rule (INTERNAL_TOPICS).
+
+    A plain listing (no filter, no configs) is one Metadata request through kctl's wire
+    client, topic ids and the internal flag included: no client library to import.
     """
+    if not filters and not (count_overrides or with_overrides) and session.wire_available():
+        return _listed_on_wire(session, regex, include_internal)
     from confluent_kafka import TopicCollection
 
     metadata = session.metadata("list topics")
@@ -244,6 +255,27 @@ def list_topics(
     return summaries
 
 
+def _listed_on_wire(session: AdminSession, regex: re.Pattern[str] | None, include_internal: bool) -> list[TopicSummary]:
+    """list_topics without filters or configs: one Metadata request for every topic."""
+    wire = session.wire
+    metadata = wire.call("list topics", lambda: wire.metadata(None, wire.deadline()))
+    summaries = []
+    for topic in sorted(metadata.topics, key=lambda t: t.name):
+        if (regex is not None and not regex.fullmatch(topic.name)) or (topic.is_internal and not include_internal):
+            continue
+        replication_factor = under_replicated = offline = 0
+        for p in topic.partitions:
+            replicas = len(p.replica_nodes)
+            replication_factor = max(replication_factor, replicas)
+            under_replicated += len(p.isr_nodes) < replicas
+            offline += p.leader_id < 0
+        summaries.append(TopicSummary(
+            name=topic.name, topic_id=_wire_topic_id(topic.topic_id),
+            partitions=len(topic.partitions), replication_factor=replication_factor, internal=bool(topic.is_internal),
+            config_overrides=None, under_replicated_partitions=under_replicated, offline_partitions=offline))
+    return summaries
+
+
 def _describe_action(names: Sequence[str]) -> str:
     # wait_all names the topic of each failure only in batches; a single one is named here.
     return f"describe topic {names[0]}" if len(set(names)) == 1 else "describe topic"
@@ -257,11 +289,12 @@ def describe_topics(
     Offsets come from ListOffsets; with `detail`, replica sizes and in-progress
     reassignments too (through kafka-python, which costs ~150 ms of start-up).
     """
-    from confluent_kafka import TopicCollection
-
     for name in names:
         validate_topic_name(name)
     unique = list(dict.fromkeys(names))
+    if session.wire_available():
+        return _described_on_wire(session, unique, detail)
+    from confluent_kafka import TopicCollection
 
     def ask():
         futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
@@ -284,9 +317,60 @@ def describe_topics(
     return found, errors
 
 
+def _described_on_wire(session: AdminSession, names: list[str], detail: bool) -> tuple[list[TopicDescription], dict[str, KctlError]]:
+    """describe_topics through kctl's wire client: one Metadata request for the topics
+    (asked again for up to NEW_TOPIC_GRACE while one is unknown), then ListOffsets to
+    every leader at once."""
+    from kctl.admin.client.errors import for_kafka_code
+    from kctl.admin.topics.offsets import log_offsets
+    from kctl.messages.errors import error_name
+
+    wire = session.wire
+
+    def ask():
+        return wire.call(_describe_action(names), lambda: wire.metadata(names, wire.deadline()))
+
+    def unknown(metadata) -> bool:
+        return any(error_name(t.error_code) == "UNKNOWN_TOPIC_OR_PARTITION" for t in metadata.topics)
+
+    metadata = session.ask_until_found(ask, unknown)
+    live = {b.node_id for b in metadata.brokers}
+    topics = {t.name: t for t in metadata.topics}
+    errors: dict[str, KctlError] = {}
+    layouts: dict[str, list] = {}
+    for name in names:
+        topic = topics.get(name)
+        code = topic.error_code if topic is not None else 3
+        if code and not (error_name(code) == "LEADER_NOT_AVAILABLE" and topic.partitions):
+            errors[name] = for_kafka_code(code, None, f"describe topic {name}")
+            continue
+        layouts[name] = [(p.partition_index, p.leader_id if p.leader_id >= 0 else None, tuple(p.replica_nodes), tuple(p.isr_nodes))
+                         for p in topic.partitions]
+    leaders = {(name, partition): leader for name, layout in layouts.items() for partition, leader, _r, _i in layout}
+    offsets: dict[str, dict[int, tuple]] = {}
+    for (name, partition), found in log_offsets(session, [k for k, leader in leaders.items() if leader is not None]).items():
+        offsets.setdefault(name, {})[partition] = found
+    details = _detail(session, list(layouts), leaders) if detail and layouts else {}
+    found = [_described(name, _wire_topic_id(topics[name].topic_id), bool(topics[name].is_internal), layouts[name], live=live,
+                        offsets=offsets.get(name), detail=details.get(name)) for name in names if name in layouts]
+    return found, errors
+
+
+def _wire_topic_id(topic_id) -> str | None:
+    """A topic id as Kafka's tools print it (URL-safe base64 without padding); None for
+    the all-zero id of a Metadata answer that did not carry one."""
+    import base64
+
+    if topic_id is None or not any(topic_id.bytes):
+        return None
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
 def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]) -> list[str]:
     """Topics whose cleanup.policy includes compact while a broker holding their replicas
     runs no log cleaner (log.cleaner.enable=false): their records are never compacted. Best effort: configs that cannot be read count as fine."""
+    if session.wire_available():
+        return _uncompacted_on_wire(session, topics)
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     from kctl.admin.cluster.partitions import request_topic_configs
@@ -307,6 +391,40 @@ def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]
         entry = None if isinstance(result, KctlError) else result.get("log.cleaner.enable")
         if entry is not None and entry.value == "false":
             cleaner_off.add(int(resource.name))
+    return sorted(name for name, replicas in replicas_of.items() if replicas & cleaner_off)
+
+
+# DescribeConfigs' resource types.
+_TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
+
+
+def _uncompacted_on_wire(session: AdminSession, topics: Sequence[TopicDescription]) -> list[str]:
+    """uncompacted_topics through kctl's wire client: one DescribeConfigs for the topics'
+    cleanup.policy, then, when one is compacted, one per broker holding its replicas (a
+    broker's own configs are answered by that broker), all at once."""
+    wire = session.wire
+
+    def describe(requests: list[tuple[int | None, int, str, str]]) -> dict[str, str | None]:
+        """{resource name: the key's value}, for (node, resource type, name, key) asked."""
+        sent = [(node, "DescribeConfigs", {"resources": [{"resource_type": kind, "resource_name": name, "configuration_keys": [key]}]},
+                 1, 4) for node, kind, name, key in requests]
+        answers = wire.call("describe configs", lambda: wire.fan_out(sent, wire.deadline()))
+        return {r.resource_name: next((c.value for c in r.configs), None)
+                for answer in answers for r in answer.results if not r.error_code}
+
+    if not topics:
+        return []
+    try:
+        policies = describe([(None, _TOPIC_RESOURCE, t.name, "cleanup.policy") for t in topics])
+        compacted = {name for name, value in policies.items() if "compact" in (value or "")}
+        if not compacted:
+            return []
+        replicas_of = {t.name: {r for p in t.partitions for r in p.replicas} for t in topics if t.name in compacted}
+        brokers = sorted(set().union(*replicas_of.values()))
+        cleaners = describe([(b, _BROKER_RESOURCE, str(b), "log.cleaner.enable") for b in brokers])
+    except KctlError:
+        return []  # best effort: not allowed to read configs, say
+    cleaner_off = {int(b) for b, value in cleaners.items() if value == "false"}
     return sorted(name for name, replicas in replicas_of.items() if replicas & cleaner_off)
 
 
