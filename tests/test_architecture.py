@@ -26,7 +26,8 @@ ALLOWED = {
     # Cluster and topics are concerns, not layers: a topic's --detail asks for log dirs and
     # reassignments, replication throttles are configs (no module cycle all the same).
     "kctl.admin.cluster": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.topics"},
-    "kctl.admin.topics": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.sizes", "kctl.timespec"},
+    "kctl.admin.topics": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.cluster", "kctl.sizes",
+                          "kctl.timespec"},
     "kctl.admin.groups": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.timespec", "kctl.admin.client", "kctl.admin.topics"},
     "kctl.admin.security": {"kctl.errors", "kctl.config", "kctl.sizes", "kctl.admin.client"},
     "kctl.admin.registry": {"kctl.errors", "kctl.config", "kctl.admin.client"},

@@ -69,6 +69,10 @@ class Security:
                 f"unable to connect: sasl.mechanism {self.mechanism} is not supported by kctl's own client",
                 hint=f"it supports {', '.join(_MECHANISMS)}",
             )
+        if settings.aws_msk_iam and self.mechanism != "OAUTHBEARER":
+            raise ConfigError(f"unable to use AWS MSK IAM with sasl.mechanism={mechanism}: MSK IAM authenticates with OAUTHBEARER")
+        if self.mechanism == "OAUTHBEARER" and tokens is not None:
+            tokens()  # the token source's settings are checked now, before any connection
         self.username = properties.get("sasl.username", "")
         self.password = properties.get("sasl.password", "")
         self._tokens = tokens
@@ -128,13 +132,17 @@ class Connection:
         self._pending: dict[int, codec.Message] = {}
         self._deadline = deadline
         sock = socket.create_connection((host, port), timeout=_remaining(deadline))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if security.tls:
-            sock = security.ssl_context().wrap_socket(sock, server_hostname=host)
-        self._sock = sock
-        self.versions = self._api_versions()
-        if security.mechanism:
-            self._authenticate(security)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if security.tls:
+                sock = security.ssl_context().wrap_socket(sock, server_hostname=host)
+            self._sock = sock
+            self.versions = self._api_versions()
+            if security.mechanism:
+                self._authenticate(security)
+        except BaseException:
+            sock.close()
+            raise
 
     # -- framing ------------------------------------------------------------------------
 
@@ -345,9 +353,19 @@ class WireClient:
     # -- requests ---------------------------------------------------------------------------
 
     def call(self, action: str, body: Callable[[], Any]) -> Any:
-        """Run body() under the session's timeout, turning what fails into one KctlError."""
+        """Run body() under the session's timeout, turning what fails into one KctlError.
+        A connection that drops (a broker restarted, or closed it after
+        connections.max.idle.ms in a long `--watch`) is opened again and body() run once
+        more: every caller's requests are reads."""
         try:
-            return body()
+            try:
+                return body()
+            except OSError as exc:
+                if isinstance(exc, (ConnectFailed, socket.timeout)) or not self._connections:
+                    raise
+                log.debug("connection lost (%s): reconnecting", exc)
+                self.close()
+                return body()
         except KctlError as exc:
             if exc.message.startswith("unable to "):
                 raise
