@@ -101,6 +101,13 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
     the input stopped. A line that cannot be read stops the input there (records before
     it are written) unless --skip-invalid.
 
+    With the default --acks all the producer is idempotent: a record whose answer was
+    lost (a dropped connection, a broker restart) is sent again and still written once.
+    An input of up to 64 KiB that has ended when kctl starts (echo x | kctl ...) is
+    sent by kctl's own producer, which asks for its producer id at once; a longer or
+    ongoing input, --acks 0/1, --compression or a librdkafka-only -X property goes
+    through librdkafka, record by record as it arrives.
+
     With --value-schema or --value-schema-file each value is a JSON document, checked
     against the schema (a bad one names its line and field, and nothing is written for
     it) and written as Confluent's serializers write it (magic byte, schema id, Avro,
