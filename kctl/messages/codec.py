@@ -199,6 +199,45 @@ def _length_prefixed(compact: bool, nullable: bool, what: str):
     return read, write
 
 
+def _read_count(r: _Reader, compact: bool) -> int:
+    """An array's length (-1: null): a compact one's unsigned varint holds length + 1."""
+    if not compact:
+        return _INT32[0](r)
+    first = r.data[r.pos] if r.pos < len(r.data) else 0x80
+    if first < 0x80:  # fewer than 127 items: one byte, read inline (the hot path)
+        r.pos += 1
+        return first - 1
+    return read_uvarint(r) - 1
+
+
+def _fixed_array(fmt: str, compact: bool, nullable: bool):
+    """Reader and writer of an array of fixed-size numbers (replica lists, partition ids),
+    the items read by one struct.unpack_from."""
+    size = struct.calcsize(">" + fmt)
+
+    def read(r: _Reader) -> Any:
+        count = _read_count(r, compact)
+        if count < 0:
+            if not nullable:
+                raise CodecError("null array where the definition allows none")
+            return None
+        try:
+            values = list(struct.unpack_from(f">{count}{fmt}", r.data, r.pos))
+        except struct.error as exc:
+            raise CodecError(f"message too short for {count} items at {r.pos}") from exc
+        r.pos += count * size
+        return values
+
+    def write(out: list, value: Any) -> None:
+        if value is None:
+            out.append(b"\x00") if compact else _INT32[1](out, -1)
+            return
+        write_uvarint(out, len(value) + 1) if compact else _INT32[1](out, len(value))
+        out.append(struct.pack(f">{len(value)}{fmt}", *value))
+
+    return read, write
+
+
 # -- compiling a definition for one version ----------------------------------------------------
 
 class _Field:
@@ -347,6 +386,8 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
     if kind in ("string", "bytes", "records"):
         compact = flexible and spec.get("flexibleVersions", "0+") != "none"
         return _length_prefixed(compact, nullable, "string" if kind == "string" else "bytes")
+    if kind.startswith("[]") and kind[2:] in _FORMATS and kind[2:] != "bool":
+        return _fixed_array(_FORMATS[kind[2:]], flexible, nullable)
     if kind.startswith("[]"):
         element = kind[2:]
         if element in _PRIMITIVES or element in ("string", "bytes", "uuid"):
@@ -356,7 +397,7 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
             item_read, item_write = struct_.read, struct_.write
 
         def read_array(r: _Reader) -> Any:
-            count = read_uvarint(r) - 1 if flexible else _INT32[0](r)
+            count = _read_count(r, flexible)
             if count < 0:
                 if not nullable:
                     raise CodecError("null array where the definition allows none")

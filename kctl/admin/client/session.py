@@ -4,17 +4,19 @@ same way by every command."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kctl.admin.client.errors import describe, error_of, translate
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
 from kctl.errors import ConfigError, KctlError, NotAuthorizedError, NotFoundError, TimeoutError_, UnreachableError
+
+if TYPE_CHECKING:  # the wire client's commands never wait on a future: not imported for them
+    import concurrent.futures
 
 log = logging.getLogger("kctl.admin")
 # librdkafka's own log lines go here instead of straight to stderr; --debug shows them.
@@ -250,6 +252,8 @@ class AdminSession:
                 # One future stands for the batch: librdkafka completes a request's futures
                 # together, and registering a waiter on each of 40,000 (ListOffsets of a
                 # large cluster) takes 0.12 s, more than the request, on every interval.
+                import concurrent.futures
+
                 concurrent.futures.wait((next(iter(pending.values())),), timeout=_POLL_INTERVAL)
         return results
 

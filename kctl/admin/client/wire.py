@@ -18,9 +18,6 @@ honour is a ConfigError naming it, never ignored.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import logging
 import os
 import socket
@@ -247,6 +244,10 @@ class Connection:
 
     def _scram(self, version: int, mechanism: str, username: str, password: str) -> None:
         """SCRAM (RFC 5802 with RFC 7677's SHA-256; SHA-512 as Kafka adds it), client side."""
+        import base64
+        import hashlib
+        import hmac
+
         digest = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
         name = username.replace("=", "=3D").replace(",", "=2C")
         nonce = base64.b64encode(os.urandom(24)).decode()
