@@ -39,6 +39,20 @@ def _read(sock: socket.socket, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def serve_each(listener: socket.socket, serve: Callable[[socket.socket], None]) -> None:
+    """Accept connections on `listener` until it is closed, each served on a thread of its own."""
+
+    def accept() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(client,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+
+
 class KafkaProxy:
     """Relays request and answer frames one by one. `on_answer(api_key, answer)` runs as an
     answer arrives from the broker and returns whether to pass it on; when it returns False
@@ -48,15 +62,7 @@ class KafkaProxy:
         self.on_answer = on_answer
         self._target = target
         self._listener = socket.create_server((ADDRESS, port))
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+        serve_each(self._listener, self._serve)
 
     def _serve(self, client: socket.socket) -> None:
         try:

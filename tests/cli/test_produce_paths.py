@@ -11,9 +11,10 @@ import sys
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from kctl.broker.process import BrokerProcess
+from tests.cli.test_record import read_all
 from tests.kafka_proxy import ADDRESS, KafkaProxy
 
 pytestmark = pytest.mark.integration
@@ -22,21 +23,8 @@ PRODUCE = 0
 
 
 def records(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, bytes | None, bytes]]:
-    """(partition, key, value) of every record of the topic."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "paths-reader", "enable.partition.eof": True,
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    found, ends, deadline = [], 0, time.monotonic() + 30
-    while ends < partitions and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is None:
-            continue
-        if message.error():
-            ends += 1
-            continue
-        found.append((message.partition(), message.key(), message.value()))
-    consumer.close()
-    return sorted(found)
+    """(partition, key, value) of every record of the topic, sorted."""
+    return sorted((p, key, value) for p, _offset, _ts, key, value, _headers in read_all(bootstrap, topic, partitions))
 
 
 def test_small_input_takes_the_wire_path_and_keys_land_where_librdkafka_puts_them(kctl, cluster, unique_name, caplog):

@@ -17,6 +17,8 @@ import ssl
 import threading
 from pathlib import Path
 
+from tests.kafka_proxy import serve_each
+
 
 def make_certificates(directory: Path, address: str) -> tuple[Path, Path, Path]:
     """(CA certificate, server certificate, server key), PEM files in `directory`."""
@@ -61,16 +63,7 @@ class TlsFront:
         self._context.load_cert_chain(certificate, key)
         self._target = target
         self._listener = socket.create_server((host, port))
-        self._closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+        serve_each(self._listener, self._serve)
 
     def _serve(self, client: socket.socket) -> None:
         try:
@@ -83,7 +76,6 @@ class TlsFront:
         _pump(secured, upstream)
 
     def close(self) -> None:
-        self._closed = True
         self._listener.close()
 
 
