@@ -8,13 +8,13 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import time
 
 import pytest
 from confluent_kafka import Producer
 
 from kctl.broker.process import BrokerProcess
 from tests.cli.test_record import read_all
+from tests.eventually import eventually
 from tests.kafka_proxy import ADDRESS, KafkaProxy
 
 pytestmark = pytest.mark.integration
@@ -57,7 +57,12 @@ def test_a_stream_still_goes_through_librdkafka(cluster, unique_name):
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     process.stdin.write(b"first\n")
     process.stdin.flush()
-    time.sleep(1.0)
+    # The first record is written while the input is still open (kctl's own producer would
+    # wait for the end): only then does the input go on and end.
+    def first_written() -> None:
+        assert records(cluster.bootstrap, topic, 1), "the first record is not written yet"
+
+    eventually(first_written, timeout=30)
     process.stdin.write(b"second\n")
     process.stdin.close()
     err = process.stderr.read()
