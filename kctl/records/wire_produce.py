@@ -100,13 +100,21 @@ def topic_partitions(session: AdminSession, topic: str, action: str) -> int:
     """The topic's partition count, from a Metadata request that never creates it; the
     errors librdkafka's path gives for a topic that is missing or may not be written."""
     wire = session.wire
-    metadata = wire.call(action, lambda: wire.metadata([topic], wire.deadline()))
-    found = next((t for t in metadata.topics if t.name == topic), None)
+
+    def ask():
+        metadata = wire.call(action, lambda: wire.metadata([topic], wire.deadline()))
+        return next((t for t in metadata.topics if t.name == topic), None)
+
+    def missing(found) -> bool:
+        return found is None or (not found.partitions and error_name(found.error_code) != "TOPIC_AUTHORIZATION_FAILED")
+
+    # A topic a script has just created may not be known yet to the broker asked: asked
+    # again for up to NEW_TOPIC_GRACE, as the librdkafka path does.
+    found = session.ask_until_found(ask, missing)
     code = found.error_code if found is not None else 3
-    name = error_name(code)
-    if name == "TOPIC_AUTHORIZATION_FAILED":
+    if error_name(code) == "TOPIC_AUTHORIZATION_FAILED":
         raise NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {topic}")
-    if code or not found.partitions:
+    if found is None or not found.partitions:
         raise NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic",
                             hint=f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
     return len(found.partitions)
