@@ -87,18 +87,38 @@ def free_port() -> int:
     Kafka binds its ports seconds after they are chosen; a port from the ephemeral range
     can meanwhile become the source port of some client connection (the tests open many),
     and Kafka then dies with "Address already in use".
+
+    A port could also be chosen twice before anything binds it: by this process (seen in
+    CI: a node's listener and controller drawn on one port, and Kafka refused to format
+    the node), so a port is never handed out twice here; or by another pytest-xdist worker,
+    so each worker draws from a slice of the range of its own.
     """
+    import os
     import random
 
+    low, high = 20000, 32000
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if worker.startswith("gw") and worker[2:].isdigit() and count > 1:
+        size = (high - low) // count
+        low = low + int(worker[2:]) % count * size
+        high = low + size
     for _ in range(200):
-        port = random.randrange(20000, 32000)
+        port = random.randrange(low, high)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
+            _HANDED_OUT.add(port)
             return port
-    raise KafkaStartError("no free port found in 20000-32000")
+    raise KafkaStartError(f"no free port found in {low}-{high}")
+
+
+# Ports free_port has returned in this process.
+_HANDED_OUT: set[int] = set()
 
 
 def random_cluster_id() -> str:
