@@ -390,6 +390,9 @@ def never_the_same(example: Example) -> str | None:
     """Why an example's output cannot be compared, whatever the run, or None."""
     if re.search(r"Ctrl-C", example.comment):
         return "stopped by Ctrl-C, wherever it got to"
+    if example.path == ("record", "consume") and re.search(r"--grep .* -n \d", example.text):
+        # A CI run printed o-10, o-20, o-30... where the recording has o-0, o-10, o-20...
+        return "the first matches of several partitions arrive in no order Kafka defines"
     if example.path[:1] == ("local",):
         return "a broker's own directory, port and process"
     if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):
