@@ -210,6 +210,12 @@ def _read_count(r: _Reader, compact: bool) -> int:
     return read_uvarint(r) - 1
 
 
+def _write_count(out: list, value: Any, compact: bool) -> None:
+    """An array's length as _read_count reads it (None: a null array)."""
+    count = -1 if value is None else len(value)
+    write_uvarint(out, count + 1) if compact else _INT32[1](out, count)
+
+
 def _fixed_array(fmt: str, compact: bool, nullable: bool):
     """Reader and writer of an array of fixed-size numbers (replica lists, partition ids),
     the items read by one struct.unpack_from."""
@@ -229,11 +235,9 @@ def _fixed_array(fmt: str, compact: bool, nullable: bool):
         return values
 
     def write(out: list, value: Any) -> None:
-        if value is None:
-            out.append(b"\x00") if compact else _INT32[1](out, -1)
-            return
-        write_uvarint(out, len(value) + 1) if compact else _INT32[1](out, len(value))
-        out.append(struct.pack(f">{len(value)}{fmt}", *value))
+        _write_count(out, value, compact)
+        if value is not None:
+            out.append(struct.pack(f">{len(value)}{fmt}", *value))
 
     return read, write
 
@@ -407,11 +411,8 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
             return [item_read(r) for _ in range(count)]
 
         def write_array(out: list, value: Any) -> None:
-            if value is None:
-                out.append(b"\x00") if flexible else _INT32[1](out, -1)
-                return
-            write_uvarint(out, len(value) + 1) if flexible else _INT32[1](out, len(value))
-            for item in value:
+            _write_count(out, value, flexible)
+            for item in value or ():
                 item_write(out, item)
 
         return read_array, write_array

@@ -333,12 +333,7 @@ class WireClient:
 
     def brokers(self, deadline: float) -> list[int]:
         """The cluster's brokers (a Metadata request for no topics)."""
-        connection = self.bootstrap(deadline)
-        version = connection.version("Metadata", 1, 12)
-        answer = connection.request("Metadata", version, {"topics": []}, deadline)
-        for broker in answer.brokers:
-            self.learn(broker.node_id, broker.host, broker.port)
-        return sorted(b.node_id for b in answer.brokers)
+        return sorted(b.node_id for b in self.metadata([], deadline).brokers)
 
     def metadata(self, topics: Sequence[str] | None, deadline: float) -> codec.Struct:
         """A Metadata answer for `topics` (None: every topic; never creating one), its
