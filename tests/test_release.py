@@ -55,6 +55,7 @@ def test_the_sdist_and_the_wheel_carry_what_users_need(dist):
     man_in_wheel = sorted(Path(n).name for n in in_wheel if "/data/share/man/man1/" in n)
     assert man_in_wheel == committed_man
     assert "kctl/admin/declarative/resources.schema.json" in in_wheel and "kctl/spark/log4j2.properties" in in_wheel
+    assert {"kctl/cli/pages/help-78.txt", "kctl/cli/pages/help-98.txt"} <= set(in_wheel)
 
 
 def test_the_installed_wheel_runs_a_job_on_the_bundled_broker(installed, tmp_path):
@@ -70,6 +71,10 @@ def test_the_installed_wheel_runs_a_job_on_the_bundled_broker(installed, tmp_pat
                            env=env, cwd=tmp_path)
     assert where.stdout.startswith(str(installed)), where.stdout + where.stderr
     assert run("--version").stdout == f"kctl {__version__}\n"
+    # Piped, --help comes from the installed pages (kctl/cli/entry.py), click's rendering.
+    from kctl.cli.entry import help_page
+
+    assert run("topic", "list", "--help").stdout.encode() == help_page(["topic", "list", "--help"], {"COLUMNS": "80"})
     data = tmp_path / "broker"
     started = run("local", "start", "--port", "0", "--data-dir", str(data), "--no-context")
     assert started.returncode == 0, started.stderr

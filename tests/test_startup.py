@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -47,6 +48,35 @@ def test_help_imports_nothing_heavy(args):
     loaded_line = [line for line in proc.stderr.splitlines() if line.startswith("LOADED=")][-1]
     assert json.loads(loaded_line.removeprefix("LOADED=")) == []
     assert proc.stdout
+
+
+ENTRY = """
+import os, sys
+def loaded(code=0, exit=os._exit):  # kctl.cli.main ends with os._exit
+    sys.stderr.write("CLICK=%s\\n" % ("click" in sys.modules))
+    sys.stderr.flush()
+    exit(code)
+os._exit = loaded
+from kctl.cli.entry import main
+main()
+loaded()
+"""
+CLICK = "from kctl.cli.main import main; main()"
+
+
+@pytest.mark.parametrize("columns", [None, "80", "120", "60"])
+@pytest.mark.parametrize("args", [["--help"], ["topic", "-h"], ["record", "consume", "--help"], ["topics", "--help"],
+                                  ["-o", "json", "group", "--help"], ["topic", "nosuch", "--help"]], ids=" ".join)
+def test_the_console_script_prints_clicks_help_without_click(args, columns):
+    """kctl --help from the generated pages (kctl/cli/entry.py) is what click prints, at
+    every width; what the pages do not hold (an alias, an option first, another width)
+    is click's."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | ({"COLUMNS": columns} if columns else {})
+    served = subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, env=env)
+    rendered = subprocess.run([sys.executable, "-c", CLICK, *args], capture_output=True, env=env)
+    assert (served.returncode, served.stdout) == (rendered.returncode, rendered.stdout)
+    from_pages = columns in (None, "80", "120") and args[0] not in ("topics", "-o") and "nosuch" not in args
+    assert f"CLICK={not from_pages}".encode() in served.stderr
 
 
 def test_every_command_has_help(kctl):

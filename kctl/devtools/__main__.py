@@ -1,6 +1,7 @@
 """python -m kctl.devtools gen-docs [--check] [--root DIR]
 
-Writes completions/kctl.{bash,zsh,fish} and man/*.1 from the command tree. With
+Writes completions/kctl.{bash,zsh,fish}, man/*.1 and the `--help` pages kctl serves
+without click (kctl/cli/pages/) from the command tree. With
 --check nothing is written; the exit status is 1 when any file is stale, missing or
 no longer generated.
 """
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from kctl.devtools.completions import FILENAMES, render_completion
+from kctl.devtools.helppages import render_help_pages
 from kctl.devtools.manpages import render_pages
 from kctl.devtools.tree import walk
 
@@ -23,6 +25,7 @@ def expected_files() -> dict[str, str]:
     commands = walk()
     files = {f"completions/{FILENAMES[shell]}": render_completion(shell, commands) for shell in FILENAMES}
     files.update({f"man/{name}": text for name, text in render_pages(commands).items()})
+    files.update(render_help_pages(commands))
     return files
 
 

@@ -145,8 +145,21 @@ def compile_batch(template: str) -> Callable[[list[Any]], bytes]:
     """A function from a batch of messages to their output bytes, joined."""
     parts = parse(template)
     if parts == [Field("v"), "\n"]:
-        # The default, and the hot path: one join over the values.
-        return lambda messages: b"\n".join([m.value() or b"" for m in messages]) + b"\n"
+        # The default, and the hot path: one join over the values, the last newline from
+        # a trailing empty item (adding it after the join copied the whole batch again:
+        # ~0.1 s for 200 MB here). A null value (None) makes join raise: only then is
+        # the batch walked in Python.
+        from confluent_kafka import Message
+
+        def values(messages: list[Any]) -> bytes:
+            items = list(map(Message.value, messages))
+            items.append(b"")
+            try:
+                return b"\n".join(items)
+            except TypeError:
+                return b"\n".join([v or b"" for v in items])
+
+        return values
     render = _render(parts)
     return lambda messages: b"".join([render(m) for m in messages])
 
