@@ -8,7 +8,7 @@ from kctl.polling import poll
 
 
 class Clock:
-    """Time that moves only when poll sleeps (tenacity reads time.monotonic)."""
+    """Time that moves only when poll sleeps (poll reads time.monotonic)."""
 
     def __init__(self, monkeypatch):
         self.now = 1000.0

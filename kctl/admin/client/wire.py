@@ -321,8 +321,8 @@ class WireClient:
                 self.brokers(deadline)
             host, port = self._addresses[node_id]
             boot = self._connections.get("bootstrap")
-            if boot is not None and boot.address == f"{host}:{port}" and boot not in self._connections.values():
-                self._connections[node_id] = boot  # the bootstrap server is this broker
+            if boot is not None and boot.address == f"{host}:{port}":
+                self._connections[node_id] = boot  # the bootstrap server is this broker: no second connection
             else:
                 self._connections[node_id] = self._open(host, port, deadline)
         return self._connections[node_id]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.admin.client.session import AdminSession, topic_missing
+from kctl.admin.client.session import AdminSession
 from kctl.polling import poll
 from kctl.errors import KctlError, NotFoundError, UsageError
 
@@ -72,14 +72,21 @@ def resolve_partitions(
 ) -> list[tuple[str, int]]:
     """(topic, partition) pairs for the selectors, checked against the cluster's metadata.
     `action` words the errors: "unable to <action> topic T: ..."."""
-    metadata = session.metadata(action.removesuffix(" of"), [s.topic for s in selectors])
+    names = [s.topic for s in selectors]
+    if session.wire_available():
+        layout = _layout_on_wire(session, names, regex is not None, action)
+    else:
+        metadata = session.metadata(action.removesuffix(" of"), names)
+        layout = {name: sorted(topic.partitions) for name, topic in metadata.topics.items() if topic.partitions}
     selected: list[tuple[str, int]] = []
     for selector in selectors:
-        if topic_missing(metadata, selector.topic):
+        existing = layout.get(selector.topic)
+        if isinstance(existing, KctlError):
+            raise existing
+        if existing is None:
             from kctl.admin.client.session import missing_topic_error
 
             raise missing_topic_error(session, selector.topic, f"{action} topic {selector.topic}")
-        existing = sorted(metadata.topics[selector.topic].partitions)
         chosen = [p for p in existing if selector.selects(p)]
         for lo, hi in selector.ranges:
             if hi is not None and hi > existing[-1] or lo > existing[-1]:
@@ -89,10 +96,48 @@ def resolve_partitions(
                 )
         selected += [(selector.topic, p) for p in chosen]
     if regex is not None:
-        for name in sorted(metadata.topics):
-            if regex.fullmatch(name) and not name.startswith("__"):
-                selected += [(name, p) for p in sorted(metadata.topics[name].partitions)]
+        for name in sorted(layout):
+            if regex.fullmatch(name) and not name.startswith("__") and not isinstance(layout[name], KctlError):
+                selected += [(name, p) for p in layout[name]]
     return list(dict.fromkeys(selected))
+
+
+def _layout_on_wire(session: AdminSession, names: Sequence[str], every_topic: bool, action: str) -> dict[str, list[int] | KctlError]:
+    """{topic: its partitions, or why it cannot be read} from one Metadata request
+    through kctl's wire client (every topic with `every_topic`; asked again for up to
+    NEW_TOPIC_GRACE while a named one is unknown). A named topic the answer lacks or
+    refuses gets the error missing_topic_error would give, from the answer's own code."""
+    from kctl.errors import NotAuthorizedError
+    from kctl.messages.errors import error_name
+
+    wire = session.wire
+    wanted = list(dict.fromkeys(names))
+
+    def ask():
+        return wire.call(action.removesuffix(' of'), lambda: wire.metadata(None if every_topic else wanted, wire.deadline()))
+
+    def layout_of(answer) -> dict[str, Any]:
+        return {t.name: t for t in answer.topics}
+
+    def lacks_one(answer) -> bool:
+        topics = layout_of(answer)
+        return any(name not in topics or not topics[name].partitions for name in wanted)
+
+    topics = layout_of(session.ask_until_found(ask, lacks_one))
+    missing = [name for name in wanted if name not in topics]
+    if missing and every_topic:  # a topic the user may not describe is left out of a full listing: ask for it by name
+        topics.update(layout_of(wire.call(action.removesuffix(' of'), lambda: wire.metadata(missing, wire.deadline()))))
+    layout: dict[str, list[int] | KctlError] = {}
+    for name, topic in topics.items():
+        if topic.partitions:
+            layout[name] = sorted(p.partition_index for p in topic.partitions)
+        elif error_name(topic.error_code) == "TOPIC_AUTHORIZATION_FAILED":
+            layout[name] = NotAuthorizedError(f"unable to {action} topic {name}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}")
+        else:
+            layout[name] = NotFoundError(f"unable to {action} topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+    for name in wanted:
+        layout.setdefault(name, NotFoundError(f"unable to {action} topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic"))
+    return layout
 
 
 # What a partition's leader answers while it moves or before it has caught up with a topic
@@ -105,20 +150,41 @@ RETRIABLE_OFFSETS = frozenset({
 _RETRY_BACKOFF = 0.1
 
 
+# ListOffsets' special timestamps (any other is a time in ms).
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
+# Kafka's LEADER_NOT_AVAILABLE: what a partition no live broker leads is answered with.
+_NO_LEADER = 5
+
+
 def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]],
                 isolation: str = "read_uncommitted") -> dict[tuple[str, int], tuple[int | None, int | None, int | None]]:
     """(log start, log end, the leader's epoch) for every partition, None where its leader
-    could not say: two ListOffsets requests per leader, every one in flight at once (sent
-    one after the other they cost a second round trip, 0.1 s at 20,000 partitions),
-    through kctl's wire client. A partition answered with a retriable error (its leader
-    moved, a topic just created) is asked again after a metadata refresh while that
-    metadata names a leader for it, until --timeout; one without a leader is not asked."""
+    could not say, through kctl's wire client (_offsets_on_wire)."""
+    found, _errors = _offsets_on_wire(session, partitions, (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP), isolation)
+    return {key: (start[0] if start else None, end[0] if end else None, end[2] if end else None) for key, (start, end) in found.items()}
+
+
+Answer = tuple[int, int, int | None]  # offset, timestamp, leader epoch
+
+
+def _offsets_on_wire(session: AdminSession, partitions: Sequence[tuple[str, int]], timestamps: Sequence[int],
+                     isolation: str) -> tuple[dict[tuple[str, int], list[Answer | None]], dict[tuple[str, int], int]]:
+    """ListOffsets for each of `timestamps` per partition: a request per leader and
+    timestamp, every one in flight at once (sent one after the other they cost a round
+    trip each, 0.1 s at 20,000 partitions). A partition answered with a retriable error
+    (its leader moved, a topic just created) is asked again after a metadata refresh
+    while that metadata names a leader for it, until --timeout; one without a leader is
+    not asked. Returns, per partition, (offset, timestamp, leader epoch) per timestamp
+    (None where unanswered), and the error code of each partition that failed."""
     from kctl.messages.errors import error_name
 
     wire = session.wire
-    values: dict[tuple[str, int], list[int | None]] = {p: [None, None, None] for p in partitions}
+    values: dict[tuple[str, int], list[Answer | None]] = {p: [None] * len(timestamps) for p in partitions}
+    errors: dict[tuple[str, int], int] = {}
     todo = set(values)
     level = 1 if isolation == "read_committed" else 0
+    # read_committed needs version 2, the max-timestamp spec version 7.
+    low = 7 if MAX_TIMESTAMP in timestamps else 2 if level else 1
 
     def ask() -> set:
         nonlocal todo
@@ -129,14 +195,16 @@ def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]],
         for key in sorted(todo):
             if key in leaders:
                 by_node.setdefault(leaders[key], []).append(key)
+            else:
+                errors[key] = _NO_LEADER
         requests, order = [], []
         for node, keys in by_node.items():
-            for index, timestamp in ((0, -2), (1, -1)):  # earliest, latest
+            for index, timestamp in enumerate(timestamps):
                 topics: dict[str, list] = {}
                 for topic, partition in keys:
                     topics.setdefault(topic, []).append({"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp})
                 fields = {"replica_id": -1, "isolation_level": level, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-                requests.append((node, "ListOffsets", fields, 2 if level else 1, 10))
+                requests.append((node, "ListOffsets", fields, low, 10))
                 order.append(index)
         retry = set()
         for index, answer in zip(order, wire.fan_out(requests, deadline)):
@@ -144,18 +212,32 @@ def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]],
                 for p in topic.partitions:
                     key = (topic.name, p.partition_index)
                     if not p.error_code:
-                        values[key][index] = p.offset
-                        if index == 1:
-                            values[key][2] = p.leader_epoch if p.leader_epoch >= 0 else None
-                    elif error_name(p.error_code) in RETRIABLE_OFFSETS:
+                        values[key][index] = (p.offset, p.timestamp, p.leader_epoch if p.leader_epoch >= 0 else None)
+                        continue
+                    errors[key] = p.error_code
+                    if error_name(p.error_code) in RETRIABLE_OFFSETS:
                         retry.add(key)
+        for key in todo - retry:
+            if all(answer is not None for answer in values[key]):
+                errors.pop(key, None)
         todo = retry
         return todo
 
     if partitions:
         poll(lambda: wire.call("list offsets", ask), lambda todo: not todo, timeout=session.timeout, interval=_RETRY_BACKOFF,
              stop_before=True)
-    return {k: (v[0], v[1], v[2]) for k, v in values.items()}
+    return values, errors
+
+
+def _raise_first(errors: Mapping[tuple[str, int], int], pairs: Sequence[tuple[str, int]], action: str) -> None:
+    """The first failed partition's error, in the words of the librdkafka path."""
+    from kctl.admin.client.errors import for_kafka_code
+
+    for key in pairs:
+        if key in errors:
+            if errors[key] == _NO_LEADER:
+                raise _leaderless(action, key)
+            raise for_kafka_code(errors[key], None, f"{action} of {key[0]}-{key[1]}")
 
 
 def ask_offsets(
@@ -243,6 +325,8 @@ def list_offsets(
     max_timestamp: bool = False,
     isolation: str = "read_uncommitted",
 ) -> list[PartitionOffsets]:
+    if session.wire_available():
+        return _listed_on_wire(session, pairs, at_ms=at_ms, max_timestamp=max_timestamp, isolation=isolation)
     from confluent_kafka.admin import OffsetSpec
 
     specs: dict[str, Callable[[], Any]] = {"list earliest offsets": OffsetSpec.earliest, "list latest offsets": OffsetSpec.latest}
@@ -276,9 +360,43 @@ def list_offsets(
     return rows
 
 
+def _listed_on_wire(session: AdminSession, pairs: Sequence[tuple[str, int]], *, at_ms: int | None, max_timestamp: bool,
+                    isolation: str) -> list[PartitionOffsets]:
+    """list_offsets through kctl's wire client: the same rows and the same first error."""
+    timestamps = [EARLIEST_TIMESTAMP, LATEST_TIMESTAMP]
+    actions = ["list earliest offsets", "list latest offsets"]
+    if at_ms is not None:
+        timestamps.append(at_ms)
+        actions.append("list offsets by timestamp")
+    if max_timestamp:
+        timestamps.append(MAX_TIMESTAMP)
+        actions.append("list max-timestamp offsets")
+    found, errors = _offsets_on_wire(session, pairs, timestamps, isolation)
+    _raise_first(errors, pairs, actions[0])
+    rows = []
+    for key in pairs:
+        (start, _, _), (end, _, _), *more = found[key]
+        at = more.pop(0) if at_ms is not None else None
+        peak = more.pop(0) if max_timestamp else None
+        rows.append(
+            PartitionOffsets(
+                topic=key[0], partition=key[1], earliest=start, latest=end, span=end - start,
+                offset_at=(end if at[0] < 0 else at[0]) if at else None,
+                timestamp_at=(at[1] if at[0] >= 0 else None) if at else None,
+                max_timestamp_offset=(peak[0] if peak[0] >= 0 else None) if peak else None,
+                max_timestamp=(peak[1] if peak[0] >= 0 else None) if peak else None,
+            )
+        )
+    return rows
+
+
 def offsets_for_time(session: AdminSession, pairs: Sequence[tuple[str, int]], at_ms: int, *, isolation: str = "read_uncommitted") -> dict[tuple[str, int], int]:
     """Only the first offset at or after `at_ms` per partition (-1 where no record is
     that recent): one request, for callers that already hold the other offsets."""
+    if session.wire_available():
+        found, errors = _offsets_on_wire(session, pairs, (at_ms,), isolation)
+        _raise_first(errors, pairs, "list offsets by timestamp")
+        return {key: answers[0][0] for key, answers in found.items()}
     from confluent_kafka.admin import OffsetSpec
 
     (found,) = _list(session, pairs, {"list offsets by timestamp": lambda: OffsetSpec.for_timestamp(at_ms)}, isolation)
