@@ -12,8 +12,9 @@ of these is left out with a line on stderr saying why.
 
 Each round runs every command of a row once, in turn, so a drift in the machine's load
 falls on all alike; a row's figure is the median of --runs rounds, after one warm-up
-round. `kctl - floor` is what kctl spends beyond importing its two libraries; the ratio
-is kctl's time over the fastest peer's.
+round. `kctl - floor` is what kctl spends beyond importing its two libraries: the median
+of each round's kctl time less the floor measured right after it; the ratio is kctl's
+time over the fastest peer's.
 
 Issue 37's targets: the metadata and group rows at most floor + 25 ms, the one-record
 produce at most floor + 40 ms, consuming --records 1 KiB records to a pipe at least 2x
@@ -73,6 +74,8 @@ class Row:
     peers: dict[str, list[str]]
     stdin: bytes | None = None
     samples: dict[str, list[float]] = field(default_factory=dict)
+    # The floor measured right after this row's commands, round by round.
+    floors: list[float] = field(default_factory=list)
 
     def commands(self) -> dict[str, list[str]]:
         return {"kctl": self.kctl, **self.peers}
@@ -111,6 +114,7 @@ def measure(rows: list[Row], floor: list[str], runs: int, env: dict[str, str]) -
             if round_:  # the first round warms the page cache and the brokers
                 for name, seconds in timings.items():
                     row.samples.setdefault(name, []).append(seconds)
+                row.floors.append(floor_s)
                 floors.append(floor_s)
         print(f"round {round_ + 1}/{runs + 1} done", file=sys.stderr, flush=True)
     return statistics.median(floors)
@@ -126,7 +130,10 @@ def report(target: str, rows: list[Row], floor: float, peers: list[str]) -> None
         theirs = {peer: statistics.median(row.samples[peer]) for peer in peers if peer in row.samples}
         cells = [f"{theirs[peer]:.3f}" if peer in theirs else "" for peer in peers]
         ratio = f"{ours / min(theirs.values()):.1f}x" if theirs else ""
-        print(f"| {row.name} | {ours:.3f} | {1000 * (ours - floor):+.0f} ms | {' | '.join(cells)} | {ratio} |")
+        # Paired: each round's kctl time less the floor measured beside it, so a drift in
+        # the machine's speed between rounds cancels out.
+        above = statistics.median(k - f for k, f in zip(row.samples["kctl"], row.floors))
+        print(f"| {row.name} | {ours:.3f} | {1000 * above:+.0f} ms | {' | '.join(cells)} | {ratio} |")
 
 
 def seed(kctl: list[str], bootstrap: str, args, env: dict[str, str]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError
@@ -63,6 +64,8 @@ def topic_configs(session: AdminSession, topics: Sequence[str], futures: dict | 
     """min.insync.replicas and the number of topic-level overrides, per topic (one request)."""
     if not topics:
         return {}, {}
+    if futures is None and session.wire_available():
+        return _topic_configs_on_wire(session, topics)
     futures = futures if futures is not None else request_topic_configs(session, topics)
     results = session.wait_all(futures, "describe topic configs")
     min_isr: dict[str, int | None] = {}
@@ -76,6 +79,54 @@ def topic_configs(session: AdminSession, topics: Sequence[str], futures: dict | 
         # ConfigSource 1 is DYNAMIC_TOPIC_CONFIG: set on this topic.
         overrides[resource.name] = sum(1 for e in result.values() if int(getattr(e.source, "value", e.source)) == 1)
     return min_isr, overrides
+
+
+# DescribeConfigs: the topic resource type, and the source of a config set on the topic itself.
+_TOPIC_RESOURCE, _DYNAMIC_TOPIC_CONFIG = 2, 1
+
+
+def _topic_configs_on_wire(session: AdminSession, topics: Sequence[str]) -> tuple[dict[str, int | None], dict[str, int]]:
+    """topic_configs through kctl's wire client: one DescribeConfigs for every topic."""
+    wire = session.wire
+    resources = [{"resource_type": _TOPIC_RESOURCE, "resource_name": t, "configuration_keys": None} for t in topics]
+    (answer,) = wire.call("describe topic configs",
+                          lambda: wire.fan_out([(None, "DescribeConfigs", {"resources": resources}, 1, 4)], wire.deadline()))
+    min_isr: dict[str, int | None] = {t: None for t in topics}
+    overrides: dict[str, int] = {t: 0 for t in topics}
+    for result in answer.results:
+        if result.error_code:
+            continue
+        for entry in result.configs:
+            if entry.name == "min.insync.replicas" and entry.value is not None:
+                min_isr[result.resource_name] = int(entry.value)
+            overrides[result.resource_name] += entry.config_source == _DYNAMIC_TOPIC_CONFIG
+    return min_isr, overrides
+
+
+def _metadata_on_wire(session: AdminSession, topics: Sequence[str]) -> Any:
+    """The partitions of `topics` (all when none) from one Metadata request through kctl's
+    wire client, shaped as the librdkafka metadata snapshot reads (topics -> partitions
+    with id, leader, replicas and isrs; brokers). A topic that has no partitions (unknown,
+    or not authorized) is left out, as librdkafka's listing of every topic leaves it;
+    a named one is asked for again for up to NEW_TOPIC_GRACE first."""
+    from types import SimpleNamespace
+
+    wire = session.wire
+
+    def ask():
+        return wire.call("list partitions", lambda: wire.metadata(list(topics) or None, wire.deadline()))
+
+    def lacks_one(answer) -> bool:
+        found = {t.name for t in answer.topics if t.partitions}
+        return any(t not in found for t in topics)
+
+    answer = session.ask_until_found(ask, lacks_one)
+    return SimpleNamespace(
+        brokers={b.node_id: b for b in answer.brokers},
+        topics={t.name: SimpleNamespace(partitions={
+            p.partition_index: SimpleNamespace(id=p.partition_index, leader=p.leader_id, replicas=p.replica_nodes, isrs=p.isr_nodes)
+            for p in t.partitions}) for t in answer.topics if t.partitions},
+    )
 
 
 def snapshot(
@@ -97,7 +148,8 @@ def snapshot(
     configs read (on a healthy cluster, none: `--under-replicated` of 18,000 partitions
     then costs one Metadata request instead of a DescribeConfigs of every topic too).
     """
-    metadata = metadata if metadata is not None else session.metadata("list partitions", topics or ())
+    if metadata is None:
+        metadata = _metadata_on_wire(session, topics) if session.wire_available() else session.metadata("list partitions", topics or ())
     live = tuple(sorted(metadata.brokers))
     names = sorted(
         name
