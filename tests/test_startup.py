@@ -128,3 +128,19 @@ def test_group_reads_import_no_client_library(cluster, unique_name, args):
     assert group in proc.stdout, proc.stderr
     loaded_line = [line for line in proc.stderr.splitlines() if line.startswith("LOADED=")][-1]
     assert json.loads(loaded_line.removeprefix("LOADED=")) == []
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("args", [["partition", "list", "--under-replicated"], ["partition", "list", "{topic}"], ["cluster", "health"],
+                                  ["offset", "list", "{topic}"], ["topic", "describe", "{topic}"]], ids=lambda a: " ".join(a))
+def test_metadata_reads_import_no_client_library(cluster, unique_name, args):
+    """The partition and offset reads go through kctl's own client too (issue 37)."""
+    topic = unique_name("startup")
+    subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-q"], check=True,
+                   capture_output=True)
+    argv = ["-b", cluster.bootstrap, *(a.format(topic=topic) for a in args)]
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(NOT_FOR_GROUP_READS)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    loaded_line = [line for line in proc.stderr.splitlines() if line.startswith("LOADED=")][-1]
+    assert json.loads(loaded_line.removeprefix("LOADED=")) == []

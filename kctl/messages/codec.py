@@ -473,6 +473,7 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
 
 # -- messages ---------------------------------------------------------------------------------
 
+@lru_cache(maxsize=None)
 def has_definition(name: str) -> bool:
     """Whether this package holds the message's definition (e.g. "MetadataResponse")."""
     return (_HERE / f"{name}.json").is_file()

@@ -116,28 +116,28 @@ def message_class(api: Api, kind: str) -> type:
     return cached
 
 
-def _own(api: Api, kind: str):
-    """kctl's codec for the message at every version, or None when kctl lacks it."""
+def _own_message(api: Api, kind: str, version: int):
+    """kctl's codec for the message at this version, or None when kctl lacks its definition."""
     from kctl.messages import codec
 
     name = api.name + kind
-    return codec if codec.has_definition(name) else None
+    return codec.message(name, version) if codec.has_definition(name) else None
 
 
 def decode_request(api: Api, version: int, body: memoryview):
     """Decode a request body. Trailing bytes are ignored, as Kafka does (librdkafka's
     all-topics Metadata request carries three, see notes/broker.md §1.5)."""
-    own = _own(api, "Request")
+    own = _own_message(api, "Request", version)
     if own is not None:
-        return own.message(api.name + "Request", version).decode(body)
+        return own.decode(body)
     return message_class(api, "Request").decode(body, version=version)
 
 
 def encode_response(api: Api, version: int, fields: dict) -> bytes:
     """Encode a response given as plain dicts and lists (nested structs as dicts)."""
-    own = _own(api, "Response")
+    own = _own_message(api, "Response", version)
     if own is not None:
-        return own.message(api.name + "Response", version).encode(**fields)
+        return own.encode(**fields)
     cls = message_class(api, "Response")
     message = cls(version=version, **_convert_fields(cls._struct, fields))
     return message.encode(version=version)
