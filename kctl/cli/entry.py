@@ -29,8 +29,11 @@ def main() -> None:
 
         run()
         return
-    sys.stdout.buffer.write(page)
-    sys.stdout.flush()
+    try:
+        sys.stdout.buffer.write(page)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `kctl --help | head -1`: exit 0 quietly, as kctl.cli.main does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def help_page(args: list[str], env) -> bytes | None:

@@ -291,8 +291,8 @@ class _Compiled:
         (100,000 committed offsets of 10,000 groups in one OffsetFetch answer), and a
         function written out per struct, with runs of fixed-size fields read by one
         struct.unpack_from, decodes 2-3x faster than a loop over the fields (measured).
-        Made on first use: a request is only ever encoded, and compiling its decoders
-        cost a command ~3 ms of start-up."""
+        Made on first use: a request is only ever encoded, and building every struct's
+        decoder up front made the codec of a `group lag`'s messages 14 ms instead of 5."""
         env: dict[str, Any] = {"Struct": Struct, "new": object.__new__, "error": struct.error, "CodecError": CodecError,
                                "read_tags": self._read_tags}
         lines = ["def read(r):", "    data = r.data", "    try:"]
@@ -345,8 +345,9 @@ class _Compiled:
     def write(self) -> Callable[[list, Any], None]:
         """An encoder made for this struct, as `read` is: fields taken from a dict (or
         an object's attributes), runs of fixed-size fields packed by one struct.pack.
-        The bundled broker encodes every answer with it (a Metadata answer of 2,000
-        partitions: 19 ms with a loop over the fields, measured)."""
+        The bundled broker encodes its answers with it (a Metadata answer of 2,000
+        partitions: 9 ms, against 19 ms with a loop over the fields and 20-28 ms with
+        kafka-python's classes, measured)."""
         env: dict[str, Any] = {"MISSING": _MISSING, "write_tags": self._write_tags}
         lines = ["def write(out, value):",
                  "    get = value.get if type(value) is dict else (lambda name, default: getattr(value, name, default))"]
