@@ -509,6 +509,20 @@ def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, Top
     return found
 
 
+def _await_gone(session: AdminSession, names: Sequence[str]) -> None:
+    """Return once deleted topics are gone from the metadata of the broker we ask, as
+    _await_visible waits for new ones: Kafka acknowledges a deletion when the controller
+    has committed it, and each broker applies that a moment later, so a listing right
+    after `topic delete` or `apply --prune` could still show the topic (a CI run saw it
+    on three nodes). Whatever is still listed when the timeout ends is left to Kafka."""
+    if not names:
+        return
+    poll(lambda: [n for n, d in _describe(session, names).items() if not isinstance(d, KctlError)], lambda left: not left,
+         timeout=session.timeout, interval=0.05)
+    if len(session.metadata("describe topic").brokers) > 1:
+        time.sleep(_SETTLE_SECONDS)
+
+
 def match_topics(session: AdminSession, names: Sequence[str], regex: re.Pattern[str] | None) -> tuple[list[str], list[str]]:
     """Existing topics among `names` plus those the regex matches, and the names that do not exist."""
     existing = set(_topic_names(session))
@@ -528,6 +542,7 @@ def delete_topics(
         return [], {}
     futures = session.client.delete_topics(list(names), operation_timeout=session.timeout, request_timeout=session.timeout)
     outcomes = session.wait_all(futures, "delete topic")
+    _await_gone(session, [n for n in names if not isinstance(outcomes[n], KctlError)])
     results = []
     errors: dict[str, KctlError] = {}
     for name in names:
