@@ -129,6 +129,12 @@ def _metadata_on_wire(session: AdminSession, topics: Sequence[str]) -> Any:
     )
 
 
+def partition_metadata(session: AdminSession, topics: Sequence[str] = ()) -> Any:
+    """The metadata snapshot reads (topics -> partitions with id, leader, replicas, isrs;
+    brokers): through kctl's wire client when the settings allow it, else librdkafka's."""
+    return _metadata_on_wire(session, topics) if session.wire_available() else session.metadata("list partitions", topics or ())
+
+
 def snapshot(
     session: AdminSession,
     *,
@@ -149,7 +155,7 @@ def snapshot(
     then costs one Metadata request instead of a DescribeConfigs of every topic too).
     """
     if metadata is None:
-        metadata = _metadata_on_wire(session, topics) if session.wire_available() else session.metadata("list partitions", topics or ())
+        metadata = partition_metadata(session, topics)
     live = tuple(sorted(metadata.brokers))
     names = sorted(
         name

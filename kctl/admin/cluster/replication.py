@@ -22,6 +22,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kctl.admin.client.session import AdminSession
 from kctl.polling import poll
@@ -396,6 +397,35 @@ def cancel(session: AdminSession, moves: Sequence[PartitionMove] | None = None) 
 # -- leader election ----------------------------------------------------------------------
 
 
+# As after creating a topic: time for the brokers that did not answer to apply the change.
+_SETTLE_SECONDS = 0.3
+
+
+def _await_preferred_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> Any:
+    """The partition metadata once every elected partition shows its preferred replica as
+    leader (or when --timeout ends). The controller acknowledges an election when it has
+    committed it; each broker applies it a moment later, so a listing right after could
+    still show the old leaders (a CI run saw it from a broker that had just restarted)."""
+    import time
+
+    from kctl.admin.cluster.partitions import partition_metadata
+
+    topics = sorted({t for t, _ in pairs})
+
+    def preferred_everywhere(metadata: Any) -> bool:
+        for topic, partition in pairs:
+            found = metadata.topics.get(topic)
+            found = found.partitions.get(partition) if found is not None else None
+            if found is None or not found.replicas or found.leader != found.replicas[0]:
+                return False
+        return True
+
+    metadata = poll(lambda: partition_metadata(session, topics), preferred_everywhere, timeout=session.timeout, interval=0.05)
+    if len(metadata.brokers) > 1:
+        time.sleep(_SETTLE_SECONDS)
+    return metadata
+
+
 def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None, *, unclean: bool = False) -> tuple[list[ElectionResult], dict[str, KctlError]]:
     """Preferred (or unclean) election for `pairs`, or every partition when None."""
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
@@ -408,7 +438,8 @@ def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None
     # "more argument specifiers than keyword list entries"); wait() bounds the time.
     future = session.client.elect_leaders(kind, partitions)
     outcome = session.wait(future, "elect leaders")
-    metadata = session.metadata("describe partitions")
+    elected = [(tp.topic, tp.partition) for tp, error in outcome.items() if error is None]
+    metadata = _await_preferred_leaders(session, elected) if elected and not unclean else session.metadata("describe partitions")
     rows, errors = [], {}
     for tp, error in sorted(outcome.items(), key=lambda item: (item[0].topic, item[0].partition)):
         leader = None
