@@ -174,8 +174,15 @@ def delete(app: App, user, default_user, client_id, default_client_id, ip, defau
     from kctl.admin.security.quotas import Quota, alter_quotas, parse_key, quotas_after, quotas_of
 
     entity = _entity(user, default_user, client_id, default_client_id, ip, default_ip)
-    current = quotas_of(app.session, entity)
-    wanted = [parse_key(k, entity) for k in keys] or sorted(current)
+    asked = [parse_key(k, entity) for k in keys]
+
+    def lacks(current: dict) -> bool:
+        return not current or any(k not in current for k in asked)
+
+    # A quota set a moment ago may not have reached the broker answering yet (quota set
+    # waited on another one): asked again for a moment before "no quotas set on it".
+    current = app.session.ask_until_found(lambda: quotas_of(app.session, entity), lacks)
+    wanted = asked or sorted(current)
     missing = [k for k in wanted if k not in current]
     if not current or missing:
         raise NotFoundError(f"unable to delete quotas of {entity}: no {', '.join(missing) if missing else 'quotas'} set on it")
