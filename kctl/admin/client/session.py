@@ -31,6 +31,16 @@ _POLL_INTERVAL = 0.05
 # a topic and at once describes it may ask a broker that does not know it yet. A topic
 # missing from an answer is asked for again for this long before kctl says it does not exist.
 NEW_TOPIC_GRACE = 1.0
+# Brokers apply the metadata log independently: once one broker shows a change just made
+# (a topic created or deleted, a leader elected), a short settle lets the others catch up,
+# so the next command sees it wherever it asks.
+SETTLE_SECONDS = 0.3
+
+
+def settle(brokers: int) -> None:
+    """Wait SETTLE_SECONDS on a cluster of several brokers (one broker has nothing to catch up)."""
+    if brokers > 1:
+        time.sleep(SETTLE_SECONDS)
 T = TypeVar("T")
 
 

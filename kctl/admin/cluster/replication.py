@@ -397,17 +397,12 @@ def cancel(session: AdminSession, moves: Sequence[PartitionMove] | None = None) 
 # -- leader election ----------------------------------------------------------------------
 
 
-# As after creating a topic: time for the brokers that did not answer to apply the change.
-_SETTLE_SECONDS = 0.3
-
-
 def _await_preferred_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> Any:
     """The partition metadata once every elected partition shows its preferred replica as
     leader (or when --timeout ends). The controller acknowledges an election when it has
     committed it; each broker applies it a moment later, so a listing right after could
     still show the old leaders (a CI run saw it from a broker that had just restarted)."""
-    import time
-
+    from kctl.admin.client.session import settle
     from kctl.admin.cluster.partitions import partition_metadata
 
     topics = sorted({t for t, _ in pairs})
@@ -421,8 +416,7 @@ def _await_preferred_leaders(session: AdminSession, pairs: Sequence[tuple[str, i
         return True
 
     metadata = poll(lambda: partition_metadata(session, topics), preferred_everywhere, timeout=session.timeout, interval=0.05)
-    if len(metadata.brokers) > 1:
-        time.sleep(_SETTLE_SECONDS)
+    settle(len(metadata.brokers))
     return metadata
 
 

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
-from kctl.admin.client.session import AdminSession, topic_missing, unknown_topic_in
+from kctl.admin.client.session import AdminSession, settle, topic_missing, unknown_topic_in
 from kctl.polling import poll
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
 # letters, digits, '.', '_' and '-', and neither "." nor "..".
 TOPIC_NAME_MAX_LENGTH = 249
-_SETTLE_SECONDS = 0.3
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -501,11 +499,10 @@ def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, Top
         return found
 
     poll(ask, lambda visible: len(visible) == len(names), timeout=session.timeout, interval=0.05)
-    # Each Metadata request goes to a random broker, and brokers apply the metadata log
-    # independently; a short settle lets the others catch up with the one that answered,
-    # so the next command (or producer) sees the topic wherever it asks.
-    if found and len(session.metadata("describe topic").brokers) > 1:
-        time.sleep(_SETTLE_SECONDS)
+    # Each Metadata request goes to a random broker: the others catch up with the one
+    # that answered (settle).
+    if found:
+        settle(len(session.metadata("describe topic").brokers))
     return found
 
 
@@ -519,8 +516,7 @@ def _await_gone(session: AdminSession, names: Sequence[str]) -> None:
         return
     poll(lambda: [n for n, d in _describe(session, names).items() if not isinstance(d, KctlError)], lambda left: not left,
          timeout=session.timeout, interval=0.05)
-    if len(session.metadata("describe topic").brokers) > 1:
-        time.sleep(_SETTLE_SECONDS)
+    settle(len(session.metadata("describe topic").brokers))
 
 
 def match_topics(session: AdminSession, names: Sequence[str], regex: re.Pattern[str] | None) -> tuple[list[str], list[str]]:
