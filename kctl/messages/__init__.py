@@ -4,9 +4,10 @@ codes).
 
 kctl's wire client (kctl.admin.client.wire) encodes and decodes every message it sends
 with codec.py from these definitions: ApiVersions, SaslHandshake and SaslAuthenticate,
-Metadata, FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, ListOffsets, the
-consumer protocol's assignment, and the newer group APIs (ConsumerGroupDescribe,
-ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets, StreamsGroupDescribe). The
+Metadata, FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, ListOffsets,
+ListTransactions, the consumer protocol's assignment, and the newer group APIs
+(ConsumerGroupDescribe, ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets,
+StreamsGroupDescribe). The
 bundled broker builds kafka-python's codec from ConsumerGroupHeartbeat's
 (kctl.broker.protocol.kip848), which kafka-python 3.0 ships no schema for. No wire format
 is written by hand. Update them together with the Kafka version the tests run.

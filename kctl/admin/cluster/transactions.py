@@ -8,7 +8,9 @@ there and a compacted topic is not cleaned past it. The partition leader knows e
 transaction's start offset (DescribeProducers); aborting writes an ABORT marker there
 (WriteTxnMarkers, as kafka-transactions does), after which the LSO moves on.
 
-librdkafka has none of these APIs; they go through kafka-python's admin client.
+librdkafka has none of these APIs. ListTransactions goes through kctl's wire client (which
+asks a coordinator that is still loading again, as Kafka's admin client does); the others
+through kafka-python's admin client.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, NotFoundError
+from kctl.errors import KctlError, NotFoundError, TimeoutError_
 
 
 @dataclass(frozen=True)
@@ -86,13 +88,48 @@ def _run(session: AdminSession, fn, action: str):
 
 def list_transactions(session: AdminSession) -> list[Transaction]:
     """Every transactional id the coordinators hold (ListTransactions to every broker)."""
-    by_broker = _run(session, lambda c: c.list_transactions(), "list transactions")
-    rows = [
-        Transaction(t.transactional_id, t.producer_id, t.state.value, broker)
-        for broker, listings in by_broker.items()
-        for t in listings
-    ]
+    if session.wire_available():
+        rows = _listed_on_wire(session)
+    else:
+        by_broker = _run(session, lambda c: c.list_transactions(), "list transactions")
+        rows = [Transaction(t.transactional_id, t.producer_id, t.state.value, broker)
+                for broker, listings in by_broker.items() for t in listings]
     return sorted(rows, key=lambda t: t.transactional_id)
+
+
+# Answers that mean "ask again shortly": a broker still loading its share of
+# __transaction_state after a restart or a leader change. Kafka's admin client retries them
+# until its timeout; so does kctl.
+_RETRIABLE = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"})
+_RETRY_BACKOFF = 0.1
+
+
+def _listed_on_wire(session: AdminSession) -> list[Transaction]:
+    from kctl.admin.client.errors import for_kafka_code
+    from kctl.messages.errors import error_name
+    from kctl.polling import poll
+
+    wire = session.wire
+
+    def ask() -> list[Transaction] | None:
+        deadline = wire.deadline()
+        nodes = wire.brokers(deadline)
+        answers = wire.fan_out([(node, "ListTransactions", {}, 0, 2) for node in nodes], deadline)
+        rows = []
+        for node, answer in zip(nodes, answers):
+            if answer.error_code:
+                if error_name(answer.error_code) in _RETRIABLE:
+                    return None
+                raise for_kafka_code(answer.error_code, None, "list transactions")
+            rows += [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node) for t in answer.transaction_states]
+        return rows
+
+    listed = poll(lambda: wire.call("list transactions", ask), lambda answer: answer is not None,
+                  timeout=session.timeout, interval=_RETRY_BACKOFF, stop_before=True)
+    if listed is None:
+        raise TimeoutError_("unable to list transactions: a transaction coordinator was still loading at the timeout",
+                            hint="raise --timeout if the cluster is starting or electing")
+    return listed
 
 
 def describe_transactions(session: AdminSession, transactional_ids: Sequence[str]) -> tuple[list[TransactionDescription], dict[str, KctlError]]:
