@@ -1,7 +1,8 @@
 """`kctl group lag --serve`: consumer lag as a Prometheus endpoint.
 
-A sampler thread measures lag every interval and renders the exposition text once per
-sample (kafka-lag-exporter's metric names, kctl.output.prometheus); a scrape only copies
+A sampler thread (kctl.sampling, shared with `kctl top`) measures lag every interval and
+renders the exposition text once per sample (kafka-lag-exporter's metric names,
+kctl.output.prometheus); a scrape only copies
 the last complete sample's bytes, so it never waits on the cluster. Time lag is
 interpolated from the samples kept in memory (kafka-lag-exporter's method). When a sample
 fails (the cluster is down), the last good one keeps being served, and the exporter's own
@@ -15,7 +16,6 @@ elsewhere do not need a framework.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError, UsageError
+from kctl.sampling import Sampler
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -39,7 +40,7 @@ class Snapshot:
 
 
 class LagSampler:
-    """Samples lag every `interval` seconds on its own thread until stopped."""
+    """Samples lag every `interval` seconds on its own thread (kctl.sampling) until stopped."""
 
     def __init__(self, session: AdminSession, cluster_name: str, *, interval: float, groups: Sequence[str] | None = None,
                  topics: Sequence[str] = (), isolation: str = "read_uncommitted", clock: Callable[[], float] = time.time,
@@ -51,47 +52,25 @@ class LagSampler:
         self.topics = topics
         self.isolation = isolation
         self.clock = clock
-        # Told when sampling starts failing and when it recovers (not at every failure).
-        self.notify = notify
-        self.snapshot: Snapshot | None = None
-        self.samples_total = 0
-        self.failures_total = 0
-        self.last_error: str | None = None
-        # None until the first sample: neither a failure nor a recovery to tell.
-        self.last_attempt_ok: bool | None = None
         self._histories: dict = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kctl-lag-sampler", daemon=True)
+        self._errors: str | None = None
+        self.sampler = Sampler(self._take, interval=interval, clock=clock, notify=notify, subject="lag sampling",
+                               keeping="serving the last good sample until it recovers", name="kctl-lag-sampler")
 
     def start(self) -> None:
-        self._thread.start()
+        self.sampler.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.session.timeout + 5)
+        self.sampler.stop(timeout=self.session.timeout + 5)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self.sample_once()
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
-
-    def sample_once(self) -> None:
+    def _take(self) -> Snapshot:
         from kctl.admin.groups.lag import group_lag, interpolated, samples_of
         from kctl.output.prometheus import render_lag
 
         started = time.monotonic()
-        try:
-            found, errors = group_lag(self.session, self.groups, topics=self.topics, isolation=self.isolation)
-            if errors and not found:
-                raise next(iter(errors.values()))
-        except KctlError as exc:
-            self.failures_total += 1
-            if self.last_attempt_ok is not False:
-                self.notify(f"lag sampling failed, serving the last good sample until it recovers: {exc.message}")
-            self.last_attempt_ok = False
-            self.last_error = exc.message
-            return
+        found, errors = group_lag(self.session, self.groups, topics=self.topics, isolation=self.isolation)
+        if errors and not found:
+            raise next(iter(errors.values()))
         now_ms = int(self.clock() * 1000)
         for key, sample in samples_of(found, now_ms).items():
             self._histories[key] = (self._histories.get(key, []) + [sample])[-HISTORY_KEPT:]
@@ -99,21 +78,27 @@ class LagSampler:
         self._histories = {k: v for k, v in self._histories.items() if k in live}
         found = interpolated(found, self._histories, now_ms)
         body = render_lag(found, self.cluster_name).encode()
-        self.snapshot = Snapshot(body, self.clock(), time.monotonic() - started, len(found), len(live))
-        self.samples_total += 1
-        if self.last_attempt_ok is False:
-            self.notify(f"lag sampling recovered after {self.failures_total} failed sample(s)")
-        self.last_attempt_ok = True
-        self.last_error = "; ".join(e.message for e in errors.values()) or None
+        # Groups that could not be read while others were: said by /healthz, not a failure.
+        self._errors = "; ".join(e.message for e in errors.values()) or None
+        return Snapshot(body, self.clock(), time.monotonic() - started, len(found), len(live))
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        latest = self.sampler.latest
+        return None if latest is None else latest.value
+
+    @property
+    def last_error(self) -> str | None:
+        return self.sampler.last_error or (self._errors if self.sampler.last_attempt_ok else None)
 
     def metrics(self) -> bytes:
         """The last sample's lag metrics and the exporter's own, at scrape time."""
         snapshot = self.snapshot
         now = self.clock()
         own = [
-            ("kctl_lag_exporter_up", "1 when the last sample succeeded, 0 when it failed (the lag shown is older)", int(bool(self.last_attempt_ok))),
-            ("kctl_lag_exporter_samples_total", "Samples taken", self.samples_total),
-            ("kctl_lag_exporter_sample_failures_total", "Samples that failed (the cluster could not be read)", self.failures_total),
+            ("kctl_lag_exporter_up", "1 when the last sample succeeded, 0 when it failed (the lag shown is older)", int(bool(self.sampler.last_attempt_ok))),
+            ("kctl_lag_exporter_samples_total", "Samples taken", self.sampler.samples_total),
+            ("kctl_lag_exporter_sample_failures_total", "Samples that failed (the cluster could not be read)", self.sampler.failures_total),
         ]
         if snapshot is not None:
             own += [

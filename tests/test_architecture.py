@@ -25,7 +25,7 @@ ALLOWED = {
     "kctl.admin.client": {"kctl.errors", "kctl.config", "kctl.messages"},
     # Cluster and topics are concerns, not layers: a topic's --detail asks for log dirs and
     # reassignments, replication throttles are configs (no module cycle all the same).
-    "kctl.admin.cluster": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.topics"},
+    "kctl.admin.cluster": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.topics"},
     "kctl.admin.topics": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.cluster", "kctl.sizes",
                           "kctl.timespec"},
     "kctl.admin.groups": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.timespec", "kctl.admin.client", "kctl.admin.topics"},
@@ -37,7 +37,11 @@ ALLOWED = {
     "kctl.records": {"kctl.errors", "kctl.timespec", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.topics",
                      "kctl.admin.registry"},
     "kctl.output": {"kctl.errors", "kctl.timespec", "kctl.sizes"},
-    "kctl.lag_exporter": {"kctl.errors", "kctl.admin.client", "kctl.admin.groups", "kctl.output"},
+    "kctl.sampling": {"kctl.errors"},
+    "kctl.lag_exporter": {"kctl.errors", "kctl.admin.client", "kctl.admin.groups", "kctl.output", "kctl.sampling"},
+    # The live view only reads: the library, the shared sampler, the record decoding.
+    "kctl.top": {"kctl.errors", "kctl.sizes", "kctl.timespec", "kctl.config", "kctl.admin.client", "kctl.admin.cluster",
+                 "kctl.admin.topics", "kctl.admin.groups", "kctl.admin.registry", "kctl.records", "kctl.sampling"},
     "kctl.local": {"kctl.errors", "kctl.broker"},
     "kctl.spark": {"kctl.errors", "kctl.timespec", "kctl.sizes", "kctl.config", "kctl.admin.client", "kctl.admin.topics",
                    "kctl.admin.registry", "kctl.records", "kctl.output"},
@@ -52,14 +56,15 @@ ALLOWED = {
 OWNED = {
     "click": ("kctl.cli", "kctl.devtools"),
     "pyspark": ("kctl.spark",),
-    "rich": ("kctl.output", "kctl.cli"),
+    "rich": ("kctl.output", "kctl.cli", "kctl.top"),
+    "textual": ("kctl.top",),
     "tabulate": ("kctl.output",),
 }
 
 
 # Utilities every part above the broker may use.
 for _part in ALLOWED:
-    if _part.startswith(("kctl.admin", "kctl.records", "kctl.spark", "kctl.local", "kctl.lag_exporter")):
+    if _part.startswith(("kctl.admin", "kctl.records", "kctl.spark", "kctl.local", "kctl.lag_exporter", "kctl.top")):
         ALLOWED[_part] = ALLOWED[_part] | {"kctl.polling"}
 
 

@@ -78,7 +78,8 @@ def test_bash_syntax():
 
 
 def test_bash_completes_nouns_verbs_options_and_values(tmp_path):
-    assert _bash_complete("kctl", "to") == ["topic"]
+    assert sorted(_bash_complete("kctl", "to")) == ["top", "topic"]
+    assert _bash_complete("kctl", "topi") == ["topic"]
     assert _bash_complete("kctl", "topic", "") == topic_verbs()
     assert {"create", "delete", "describe", "list"} <= set(topic_verbs())
     assert _bash_complete("kctl", "topics", "ls", "-o", "") == list(FORMATS)

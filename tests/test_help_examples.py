@@ -48,6 +48,7 @@ from tests.brokers.plugin import BackendUnavailable, _required, selected_backend
 from tests.eventually import eventually
 from tests.help_outputs import NOT_COMPARED
 from tests.spark import selection
+from tests.terminal import kctl_noun
 from tests.test_readme import Shell, commands, expected_exit, fresh_env, spark_ready
 
 pytestmark = pytest.mark.integration
@@ -149,6 +150,7 @@ BEFORE = {
     "kctl config delete client-metrics producers --dry-run":
         "kctl config alter client-metrics producers --set metrics=org.apache.kafka.producer.",
     "kctl config delete client-metrics producers kcat --yes": BOTH_SUBSCRIPTIONS,
+    "kctl --context prod top --interval 5 --window 1h": "kctl context set prod -b localhost:9092",
     "kctl --context prod export | kctl --context staging diff -f -":
         "kctl context set prod -b localhost:9092 && kctl context set staging -b localhost:9092",
     "kctl diff -f cluster.yaml": "kctl export > cluster.yaml",
@@ -268,7 +270,7 @@ def in_process(command: str, comment: str) -> bool:
     command = split_assignments(command)[1]
     unquoted = re.sub(r"'[^']*'", "''", command)  # what is in single quotes is literal
     return (command.startswith("kctl ") and not re.search(r"[|;&<>$`\"\\]|--master|--spark-conf", unquoted)
-            and not command.startswith("kctl local") and not re.search(r"Ctrl-C|asks first", comment))
+            and not command.startswith("kctl local") and kctl_noun(command) != "top" and not re.search(r"Ctrl-C|asks first", comment))
 
 
 def fresh_shell(tmp_path: Path) -> Shell:
@@ -395,6 +397,8 @@ def never_the_same(example: Example) -> str | None:
         return "the first matches of several partitions arrive in no order Kafka defines"
     if example.path[:1] == ("local",):
         return "a broker's own directory, port and process"
+    if example.path == ("top",):
+        return "a full-screen terminal application (run in a pseudo-terminal until its first data, then q)"
     if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):
         return "three brokers place leaders and replicas at random"
     if example.path in THREE_BROKERS and example.path[:1] != ("acl",):

@@ -44,6 +44,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.terminal import kctl_noun, run_in_terminal
+
 from tests.spark import selection
 from tests.venvs import virtualenv_with_our_dependencies
 
@@ -99,6 +101,11 @@ class Shell:
         self.env = env
 
     def run(self, command: str, comment: str, where: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        if kctl_noun(command) == "top":
+            # A full-screen application: run in a pseudo-terminal until its first data, then q.
+            code, output = run_in_terminal(["bash", "-c", command], env=self.env, cwd=self.cwd, ready=b"produce rate")
+            assert code == expected_exit(comment), f"{where}: `{command}` exited {code}, expected {expected_exit(comment)}\n{output[-2000:]!r}"
+            return subprocess.CompletedProcess(command, code, output.decode(errors="replace"), "")
         interrupt = re.search(r"Ctrl-C stops it \(exit (\d+)\)", comment)
         expected = int(interrupt.group(1)) if interrupt else expected_exit(comment)
         stdin, answer = subprocess.DEVNULL, None

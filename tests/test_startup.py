@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-HEAVY = ("confluent_kafka", "kafka", "rich", "tabulate", "pyspark", "pyarrow", "kctl.admin", "kctl.devtools", "kctl.spark")
+HEAVY = ("confluent_kafka", "kafka", "rich", "tabulate", "pyspark", "pyarrow", "textual", "kctl.admin", "kctl.devtools", "kctl.spark", "kctl.top")
 
 PROBE = """
 import json, sys
@@ -34,6 +34,7 @@ sys.stderr.write("LOADED=" + json.dumps(loaded) + "\\n")
         ["group", "--help"],
         ["spark", "--help"],
         ["spark", "replay", "--help"],
+        ["top", "--help"],
         ["--version"],
     ],
     ids=lambda a: " ".join(a),

@@ -35,6 +35,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "export": ("kctl.cli.declarative:export", "Write the cluster's topics, configs, ACLs, quotas and users as YAML resource files"),
     "diff": ("kctl.cli.declarative:diff", "Show what applying resource files would change (exit 2 on changes)"),
     "apply": ("kctl.cli.declarative:apply", "Make the cluster match resource files: plan, confirm, apply"),
+    "top": ("kctl.cli.top:top", "A live terminal view: lag and its trend, throughput, ISR health"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
     "spark": ("kctl.cli.spark:spark", "Dump, replay and audit topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.errors import ExitCode
 from tests.eventually import eventually
+from tests.top.pilot import groups_shown
 
 pytestmark = [pytest.mark.integration, pytest.mark.needs_kafka("share and streams groups need Apache Kafka 4.x")]
 
@@ -208,6 +209,9 @@ def test_share_group_list_describe_lag_and_delete(kctl, kafka_cluster, topic, un
 
         eventually(caught_up, timeout=60, interval=0.5)
         everything = {x["group"]: x for x in as_json(kctl, kafka_cluster, "group", "lag", "--all")}
+        # kctl top's groups view shows it with its type (issue 36).
+        shown = groups_shown(kafka_cluster.bootstrap, [group])[group]
+        assert (shown["TYPE"], shown["STATE"], shown["MEMBERS"], shown["LAG"]) == ("share", "Stable", "1", "0")
         assert everything[group]["lag_sum"] == 0
         status = kctl("-b", kafka_cluster.bootstrap, "group", "status", group, "--window", "2", "--state-file", str(tmp_path / "lag.json"))
         assert status.exit_code == 0, status.stdout + status.stderr
@@ -314,6 +318,8 @@ def test_streams_group_list_describe_lag_reset_and_delete(kctl, kafka_cluster, u
             return g
 
         eventually(running, timeout=90, interval=0.5)
+        shown = groups_shown(kafka_cluster.bootstrap, [group])[group]  # kctl top's groups view (issue 36)
+        assert (shown["TYPE"], shown["STATE"], shown["MEMBERS"]) == ("streams", "Stable", "1")
         (listed,) = [x for x in as_json(kctl, kafka_cluster, "group", "list", "--type", "streams") if x["group"] == group]
         assert (listed["state"], listed["members"]) == ("Stable", 1)
         eventually(lambda: completes_group(kafka_cluster, group), timeout=20, interval=0.5)

@@ -126,11 +126,30 @@ def group_lag(
     only `topics`. Share groups' lag is Kafka's: records after the share-partition start
     offset not yet acknowledged."""
     listed = {g["group_id"]: g for g in protocol.list_groups(session)}
-    if ids is None:
-        ids = sorted(listed)
+    results, errors, _log = _lag(session, listed, sorted(listed) if ids is None else ids, topics, isolation, ())
+    if time_lag == "record":
+        results = _with_record_time_lag(session, results, now_ms)
+    return results, errors
+
+
+def cluster_lag(
+    session: AdminSession, partitions: Sequence[tuple[str, int]], *, isolation: str = "read_uncommitted",
+) -> tuple[list[GroupLag], dict[str, KctlError], dict[tuple[str, int], tuple[int | None, int | None]], dict[str, dict]]:
+    """Lag of every group, and the log offsets of `partitions` besides (kctl top's produce
+    rates) read in the same ListOffsets round; also what ListGroups said of each group
+    (group_type, group_state)."""
+    listed = {g["group_id"]: g for g in protocol.list_groups(session)}
+    results, errors, log = _lag(session, listed, sorted(listed), (), isolation, partitions)
+    return results, errors, log, listed
+
+
+def _lag(
+    session: AdminSession, listed: dict[str, dict], ids: Sequence[str], topics: Sequence[str], isolation: str,
+    also: Sequence[tuple[str, int]],
+) -> tuple[list[GroupLag], dict[str, KctlError], dict[tuple[str, int], tuple[int | None, int | None]]]:
     ids = list(dict.fromkeys(ids))
     inputs, errors = _lag_inputs(session, ids, listed)
-    partitions: set[tuple[str, int]] = set()
+    partitions: set[tuple[str, int]] = set(also)
     for item in inputs.values():
         partitions.update(k for k in (*item.offsets, *item.owners) if not topics or k[0] in topics)
     # Offsets were fetched first and log ends are read now, so log ends are never older
@@ -161,9 +180,7 @@ def group_lag(
                 partitions=tuple(rows),
             )
         )
-    if time_lag == "record":
-        results = _with_record_time_lag(session, results, now_ms)
-    return results, errors
+    return results, errors, log
 
 
 def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dict]) -> tuple[dict[str, _LagInputs], dict[str, KctlError]]:

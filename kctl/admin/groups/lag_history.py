@@ -78,7 +78,12 @@ def interpolated_lag_seconds(history: Sequence[Sample], committed: int | None, n
     (kafka-lag-exporter's method). None without two samples bracketing or preceding it."""
     if committed is None:
         return None
-    points = sorted({(s.t, s.log_end) for s in history if s.log_end is not None})
+    return lag_seconds_at(sorted({(s.t, s.log_end) for s in history if s.log_end is not None}), committed, now_ms)
+
+
+def lag_seconds_at(points: Sequence[tuple[int, int]], committed: int, now_ms: int) -> float | None:
+    """interpolated_lag_seconds from (t, log end) points sorted by time (kctl top sorts
+    each partition's points once per sample, not once per group reading it)."""
     if not points:
         return None
     if committed >= points[-1][1]:

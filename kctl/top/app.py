@@ -1,0 +1,483 @@
+"""The Textual application of `kctl top`: a title line, a banner when the data is stale,
+one view at a time (overview, groups, topics, brokers, partitions), a group's drill-down,
+a record peek, the keys.
+
+The screen never waits on the cluster: the sampler thread (kctl.sampling) replaces the
+latest Frame, and a timer on the screen's side picks it up. No key changes the cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import ContentSwitcher, DataTable, Input, Static
+
+from kctl.top import views
+from kctl.top.model import Frame, GroupRow, PartitionRow
+from kctl.top.views import Column
+
+VIEWS = ("overview", "groups", "topics", "brokers", "partitions")
+VIEW_KEYS = {"o": "overview", "g": "groups", "t": "topics", "b": "brokers", "p": "partitions"}
+# `:name` as in k9s: the views and a few aliases.
+COMMANDS = {**{v: v for v in VIEWS}, **{v.rstrip("s"): v for v in VIEWS}, **VIEW_KEYS, "cg": "groups", "consumers": "groups"}
+KEYS_HELP = """\
+kctl top: a live, read-only view of the cluster (no key changes it)
+
+  o g t b p    overview, groups, topics, brokers, partitions (or 1-5)
+  :groups      the same, typed as in k9s (:topics, :brokers, :partitions, :overview)
+  enter        groups: drill into the group; partitions: peek at its last records
+  escape       back, or clear the filter
+  /            filter the rows of this view (by name)
+  s  S         sort by the next column / reverse the order (or select a header)
+  u m a x      partitions: only under-replicated, under min ISR, at min ISR, offline
+  ?            these keys
+  q  ctrl+c    quit
+
+Data is sampled every --interval on its own thread; trends cover --window.
+A red banner says when the cluster could not be read, and how old the data shown is.
+"""
+
+
+class Table(DataTable):
+    """A view's table: its rows come from the frame; it sorts, filters and drops columns
+    that do not fit, and keeps the cursor on the same row across refreshes."""
+
+    def __init__(self, columns: Sequence[Column], rows_of: Callable[[Frame], Sequence[Any]], key_of: Callable[[Any], str], **kwargs):
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.all_columns = tuple(columns)
+        self.rows_of = rows_of
+        self.key_of = key_of
+        self.sort_column: str | None = None
+        self.reverse = False
+        self.filter_text = ""
+        self.only: set[str] = set()  # partition flags every row shown must have
+        self.frame: Frame | None = None
+        self.shown: tuple[Column, ...] = ()
+        self.dirty = True
+
+    def show(self, frame: Frame | None) -> None:
+        self.frame = frame
+        self.dirty = True
+        if self.display and self.is_mounted:
+            self.rebuild()
+
+    def rebuild(self) -> None:
+        self.dirty = False
+        width = self.size.width or self.app.size.width
+        shown = views.fitting(self.all_columns, width)
+        cursor = self._cursor_key()
+        if shown != self.shown:
+            self.clear(columns=True)
+            for c in shown:
+                self.add_column(Text(c.header, justify="right" if c.numeric else "left"), key=c.key)
+            self.shown = shown
+        else:
+            self.clear()
+        rows = self.visible_rows()
+        self.add_rows_keyed(rows)
+        if cursor is not None:
+            try:
+                self.move_cursor(row=self.get_row_index(cursor), animate=False, scroll=False)
+            except Exception:  # noqa: BLE001 - the row is gone: the cursor stays where it is
+                pass
+
+    def visible_rows(self) -> list[Any]:
+        rows = list(self.rows_of(self.frame)) if self.frame is not None else []
+        if self.filter_text:
+            needle = self.filter_text.lower()
+            rows = [r for r in rows if needle in self.key_of(r).lower()]
+        for flag in self.only:
+            rows = [r for r in rows if getattr(r, flag)]
+        if self.sort_column:
+            rows = views.ordered(rows, self.sort_column, self.reverse)
+        return rows
+
+    def add_rows_keyed(self, rows: Sequence[Any]) -> None:
+        for row in rows:
+            self.add_row(*(self.cell(c, row) for c in self.shown), key=self.key_of(row))
+
+    def cell(self, column: Column, row: Any) -> Text:
+        value = column.format(getattr(row, column.key))
+        style = _style(column.key, row)
+        return Text(value, style=style, justify="right" if column.numeric else "left", no_wrap=True)
+
+    def _cursor_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:  # noqa: BLE001 - no row under the cursor
+            return None
+
+    def current(self) -> Any | None:
+        key = self._cursor_key()
+        if key is None or self.frame is None:
+            return None
+        return next((r for r in self.rows_of(self.frame) if self.key_of(r) == key), None)
+
+    def sort_by(self, key: str | None = None) -> None:
+        keys = [c.key for c in self.shown]
+        if key is None:  # the next column
+            key = keys[(keys.index(self.sort_column) + 1) % len(keys)] if self.sort_column in keys else keys[0]
+            self.reverse = False
+        elif key == self.sort_column:
+            self.reverse = not self.reverse
+        else:
+            self.reverse = False
+        self.sort_column = key
+        self.rebuild()
+
+    def on_resize(self) -> None:
+        if self.display:
+            self.rebuild()
+
+
+def _style(key: str, row: Any) -> str:
+    """Colour what needs attention (the terminal's own palette; none with NO_COLOR)."""
+    if key == "direction":
+        return {"falling behind": "bold red", "stalled": "yellow", "catching up": "green", "unreadable": "red"}.get(row.direction, "")
+    if key == "status" and isinstance(row, PartitionRow):
+        return {"offline": "bold red", "under-min-isr": "red", "under-replicated": "yellow", "at-min-isr": "yellow"}.get(row.status, "")
+    if key == "stuck" and getattr(row, "stuck", None):
+        return "yellow"
+    if key == "alive" and not row.alive:
+        return "bold red"
+    if key == "under_replicated" and isinstance(getattr(row, key), int) and row.under_replicated:
+        return "yellow"
+    if key == "out_of_isr" and row.out_of_isr:
+        return "yellow"
+    return ""
+
+
+def _group_key(row: GroupRow) -> str:
+    return row.group
+
+
+class TopApp(App[int]):
+    TITLE = "kctl top"
+    # Keys go to the app's bindings until a view's table takes the focus (the prompt is
+    # only focusable while shown).
+    AUTO_FOCUS = None
+    CSS = """
+    #title { height: 1; background: $panel; color: $text; }
+    #banner { height: auto; background: $error; color: $text; display: none; }
+    #banner.shown { display: block; }
+    #views { height: 1fr; }
+    #status { dock: bottom; height: 1; color: $text-muted; }
+    #overview { padding: 1 2; }
+    #prompt { height: 1; border: none; padding: 0 1; display: none; }
+    #prompt.shown { display: block; }
+    DataTable { height: 1fr; }
+    """
+    BINDINGS = [
+        Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("question_mark", "keys", "keys"),
+        Binding("slash", "prompt('/')", "filter"),
+        Binding("colon", "prompt(':')", "command"),
+        Binding("escape", "back", "back", show=False),
+        Binding("s", "sort", "sort"),
+        Binding("S", "reverse", "reverse", show=False),
+        *(Binding(k, f"view('{v}')", v, show=False) for k, v in VIEW_KEYS.items()),
+        *(Binding(str(i + 1), f"view('{v}')", v, show=False) for i, v in enumerate(VIEWS)),
+        *(Binding(k, f"only('{flag}')", label, show=False) for k, (flag, label) in views.PARTITION_FILTERS.items()),
+    ]
+
+    def __init__(self, sampler: Any, *, target: str, interval: float, window: float, peek: Callable[[str, int], Sequence[Any]] | None = None,
+                 clock: Callable[[], float] = time.time):
+        super().__init__()
+        self.sampler = sampler
+        self.target = target
+        self.interval = interval
+        self.window_seconds = window
+        self.peek = peek
+        self.clock = clock
+        self.frame: Frame | None = None
+        self.view = "overview"
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        yield Static(id="banner")
+        with ContentSwitcher(initial="overview", id="views"):
+            yield VerticalScroll(Static(id="overview-text"), id="overview")
+            yield Table(views.GROUPS, lambda f: f.groups, _group_key, id="groups")
+            yield Table(views.TOPICS, lambda f: f.topics, lambda r: r.topic, id="topics")
+            yield Table(views.BROKERS, lambda f: f.brokers, lambda r: str(r.broker), id="brokers")
+            yield Table(views.PARTITIONS, lambda f: f.partitions, lambda r: f"{r.topic}:{r.partition}", id="partitions")
+        yield Static(id="status")
+        yield Input(id="prompt", disabled=True)
+
+    def on_mount(self) -> None:
+        self._show_title()
+        self._show_overview()
+        self.set_interval(0.2, self._poll)
+        self.set_interval(1.0, self._tick)
+
+    # -- data ------------------------------------------------------------------------------
+
+    def _poll(self) -> None:
+        latest = self.sampler.latest
+        frame = latest.value if latest is not None else None
+        if frame is not None and frame is not self.frame:
+            self.show_frame(frame)
+
+    def show_frame(self, frame: Frame) -> None:
+        self.frame = frame
+        self._show_title()
+        self._show_overview()
+        for table in self.query(Table):
+            table.show(frame)
+        if isinstance(self.screen, GroupScreen):
+            self.screen.show(frame)
+        self._tick()
+
+    def _tick(self) -> None:
+        """The banner and the status line, which age even when no sample arrives."""
+        banner = self.query_one("#banner", Static)
+        age = self.sampler.age()
+        failing = self.sampler.last_attempt_ok is False
+        if failing:
+            since = "no data yet" if age is None else f"data shown is {age:.0f}s old"
+            banner.update(f"cluster unreachable, {since}; sampling again every {self.interval:g}s: {self.sampler.last_error}")
+        banner.set_class(failing, "shown")
+        status = self.query_one("#status", Static)
+        if self.frame is None:
+            status.update(f"connecting to {self.target}..." if not failing else "")
+        else:
+            taken = time.strftime("%H:%M:%S", time.localtime(self.frame.taken_at))
+            status.update(f"{self.view}  sample {taken} ({self.frame.duration:.2f}s), every {self.interval:g}s, "
+                          f"trends over {_span(self.window_seconds)}   ? keys  q quit")
+
+    def _show_title(self) -> None:
+        title = Text(f" kctl top  {self.target}", style="bold")
+        if self.frame is not None:
+            title.append(f"  cluster {self.frame.cluster_id}  ")
+            colour = {"OK": "green", "WARNING": "yellow", "CRITICAL": "bold red"}.get(self.frame.health, "")
+            title.append(self.frame.health, style=colour)
+        self.query_one("#title", Static).update(title)
+
+    def _show_overview(self) -> None:
+        frame = self.frame
+        if frame is None:
+            self.query_one("#overview-text", Static).update(f"waiting for the first sample of {self.target}...")
+            return
+        width = max(len(label) for label, _, _ in frame.overview)
+        body = Text()
+        for label, value, attention in frame.overview:
+            body.append(f"{label:<{width}}  ")
+            body.append(value + "\n", style="bold yellow" if attention else "")
+        if frame.reasons:
+            body.append("\n")
+            for reason in frame.reasons:
+                body.append(f"{frame.health}: {reason}\n", style="yellow" if frame.health == "WARNING" else "red")
+        for error in frame.errors[:5]:
+            body.append(f"{error}\n", style="red")
+        self.query_one("#overview-text", Static).update(body)
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def current_table(self) -> Table | None:
+        if self.view == "overview":
+            return None
+        return self.query_one(f"#{self.view}", Table)
+
+    def action_view(self, name: str) -> None:
+        if isinstance(self.screen, (GroupScreen, PeekScreen)):
+            self.pop_screen()
+        self.view = name
+        self.query_one("#views", ContentSwitcher).current = name
+        table = self.current_table()
+        if table is not None:
+            table.rebuild()
+            table.focus()
+        self._tick()
+
+    def action_sort(self) -> None:
+        table = self._focused_table()
+        if table is not None:
+            table.sort_by()
+
+    def action_reverse(self) -> None:
+        table = self._focused_table()
+        if table is not None and table.sort_column:
+            table.sort_by(table.sort_column)
+
+    def action_only(self, flag: str) -> None:
+        table = self.current_table()
+        if self.view != "partitions" or table is None:
+            return
+        table.only ^= {flag}
+        table.rebuild()
+        labels = [label for f, label in views.PARTITION_FILTERS.values() if f in table.only]
+        self.notify("only " + ", ".join(labels) if labels else "every partition", timeout=2)
+
+    def action_prompt(self, kind: str) -> None:
+        prompt = self.query_one("#prompt", Input)
+        prompt.placeholder = "filter rows by name" if kind == "/" else "groups, topics, brokers, partitions, overview"
+        prompt.value = ""
+        prompt.kind = kind  # type: ignore[attr-defined]
+        prompt.disabled = False
+        prompt.add_class("shown")
+        prompt.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if getattr(event.input, "kind", "") == "/":
+            table = self._focused_table(prompt_ok=True)
+            if table is not None:
+                table.filter_text = event.value
+                table.rebuild()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        prompt = event.input
+        kind = getattr(prompt, "kind", "")
+        self._close_prompt()
+        if kind == ":":
+            word = event.value.strip().lstrip(":").lower()
+            if word in ("q", "quit", "q!"):
+                self.exit(0)
+            elif word in COMMANDS:
+                self.action_view(COMMANDS[word])
+            elif word:
+                self.notify(f"no view {word!r}: groups, topics, brokers, partitions, overview", severity="warning", timeout=3)
+
+    def _close_prompt(self) -> None:
+        prompt = self.query_one("#prompt", Input)
+        prompt.remove_class("shown")
+        prompt.disabled = True
+        table = self._focused_table(prompt_ok=True)
+        if table is not None:
+            table.focus()
+
+    def action_back(self) -> None:
+        prompt = self.query_one("#prompt", Input)
+        if prompt.has_class("shown"):
+            if getattr(prompt, "kind", "") == "/":
+                table = self._focused_table(prompt_ok=True)
+                if table is not None:
+                    table.filter_text = ""
+                    table.rebuild()
+            self._close_prompt()
+            return
+        table = self.current_table()
+        if table is not None and table.filter_text:
+            table.filter_text = ""
+            table.rebuild()
+
+    def action_keys(self) -> None:
+        self.push_screen(KeysScreen())
+
+    def _focused_table(self, prompt_ok: bool = False) -> Table | None:
+        if isinstance(self.screen, GroupScreen):
+            return self.screen.table
+        if isinstance(self.screen, PeekScreen):
+            return None
+        return self.current_table()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        table = event.data_table
+        if isinstance(table, Table):
+            table.sort_by(event.column_key.value)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        table = event.data_table
+        if not isinstance(table, Table) or self.frame is None:
+            return
+        row = table.current()
+        if table.id == "groups" and row is not None:
+            self.push_screen(GroupScreen(row.group, self.frame))
+        elif table.id == "partitions" and row is not None and self.peek is not None:
+            self.push_screen(PeekScreen(row.topic, row.partition, self.peek))
+
+
+class GroupScreen(Screen):
+    """One group's partitions: owner, offsets, lag, each with its own trend."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "back")]
+
+    def __init__(self, group: str, frame: Frame):
+        super().__init__()
+        self.group = group
+        self.table = Table(views.GROUP_PARTITIONS, self._rows, lambda r: f"{r.topic}:{r.partition}", id="group-partitions")
+        self.first = frame
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="group-title")
+        yield self.table
+        yield Static(f"escape back   s sort   / filter   ? keys   q quit", id="group-status")
+
+    def on_mount(self) -> None:
+        self.show(self.first)
+        self.table.focus()
+
+    def _rows(self, frame: Frame) -> Sequence[Any]:
+        return frame.group_partitions(self.group) or ()
+
+    def show(self, frame: Frame) -> None:
+        row = next((g for g in frame.groups if g.group == self.group), None)
+        title = Text(f" group {self.group}", style="bold")
+        if row is None:
+            title.append("  (gone from the cluster)", style="yellow")
+        else:
+            title.append(f"  {row.type}  {row.state}  {row.members} member(s)  lag {views.count(row.lag)}  "
+                         f"{views.seconds(row.lag_seconds)}  {row.direction}  {row.trend}")
+        self.query_one("#group-title", Static).update(title)
+        self.table.show(frame)
+
+
+class PeekScreen(Screen):
+    """The last records of one partition, read once in a worker thread (read-only)."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "back")]
+
+    def __init__(self, topic: str, partition: int, peek: Callable[[str, int], Sequence[Any]]):
+        super().__init__()
+        self.topic, self.partition, self.peek = topic, partition, peek
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f" last records of {self.topic}:{self.partition}", style="bold"), id="peek-title")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="peek")
+        yield Static("reading...", id="peek-status")
+
+    def on_mount(self) -> None:
+        self.run_worker(self._read, thread=True, exit_on_error=False)
+
+    def _read(self) -> None:
+        try:
+            rows = self.peek(self.topic, self.partition)
+        except Exception as exc:  # noqa: BLE001 - shown on the screen, not raised
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            self.app.call_from_thread(self._failed, message)
+            return
+        self.app.call_from_thread(self._show, rows)
+
+    def _failed(self, message: str) -> None:
+        self.query_one("#peek-status", Static).update(Text(message, style="red"))
+
+    def _show(self, rows: Sequence[Any]) -> None:
+        table = self.query_one("#peek", DataTable)
+        for c in views.RECORDS:
+            table.add_column(c.header, key=c.key)
+        for row in rows:
+            table.add_row(*(Text(c.format(row.get(c.key)), no_wrap=True) for c in views.RECORDS))
+        self.query_one("#peek-status", Static).update(f"{len(rows)} record(s)   escape back")
+        table.focus()
+
+
+class KeysScreen(ModalScreen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "close"), Binding("question_mark", "app.pop_screen", "close"),
+                Binding("q", "app.pop_screen", "close")]
+    CSS = "KeysScreen { align: center middle; } #keys { width: auto; height: auto; padding: 1 2; border: round $accent; background: $panel; }"
+
+    def compose(self) -> ComposeResult:
+        yield Static(KEYS_HELP, id="keys")
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 60:g}m" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g}s"

@@ -1,0 +1,124 @@
+"""`kctl top` on a bundled broker of its own: stopped mid-run and started again, the
+overview's layout at 120x40 (and README's screenshot), and a run as a process in a real
+pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kctl.top.model import RECENT, STUCK_SAMPLES
+from tests.terminal import run_in_terminal
+from tests.top.pilot import drive, screen_text, until
+
+pytestmark = pytest.mark.integration
+HERE = Path(__file__).resolve().parent
+SNAPSHOT = HERE / "overview-120x40.txt"
+SCREENSHOT = HERE.parent.parent / "docs" / "kctl-top.svg"
+UPDATE = os.environ.get("KCTL_UPDATE_SNAPSHOTS") == "1"
+
+
+@pytest.fixture
+def broker(kctl, tmp_path):
+    """A bundled broker on a port of its own: (bootstrap, start, stop)."""
+    data = tmp_path / "broker"
+
+    def start(port: str = "0") -> str:
+        result = kctl("local", "start", "--port", port, "--data-dir", str(data), "--no-context")
+        assert result.exit_code == 0, result.stderr
+        return result.stdout.strip()
+
+    def stop() -> None:
+        assert kctl("local", "stop", "--data-dir", str(data)).exit_code == 0
+
+    bootstrap = start()
+    yield bootstrap, start, stop
+    kctl("local", "stop", "--data-dir", str(data))
+
+
+def _world(bootstrap: str) -> None:
+    """orders (3 partitions, 10 records each) and payments (1, 5 records); billing 2
+    behind on each orders partition."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 60000})
+    for partition in range(3):
+        for i in range(10):
+            producer.produce("orders", value=b"o%d" % i, partition=partition)
+    for i in range(5):
+        producer.produce("payments", value=b"p%d" % i)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "billing", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("orders", p, 8) for p in range(3)], asynchronous=False)
+    consumer.close()
+
+
+def test_a_stopped_broker_shows_the_stale_banner_until_it_returns(broker):
+    bootstrap, start, stop = broker
+    port = bootstrap.rsplit(":", 1)[1]
+
+    async def scenario(app, pilot):
+        banner = app.query_one("#banner")
+        first = await until(pilot, lambda: app.frame, what="a first sample")
+        assert not banner.has_class("shown")
+        stop()
+        await until(pilot, lambda: banner.has_class("shown"), what="the stale banner")
+        text = str(banner.render())
+        assert re.search(r"cluster unreachable, data shown is \d+s old; sampling again every 0\.3s: ", text), text
+        assert app.frame is first or app.frame.cluster_id == first.cluster_id  # the last good data stays
+        assert start(port) == bootstrap
+        await until(pilot, lambda: not banner.has_class("shown") and app.frame is not first, what="sampling to resume", timeout=40)
+        await pilot.press("q")
+
+    assert drive(bootstrap, scenario).return_code == 0
+
+
+def _masked(text: str, bootstrap: str, cluster_id: str) -> str:
+    text = text.replace(bootstrap, "<bootstrap>").replace(cluster_id, "<cluster-id>")
+    text = re.sub(r"sample \d\d:\d\d:\d\d \(\d+\.\d\ds\)", "sample <time> (<took>)", text)
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+
+
+def test_the_overview_at_120x40_and_readmes_screenshot(kctl, broker):
+    """The overview's layout, whole; KCTL_UPDATE_SNAPSHOTS=1 records it and README's
+    screenshot (docs/kctl-top.svg, Textual's own SVG) anew."""
+    bootstrap = broker[0]
+    for topic, partitions in (("orders", "3"), ("payments", "1")):
+        assert kctl("-b", bootstrap, "topic", "create", topic, "-p", partitions).exit_code == 0
+    _world(bootstrap)
+    shown = {}
+
+    async def scenario(app, pilot):
+        # Nothing moves on this broker: from the fifth sample on (directions and stuck
+        # partitions judged, a produce rate measured) every frame is the same.
+        await until(pilot, lambda: app.sampler.samples_total >= max(RECENT, STUCK_SAMPLES) and app.frame is app.sampler.latest.value,
+                    what="five samples")
+        shown["text"] = _masked(screen_text(app), bootstrap, app.frame.cluster_id)
+        if UPDATE:
+            await pilot.press("g")
+            await until(pilot, lambda: app.query_one("#groups").row_count, what="the groups")
+            SCREENSHOT.parent.mkdir(exist_ok=True)
+            SCREENSHOT.write_text(app.export_screenshot(title="kctl top").replace(bootstrap, "localhost:9092"))
+        await pilot.press("q")
+
+    drive(bootstrap, scenario, size=(120, 40))
+    if UPDATE:
+        SNAPSHOT.write_text(shown["text"])
+    assert shown["text"] == SNAPSHOT.read_text(), "the overview changed: KCTL_UPDATE_SNAPSHOTS=1 records it (and README's screenshot)"
+    assert "billing" in SCREENSHOT.read_text()
+
+
+def test_kctl_top_in_a_real_terminal_starts_restores_it_and_exits_0(broker, tmp_path):
+    bootstrap = broker[0]
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+    code, output = run_in_terminal([sys.executable, "-m", "kctl", "-b", bootstrap, "top", "--interval", "0.5"], env=env,
+                                   ready=b"produce rate", timeout=60)
+    assert code == 0, output[-2000:]
+    # The alternate screen was entered and left, the cursor shown again, and nothing
+    # (a traceback) printed after.
+    assert b"\x1b[?1049h" in output
+    tail = output[output.rindex(b"\x1b[?1049l"):]
+    assert b"\x1b[?25h" in tail and b"Traceback" not in output and b"error" not in tail.lower(), tail
