@@ -329,7 +329,7 @@ class TopApp(App[int]):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if getattr(event.input, "kind", "") == "/":
-            table = self._focused_table(prompt_ok=True)
+            table = self._focused_table()
             if table is not None:
                 table.filter_text = event.value
                 table.rebuild()
@@ -351,7 +351,7 @@ class TopApp(App[int]):
         prompt = self.query_one("#prompt", Input)
         prompt.remove_class("shown")
         prompt.disabled = True
-        table = self._focused_table(prompt_ok=True)
+        table = self._focused_table()
         if table is not None:
             table.focus()
 
@@ -359,7 +359,7 @@ class TopApp(App[int]):
         prompt = self.query_one("#prompt", Input)
         if prompt.has_class("shown"):
             if getattr(prompt, "kind", "") == "/":
-                table = self._focused_table(prompt_ok=True)
+                table = self._focused_table()
                 if table is not None:
                     table.filter_text = ""
                     table.rebuild()
@@ -373,7 +373,7 @@ class TopApp(App[int]):
     def action_keys(self) -> None:
         self.push_screen(KeysScreen())
 
-    def _focused_table(self, prompt_ok: bool = False) -> Table | None:
+    def _focused_table(self) -> Table | None:
         if isinstance(self.screen, GroupScreen):
             return self.screen.table
         if isinstance(self.screen, PeekScreen):
@@ -410,7 +410,7 @@ class GroupScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="group-title")
         yield self.table
-        yield Static(f"escape back   s sort   / filter   ? keys   q quit", id="group-status")
+        yield Static("escape back   s sort   / filter   ? keys   q quit", id="group-status")
 
     def on_mount(self) -> None:
         self.show(self.first)

@@ -18,6 +18,13 @@ from kctl.errors import (
 )
 
 # librdkafka abbreviates a few of Kafka's error names; users search for Kafka's.
+# Answers that mean "ask again shortly": the coordinator is loading its share of
+# __consumer_offsets or __transaction_state (after a restart or a leader change), not
+# elected yet, or has moved. Kafka's own admin client retries them until its timeout; so
+# does kctl, every RETRY_BACKOFF seconds.
+COORDINATOR_RETRIABLE = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"})
+RETRY_BACKOFF = 0.1
+
 _KAFKA_NAMES = {
     "UNKNOWN_TOPIC_OR_PART": "UNKNOWN_TOPIC_OR_PARTITION",
     "NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER",

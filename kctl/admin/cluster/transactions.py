@@ -97,15 +97,8 @@ def list_transactions(session: AdminSession) -> list[Transaction]:
     return sorted(rows, key=lambda t: t.transactional_id)
 
 
-# Answers that mean "ask again shortly": a broker still loading its share of
-# __transaction_state after a restart or a leader change. Kafka's admin client retries them
-# until its timeout; so does kctl.
-_RETRIABLE = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"})
-_RETRY_BACKOFF = 0.1
-
-
 def _listed_on_wire(session: AdminSession) -> list[Transaction]:
-    from kctl.admin.client.errors import for_kafka_code
+    from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF, for_kafka_code
     from kctl.messages.errors import error_name
     from kctl.polling import poll
 
@@ -118,14 +111,14 @@ def _listed_on_wire(session: AdminSession) -> list[Transaction]:
         rows = []
         for node, answer in zip(nodes, answers):
             if answer.error_code:
-                if error_name(answer.error_code) in _RETRIABLE:
+                if error_name(answer.error_code) in COORDINATOR_RETRIABLE:
                     return None
                 raise for_kafka_code(answer.error_code, None, "list transactions")
             rows += [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node) for t in answer.transaction_states]
         return rows
 
     listed = poll(lambda: wire.call("list transactions", ask), lambda answer: answer is not None,
-                  timeout=session.timeout, interval=_RETRY_BACKOFF, stop_before=True)
+                  timeout=session.timeout, interval=RETRY_BACKOFF, stop_before=True)
     if listed is None:
         raise TimeoutError_("unable to list transactions: a transaction coordinator was still loading at the timeout",
                             hint="raise --timeout if the cluster is starting or electing")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF
 from kctl.admin.client.session import AdminSession
 from kctl.errors import TimeoutError_
 from kctl.messages.errors import error_name
@@ -39,7 +40,7 @@ def list_groups(session: AdminSession) -> list[dict]:
         groups: dict[str, dict] = {}
         for answer in answers:
             if answer.error_code:
-                if error_name(answer.error_code) in _RETRIABLE:
+                if error_name(answer.error_code) in COORDINATOR_RETRIABLE:
                     return None
                 raise _error(answer.error_code, None, "list groups")
             for g in answer.groups:
@@ -48,17 +49,13 @@ def list_groups(session: AdminSession) -> list[dict]:
         return list(groups.values())
 
     listed = poll(lambda: wire.call("list groups", ask), lambda answer: answer is not None,
-                  timeout=session.timeout, interval=_RETRY_BACKOFF, stop_before=True)
+                  timeout=session.timeout, interval=RETRY_BACKOFF, stop_before=True)
     if listed is None:
         raise TimeoutError_("unable to list groups: a group coordinator was still loading its groups at the timeout",
                             hint="raise --timeout if the cluster is starting or electing")
     return listed
 
 
-# Answers that mean "ask again shortly": the coordinator is loading the group, not elected
-# yet, or has moved. Kafka's own admin client retries them until its timeout; so does kctl.
-_RETRIABLE = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"})
-_RETRY_BACKOFF = 0.1
 
 
 def _error(code: int, message: str | None, action: str):
@@ -93,7 +90,7 @@ def per_group(
         done: dict[str, tuple[Any, int]] = {}
         for node, response in zip(nodes, answers):
             for group_id, part in parts(response):
-                if part.error_code and error_name(part.error_code) in _RETRIABLE:
+                if part.error_code and error_name(part.error_code) in COORDINATOR_RETRIABLE:
                     retry[group_id] = (part, node)
                 else:
                     done[group_id] = (part, node)
@@ -108,7 +105,7 @@ def per_group(
 
     if not pending:
         return found
-    retry = poll(ask, lambda retry: not retry, timeout=session.timeout, interval=_RETRY_BACKOFF, stop_before=True)
+    retry = poll(ask, lambda retry: not retry, timeout=session.timeout, interval=RETRY_BACKOFF, stop_before=True)
     if None in retry.values():
         raise TimeoutError_(f"unable to {action}: no group coordinator available within the timeout",
                             hint="raise --timeout if the cluster is starting or electing")
@@ -124,7 +121,7 @@ def find_coordinators(session: AdminSession, group_ids: Sequence[str], deadline:
     found = {}
     for c in answer.coordinators:
         if c.error_code:
-            if error_name(c.error_code) in _RETRIABLE:
+            if error_name(c.error_code) in COORDINATOR_RETRIABLE:
                 return None
             raise _error(c.error_code, c.error_message, f"find the coordinator of group {c.key}")
         wire.learn(c.node_id, c.host, c.port)
