@@ -4,6 +4,10 @@ and CPU between refreshes, beside the JVM tool an operator runs for the same ans
 
     python bench/bench_top.py [--topics 50] [--groups 50] [--partitions 4] [--runs 5]
                               [--idle 20] [--target kafka,bundled]
+    python bench/bench_top.py --scale [--runs 3]
+
+--scale measures the issue's large cluster instead: one Kafka node (3 GB heap) grown as
+bench_scale.py grows it, to 18,000 partitions and 10,000 groups of 10 partitions each.
 
 On each target (one Apache Kafka 4.x node from the tests' Maven Central jars, and the
 bundled broker): --topics topics of --partitions partitions with records, --groups groups
@@ -81,14 +85,14 @@ def run_top(bootstrap: str, *, interval: float, idle: float) -> tuple[float, flo
     output = b""
     try:
         first = None
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300
         while first is None and time.monotonic() < deadline:
             if select.select([controller], [], [], 0.05)[0]:
                 output += os.read(controller, 65536)
                 if READY in output.replace(b"\x1b", b""):
                     first = time.perf_counter() - started
         if first is None:
-            raise RuntimeError(f"no first screen within 60 s: {output[-500:]!r}")
+            raise RuntimeError(f"no first screen within 300 s: {output[-500:]!r}")
         cpu = rss = None
         if idle:
             time.sleep(2 * interval)  # past start-up
@@ -124,11 +128,34 @@ def refresh_seconds(bootstrap: str, runs: int) -> float:
     return statistics.median(times[1:])
 
 
-def measure(target: str, bootstrap: str, args, tool: list[str] | None) -> None:
-    started = time.monotonic()
-    seed(bootstrap, args.topics, args.partitions, args.groups)
-    print(f"{target}: seeded {args.topics} topics x {args.partitions} partitions, {args.groups} groups in "
-          f"{time.monotonic() - started:.1f}s", file=sys.stderr)
+def scale(args) -> None:
+    from bench_scale import grow
+
+    from tests.brokers.kafka import KafkaCluster
+
+    with tempfile.TemporaryDirectory(prefix="kctl-bench-top-") as workdir:
+        cluster = KafkaCluster(nodes=1, workdir=Path(workdir), jvm_options=("-Xms1g", "-Xmx3g", "-XX:+UseG1GC", "-Djava.awt.headless=true"),
+                               overrides={"offsets.topic.num.partitions": "10"})
+        cluster.start(timeout=180)
+        try:
+            started, state = time.monotonic(), {}
+            grow(cluster.bootstrap, kctl_argv(), 18000, 10000, state)
+            print(f"grew to {state['partitions']:,} partitions and {state['groups']:,} groups in {time.monotonic() - started:.0f} s",
+                  file=sys.stderr, flush=True)
+            args.topics, args.partitions, args.groups = state["topics"], "10 (+1 of 1,000)", state["groups"]
+            tool = cluster.tool_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+                                        cluster.bootstrap, "--describe", "--all-groups", "--timeout", "300000")
+            measure("kafka", cluster.bootstrap, args, tool, seeded=True)
+        finally:
+            cluster.stop()
+
+
+def measure(target: str, bootstrap: str, args, tool: list[str] | None, seeded: bool = False) -> None:
+    if not seeded:
+        started = time.monotonic()
+        seed(bootstrap, args.topics, args.partitions, args.groups)
+        print(f"{target}: seeded {args.topics} topics x {args.partitions} partitions, {args.groups} groups in "
+              f"{time.monotonic() - started:.1f}s", file=sys.stderr)
     firsts = [run_top(bootstrap, interval=2.0, idle=0)[0] for _ in range(args.runs)]
     _first, cpu, rss = run_top(bootstrap, interval=2.0, idle=args.idle)
     refresh = refresh_seconds(bootstrap, args.runs)
@@ -154,7 +181,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--idle", type=float, default=20.0)
     parser.add_argument("--target", default="kafka,bundled")
+    parser.add_argument("--scale", action="store_true", help="18,000 partitions and 10,000 groups x 10 partitions on Kafka")
     args = parser.parse_args()
+    if args.scale:
+        scale(args)
+        return
     for target in args.target.split(","):
         with tempfile.TemporaryDirectory(prefix="kctl-bench-top-") as workdir:
             if target == "kafka":

@@ -68,5 +68,6 @@ def top(app: App, interval: float, window: float, isolation: str):
 
     registry = app.registry if app.settings.schema_registry.get("url") else None
     target = app.settings.context or app.settings.bootstrap_servers or ""
-    code = run(app.session, target=target, interval=interval, window=window, isolation=isolation, registry=registry)
+    code = run(app.session, target=target, interval=interval, window=window, isolation=isolation, registry=registry,
+               debug=app.debug)
     raise SystemExit(code)

@@ -21,7 +21,7 @@ from textual.widgets import ContentSwitcher, DataTable, Input, Static
 
 from kctl.top import views
 from kctl.top.model import Frame, GroupRow, PartitionRow
-from kctl.top.views import Column
+from kctl.top.table import Table
 
 VIEWS = ("overview", "groups", "topics", "brokers", "partitions")
 VIEW_KEYS = {"o": "overview", "g": "groups", "t": "topics", "b": "brokers", "p": "partitions"}
@@ -43,100 +43,6 @@ kctl top: a live, read-only view of the cluster (no key changes it)
 Data is sampled every --interval on its own thread; trends cover --window.
 A red banner says when the cluster could not be read, and how old the data shown is.
 """
-
-
-class Table(DataTable):
-    """A view's table: its rows come from the frame; it sorts, filters and drops columns
-    that do not fit, and keeps the cursor on the same row across refreshes."""
-
-    def __init__(self, columns: Sequence[Column], rows_of: Callable[[Frame], Sequence[Any]], key_of: Callable[[Any], str], **kwargs):
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self.all_columns = tuple(columns)
-        self.rows_of = rows_of
-        self.key_of = key_of
-        self.sort_column: str | None = None
-        self.reverse = False
-        self.filter_text = ""
-        self.only: set[str] = set()  # partition flags every row shown must have
-        self.frame: Frame | None = None
-        self.shown: tuple[Column, ...] = ()
-        self.dirty = True
-
-    def show(self, frame: Frame | None) -> None:
-        self.frame = frame
-        self.dirty = True
-        if self.display and self.is_mounted:
-            self.rebuild()
-
-    def rebuild(self) -> None:
-        self.dirty = False
-        width = self.size.width or self.app.size.width
-        shown = views.fitting(self.all_columns, width)
-        cursor = self._cursor_key()
-        if shown != self.shown:
-            self.clear(columns=True)
-            for c in shown:
-                self.add_column(Text(c.header, justify="right" if c.numeric else "left"), key=c.key)
-            self.shown = shown
-        else:
-            self.clear()
-        rows = self.visible_rows()
-        self.add_rows_keyed(rows)
-        if cursor is not None:
-            try:
-                self.move_cursor(row=self.get_row_index(cursor), animate=False, scroll=False)
-            except Exception:  # noqa: BLE001 - the row is gone: the cursor stays where it is
-                pass
-
-    def visible_rows(self) -> list[Any]:
-        rows = list(self.rows_of(self.frame)) if self.frame is not None else []
-        if self.filter_text:
-            needle = self.filter_text.lower()
-            rows = [r for r in rows if needle in self.key_of(r).lower()]
-        for flag in self.only:
-            rows = [r for r in rows if getattr(r, flag)]
-        if self.sort_column:
-            rows = views.ordered(rows, self.sort_column, self.reverse)
-        return rows
-
-    def add_rows_keyed(self, rows: Sequence[Any]) -> None:
-        for row in rows:
-            self.add_row(*(self.cell(c, row) for c in self.shown), key=self.key_of(row))
-
-    def cell(self, column: Column, row: Any) -> Text:
-        value = column.format(getattr(row, column.key))
-        style = _style(column.key, row)
-        return Text(value, style=style, justify="right" if column.numeric else "left", no_wrap=True)
-
-    def _cursor_key(self) -> str | None:
-        if not self.row_count:
-            return None
-        try:
-            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor
-            return None
-
-    def current(self) -> Any | None:
-        key = self._cursor_key()
-        if key is None or self.frame is None:
-            return None
-        return next((r for r in self.rows_of(self.frame) if self.key_of(r) == key), None)
-
-    def sort_by(self, key: str | None = None) -> None:
-        keys = [c.key for c in self.shown]
-        if key is None:  # the next column
-            key = keys[(keys.index(self.sort_column) + 1) % len(keys)] if self.sort_column in keys else keys[0]
-            self.reverse = False
-        elif key == self.sort_column:
-            self.reverse = not self.reverse
-        else:
-            self.reverse = False
-        self.sort_column = key
-        self.rebuild()
-
-    def on_resize(self) -> None:
-        if self.display:
-            self.rebuild()
 
 
 def _style(key: str, row: Any) -> str:
@@ -191,28 +97,51 @@ class TopApp(App[int]):
     ]
 
     def __init__(self, sampler: Any, *, target: str, interval: float, window: float, peek: Callable[[str, int], Sequence[Any]] | None = None,
-                 clock: Callable[[], float] = time.time):
-        super().__init__()
+                 debug: bool = False):
+        # The terminal's own colours (its ANSI palette, not Textual's truecolor theme), and
+        # none at all with NO_COLOR (Textual reads it).
+        super().__init__(ansi_color=True)
+        self.theme = "ansi-dark"
+        self.show_tracebacks = debug
+        # The unexpected error that ended the application, if one did.
+        self.crash: BaseException | None = None
         self.sampler = sampler
         self.target = target
         self.interval = interval
         self.window_seconds = window
         self.peek = peek
-        self.clock = clock
         self.frame: Frame | None = None
         self.view = "overview"
 
     def compose(self) -> ComposeResult:
-        yield Static(id="title")
-        yield Static(id="banner")
-        with ContentSwitcher(initial="overview", id="views"):
-            yield VerticalScroll(Static(id="overview-text"), id="overview")
-            yield Table(views.GROUPS, lambda f: f.groups, _group_key, id="groups")
-            yield Table(views.TOPICS, lambda f: f.topics, lambda r: r.topic, id="topics")
-            yield Table(views.BROKERS, lambda f: f.brokers, lambda r: str(r.broker), id="brokers")
-            yield Table(views.PARTITIONS, lambda f: f.partitions, lambda r: f"{r.topic}:{r.partition}", id="partitions")
-        yield Static(id="status")
-        yield Input(id="prompt", disabled=True)
+        # Kept by reference: App.query_one looks in the screen on top, which is the
+        # drill-down or the peek while they are open, and the timers run all along.
+        self.title_line, self.banner, self.status = Static(id="title"), Static(id="banner"), Static(id="status")
+        self.overview_text = Static(id="overview-text")
+        self.prompt = Input(id="prompt", disabled=True)
+        self.tables = {
+            "groups": Table(views.GROUPS, lambda f: f.groups, _group_key, _style, id="groups"),
+            "topics": Table(views.TOPICS, lambda f: f.topics, lambda r: r.topic, _style, id="topics"),
+            "brokers": Table(views.BROKERS, lambda f: f.brokers, lambda r: str(r.broker), _style, id="brokers"),
+            "partitions": Table(views.PARTITIONS, lambda f: f.partitions, lambda r: f"{r.topic}:{r.partition}", _style, id="partitions"),
+        }
+        self.switcher = ContentSwitcher(initial="overview", id="views")
+        yield self.title_line
+        yield self.banner
+        with self.switcher:
+            yield VerticalScroll(self.overview_text, id="overview")
+            yield from self.tables.values()
+        yield self.status
+        yield self.prompt
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual's hook for an unhandled error (private; Textual is pinned below 9): it
+        # leaves the screen and prints a traceback with locals. kctl says one line instead
+        # (kctl.top.run raises it as a KctlError) and leaves the traceback to --debug.
+        self.crash = error
+        super()._handle_exception(error)
+        if not self.show_tracebacks:
+            self._exit_renderables.clear()
 
     def on_mount(self) -> None:
         self._show_title()
@@ -232,7 +161,7 @@ class TopApp(App[int]):
         self.frame = frame
         self._show_title()
         self._show_overview()
-        for table in self.query(Table):
+        for table in self.tables.values():
             table.show(frame)
         if isinstance(self.screen, GroupScreen):
             self.screen.show(frame)
@@ -240,14 +169,14 @@ class TopApp(App[int]):
 
     def _tick(self) -> None:
         """The banner and the status line, which age even when no sample arrives."""
-        banner = self.query_one("#banner", Static)
+        banner = self.banner
         age = self.sampler.age()
         failing = self.sampler.last_attempt_ok is False
         if failing:
             since = "no data yet" if age is None else f"data shown is {age:.0f}s old"
             banner.update(f"cluster unreachable, {since}; sampling again every {self.interval:g}s: {self.sampler.last_error}")
         banner.set_class(failing, "shown")
-        status = self.query_one("#status", Static)
+        status = self.status
         if self.frame is None:
             status.update(f"connecting to {self.target}..." if not failing else "")
         else:
@@ -261,12 +190,12 @@ class TopApp(App[int]):
             title.append(f"  cluster {self.frame.cluster_id}  ")
             colour = {"OK": "green", "WARNING": "yellow", "CRITICAL": "bold red"}.get(self.frame.health, "")
             title.append(self.frame.health, style=colour)
-        self.query_one("#title", Static).update(title)
+        self.title_line.update(title)
 
     def _show_overview(self) -> None:
         frame = self.frame
         if frame is None:
-            self.query_one("#overview-text", Static).update(f"waiting for the first sample of {self.target}...")
+            self.overview_text.update(f"waiting for the first sample of {self.target}...")
             return
         width = max(len(label) for label, _, _ in frame.overview)
         body = Text()
@@ -279,20 +208,20 @@ class TopApp(App[int]):
                 body.append(f"{frame.health}: {reason}\n", style="yellow" if frame.health == "WARNING" else "red")
         for error in frame.errors[:5]:
             body.append(f"{error}\n", style="red")
-        self.query_one("#overview-text", Static).update(body)
+        self.overview_text.update(body)
 
     # -- keys ------------------------------------------------------------------------------
 
     def current_table(self) -> Table | None:
         if self.view == "overview":
             return None
-        return self.query_one(f"#{self.view}", Table)
+        return self.tables[self.view]
 
     def action_view(self, name: str) -> None:
         if isinstance(self.screen, (GroupScreen, PeekScreen)):
             self.pop_screen()
         self.view = name
-        self.query_one("#views", ContentSwitcher).current = name
+        self.switcher.current = name
         table = self.current_table()
         if table is not None:
             table.rebuild()
@@ -319,7 +248,7 @@ class TopApp(App[int]):
         self.notify("only " + ", ".join(labels) if labels else "every partition", timeout=2)
 
     def action_prompt(self, kind: str) -> None:
-        prompt = self.query_one("#prompt", Input)
+        prompt = self.prompt
         prompt.placeholder = "filter rows by name" if kind == "/" else "groups, topics, brokers, partitions, overview"
         prompt.value = ""
         prompt.kind = kind  # type: ignore[attr-defined]
@@ -348,7 +277,7 @@ class TopApp(App[int]):
                 self.notify(f"no view {word!r}: groups, topics, brokers, partitions, overview", severity="warning", timeout=3)
 
     def _close_prompt(self) -> None:
-        prompt = self.query_one("#prompt", Input)
+        prompt = self.prompt
         prompt.remove_class("shown")
         prompt.disabled = True
         table = self._focused_table()
@@ -356,7 +285,7 @@ class TopApp(App[int]):
             table.focus()
 
     def action_back(self) -> None:
-        prompt = self.query_one("#prompt", Input)
+        prompt = self.prompt
         if prompt.has_class("shown"):
             if getattr(prompt, "kind", "") == "/":
                 table = self._focused_table()
@@ -380,19 +309,13 @@ class TopApp(App[int]):
             return None
         return self.current_table()
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        table = event.data_table
-        if isinstance(table, Table):
-            table.sort_by(event.column_key.value)
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        table = event.data_table
-        if not isinstance(table, Table) or self.frame is None:
+    def on_table_selected(self, event: Table.Selected) -> None:
+        table, row = event.table, event.row
+        if self.frame is None:
             return
-        row = table.current()
-        if table.id == "groups" and row is not None:
+        if table.id == "groups":
             self.push_screen(GroupScreen(row.group, self.frame))
-        elif table.id == "partitions" and row is not None and self.peek is not None:
+        elif table.id == "partitions" and self.peek is not None:
             self.push_screen(PeekScreen(row.topic, row.partition, self.peek))
 
 
@@ -404,7 +327,7 @@ class GroupScreen(Screen):
     def __init__(self, group: str, frame: Frame):
         super().__init__()
         self.group = group
-        self.table = Table(views.GROUP_PARTITIONS, self._rows, lambda r: f"{r.topic}:{r.partition}", id="group-partitions")
+        self.table = Table(views.GROUP_PARTITIONS, self._rows, lambda r: f"{r.topic}:{r.partition}", _style, id="group-partitions")
         self.first = frame
 
     def compose(self) -> ComposeResult:
@@ -458,9 +381,13 @@ class PeekScreen(Screen):
         self.app.call_from_thread(self._show, rows)
 
     def _failed(self, message: str) -> None:
+        if not self.is_attached:  # left before the records came
+            return
         self.query_one("#peek-status", Static).update(Text(message, style="red"))
 
     def _show(self, rows: Sequence[Any]) -> None:
+        if not self.is_attached:  # left before the records came
+            return
         table = self.query_one("#peek", DataTable)
         for c in views.RECORDS:
             table.add_column(c.header, key=c.key)

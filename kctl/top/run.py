@@ -6,11 +6,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kctl.errors import KctlError
 from kctl.sampling import Sampler
 
 
 def build(session: Any, *, target: str, interval: float, window: float, isolation: str = "read_uncommitted",
-          registry: Callable[[], Any] | None = None) -> tuple[Any, Sampler]:
+          registry: Callable[[], Any] | None = None, debug: bool = False) -> tuple[Any, Sampler]:
     """The application and its sampler (not started): what run() runs, and what the tests
     drive headless."""
     from kctl.top.app import TopApp
@@ -24,17 +25,26 @@ def build(session: Any, *, target: str, interval: float, window: float, isolatio
         return trends.add(take(session, isolation=isolation), time.monotonic() - started)
 
     sampler = Sampler(sample, interval=interval, name="kctl-top-sampler")
-    return TopApp(sampler, target=target, interval=interval, window=window, peek=reader(session, registry)), sampler
+    return TopApp(sampler, target=target, interval=interval, window=window, peek=reader(session, registry), debug=debug), sampler
 
 
 def run(session: Any, **options: Any) -> int:
     """Run the application until the user leaves it; its exit status."""
     app, sampler = build(session, **options)
+    return run_app(app, sampler)
+
+
+def run_app(app: Any, sampler: Sampler, *, headless: bool = False) -> int:
+    """Run a built application with its sampler: its exit status, or the KctlError of the
+    unexpected error that ended it (its traceback only with --debug)."""
     sampler.start()
     try:
-        code = app.run()
+        code = app.run(headless=headless)
     finally:
         # A sample in flight ends at the session's timeout; the thread is a daemon, so
         # leaving never waits for it.
         sampler.stop(timeout=0)
+    if app.crash is not None and not app.show_tracebacks:
+        raise KctlError(f"kctl top stopped on an unexpected error: {type(app.crash).__name__}: {app.crash}",
+                        hint="--debug shows where")
     return code or 0

@@ -60,7 +60,7 @@ class Column:
 
 
 GROUPS = (
-    Column("group", "GROUP", width=16),
+    Column("group", "GROUP", width=12),
     Column("type", "TYPE", priority=3, width=8),
     Column("state", "STATE", priority=2, width=11),
     Column("members", "MEMBERS", count, priority=4, width=7, numeric=True),
@@ -68,7 +68,7 @@ GROUPS = (
     Column("lag_seconds", "LAG-TIME", seconds, priority=1, width=8, numeric=True),
     Column("trend", "TREND", priority=2, width=20),
     Column("direction", "DIRECTION", priority=1, width=14),
-    Column("stuck", "STUCK", stuck, priority=5, width=16),
+    Column("stuck", "STUCK", stuck, priority=5, width=12),
 )
 GROUP_PARTITIONS = (
     Column("topic", "TOPIC", width=16),

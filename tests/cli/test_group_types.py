@@ -146,6 +146,8 @@ def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, consumer_pr
 
         (listed,) = [x for x in as_json(kctl, consumer_protocol_cluster, "group", "list", "--type", "consumer") if x["group"] == group]
         assert (listed["state"], listed["type"], listed["members"]) == ("Stable", "consumer", 2)
+        shown = groups_shown(consumer_protocol_cluster.bootstrap, [group])[group]  # kctl top's groups view (issue 36)
+        assert (shown["TYPE"], shown["STATE"], shown["MEMBERS"]) == ("consumer", "Stable", "2")
 
         state = {"XDG_STATE_HOME": str(tmp_path / "state")}
         refused = kctl("-b", consumer_protocol_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest",

@@ -55,13 +55,13 @@ async def until(pilot: Any, check: Callable[[], Any], *, timeout: float = 30, wh
 
 
 def rows(table: Any) -> dict[str, dict[str, str]]:
-    """A view's table as shown: row key -> {header: cell text}."""
+    """A view's table as shown: row key -> {header: cell text}, in the order shown."""
     headers = [c.header for c in table.shown]
-    return {key.value: dict(zip(headers, (str(cell) for cell in table.get_row(key)))) for key in table.rows}
+    return {table.key_of(row): dict(zip(headers, table.cells(row))) for row in table.rows_shown}
 
 
 def ordered_keys(table: Any) -> list[str]:
-    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+    return [table.key_of(row) for row in table.rows_shown]
 
 
 def screen_text(app: Any) -> str:

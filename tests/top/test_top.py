@@ -10,7 +10,7 @@ import threading
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kctl.top.app import GroupScreen
+from kctl.top.app import GroupScreen, PeekScreen
 from tests.top.pilot import drive, ordered_keys, rows, until
 
 pytestmark = pytest.mark.integration
@@ -38,6 +38,7 @@ def lagging(kctl, cluster, unique_name):
     return topic, group
 
 
+@pytest.mark.kafka39
 def test_the_views_show_group_lags_numbers_and_their_keys_work(kctl, cluster, lagging):
     """The groups view and the drill-down show `group lag -o json`'s numbers; / filters,
     s sorts, enter drills in and escape comes back, q leaves with exit status 0."""
@@ -52,17 +53,21 @@ def test_the_views_show_group_lags_numbers_and_their_keys_work(kctl, cluster, la
         row = await until(pilot, lambda: rows(groups).get(group), what=f"{group} in the groups view")
         assert (row["GROUP"], row["TYPE"], row["STATE"], row["LAG"]) == (group, "classic", "Empty", f"{expected['lag_sum']:,}")
 
-        await pilot.press("slash", *group, "enter")
+        await pilot.press("slash", *group[-6:], "enter")  # its unique tail (a key press costs ~0.1 s in the pilot)
         assert list(rows(groups)) == [group]
         await pilot.press("enter")
         screen = await until(pilot, lambda: isinstance(app.screen, GroupScreen) and app.screen, what="the drill-down")
         shown = await until(pilot, lambda: rows(screen.table), what="the group's partitions")
+        samples = app.sampler.samples_total
+        await until(pilot, lambda: app.sampler.samples_total >= samples + 3, what="refreshes under the drill-down")
+        await pilot.pause(1.1)  # and the status line's tick
+        assert app.screen is screen and app.return_code is None
         assert [(r["TOPIC"], r["PARTITION"], r["COMMITTED"], r["LOG-END"], r["LAG"]) for r in shown.values()] == [
             (p["topic"], str(p["partition"]), str(p["committed"]), str(p["log_end"]), str(p["lag"])) for p in expected["partitions"]]
         await pilot.press("escape")
         assert not isinstance(app.screen, GroupScreen) and app.view == "groups"
 
-        await pilot.press("p", "slash", *topic, "enter")
+        await pilot.press("p", "slash", *topic[-6:], "enter")
         partitions = app.query_one("#partitions")
         await until(pilot, lambda: len(rows(partitions)) == 3, what="the topic's three partitions")
         headers = [c.key for c in partitions.shown]
@@ -71,6 +76,14 @@ def test_the_views_show_group_lags_numbers_and_their_keys_work(kctl, cluster, la
         assert (partitions.sort_column, ordered_keys(partitions)) == ("log_end", [f"{topic}:0", f"{topic}:1", f"{topic}:2"])
         await pilot.press("S")
         assert ordered_keys(partitions) == [f"{topic}:2", f"{topic}:1", f"{topic}:0"]
+        await pilot.press("end", "enter")  # the peek: partition 0's ten records
+        peek = await until(pilot, lambda: isinstance(app.screen, PeekScreen) and app.screen, what="the record peek")
+        assert (peek.topic, peek.partition) == (topic, 0)
+        table = peek.query_one("#peek")
+        await until(pilot, lambda: table.row_count == 10, what=f"ten records ({peek.query_one('#peek-status').render()})")
+        assert [str(table.get_row_at(i)[0]) for i in range(10)] == [str(i) for i in range(10)]
+        assert [str(table.get_row_at(i)[3]) for i in range(10)] == [str(i) for i in range(10)]
+        await pilot.press("escape")
         await pilot.press("escape")  # clears the filter
         await until(pilot, lambda: len(rows(partitions)) > 3, what="every partition again")
         await pilot.press("q")
@@ -99,6 +112,8 @@ def test_a_group_that_stops_committing_falls_behind_and_its_trend_rises(cluster,
             assert row and row["DIRECTION"] == "falling behind", row
             bars = row["TREND"].strip()
             assert len(bars) >= 3 and bars[-1] > bars[0], bars  # the sparkline rises
+            # Its commits stand still with lag: every partition is stuck.
+            assert row["STUCK"] == f"{topic}:0, {topic}:1, {topic}:2", row
             return row
 
         await until(pilot, lambda: rows(groups).get(group), what=f"{group} in the groups view")

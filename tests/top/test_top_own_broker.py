@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kctl.admin.client.session import AdminSession
+from kctl.config.model import ClientSettings
+from kctl.errors import KctlError
 from kctl.top.model import RECENT, STUCK_SAMPLES
+from kctl.top.run import build, run_app
 from tests.terminal import run_in_terminal
 from tests.top.pilot import drive, screen_text, until
 
@@ -99,7 +103,7 @@ def test_the_overview_at_120x40_and_readmes_screenshot(kctl, broker):
         shown["text"] = _masked(screen_text(app), bootstrap, app.frame.cluster_id)
         if UPDATE:
             await pilot.press("g")
-            await until(pilot, lambda: app.query_one("#groups").row_count, what="the groups")
+            await until(pilot, lambda: app.query_one("#groups").rows_shown, what="the groups")
             SCREENSHOT.parent.mkdir(exist_ok=True)
             SCREENSHOT.write_text(app.export_screenshot(title="kctl top").replace(bootstrap, "localhost:9092"))
         await pilot.press("q")
@@ -122,3 +126,42 @@ def test_kctl_top_in_a_real_terminal_starts_restores_it_and_exits_0(broker, tmp_
     assert b"\x1b[?1049h" in output
     tail = output[output.rindex(b"\x1b[?1049l"):]
     assert b"\x1b[?25h" in tail and b"Traceback" not in output and b"error" not in tail.lower(), tail
+
+
+def test_a_narrow_terminal_drops_columns_rather_than_wrapping(kctl, broker):
+    bootstrap = broker[0]
+    assert kctl("-b", bootstrap, "topic", "create", "orders", "-p", "3").exit_code == 0
+    _world(bootstrap)
+
+    async def scenario(app, pilot):
+        await pilot.press("g")
+        groups = app.query_one("#groups")
+        await until(pilot, lambda: groups.rows_shown, what="the groups")
+        wide = [c.header for c in groups.shown]
+        await pilot.resize_terminal(50, 20)
+        await until(pilot, lambda: len(groups.shown) < len(wide), what="columns to drop")
+        narrow = [c.header for c in groups.shown]
+        assert narrow[:1] == ["GROUP"] and "LAG" in narrow and set(narrow) < set(wide), narrow
+        lines = screen_text(app).splitlines()
+        assert len(lines) == 20 and all(len(line) <= 50 for line in lines)
+        assert any(line.lstrip().startswith("billing") for line in lines), lines
+        await pilot.press("q")
+
+    drive(bootstrap, scenario, size=(120, 30))
+
+
+def test_an_unexpected_error_ends_it_in_one_line_without_a_traceback(broker, capsys):
+    """Whatever fails inside the application (here a broken refresh), the terminal is
+    given back and kctl says one line (cli/main prints the KctlError); --debug keeps
+    Textual's traceback."""
+    session = AdminSession(ClientSettings(bootstrap_servers=broker[0], properties={}, timeout=5, context=None))
+    app, sampler = build(session, target=broker[0], interval=0.3, window=10)
+
+    def broken(frame):
+        raise ValueError("broken on purpose")
+
+    app.show_frame = broken
+    with pytest.raises(KctlError, match=r"^kctl top stopped on an unexpected error: ValueError: broken on purpose$"):
+        run_app(app, sampler, headless=True)
+    session.close()
+    assert "Traceback" not in capsys.readouterr().err
