@@ -112,6 +112,7 @@ class TopApp(App[int]):
         self.peek = peek
         self.frame: Frame | None = None
         self.view = "overview"
+        self.prompt_kind = ""  # "/" (filter) or ":" (a view's name) while the prompt is open
 
     def compose(self) -> ComposeResult:
         # Kept by reference: App.query_one looks in the screen on top, which is the
@@ -181,7 +182,9 @@ class TopApp(App[int]):
             status.update(f"connecting to {self.target}..." if not failing else "")
         else:
             taken = time.strftime("%H:%M:%S", time.localtime(self.frame.taken_at))
-            status.update(f"{self.view}  sample {taken} ({self.frame.duration:.2f}s), every {self.interval:g}s, "
+            period = self.sampler.period
+            every = f"every {self.interval:g}s" if period <= self.interval * 1.1 else f"every {period:.1f}s (a sample takes {self.frame.duration:.1f}s)"
+            status.update(f"{self.view}  sample {taken} ({self.frame.duration:.2f}s), {every}, "
                           f"trends over {_span(self.window_seconds)}   ? keys  q quit")
 
     def _show_title(self) -> None:
@@ -248,24 +251,25 @@ class TopApp(App[int]):
         self.notify("only " + ", ".join(labels) if labels else "every partition", timeout=2)
 
     def action_prompt(self, kind: str) -> None:
+        if self.screen is not self.screen_stack[0]:
+            return  # the prompt is the views' (the drill-down and the peek have none)
         prompt = self.prompt
         prompt.placeholder = "filter rows by name" if kind == "/" else "groups, topics, brokers, partitions, overview"
         prompt.value = ""
-        prompt.kind = kind  # type: ignore[attr-defined]
+        self.prompt_kind = kind
         prompt.disabled = False
         prompt.add_class("shown")
         prompt.focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if getattr(event.input, "kind", "") == "/":
+        if self.prompt_kind == "/":
             table = self._focused_table()
             if table is not None:
                 table.filter_text = event.value
                 table.rebuild()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        prompt = event.input
-        kind = getattr(prompt, "kind", "")
+        kind = self.prompt_kind
         self._close_prompt()
         if kind == ":":
             word = event.value.strip().lstrip(":").lower()
@@ -287,7 +291,7 @@ class TopApp(App[int]):
     def action_back(self) -> None:
         prompt = self.prompt
         if prompt.has_class("shown"):
-            if getattr(prompt, "kind", "") == "/":
+            if self.prompt_kind == "/":
                 table = self._focused_table()
                 if table is not None:
                     table.filter_text = ""
@@ -333,7 +337,7 @@ class GroupScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="group-title")
         yield self.table
-        yield Static("escape back   s sort   / filter   ? keys   q quit", id="group-status")
+        yield Static("escape back   s sort   ? keys   q quit", id="group-status")
 
     def on_mount(self) -> None:
         self.show(self.first)

@@ -24,7 +24,9 @@ def build(session: Any, *, target: str, interval: float, window: float, isolatio
         started = time.monotonic()
         return trends.add(take(session, isolation=isolation), time.monotonic() - started)
 
-    sampler = Sampler(sample, interval=interval, name="kctl-top-sampler")
+    # Paced: on a cluster where a sample outlasts --interval, sampling takes at most half
+    # a core and the screen says how often it really samples.
+    sampler = Sampler(sample, interval=interval, pace=1.0, name="kctl-top-sampler")
     return TopApp(sampler, target=target, interval=interval, window=window, peek=reader(session, registry), debug=debug), sampler
 
 

@@ -165,3 +165,10 @@ def test_an_unexpected_error_ends_it_in_one_line_without_a_traceback(broker, cap
         run_app(app, sampler, headless=True)
     session.close()
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_without_a_terminal_it_exits_64_pointing_at_the_forms_for_scripts(kctl):
+    result = kctl("-b", "127.0.0.1:1", "top")
+    assert (result.exit_code, result.stdout) == (64, "")
+    assert result.stderr == ("error: kctl top needs a terminal; in scripts use `kctl group lag --watch -o jsonl` "
+                             "or `kctl group lag --serve`\n")

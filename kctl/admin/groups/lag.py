@@ -14,7 +14,7 @@ start L and log end H (the last stable offset with read_committed):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kctl.admin.client.session import AdminSession
@@ -24,12 +24,13 @@ from kctl.admin.groups.models import TYPES, GroupLag, PartitionLag
 from kctl.errors import KctlError
 
 
-def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str,
+                leaders: Mapping[tuple[str, int], int] | None = None) -> dict[tuple[str, int], tuple[int | None, int | None]]:
     """(log start, log end) for every partition, None where its leader could not say
     (kctl.admin.topics.offsets.log_offsets: every leader asked at once)."""
     from kctl.admin.topics.offsets import log_offsets as ask
 
-    return {key: (start, end) for key, (start, end, _epoch) in ask(session, partitions, isolation).items()}
+    return {key: (start, end) for key, (start, end, _epoch) in ask(session, partitions, isolation, leaders).items()}
 
 
 def partition_lag(group: str, topic: str, partition: int, committed: int | None, log_start: int | None, log_end: int | None, owner=None) -> PartitionLag:
@@ -134,18 +135,20 @@ def group_lag(
 
 def cluster_lag(
     session: AdminSession, partitions: Sequence[tuple[str, int]], *, isolation: str = "read_uncommitted",
+    leaders: Mapping[tuple[str, int], int] | None = None,
 ) -> tuple[list[GroupLag], dict[str, KctlError], dict[tuple[str, int], tuple[int | None, int | None]], dict[str, dict]]:
     """Lag of every group, and the log offsets of `partitions` besides (kctl top's produce
-    rates) read in the same ListOffsets round; also what ListGroups said of each group
-    (group_type, group_state)."""
+    rates) read in the same ListOffsets round (`leaders`: each partition's, from metadata
+    the caller just read); also what ListGroups said of each group (group_type,
+    group_state)."""
     listed = {g["group_id"]: g for g in protocol.list_groups(session)}
-    results, errors, log = _lag(session, listed, sorted(listed), (), isolation, partitions)
+    results, errors, log = _lag(session, listed, sorted(listed), (), isolation, partitions, leaders)
     return results, errors, log, listed
 
 
 def _lag(
     session: AdminSession, listed: dict[str, dict], ids: Sequence[str], topics: Sequence[str], isolation: str,
-    also: Sequence[tuple[str, int]],
+    also: Sequence[tuple[str, int]], leaders: Mapping[tuple[str, int], int] | None = None,
 ) -> tuple[list[GroupLag], dict[str, KctlError], dict[tuple[str, int], tuple[int | None, int | None]]]:
     ids = list(dict.fromkeys(ids))
     inputs, errors = _lag_inputs(session, ids, listed)
@@ -154,7 +157,7 @@ def _lag(
         partitions.update(k for k in (*item.offsets, *item.owners) if not topics or k[0] in topics)
     # Offsets were fetched first and log ends are read now, so log ends are never older
     # than commits and a negative raw lag means something real.
-    log = log_offsets(session, sorted(partitions), isolation)
+    log = log_offsets(session, sorted(partitions), isolation, leaders)
     results = []
     for group_id in ids:
         item = inputs.get(group_id)

@@ -156,11 +156,11 @@ EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
 _NO_LEADER = 5
 
 
-def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]],
-                isolation: str = "read_uncommitted") -> dict[tuple[str, int], tuple[int | None, int | None, int | None]]:
+def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str = "read_uncommitted",
+                leaders: Mapping[tuple[str, int], int] | None = None) -> dict[tuple[str, int], tuple[int | None, int | None, int | None]]:
     """(log start, log end, the leader's epoch) for every partition, None where its leader
-    could not say, through kctl's wire client (_offsets_on_wire)."""
-    found, _errors = _offsets_on_wire(session, partitions, (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP), isolation)
+    could not say, through kctl's wire client (_offsets_on_wire; `leaders` as there)."""
+    found, _errors = _offsets_on_wire(session, partitions, (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP), isolation, leaders)
     return {key: (start[0] if start else None, end[0] if end else None, end[2] if end else None) for key, (start, end) in found.items()}
 
 
@@ -168,14 +168,18 @@ Answer = tuple[int, int, int | None]  # offset, timestamp, leader epoch
 
 
 def _offsets_on_wire(session: AdminSession, partitions: Sequence[tuple[str, int]], timestamps: Sequence[int],
-                     isolation: str) -> tuple[dict[tuple[str, int], list[Answer | None]], dict[tuple[str, int], int]]:
+                     isolation: str, leaders: Mapping[tuple[str, int], int] | None = None,
+                     ) -> tuple[dict[tuple[str, int], list[Answer | None]], dict[tuple[str, int], int]]:
     """ListOffsets for each of `timestamps` per partition: a request per leader and
     timestamp, every one in flight at once (sent one after the other they cost a round
     trip each, 0.1 s at 20,000 partitions). A partition answered with a retriable error
     (its leader moved, a topic just created) is asked again after a metadata refresh
     while that metadata names a leader for it, until --timeout; one without a leader is
-    not asked. Returns, per partition, (offset, timestamp, leader epoch) per timestamp
-    (None where unanswered), and the error code of each partition that failed."""
+    not asked. `leaders`, the leader of each partition from metadata the caller just read,
+    spares the first round its own Metadata request (0.3 s to decode at 18,000
+    partitions; kctl top has it from its snapshot). Returns, per partition, (offset,
+    timestamp, leader epoch) per timestamp (None where unanswered), and the error code of
+    each partition that failed."""
     from kctl.messages.errors import error_name
 
     wire = session.wire
@@ -186,11 +190,17 @@ def _offsets_on_wire(session: AdminSession, partitions: Sequence[tuple[str, int]
     # read_committed needs version 2, the max-timestamp spec version 7.
     low = 7 if MAX_TIMESTAMP in timestamps else 2 if level else 1
 
+    given = leaders
+
     def ask() -> set:
-        nonlocal todo
+        nonlocal todo, given
         deadline = wire.deadline()
-        metadata = wire.metadata(sorted({t for t, _ in todo}), deadline)
-        leaders = {(t.name, p.partition_index): p.leader_id for t in metadata.topics for p in t.partitions if p.leader_id >= 0}
+        if given is not None and all(key in given for key in todo):
+            leaders = given
+        else:
+            metadata = wire.metadata(sorted({t for t, _ in todo}), deadline)
+            leaders = {(t.name, p.partition_index): p.leader_id for t in metadata.topics for p in t.partitions if p.leader_id >= 0}
+        given = None  # a partition asked again (its leader moved) is looked up afresh
         by_node: dict[int, list[tuple[str, int]]] = {}
         for key in sorted(todo):
             if key in leaders:
