@@ -2,12 +2,12 @@
 
 A sampler thread (kctl.sampling, shared with `kctl top`) measures lag every interval and
 renders the exposition text once per sample (kafka-lag-exporter's metric names,
-kctl.output.prometheus); a scrape only copies
-the last complete sample's bytes, so it never waits on the cluster. Time lag is
-interpolated from the samples kept in memory (kafka-lag-exporter's method). When a sample
-fails (the cluster is down), the last good one keeps being served, and the exporter's own
-metrics say how old it is: alert on kctl_lag_exporter_sample_age_seconds, not on a
-scrape that hangs. /healthz answers 200 while a sample succeeded within three intervals.
+kctl.output.prometheus); a scrape only copies the last complete sample's bytes, so it
+never waits on the cluster. Time lag is interpolated from the samples kept in memory
+(kafka-lag-exporter's method). When a sample fails (the cluster is down), the last good
+one keeps being served, and the exporter's own metrics say how old it is: alert on
+kctl_lag_exporter_sample_age_seconds, not on a scrape that hangs. /healthz answers 200
+while a sample succeeded within three intervals.
 
 The HTTP side is the standard library's ThreadingHTTPServer: two paths and bytes built
 elsewhere do not need a framework.

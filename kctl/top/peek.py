@@ -47,11 +47,18 @@ def reader(session: Any, registry: Callable[[], Any] | None) -> Callable[[str, i
     decoder = None
 
     def read(topic: str, partition: int) -> list[dict[str, Any]]:
+        from kctl.admin.client.session import AdminSession
+
         nonlocal decoder
         if decoder is None and registry is not None:
             from kctl.records.serdes import RecordDecoder
 
             decoder = RecordDecoder(registry(), key_format="auto", value_format="auto")
-        return last_records(session, topic, partition, decoder=decoder)
+        # A session of its own: the sampler thread is using the other's connections.
+        own = AdminSession(session.settings)
+        try:
+            return last_records(own, topic, partition, decoder=decoder)
+        finally:
+            own.close()
 
     return read

@@ -76,6 +76,11 @@ def test_the_views_show_group_lags_numbers_and_their_keys_work(kctl, cluster, la
         assert (partitions.sort_column, ordered_keys(partitions)) == ("log_end", [f"{topic}:0", f"{topic}:1", f"{topic}:2"])
         await pilot.press("S")
         assert ordered_keys(partitions) == [f"{topic}:2", f"{topic}:1", f"{topic}:0"]
+        at = 1 + sum(width + 2 for width in partitions.widths[:headers.index("partition")])
+        await pilot.click(partitions, offset=(at, 0))  # a header: sort by it
+        assert (partitions.sort_column, partitions.reverse) == ("partition", False)
+        await pilot.click(partitions, offset=(at, 0))  # again: reversed
+        assert (partitions.sort_column, ordered_keys(partitions)) == ("partition", [f"{topic}:2", f"{topic}:1", f"{topic}:0"])
         await pilot.press("end", "enter")  # the peek: partition 0's ten records
         peek = await until(pilot, lambda: isinstance(app.screen, PeekScreen) and app.screen, what="the record peek")
         assert (peek.topic, peek.partition) == (topic, 0)

@@ -115,11 +115,11 @@ def test_the_overview_at_120x40_and_readmes_screenshot(kctl, broker):
     assert "billing" in SCREENSHOT.read_text()
 
 
-def test_kctl_top_in_a_real_terminal_starts_restores_it_and_exits_0(broker, tmp_path):
+def test_kctl_top_in_a_real_terminal_starts_restores_it_and_ctrl_c_exits_0(broker, tmp_path):
     bootstrap = broker[0]
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
     code, output = run_in_terminal([sys.executable, "-m", "kctl", "-b", bootstrap, "top", "--interval", "0.5"], env=env,
-                                   ready=b"produce rate", timeout=60)
+                                   ready=b"produce rate", keys=b"\x03", timeout=60)  # Ctrl-C
     assert code == 0, output[-2000:]
     # The alternate screen was entered and left, the cursor shown again, and nothing
     # (a traceback) printed after.
