@@ -290,6 +290,35 @@ class AdminSession:
         finally:
             self._forget_old_errors()
 
+    def ask_every_broker(self, action: str, api: str, fields: dict[str, Any], low: int, high: int, loading: str) -> list[tuple[int, Any]]:
+        """(broker id, answer) of every broker to `api`, all asked at once through the wire
+        client. While one answers that a coordinator is loading, not elected yet or has
+        moved (COORDINATOR_RETRIABLE, after a restart or a leader change), every broker
+        is asked again until --timeout, as Kafka's admin client does; `loading` says what
+        was still loading then. Any other error code is raised."""
+        from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF, for_kafka_code
+        from kctl.messages.errors import error_name
+        from kctl.polling import poll
+
+        wire = self.wire
+
+        def ask() -> list[tuple[int, Any]] | None:
+            deadline = wire.deadline()
+            nodes = wire.brokers(deadline)
+            answers = wire.fan_out([(node, api, fields, low, high) for node in nodes], deadline)
+            for answer in answers:
+                if answer.error_code:
+                    if error_name(answer.error_code) in COORDINATOR_RETRIABLE:
+                        return None
+                    raise for_kafka_code(answer.error_code, None, action)
+            return list(zip(nodes, answers))
+
+        found = poll(lambda: wire.call(action, ask), lambda answer: answer is not None, timeout=self.timeout,
+                     interval=RETRY_BACKOFF, stop_before=True)
+        if found is None:
+            raise TimeoutError_(f"unable to {action}: {loading} at the timeout", hint="raise --timeout if the cluster is starting or electing")
+        return found
+
     def ask_until_found(self, ask: Callable[[], T], lacks_one: Callable[[T], bool]) -> T:
         """`ask()`, and again while `lacks_one(answer)` says a topic is missing from it, for
         up to NEW_TOPIC_GRACE (within --timeout): the last answer."""

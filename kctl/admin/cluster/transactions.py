@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, NotFoundError, TimeoutError_
+from kctl.errors import KctlError, NotFoundError
 
 
 @dataclass(frozen=True)
@@ -98,31 +98,10 @@ def list_transactions(session: AdminSession) -> list[Transaction]:
 
 
 def _listed_on_wire(session: AdminSession) -> list[Transaction]:
-    from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF, for_kafka_code
-    from kctl.messages.errors import error_name
-    from kctl.polling import poll
-
-    wire = session.wire
-
-    def ask() -> list[Transaction] | None:
-        deadline = wire.deadline()
-        nodes = wire.brokers(deadline)
-        answers = wire.fan_out([(node, "ListTransactions", {}, 0, 2) for node in nodes], deadline)
-        rows = []
-        for node, answer in zip(nodes, answers):
-            if answer.error_code:
-                if error_name(answer.error_code) in COORDINATOR_RETRIABLE:
-                    return None
-                raise for_kafka_code(answer.error_code, None, "list transactions")
-            rows += [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node) for t in answer.transaction_states]
-        return rows
-
-    listed = poll(lambda: wire.call("list transactions", ask), lambda answer: answer is not None,
-                  timeout=session.timeout, interval=RETRY_BACKOFF, stop_before=True)
-    if listed is None:
-        raise TimeoutError_("unable to list transactions: a transaction coordinator was still loading at the timeout",
-                            hint="raise --timeout if the cluster is starting or electing")
-    return listed
+    answers = session.ask_every_broker("list transactions", "ListTransactions", {}, 0, 2,
+                                       "a transaction coordinator was still loading")
+    return [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node)
+            for node, answer in answers for t in answer.transaction_states]
 
 
 def describe_transactions(session: AdminSession, transactional_ids: Sequence[str]) -> tuple[list[TransactionDescription], dict[str, KctlError]]:

@@ -31,31 +31,13 @@ def list_groups(session: AdminSession) -> list[dict]:
     """Every group of the cluster: group_id, group_type (classic, consumer, share, streams)
     and group_state as Kafka names them; one ListGroups per broker. A broker still loading
     its groups (after a restart or a leader change) is asked again until the timeout."""
-    wire = session.wire
-
-    def ask() -> list[dict] | None:
-        deadline = wire.deadline()
-        nodes = wire.brokers(deadline)
-        answers = wire.fan_out([(node, "ListGroups", {"states_filter": [], "types_filter": []}, 0, 5) for node in nodes], deadline)
-        groups: dict[str, dict] = {}
-        for answer in answers:
-            if answer.error_code:
-                if error_name(answer.error_code) in COORDINATOR_RETRIABLE:
-                    return None
-                raise _error(answer.error_code, None, "list groups")
-            for g in answer.groups:
-                groups[g.group_id] = {"group_id": g.group_id, "protocol_type": g.protocol_type,
-                                      "group_state": g.group_state or None, "group_type": g.group_type or None}
-        return list(groups.values())
-
-    listed = poll(lambda: wire.call("list groups", ask), lambda answer: answer is not None,
-                  timeout=session.timeout, interval=RETRY_BACKOFF, stop_before=True)
-    if listed is None:
-        raise TimeoutError_("unable to list groups: a group coordinator was still loading its groups at the timeout",
-                            hint="raise --timeout if the cluster is starting or electing")
-    return listed
-
-
+    groups: dict[str, dict] = {}
+    for _node, answer in session.ask_every_broker("list groups", "ListGroups", {"states_filter": [], "types_filter": []}, 0, 5,
+                                                  "a group coordinator was still loading its groups"):
+        for g in answer.groups:
+            groups[g.group_id] = {"group_id": g.group_id, "protocol_type": g.protocol_type,
+                                  "group_state": g.group_state or None, "group_type": g.group_type or None}
+    return list(groups.values())
 
 
 def _error(code: int, message: str | None, action: str):
