@@ -320,3 +320,26 @@ def test_schema_files_by_strategy_and_json_schema(cluster, kctl, schema_registry
     assert client.get_latest_version("shop.Payment").schema.schema_type == "AVRO"
     missing = kctl("-b", cluster.bootstrap, "record", "produce", topic, "--value-schema", "no-such-subject", input="{}\n", env=env)
     assert (missing.exit_code, missing.stderr.splitlines()[0]) == (ExitCode.NOT_FOUND, "error: unable to describe no-such-subject version latest: Subject 'no-such-subject' not found.")
+
+
+def test_kctl_tops_peek_decodes_through_the_contexts_registry(cluster, schema_registry, client, make_topic):
+    """What the peek screen of `kctl top` shows (kctl.top.peek.reader, with the registry
+    the context names): values in the registry's wire format as JSON, others as text."""
+    from kctl.admin.client.session import AdminSession
+    from kctl.admin.registry.schemas import Registry, registry_settings
+    from kctl.config.model import ClientSettings
+    from kctl.top.peek import reader
+
+    topic = make_topic()
+    values = AvroSerializer(client, json.dumps(PAYMENT))
+    context = SerializationContext(topic, MessageField.VALUE)
+    payments = [{"id": f"p{i}", "cents": 100 * i, "note": None, "raw": b""} for i in range(3)]
+    produce(cluster.bootstrap, topic, [(b"k%d" % i, values(p, context)) for i, p in enumerate(payments)] + [(None, b"not avro")])
+    session = AdminSession(ClientSettings(bootstrap_servers=cluster.bootstrap, properties={}, timeout=10, context=None))
+    try:
+        rows = reader(session, lambda: Registry(registry_settings({"url": schema_registry.url}, None, 10)))(topic, 0)
+    finally:
+        session.close()
+    assert [(r["offset"], r["key"], r["value"]) for r in rows] == [
+        (0, "k0", '{"id":"p0","cents":0,"note":null,"raw":""}'), (1, "k1", '{"id":"p1","cents":100,"note":null,"raw":""}'),
+        (2, "k2", '{"id":"p2","cents":200,"note":null,"raw":""}'), (3, "null", "not avro")]
