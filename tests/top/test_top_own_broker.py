@@ -172,3 +172,27 @@ def test_without_a_terminal_it_exits_64_pointing_at_the_forms_for_scripts(kctl):
     assert (result.exit_code, result.stdout) == (64, "")
     assert result.stderr == ("error: kctl top needs a terminal; in scripts use `kctl group lag --watch -o jsonl` "
                              "or `kctl group lag --serve`\n")
+
+
+def _colours(output: bytes) -> set[bytes]:
+    """The SGR parameters that set a colour: the palette's 30-37, 40-47, 90-97, 100-107, or
+    38/48 (256 colours and truecolor)."""
+    found = set()
+    for params in re.findall(rb"\x1b\[([0-9;]*)m", output):
+        for part in params.split(b";"):
+            if part in (b"38", b"48") or (part.isdigit() and any(lo <= int(part) <= lo + 7 for lo in (30, 40, 90, 100))):
+                found.add(params)
+                break
+    return found
+
+
+def test_colours_are_the_terminals_own_and_none_with_no_color(broker, tmp_path):
+    bootstrap = broker[0]
+    argv = [sys.executable, "-m", "kctl", "-b", bootstrap, "top", "--interval", "0.5"]
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {"XDG_CONFIG_HOME": str(tmp_path)}
+    code, output = run_in_terminal(argv, env=env, ready=b"produce rate")
+    coloured = _colours(output)
+    # The health in the title at least (OK: green), in the terminal's palette, not RGB.
+    assert code == 0 and coloured and not any(b"38;" in c or b"48;" in c for c in coloured), coloured
+    code, output = run_in_terminal(argv, env={**env, "NO_COLOR": "1"}, ready=b"produce rate")
+    assert (code, _colours(output)) == (0, set())
