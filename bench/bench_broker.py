@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import common  # noqa: F401 - puts the repository on sys.path
+from common import rss_mb  # (importing common also puts the repository on sys.path)
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -32,13 +32,6 @@ def wait_for_metadata(bootstrap: str, started: float) -> float:
             return time.perf_counter() - started
         except Exception:  # noqa: BLE001 - not up yet
             time.sleep(0.005)
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def start_bundled(workdir: Path):

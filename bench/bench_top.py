@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import kctl_argv, time_command
+from common import kctl_argv, rss_mb, time_command
 
 READY = b"under min ISR"  # an overview row: shown once the first sample is on screen
 
@@ -68,13 +68,6 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def run_top(bootstrap: str, *, interval: float, idle: float) -> tuple[float, float | None, float | None]:
     """(seconds to the first screen with data, % of a core over `idle` s, RSS MB)."""
     controller, terminal = pty.openpty()
@@ -103,7 +96,7 @@ def run_top(bootstrap: str, *, interval: float, idle: float) -> tuple[float, flo
                 if select.select([controller], [], [], 0.1)[0]:
                     os.read(controller, 65536)
             cpu = 100 * (_cpu_seconds(process.pid) - before) / (time.monotonic() - at)
-            rss = _rss_mb(process.pid)
+            rss = rss_mb(process.pid)
         os.write(controller, b"q")
         process.wait(timeout=30)
         return first, cpu, rss

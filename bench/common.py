@@ -24,6 +24,14 @@ def time_command(argv: list[str], runs: int, env: dict | None = None) -> float:
     return statistics.median(samples)
 
 
+def rss_mb(pid: int) -> float:
+    """A running process's resident memory in MB (its VmRSS)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def kctl_argv() -> list[str]:
     """The kctl of the running interpreter's environment (install it there to measure it)."""
     script = Path(sys.executable).parent / "kctl"

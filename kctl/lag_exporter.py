@@ -32,9 +32,9 @@ HISTORY_KEPT = 30  # samples per partition, as the lag history file keeps
 
 @dataclass(frozen=True)
 class Snapshot:
+    """What a sample gives (when it was taken and how long it took: the sampler's Sampled)."""
+
     body: bytes  # the lag metrics of the last good sample
-    taken_at: float  # epoch seconds it finished
-    duration: float
     groups: int
     partitions: int
 
@@ -67,7 +67,6 @@ class LagSampler:
         from kctl.admin.groups.lag import group_lag, interpolated, samples_of
         from kctl.output.prometheus import render_lag
 
-        started = time.monotonic()
         found, errors = group_lag(self.session, self.groups, topics=self.topics, isolation=self.isolation)
         if errors and not found:
             raise next(iter(errors.values()))
@@ -80,12 +79,7 @@ class LagSampler:
         body = render_lag(found, self.cluster_name).encode()
         # Groups that could not be read while others were: said by /healthz, not a failure.
         self._errors = "; ".join(e.message for e in errors.values()) or None
-        return Snapshot(body, self.clock(), time.monotonic() - started, len(found), len(live))
-
-    @property
-    def snapshot(self) -> Snapshot | None:
-        latest = self.sampler.latest
-        return None if latest is None else latest.value
+        return Snapshot(body, len(found), len(live))
 
     @property
     def last_error(self) -> str | None:
@@ -93,7 +87,8 @@ class LagSampler:
 
     def metrics(self) -> bytes:
         """The last sample's lag metrics and the exporter's own, at scrape time."""
-        snapshot = self.snapshot
+        latest = self.sampler.latest
+        snapshot = latest.value if latest is not None else None
         now = self.clock()
         own = [
             ("kctl_lag_exporter_up", "1 when the last sample succeeded, 0 when it failed (the lag shown is older)", int(bool(self.sampler.last_attempt_ok))),
@@ -102,8 +97,8 @@ class LagSampler:
         ]
         if snapshot is not None:
             own += [
-                ("kctl_lag_exporter_sample_age_seconds", "Seconds since the lag shown was measured", round(now - snapshot.taken_at, 3)),
-                ("kctl_lag_exporter_sample_duration_seconds", "Seconds the last sample took", round(snapshot.duration, 3)),
+                ("kctl_lag_exporter_sample_age_seconds", "Seconds since the lag shown was measured", round(now - latest.taken_at, 3)),
+                ("kctl_lag_exporter_sample_duration_seconds", "Seconds the last sample took", round(latest.duration, 3)),
                 ("kctl_lag_exporter_groups", "Groups in the last sample", snapshot.groups),
                 ("kctl_lag_exporter_partitions", "Group partitions in the last sample", snapshot.partitions),
             ]
@@ -111,13 +106,13 @@ class LagSampler:
         return (snapshot.body if snapshot else b"") + text.encode()
 
     def healthy(self) -> tuple[bool, str]:
-        snapshot = self.snapshot
-        if snapshot is None:
+        latest = self.sampler.latest
+        if latest is None:
             return False, f"no sample yet{': ' + self.last_error if self.last_error else ''}"
-        age = self.clock() - snapshot.taken_at
-        if age > 3 * self.interval + snapshot.duration:
+        age = self.clock() - latest.taken_at
+        if age > 3 * self.interval + latest.duration:
             return False, f"last good sample {age:.0f}s old: {self.last_error or 'sampling is late'}"
-        return True, f"ok: sample {age:.1f}s old, {snapshot.groups} group(s)"
+        return True, f"ok: sample {age:.1f}s old, {latest.value.groups} group(s)"
 
 
 def parse_address(text: str) -> tuple[str, int]:

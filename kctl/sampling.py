@@ -65,10 +65,6 @@ class Sampler(Generic[T]):
         if self._thread.is_alive():
             self._thread.join(timeout=timeout)
 
-    @property
-    def stopped(self) -> bool:
-        return self._stop.is_set()
-
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()

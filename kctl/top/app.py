@@ -111,6 +111,7 @@ class TopApp(App[int]):
         self.window_seconds = window
         self.peek = peek
         self.frame: Frame | None = None
+        self.took = 0.0  # seconds the frame's sample took
         self.view = "overview"
         self.prompt_kind = ""  # "/" (filter) or ":" (a view's name) while the prompt is open
 
@@ -154,9 +155,9 @@ class TopApp(App[int]):
 
     def _poll(self) -> None:
         latest = self.sampler.latest
-        frame = latest.value if latest is not None else None
-        if frame is not None and frame is not self.frame:
-            self.show_frame(frame)
+        if latest is not None and latest.value is not self.frame:
+            self.took = latest.duration
+            self.show_frame(latest.value)
 
     def show_frame(self, frame: Frame) -> None:
         self.frame = frame
@@ -183,8 +184,8 @@ class TopApp(App[int]):
         else:
             taken = time.strftime("%H:%M:%S", time.localtime(self.frame.taken_at))
             period = self.sampler.period
-            every = f"every {self.interval:g}s" if period <= self.interval * 1.1 else f"every {period:.1f}s (a sample takes {self.frame.duration:.1f}s)"
-            status.update(f"{self.view}  sample {taken} ({self.frame.duration:.2f}s), {every}, "
+            every = f"every {self.interval:g}s" if period <= self.interval * 1.1 else f"every {period:.1f}s (a sample takes {self.took:.1f}s)"
+            status.update(f"{self.view}  sample {taken} ({self.took:.2f}s), {every}, "
                           f"trends over {_span(self.window_seconds)}   ? keys  q quit")
 
     def _show_title(self) -> None:

@@ -140,7 +140,6 @@ class Frame:
     """What one sample shows, every view's rows."""
 
     taken_at: float
-    duration: float
     cluster_id: str | None
     controller_id: int | None
     health: str
@@ -190,7 +189,7 @@ class Window:
         self.previous: ClusterSample | None = None
         self.bucket_now = 0
 
-    def add(self, sample: ClusterSample, duration: float = 0.0) -> Frame:
+    def add(self, sample: ClusterSample) -> Frame:
         from kctl.admin.groups.lag_history import lag_seconds_at
 
         now_ms = int(sample.taken_at * 1000)
@@ -261,11 +260,11 @@ class Window:
                 recent.append(lag)
             listed = sample.listed.get(g.group, {})
             group_rows.append(GroupRow(
-                group=g.group, type=_group_type(listed), state=g.state, members=g.members, lag=lag,
+                group=g.group, type=listed_type(listed), state=g.state, members=g.members, lag=lag,
                 lag_seconds=worst_seconds, trend=sparkline(trend.points(bucket)),
                 direction=direction(recent) if lag is not None else "no commits", stuck=tuple(stuck)))
         for group, error in sample.errors.items():
-            group_rows.append(GroupRow(group=group, type=_group_type(sample.listed.get(group, {})), state="?", members=0,
+            group_rows.append(GroupRow(group=group, type=listed_type(sample.listed.get(group, {})), state="?", members=0,
                                        lag=None, lag_seconds=None, trend="", direction="unreadable", stuck=(),
                                        error=getattr(error, "message", str(error))))
         self.seconds_of = seconds_of
@@ -276,7 +275,7 @@ class Window:
         overview = self._overview(sample, group_rows, topic_rows)
         self.previous = sample
         return Frame(
-            taken_at=sample.taken_at, duration=duration, cluster_id=sample.cluster_id, controller_id=sample.controller_id,
+            taken_at=sample.taken_at, cluster_id=sample.cluster_id, controller_id=sample.controller_id,
             health=sample.health.status, reasons=sample.health.reasons, overview=overview, groups=tuple(group_rows),
             topics=tuple(topic_rows), brokers=brokers, partitions=tuple(partition_rows),
             errors=tuple(getattr(e, "message", str(e)) for e in sample.errors.values()), _sample=sample, _window=self)
@@ -405,6 +404,3 @@ class Window:
                 stuck=bool(streak and streak[1] >= STUCK_SAMPLES)))
         return tuple(rows)
 
-
-def _group_type(listed: dict) -> str:
-    return listed_type(listed) if listed else "classic"

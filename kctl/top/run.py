@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,8 +20,7 @@ def build(session: Any, *, target: str, interval: float, window: float, isolatio
     trends = Window(window)
 
     def sample():
-        started = time.monotonic()
-        return trends.add(take(session, isolation=isolation), time.monotonic() - started)
+        return trends.add(take(session, isolation=isolation))
 
     # Paced: on a cluster where a sample outlasts --interval, sampling takes at most half
     # a core and the screen says how often it really samples.

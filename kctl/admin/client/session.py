@@ -35,12 +35,6 @@ NEW_TOPIC_GRACE = 1.0
 # (a topic created or deleted, a leader elected), a short settle lets the others catch up,
 # so the next command sees it wherever it asks.
 SETTLE_SECONDS = 0.3
-
-
-def settle(brokers: int) -> None:
-    """Wait SETTLE_SECONDS on a cluster of several brokers (one broker has nothing to catch up)."""
-    if brokers > 1:
-        time.sleep(SETTLE_SECONDS)
 T = TypeVar("T")
 
 
@@ -289,6 +283,20 @@ class AdminSession:
             return self.ask_until_found(lambda: self._metadata(deadline, action), lambda metadata: any(topic_missing(metadata, t) for t in topics))
         finally:
             self._forget_old_errors()
+
+    def settle(self, brokers: int | None = None) -> None:
+        """Wait SETTLE_SECONDS on a cluster of several brokers (one broker has nothing to
+        catch up). `brokers` when the caller has just counted them; otherwise a Metadata
+        request for no topic counts them (through the wire client when the settings allow
+        it: a listing of every topic costs seconds at 18,000 partitions)."""
+        if brokers is None:
+            if self.wire_available():
+                wire = self.wire
+                brokers = len(wire.call("describe cluster", lambda: wire.brokers(wire.deadline())))
+            else:
+                brokers = len(self.metadata("describe cluster").brokers)
+        if brokers > 1:
+            time.sleep(SETTLE_SECONDS)
 
     def ask_every_broker(self, action: str, api: str, fields: dict[str, Any], low: int, high: int, loading: str) -> list[tuple[int, Any]]:
         """(broker id, answer) of every broker to `api`, all asked at once through the wire

@@ -402,7 +402,6 @@ def _await_preferred_leaders(session: AdminSession, pairs: Sequence[tuple[str, i
     leader (or when --timeout ends). The controller acknowledges an election when it has
     committed it; each broker applies it a moment later, so a listing right after could
     still show the old leaders (a CI run saw it from a broker that had just restarted)."""
-    from kctl.admin.client.session import settle
     from kctl.admin.cluster.partitions import partition_metadata
 
     topics = sorted({t for t, _ in pairs})
@@ -416,7 +415,7 @@ def _await_preferred_leaders(session: AdminSession, pairs: Sequence[tuple[str, i
         return True
 
     metadata = poll(lambda: partition_metadata(session, topics), preferred_everywhere, timeout=session.timeout, interval=0.05)
-    settle(len(metadata.brokers))
+    session.settle(len(metadata.brokers))
     return metadata
 
 

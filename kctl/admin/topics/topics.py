@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
-from kctl.admin.client.session import AdminSession, settle, topic_missing, unknown_topic_in
+from kctl.admin.client.session import AdminSession, topic_missing, unknown_topic_in
 from kctl.polling import poll
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, UsageError
 
@@ -502,7 +502,7 @@ def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, Top
     # Each Metadata request goes to a random broker: the others catch up with the one
     # that answered (settle).
     if found:
-        settle(len(session.metadata("describe topic").brokers))
+        session.settle()
     return found
 
 
@@ -516,7 +516,7 @@ def _await_gone(session: AdminSession, names: Sequence[str]) -> None:
         return
     poll(lambda: [n for n, d in _describe(session, names).items() if not isinstance(d, KctlError)], lambda left: not left,
          timeout=session.timeout, interval=0.05)
-    settle(len(session.metadata("describe topic").brokers))
+    session.settle()
 
 
 def match_topics(session: AdminSession, names: Sequence[str], regex: re.Pattern[str] | None) -> tuple[list[str], list[str]]:
