@@ -31,6 +31,8 @@ ALLOWED = {
     "kctl.admin.groups": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.timespec", "kctl.admin.client", "kctl.admin.topics"},
     "kctl.admin.security": {"kctl.errors", "kctl.config", "kctl.sizes", "kctl.admin.client"},
     "kctl.admin.registry": {"kctl.errors", "kctl.config", "kctl.admin.client"},
+    # Kafka Connect's REST API; a sink connector's lag is the groups' lag code.
+    "kctl.admin.connect": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.groups"},
     "kctl.admin.declarative": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.admin.topics",
                                "kctl.admin.security"},
     "kctl.admin": set(),  # the package's own __init__: a docstring
@@ -47,6 +49,7 @@ ALLOWED = {
                    "kctl.admin.registry", "kctl.records", "kctl.output"},
     "kctl.testing": {"kctl.errors", "kctl.broker"},
     "kctl.polling": set(),
+    "kctl.journal": {"kctl.errors"},
     "kctl.cli": {"kctl"},  # the top: parses, calls the library, renders
     "kctl.spark.submit": {"kctl.cli"},  # spark-submit's entry point runs the CLI in the driver
     "kctl.devtools": {"kctl"},  # generates completions and man pages from the whole tree
@@ -65,7 +68,7 @@ OWNED = {
 # Utilities every part above the broker may use.
 for _part in ALLOWED:
     if _part.startswith(("kctl.admin", "kctl.records", "kctl.spark", "kctl.local", "kctl.lag_exporter", "kctl.top")):
-        ALLOWED[_part] = ALLOWED[_part] | {"kctl.polling"}
+        ALLOWED[_part] = ALLOWED[_part] | {"kctl.polling", "kctl.journal"}
 
 
 def module_name(path: Path) -> str:

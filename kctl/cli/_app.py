@@ -86,6 +86,19 @@ class App:
             context.call_on_close(registry.close)
         return registry
 
+    def connect(self, choice: str | None = None):
+        """The Kafka Connect client for this command (--connect NAME|URL, else
+        KCTL_CONNECT / KCTL_CONNECT_URL, else the context's), closed when it ends."""
+        from kctl.admin.connect.rest import ConnectClient, connect_settings
+
+        settings = self.settings
+        client = ConnectClient(connect_settings(settings.connect, settings.connect_env, choice, settings.timeout,
+                                                env_name=settings.connect_name))
+        context = click.get_current_context(silent=True)
+        if context is not None:
+            context.call_on_close(client.close)
+        return client
+
     # -- streams ---------------------------------------------------------------------------
 
     def _isatty(self, stream: Any) -> bool:

@@ -19,6 +19,8 @@ CONTEXT_DOCUMENT = DocumentSpec(
         Field("timeout", "TIMEOUT"),
         Field("aws_msk_iam", "AWS-MSK-IAM", get=lambda c: " ".join(f"{k}={v}" for k, v in sorted(c.aws_msk_iam.items())) or None),
         Field("schema_registry", "SCHEMA-REGISTRY", get=lambda c: " ".join(f"{k}={v}" for k, v in sorted(c.schema_registry.items())) or None),
+        Field("connect", "CONNECT", get=lambda c: "; ".join(
+            f"{name}: " + " ".join(f"{k}={v}" for k, v in sorted(values.items())) for name, values in sorted(c.connect.items())) or None),
     ),
     sections=(Section("properties", "PROPERTIES", TableSpec((Column("key", "KEY"), Column("value", "VALUE")))),),
 )
@@ -100,7 +102,7 @@ def use(app: App, name):
 @click.option("-b", "--bootstrap-server", "bootstrap", metavar="HOST:PORT[,...]", help="Brokers to bootstrap from.")
 @click.option("-X", "properties", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="librdkafka property to store (repeatable).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Default --timeout for this context.")
-@click.option("--unset", multiple=True, metavar="KEY", help="Remove a stored property (or bootstrap-servers, timeout, aws-msk-iam, schema-registry).")
+@click.option("--unset", multiple=True, metavar="KEY", help="Remove a stored property (or bootstrap-servers, timeout, aws-msk-iam, schema-registry, connect, connect.NAME).")
 @click.option("--use", "make_current", is_flag=True, help="Also make it the current context.")
 @click.option("--aws-msk-iam-region", metavar="REGION", help="Authenticate to Amazon MSK with AWS IAM in this region (pip install 'kctl[msk]').")
 @click.option("--aws-msk-iam-profile", metavar="PROFILE", help="With AWS MSK IAM: the AWS profile whose credentials sign (default: the default chain).")
@@ -109,9 +111,15 @@ def use(app: App, name):
 @click.option("--schema-registry-basic-auth-file", metavar="PATH", help="A file holding the registry's user:password (read when used; or set KCTL_SCHEMA_REGISTRY_BASIC_AUTH).")
 @click.option("--schema-registry-bearer-token-file", metavar="PATH", help="A file holding a bearer token for the registry (or set KCTL_SCHEMA_REGISTRY_BEARER_TOKEN).")
 @click.option("--schema-registry-ca", metavar="PATH", help="CA certificates to verify the registry's TLS certificate with.")
+@click.option("--connect-url", metavar="URL", help="A Kafka Connect cluster's REST URL (kctl connect).")
+@click.option("--connect-name", default="default", show_default=True, metavar="NAME", help="Which of the context's Connect clusters the --connect-* options set (kctl connect --connect NAME picks one).")
+@click.option("--connect-basic-auth-file", metavar="PATH", help="A file holding the Connect cluster's user:password (or set KCTL_CONNECT_BASIC_AUTH).")
+@click.option("--connect-bearer-token-file", metavar="PATH", help="A file holding a bearer token for the Connect cluster (or set KCTL_CONNECT_BEARER_TOKEN).")
+@click.option("--connect-ca", metavar="PATH", help="CA certificates to verify the Connect cluster's TLS certificate with.")
 @pass_app
 def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aws_msk_iam_region, aws_msk_iam_profile, aws_msk_iam_role_arn,
-         schema_registry_url, schema_registry_basic_auth_file, schema_registry_bearer_token_file, schema_registry_ca):
+         schema_registry_url, schema_registry_basic_auth_file, schema_registry_bearer_token_file, schema_registry_ca,
+         connect_url, connect_name, connect_basic_auth_file, connect_bearer_token_file, connect_ca):
     """Create or update a context.
 
     The first context created becomes the current one. Prefer KCTL_X_SASL_PASSWORD
@@ -134,6 +142,9 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
       kctl context set msk -b b-1.msk.example.com:9098 --aws-msk-iam-region eu-west-1
       kctl context set prod --schema-registry-url https://registry.example.com \\
           --schema-registry-basic-auth-file ~/.config/kctl/registry.pass
+      kctl context set prod --connect-url https://connect.example.com:8083 \\
+          --connect-basic-auth-file ~/.config/kctl/connect.pass
+      kctl context set prod --connect-name cdc --connect-url http://cdc-connect:8083
     """
     from kctl.config.contexts import set_context
 
@@ -148,6 +159,9 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
         aws_msk_iam={"region": aws_msk_iam_region, "profile": aws_msk_iam_profile, "role-arn": aws_msk_iam_role_arn},
         schema_registry={"url": schema_registry_url, "basic-auth-file": schema_registry_basic_auth_file,
                          "bearer-token-file": schema_registry_bearer_token_file, "ssl-ca-location": schema_registry_ca},
+        connect_name=connect_name,
+        connect={"url": connect_url, "basic-auth-file": connect_basic_auth_file, "bearer-token-file": connect_bearer_token_file,
+                 "ssl-ca-location": connect_ca},
     )
     _save(app, config)
     app.note(f"context {name!r} saved to {app.config_path}")

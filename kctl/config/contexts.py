@@ -36,6 +36,8 @@ class ContextView:
     aws_msk_iam: dict[str, str]
     # The schema registry (url, basic-auth masked, ...); empty: none.
     schema_registry: dict[str, str]
+    # The Connect clusters by name (url, basic-auth masked, ...); empty: none.
+    connect: dict[str, dict[str, str]]
 
 
 def summaries(config: ConfigFile) -> list[ContextSummary]:
@@ -58,6 +60,7 @@ def view_stored(config: ConfigFile, name: str) -> ContextView:
         properties=_properties(context.properties),
         aws_msk_iam=dict(context.aws_msk_iam),
         schema_registry=_shown(context.schema_registry),
+        connect={name: _shown(values) for name, values in sorted(context.connect.items())},
     )
 
 
@@ -69,10 +72,12 @@ def view_effective(settings: ClientSettings) -> ContextView:
         properties=_properties(settings.properties),
         aws_msk_iam=dict(settings.aws_msk_iam),
         schema_registry=_shown(settings.schema_registry),
+        connect={name: _shown(values) for name, values in sorted(settings.connect.items())},
     )
 
 
 def _shown(registry: Mapping[str, str]) -> dict[str, str]:
+    """A registry's or Connect cluster's settings with their secrets masked."""
     # basic-auth-file and bearer-token-file name files, not secrets: shown as they are.
     return {k: (MASK if is_secret(k) and not k.endswith("-file") else v) for k, v in sorted(registry.items())}
 
@@ -99,10 +104,13 @@ def set_context(
     make_current: bool = False,
     aws_msk_iam: Mapping[str, str] | None = None,
     schema_registry: Mapping[str, str | None] | None = None,
+    connect_name: str = "default",
+    connect: Mapping[str, str | None] | None = None,
 ) -> ConfigFile:
     """Create or update a context; the first context ever created becomes the current one.
-    `unset` names properties, bootstrap-servers, timeout, aws-msk-iam or schema-registry
-    (all of it)."""
+    `unset` names properties, bootstrap-servers, timeout, aws-msk-iam, schema-registry
+    (all of it), connect (every Connect cluster) or connect.NAME (one). `connect` sets
+    the Connect cluster `connect_name`."""
     old = config.contexts.get(name) or Context(name=name)
     values = {k: v for k, v in old.properties.items() if k not in unset}
     values.update(dict(properties))
@@ -112,6 +120,13 @@ def set_context(
         raise UsageError(f"unable to set context {name!r}: AWS MSK IAM needs --aws-msk-iam-region")
     registry = {} if "schema-registry" in unset else dict(old.schema_registry)
     registry.update({k: v for k, v in (schema_registry or {}).items() if v})
+    clusters = {} if "connect" in unset else {k: dict(v) for k, v in old.connect.items() if f"connect.{k}" not in unset}
+    given = {k: v for k, v in (connect or {}).items() if v}
+    if given:
+        cluster = {**clusters.get(connect_name, {}), **given}
+        if not cluster.get("url"):
+            raise UsageError(f"unable to set context {name!r}: Connect cluster {connect_name!r} needs --connect-url")
+        clusters[connect_name] = cluster
     new = Context(
         name=name,
         bootstrap_servers=bootstrap_servers if bootstrap_servers is not None else (None if "bootstrap-servers" in unset else old.bootstrap_servers),
@@ -119,6 +134,7 @@ def set_context(
         properties=values,
         aws_msk_iam=msk,
         schema_registry=registry,
+        connect=clusters,
     )
     updated = config.with_context(new)
     if make_current or config.current_context is None:

@@ -19,6 +19,10 @@ Layout::
     url = "https://registry.example.com"
     basic-auth-file = "~/.config/kctl/registry.pass"   # user:password (or basic-auth = "...")
 
+    [contexts.prod.connect.main]      # kctl connect: one table per Connect cluster
+    url = "https://connect.example.com:8083"
+    basic-auth-file = "~/.config/kctl/connect.pass"
+
 The file may hold secrets, so it is created 0600 and replaced atomically.
 """
 
@@ -28,7 +32,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from kctl.config.model import MSK_IAM_KEYS, SCHEMA_REGISTRY_KEYS, ConfigFile, Context
+from kctl.config.model import CONNECT_KEYS, MSK_IAM_KEYS, SCHEMA_REGISTRY_KEYS, ConfigFile, Context
 from kctl.errors import ConfigError
 
 
@@ -84,7 +88,7 @@ def _parse(data: dict, path: Path) -> ConfigFile:
     for name, raw in raw_contexts.items():
         if not isinstance(raw, dict):
             raise bad(f"context {name!r} must be a table")
-        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam", "schema-registry"}
+        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam", "schema-registry", "connect"}
         if unknown:
             raise bad(f"context {name!r} has unknown key {sorted(unknown)[0]!r}")
         bootstrap = raw.get("bootstrap-servers")
@@ -108,6 +112,14 @@ def _parse(data: dict, path: Path) -> ConfigFile:
             raise bad(f"context {name!r}: schema-registry must be a table of strings")
         if set(registry) - set(SCHEMA_REGISTRY_KEYS):
             raise bad(f"context {name!r}: schema-registry has unknown key {sorted(set(registry) - set(SCHEMA_REGISTRY_KEYS))[0]!r} (known: {', '.join(SCHEMA_REGISTRY_KEYS)})")
+        connect = raw.get("connect", {})
+        if not isinstance(connect, dict) or any(not isinstance(t, dict) or any(not isinstance(v, str) for v in t.values()) for t in connect.values()):
+            raise bad(f"context {name!r}: connect must hold one table of strings per Connect cluster (connect.NAME)")
+        for cluster, table in connect.items():
+            if set(table) - set(CONNECT_KEYS):
+                raise bad(f"context {name!r}: connect.{cluster} has unknown key {sorted(set(table) - set(CONNECT_KEYS))[0]!r} (known: {', '.join(CONNECT_KEYS)})")
+            if not table.get("url"):
+                raise bad(f"context {name!r}: connect.{cluster} needs a url")
         contexts[name] = Context(
             name=name,
             bootstrap_servers=bootstrap,
@@ -115,6 +127,7 @@ def _parse(data: dict, path: Path) -> ConfigFile:
             properties={str(k): _property_value(v) for k, v in properties.items()},
             aws_msk_iam=dict(msk),
             schema_registry=dict(registry),
+            connect={str(k): dict(v) for k, v in connect.items()},
         )
     return ConfigFile(current_context=current, contexts=contexts)
 
@@ -154,7 +167,24 @@ def dumps(config: ConfigFile, existing: str = "") -> str:
         for key, values in (("properties", context.properties), ("aws-msk-iam", context.aws_msk_iam),
                             ("schema-registry", context.schema_registry)):
             _set_strings(table, key, values)
+        _set_connect(table, context.connect)
     return tomlkit.dumps(document)
+
+
+def _set_connect(table, clusters: Mapping[str, Mapping[str, str]]) -> None:
+    """connect.NAME tables, each edited as _set_strings edits one."""
+    import tomlkit
+
+    if not clusters:
+        table.pop("connect", None)
+        return
+    if "connect" not in table:
+        table["connect"] = tomlkit.table(is_super_table=True)
+    tables = table["connect"]
+    for name in [n for n in tables if n not in clusters]:
+        del tables[name]
+    for name in sorted(clusters):
+        _set_strings(tables, name, clusters[name])
 
 
 def _set(table, key: str, value, same) -> None:

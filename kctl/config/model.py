@@ -12,6 +12,10 @@ MSK_IAM_KEYS = ("region", "profile", "role-arn", "role-session-name")
 # HTTP basic credentials (user:password, or a file holding them) and TLS files.
 SCHEMA_REGISTRY_KEYS = ("url", "basic-auth", "basic-auth-file", "bearer-token", "bearer-token-file", "logical-cluster",
                         "ssl-ca-location", "ssl-certificate-location", "ssl-key-location")
+# The settings of one Kafka Connect cluster, in a context's connect.NAME table: the
+# REST URL, basic auth or a bearer token (or files holding them) and TLS files.
+CONNECT_KEYS = ("url", "basic-auth", "basic-auth-file", "bearer-token", "bearer-token-file",
+                "ssl-ca-location", "ssl-certificate-location", "ssl-key-location")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +31,8 @@ class Context:
     aws_msk_iam: dict[str, str] = field(default_factory=dict)
     # The schema registry of this cluster (SCHEMA_REGISTRY_KEYS); empty: none.
     schema_registry: dict[str, str] = field(default_factory=dict)
+    # The Kafka Connect clusters beside it, by name (each CONNECT_KEYS); empty: none.
+    connect: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,3 +58,8 @@ class ClientSettings:
     aws_msk_iam: dict[str, str] = field(default_factory=dict)
     # The schema registry (see Context), KCTL_SCHEMA_REGISTRY_* over the context's.
     schema_registry: dict[str, str] = field(default_factory=dict)
+    # The context's Connect clusters (see Context), and the KCTL_CONNECT_* settings
+    # (CONNECT_KEYS) and KCTL_CONNECT name the command's choice is made with.
+    connect: dict[str, dict[str, str]] = field(default_factory=dict)
+    connect_env: dict[str, str] = field(default_factory=dict)
+    connect_name: str | None = None

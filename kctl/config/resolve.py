@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kctl.config.model import DEFAULT_TIMEOUT, MSK_IAM_KEYS, SCHEMA_REGISTRY_KEYS, ClientSettings, ConfigFile, Context
+from kctl.config.model import CONNECT_KEYS, DEFAULT_TIMEOUT, MSK_IAM_KEYS, SCHEMA_REGISTRY_KEYS, ClientSettings, ConfigFile, Context
 from kctl.errors import ConfigError, NotFoundError, UsageError
 
 # KCTL_X_SASL_PASSWORD=... sets sasl.password: a way to keep secrets off the command line.
@@ -19,6 +19,9 @@ MSK_IAM_ENV_PREFIX = "KCTL_AWS_MSK_IAM_"
 # KCTL_SCHEMA_REGISTRY_URL=... (and _BASIC_AUTH, _BASIC_AUTH_FILE, _SSL_CA_LOCATION, ...)
 # set the schema registry, or change a context's.
 SCHEMA_REGISTRY_ENV_PREFIX = "KCTL_SCHEMA_REGISTRY_"
+# KCTL_CONNECT_URL=... (and _BASIC_AUTH, _BEARER_TOKEN, _SSL_CA_LOCATION, ...) set the
+# Connect cluster, or change the context's chosen one; KCTL_CONNECT=NAME chooses one.
+CONNECT_ENV_PREFIX = "KCTL_CONNECT_"
 
 
 def parse_property(text: str) -> tuple[str, str]:
@@ -120,6 +123,9 @@ def resolve(
         if value:
             schema_registry[key] = value
 
+    connect_env = {key: env[CONNECT_ENV_PREFIX + key.upper().replace("-", "_")] for key in CONNECT_KEYS
+                   if env.get(CONNECT_ENV_PREFIX + key.upper().replace("-", "_"))}
+
     return ClientSettings(
         bootstrap_servers=bootstrap,
         properties=properties,
@@ -127,4 +133,7 @@ def resolve(
         context=context.name if context else None,
         aws_msk_iam=aws_msk_iam,
         schema_registry=schema_registry,
+        connect={name: dict(values) for name, values in context.connect.items()} if context else {},
+        connect_env=connect_env,
+        connect_name=env.get("KCTL_CONNECT") or None,
     )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
+
+from kctl.errors import ConfigError
 
 MASK = "[hidden]"
 
@@ -20,3 +23,16 @@ def is_secret(key: str) -> bool:
 
 def mask(properties: Mapping[str, str]) -> dict[str, str]:
     return {k: (MASK if is_secret(k) else v) for k, v in properties.items()}
+
+
+def read_secret(configured: Mapping[str, str], key: str, owner: str) -> str | None:
+    """`key`'s value in `owner`'s settings (a registry's, a Connect cluster's), or the
+    content of the file `key`-file names, read when used."""
+    value = configured.get(key)
+    if not value and configured.get(f"{key}-file"):
+        path = Path(configured[f"{key}-file"]).expanduser()
+        try:
+            value = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"unable to read {owner}'s {key}-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return value or None

@@ -55,15 +55,26 @@ def cache_dir(version: str | None = None) -> Path:
 def resolve_classpath(version: str | None = None) -> list[Path]:
     """Every jar of Kafka's broker and tools runtime (`version`, or the newest), resolving
     them on first use."""
-    target = cache_dir(version)
+    pinned = [f"-Dkafka.version={version}", "-Dno.streams.examples"] if version else []
+    return resolve_pom(POM, cache_dir(version), f"Apache Kafka {kafka_version(version)}", pinned)
+
+
+def resolve_pom(pom: Path, target: Path, what: str, args: list[str] | tuple[str, ...] = ()) -> list[Path]:
+    """The runtime jars of `pom` (mvn `args` added), copied into target/libs once: the
+    marker is written after a complete copy, under a file lock."""
     libs = target / "libs"
     if not (target / _MARKER).exists():
         target.mkdir(parents=True, exist_ok=True)
         with open(target / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (target / _MARKER).exists():
-                _resolve(libs, version)
-                (target / _MARKER).write_text(kafka_version(version) + "\n")
+                if libs.exists():
+                    shutil.rmtree(libs)
+                proc = _mvn("dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={libs}", *args, "-f", str(pom))
+                if proc.returncode != 0:
+                    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
+                    raise JarResolutionError(f"mvn could not resolve {what}:\n{tail}")
+                (target / _MARKER).write_text(what + "\n")
     jars = sorted(libs.glob("*.jar"))
     if not jars:
         raise JarResolutionError(f"no jars in {libs}; delete {target} and retry")
@@ -75,16 +86,6 @@ def _mvn(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
         raise JarResolutionError("mvn is not installed: Apache Kafka's jars come from Maven Central through mvn")
     # Batch mode and no colour: a failure's lines end up in a skip reason, readable.
     return subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", *args], capture_output=True, text=True, timeout=timeout)
-
-
-def _resolve(libs: Path, version: str | None) -> None:
-    if libs.exists():
-        shutil.rmtree(libs)
-    pinned = [f"-Dkafka.version={version}", "-Dno.streams.examples"] if version else []
-    proc = _mvn("dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={libs}", *pinned, "-f", str(POM))
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
-        raise JarResolutionError(f"mvn could not resolve Apache Kafka {kafka_version(version)}:\n{tail}")
 
 
 # Spark's JVM Kafka connector and the jars it needs beyond Spark's own (its POM's compile

@@ -12,10 +12,6 @@ makes it refuse the commit, which surfaces as an error, not as a completed reset
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import os
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +23,7 @@ from kctl.admin.groups import protocol, share
 from kctl.admin.groups.groups import committed_offsets, delete_offsets, describe_groups
 from kctl.admin.groups.lag import log_offsets
 from kctl.config.file import state_dir
+from kctl import journal
 from kctl.errors import ExitCode, GroupActiveError, InvalidError, KctlError, NotFoundError, UsageError
 
 INACTIVE_STATES = ("Empty", "Dead")
@@ -221,31 +218,11 @@ def journal_dir(env: Mapping[str, str]) -> Path:
 
 def write_journal(directory: Path, plans: Sequence[PlannedReset], *, bootstrap: str | None, command: str) -> str:
     """Record what is about to change, before it changes; returns the journal id."""
-    now = dt.datetime.now(dt.timezone.utc)
-    journal_id = now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-    directory.mkdir(parents=True, exist_ok=True)
-    entry = {"id": journal_id, "created": now.isoformat(), "bootstrap": bootstrap, "command": command, "partitions": [asdict(p) for p in plans]}
-    path = directory / f"{journal_id}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(entry, indent=2) + "\n")
-    os.replace(tmp, path)
-    return journal_id
+    return journal.write(directory, {"bootstrap": bootstrap, "command": command, "partitions": [asdict(p) for p in plans]})
 
 
 def read_journal(directory: Path, journal_id: str) -> dict:
-    entries = list(directory.glob("*.json")) if directory.exists() else []
-    if not entries:
-        raise NotFoundError(f"unable to undo: no reset journal in {directory}")
-    # The newest by when it was written: ids name the second, and two resets in one second
-    # (a script's) would otherwise be ordered by their random suffixes.
-    newest = max(entries, key=lambda entry: (entry.stat().st_mtime_ns, entry.name))
-    chosen = newest if journal_id == "last" else directory / f"{journal_id}.json"
-    if not chosen.exists():
-        raise NotFoundError(f"unable to undo: no reset {journal_id!r} in {directory}")
-    try:
-        return json.loads(chosen.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InvalidError(f"unable to undo: journal {chosen} is unreadable: {exc}") from exc
+    return journal.read(directory, journal_id)
 
 
 def plan_undo(session: AdminSession, directory: Path, journal_id: str, *, bootstrap: str | None) -> tuple[dict, list[PlannedReset]]:

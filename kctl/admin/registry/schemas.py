@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kctl.admin.client.confluent import registry_rest_client
+from kctl.config.secrets import read_secret
 from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError, NotAuthorizedError, NotFoundError, UnreachableError
 
 SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
@@ -93,10 +94,10 @@ def registry_settings(configured: Mapping[str, str], url_flag: str | None, timeo
         )
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"unable to use schema registry {url!r}: expected an http:// or https:// URL")
-    basic_auth = _secret(configured, "basic-auth")
+    basic_auth = read_secret(configured, "basic-auth", "the schema registry")
     if basic_auth is not None and ":" not in basic_auth:
         raise ConfigError("unable to use the schema registry's basic-auth: expected user:password")
-    bearer_token = _secret(configured, "bearer-token")
+    bearer_token = read_secret(configured, "bearer-token", "the schema registry")
     if basic_auth and bearer_token:
         raise ConfigError("unable to use the schema registry: both basic-auth and bearer-token are set; keep one")
     return RegistrySettings(
@@ -105,18 +106,6 @@ def registry_settings(configured: Mapping[str, str], url_flag: str | None, timeo
         ssl_ca_location=configured.get("ssl-ca-location"), ssl_certificate_location=configured.get("ssl-certificate-location"),
         ssl_key_location=configured.get("ssl-key-location"),
     )
-
-
-def _secret(configured: Mapping[str, str], key: str) -> str | None:
-    """KEY's value, or the content of the file KEY-file names (read when used)."""
-    value = configured.get(key)
-    if not value and configured.get(f"{key}-file"):
-        path = Path(configured[f"{key}-file"]).expanduser()
-        try:
-            value = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"unable to read the schema registry's {key}-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return value or None
 
 
 class Registry:
