@@ -80,7 +80,8 @@ def config_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
     # Lag history and reset journals go here, not into the user's state directory.
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
-    for name in ("KCTL_CONFIG", "KCTL_CONTEXT", "KCTL_BOOTSTRAP_SERVERS", "KCTL_OUTPUT", "KCTL_TIMEOUT", "KCTL_DEBUG", "NO_COLOR"):
+    for name in ("KCTL_CONFIG", "KCTL_CONTEXT", "KCTL_BOOTSTRAP_SERVERS", "KCTL_OUTPUT", "KCTL_TIMEOUT", "KCTL_DEBUG", "NO_COLOR",
+                 "KCTL_CONNECT", "KCTL_CONNECT_URL", "KCTL_CONNECT_BASIC_AUTH", "KCTL_CONNECT_BEARER_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     return home
 
