@@ -201,3 +201,95 @@ def registry_world(url: str) -> None:
     assert client.register_schema("orders-value", Schema(json.dumps(ORDER_V1), "AVRO")) == 1
     client.set_compatibility("orders-value", "BACKWARD")
     client.register_schema("money.proto", Schema(MONEY_PROTO, "PROTOBUF"))
+
+
+# -- Kafka Connect's world (kctl connect examples) ---------------------------------------
+
+SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+LINES = "GET /index.html 200\nGET /missing 404\nPOST /orders 201\n"
+
+
+def _rest(url: str, method: str, path: str, body=None):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url + path, method=method, headers={"Content-Type": "application/json"},
+                                     data=None if body is None else json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            data = response.read()
+            return response.status, json.loads(data) if data else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+
+
+def _until(predicate, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"the Connect world: {what} not reached in {timeout:.0f} s"
+        time.sleep(0.25)
+
+
+def connect_clear(url: str, bootstrap: str) -> None:
+    """No connector, and no sink's group: before reset(), whose topics the connectors'
+    clients would otherwise create again as it deletes them (consumers and producers ask
+    for missing topics to be created)."""
+    _, names = _rest(url, "GET", "/connectors")
+    for name in names or []:
+        _rest(url, "DELETE", f"/connectors/{name}")
+    _until(lambda: _rest(url, "GET", "/connectors")[1] == [], "no connectors")
+    # The sink's group keeps its offsets after the connector is gone: deleted once its
+    # member has left.
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def group_deleted() -> bool:
+        try:
+            admin.delete_consumer_groups(["connect-orders-sink"], request_timeout=10)["connect-orders-sink"].result()
+        except KafkaException as exc:
+            return "GROUP_ID_NOT_FOUND" in str(exc)
+        return True
+    _until(group_deleted, "connect-orders-sink deleted")
+
+
+def connect_world(url: str, directory) -> None:
+    """Connect's world for one command's examples, made after connect_clear() and reset():
+    orders-sink (a FileStreamSink of orders into orders.txt, caught up on its 80 orders)
+    and file-source (a FileStreamSource of access.log into greetings, its 3 lines read from
+    the start); in `directory`, the files the examples read."""
+    from pathlib import Path
+
+    directory = Path(directory)
+    # Orders' keys are plain text and their values JSON text: written to the file as they are.
+    strings = "org.apache.kafka.connect.storage.StringConverter"
+    sink = {"connector.class": SINK, "topics": "orders", "file": str(directory / "orders.txt"), "tasks.max": "1",
+            "key.converter": strings, "value.converter": strings}
+    files = {
+        # What `update` changes: two tasks.
+        "orders-sink.json": json.dumps({"name": "orders-sink", "config": {**sink, "tasks.max": "2"}}, indent=2),
+        "sink.properties": f"name=orders-sink\nconnector.class=FileStreamSink\ntopics=orders\nfile={directory / 'orders.txt'}\n"
+                           f"key.converter={strings}\nvalue.converter={strings}\n",
+        "file-source.properties": f"name=file-source\nconnector.class=FileStreamSource\nfile={directory / 'access.log'}\ntopic=greetings\n",
+        "access.log": LINES,
+    }
+    for name, text in files.items():
+        (directory / name).write_text(text + ("" if text.endswith("\n") else "\n"))
+    assert _rest(url, "POST", "/connectors", {"name": "orders-sink", "config": sink})[0] == 201
+
+    def caught_up() -> bool:
+        status, answer = _rest(url, "GET", "/connectors/orders-sink/offsets")
+        return status == 200 and sum(o["offset"]["kafka_offset"] for o in answer["offsets"]) == ORDERS
+    # The sink commits its offsets after writing the records they follow.
+    _until(caught_up, "orders-sink caught up")
+    # file-source's offsets outlive it in Connect's offsets topic: reset while it is
+    # stopped, so it reads access.log from the start.
+    source = {"connector.class": SOURCE, "file": str(directory / "access.log"), "topic": "greetings", "tasks.max": "1"}
+    assert _rest(url, "POST", "/connectors", {"name": "file-source", "config": source, "initial_state": "STOPPED"})[0] == 201
+    _until(lambda: _rest(url, "DELETE", "/connectors/file-source/offsets")[0] == 200, "file-source's offsets reset")
+    assert _rest(url, "PUT", "/connectors/file-source/resume")[0] == 202
+    position = {"position": len(LINES.encode())}
+    _until(lambda: [o["offset"] for o in (_rest(url, "GET", "/connectors/file-source/offsets")[1] or {}).get("offsets", [])] == [position],
+           "file-source read access.log")
+    for name in ("orders-sink", "file-source"):
+        _until(lambda name=name: [t["state"] for t in (_rest(url, "GET", f"/connectors/{name}/status")[1] or {}).get("tasks", [])] == ["RUNNING"],
+               f"{name} running")

@@ -104,6 +104,8 @@ RETRIED = {
 # Example text -> shell lines run just before it (what the example assumes exists), one
 # per line, each exiting 0 unless its `# exit N` says otherwise.
 BEFORE = {
+    "kctl connect create -f orders-sink.json": "kctl connect delete orders-sink --yes",
+    "kctl connect create -f file-source.properties --initial-state paused": "kctl connect delete file-source --yes",
     "kctl topic create orders --partitions 6 --replication-factor 3 -c retention.ms=86400000":
         "kctl topic delete orders --yes",
     "kctl topic create orders": "kctl topic delete orders payments --if-exists --yes",
@@ -302,6 +304,29 @@ def bundled(tmp_path):
     process.stop()
 
 
+@pytest.fixture(scope="module")
+def connect_world(tmp_path_factory):
+    """A bundled broker and a Connect worker on it, shared by the `kctl connect` examples
+    (a worker takes seconds to start); each command's world is made anew on them
+    (help_world.connect_world)."""
+    from kctl.broker.process import BrokerProcess
+    from tests.brokers.connect import ConnectCluster, ConnectStartError
+    from tests.brokers.jars import JarResolutionError
+
+    process = BrokerProcess(tmp_path_factory.mktemp("connect-world-broker"))
+    bootstrap = process.start()
+    workers = ConnectCluster(tmp_path_factory.mktemp("connect-world"), bootstrap)
+    try:
+        workers.start()
+    except (ConnectStartError, JarResolutionError, OSError) as exc:
+        workers.stop()
+        process.stop()
+        (pytest.fail if _required() else pytest.skip)(f"Kafka Connect did not start: {exc}")
+    yield bootstrap, workers
+    workers.stop()
+    process.stop()
+
+
 def needs_spark(path: tuple[str, ...]) -> bool:
     return path[:1] == ("spark",)
 
@@ -328,9 +353,13 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         if os.environ.get("KCTL_REQUIRE_SPARK"):
             pytest.fail("needs pyspark and Java")
         pytest.skip("needs pyspark and Java")
+    connect = None
     if path in THREE_BROKERS:
         cluster = request.getfixturevalue("kafka3")
         bootstrap, nodes = cluster.bootstrap, cluster.nodes
+    elif path[:1] == ("connect",):
+        (bootstrap, connect), nodes = request.getfixturevalue("connect_world"), 1
+        help_world.connect_clear(connect.url, bootstrap)
     else:
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
     help_world.reset(bootstrap, nodes)
@@ -342,11 +371,16 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         url = request.getfixturevalue("registry").url
         help_world.schema_world(url, shell.cwd, bootstrap)
         shell.env["KCTL_SCHEMA_REGISTRY_URL"] = url
+    if connect is not None:
+        help_world.connect_world(connect.url, shell.cwd)
+        shell.env["KCTL_CONNECT_URL"] = connect.url
     on_a_cluster = [e.text for e in EXAMPLES[path] if "spark://" in e.text]
     # Those need a Spark standalone cluster, which KCTL_TEST_SPARK may leave out.
     master = spark_standalone().url if on_a_cluster and selection.runs("standalone") else None
     where = f"kctl {' '.join(path)} --help"
     directories = {str(shell.cwd): ".", shell.env["HOME"]: "~", shell.env["TMP"]: "$TMP"}
+    if connect is not None:  # the worker's address, in URLs and as a worker id
+        directories[connect.url.removeprefix("http://")] = "localhost:8083"
     printed = []
     try:
         for example in EXAMPLES[path]:
@@ -356,7 +390,10 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
             def run_example(example=example):
                 for line, comment in commands(localised(BEFORE.get(example.text, ""), bootstrap, master)):
                     shell.run(line, comment, f"{where}: before `{example.text}`")
-                return shell.run(localised(example.text, bootstrap, master), example.comment, f"{where}: `{example.text}`")
+                text = localised(example.text, bootstrap, master)
+                if connect is not None:
+                    text = text.replace("http://localhost:8083", connect.url)
+                return shell.run(text, example.comment, f"{where}: `{example.text}`")
 
             def run_after(example=example):
                 shell.run(AFTER[example.text], "", f"{where}: after `{example.text}`")
@@ -397,6 +434,8 @@ def never_the_same(example: Example) -> str | None:
         return "the first matches of several partitions arrive in no order Kafka defines"
     if example.path[:1] == ("local",):
         return "a broker's own directory, port and process"
+    if example.path in (("connect", "info"), ("connect", "logger", "list"), ("connect", "plugins")):
+        return "a Connect worker's commit, its cluster's id, the loggers its JVM has made"
     if example.path == ("top",):
         return "a full-screen terminal application (run in a pseudo-terminal until its first data, then q)"
     if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):

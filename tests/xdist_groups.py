@@ -60,6 +60,8 @@ def group_of(item: pytest.Item) -> str:
 
         if example in THREE_BROKERS:
             return "kafka3"
+        if example[:1] == ("connect",):
+            return "connect-help"  # one Connect worker for them all (connect_world)
     if params.get("cluster") in ("kafka", "kafka3", "kafka39"):
         return params["cluster"]
     if "secured_kafka" in item.fixturenames:

@@ -276,8 +276,8 @@ def update(app: App, name, file, dry_run, yes, connect_choice):
 
     \b
     Examples:
-      kctl connect update orders-sink -f orders-sink.json
       kctl connect update orders-sink -f orders-sink.json --dry-run -o json
+      kctl connect update orders-sink -f orders-sink.json --yes
     """
     from kctl.admin.connect.connectors import config, config_changes, read_connector_file, update as put
 
@@ -389,8 +389,8 @@ def delete(app: App, name, yes, connect_choice):
 
     \b
     Examples:
-      kctl connect delete orders-sink
-      kctl connect delete orders-sink --yes
+      kctl connect delete orders-sink          # asks first
+      kctl connect delete file-source --yes
     """
     from kctl.admin.connect.connectors import config, delete as remove
 

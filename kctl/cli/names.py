@@ -1,6 +1,7 @@
 """`kctl __names KIND -- [WORDS]...`: names for shell completion, called by the generated
 completion scripts (completions/) for arguments that name topics, groups, brokers or
-schema registry subjects (the registry of --registry-url, else the context's).
+schema registry subjects (the registry of --registry-url, else the context's), Kafka
+Connect connectors and plugin classes (the Connect cluster of --connect, else the context's).
 
 The cluster is the one the command line being completed would use (its -b,
 --bootstrap-server, --context and -X, else the current context), asked with a budget of
@@ -13,11 +14,11 @@ from __future__ import annotations
 
 import click
 
-KINDS = ("topic", "group", "broker", "subject")
+KINDS = ("topic", "group", "broker", "subject", "connector", "plugin")
 # The whole lookup, connection included, must fit in this (issue 21: <= 0.3 s on localhost).
 BUDGET_SECONDS = 0.25
 _VALUE_FLAGS = {"-b": "bootstrap", "--bootstrap-server": "bootstrap", "--context": "context", "-X": "property",
-                "--registry-url": "registry_url"}
+                "--registry-url": "registry_url", "--connect": "connect"}
 
 
 def command_line_settings(words: tuple[str, ...]) -> dict:
@@ -63,7 +64,7 @@ def names(kind: str, words: tuple[str, ...]) -> None:
     app = App(bootstrap=given.get("bootstrap"), context=given.get("context"), properties=tuple(given["properties"]),
               timeout=BUDGET_SECONDS)
     try:
-        found = _lookup(app, kind, given.get("registry_url"))
+        found = _lookup(app, kind, given.get("registry_url"), given.get("connect"))
     except Exception:  # noqa: BLE001 - completion must stay silent whatever goes wrong
         found = []
     click.echo("".join(f"{name}\n" for name in sorted(found)), nl=False)
@@ -72,7 +73,15 @@ def names(kind: str, words: tuple[str, ...]) -> None:
     os._exit(0)
 
 
-def _lookup(app, kind: str, registry_url: str | None) -> list[str]:
+def _lookup(app, kind: str, registry_url: str | None, connect: str | None) -> list[str]:
+    if kind in ("connector", "plugin"):
+        from kctl.admin.connect.connectors import names, plugins
+
+        client = app.connect(connect)
+        if kind == "connector":
+            return names(client)
+        # Classes and their short names, as Connect takes either.
+        return [n for p in plugins(client) for n in (p.class_name, p.class_name.rsplit(".", 1)[-1])]
     if kind == "subject":
         return [s.subject for s in app.registry(registry_url).subjects()]
     if kind == "group":

@@ -72,13 +72,15 @@ _CONFIG_KEYS = {"deletes", "keys"}
 
 def _value_kind(param: click.Parameter, path: tuple[str, ...]) -> str:
     """How a value is completed: "context" (names from the config file), "topic", "group",
-    "broker" (names from the cluster), "subject" (from the schema registry), "property" (librdkafka property names),
+    "broker" (names from the cluster), "subject" (from the schema registry), "connector" and "plugin" (from Kafka Connect), "property" (librdkafka property names),
     "config-setting" / "config-key" (Kafka config names, as KEY= or KEY) or ""."""
     name = param.name
     if name == "context" or (path[:1] == ("context",) and name == "name" and path[1:] in (("use",), ("show",), ("delete",), ("set",))):
         return "context"
     if (isinstance(param, click.Argument) and path[:1] == ("schema",) and name == "subject") or name == "value_schema":
         return "subject"
+    if path[:1] == ("connect",) and path[1:2] != ("logger",) and isinstance(param, click.Argument) and name in ("name", "class_name"):
+        return "connector" if name == "name" else "plugin"
     if isinstance(param, click.Argument):
         if path in _TOPIC_ARGUMENTS:
             return "topic"
