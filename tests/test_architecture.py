@@ -34,7 +34,7 @@ ALLOWED = {
     # Kafka Connect's REST API; a sink connector's lag is the groups' lag code.
     "kctl.admin.connect": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.groups"},
     "kctl.admin.declarative": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.admin.topics",
-                               "kctl.admin.security"},
+                               "kctl.admin.security", "kctl.admin.connect"},
     "kctl.admin": set(),  # the package's own __init__: a docstring
     "kctl.records": {"kctl.errors", "kctl.timespec", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.topics",
                      "kctl.admin.registry"},

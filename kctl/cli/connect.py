@@ -469,11 +469,10 @@ def _offsets_change(app: App, plan, execute: bool, resume: bool, client) -> None
         stop = "" if plan.state == "STOPPED" else f"; --execute stops the {plan.state} connector first"
         app.note(f"dry run: {len(plan.changes)} partition(s) planned, nothing changed{stop}")
         return
-    import os
     import shlex
     import sys
 
-    result = run(client, plan, directory=journal_dir(os.environ), command=shlex.join(["kctl", *sys.argv[1:]]), resume=resume,
+    result = run(client, plan, directory=journal_dir(app.env), command=shlex.join(["kctl", *sys.argv[1:]]), resume=resume,
                  journaled=lambda journal_id: app.note(f"undo journal: {journal_id}"))
     app.note(f"connector {plan.connector!r}: offsets {'reset' if plan.action == 'reset' else 'altered'}; it is {result.state}"
              + ("" if resume or result.state != "STOPPED" else " (kctl connect resume puts it back to work)"))
@@ -498,8 +497,6 @@ def offsets_alter(app: App, name, file, undo, execute, resume, connect_choice):
       kctl connect offsets alter orders-sink -f offsets.json --execute --resume
       kctl connect offsets alter orders-sink --undo last --execute
     """
-    import os
-
     from kctl.admin.connect.offsets import journal_dir, plan_alter, plan_undo, read_offsets_file
     from kctl.errors import UsageError
 
@@ -507,7 +504,7 @@ def offsets_alter(app: App, name, file, undo, execute, resume, connect_choice):
         raise UsageError("unable to alter offsets: give -f FILE or --undo ID")
     client = app.connect(connect_choice)
     if undo:
-        _entry, plan = plan_undo(client, name, journal_dir(os.environ), undo)
+        _entry, plan = plan_undo(client, name, journal_dir(app.env), undo)
     else:
         plan = plan_alter(client, name, read_offsets_file(file))
     _offsets_change(app, plan, execute, resume, client)

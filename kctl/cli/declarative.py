@@ -13,7 +13,7 @@ from kctl.cli._options import RegexType, global_options, yes_option
 from kctl.errors import ExitCode, KctlError, PartialFailure, UsageError
 from kctl.output.spec import Column, TableSpec
 
-KIND_NAMES = ("Topic", "ClusterConfig", "Acl", "Quota", "User")
+KIND_NAMES = ("Topic", "ClusterConfig", "Acl", "Quota", "User", "Connector")
 PLAN_TABLE = TableSpec(
     (
         Column("action", "ACTION"),
@@ -39,10 +39,36 @@ file_option = click.option(
     "-f", "--file", "files", multiple=True, required=True, metavar="PATH", type=click.Path(allow_dash=True),
     help="A resource file, or a directory of *.yaml/*.yml files (repeatable); - reads stdin.",
 )
+connect_option = click.option(
+    "--connect", "connect_choice", metavar="NAME|URL",
+    help="The Kafka Connect cluster of the Connector kind: one of the context's by name, or a REST URL; default: the context's only one. [env: KCTL_CONNECT, KCTL_CONNECT_URL]",
+)
 topic_regex_option = click.option(
     "--topic-regex", type=RegexType(), metavar="REGEX",
     help="Only topics whose whole name matches (the cluster's others are neither compared nor pruned).",
 )
+
+
+def _connect(app: App, settings, choice: str | None, kinds: Sequence[str]):
+    """The Connect client for the Connector kind, closed when the command ends; None when
+    the kind is not wanted, or none is configured and none was asked for (the kind is
+    then skipped or refused, as a kind the cluster lacks)."""
+    if "Connector" not in kinds:
+        return None
+    from kctl.admin.connect.rest import ConnectClient, connect_settings
+    from kctl.errors import ConfigError
+
+    try:
+        client = ConnectClient(connect_settings(settings.connect, settings.connect_env, choice, settings.timeout,
+                                                env_name=settings.connect_name))
+    except ConfigError as exc:
+        if choice is None and "no Connect cluster is configured" in exc.message:
+            return None
+        raise
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(client.close)
+    return client
 
 
 def _kinds(values: Sequence[str]) -> list[str]:
@@ -61,15 +87,18 @@ def _kinds(values: Sequence[str]) -> list[str]:
 @click.option("--kind", "kinds", multiple=True, metavar="KIND[,KIND...]", help=f"Only these kinds (repeatable): {', '.join(KIND_NAMES)}; default all the cluster supports.")
 @topic_regex_option
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), help="Write one file per resource into this directory instead of one stream on stdout.")
+@connect_option
 @global_options
 @pass_app
-def export(app: App, kinds, topic_regex, directory):
+def export(app: App, kinds, topic_regex, directory, connect_choice):
     """Write the cluster's state as resource files (YAML).
 
     Topics with their partitions, replication factor and config overrides (values the
     topic inherits are left out), dynamic cluster and broker configs, ACLs grouped by
     principal, quotas by entity and SCRAM users (mechanism and iterations: Kafka never
-    gives out passwords). Internal topics (__*) are left out. `kctl export | kctl apply -f -`
+    gives out passwords), and Kafka Connect's connectors (config and state; their secrets
+    as the environment variables apply reads them from) when a Connect cluster is
+    configured. Internal topics (__*) are left out. `kctl export | kctl apply -f -`
     changes nothing; applied to another cluster it recreates what it can. Kinds the
     cluster does not support (ACLs without an authorizer, quotas on the bundled broker)
     are skipped with a note unless asked for with --kind.
@@ -87,7 +116,8 @@ def export(app: App, kinds, topic_regex, directory):
 
     asked = bool(kinds)
     chosen = _kinds(kinds)
-    state = read(app.session, chosen, topic_regex=topic_regex, lenient=not asked)
+    connect = _connect(app, app.settings, connect_choice, chosen)
+    state = read(app.session, chosen, topic_regex=topic_regex, lenient=not asked, connect=connect)
     for kind, why in state.skipped.items():
         app.note(f"skipped {kind}: {why}")
     docs = exporting.documents(state)
@@ -138,7 +168,7 @@ def _session(app: App, context: str | None):
     return session, session
 
 
-def _plans(app: App, resources, prune: bool, topic_regex):
+def _plans(app: App, resources, prune: bool, topic_regex, connect_choice: str | None = None):
     """(context, session, the session if opened here else None, changes) per context the
     files name."""
     import dataclasses
@@ -155,14 +185,21 @@ def _plans(app: App, resources, prune: bool, topic_regex):
         session, owned = _session(app, context)
         try:
             names = None if prune else [r.name for r in members if isinstance(r, Topic)]
-            state = read(session, kinds, topic_regex=topic_regex, topics=names)
+            connect = _connect(app, session.settings, connect_choice, kinds)
+            if connect is None and "Connector" in kinds:
+                from kctl.errors import ConfigError
+
+                raise ConfigError(f"unable to plan connectors{f' of context {context!r}' if context else ''}: no Kafka Connect cluster is configured",
+                                  hint="give --connect URL, set KCTL_CONNECT_URL, or kctl context set NAME --connect-url URL")
+            state = read(session, kinds, topic_regex=topic_regex, topics=names, connect=connect)
             login_user = session.settings.properties.get("sasl.username")
-            changes = [dataclasses.replace(c, context=context) for c in plan(members, state, prune=prune, login_user=login_user)]
+            changes = [dataclasses.replace(c, context=context)
+                       for c in plan(members, state, prune=prune, login_user=login_user, env=app.env)]
         except BaseException:
             if owned is not None:
                 owned.close()
             raise
-        out.append((context, session, owned, changes))
+        out.append((context, session, owned, changes, connect))
     return out
 
 
@@ -170,9 +207,10 @@ def _plans(app: App, resources, prune: bool, topic_regex):
 @file_option
 @click.option("--prune", is_flag=True, help="Also show what --prune would remove: resources of the files' kinds that no file lists.")
 @topic_regex_option
+@connect_option
 @global_options
 @pass_app
-def diff(app: App, files, prune, topic_regex):
+def diff(app: App, files, prune, topic_regex, connect_choice):
     """Show the changes that would make the cluster match the files.
 
     One line per change: topics to create, configs to set or reset (old -> new),
@@ -193,8 +231,8 @@ def diff(app: App, files, prune, topic_regex):
 
     resources = _load(app, files)
     every = []
-    plans = _plans(app, resources, prune, topic_regex)
-    for context, _session_, owned, changes in plans:
+    plans = _plans(app, resources, prune, topic_regex, connect_choice)
+    for context, _session_, owned, changes, _connect_ in plans:
         if owned is not None:
             owned.close()
         every += changes
@@ -217,9 +255,10 @@ def diff(app: App, files, prune, topic_regex):
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for reassignments to finish, with progress.")
 @click.option("--wait-timeout", type=click.FloatRange(min=0), metavar="SECONDS", help="Give up waiting after this long (the moves go on).")
 @yes_option
+@connect_option
 @global_options
 @pass_app
-def apply(app: App, files, validate, dry_run, prune, topic_regex, throttle, wait, wait_timeout, yes):
+def apply(app: App, files, validate, dry_run, prune, topic_regex, throttle, wait, wait_timeout, yes, connect_choice):
     """Make the cluster match the files: plan, confirm, apply, report.
 
     Changes go in a safe order: topics created, configs set, partitions added,
@@ -247,9 +286,9 @@ def apply(app: App, files, validate, dry_run, prune, topic_regex, throttle, wait
     if validate:
         app.note(f"{len(resources)} resource(s) valid")
         return
-    plans = _plans(app, resources, prune, topic_regex)
+    plans = _plans(app, resources, prune, topic_regex, connect_choice)
     try:
-        every = [c for _ctx, _s, _o, changes in plans for c in changes]
+        every = [c for _ctx, _s, _o, changes, _c in plans for c in changes]
         if not every or dry_run:
             if every:
                 app.out.table(every, PLAN_TABLE)
@@ -261,15 +300,15 @@ def apply(app: App, files, validate, dry_run, prune, topic_regex, throttle, wait
         question = f"Apply {summary(every)}" + (f" (removes {removals})" if removals else "") + "?"
         app.confirm(question, yes=yes, action="apply the plan")
         results, waits = [], []
-        for _context, session, _owned, changes in plans:
-            done, moves = applying(session, changes, throttle=rate, env=app.env)
+        for _context, session, _owned, changes, connect in plans:
+            done, moves = applying(session, changes, throttle=rate, env=app.env, connect=connect)
             results += done
             if moves:
                 waits.append((session, moves))
         app.out.table(results, RESULT_TABLE)
         _wait(app, waits, wait, wait_timeout)
     finally:
-        for _context, _session_, owned, _changes in plans:
+        for _context, _session_, owned, _changes, _connect_ in plans:
             if owned is not None:
                 owned.close()
     _finish(app, results)

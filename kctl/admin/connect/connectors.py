@@ -210,9 +210,24 @@ def names(client: ConnectClient) -> list[str]:
 
 
 def list_connectors(client: ConnectClient) -> list[ConnectorSummary]:
-    """Every connector, its state and its tasks', in one request (expand=status&expand=info)."""
-    answer = client.get(path("connectors", expand=["status", "info"]), action="list connectors")
+    """Every connector, its state and its tasks' (expand=status&expand=info)."""
+    answer = expanded(client)
     return [_summary(name, answer[name]) for name in sorted(answer)]
+
+
+def expanded(client: ConnectClient) -> dict[str, dict]:
+    """Every connector's status and info in one request, and the names of those it left
+    out: Connect omits a connector whose status it has not written yet (one created a
+    moment ago), which is then UNASSIGNED with its config read on its own."""
+    answer = client.get(path("connectors", expand=["status", "info"]), action="list connectors")
+    for name in set(names(client)) - set(answer):
+        try:
+            configured = config(client, name)
+        except KctlError:
+            continue  # deleted meanwhile
+        answer[name] = {"status": {"name": name, "connector": {"state": "UNASSIGNED"}, "tasks": []},
+                        "info": {"name": name, "config": configured, "tasks": []}}
+    return answer
 
 
 def _summary(name: str, expanded: Mapping[str, Any]) -> ConnectorSummary:

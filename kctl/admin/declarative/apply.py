@@ -29,19 +29,26 @@ class ApplyResult:
     error: str | None = None
 
 
-def apply(session: AdminSession, changes: Sequence[Change], *, throttle: int | None = None, env: Mapping[str, str] | None = None) -> tuple[list[ApplyResult], list]:
-    """Results in plan order, and the PartitionMoves started (to wait for)."""
+def apply(session: AdminSession, changes: Sequence[Change], *, throttle: int | None = None, env: Mapping[str, str] | None = None,
+          connect=None) -> tuple[list[ApplyResult], list]:
+    """Results in plan order, and the PartitionMoves started (to wait for). `connect`:
+    the Kafka Connect client the Connector changes go through, one at a time."""
     env = os.environ if env is None else env
     outcome: dict[int, KctlError | None] = {}
     moves: list = []
     by_action: dict[str, list[int]] = {}
     for index, change in enumerate(changes):
-        by_action.setdefault(change.action, []).append(index)
+        if change.kind == "Connector" and change.action != "refused":
+            by_action.setdefault("connector", []).append(index)
+        else:
+            by_action.setdefault(change.action, []).append(index)
     for action, indexes in by_action.items():
         batch = [changes[i] for i in indexes]
         if action == "refused":
             continue
-        if action == "create":
+        if action == "connector":
+            errors = _connectors(connect, batch)
+        elif action == "create":
             errors = _create(session, batch)
         elif action == "add-acl" or action == "remove-acl":
             errors = _acls(session, batch, remove=action == "remove-acl")
@@ -69,6 +76,18 @@ def apply(session: AdminSession, changes: Sequence[Change], *, throttle: int | N
         status = "failed" if error else ("started" if change.action == "reassign" else "applied")
         results.append(ApplyResult(change.action, change.kind, change.name, change.detail, status, error.message if error else None))
     return results, moves
+
+
+def _connectors(connect, batch: Sequence[Change]) -> dict[int, KctlError]:
+    from kctl.admin.declarative.connectors import apply_change
+
+    errors = {}
+    for change in batch:
+        try:
+            apply_change(connect, change)
+        except KctlError as exc:
+            errors[id(change)] = exc
+    return errors
 
 
 def _create(session: AdminSession, batch: Sequence[Change]) -> dict[int, KctlError]:

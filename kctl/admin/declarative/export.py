@@ -4,6 +4,7 @@ nothing on the same cluster and recreates it on another.
 Topic configs are the topic's overrides only (as `topic list --overrides` counts them):
 a value inherited from the broker stays inherited. Sensitive values, which Kafka never
 sends, are left out and reported; so are SCRAM passwords, which only their owner knows.
+Connectors' secrets become the environment variables apply reads them from.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from kctl.admin.declarative.state import ClusterState
 
 
 def documents(state: ClusterState) -> list[dict]:
-    """Documents in a stable order: topics, cluster configs, ACLs, quotas, users."""
+    """Documents in a stable order: topics, cluster configs, ACLs, quotas, users, connectors."""
     out = []
     for topic in sorted((state.topics or {}).values(), key=lambda t: t.name):
         spec: dict = {"partitions": topic.partitions, "replication_factor": topic.replication_factor}
@@ -35,6 +36,10 @@ def documents(state: ClusterState) -> list[dict]:
         out.append(_document("Quota", str(entity), {"entity": entity.names(), "quotas": {k: _number(v) for k, v in sorted(quotas.items())}}))
     for user, credentials in sorted((state.users or {}).items()):
         out.append(_document("User", user, {"credentials": [{"mechanism": m, "iterations": i} for m, i in credentials]}))
+    if state.connectors:
+        from kctl.admin.declarative.connectors import document_spec
+
+        out += [_document("Connector", name, document_spec(live)) for name, live in sorted(state.connectors.items())]
     return out
 
 

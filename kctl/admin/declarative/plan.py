@@ -11,8 +11,10 @@ What a document owns (and so what it removes without --prune):
   says allow_config_delete: false);
 - a ClusterConfig the dynamic configs of its entity (the cluster default or one broker);
 - Acl documents the ACLs of every principal their rows name;
-- a Quota its entity's quotas; a User its SCRAM credentials.
-Whole resources the files do not list (topics, principals' ACLs, quota entities, users)
+- a Quota its entity's quotas; a User its SCRAM credentials;
+- a Connector its whole config and its state (connectors.py).
+Whole resources the files do not list (topics, principals' ACLs, quota entities, users,
+connectors)
 are deleted only with --prune; never topics whose names start with '_' (by convention
 other systems' internal topics: _schemas, _confluent-*), nor the credentials of the user
 kctl itself logs in as.
@@ -20,17 +22,17 @@ kctl itself logs in as.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kctl.admin.declarative.resources import AclSet, ClusterConfig, QuotaSet, Resource, Topic, User
+from kctl.admin.declarative.resources import AclSet, ClusterConfig, Connector, QuotaSet, Resource, Topic, User
 from kctl.admin.declarative.state import ClusterState, LiveTopic
 
 # The order apply goes in: what others depend on first, removals last.
 ACTIONS = (
     "create", "alter-config", "add-partitions", "reassign",
-    "add-acl", "set-quota", "set-password", "refused",
+    "add-acl", "set-quota", "set-password", "set-state", "refused",
     "remove-acl", "remove-quota", "delete-credential", "delete",
 )
 SYMBOLS = {"create": "+", "add-acl": "+", "set-password": "+", "refused": "!"}
@@ -57,8 +59,10 @@ class Change:
         return SYMBOLS.get(self.action, "-" if self.action in REMOVALS else "~")
 
 
-def plan(resources: Sequence[Resource], state: ClusterState, *, prune: bool = False, login_user: str | None = None) -> list[Change]:
-    """`login_user`: the SCRAM user the session authenticates as, which --prune keeps."""
+def plan(resources: Sequence[Resource], state: ClusterState, *, prune: bool = False, login_user: str | None = None,
+         env: Mapping[str, str] | None = None) -> list[Change]:
+    """`login_user`: the SCRAM user the session authenticates as, which --prune keeps;
+    `env`: where connectors' secrets are read from."""
     changes: list[Change] = []
     topics = [r for r in resources if isinstance(r, Topic)]
     if state.topics is not None:
@@ -80,7 +84,22 @@ def plan(resources: Sequence[Resource], state: ClusterState, *, prune: bool = Fa
         changes += _quotas([r for r in resources if isinstance(r, QuotaSet)], state.quotas, prune)
     if state.users is not None:
         changes += _users([r for r in resources if isinstance(r, User)], state.users, prune, login_user)
-    return sorted(changes, key=lambda c: (ACTIONS.index(c.action), c.kind, c.name))
+    if state.connectors is not None:
+        from kctl.admin.declarative import connectors
+
+        changes += connectors.plan([r for r in resources if isinstance(r, Connector)], state.connectors, env or {}, prune)
+    return sorted(changes, key=_order)
+
+
+def _order(change: Change) -> tuple:
+    """ACTIONS' order, with connectors after everything else they may need (topics, ACLs)
+    and removed before it (a connector goes before its topics do)."""
+    connector = change.kind == "Connector"
+    if change.action in REMOVALS:
+        phase = 2 if connector else 3
+    else:
+        phase = 1 if connector else 0
+    return (phase, ACTIONS.index(change.action), change.kind, change.name)
 
 
 def summary(changes: Sequence[Change]) -> str:

@@ -1,7 +1,7 @@
 """Resource files: YAML documents describing the state a cluster should have, read and
 checked offline (no cluster needed) into typed resources.
 
-A document is `kind` (Topic, ClusterConfig, Acl, Quota, User), `metadata` (name, and the
+A document is `kind` (Topic, ClusterConfig, Acl, Quota, User, Connector), `metadata` (name, and the
 context it is for) and `spec`. The shape is checked against the JSON Schema shipped
 beside this module; values against Kafka's own config definitions (kafka_configs). Every
 problem names its file, line and key, so a review bot can point at it.
@@ -20,7 +20,7 @@ from typing import Any
 
 from kctl.errors import InvalidError, KctlError
 
-KINDS = ("Topic", "ClusterConfig", "Acl", "Quota", "User")
+KINDS = ("Topic", "ClusterConfig", "Acl", "Quota", "User", "Connector")
 API_VERSION = "kctl/v1"
 # ClusterConfig's name for the cluster-wide default of every broker.
 CLUSTER_DEFAULT = "default"
@@ -81,6 +81,17 @@ class User(Resource):
     # (mechanism, iterations) pairs
     credentials: tuple[tuple[str, int], ...]
     password_env: str | None = None
+
+
+@dataclass(frozen=True)
+class Connector(Resource):
+    """A Kafka Connect connector (kctl.admin.declarative.connectors)."""
+
+    config: Mapping[str, str]
+    # running | paused | stopped
+    state: str = "running"
+    # config key -> the environment variable holding its secret value
+    secrets: Mapping[str, str] = field(default_factory=dict)
 
 
 class ResourceFileError(InvalidError):
@@ -249,7 +260,8 @@ def _build(document: dict, located: _Located, problems: list[str]) -> Resource |
     def problem(message: str, *keys) -> None:
         problems.append(f"{located.at(*keys)}: {label}: {message}")
 
-    builder = {"Topic": _topic, "ClusterConfig": _cluster_config, "Acl": _acl_set, "Quota": _quota_set, "User": _user}[kind]
+    builder = {"Topic": _topic, "ClusterConfig": _cluster_config, "Acl": _acl_set, "Quota": _quota_set, "User": _user,
+               "Connector": _connector}[kind]
     return builder(base, spec, problem)
 
 
@@ -354,6 +366,13 @@ def _user(base: dict, spec: dict, problem) -> User | None:
         problem("a mechanism is listed twice in credentials", "spec", "credentials")
     credentials = tuple(sorted((c["mechanism"], c.get("iterations", DEFAULT_ITERATIONS)) for c in spec["credentials"]))
     return User(**base, credentials=credentials, password_env=spec.get("password_env"))
+
+
+def _connector(base: dict, spec: dict, problem) -> Connector | None:
+    from kctl.admin.declarative.connectors import check_spec
+
+    checked = check_spec(base["name"], spec, problem)
+    return Connector(**base, config=checked.config, state=checked.state, secrets=checked.secrets)
 
 
 def _duplicates(loaded: Iterable[Resource]) -> list[str]:

@@ -47,21 +47,29 @@ class ClusterState:
     acls: set | None = None  # of Acl
     quotas: dict | None = None  # Entity -> {quota: value}
     users: dict[str, tuple[tuple[str, int], ...]] | None = None
+    # Kafka Connect's connectors (name -> LiveConnector), read from the Connect cluster.
+    connectors: dict | None = None
     brokers: dict[int, str | None] = field(default_factory=dict)  # id -> rack
     # Why a kind was not read, for `export` to say.
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def read(session: AdminSession, kinds: Sequence[str], *, topic_regex: re.Pattern[str] | None = None, topics: Sequence[str] | None = None, lenient: bool = False) -> ClusterState:
+def read(session: AdminSession, kinds: Sequence[str], *, topic_regex: re.Pattern[str] | None = None, topics: Sequence[str] | None = None,
+         lenient: bool = False, connect=None) -> ClusterState:
     """The kinds asked for. `topics` limits the topic configs read to those names (a diff
     needs only the topics its files list). With `lenient`, a kind the cluster does not
-    support (no authorizer, no quota API) is recorded in `skipped` instead of raised."""
+    support (no authorizer, no quota API, no Connect cluster configured) is recorded in
+    `skipped` instead of raised. `connect`: the Kafka Connect client, for Connector."""
     state = ClusterState()
     readers = {"Topic": _topics, "ClusterConfig": _cluster_configs, "Acl": _acls, "Quota": _quotas, "User": _users}
     for kind in kinds:
         try:
             if kind == "Topic":
                 _topics(session, state, topic_regex, topics)
+            elif kind == "Connector":
+                from kctl.admin.declarative import connectors
+
+                state.connectors = connectors.read(connect)
             else:
                 readers[kind](session, state)
         except KctlError as exc:
@@ -73,6 +81,8 @@ def read(session: AdminSession, kinds: Sequence[str], *, topic_regex: re.Pattern
 
 def _unsupported(error: KctlError) -> bool:
     text = error.message
+    if "no Kafka Connect cluster is configured" in text:
+        return True
     return any(s in text for s in ("SECURITY_DISABLED", "no authorizer", "does not support", "UNSUPPORTED_VERSION", "not support"))
 
 
