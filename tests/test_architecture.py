@@ -43,7 +43,8 @@ ALLOWED = {
     "kctl.lag_exporter": {"kctl.errors", "kctl.admin.client", "kctl.admin.groups", "kctl.output", "kctl.sampling"},
     # The live view only reads: the library, the shared sampler, the record decoding.
     "kctl.top": {"kctl.errors", "kctl.sizes", "kctl.timespec", "kctl.config", "kctl.admin.client", "kctl.admin.cluster",
-                 "kctl.admin.topics", "kctl.admin.groups", "kctl.admin.registry", "kctl.records", "kctl.sampling"},
+                 "kctl.admin.topics", "kctl.admin.groups", "kctl.admin.registry", "kctl.admin.connect", "kctl.records",
+                 "kctl.sampling"},
     "kctl.local": {"kctl.errors", "kctl.broker"},
     "kctl.spark": {"kctl.errors", "kctl.timespec", "kctl.sizes", "kctl.config", "kctl.admin.client", "kctl.admin.topics",
                    "kctl.admin.registry", "kctl.records", "kctl.output"},

@@ -33,9 +33,11 @@ class DurationType(click.ParamType):
               help="What the trends (sparklines) span, kept in memory: 90s, 15m, 1h.")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted",
               show_default=True, help="Lag to the log end, or to the last stable offset (read_committed).")
+@click.option("--connect", "connect_choice", metavar="NAME|URL",
+              help="The Kafka Connect cluster of the connectors view; default: the context's, if it has one. [env: KCTL_CONNECT_URL]")
 @global_options
 @pass_app
-def top(app: App, interval: float, window: float, isolation: str):
+def top(app: App, interval: float, window: float, isolation: str, connect_choice: str | None):
     """A live view of the cluster: lag in messages and seconds with its trend, throughput, health.
 
     Views: the overview (brokers, controller, partitions that need attention, groups
@@ -45,9 +47,10 @@ def top(app: App, interval: float, window: float, isolation: str):
     the groups reading each and their worst lag), brokers and partitions (ISR health;
     u, m, a and x show only under-replicated, under min ISR, at min ISR or offline
     partitions; enter peeks at a partition's last records, decoded through the context's
-    schema registry when it has one).
+    schema registry when it has one), and connectors when a Kafka Connect cluster is
+    configured (state, tasks running and failed, worker).
 
-    Keys: o g t b p (or :groups as in k9s) switch views, / filters, s sorts (or select a
+    Keys: o g t b p c (or :groups as in k9s) switch views, / filters, s sorts (or select a
     column header), ? lists the keys, q or Ctrl-C leaves (exit 0). Nothing changes the
     cluster. The cluster is sampled on its own thread every --interval: the screen never
     waits on it, and when it cannot be read the last data stays with a banner giving its
@@ -68,6 +71,9 @@ def top(app: App, interval: float, window: float, isolation: str):
 
     registry = app.registry if app.settings.schema_registry.get("url") else None
     target = app.settings.context or app.settings.bootstrap_servers or ""
+    settings = app.settings
+    wants_connect = connect_choice or settings.connect or settings.connect_env.get("url") or settings.connect_name
+    connect = app.connect(connect_choice) if wants_connect else None
     code = run(app.session, target=target, interval=interval, window=window, isolation=isolation, registry=registry,
-               debug=app.debug)
+               debug=app.debug, connect=connect)
     raise SystemExit(code)

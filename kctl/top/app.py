@@ -20,18 +20,18 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import ContentSwitcher, DataTable, Input, Static
 
 from kctl.top import views
-from kctl.top.model import Frame, GroupRow, PartitionRow
+from kctl.top.model import ConnectorRow, Frame, GroupRow, PartitionRow
 from kctl.top.table import Table
 
-VIEWS = ("overview", "groups", "topics", "brokers", "partitions")
-VIEW_KEYS = {"o": "overview", "g": "groups", "t": "topics", "b": "brokers", "p": "partitions"}
+VIEWS = ("overview", "groups", "topics", "brokers", "partitions", "connectors")
+VIEW_KEYS = {"o": "overview", "g": "groups", "t": "topics", "b": "brokers", "p": "partitions", "c": "connectors"}
 # `:name` as in k9s: the views and a few aliases.
 COMMANDS = {**{v: v for v in VIEWS}, **{v.rstrip("s"): v for v in VIEWS}, **VIEW_KEYS, "cg": "groups", "consumers": "groups"}
 KEYS_HELP = """\
 kctl top: a live, read-only view of the cluster (no key changes it)
 
-  o g t b p    overview, groups, topics, brokers, partitions (or 1-5)
-  :groups      the same, typed as in k9s (:topics, :brokers, :partitions, :overview)
+  o g t b p c  overview, groups, topics, brokers, partitions, connectors (or 1-6)
+  :groups      the same, typed as in k9s (:topics, :brokers, :partitions, :connectors)
   enter        groups: drill into the group; partitions: peek at its last records
   escape       back, or clear the filter
   /            filter the rows of this view (by name)
@@ -51,6 +51,10 @@ def _style(key: str, row: Any) -> str:
         return {"falling behind": "bold red", "stalled": "yellow", "catching up": "green", "unreadable": "red"}.get(row.direction, "")
     if key == "status" and isinstance(row, PartitionRow):
         return {"offline": "bold red", "under-min-isr": "red", "under-replicated": "yellow", "at-min-isr": "yellow"}.get(row.status, "")
+    if key == "state" and isinstance(row, ConnectorRow):
+        return {"FAILED": "bold red", "PAUSED": "yellow", "STOPPED": "yellow", "UNASSIGNED": "yellow"}.get(row.state, "")
+    if key == "failed" and isinstance(row, ConnectorRow) and row.failed:
+        return "bold red"
     if key == "stuck" and getattr(row, "stuck", None):
         return "yellow"
     if key == "alive" and not row.alive:
@@ -126,6 +130,7 @@ class TopApp(App[int]):
             "topics": Table(views.TOPICS, lambda f: f.topics, lambda r: r.topic, _style, id="topics"),
             "brokers": Table(views.BROKERS, lambda f: f.brokers, lambda r: str(r.broker), _style, id="brokers"),
             "partitions": Table(views.PARTITIONS, lambda f: f.partitions, lambda r: f"{r.topic}:{r.partition}", _style, id="partitions"),
+            "connectors": Table(views.CONNECTORS, lambda f: f.connectors, lambda r: r.connector, _style, id="connectors"),
         }
         self.switcher = ContentSwitcher(initial="overview", id="views")
         yield self.title_line
@@ -255,7 +260,7 @@ class TopApp(App[int]):
         if self.screen is not self.screen_stack[0]:
             return  # the prompt is the views' (the drill-down and the peek have none)
         prompt = self.prompt
-        prompt.placeholder = "filter rows by name" if kind == "/" else "groups, topics, brokers, partitions, overview"
+        prompt.placeholder = "filter rows by name" if kind == "/" else "groups, topics, brokers, partitions, connectors, overview"
         prompt.value = ""
         self.prompt_kind = kind
         prompt.disabled = False

@@ -45,9 +45,14 @@ class ClusterSample:
     groups: list  # kctl.admin.groups.models.GroupLag
     listed: dict[str, dict]  # what ListGroups said of each group (group_type, group_state)
     errors: dict[str, Any]  # group -> KctlError: groups that could not be read this time
+    # Kafka Connect's connectors (kctl.admin.connect.connectors.ConnectorSummary), None
+    # without a Connect cluster; why they could not be read this time.
+    connectors: tuple | None = None
+    connect_error: str | None = None
 
 
-def take(session: Any, *, isolation: str = "read_uncommitted", clock: Callable[[], float] = time.time) -> ClusterSample:
+def take(session: Any, *, isolation: str = "read_uncommitted", clock: Callable[[], float] = time.time,
+         connect: Any = None) -> ClusterSample:
     from kctl.admin.cluster.brokers import describe_cluster
     from kctl.admin.cluster.health import evaluate
     from kctl.admin.cluster.partitions import snapshot
@@ -59,8 +64,23 @@ def take(session: Any, *, isolation: str = "read_uncommitted", clock: Callable[[
         session, [(p.topic, p.partition) for p in partitions.partitions], isolation=isolation,
         leaders={(p.topic, p.partition): p.leader for p in partitions.partitions if p.leader is not None})
     health = evaluate(partitions, cluster_id=info.cluster_id, controller_id=info.controller_id)
+    connectors, connect_error = _connectors(connect)
     return ClusterSample(clock(), info.cluster_id, info.controller_id, info.brokers, health, partitions.partitions, log,
-                         groups, listed, errors)
+                         groups, listed, errors, connectors, connect_error)
+
+
+def _connectors(connect: Any) -> tuple[tuple | None, str | None]:
+    """The Connect cluster's connectors; a Connect cluster that cannot be read is shown as
+    such, not an error of the whole sample (the Kafka cluster may be fine)."""
+    if connect is None:
+        return None, None
+    from kctl.admin.connect.connectors import list_connectors
+    from kctl.errors import KctlError
+
+    try:
+        return tuple(list_connectors(connect)), None
+    except KctlError as exc:
+        return None, exc.message
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +155,18 @@ class PartitionRow:
     offline: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectorRow:
+    connector: str
+    type: str
+    state: str
+    # running/total, as `connect list` shows them
+    tasks: str
+    failed: int
+    worker: str | None
+    class_name: str
+
+
 @dataclass(frozen=True)
 class Frame:
     """What one sample shows, every view's rows."""
@@ -149,6 +181,7 @@ class Frame:
     topics: tuple[TopicRow, ...]
     brokers: tuple[BrokerRow, ...]
     partitions: tuple[PartitionRow, ...]
+    connectors: tuple[ConnectorRow, ...]
     errors: tuple[str, ...]
     _sample: ClusterSample = field(repr=False)
     _window: Window = field(repr=False)
@@ -278,6 +311,9 @@ class Window:
             taken_at=sample.taken_at, cluster_id=sample.cluster_id, controller_id=sample.controller_id,
             health=sample.health.status, reasons=sample.health.reasons, overview=overview, groups=tuple(group_rows),
             topics=tuple(topic_rows), brokers=brokers, partitions=tuple(partition_rows),
+            connectors=tuple(ConnectorRow(connector=c.name, type=c.type, state=c.state, tasks=f"{c.tasks_running}/{c.tasks}",
+                                          failed=c.tasks_failed, worker=c.worker_id, class_name=c.class_name.rsplit(".", 1)[-1])
+                             for c in sample.connectors or ()),
             errors=tuple(getattr(e, "message", str(e)) for e in sample.errors.values()), _sample=sample, _window=self)
 
     def _add_ends(self, log: dict, now_ms: int) -> None:
@@ -385,7 +421,19 @@ class Window:
             ("groups stalled", str(stalled), bool(stalled)),
             ("groups falling behind", str(behind), bool(behind)),
             ("produce rate", "-" if self.previous is None else f"{rate:,.1f} records/s", False),
+            *self._connect_overview(sample),
         )
+
+    @staticmethod
+    def _connect_overview(sample: ClusterSample) -> tuple[tuple[str, str, bool], ...]:
+        if sample.connect_error is not None:
+            return (("connectors", f"unreadable: {sample.connect_error}", True),)
+        if sample.connectors is None:
+            return ()
+        failed = sum(c.state == "FAILED" for c in sample.connectors)
+        tasks = sum(c.tasks_failed for c in sample.connectors)
+        return (("connectors", f"{len(sample.connectors)}" + (f" ({failed} failed)" if failed else ""), bool(failed)),
+                ("connector tasks failed", str(tasks), bool(tasks)))
 
     def group_partitions(self, sample: ClusterSample, group: str) -> tuple[GroupPartitionRow, ...] | None:
         found = next((g for g in sample.groups if g.group == group), None)

@@ -10,9 +10,9 @@ from kctl.sampling import Sampler
 
 
 def build(session: Any, *, target: str, interval: float, window: float, isolation: str = "read_uncommitted",
-          registry: Callable[[], Any] | None = None, debug: bool = False) -> tuple[Any, Sampler]:
+          registry: Callable[[], Any] | None = None, debug: bool = False, connect: Any = None) -> tuple[Any, Sampler]:
     """The application and its sampler (not started): what run() runs, and what the tests
-    drive headless."""
+    drive headless. `connect`: a Kafka Connect client, for the connectors view."""
     from kctl.top.app import TopApp
     from kctl.top.model import Window, take
     from kctl.top.peek import reader
@@ -20,7 +20,7 @@ def build(session: Any, *, target: str, interval: float, window: float, isolatio
     trends = Window(window)
 
     def sample():
-        return trends.add(take(session, isolation=isolation))
+        return trends.add(take(session, isolation=isolation, connect=connect))
 
     # Paced: on a cluster where a sample outlasts --interval, sampling takes at most half
     # a core and the screen says how often it really samples.

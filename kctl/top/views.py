@@ -113,6 +113,15 @@ PARTITIONS = (
     Column("log_end", "LOG-END", count, priority=3, width=10, numeric=True),
     Column("rate", "RATE", rate, priority=2, width=10, numeric=True),
 )
+CONNECTORS = (
+    Column("connector", "CONNECTOR", width=16),
+    Column("type", "TYPE", priority=3, width=6),
+    Column("state", "STATE", width=10),
+    Column("tasks", "TASKS", priority=1, width=5, numeric=True),
+    Column("failed", "FAILED", count, width=6, numeric=True),
+    Column("worker", "WORKER", priority=2, width=16),
+    Column("class_name", "CLASS", priority=4, width=16),
+)
 RECORDS = (
     Column("offset", "OFFSET", count, width=8, numeric=True),
     Column("timestamp", "TIMESTAMP", priority=2, width=24),

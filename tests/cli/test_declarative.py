@@ -243,7 +243,7 @@ def test_bad_files_are_refused_offline_with_file_line_and_key(kctl, tmp_path):
     result = kctl(*b, "apply", "--validate", "-f", many)
     assert (result.exit_code, result.stderr) == (
         ExitCode.INVALID,
-        f"error: {many}:1: Topics a: kind: unknown kind 'Topics'; accepted: Topic, ClusterConfig, Acl, Quota, User\n"
+        f"error: {many}:1: Topics a: kind: unknown kind 'Topics'; accepted: Topic, ClusterConfig, Acl, Quota, User, Connector\n"
         f"error: {many}:9: Topic b: config cleanup.policy: must be [compact, delete], not 'archive'\n"
         "error: invalid resource files: 2 problems (each on a line above)\n",
     )
@@ -252,7 +252,7 @@ def test_bad_files_are_refused_offline_with_file_line_and_key(kctl, tmp_path):
     assert kctl(*b, "apply", "--validate", "-f", good, "-f", str(tmp_path / "none.yaml")).stderr == f"error: unable to read {tmp_path / 'none.yaml'}: no such file\n"
     unreachable = kctl(*b, "diff", "-f", good)
     assert unreachable.exit_code == ExitCode.UNREACHABLE and len(unreachable.stderr.splitlines()) <= 2
-    assert kctl(*b, "export", "--kind", "topics,bogus").stderr.startswith("error: unknown kind 'bogus'; accepted: Topic, ClusterConfig, Acl, Quota, User")
+    assert kctl(*b, "export", "--kind", "topics,bogus").stderr.startswith("error: unknown kind 'bogus'; accepted: Topic, ClusterConfig, Acl, Quota, User, Connector")
 
 
 def test_a_file_names_its_context_and_the_command_line_overrides_it(kctl, cluster, unique_name, tmp_path):

@@ -17,10 +17,11 @@ from kctl.top.run import build
 
 
 def drive(bootstrap: str, scenario: Callable[[Any, Any], Awaitable[None]], *, interval: float = 0.3, window: float = 10.0,
-          size: tuple[int, int] = (120, 40)) -> Any:
-    """Run `scenario(app, pilot)` in a headless `kctl top` on `bootstrap`; the app after it."""
+          size: tuple[int, int] = (120, 40), connect: Any = None) -> Any:
+    """Run `scenario(app, pilot)` in a headless `kctl top` on `bootstrap` (and `connect`,
+    a Kafka Connect client); the app after it."""
     session = AdminSession(ClientSettings(bootstrap_servers=bootstrap, properties={}, timeout=5, context=None))
-    app, sampler = build(session, target=bootstrap, interval=interval, window=window)
+    app, sampler = build(session, target=bootstrap, interval=interval, window=window, connect=connect)
 
     async def main() -> None:
         sampler.start()

@@ -15,14 +15,14 @@ value whose key names a password, secret or key is exported as `secrets`: the en
 variable apply reads it from. Without that variable, diff cannot compare the value (it is
 left out) and apply refuses a change that needs it.
 
-A connector is created after the topics and ACLs of the same plan (it may need them) and
-removed before its topics are.
+Planned in plan.py (`_connectors`): a connector is created after the topics and ACLs of
+the same plan (it may need them) and removed before its topics are.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kctl.errors import ConfigError, KctlError
@@ -64,12 +64,11 @@ def read(connect) -> dict[str, LiveConnector]:
                           hint="kctl context set NAME --connect-url URL, or KCTL_CONNECT_URL")
     from kctl.admin.connect.connectors import expanded
 
-    answer = expanded(connect)
     out = {}
-    for name, expanded in answer.items():
-        config = dict((expanded.get("info") or {}).get("config") or {})
+    for name, answer in expanded(connect).items():
+        config = dict((answer.get("info") or {}).get("config") or {})
         config.pop("name", None)
-        state = ((expanded.get("status") or {}).get("connector") or {}).get("state", "UNASSIGNED")
+        state = ((answer.get("status") or {}).get("connector") or {}).get("state", "UNASSIGNED")
         out[name] = LiveConnector(name=name, config=config, state=_LIVE_STATES.get(state, "running"))
     return out
 
@@ -101,7 +100,7 @@ class ConnectorResource:
 
 
 def check_spec(name: str, spec: Mapping, problem) -> ConnectorResource:
-    from kctl.admin.declarative.resources import config_string
+    from kctl.admin.declarative.kafka_configs import config_string
 
     config = {key: config_string(value) for key, value in spec["config"].items()}
     if "name" in config and config.pop("name") != name:
@@ -116,61 +115,6 @@ def check_spec(name: str, spec: Mapping, problem) -> ConnectorResource:
             problem(f"config {key} looks like a secret: resource files are kept in Git, secrets are not; name the environment variable "
                     f"that holds it in secrets ({key}: {secret_variable(name, key)}), or use a config provider reference", "spec", "config", key)
     return ConnectorResource(config=config, state=spec.get("state", "running"), secrets=secrets)
-
-
-# -- planning --------------------------------------------------------------------------------
-
-
-def plan(connectors: Sequence, live: Mapping[str, LiveConnector], env: Mapping[str, str], prune: bool) -> list:
-    from kctl.admin.declarative.plan import Change
-
-    out = []
-    for connector in connectors:
-        current = live.get(connector.name)
-        wanted, missing = dict(connector.config), []
-        for key, variable in sorted(connector.secrets.items()):
-            if env.get(variable):
-                wanted[key] = env[variable]
-            else:
-                missing.append((key, variable))
-        data = {"config": dict(sorted(wanted.items())), "state": connector.state, "missing": [list(m) for m in missing]}
-        if current is None:
-            detail = f"{wanted.get('connector.class', '?')}; {len(wanted)} config key(s); {connector.state}"
-            out.append(_needs_secrets(Change("create", "Connector", connector.name, detail, connector.where, data=data), missing))
-            continue
-        # A secret whose variable is not set cannot be compared: the live value is kept.
-        unknown = {key for key, _variable in missing}
-        changed = _config_lines(current.config, wanted, set(connector.secrets), unknown)
-        if changed:
-            data["config"] = {**{k: v for k, v in current.config.items() if k in unknown}, **wanted}
-            out.append(Change("alter-config", "Connector", connector.name, "; ".join(changed), connector.where, data=data))
-        if current.state != connector.state:
-            out.append(Change("set-state", "Connector", connector.name, f"{current.state} -> {connector.state}", connector.where,
-                              data={"state": connector.state}))
-    if prune:
-        listed = {c.name for c in connectors}
-        out += [Change("delete", "Connector", name, "not in the files (--prune)") for name in sorted(live) if name not in listed]
-    return out
-
-
-def _needs_secrets(change, missing: list[tuple[str, str]]):
-    if not missing:
-        return change
-    from dataclasses import replace
-
-    names = ", ".join(f"${variable} ({key})" for key, variable in missing)
-    return replace(change, action="refused", reason=f"creating it needs the secret(s) {names}, which are not set", detail=change.detail)
-
-
-def _config_lines(live: Mapping[str, str], wanted: Mapping[str, str], secret_keys: set[str], unknown: set[str]) -> list[str]:
-    def shown(key: str, value: str | None) -> str:
-        if value is None:
-            return "(none)"
-        return "(secret)" if key in secret_keys or is_secret(key) else value
-
-    lines = [f"{k} {shown(k, live.get(k))} -> {shown(k, v)}" for k, v in sorted(wanted.items()) if live.get(k) != v]
-    lines += [f"{k} {shown(k, v)} -> (none)" for k, v in sorted(live.items()) if k not in wanted and k not in unknown]
-    return lines
 
 
 # -- applying --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 from importlib import resources
 
 # Topic configs a reassignment sets and clears; never part of a resource's desired state.
@@ -107,3 +108,10 @@ def _one(d: ConfigDef, value: str, validator: str) -> str | None:
         given = [p.strip() for p in value.split(",")] if d.type == "LIST" else [value.strip()]
         return None if all(g in choices for g in given) else "not a choice"
     return None
+
+
+def config_string(value: Any) -> str:
+    """A YAML scalar as Kafka's config string: true -> "true", 100 -> "100"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kctl.admin.declarative.connectors import is_secret as is_secret_key
 from kctl.admin.declarative.resources import AclSet, ClusterConfig, Connector, QuotaSet, Resource, Topic, User
 from kctl.admin.declarative.state import ClusterState, LiveTopic
 
@@ -85,9 +86,7 @@ def plan(resources: Sequence[Resource], state: ClusterState, *, prune: bool = Fa
     if state.users is not None:
         changes += _users([r for r in resources if isinstance(r, User)], state.users, prune, login_user)
     if state.connectors is not None:
-        from kctl.admin.declarative import connectors
-
-        changes += connectors.plan([r for r in resources if isinstance(r, Connector)], state.connectors, env or {}, prune)
+        changes += _connectors([r for r in resources if isinstance(r, Connector)], state.connectors, env or {}, prune)
     return sorted(changes, key=_order)
 
 
@@ -339,3 +338,58 @@ def _users(users: Sequence[User], live: dict[str, tuple[tuple[str, int], ...]], 
                 for mechanism, _iterations in credentials:
                     out.append(Change("delete-credential", "User", name, f"{mechanism} (--prune)", None, data={"mechanism": mechanism}))
     return out
+
+
+# -- connectors ------------------------------------------------------------------------------
+
+
+def _connectors(connectors: Sequence[Connector], live: Mapping, env: Mapping[str, str], prune: bool) -> list[Change]:
+    """A connector's whole config (secrets from `env`; one whose variable is not set is
+    not compared), and its state; creating one that needs an unset secret is refused."""
+    out = []
+    for connector in connectors:
+        current = live.get(connector.name)
+        wanted, missing = dict(connector.config), []
+        for key, variable in sorted(connector.secrets.items()):
+            if env.get(variable):
+                wanted[key] = env[variable]
+            else:
+                missing.append((key, variable))
+        data = {"config": dict(sorted(wanted.items())), "state": connector.state, "missing": [list(m) for m in missing]}
+        if current is None:
+            detail = f"{wanted.get('connector.class', '?')}; {len(wanted)} config key(s); {connector.state}"
+            out.append(_needs_secrets(Change("create", "Connector", connector.name, detail, connector.where, data=data), missing))
+            continue
+        # A secret whose variable is not set cannot be compared: the live value is kept.
+        unknown = {key for key, _variable in missing}
+        changed = _connector_config_lines(current.config, wanted, set(connector.secrets), unknown)
+        if changed:
+            data["config"] = {**{k: v for k, v in current.config.items() if k in unknown}, **wanted}
+            out.append(Change("alter-config", "Connector", connector.name, "; ".join(changed), connector.where, data=data))
+        if current.state != connector.state:
+            out.append(Change("set-state", "Connector", connector.name, f"{current.state} -> {connector.state}", connector.where,
+                              data={"state": connector.state}))
+    if prune:
+        listed = {c.name for c in connectors}
+        out += [Change("delete", "Connector", name, "not in the files (--prune)") for name in sorted(live) if name not in listed]
+    return out
+
+
+def _needs_secrets(change: Change, missing: list[tuple[str, str]]) -> Change:
+    if not missing:
+        return change
+    from dataclasses import replace
+
+    names = ", ".join(f"${variable} ({key})" for key, variable in missing)
+    return replace(change, action="refused", reason=f"creating it needs the secret(s) {names}, which are not set", detail=change.detail)
+
+
+def _connector_config_lines(live: Mapping[str, str], wanted: Mapping[str, str], secret_keys: set[str], unknown: set[str]) -> list[str]:
+    def shown(key: str, value: str | None) -> str:
+        if value is None:
+            return "(none)"
+        return "(secret)" if key in secret_keys or is_secret_key(key) else value
+
+    lines = [f"{k} {shown(k, live.get(k))} -> {shown(k, v)}" for k, v in sorted(wanted.items()) if live.get(k) != v]
+    lines += [f"{k} {shown(k, v)} -> (none)" for k, v in sorted(live.items()) if k not in wanted and k not in unknown]
+    return lines

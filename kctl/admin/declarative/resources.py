@@ -18,6 +18,7 @@ from importlib import resources as package_files
 from pathlib import Path
 from typing import Any
 
+from kctl.admin.declarative.kafka_configs import config_string
 from kctl.errors import InvalidError, KctlError
 
 KINDS = ("Topic", "ClusterConfig", "Acl", "Quota", "User", "Connector")
@@ -263,13 +264,6 @@ def _build(document: dict, located: _Located, problems: list[str]) -> Resource |
     builder = {"Topic": _topic, "ClusterConfig": _cluster_config, "Acl": _acl_set, "Quota": _quota_set, "User": _user,
                "Connector": _connector}[kind]
     return builder(base, spec, problem)
-
-
-def config_string(value: Any) -> str:
-    """A YAML scalar as Kafka's config string: true -> "true", 100 -> "100"."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _configs(scope: str, configs: Mapping[str, Any], problem) -> dict[str, str]:
