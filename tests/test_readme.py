@@ -21,6 +21,8 @@ A `<!-- doctest: ... -->` comment right above a block says how the block is run:
 - `A is replaced by the test's broker`: the address A becomes the bundled broker's.
 - `needs a schema registry; URL is replaced by the test's`: the test session's schema
   registry (tests/brokers/registry.py) serves the block.
+- `needs Kafka Connect; URL is replaced by the test's`: a Connect worker of the test's
+  own (tests/brokers/connect.py), on the README's bundled broker, serves the block.
 
 Blocks left out are named in the test's skip reason once the others have run.
 
@@ -183,6 +185,7 @@ def fresh_env(home: Path) -> dict[str, str]:
 
 STANDALONE = "needs spark; spark://spark:7077 is replaced by the test's standalone cluster"
 REGISTRY = "needs a schema registry; "
+CONNECT = "needs Kafka Connect; "
 
 
 def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
@@ -194,6 +197,7 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
     env = fresh_env(home)
     shell = Shell(repository_copy(work), env)
     ran, deferred, not_run = 0, [], []
+    workers = None
     try:
         for block in found:
             where = f"README.md:{block.line}"
@@ -222,6 +226,10 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
                 elif block.directive.startswith(REGISTRY):
                     url = re.fullmatch(REGISTRY + r"(\S+) is replaced by the test's", block.directive).group(1)
                     text = text.replace(url, request.getfixturevalue("schema_registry").url)
+                elif block.directive.startswith(CONNECT):
+                    url = re.fullmatch(CONNECT + r"(\S+) is replaced by the test's", block.directive).group(1)
+                    workers = workers or connect_worker(tmp_path, broker_address(shell))
+                    text = text.replace(url, workers.url)
                 elif block.directive not in ("", "needs spark"):
                     pytest.fail(f"{where}: unknown doctest directive {block.directive!r}")
                 for command, comment in commands(text):
@@ -231,6 +239,8 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
             check_sample(block, shell, f"README.md:{block.line}")
             ran += 1
     finally:
+        if workers is not None:
+            workers.stop()
         subprocess.run(["bash", "-c", "kctl local stop"], cwd=work, env=env, capture_output=True, timeout=60)
     # Counted apart from blocks(): every other ``` line opens a block.
     fences = sum(1 for line in README.read_text().splitlines() if line.startswith("```"))
@@ -241,6 +251,22 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
         # The blocks that ran passed; the test says what it left out (and the run's
         # closing summary counts it) rather than pass as if it had run them.
         pytest.skip(f"{len(not_run)} block(s) not run: " + "; ".join(not_run))
+
+
+def connect_worker(tmp_path: Path, bootstrap: str):
+    """A Connect worker on the README's broker (skipped without Connect's jars, unless
+    KCTL_REQUIRE_BROKERS=1)."""
+    from tests.brokers.connect import ConnectCluster, ConnectStartError
+    from tests.brokers.jars import JarResolutionError
+    from tests.brokers.plugin import _required
+
+    workers = ConnectCluster(tmp_path / "connect", bootstrap)
+    try:
+        workers.start()
+    except (ConnectStartError, JarResolutionError, OSError) as exc:
+        workers.stop()
+        (pytest.fail if _required() else pytest.skip)(f"Kafka Connect did not start: {exc}")
+    return workers
 
 
 def spark_kind(block: Block) -> str:
