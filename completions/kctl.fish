@@ -1536,7 +1536,7 @@ complete -c kctl -n '__kctl_at \'kctl connect plugins\'' -s 'h' -l 'help' -d 'Sh
 complete -c kctl -n '__kctl_at \'kctl connect restart\'' -l 'include-tasks' -d 'Restart the tasks too.'
 complete -c kctl -n '__kctl_at \'kctl connect restart\'' -l 'only-failed' -d 'Only what has FAILED (the connector and, with --include-tasks, its failed tasks)'
 complete -c kctl -n '__kctl_at \'kctl connect restart\'' -l 'task' -x -d 'Restart this one task only.'
-complete -c kctl -n '__kctl_at \'kctl connect restart\'' -l 'no-wait' -d 'Return once Connect accepted it.'
+complete -c kctl -n '__kctl_at \'kctl connect restart\'' -l 'no-wait' -d 'Return once Connect accepted it, without waiting for the new state.'
 complete -c kctl -n '__kctl_at \'kctl connect restart\'' -l 'connect' -x -d 'Which Connect cluster: one of the context\'s by name, or a REST URL; default: the'
 complete -c kctl -n '__kctl_at \'kctl connect restart\'' -s 'b' -l 'bootstrap-server' -x -d 'Brokers to bootstrap from. [env: KCTL_BOOTSTRAP_SERVERS]'
 complete -c kctl -n '__kctl_at \'kctl connect restart\'' -l 'context' -x -a '(__kctl_contexts)' -d 'Use this context. [env: KCTL_CONTEXT]'

@@ -307,14 +307,16 @@ def bundled(tmp_path):
 @pytest.fixture(scope="module")
 def connect_world(tmp_path_factory):
     """A bundled broker and a Connect worker on it, shared by the `kctl connect` examples
-    (a worker takes seconds to start); each command's world is made anew on them
-    (help_world.connect_world)."""
+    (a worker takes seconds to start); each command's connectors are made anew on them
+    (help_world.connect_clear and connect_world)."""
     from kctl.broker.process import BrokerProcess
     from tests.brokers.connect import ConnectCluster, ConnectStartError
     from tests.brokers.jars import JarResolutionError
 
     process = BrokerProcess(tmp_path_factory.mktemp("connect-world-broker"))
     bootstrap = process.start()
+    # The examples read no topic and change none: the topics are made once, not per command.
+    help_world.reset(bootstrap, 1)
     workers = ConnectCluster(tmp_path_factory.mktemp("connect-world"), bootstrap)
     try:
         workers.start()
@@ -362,7 +364,8 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         help_world.connect_clear(connect.url, bootstrap)
     else:
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
-    help_world.reset(bootstrap, nodes)
+    if connect is None:
+        help_world.reset(bootstrap, nodes)
     if needs_spark(path):
         request.getfixturevalue("spark")  # the local session the in-process lines share
     shell = InProcessShell(fresh_shell(tmp_path), request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))

@@ -34,6 +34,8 @@ LONG_GROUPS = (
     "spark-help",  # ~150 s: the spark --help examples, on a SparkSession of their own
     "kafka",  # ~100 s: tests on the single Apache Kafka node, and on the secured one
     "kafka39",  # ~90 s: tests on the Apache Kafka 3.9 node
+    "connect-help",  # ~60 s: the `kctl connect` --help examples, on one Connect worker
+    "connect",  # ~40 s: tests/connect on the bundled broker, one Connect worker at a time
     # ~180 s: the other --help examples, one world and one registry (collected among the
     # last, it ended runs alone)
     "tests/test_help_examples.py",
@@ -64,6 +66,9 @@ def group_of(item: pytest.Item) -> str:
             return "connect-help"  # one Connect worker for them all (connect_world)
     if params.get("cluster") in ("kafka", "kafka3", "kafka39"):
         return params["cluster"]
+    if module.startswith("tests/connect/") and params.get("cluster") == "bundled":
+        # One worker runs them, its bundled broker started once for them all.
+        return "connect"
     if "secured_kafka" in item.fixturenames:
         return "kafka"
     return module

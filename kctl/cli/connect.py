@@ -75,6 +75,12 @@ def connect_option(command):
     )(command)
 
 
+def change_options(command):
+    """--execute and --resume of the offset changes."""
+    command = click.option("--resume", is_flag=True, help="Afterwards, put the connector back in the state it was in.")(command)
+    return click.option("--execute", is_flag=True, help="Make the change (default: show the plan only).")(command)
+
+
 def file_option(required: bool = True, help_text: str = "The connector: JSON as Connect takes it ({\"name\", \"config\"} or the config map) or a .properties file."):
     return click.option("-f", "--file", "file", required=required, type=click.Path(dir_okay=False, path_type=Path), help=help_text)
 
@@ -231,6 +237,8 @@ def describe(app: App, name, trace, no_lag, connect_choice):
     session = None if no_lag or not app.settings.bootstrap_servers else app.session
     found = read(app.connect(connect_choice), name, session=session)
     app.out.document(found, DESCRIBE_DOCUMENT)
+    if found.lag_error:
+        app.warn(f"no lag for sink {name!r}: {found.lag_error}")
     if trace and not app.out.is_structured:
         for label, text in [("connector", found.trace)] + [(f"task {t.id}", t.trace) for t in found.tasks]:
             if text:
@@ -324,28 +332,64 @@ def patch(app: App, name, sets, deletes, connect_choice):
     app.note(f"connector {name!r} patched")
 
 
-def _state_command(verb: str, summary: str, examples: str):
-    @click.argument("name")
-    @click.option("--no-wait", is_flag=True, help="Return once Connect accepted it, without waiting for the new state.")
-    @connect_option
-    @global_options
-    @pass_app
-    def command(app: App, name, no_wait, connect_choice):
-        from kctl.admin.connect import connectors
+def _change_state(app: App, verb: str, name: str, no_wait: bool, connect_choice: str | None) -> None:
+    from kctl.admin.connect import connectors
 
-        change = getattr(connectors, verb)(app.connect(connect_choice), name, wait=not no_wait)
-        app.out.table([change], STATE_TABLE)
-
-    command.__doc__ = f"{summary}\n\n    \b\n    Examples:\n{examples}"
-    return connect.command(verb)(command)
+    change = getattr(connectors, verb)(app.connect(connect_choice), name, wait=not no_wait)
+    app.out.table([change], STATE_TABLE)
 
 
-_state_command("pause", "Pause a connector and its tasks (they stay assigned); waits until they are PAUSED.",
-               "      kctl connect pause orders-sink\n      kctl connect pause orders-sink --no-wait\n")
-_state_command("resume", "Resume a paused or stopped connector; waits until its tasks run again.",
-               "      kctl connect resume orders-sink\n")
-_state_command("stop", "Stop a connector: it and its tasks shut down, the config kept (KIP-875, 3.5+); waits until the tasks are gone.",
-               "      kctl connect stop orders-sink\n      kctl connect stop orders-sink -o json\n")
+no_wait_option = click.option("--no-wait", is_flag=True, help="Return once Connect accepted it, without waiting for the new state.")
+
+
+@connect.command("pause")
+@click.argument("name")
+@no_wait_option
+@connect_option
+@global_options
+@pass_app
+def pause(app: App, name, no_wait, connect_choice):
+    """Pause a connector and its tasks (they stay assigned); waits until they are PAUSED.
+
+    \b
+    Examples:
+      kctl connect pause orders-sink
+      kctl connect pause orders-sink --no-wait
+    """
+    _change_state(app, "pause", name, no_wait, connect_choice)
+
+
+@connect.command("resume")
+@click.argument("name")
+@no_wait_option
+@connect_option
+@global_options
+@pass_app
+def resume(app: App, name, no_wait, connect_choice):
+    """Resume a paused or stopped connector; waits until its tasks run again.
+
+    \b
+    Examples:
+      kctl connect resume orders-sink
+    """
+    _change_state(app, "resume", name, no_wait, connect_choice)
+
+
+@connect.command("stop")
+@click.argument("name")
+@no_wait_option
+@connect_option
+@global_options
+@pass_app
+def stop(app: App, name, no_wait, connect_choice):
+    """Stop a connector: it and its tasks shut down, the config kept (KIP-875, 3.5+); waits until the tasks are gone.
+
+    \b
+    Examples:
+      kctl connect stop orders-sink
+      kctl connect stop orders-sink -o json
+    """
+    _change_state(app, "stop", name, no_wait, connect_choice)
 
 
 @connect.command("restart")
@@ -353,7 +397,7 @@ _state_command("stop", "Stop a connector: it and its tasks shut down, the config
 @click.option("--include-tasks", is_flag=True, help="Restart the tasks too.")
 @click.option("--only-failed", is_flag=True, help="Only what has FAILED (the connector and, with --include-tasks, its failed tasks).")
 @click.option("--task", "task", type=click.IntRange(min=0), metavar="ID", help="Restart this one task only.")
-@click.option("--no-wait", is_flag=True, help="Return once Connect accepted it.")
+@no_wait_option
 @connect_option
 @global_options
 @pass_app
@@ -482,8 +526,7 @@ def _offsets_change(app: App, plan, execute: bool, resume: bool, client) -> None
 @click.argument("name")
 @file_option(required=False, help_text="The new offsets: as `offsets get -o json` prints them, or Connect's {\"offsets\": [...]}.")
 @click.option("--undo", "undo", metavar="ID|last", help="Put back the offsets a journalled change replaced.")
-@click.option("--execute", is_flag=True, help="Make the change (default: show the plan only).")
-@click.option("--resume", is_flag=True, help="Afterwards, put the connector back in the state it was in.")
+@change_options
 @connect_option
 @global_options
 @pass_app
@@ -512,8 +555,7 @@ def offsets_alter(app: App, name, file, undo, execute, resume, connect_choice):
 
 @offsets.command("reset")
 @click.argument("name")
-@click.option("--execute", is_flag=True, help="Make the change (default: show the plan only).")
-@click.option("--resume", is_flag=True, help="Afterwards, put the connector back in the state it was in.")
+@change_options
 @connect_option
 @global_options
 @pass_app

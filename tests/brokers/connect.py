@@ -20,7 +20,6 @@ import atexit
 import base64
 import hashlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -30,18 +29,12 @@ import uuid
 from pathlib import Path
 
 from tests.brokers.jars import JarResolutionError, _base, resolve_pom
-from tests.brokers.kafka import TEST_JVM_OPTIONS, free_port
+from tests.brokers.kafka import LOG4J2 as KAFKA_LOG4J2, TEST_JVM_OPTIONS, free_port, stop_group
 
 POM = Path(__file__).with_name("connect-pom.xml")
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
-LOG4J2 = """\
-status = error
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.out.ref = out
+# Kafka's test logging (warnings), and the herder's progress: joins, assignments, rebalances.
+LOG4J2 = KAFKA_LOG4J2.split("logger.started.name")[0] + """\
 logger.connect.name = org.apache.kafka.connect.runtime.distributed.DistributedHerder
 logger.connect.level = INFO
 """
@@ -162,17 +155,7 @@ class ConnectCluster:
 
     def stop_worker(self, index: int) -> None:
         process, self.processes[index] = self.processes[index], None
-        if process is None or process.poll() is not None:
-            return
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait()
+        stop_group(process, timeout=30)
 
     def stop(self) -> None:
         for index in range(len(self.processes)):

@@ -488,6 +488,22 @@ class KafkaCluster:
         _LIVE.discard(self)
 
 
+def stop_group(process: subprocess.Popen | None, timeout: float = 20) -> None:
+    """Stop a JVM started in a process group of its own: SIGTERM to the group, SIGKILL
+    after `timeout` seconds; nothing when it is not running."""
+    if process is None or process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=timeout)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
 def _quiet_logger():
     import logging
 

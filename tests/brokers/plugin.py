@@ -234,41 +234,33 @@ def secured_kafka(tmp_path_factory):
     cluster.stop()
 
 
-@pytest.fixture(scope="session")
-def _connect_clusters(tmp_path_factory):
-    started: dict = {}
-    yield started, tmp_path_factory
-    for workers in started.values():
-        if not isinstance(workers, Exception):
-            workers.stop()
+def start_connect(cluster: Cluster, workdir: Path, *, workers: int = 1):
+    """Kafka Connect workers on `cluster`, started (skipped or failed by
+    KCTL_REQUIRE_BROKERS when they cannot start); on Apache Kafka they ask for basic
+    authentication (user admin, password admin-secret), so every test there goes through
+    it. The caller stops them."""
+    from tests.brokers.connect import ConnectCluster, ConnectStartError
+    from tests.brokers.jars import JarResolutionError
 
-
-@pytest.fixture
-def connect(cluster, _connect_clusters):
-    """A Kafka Connect cluster on `cluster`, started once per backend: one worker on a
-    single node, two on kafka3 (tasks spread over them); on Apache Kafka the workers ask
-    for basic authentication (user admin, password admin-secret), so every test there
-    goes through it."""
-    started, tmp_path_factory = _connect_clusters
-    if cluster.backend not in started:
-        from tests.brokers.connect import ConnectCluster, ConnectStartError
-        from tests.brokers.jars import JarResolutionError
-
-        workers = ConnectCluster(tmp_path_factory.mktemp(f"connect-{cluster.backend}"), cluster.bootstrap,
-                                 workers=2 if cluster.nodes >= 3 else 1, replication=min(3, cluster.nodes),
-                                 basic_auth={"admin": "admin-secret"} if cluster.kafka is not None else None)
-        try:
-            workers.start()
-            started[cluster.backend] = workers
-        except (ConnectStartError, JarResolutionError, OSError) as exc:
-            workers.stop()
-            started[cluster.backend] = exc
-    workers = started[cluster.backend]
-    if isinstance(workers, Exception):
+    started = ConnectCluster(workdir, cluster.bootstrap, workers=workers, replication=min(3, cluster.nodes),
+                             basic_auth={"admin": "admin-secret"} if cluster.kafka is not None else None)
+    try:
+        started.start()
+    except (ConnectStartError, JarResolutionError, OSError) as exc:
+        started.stop()
         if _required():
-            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and Kafka Connect failed on {cluster.backend}: {workers}", pytrace=False)
-        pytest.skip(f"Kafka Connect on {cluster.backend}: {workers}")
-    return workers
+            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and Kafka Connect failed on {cluster.backend}: {exc}", pytrace=False)
+        pytest.skip(f"Kafka Connect on {cluster.backend}: {exc}")
+    return started
+
+
+@pytest.fixture(scope="module")
+def connect(cluster, tmp_path_factory):
+    """A Kafka Connect worker on `cluster` for a module's tests, stopped after them (an
+    idle worker still takes a few percent of a core)."""
+    started = start_connect(cluster, tmp_path_factory.mktemp(f"connect-{cluster.backend}"))
+    yield started
+    started.stop()
 
 
 @pytest.fixture(scope="session")

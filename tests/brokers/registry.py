@@ -21,14 +21,13 @@ import fcntl
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
-from tests.brokers.kafka import free_port
+from tests.brokers.kafka import free_port, stop_group
 
 APICURIO_VERSION = "3.3.3"
 _MARKER = "RESOLVED-2"  # -2: unpacked with Python (long names whole)
@@ -150,17 +149,7 @@ class SchemaRegistry:
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait()
+        stop_group(process)
 
 
 def _tail(log: Path, lines: int = 30) -> str:

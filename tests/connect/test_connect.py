@@ -1,5 +1,6 @@
-"""kctl connect against a real Kafka Connect cluster (tests/brokers/connect.py) on each
-broker backend: Connect's own REST answers are the oracle for what kctl prints and does.
+"""kctl connect against a real Kafka Connect worker (tests/brokers/connect.py) on the
+bundled broker and on Apache Kafka (where it asks for basic auth): Connect's own REST
+answers are the oracle for what kctl prints and does.
 On the bundled broker this is also a compatibility test: Connect keeps its configs,
 offsets and statuses in compacted topics there."""
 
@@ -13,7 +14,8 @@ import pytest
 
 from tests.eventually import eventually, until
 
-pytestmark = pytest.mark.integration
+# On the bundled broker and one Apache Kafka node (kafka3's two workers: test_distributed.py).
+pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
@@ -29,16 +31,6 @@ def rest(connect, method: str, path: str, body=None):
             return response.status, json.loads(data) if data else None
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"null")
-
-
-@pytest.fixture
-def env(connect, cluster):
-    """Where kctl finds the Connect cluster and the Kafka cluster: the environment."""
-    values = {"KCTL_CONNECT_URL": connect.url, "KCTL_BOOTSTRAP_SERVERS": cluster.bootstrap}
-    if connect.basic_auth:
-        user, password = next(iter(connect.basic_auth.items()))
-        values["KCTL_CONNECT_BASIC_AUTH"] = f"{user}:{password}"
-    return values
 
 
 def status(connect, name: str) -> dict:
@@ -222,33 +214,25 @@ def test_refused_credentials_exit_77(kctl, connect, env):
     assert nobody.exit_code == 77
 
 
-@pytest.mark.min_nodes(3)
-def test_a_failed_task_is_restarted_where_it_runs(kctl, connect, env, unique_name, tmp_path):
-    """Two workers share the tasks; a sink writing into a directory that is not there
-    fails, and once the directory exists, a restart of what failed brings it back."""
-    name, topic = unique_name("sink"), unique_name("spread")
-    assert kctl("topic", "create", topic, "--partitions", "2", env=env).exit_code == 0
-    missing = tmp_path / "later"
-    spec = tmp_path / "sink.json"
-    spec.write_text(json.dumps({"name": name, "config": {"connector.class": SINK, "topics": topic, "file": str(missing / "out.txt"), "tasks.max": "2"}}))
-    assert kctl("connect", "create", "-f", str(spec), env=env).exit_code == 0
+def test_tls_is_verified_with_the_ca_given(kctl, connect, env, tmp_path):
+    """The worker behind a TLS front (tests/security/tls.py): kctl verifies its certificate
+    against the context's CA, and refuses one from another CA (exit 69, as for Kafka)."""
+    from tests.brokers.kafka import free_port
+    from tests.security.tls import TlsFront, make_certificates
 
-    def failed() -> dict:
-        listed = {c["name"]: c for c in json.loads(kctl("connect", "list", "-o", "json", env=env).stdout)}
-        assert listed.get(name, {}).get("tasks_failed") == 2, listed.get(name)
-        return listed[name]
-    eventually(failed, timeout=60)
-    described = kctl("connect", "describe", name, "--trace", env=env)
-    assert "\nTRACE (task 0)\n" in described.stdout and "Couldn't find or create file" in described.stdout
-    workers = {t["worker_id"] for t in status(connect, name)["tasks"]}
-    assert workers == {u.removeprefix("http://") for u in connect.urls}  # one task on each worker
-
-    missing.mkdir()
-    restarted = kctl("connect", "restart", name, "--include-tasks", "--only-failed", "-o", "json", env=env)
-    assert restarted.exit_code == 0, restarted.stderr
-    eventually(lambda: _assert_tasks(connect, name, "RUNNING"), timeout=60)
-    assert kctl("connect", "delete", name, "--yes", env=env).exit_code == 0
-
-
-def _assert_tasks(connect, name: str, state: str) -> None:
-    assert [t["state"] for t in status(connect, name)["tasks"]] == [state, state]
+    address = "127.0.0.2"
+    ca, certificate, key = make_certificates(tmp_path, address)
+    port = free_port()
+    front = TlsFront(address, port, ("127.0.0.1", int(connect.url.rsplit(":", 1)[1])), certificate, key)
+    try:
+        secured = {**env, "KCTL_CONNECT_URL": f"https://{address}:{port}", "KCTL_CONNECT_SSL_CA_LOCATION": str(ca)}
+        listed = kctl("connect", "info", "-o", "json", env=secured)
+        assert listed.exit_code == 0, listed.stderr
+        assert json.loads(listed.stdout)["url"] == f"https://{address}:{port}"
+        other = tmp_path / "other"
+        other.mkdir()
+        other_ca, _cert, _key = make_certificates(other, address)
+        refused = kctl("connect", "info", env={**secured, "KCTL_CONNECT_SSL_CA_LOCATION": str(other_ca)})
+        assert refused.exit_code == 69 and "CERTIFICATE_VERIFY_FAILED" in refused.stderr, refused.stderr
+    finally:
+        front.close()

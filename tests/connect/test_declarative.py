@@ -9,10 +9,10 @@ import json
 import pytest
 import yaml
 
-from tests.connect.test_connect import SINK, SOURCE, _assert_state, env, rest, status  # noqa: F401 - env is a fixture
+from tests.connect.test_connect import SINK, SOURCE, _assert_state, rest, status
 from tests.eventually import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 
 def connectors_of(text: str, names: set[str]) -> list[dict]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from kctl.admin.connect.rest import ConnectClient, ConnectSettings
-from tests.connect.test_connect import SINK, env, rest  # noqa: F401 - env is a fixture
+from tests.connect.test_connect import SINK, rest
 from tests.top.pilot import drive, rows, screen_text, until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 
 def test_the_connectors_view_shows_states_and_failed_tasks(connect, cluster, unique_name, tmp_path):

@@ -103,8 +103,9 @@ class ConnectorDescription:
     tasks: tuple[TaskStatus, ...]
     topics: tuple[str, ...]
     # A sink connector's consumer group and its lag (None for sources, or when the
-    # Kafka cluster was not asked).
+    # Kafka cluster was not asked or could not be read: lag_error says why).
     lag: SinkLag | None = None
+    lag_error: str | None = None
 
     @property
     def config_entries(self) -> list[tuple[str, str]]:
@@ -264,11 +265,17 @@ def describe(client: ConnectClient, name: str, *, session=None) -> ConnectorDesc
         topics = []  # topic tracking turned off on the workers (topic.tracking.enable=false)
     kind = answer.get("type", "unknown")
     connector = answer.get("connector") or {}
-    lag = sink_lag(session, name, configured) if session is not None and kind == "sink" else None
+    lag, lag_error = None, None
+    if session is not None and kind == "sink":
+        try:
+            lag = sink_lag(session, name, configured)
+        except KctlError as exc:  # Connect answered; the Kafka cluster's trouble is only a note
+            lag_error = exc.message
     return ConnectorDescription(
         name=name, type=kind, class_name=configured.get("connector.class", ""),
         state=connector.get("state", "UNASSIGNED"), worker_id=connector.get("worker_id"), trace=connector.get("trace"),
         config=dict(sorted(configured.items())), tasks=_tasks(answer), topics=tuple(sorted(topics)), lag=lag,
+        lag_error=lag_error,
     )
 
 

@@ -50,7 +50,8 @@ def connect_settings(clusters: Mapping[str, Mapping[str, str]], env: Mapping[str
     a URL), else KCTL_CONNECT (`env_name`), else KCTL_CONNECT_URL, else the context's only
     one. KCTL_CONNECT_* settings (`env`) apply over the chosen cluster's."""
     choice = choice or env_name
-    if choice and choice.startswith(("http://", "https://")):
+    given_url = bool(choice and choice.startswith(("http://", "https://")))
+    if given_url:
         name, configured = None, {"url": choice}
     elif choice:
         if choice not in clusters:
@@ -68,7 +69,7 @@ def connect_settings(clusters: Mapping[str, Mapping[str, str]], env: Mapping[str
     else:
         raise ConfigError("unable to reach Kafka Connect: no Connect cluster is configured",
                           hint="give --connect URL, set KCTL_CONNECT_URL, or kctl context set NAME --connect-url URL")
-    values = {**configured, **env} if not (choice and choice.startswith(("http://", "https://"))) else {**env, **configured}
+    values = {**env, **configured} if given_url else {**configured, **env}
     url = values["url"]
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
