@@ -280,3 +280,30 @@ def test_ship_env_packs_what_executors_import_once(tmp_path):
     assert not any(n.startswith((f"{site}/pyspark/", f"{site}/py4j/", f"{site}/_pytest/", f"{site}/pip/")) for n in names)
     assert not any("__editable__" in n for n in names)
     assert shipenv.packed_environment(tmp_path, notes.append) == archive and len(notes) == 1
+
+
+def test_read_tasks_report_their_progress_as_batches_pass(tmp_path):
+    """What the driver's live bar sums (kctl.spark.reading.reporting/read_progress): each
+    read task's records and bytes so far, rewritten as its batches pass, not only at its
+    end. (On a real job two tasks can read 60,000 records within one refresh of the bar;
+    this is the part that does not depend on how fast they are.)"""
+    import pyarrow as pa
+
+    from kctl.spark.reading import read_progress, reporting
+
+    def batch(rows: int) -> pa.RecordBatch:
+        return pa.record_batch([pa.array([b"k"] * rows), pa.array([b"vv"] * rows)], names=["key", "value"])
+
+    def size(*rows: int) -> int:
+        return sum(batch(n).column(0).nbytes + batch(n).column(1).nbytes for n in rows)
+
+    batches = reporting(iter([batch(3), batch(4), batch(5)]), str(tmp_path), "orders-0-0", every=0)
+    next(batches)
+    assert read_progress(str(tmp_path)) == (3, size(3))
+    next(batches)
+    assert read_progress(str(tmp_path)) == (7, size(3, 4))
+    other = reporting(iter([batch(2)]), str(tmp_path), "orders-1-0", every=3600)
+    next(other)
+    assert read_progress(str(tmp_path)) == (7, size(3, 4))  # within `every`: not yet rewritten
+    assert len(list(batches)) == 1 and list(other) == []
+    assert read_progress(str(tmp_path)) == (14, size(3, 4, 5, 2))  # and at each task's end

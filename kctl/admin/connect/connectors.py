@@ -231,9 +231,9 @@ def expanded(client: ConnectClient) -> dict[str, dict]:
     return answer
 
 
-def _summary(name: str, expanded: Mapping[str, Any]) -> ConnectorSummary:
-    status = expanded.get("status") or {}
-    info_ = expanded.get("info") or {}
+def _summary(name: str, entry: Mapping[str, Any]) -> ConnectorSummary:
+    status = entry.get("status") or {}
+    info_ = entry.get("info") or {}
     tasks = status.get("tasks") or []
     return ConnectorSummary(
         name=name, type=status.get("type") or info_.get("type") or "unknown",
