@@ -252,44 +252,69 @@ def connect_clear(url: str, bootstrap: str) -> None:
     _until(group_deleted, "connect-orders-sink deleted")
 
 
-def connect_world(url: str, directory) -> None:
-    """Connect's world for one command's examples, made after connect_clear() and reset():
-    orders-sink (a FileStreamSink of orders into orders.txt, caught up on its 80 orders)
-    and file-source (a FileStreamSource of access.log into greetings, its 3 lines read from
-    the start); in `directory`, the files the examples read."""
+def connect_world(url: str, directory, data, bootstrap: str) -> None:
+    """Connect's world for one command's examples, made once reset() has: orders-sink (a
+    FileStreamSink of orders into DATA/orders.txt, caught up on its 80 orders) and
+    file-source (a FileStreamSource of DATA/access.log into greetings, its 3 lines read
+    from the start); in `directory`, the files the examples read. When the previous
+    command left that world as it was (its connectors, configs, states, offsets and
+    topics), it is kept rather than made again."""
     from pathlib import Path
 
-    directory = Path(directory)
+    directory, data = Path(directory), Path(data)
     # Orders' keys are plain text and their values JSON text: written to the file as they are.
     strings = "org.apache.kafka.connect.storage.StringConverter"
-    sink = {"connector.class": SINK, "topics": "orders", "file": str(directory / "orders.txt"), "tasks.max": "1",
+    sink = {"connector.class": SINK, "topics": "orders", "file": str(data / "orders.txt"), "tasks.max": "1",
             "key.converter": strings, "value.converter": strings}
+    source = {"connector.class": SOURCE, "file": str(data / "access.log"), "topic": "greetings", "tasks.max": "1"}
     files = {
         # What `update` changes: two tasks.
         "orders-sink.json": json.dumps({"name": "orders-sink", "config": {**sink, "tasks.max": "2"}}, indent=2),
-        "sink.properties": f"name=orders-sink\nconnector.class=FileStreamSink\ntopics=orders\nfile={directory / 'orders.txt'}\n"
+        "sink.properties": f"name=orders-sink\nconnector.class=FileStreamSink\ntopics=orders\nfile={data / 'orders.txt'}\n"
                            f"key.converter={strings}\nvalue.converter={strings}\n",
-        "file-source.properties": f"name=file-source\nconnector.class=FileStreamSource\nfile={directory / 'access.log'}\ntopic=greetings\n",
-        "access.log": LINES,
+        "file-source.properties": f"name=file-source\nconnector.class=FileStreamSource\nfile={data / 'access.log'}\ntopic=greetings\n",
     }
     for name, text in files.items():
         (directory / name).write_text(text + ("" if text.endswith("\n") else "\n"))
+    position = {"position": len(LINES.encode())}
+    if _intact(url, sink, source, position):
+        return
+    connect_clear(url, bootstrap)
+    (data / "orders.txt").unlink(missing_ok=True)
+    (data / "access.log").write_text(LINES)
     assert _rest(url, "POST", "/connectors", {"name": "orders-sink", "config": sink})[0] == 201
-
-    def caught_up() -> bool:
-        status, answer = _rest(url, "GET", "/connectors/orders-sink/offsets")
-        return status == 200 and sum(o["offset"]["kafka_offset"] for o in answer["offsets"]) == ORDERS
     # The sink commits its offsets after writing the records they follow.
-    _until(caught_up, "orders-sink caught up")
+    _until(lambda: _sink_offsets(url) == ORDERS, "orders-sink caught up")
     # file-source's offsets outlive it in Connect's offsets topic: reset while it is
     # stopped, so it reads access.log from the start.
-    source = {"connector.class": SOURCE, "file": str(directory / "access.log"), "topic": "greetings", "tasks.max": "1"}
     assert _rest(url, "POST", "/connectors", {"name": "file-source", "config": source, "initial_state": "STOPPED"})[0] == 201
     _until(lambda: _rest(url, "DELETE", "/connectors/file-source/offsets")[0] == 200, "file-source's offsets reset")
     assert _rest(url, "PUT", "/connectors/file-source/resume")[0] == 202
-    position = {"position": len(LINES.encode())}
-    _until(lambda: [o["offset"] for o in (_rest(url, "GET", "/connectors/file-source/offsets")[1] or {}).get("offsets", [])] == [position],
-           "file-source read access.log")
-    for name in ("orders-sink", "file-source"):
-        _until(lambda name=name: [t["state"] for t in (_rest(url, "GET", f"/connectors/{name}/status")[1] or {}).get("tasks", [])] == ["RUNNING"],
-               f"{name} running")
+    _until(lambda: _source_offsets(url) == [position], "file-source read access.log")
+    _until(lambda: _intact(url, sink, source, position), "both connectors running")
+
+
+def _sink_offsets(url: str) -> int | None:
+    status, answer = _rest(url, "GET", "/connectors/orders-sink/offsets")
+    return sum(o["offset"]["kafka_offset"] for o in answer["offsets"]) if status == 200 else None
+
+
+def _source_offsets(url: str) -> list:
+    return [o["offset"] for o in (_rest(url, "GET", "/connectors/file-source/offsets")[1] or {}).get("offsets", [])]
+
+
+def _intact(url: str, sink: dict, source: dict, position: dict) -> bool:
+    """Whether the world is as connect_world makes it: the two connectors with their
+    configs, running with their one task, their offsets and the topics they used."""
+    status, answer = _rest(url, "GET", "/connectors?expand=status&expand=info")
+    if status != 200 or set(answer) != {"orders-sink", "file-source"}:
+        return False
+    for name, config, topic in (("orders-sink", sink, "orders"), ("file-source", source, "greetings")):
+        entry = answer[name]
+        if {k: v for k, v in entry["info"]["config"].items() if k != "name"} != config:
+            return False
+        if entry["status"]["connector"]["state"] != "RUNNING" or [t["state"] for t in entry["status"]["tasks"]] != ["RUNNING"]:
+            return False
+        if (_rest(url, "GET", f"/connectors/{name}/topics")[1] or {}).get(name, {}).get("topics") != [topic]:
+            return False
+    return _sink_offsets(url) == ORDERS and _source_offsets(url) == [position]

@@ -308,7 +308,7 @@ def bundled(tmp_path):
 def connect_world(tmp_path_factory):
     """A bundled broker and a Connect worker on it, shared by the `kctl connect` examples
     (a worker takes seconds to start); each command's connectors are made anew on them
-    (help_world.connect_clear and connect_world)."""
+    (help_world.connect_world: kept when a command left them as they were)."""
     from kctl.broker.process import BrokerProcess
     from tests.brokers.connect import ConnectCluster, ConnectStartError
     from tests.brokers.jars import JarResolutionError
@@ -324,7 +324,9 @@ def connect_world(tmp_path_factory):
         workers.stop()
         process.stop()
         (pytest.fail if _required() else pytest.skip)(f"Kafka Connect did not start: {exc}")
-    yield bootstrap, workers
+    # The connectors' own files (the sink's output, the source's input), kept from one
+    # command to the next with the connectors (help_world.connect_world).
+    yield bootstrap, workers, tmp_path_factory.mktemp("connect-data")
     workers.stop()
     process.stop()
 
@@ -360,8 +362,7 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         cluster = request.getfixturevalue("kafka3")
         bootstrap, nodes = cluster.bootstrap, cluster.nodes
     elif path[:1] == ("connect",):
-        (bootstrap, connect), nodes = request.getfixturevalue("connect_world"), 1
-        help_world.connect_clear(connect.url, bootstrap)
+        (bootstrap, connect, connect_data), nodes = request.getfixturevalue("connect_world"), 1
     else:
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
     if connect is None:
@@ -375,15 +376,16 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         help_world.schema_world(url, shell.cwd, bootstrap)
         shell.env["KCTL_SCHEMA_REGISTRY_URL"] = url
     if connect is not None:
-        help_world.connect_world(connect.url, shell.cwd)
+        help_world.connect_world(connect.url, shell.cwd, connect_data, bootstrap)
         shell.env["KCTL_CONNECT_URL"] = connect.url
     on_a_cluster = [e.text for e in EXAMPLES[path] if "spark://" in e.text]
     # Those need a Spark standalone cluster, which KCTL_TEST_SPARK may leave out.
     master = spark_standalone().url if on_a_cluster and selection.runs("standalone") else None
     where = f"kctl {' '.join(path)} --help"
     directories = {str(shell.cwd): ".", shell.env["HOME"]: "~", shell.env["TMP"]: "$TMP"}
-    if connect is not None:  # the worker's address, in URLs and as a worker id
+    if connect is not None:  # the worker's address, in URLs and as a worker id; the connectors' files
         directories[connect.url.removeprefix("http://")] = "localhost:8083"
+        directories[str(connect_data)] = "/srv/connect"
     printed = []
     try:
         for example in EXAMPLES[path]:

@@ -254,10 +254,11 @@ def start_connect(cluster: Cluster, workdir: Path, *, workers: int = 1):
     return started
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def connect(cluster, tmp_path_factory):
-    """A Kafka Connect worker on `cluster` for a module's tests, stopped after them (an
-    idle worker still takes a few percent of a core)."""
+    """A Kafka Connect worker on `cluster` for a package's tests (tests/connect/, which
+    tests/xdist_groups.py keeps on one worker), stopped after them: a worker takes seconds
+    to start, and idle still a few percent of a core."""
     started = start_connect(cluster, tmp_path_factory.mktemp(f"connect-{cluster.backend}"))
     yield started
     started.stop()
