@@ -120,11 +120,16 @@ def test_a_source_connector_through_its_lifecycle(kctl, connect, env, unique_nam
     assert status(connect, name)["connector"]["state"] == "RUNNING"
     # The source goes on from byte 4: "two" and "three" once more.
     assert records(kctl, env, topic, 8)[6:] == ['"two"', '"three"']
-    # Undo puts back what the alter replaced.
-    assert kctl("connect", "stop", name, env=env).exit_code == 0
+    # Undo puts back what a change replaced: here byte 0 replaced the end of the file.
+    eventually(lambda: _assert_offsets(connect, name, offsets), timeout=30)
+    start = tmp_path / "start.json"
+    start.write_text(json.dumps([{"partition": offsets[0]["partition"], "offset": {"position": 0}}]))
+    assert kctl("connect", "offsets", "alter", name, "-f", str(start), "--execute", env=env).exit_code == 0
+    assert rest(connect, "GET", f"/connectors/{name}/offsets")[1]["offsets"][0]["offset"] == {"position": 0}
     undone = kctl("connect", "offsets", "alter", name, "--undo", "last", "--execute", env=env)
     assert undone.exit_code == 0, undone.stderr
     assert rest(connect, "GET", f"/connectors/{name}/offsets")[1]["offsets"] == offsets
+    assert status(connect, name)["connector"]["state"] == "STOPPED"  # no --resume: stopped it stays
 
     refused = kctl("connect", "delete", name, env=env)
     assert refused.exit_code == 7 and status(connect, name) is not None
@@ -190,6 +195,15 @@ def test_bad_input_gets_one_line_and_its_status(kctl, connect, env, unique_name,
     spec.write_text(f"name={name}\nconnector.class={SINK}\ntopics={unique_name('t')}\nfile={tmp_path / 'out'}\n")
     assert kctl("connect", "create", "-f", str(spec), "--initial-state", "paused", env=env).exit_code == 0
     eventually(lambda: _assert_state(connect, name, "PAUSED"), timeout=30)
+    # update: the changes shown, then the whole config replaced (a key left out is gone).
+    replacement = tmp_path / "replacement.json"
+    replacement.write_text(json.dumps({"connector.class": SINK, "topics": "elsewhere", "file": str(tmp_path / "out")}))
+    shown = kctl("connect", "update", name, "-f", str(replacement), "--dry-run", "-o", "json", env=env)
+    assert {(c["key"], c["change"]) for c in json.loads(shown.stdout)} >= {("topics", "changed")}
+    assert kctl("connect", "update", name, "-f", str(replacement), env=env).exit_code == 7  # no terminal, no --yes
+    assert kctl("connect", "update", name, "-f", str(replacement), "--yes", env=env).exit_code == 0
+    assert rest(connect, "GET", f"/connectors/{name}/config")[1] == {"connector.class": SINK, "topics": "elsewhere",
+                                                                     "file": str(tmp_path / "out"), "name": name}
     patched = kctl("connect", "patch", name, "--set", "tasks.max=2", "--delete", "file", "-o", "json", env=env)
     assert patched.exit_code == 0, patched.stderr
     stored = rest(connect, "GET", f"/connectors/{name}/config")[1]
