@@ -310,20 +310,17 @@ def connect_world(tmp_path_factory):
     (a worker takes seconds to start); each command's connectors are made anew on them
     (help_world.connect_world: kept when a command left them as they were)."""
     from kctl.broker.process import BrokerProcess
-    from tests.brokers.connect import ConnectCluster, ConnectStartError
-    from tests.brokers.jars import JarResolutionError
+    from tests.brokers.plugin import start_connect
 
     process = BrokerProcess(tmp_path_factory.mktemp("connect-world-broker"))
     bootstrap = process.start()
     # The examples read no topic and change none: the topics are made once, not per command.
     help_world.reset(bootstrap, 1)
-    workers = ConnectCluster(tmp_path_factory.mktemp("connect-world"), bootstrap)
     try:
-        workers.start()
-    except (ConnectStartError, JarResolutionError, OSError) as exc:
-        workers.stop()
+        workers = start_connect(tmp_path_factory.mktemp("connect-world"), bootstrap, where="the examples' broker")
+    except BaseException:
         process.stop()
-        (pytest.fail if _required() else pytest.skip)(f"Kafka Connect did not start: {exc}")
+        raise
     # The connectors' own files (the sink's output, the source's input), kept from one
     # command to the next with the connectors (help_world.connect_world).
     yield bootstrap, workers, tmp_path_factory.mktemp("connect-data")

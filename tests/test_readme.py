@@ -228,7 +228,9 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
                     text = text.replace(url, request.getfixturevalue("schema_registry").url)
                 elif block.directive.startswith(CONNECT):
                     url = re.fullmatch(CONNECT + r"(\S+) is replaced by the test's", block.directive).group(1)
-                    workers = workers or connect_worker(tmp_path, broker_address(shell))
+                    from tests.brokers.plugin import start_connect
+
+                    workers = workers or start_connect(tmp_path / "connect", broker_address(shell), where="the README's broker")
                     text = text.replace(url, workers.url)
                 elif block.directive not in ("", "needs spark"):
                     pytest.fail(f"{where}: unknown doctest directive {block.directive!r}")
@@ -251,22 +253,6 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
         # The blocks that ran passed; the test says what it left out (and the run's
         # closing summary counts it) rather than pass as if it had run them.
         pytest.skip(f"{len(not_run)} block(s) not run: " + "; ".join(not_run))
-
-
-def connect_worker(tmp_path: Path, bootstrap: str):
-    """A Connect worker on the README's broker (skipped without Connect's jars, unless
-    KCTL_REQUIRE_BROKERS=1)."""
-    from tests.brokers.connect import ConnectCluster, ConnectStartError
-    from tests.brokers.jars import JarResolutionError
-    from tests.brokers.plugin import _required
-
-    workers = ConnectCluster(tmp_path / "connect", bootstrap)
-    try:
-        workers.start()
-    except (ConnectStartError, JarResolutionError, OSError) as exc:
-        workers.stop()
-        (pytest.fail if _required() else pytest.skip)(f"Kafka Connect did not start: {exc}")
-    return workers
 
 
 def spark_kind(block: Block) -> str:

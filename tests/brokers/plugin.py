@@ -234,24 +234,29 @@ def secured_kafka(tmp_path_factory):
     cluster.stop()
 
 
-def start_connect(cluster: Cluster, workdir: Path, *, workers: int = 1):
-    """Kafka Connect workers on `cluster`, started (skipped or failed by
-    KCTL_REQUIRE_BROKERS when they cannot start); on Apache Kafka they ask for basic
-    authentication (user admin, password admin-secret), so every test there goes through
-    it. The caller stops them."""
+def start_connect(workdir: Path, bootstrap: str, *, workers: int = 1, replication: int = 1,
+                  basic_auth: dict[str, str] | None = None, where: str = "the test cluster"):
+    """Kafka Connect workers on `bootstrap`, started, or the test skipped (failed with
+    KCTL_REQUIRE_BROKERS=1) when they cannot start. The caller stops them."""
     from tests.brokers.connect import ConnectCluster, ConnectStartError
     from tests.brokers.jars import JarResolutionError
 
-    started = ConnectCluster(workdir, cluster.bootstrap, workers=workers, replication=min(3, cluster.nodes),
-                             basic_auth={"admin": "admin-secret"} if cluster.kafka is not None else None)
+    started = ConnectCluster(workdir, bootstrap, workers=workers, replication=replication, basic_auth=basic_auth)
     try:
         started.start()
     except (ConnectStartError, JarResolutionError, OSError) as exc:
         started.stop()
         if _required():
-            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and Kafka Connect failed on {cluster.backend}: {exc}", pytrace=False)
-        pytest.skip(f"Kafka Connect on {cluster.backend}: {exc}")
+            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and Kafka Connect failed on {where}: {exc}", pytrace=False)
+        pytest.skip(f"Kafka Connect on {where}: {exc}")
     return started
+
+
+def start_connect_on(cluster: Cluster, workdir: Path, *, workers: int = 1):
+    """start_connect on a backend: on Apache Kafka the workers ask for basic
+    authentication (user admin, password admin-secret), so every test there goes through it."""
+    return start_connect(workdir, cluster.bootstrap, workers=workers, replication=min(3, cluster.nodes), where=cluster.backend,
+                         basic_auth={"admin": "admin-secret"} if cluster.kafka is not None else None)
 
 
 @pytest.fixture(scope="package")
@@ -259,7 +264,7 @@ def connect(cluster, tmp_path_factory):
     """A Kafka Connect worker on `cluster` for a package's tests (tests/connect/, which
     tests/xdist_groups.py keeps on one worker), stopped after them: a worker takes seconds
     to start, and idle still a few percent of a core."""
-    started = start_connect(cluster, tmp_path_factory.mktemp(f"connect-{cluster.backend}"))
+    started = start_connect_on(cluster, tmp_path_factory.mktemp(f"connect-{cluster.backend}"))
     yield started
     started.stop()
 

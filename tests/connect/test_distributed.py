@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.brokers.plugin import start_connect
+from tests.brokers.plugin import start_connect_on
 from tests.connect.test_connect import SINK, status
 from tests.eventually import eventually
 
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.min_nodes(3)]
 
 @pytest.fixture
 def workers(cluster, tmp_path):
-    started = start_connect(cluster, tmp_path / "connect", workers=2)
+    started = start_connect_on(cluster, tmp_path / "connect", workers=2)
     yield started
     started.stop()
 
