@@ -313,13 +313,15 @@ def test_cluster_configs_from_files(kctl, cluster, kafka_tools, tmp_path):
     default = next((d for d in docs if d["metadata"]["name"] == "default"), None)
     before = dict(default["spec"]["configs"]) if default else {}
     assert before == kafka_configs_broker_default(kafka_tools, cluster.bootstrap)
-    wanted = {**before, "log.cleaner.backoff.ms": 15001}
+    # A key no other test sets on the shared broker (the compaction tests and the config
+    # tests set log.cleaner.backoff.ms; a CI run once read theirs here).
+    wanted = {**before, "log.cleaner.io.buffer.size": 1048576}
     path = write(tmp_path, "c.yaml", yaml.safe_dump({"kind": "ClusterConfig", "metadata": {"name": "default"}, "spec": {"configs": wanted}}))
     planned = kctl(*b, "diff", "-f", path)
-    assert planned.stdout.splitlines()[1:] == ["alter-config\tClusterConfig\tdefault\tlog.cleaner.backoff.ms (default) -> 15001"]
+    assert planned.stdout.splitlines()[1:] == ["alter-config\tClusterConfig\tdefault\tlog.cleaner.io.buffer.size (default) -> 1048576"]
     try:
         assert kctl(*b, "apply", "-f", path, "--yes").exit_code == 0
-        eventually(lambda: _same(kafka_configs_broker_default(kafka_tools, cluster.bootstrap).get("log.cleaner.backoff.ms"), "15001"))
+        eventually(lambda: _same(kafka_configs_broker_default(kafka_tools, cluster.bootstrap).get("log.cleaner.io.buffer.size"), "1048576"))
         eventually(lambda: _clean(kctl(*b, "diff", "-f", path)))
     finally:
         # The file without the key resets it: a document owns its entity's dynamic configs.
