@@ -55,16 +55,13 @@ def _connect(app: App, settings, choice: str | None, kinds: Sequence[str]):
     then skipped or refused, as a kind the cluster lacks)."""
     if "Connector" not in kinds:
         return None
-    from kctl.admin.connect.rest import ConnectClient, connect_settings
-    from kctl.errors import ConfigError
+    from kctl.admin.connect.rest import ConnectClient, NoConnectCluster, connect_settings
 
     try:
         client = ConnectClient(connect_settings(settings.connect, settings.connect_env, choice, settings.timeout,
                                                 env_name=settings.connect_name))
-    except ConfigError as exc:
-        if choice is None and "no Connect cluster is configured" in exc.message:
-            return None
-        raise
+    except NoConnectCluster:
+        return None
     context = click.get_current_context(silent=True)
     if context is not None:
         context.call_on_close(client.close)
@@ -187,9 +184,9 @@ def _plans(app: App, resources, prune: bool, topic_regex, connect_choice: str | 
             names = None if prune else [r.name for r in members if isinstance(r, Topic)]
             connect = _connect(app, session.settings, connect_choice, kinds)
             if connect is None and "Connector" in kinds:
-                from kctl.errors import ConfigError
+                from kctl.admin.connect.rest import NoConnectCluster
 
-                raise ConfigError(f"unable to plan connectors{f' of context {context!r}' if context else ''}: no Kafka Connect cluster is configured",
+                raise NoConnectCluster(f"unable to plan connectors{f' of context {context!r}' if context else ''}: no Kafka Connect cluster is configured",
                                   hint="give --connect URL, set KCTL_CONNECT_URL, or kctl context set NAME --connect-url URL")
             state = read(session, kinds, topic_regex=topic_regex, topics=names, connect=connect)
             login_user = session.settings.properties.get("sasl.username")

@@ -71,9 +71,12 @@ def top(app: App, interval: float, window: float, isolation: str, connect_choice
 
     registry = app.registry if app.settings.schema_registry.get("url") else None
     target = app.settings.context or app.settings.bootstrap_servers or ""
-    settings = app.settings
-    wants_connect = connect_choice or settings.connect or settings.connect_env.get("url") or settings.connect_name
-    connect = app.connect(connect_choice) if wants_connect else None
+    from kctl.admin.connect.rest import NoConnectCluster
+
+    try:
+        connect = app.connect(connect_choice)
+    except NoConnectCluster:
+        connect = None  # no connectors view without a Connect cluster
     code = run(app.session, target=target, interval=interval, window=window, isolation=isolation, registry=registry,
                debug=app.debug, connect=connect)
     raise SystemExit(code)

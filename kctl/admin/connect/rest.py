@@ -29,6 +29,11 @@ from kctl.errors import (
 RETRY_PAUSES = (0.25, 0.5, 1.0, 2.0)
 
 
+class NoConnectCluster(ConfigError):
+    """No Connect cluster is configured (none in the context, none in the environment):
+    commands for which Connect is optional (export, top) go on without it."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectSettings:
     # The context's name for this cluster (None: from a URL given on its own).
@@ -67,7 +72,7 @@ def connect_settings(clusters: Mapping[str, Mapping[str, str]], env: Mapping[str
         raise ConfigError(f"unable to choose a Connect cluster: the context has {len(clusters)} ({', '.join(sorted(clusters))})",
                           hint="pick one with --connect NAME or KCTL_CONNECT=NAME")
     else:
-        raise ConfigError("unable to reach Kafka Connect: no Connect cluster is configured",
+        raise NoConnectCluster("unable to reach Kafka Connect: no Connect cluster is configured",
                           hint="give --connect URL, set KCTL_CONNECT_URL, or kctl context set NAME --connect-url URL")
     values = {**env, **configured} if given_url else {**configured, **env}
     url = values["url"]

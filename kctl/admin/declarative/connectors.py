@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kctl.errors import ConfigError, KctlError
+from kctl.errors import KctlError
 
 STATES = ("running", "paused", "stopped")
 # What Connect's status says of a connector, as the state a file asks for: a FAILED or
@@ -60,8 +60,10 @@ def secret_variable(connector: str, key: str) -> str:
 def read(connect) -> dict[str, LiveConnector]:
     """Every connector's config and state, in one request."""
     if connect is None:
-        raise ConfigError("unable to read connectors: no Kafka Connect cluster is configured",
-                          hint="kctl context set NAME --connect-url URL, or KCTL_CONNECT_URL")
+        from kctl.admin.connect.rest import NoConnectCluster
+
+        raise NoConnectCluster("unable to read connectors: no Kafka Connect cluster is configured",
+                               hint="kctl context set NAME --connect-url URL, or KCTL_CONNECT_URL")
     from kctl.admin.connect.connectors import expanded
 
     out = {}

@@ -385,11 +385,15 @@ def _needs_secrets(change: Change, missing: list[tuple[str, str]]) -> Change:
 
 
 def _connector_config_lines(live: Mapping[str, str], wanted: Mapping[str, str], secret_keys: set[str], unknown: set[str]) -> list[str]:
+    """`connect update`'s changes (kctl.admin.connect.connectors.config_changes), secrets
+    masked; a key whose secret cannot be read (`unknown`) is not a removal."""
+    from kctl.admin.connect.connectors import config_changes
+
     def shown(key: str, value: str | None) -> str:
         if value is None:
             return "(none)"
         return "(secret)" if key in secret_keys or is_secret_key(key) else value
 
-    lines = [f"{k} {shown(k, live.get(k))} -> {shown(k, v)}" for k, v in sorted(wanted.items()) if live.get(k) != v]
-    lines += [f"{k} {shown(k, v)} -> (none)" for k, v in sorted(live.items()) if k not in wanted and k not in unknown]
-    return lines
+    changes = sorted(config_changes(live, wanted), key=lambda c: (c.change == "removed", c.key))  # settings, then removals
+    return [f"{c.key} {shown(c.key, c.old)} -> {shown(c.key, c.new)}" for c in changes
+            if not (c.change == "removed" and c.key in unknown)]

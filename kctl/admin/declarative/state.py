@@ -80,9 +80,11 @@ def read(session: AdminSession, kinds: Sequence[str], *, topic_regex: re.Pattern
 
 
 def _unsupported(error: KctlError) -> bool:
-    text = error.message
-    if "no Kafka Connect cluster is configured" in text:
+    from kctl.admin.connect.rest import NoConnectCluster
+
+    if isinstance(error, NoConnectCluster):
         return True
+    text = error.message
     return any(s in text for s in ("SECURITY_DISABLED", "no authorizer", "does not support", "UNSUPPORTED_VERSION", "not support"))
 
 
