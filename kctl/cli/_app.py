@@ -75,6 +75,24 @@ class App:
             self.note(f"client properties: {dict(session.debug_config())}")
         return session
 
+    def session_for(self, name: str | None, option: str) -> AdminSession:
+        """A session on the cluster `name` (a context or host:port) that `option` names, or
+        the command's own cluster when None; closed when the command ends."""
+        if name is None:
+            return self.session
+        from kctl.admin.client.session import AdminSession
+        from kctl.config.resolve import resolve_cluster
+
+        settings = resolve_cluster(self.config_file, self.env, name, source=option, property_flags=self.properties,
+                                   timeout_flag=self.timeout)
+        session = AdminSession(settings)
+        context = click.get_current_context(silent=True)
+        if context is not None:
+            context.call_on_close(session.close)
+        if self.debug:
+            self.note(f"{option}: connecting to {settings.bootstrap_servers} (context: {settings.context or '-'})")
+        return session
+
     def registry(self, url_flag: str | None = None):
         """The schema registry client for this command (--registry-url, else the
         context's and KCTL_SCHEMA_REGISTRY_*), closed when the command ends."""

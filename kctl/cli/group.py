@@ -8,6 +8,7 @@ from kctl.cli._app import App, pass_app, until_stopped
 from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import RegexType, global_options, yes_option
+from kctl.cli._resets import run_reset
 from kctl.cli.progress import progress
 from kctl.errors import PartialFailure
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
@@ -423,21 +424,6 @@ def delete(app: App, groups, yes):
     report(app, results, errors, RESULT_TABLE, "delete groups")
 
 
-RESET_TABLE = TableSpec(
-    (
-        Column("group", "GROUP"),
-        Column("topic", "TOPIC"),
-        Column("partition", "PARTITION", align="right"),
-        Column("current", "CURRENT", align="right"),
-        Column("new", "NEW", align="right"),
-        Column("delta", "DELTA", align="right"),
-        Column("note", "NOTE"),
-        Column("log_start", "LOG-START", align="right", wide=True),
-        Column("log_end", "LOG-END", align="right", wide=True),
-    )
-)
-
-
 def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration):
     from kctl.admin.groups.resets import ResetSpec
     from kctl.timespec import format_instant, parse_duration, parse_instant
@@ -536,28 +522,7 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
             raise click.UsageError("choose the partitions: --topic TOPIC[:P,...] (repeatable) or --all-topics")
         spec = _spec(app, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration)
         plans = plan(app.session, ids, spec, topics=topics, all_topics=all_topics, allow_new_group=allow_new_group)
-    _run_reset(app, plans, execute, yes, export=export, backup=backup)
-
-
-def _run_reset(app: App, plans, execute: bool, yes: bool, *, export: str | None = None, backup: str | None = None) -> None:
-    import shlex
-    import sys
-
-    from kctl.admin.groups import resets
-
-    app.out.table(plans, RESET_TABLE)
-    if export:
-        resets.write_offsets_csv(export, plans)
-    back, skip = resets.totals(plans)
-    summary = f"{len(plans)} partition(s): {back} record(s) to re-consume, {skip} to skip"
-    if not execute:
-        app.note(f"dry run: {summary}; nothing changed (add --execute to apply)")
-        return
-    app.confirm(f"Reset offsets of {len(plans)} partition(s) ({back} to re-consume, {skip} to skip)?", yes=yes, action="reset offsets")
-    journal = resets.journal_dir(app.env)
-    resets.execute(app.session, plans, journal=journal, bootstrap=app.settings.bootstrap_servers, command=shlex.join(["kctl", *sys.argv[1:]]),
-                   backup=backup, journaled=lambda journal_id: app.note(f"undo journal {journal_id} written to {journal}"))
-    app.note(f"reset applied and verified: {summary}")
+    run_reset(app, app.session, plans, execute, yes, export=export, backup=backup)
 
 
 DELETION_TABLE = TableSpec(

@@ -33,6 +33,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "feature": ("kctl.cli.feature:feature", "Feature flags: finalized and supported levels, upgrade, downgrade"),
     "schema": ("kctl.cli.schema:schema", "Schema Registry subjects and schemas: list, describe, register, check, delete"),
     "connect": ("kctl.cli.connect:connect", "Kafka Connect: connectors, tasks, offsets, plugins, loggers"),
+    "mirror": ("kctl.cli.mirror:mirror", "MirrorMaker 2: replication health, offset translation, failover, failback"),
     "export": ("kctl.cli.declarative:export", "Write the cluster's topics, configs, ACLs, quotas and users as YAML resource files"),
     "diff": ("kctl.cli.declarative:diff", "Show what applying resource files would change (exit 2 on changes)"),
     "apply": ("kctl.cli.declarative:apply", "Make the cluster match resource files: plan, confirm, apply"),

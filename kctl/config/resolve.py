@@ -137,3 +137,19 @@ def resolve(
         connect_env=connect_env,
         connect_name=env.get("KCTL_CONNECT") or None,
     )
+
+
+def resolve_cluster(config: ConfigFile, env: Mapping[str, str], name: str, *, source: str,
+                    property_flags: Sequence[str] = (), timeout_flag: float | None = None) -> ClientSettings:
+    """The settings of a second cluster a command names (`--source`, `--target`): a context
+    of the config file, else a bootstrap address (host:port[,host:port]) with the
+    KCTL_X_* and -X properties. The command's own -b, --context, KCTL_BOOTSTRAP_SERVERS and
+    KCTL_CONTEXT never apply to it: they name the command's cluster."""
+    own = {k: v for k, v in env.items() if k not in ("KCTL_BOOTSTRAP_SERVERS", "KCTL_CONTEXT")}
+    flags = [f for f in property_flags if parse_property(f)[0] != "bootstrap.servers"]
+    if name in config.contexts:
+        return resolve(config, own, context_flag=name, property_flags=flags, timeout_flag=timeout_flag)
+    if ":" in name and all(part.rpartition(":")[2].isdigit() for part in name.split(",")):
+        return resolve(ConfigFile(), own, bootstrap_flag=name, property_flags=flags, timeout_flag=timeout_flag)
+    raise NotFoundError(f"unable to use {source} {name!r}: no such context, and not a host:port address",
+                        hint="kctl context list shows the contexts")
