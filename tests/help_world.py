@@ -227,7 +227,7 @@ def _rest(url: str, method: str, path: str, body=None):
 def _until(predicate, what: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
-        assert time.monotonic() < deadline, f"the Connect world: {what} not reached in {timeout:.0f} s"
+        assert time.monotonic() < deadline, f"{what}: not reached in {timeout:.0f} s"
         time.sleep(0.25)
 
 
@@ -318,3 +318,28 @@ def _intact(url: str, sink: dict, source: dict, position: dict) -> bool:
         if (_rest(url, "GET", f"/connectors/{name}/topics")[1] or {}).get(name, {}).get("topics") != [topic]:
             return False
     return _sink_offsets(url) == ORDERS and _source_offsets(url) == [position]
+
+
+def mirror_world(primary: str, backup: str) -> None:
+    """Wait until MM2 has replicated the world and checkpointed its groups: `kctl mirror
+    status` between the two says OK."""
+    from kctl.admin.client.session import AdminSession
+    from kctl.admin.mirror.pair import find_pair
+    from kctl.admin.mirror.status import status
+    from kctl.config.model import ClientSettings
+
+    def session(bootstrap: str) -> AdminSession:
+        return AdminSession(ClientSettings(bootstrap_servers=bootstrap, properties={}, timeout=10, context=None))
+
+    source, target = session(primary), session(backup)
+
+    def healthy() -> bool:
+        try:
+            return status(find_pair(target, source)).status == "OK"
+        except Exception:  # noqa: BLE001 - MM2 is still starting
+            return False
+    try:
+        _until(healthy, "MM2 replicated the world and checkpointed its groups")
+    finally:
+        source.close()
+        target.close()

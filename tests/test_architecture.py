@@ -33,6 +33,8 @@ ALLOWED = {
     "kctl.admin.registry": {"kctl.errors", "kctl.config", "kctl.admin.client"},
     # Kafka Connect's REST API; a sink connector's lag is the groups' lag code.
     "kctl.admin.connect": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.groups"},
+    # MirrorMaker 2 from its topics; a failover is a group offset reset (groups.resets).
+    "kctl.admin.mirror": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.groups", "kctl.admin.topics"},
     "kctl.admin.declarative": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.admin.topics",
                                "kctl.admin.security", "kctl.admin.connect"},
     "kctl.admin": set(),  # the package's own __init__: a docstring

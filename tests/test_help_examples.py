@@ -105,6 +105,9 @@ RETRIED = {
 # per line, each exiting 0 unless its `# exit N` says otherwise.
 BEFORE = {
     "kctl connect create -f orders-sink.json": "kctl connect delete orders-sink --yes",
+    # A failback needs the group moved to the target first.
+    "kctl mirror failback billing --source primary --target backup --fallback timestamp":
+        "kctl mirror failover billing --source primary --target backup --execute --yes",
     "kctl connect create -f file-source.properties --initial-state paused": "kctl connect delete file-source --yes",
     "kctl topic create orders --partitions 6 --replication-factor 3 -c retention.ms=86400000":
         "kctl topic delete orders --yes",
@@ -328,6 +331,31 @@ def connect_world(tmp_path_factory):
     process.stop()
 
 
+@pytest.fixture(scope="module")
+def mirror_world(tmp_path_factory):
+    """Two bundled brokers, primary (the world of help_world.reset) and backup, with a
+    MirrorMaker 2 between them both ways on orders and payments, shared by the `kctl
+    mirror` examples; returned once MM2 has checkpointed the world's groups."""
+    from kctl.broker.process import BrokerProcess
+    from tests.mirror.conftest import start_mirror
+
+    primary = BrokerProcess(tmp_path_factory.mktemp("mirror-primary"))
+    backup = BrokerProcess(tmp_path_factory.mktemp("mirror-backup"))
+    try:
+        source, target = primary.start(), backup.start()
+        help_world.reset(source, 1)
+        mm2 = start_mirror(tmp_path_factory.mktemp("mirror-world"), {"primary": source, "backup": target},
+                           flows=[("primary", "backup"), ("backup", "primary")], topics="orders|payments")
+        try:
+            help_world.mirror_world(source, target)
+            yield source, target
+        finally:
+            mm2.stop()
+    finally:
+        backup.stop()
+        primary.stop()
+
+
 def needs_spark(path: tuple[str, ...]) -> bool:
     return path[:1] == ("spark",)
 
@@ -354,20 +382,24 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         if os.environ.get("KCTL_REQUIRE_SPARK"):
             pytest.fail("needs pyspark and Java")
         pytest.skip("needs pyspark and Java")
-    connect = None
+    connect = mirror = None
     if path in THREE_BROKERS:
         cluster = request.getfixturevalue("kafka3")
         bootstrap, nodes = cluster.bootstrap, cluster.nodes
     elif path[:1] == ("connect",):
         (bootstrap, connect, connect_data), nodes = request.getfixturevalue("connect_world"), 1
+    elif path[:1] == ("mirror",):
+        (bootstrap, mirror), nodes = request.getfixturevalue("mirror_world"), 1
     else:
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
-    if connect is None:
+    if connect is None and mirror is None:
         help_world.reset(bootstrap, nodes)
     if needs_spark(path):
         request.getfixturevalue("spark")  # the local session the in-process lines share
     shell = InProcessShell(fresh_shell(tmp_path), request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
+    if mirror is not None:  # the contexts the mirror examples name
+        shell.run(f"kctl context set primary -b {bootstrap} && kctl context set backup -b {mirror}", "", "setup")
     if path[:1] == ("schema",) or path in (("record", "consume"), ("record", "produce"), ("spark", "dump")):
         url = request.getfixturevalue("registry").url
         help_world.schema_world(url, shell.cwd, bootstrap)
@@ -438,6 +470,8 @@ def never_the_same(example: Example) -> str | None:
         return "a broker's own directory, port and process"
     if example.path in (("connect", "info"), ("connect", "logger", "list"), ("connect", "plugins")):
         return "a Connect worker's commit, its cluster's id, the loggers its JVM has made"
+    if example.path[:1] == ("mirror",):
+        return "MM2's checkpoints, offset syncs and heartbeats depend on when it ran"
     if example.path == ("top",):
         return "a full-screen terminal application (run in a pseudo-terminal until its first data, then q)"
     if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):

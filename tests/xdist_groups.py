@@ -34,7 +34,9 @@ LONG_GROUPS = (
     "spark-help",  # ~150 s: the spark --help examples, on a SparkSession of their own
     "kafka",  # ~100 s: tests on the single Apache Kafka node, and on the secured one
     "kafka39",  # ~90 s: tests on the Apache Kafka 3.9 node
+    "mirror",  # ~150 s: tests/mirror, MirrorMaker 2 between bundled brokers and from a Kafka node
     "connect-help",  # ~60 s: the `kctl connect` --help examples, on one Connect worker
+    "mirror-help",  # ~50 s: the `kctl mirror` --help examples, on one MirrorMaker 2
     "connect",  # ~40 s: tests/connect on the bundled broker, one Connect worker at a time
     # ~180 s: the other --help examples, one world and one registry (collected among the
     # last, it ended runs alone)
@@ -64,8 +66,12 @@ def group_of(item: pytest.Item) -> str:
             return "kafka3"
         if example[:1] == ("connect",):
             return "connect-help"  # one Connect worker for them all (connect_world)
+        if example[:1] == ("mirror",):
+            return "mirror-help"  # one MirrorMaker 2 for them all (mirror_world)
     if params.get("cluster") in ("kafka", "kafka3", "kafka39"):
         return params["cluster"]
+    if module.startswith("tests/mirror/"):
+        return "mirror"  # each pair of clusters and its MirrorMaker 2 started once
     if module.startswith("tests/connect/") and params.get("cluster") == "bundled":
         # One worker runs them, its bundled broker started once for them all.
         return "connect"

@@ -222,7 +222,7 @@ def translate_(app: App, groups, group_regex, source, target, source_alias, targ
     \b
     Examples:
       kctl mirror translate billing --source primary --target backup
-      kctl mirror translate --group-regex 'billing-.*' --target backup --fallback timestamp --source primary
+      kctl mirror translate --group-regex 'billing.*' --target backup --fallback timestamp --source primary
       kctl mirror translate billing --target backup -o json        # the source may be down
     """
     pair = _pair(app, source, target, source_alias, target_alias, policy, separator, need_source=False)
@@ -292,7 +292,7 @@ def failover(app: App, groups, group_regex, source, target, source_alias, target
     Examples:
       kctl mirror failover billing --source primary --target backup
       kctl mirror failover billing audit --source primary --target backup --require-idle-source --execute --yes
-      kctl mirror failover --group-regex 'billing-.*' --target backup --fallback timestamp --source primary --execute
+      kctl mirror failover --group-regex 'billing.*' --target backup --fallback timestamp --source primary --execute  # asks first
       kctl mirror failover --undo last --target backup --execute --yes
     """
     _failover(app, groups, group_regex, source, target, source_alias, target_alias, policy, separator, fallback,
@@ -304,12 +304,12 @@ def failover(app: App, groups, group_regex, source, target, source_alias, target
 def failback(app: App, groups, group_regex, source, target, source_alias, target_alias, policy, separator, fallback,
              require_idle_source, execute, undo, yes):
     """Move groups back to the source: commit on it the offsets MM2's reverse flow
-    (target → source) checkpointed.
+    (target -> source) checkpointed.
 
     The same as `failover` with the clusters' roles swapped: --source and --target keep
     naming the original flow, the offsets come from the checkpoints of the target's
     alias on the source, and are committed on the source. Topics that came from the
-    source get their original names back (`primary.orders` → `orders`); MM2 checkpoints
+    source get their original names back (`primary.orders` becomes `orders`); MM2 checkpoints
     them only where it has offset syncs, so --fallback timestamp is usually wanted.
     --require-idle-source refuses while the groups consume on the target.
 
