@@ -339,7 +339,7 @@ def mirror_world(primary: str, backup: str) -> None:
         except Exception:  # noqa: BLE001 - MM2 is still starting
             return False
     try:
-        _until(healthy, "MM2 replicated the world and checkpointed its groups")
+        _until(healthy, "MM2 replicated the world and checkpointed its groups", timeout=120)
     finally:
         source.close()
         target.close()
