@@ -337,7 +337,7 @@ def mirror_world(tmp_path_factory):
     MirrorMaker 2 between them both ways on orders and payments, shared by the `kctl
     mirror` examples; returned once MM2 has checkpointed the world's groups."""
     from kctl.broker.process import BrokerProcess
-    from tests.mirror.conftest import start_mirror
+    from tests.brokers.plugin import start_mirror
 
     primary = BrokerProcess(tmp_path_factory.mktemp("mirror-primary"))
     backup = BrokerProcess(tmp_path_factory.mktemp("mirror-backup"))

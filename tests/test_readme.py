@@ -23,6 +23,9 @@ A `<!-- doctest: ... -->` comment right above a block says how the block is run:
   registry (tests/brokers/registry.py) serves the block.
 - `needs Kafka Connect; URL is replaced by the test's`: a Connect worker of the test's
   own (tests/brokers/connect.py), on the README's bundled broker, serves the block.
+- `needs MirrorMaker 2; A is replaced by the test's second broker`: a second bundled
+  broker, and a MirrorMaker 2 (tests/brokers/mirror.py) replicating the README's broker
+  (alias `local`) to it (alias `backup`), topics orders-dr; A becomes its address.
 
 Blocks left out are named in the test's skip reason once the others have run.
 
@@ -186,6 +189,7 @@ def fresh_env(home: Path) -> dict[str, str]:
 STANDALONE = "needs spark; spark://spark:7077 is replaced by the test's standalone cluster"
 REGISTRY = "needs a schema registry; "
 CONNECT = "needs Kafka Connect; "
+MIRROR = "needs MirrorMaker 2; "
 
 
 def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
@@ -198,6 +202,7 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
     shell = Shell(repository_copy(work), env)
     ran, deferred, not_run = 0, [], []
     workers = None
+    stoppers = []
     try:
         for block in found:
             where = f"README.md:{block.line}"
@@ -232,6 +237,9 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
 
                     workers = workers or start_connect(tmp_path / "connect", broker_address(shell), where="the README's broker")
                     text = text.replace(url, workers.url)
+                elif block.directive.startswith(MIRROR):
+                    address = re.fullmatch(MIRROR + r"(\S+) is replaced by the test's second broker", block.directive).group(1)
+                    text = text.replace(address, mirror_target(tmp_path, broker_address(shell), stoppers))
                 elif block.directive not in ("", "needs spark"):
                     pytest.fail(f"{where}: unknown doctest directive {block.directive!r}")
                 for command, comment in commands(text):
@@ -243,6 +251,8 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
     finally:
         if workers is not None:
             workers.stop()
+        for stop in reversed(stoppers):
+            stop()
         subprocess.run(["bash", "-c", "kctl local stop"], cwd=work, env=env, capture_output=True, timeout=60)
     # Counted apart from blocks(): every other ``` line opens a block.
     fences = sum(1 for line in README.read_text().splitlines() if line.startswith("```"))
@@ -259,6 +269,20 @@ def spark_kind(block: Block) -> str:
     """What a Spark block needs of KCTL_TEST_SPARK: its lines run `kctl spark` in
     processes of their own (tests/spark/selection.py), on a standalone cluster or not."""
     return "standalone" if block.directive == STANDALONE else "processes"
+
+
+def mirror_target(tmp_path: Path, source: str, stoppers: list) -> str:
+    """A second bundled broker with a MirrorMaker 2 replicating `source` to it; its address."""
+    from kctl.broker.process import BrokerProcess
+    from tests.brokers.plugin import start_mirror
+
+    backup = BrokerProcess(tmp_path / "backup-broker")
+    stoppers.append(backup.stop)
+    target = backup.start()
+    mm2 = start_mirror(tmp_path / "mm2", {"local": source, "backup": target}, flows=[("local", "backup")], topics="orders-dr",
+                       where="the README's brokers")
+    stoppers.append(mm2.stop)
+    return target
 
 
 def broker_address(shell: Shell) -> str:

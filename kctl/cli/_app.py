@@ -34,6 +34,8 @@ class App:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
     stdin: TextIO = field(default_factory=lambda: sys.stdin)
+    # The sessions of other clusters a command names (session_for), by name.
+    _other_sessions: dict = field(default_factory=dict, repr=False)
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -80,6 +82,8 @@ class App:
         the command's own cluster when None; closed when the command ends."""
         if name is None:
             return self.session
+        if name in self._other_sessions:
+            return self._other_sessions[name]
         from kctl.admin.client.session import AdminSession
         from kctl.config.resolve import resolve_cluster
 
@@ -91,6 +95,7 @@ class App:
             context.call_on_close(session.close)
         if self.debug:
             self.note(f"{option}: connecting to {settings.bootstrap_servers} (context: {settings.context or '-'})")
+        self._other_sessions[name] = session
         return session
 
     def registry(self, url_flag: str | None = None):

@@ -144,43 +144,78 @@ def _same(a: str | None, b: str | None) -> bool:
               help="WARNING when a group moved past a checkpoint older than this.")
 @click.option("--exclude-groups", type=RegexType(), metavar="REGEX",
               help="Groups MM2 does not checkpoint (its groups.exclude), left out of the groups judged.")
+@click.option("-g", "--group", "required", multiple=True, metavar="GROUP",
+              help="WARNING until GROUP is checkpointed at every offset it committed on a replicated topic (repeatable).")
+@click.option("-w", "--watch", is_flag=True, help="Check again every --interval until Ctrl-C (exit: the last check's status).")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --watch.")
+@click.option("--exit-when-healthy", is_flag=True, help="With --watch: stop (status 0) once the pair is OK, e.g. before a planned failover.")
+@click.option("--max-wait", type=click.FloatRange(min=0), metavar="SECONDS", help="With --watch: stop after this long with the last status.")
 @global_options
 @pass_app
 def status(app: App, source, target, source_alias, target_alias, policy, separator, max_heartbeat_age, max_lag, max_lag_seconds,
-           max_checkpoint_age, exclude_groups):
+           max_checkpoint_age, exclude_groups, required, watch, interval, exit_when_healthy, max_wait):
     """Judge MM2's replication between two clusters, with a Nagios-style exit status.
 
     Shows the replicated topics and their names on the target, each partition's lag
     (records, and seconds: how old the copy's newest record is), the age of MM2's
     heartbeats, and each source group's checkpoints (current, behind, stale, none).
     CRITICAL (2): no recent heartbeat from the flow. WARNING (1): lag over
-    --max-lag/--max-lag-seconds, stale checkpoints, groups never checkpointed. OK (0);
-    UNKNOWN (3) when a cluster could not be read.
+    --max-lag/--max-lag-seconds, stale checkpoints, groups never checkpointed, a --group
+    not checkpointed at its committed offsets yet. OK (0); UNKNOWN (3) when a cluster
+    could not be read. Before a planned failover, --watch --exit-when-healthy waits until
+    the copy has caught up (--max-lag 0) and the groups' checkpoints are current.
 
     \b
     Examples:
       kctl mirror status --source primary --target backup
       kctl mirror status --source primary --target backup -o json | jq '.partitions[] | select(.lag > 0)'
       kctl mirror status --source localhost:9092 --target backup --max-lag 10000 --exclude-groups 'test-.*'
+      kctl mirror status --source primary --target backup --max-lag 0 -g billing --watch --exit-when-healthy --max-wait 300
     """
+    import time
+
     from kctl.admin.mirror.status import Thresholds
     from kctl.admin.mirror.status import status as judge
-    from kctl.errors import KctlError, TimeoutError_, UnreachableError
+    from kctl.cli._app import until_stopped
+    from kctl.errors import TimeoutError_, UnreachableError
 
-    pair = _pair(app, source, target, source_alias, target_alias, policy, separator, need_source=True)
     thresholds = Thresholds(max_heartbeat_age=max_heartbeat_age, max_lag=max_lag, max_lag_seconds=max_lag_seconds,
-                            max_checkpoint_age=max_checkpoint_age, exclude_groups=exclude_groups)
-    try:
-        verdict = judge(pair, thresholds)
-    except (UnreachableError, TimeoutError_) as exc:
-        app.error_line(exc.message)
-        raise SystemExit(3) from None
-    except KctlError:
-        raise
-    if verdict.skipped_records:
-        app.warn(f"{verdict.skipped_records} record(s) of {pair.checkpoints_topic} did not decode and were skipped")
-    app.out.document(verdict, STATUS_DOCUMENT)
-    raise SystemExit(_EXIT[verdict.status])
+                            max_checkpoint_age=max_checkpoint_age, exclude_groups=exclude_groups, groups=tuple(required))
+    if source is None:
+        raise click.UsageError("--source is required")
+
+    def once() -> int:
+        # A cluster down is CRITICAL (replication is broken), as in `cluster health`; one
+        # too slow to answer is UNKNOWN. The pair is found again each time: --watch sees
+        # a cluster come back.
+        try:
+            pair = _pair(app, source, target, source_alias, target_alias, policy, separator, need_source=True)
+            verdict = judge(pair, thresholds)
+        except UnreachableError as exc:
+            app.error_line(exc.message)
+            return _EXIT["CRITICAL"]
+        except TimeoutError_ as exc:
+            app.error_line(exc.message)
+            return _EXIT["UNKNOWN"]
+        if verdict.skipped_records:
+            app.warn(f"{verdict.skipped_records} record(s) of {pair.checkpoints_topic} did not decode and were skipped")
+        if watch and app.stdout_is_tty and app.out.format == "table":
+            app.out.raw("\x1b[H\x1b[2J")  # redraw in place, like watch(1)
+            app.note(time.strftime("%H:%M:%S"))
+        app.out.document(verdict, STATUS_DOCUMENT)
+        return _EXIT[verdict.status]
+
+    code = once()
+    started = time.monotonic()
+    with until_stopped():
+        while watch and not (exit_when_healthy and code == 0):
+            if max_wait is not None and time.monotonic() - started + interval > max_wait:
+                break
+            time.sleep(interval)
+            if not app.out.is_structured and not app.stdout_is_tty:
+                app.out.raw("\n")
+            code = once()
+    click.get_current_context().exit(code)
 
 
 def _translations(app: App, pair, groups, group_regex, fallback):

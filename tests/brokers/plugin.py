@@ -259,6 +259,23 @@ def start_connect_on(cluster: Cluster, workdir: Path, *, workers: int = 1):
                          basic_auth={"admin": "admin-secret"} if cluster.kafka is not None else None)
 
 
+def start_mirror(workdir: Path, clusters: dict[str, str], *, where: str = "the test clusters", **kwargs):
+    """A MirrorMaker 2 (tests/brokers/mirror.py) between `clusters`, started, or the test
+    skipped (failed with KCTL_REQUIRE_BROKERS=1) when it cannot start. The caller stops it."""
+    from tests.brokers.jars import JarResolutionError
+    from tests.brokers.mirror import MirrorMaker, MirrorStartError
+
+    mm2 = MirrorMaker(workdir, clusters, **kwargs)
+    try:
+        mm2.start()
+    except (MirrorStartError, JarResolutionError, OSError) as exc:
+        mm2.stop()
+        if _required():
+            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and MirrorMaker 2 failed on {where}: {exc}", pytrace=False)
+        pytest.skip(f"MirrorMaker 2 on {where}: {exc}")
+    return mm2
+
+
 @pytest.fixture(scope="package")
 def connect(cluster, tmp_path_factory):
     """A Kafka Connect worker on `cluster` for a package's tests (tests/connect/, which

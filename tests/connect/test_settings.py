@@ -71,3 +71,44 @@ def test_connect_tables_in_the_config_file_are_checked(kctl, config_home):
     path.write_text('current-context = "x"\n[contexts.x.connect.main]\nurl = "http://c:1"\ncolour = "blue"\n')
     result = kctl("connect", "list")
     assert result.exit_code == 78 and "connect.main has unknown key 'colour'" in result.stderr
+
+
+def test_a_rebalance_is_asked_again_until_it_is_over():
+    """Connect answers 409, 503, or (a request forwarded to the leader mid-rebalance) 500
+    naming the rebalance: asked again within --timeout; any other 500 is an error at once."""
+    import http.server
+    import threading
+
+    from kctl.admin.connect.rest import ConnectClient, ConnectSettings
+    from kctl.errors import KctlError
+
+    answers = [(500, b'{"error_code":500,"message":"Request cannot be completed because a rebalance is expected"}'),
+               (409, b'{"error_code":409,"message":"Cannot complete request momentarily due to stale configuration"}'),
+               (200, b'["file-source"]'),
+               (500, b'{"error_code":500,"message":"Failed to read the config"}')]
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            status, body = answers[len(asked)]
+            asked.append(self.path)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = ConnectClient(ConnectSettings(name=None, url=f"http://127.0.0.1:{server.server_port}", timeout=10))
+        assert client.request("GET", "/connectors", action="list connectors") == ["file-source"]
+        assert len(asked) == 3
+        with pytest.raises(KctlError, match="answered 500: Failed to read the config"):
+            client.request("GET", "/connectors", action="list connectors")
+        client.close()
+    finally:
+        server.shutdown()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.brokers.plugin import _required, selected_backends
+from tests.brokers.plugin import _required, selected_backends, start_mirror
 
 PAIRS = [b for b in ("bundled", "kafka") if b in selected_backends()]
 
@@ -21,23 +21,11 @@ class Mirrored:
     source: str  # bootstrap of the cluster MM2 calls "primary"
     target: str  # ... and "backup"
     mm2: object
+    kafka: object = None  # the KafkaCluster of the "kafka" source
 
 
 def _fail_or_skip(message: str):
     (pytest.fail if _required() else pytest.skip)(message)
-
-
-def start_mirror(workdir, clusters: dict[str, str], **kwargs):
-    from tests.brokers.jars import JarResolutionError
-    from tests.brokers.mirror import MirrorMaker, MirrorStartError
-
-    mm2 = MirrorMaker(workdir, clusters, **kwargs)
-    try:
-        mm2.start()
-    except (MirrorStartError, JarResolutionError, OSError) as exc:
-        mm2.stop()
-        _fail_or_skip(f"MirrorMaker 2 did not start: {exc}")
-    return mm2
 
 
 @pytest.fixture(scope="package", params=PAIRS or ["none"])
@@ -70,7 +58,7 @@ def mirrored(request, tmp_path_factory):
                            flows=[("primary", "backup"), ("backup", "primary")], topics="mm-.*",
                            settings={"groups.exclude": "nocp-.*, console-consumer-.*, connect-.*, __.*"})
         stoppers.append(mm2.stop)
-        yield Mirrored(backend, source, target, mm2)
+        yield Mirrored(backend, source, target, mm2, kafka if backend == "kafka" else None)
     finally:
         for stop in reversed(stoppers):
             stop()

@@ -34,12 +34,12 @@ def produce(bootstrap: str, topic: str, values: list[str], partitions: int) -> N
     assert producer.flush(30) == 0
 
 
-def consume(bootstrap: str, group: str, topic: str, count: int | None, *, commit: bool = True, timeout: float = 60) -> list[str]:
+def consume(bootstrap: str, group: str, topic: str | list[str], count: int | None, *, commit: bool = True, timeout: float = 60) -> list[str]:
     """Values read by `group` (KIP-848's consumer protocol): `count` of them, or all until
     the topic is idle; committed at the end."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
+    consumer.subscribe([topic] if isinstance(topic, str) else topic)
     values: list[str] = []
     import time
 
@@ -108,12 +108,16 @@ def world(mirrored):
 
 def test_translation_equals_kafkas_own(kctl, mirrored, world):
     topic, group, _values, _read = world
-    other = name("audit")
-    consume(mirrored.source, other, topic, 30)
+    # A second group, on two topics.
+    other, second = name("audit"), name("mm-payments")
+    create(mirrored.source, second, 3)
+    produce(mirrored.source, second, [f"p{i:03d}" for i in range(60)], 3)
+    consume(mirrored.source, other, [topic, second], 150)
     rows = checkpointed(kctl, mirrored, group, topic, 2)
-    rows += checkpointed(kctl, mirrored, other, topic, 2)
+    checkpointed(kctl, mirrored, other, topic, 2)
+    rows += checkpointed(kctl, mirrored, other, second, 3)
     ours = {(r["group"], r["remote_topic"], r["partition"]): r["translated"] for r in rows}
-    assert all(r["remote_topic"] == f"primary.{topic}" for r in rows)
+    assert {r["remote_topic"] for r in rows if r["group"] == other} == {f"primary.{topic}", f"primary.{second}"}
     assert ours == java_translate(mirrored.target, "primary", [group, other])
     # The Pattern overload (KIP-1239) over the same groups, and kctl's --group-regex.
     pattern = f"({group}|{other})"
@@ -277,22 +281,34 @@ def _read_before(values: list[str], position: dict[int, int]) -> list[str]:
     return [v for i, v in enumerate(values) if i // 2 < position.get(i % 2, 0)]
 
 
+def last_document(text: str) -> dict:
+    """The last of the JSON documents --watch printed one after another."""
+    decoder, at, found = json.JSONDecoder(), 0, None
+    while (at := len(text) - len(text[at:].lstrip())) < len(text):
+        found, at = decoder.raw_decode(text, at)
+    return found
+
+
 def test_status_judges_the_pair(kctl, mirrored, world):
     topic, group, _values, _read = world
     checkpointed(kctl, mirrored, group, topic, 2)
 
-    def healthy():
-        result = kctl("mirror", "status", "--source", mirrored.source, "--target", mirrored.target, "--exclude-groups", "nocp-.*",
-                      "-o", "json")
-        document = json.loads(result.stdout)
-        assert result.exit_code == 0, document["reasons"]
-        return document
-    document = eventually(healthy, timeout=60, interval=1)
+    # --watch --exit-when-healthy waits until MM2 has caught up with the group.
+    waited = kctl("mirror", "status", "--source", mirrored.source, "--target", mirrored.target, "--exclude-groups", "nocp-.*",
+                  "-g", group, "--max-lag", "0", "--watch", "--exit-when-healthy", "--interval", "0.5", "--max-wait", "60", "-o", "json")
+    assert waited.exit_code == 0, waited.stdout[-2000:]
+    document = last_document(waited.stdout)
     assert document["source_alias"] == "primary" and document["target_alias"] == "backup"
     mine = [p for p in document["partitions"] if p["topic"] == topic]
     assert [(p["remote_topic"], p["lag"]) for p in mine] == [(f"primary.{topic}", 0)] * 2
     assert any(g["group"] == group and g["state"] == "current" for g in document["groups"])
     assert document["heartbeat_age_seconds"] < 30
+    # A group MM2 never checkpoints (groups.exclude) named with -g: WARNING until --max-wait.
+    never = name("nocp")
+    consume(mirrored.source, never, topic, 10)
+    waiting = kctl("mirror", "status", "--source", mirrored.source, "--target", mirrored.target, "--exclude-groups", "nocp-.*",
+                   "-g", never, "--watch", "--exit-when-healthy", "--interval", "0.5", "--max-wait", "2", "-o", "json")
+    assert waiting.exit_code == 1 and f"not yet checkpointed at their committed offsets: {never}" in last_document(waiting.stdout)["reasons"][-1]
     critical = kctl("mirror", "status", "--source", mirrored.source, "--target", mirrored.target, "--max-heartbeat-age", "0.001")
     assert critical.exit_code == 2 and "CRITICAL" in critical.stdout, critical.stdout
 
@@ -320,3 +336,28 @@ def test_bad_input(kctl, mirrored, tmp_path):
         plain.stop()
     for result in (alias, same, context, unknown, nothing):
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) <= 2
+
+
+def test_a_share_group_is_refused_in_one_line(kctl, mirrored):
+    """Share groups (KIP-932) have no committed offsets for MM2 to checkpoint."""
+    import subprocess
+
+    if mirrored.kafka is None:
+        pytest.skip("share groups need the Apache Kafka source (the bundled broker serves none yet)")
+    topic, group = name("mm-shared"), name("sharing")
+    create(mirrored.source, topic, 1)
+    consumer = subprocess.Popen(
+        mirrored.kafka.tool_command("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
+                                    mirrored.source, "--topic", topic, "--group", group),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def listed():
+            result = kctl("-b", mirrored.source, "group", "list", "--type", "share", "-o", "json")
+            assert group in {g["group"] for g in json.loads(result.stdout)}
+        eventually(listed, timeout=60, interval=0.5)
+        refused = kctl("mirror", "translate", group, "--source", mirrored.source, "--target", mirrored.target)
+        assert refused.exit_code == 64 and "share group" in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 2  # the error and its hint
+    finally:
+        consumer.terminate()
+        consumer.wait(30)

@@ -7,7 +7,9 @@
             --max-lag-seconds; a group behind its newest checkpoint whose checkpoint is
             older than --max-checkpoint-age (MM2 re-emits a checkpoint only when it
             changes, so a quiet group's old checkpoint is current); a group on the source
-            with offsets on replicated topics and no checkpoint at all
+            with offsets on replicated topics and no checkpoint at all; a group named
+            with --group without checkpoints, or not checkpointed at every offset it
+            committed on a replicated topic
   OK        none of the above
   UNKNOWN   the state could not be read (exit 3)
 
@@ -42,6 +44,9 @@ class Thresholds:
     max_checkpoint_age: float = 300.0
     # Groups MM2 is told not to checkpoint (its groups.exclude), beside its defaults.
     exclude_groups: re.Pattern[str] | None = None
+    # Groups that must be checkpointed at every offset they committed on the source (a
+    # planned failover waits for it).
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,9 +149,12 @@ def status(pair: MirrorPair, thresholds: Thresholds = Thresholds()) -> MirrorSta
     stale = [g.group for g in groups if g.state == "stale"]
     if stale:
         reasons.append((WARNING, f"{len(stale)} group(s) with stale checkpoints: {', '.join(stale[:5])}"))
-    missing = [g.group for g in groups if g.state == "none"]
+    missing = [g.group for g in groups if g.state == "none" and g.group not in thresholds.groups]
     if missing:
         reasons.append((WARNING, f"{len(missing)} group(s) with offsets on replicated topics and no checkpoint: {', '.join(missing[:5])}"))
+    waiting = [g.group for g in groups if g.group in thresholds.groups and g.state != "current"]
+    if waiting:
+        reasons.append((WARNING, f"{len(waiting)} group(s) not yet checkpointed at their committed offsets: {', '.join(waiting[:5])}"))
     order = (OK, WARNING, CRITICAL)
     verdict = max((level for level, _ in reasons), key=order.index, default=OK)
     return MirrorStatus(
@@ -202,17 +210,22 @@ def _groups(pair: MirrorPair, topics: dict[str, str], checkpoints: dict, now: in
     for (group, topic, partition), stamped in checkpoints.items():
         by_group.setdefault(group, {})[(topic, partition)] = stamped
     out = []
-    for group in sorted(set(names) | {g for g in by_group if not (excluded is not None and excluded.fullmatch(g))}):
+    required = set(thresholds.groups)
+    if required - set(names):
+        committed.update(committed_offsets(pair.source, sorted(required - set(names))))
+    for group in sorted(set(names) | required | {g for g in by_group if not (excluded is not None and excluded.fullmatch(g))}):
         offsets = committed.get(group, {})
         offsets = {} if isinstance(offsets, KctlError) else offsets
         relevant = {(topics[t], p): o for (t, p), (o, _md) in offsets.items() if t in topics}
         mine = by_group.get(group, {})
         if not mine:
-            if relevant:
+            if relevant or group in required:
                 out.append(GroupCheckpoints(group=group, state="none", partitions=0, behind=0, newest_checkpoint=None,
                                             checkpoint_age_seconds=None))
             continue
         behind = sum(1 for key, o in relevant.items() if key in mine and o > mine[key].record.upstream_offset)
+        if group in required:  # a replicated partition not checkpointed yet is behind too
+            behind += sum(1 for key in relevant if key not in mine)
         newest = max(s.timestamp for s in mine.values())
         age = max(0.0, (now - newest) / 1000)
         state = "current" if not behind else ("stale" if age > thresholds.max_checkpoint_age else "behind")

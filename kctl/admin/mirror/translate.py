@@ -72,6 +72,7 @@ def translate(pair: MirrorPair, groups: Sequence[str] = (), *, group_regex: str 
     chosen = _groups(pair, groups, group_regex, {g for g, _t, _p in checkpoints})
     committed: dict[str, dict[tuple[str, int], int]] = {g: {} for g in chosen}
     if pair.source is not None:
+        _refuse_share_groups(pair.source, chosen)
         for group, offsets in committed_offsets(pair.source, chosen).items():
             if isinstance(offsets, KctlError):
                 raise offsets
@@ -131,9 +132,20 @@ def _groups(pair: MirrorPair, groups: Sequence[str], group_regex: str | None, ch
 
 
 def source_groups(session: AdminSession) -> list[str]:
-    """The groups of `session` a user's consumers own: Connect's worker groups (MM2's own
-    among them) are not translated."""
-    return sorted(g["group_id"] for g in protocol.list_groups(session) if g.get("protocol_type") != "connect")
+    """The groups of `session` MM2 checkpoints: classic and consumer groups, as its
+    checkpoint connector lists them (ListGroupsOptions.forConsumerGroups), less Connect's
+    worker groups (MM2's own among them). Share groups have no committed offsets, and MM2
+    4.3 leaves streams groups out: named, a streams group gets the --fallback."""
+    return sorted(g["group_id"] for g in protocol.list_groups(session)
+                  if g.get("protocol_type") != "connect" and (g.get("group_type") or "classic") in ("classic", "consumer"))
+
+
+def _refuse_share_groups(session: AdminSession, groups: Sequence[str]) -> None:
+    shared = sorted({g["group_id"] for g in protocol.list_groups(session) if g.get("group_type") == "share"} & set(groups))
+    if shared:
+        raise UsageError(f"unable to translate offsets of share group {shared[0]}: MM2 checkpoints the committed offsets "
+                         f"of consumer groups; a share group's state (KIP-932) is not replicated",
+                         hint="a share group resumes on the other cluster from its share.auto.offset.reset")
 
 
 def _source_topic(pair: MirrorPair, remote: str) -> str | None:
