@@ -20,7 +20,7 @@ from kctl.admin.mirror.policy import HEARTBEATS, ReplicationPolicy
 from kctl.admin.mirror.records import (
     Checkpoint, Heartbeat, MalformedRecord, OffsetSync, decode_checkpoint, decode_heartbeat, decode_offset_sync,
 )
-from kctl.errors import KctlError, NotFoundError, TimeoutError_, UsageError
+from kctl.errors import NotFoundError, TimeoutError_, UsageError
 
 T = TypeVar("T")
 
@@ -167,8 +167,6 @@ def read_topic(session: AdminSession, topic: str, decode: Callable[[bytes | None
                     records.append(Stamped(record=decoded, partition=partition, offset=offset, timestamp=message.timestamp()[1]))
                 if offset + 1 >= end:
                     del pending[partition]
-    except KctlError:
-        raise
     finally:
         consumer.close()
     records.sort(key=lambda r: (r.partition, r.offset))
