@@ -202,7 +202,9 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
     shell = Shell(repository_copy(work), env)
     ran, deferred, not_run = 0, [], []
     workers = None
-    stoppers = []
+    stoppers: list = []
+    mirroring = None
+    wants_mirror = any(b.directive.startswith(MIRROR) for b in found)
     try:
         for block in found:
             where = f"README.md:{block.line}"
@@ -239,11 +241,15 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
                     text = text.replace(url, workers.url)
                 elif block.directive.startswith(MIRROR):
                     address = re.fullmatch(MIRROR + r"(\S+) is replaced by the test's second broker", block.directive).group(1)
-                    text = text.replace(address, mirror_target(tmp_path, broker_address(shell), stoppers))
+                    text = text.replace(address, (mirroring or mirror_soon(tmp_path, broker_address(shell), stoppers)).result())
                 elif block.directive not in ("", "needs spark"):
                     pytest.fail(f"{where}: unknown doctest directive {block.directive!r}")
                 for command, comment in commands(text):
                     shell.run(command, comment, where)
+                if mirroring is None and wants_mirror and "kctl local start" in text:
+                    # MirrorMaker 2 takes seconds to start: from the quick start's broker
+                    # on, it starts beside the blocks in between.
+                    mirroring = mirror_soon(tmp_path, broker_address(shell), stoppers)
             ran += 1
         for block in deferred:
             check_sample(block, shell, f"README.md:{block.line}")
@@ -251,6 +257,8 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
     finally:
         if workers is not None:
             workers.stop()
+        if mirroring is not None:  # still starting when a block failed: let it finish, then stop it
+            mirroring.exception(timeout=300)
         for stop in reversed(stoppers):
             stop()
         subprocess.run(["bash", "-c", "kctl local stop"], cwd=work, env=env, capture_output=True, timeout=60)
@@ -269,6 +277,16 @@ def spark_kind(block: Block) -> str:
     """What a Spark block needs of KCTL_TEST_SPARK: its lines run `kctl spark` in
     processes of their own (tests/spark/selection.py), on a standalone cluster or not."""
     return "standalone" if block.directive == STANDALONE else "processes"
+
+
+def mirror_soon(tmp_path: Path, source: str, stoppers: list):
+    """mirror_target in a thread of its own: a future of the address."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(mirror_target, tmp_path, source, stoppers)
+    pool.shutdown(wait=False)
+    return future
 
 
 def mirror_target(tmp_path: Path, source: str, stoppers: list) -> str:

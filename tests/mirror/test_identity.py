@@ -48,17 +48,28 @@ def test_identity_policy(kctl, identity):
         rows = json.loads(result.stdout)
         assert {r["partition"]: r["committed"] for r in rows if r["method"] == "checkpoint"} == positions, rows
         return rows
-    rows = eventually(translated, timeout=90, interval=1)
+    eventually(translated, timeout=90, interval=1)
+
+    def agree():
+        # Compared between two readings of kctl's that agree: MM2 may write a closer
+        # checkpoint for the same offset meanwhile (test_mirror.py).
+        before = translated()
+        by_java = java_translate(target, "east", ["shipping"], policy="identity")
+        after = translated()
+        assert before == after
+        assert {(r["group"], r["remote_topic"], r["partition"]): r["translated"] for r in after} == by_java
+        return after
+    rows = eventually(agree, timeout=90, interval=1)
     assert {r["remote_topic"] for r in rows} == {"id-orders"}
-    assert {(r["group"], r["remote_topic"], r["partition"]): r["translated"] for r in rows} == \
-        java_translate(target, "east", ["shipping"], policy="identity")
     status = kctl("mirror", "status", *pair, "-o", "json")
     document = json.loads(status.stdout)
     assert (document["source_alias"], document["target_alias"], document["policy"]) == ("east", "west", "identity")
     assert {(p["topic"], p["remote_topic"]) for p in document["partitions"]} == {("id-orders", "id-orders")}
     done = kctl("mirror", "failover", "shipping", *pair, "--execute", "--yes")
     assert done.exit_code == 0, done.stderr
-    assert committed(target, "shipping", "id-orders", 2) == {r["partition"]: r["translated"] for r in rows}
+    since = {r["partition"]: r["translated"] for r in translated()}
+    now = committed(target, "shipping", "id-orders", 2)
+    assert all(now[r["partition"]] in (r["translated"], since[r["partition"]]) for r in rows), (now, rows, since)
     # A record in the checkpoints topic that is not a checkpoint: skipped and counted, as
     # MirrorClient skips it; the translation is unchanged.
     producer = Producer({"bootstrap.servers": target})
@@ -66,4 +77,4 @@ def test_identity_policy(kctl, identity):
     assert producer.flush(30) == 0
     again = kctl("mirror", "translate", "shipping", *pair, "-o", "json")
     assert again.exit_code == 0 and "1 record(s) of east.checkpoints.internal did not decode" in again.stderr, again.stderr
-    assert json.loads(again.stdout) == rows
+    assert {(r["partition"], r["method"]) for r in json.loads(again.stdout)} == {(r["partition"], "checkpoint") for r in rows}
