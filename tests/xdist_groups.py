@@ -32,9 +32,9 @@ LONG_GROUPS = (
     "spark",  # ~360 s: tests of the in-process SparkSession
     "spark-cluster",  # ~320 s: the Spark standalone cluster's tests and README's blocks
     "spark-help",  # ~150 s: the spark --help examples, on a SparkSession of their own
+    "mirror",  # ~130 s: tests/mirror, MirrorMaker 2 between bundled brokers and from a Kafka node
     "kafka",  # ~100 s: tests on the single Apache Kafka node, and on the secured one
     "kafka39",  # ~90 s: tests on the Apache Kafka 3.9 node
-    "mirror",  # ~150 s: tests/mirror, MirrorMaker 2 between bundled brokers and from a Kafka node
     "connect-help",  # ~60 s: the `kctl connect` --help examples, on one Connect worker
     "mirror-help",  # ~50 s: the `kctl mirror` --help examples, on one MirrorMaker 2
     "connect",  # ~40 s: tests/connect on the bundled broker, one Connect worker at a time

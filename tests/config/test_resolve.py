@@ -71,3 +71,24 @@ def test_malformed_property_flag(text):
 def test_malformed_timeout_env():
     with pytest.raises(UsageError, match="KCTL_TIMEOUT 'soon'"):
         resolve(FILE, {"KCTL_TIMEOUT": "soon"})
+
+
+def test_a_second_cluster_is_a_context_or_an_address_never_the_commands_own():
+    """--source/--target (resolve_cluster): the command's -b/--context/KCTL_BOOTSTRAP_SERVERS
+    name its own cluster, never the other one."""
+    from kctl.config.model import ConfigFile, Context
+    from kctl.config.resolve import resolve_cluster
+    from kctl.errors import NotFoundError
+
+    config = ConfigFile(current_context="dr", contexts={
+        "dr": Context(name="dr", bootstrap_servers="dr:9092"),
+        "prod": Context(name="prod", bootstrap_servers="prod:9092", properties={"security.protocol": "SSL"}),
+    })
+    env = {"KCTL_BOOTSTRAP_SERVERS": "elsewhere:9092", "KCTL_CONTEXT": "dr", "KCTL_X_CLIENT_ID": "ops"}
+    prod = resolve_cluster(config, env, "prod", source="--source", property_flags=("bootstrap.servers=y:1",))
+    assert (prod.bootstrap_servers, prod.context) == ("prod:9092", "prod")
+    assert prod.properties == {"security.protocol": "SSL", "client.id": "ops"}
+    address = resolve_cluster(config, env, "10.0.0.1:9092,10.0.0.2:9092", source="--target", timeout_flag=3)
+    assert (address.bootstrap_servers, address.context, address.timeout) == ("10.0.0.1:9092,10.0.0.2:9092", None, 3)
+    with pytest.raises(NotFoundError, match="unable to use --source 'staging': no such context"):
+        resolve_cluster(config, env, "staging", source="--source")
