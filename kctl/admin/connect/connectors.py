@@ -369,7 +369,15 @@ def restart_task(client: ConnectClient, name: str, task: int, *, wait: bool = Tr
 
 
 def delete(client: ConnectClient, name: str) -> StateChange:
+    """Delete the connector and wait until Connect no longer lists it: its DELETE answers
+    before the worker has dropped the connector, and a connector created again under the
+    name meanwhile (`delete` then `apply`, in a CI run) was lost to the pending deletion."""
     client.delete(path("connectors", name), action=f"delete connector {name!r}")
+    gone = poll(lambda: name not in client.get("/connectors", action="list connectors"), bool,
+                timeout=client.settings.timeout, interval=0.2)
+    if not gone:
+        raise TimeoutError_(f"unable to see connector {name!r} deleted: Connect still lists it after {client.settings.timeout:g} s",
+                            hint="kctl connect list shows it; a longer --timeout waits longer")
     return StateChange(connector=name, action="deleted", state=None)
 
 
