@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app, until_stopped
+from kctl.cli._app import App, pass_app
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options
 from kctl.cli.broker import BROKER_TABLE
@@ -87,9 +87,8 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
       kctl cluster health -o json | jq '.under_replicated_partitions'
       kctl cluster health --watch --exit-when-healthy --max-wait 600
     """
-    import time
-
     from kctl.admin.cluster.health import check
+    from kctl.cli._watch import show, watch_loop
     from kctl.errors import ExitCode, KctlError, TimeoutError_, UnreachableError
 
     def once() -> int:
@@ -104,22 +103,10 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
         except KctlError as exc:
             app.error_line(exc.message)
             return ExitCode.UNKNOWN
-        if watch and app.stdout_is_tty and app.out.format == "table":
-            app.out.raw("\x1b[H\x1b[2J")  # redraw in place, like watch(1)
-            app.note(time.strftime("%H:%M:%S"))
-        app.out.document(verdict, HEALTH_DOCUMENT)
+        show(app, verdict, HEALTH_DOCUMENT, watch=watch)
         return _EXIT[verdict.status]
 
-    status = once()
-    started = time.monotonic()
-    with until_stopped():
-        while watch and not (exit_when_healthy and status == 0):
-            if max_wait is not None and time.monotonic() - started + interval > max_wait:
-                break
-            time.sleep(interval)
-            if not app.out.is_structured and not app.stdout_is_tty:
-                app.out.raw("\n")
-            status = once()
+    status = watch_loop(app, once, watch=watch, interval=interval, exit_when_healthy=exit_when_healthy, max_wait=max_wait)
     click.get_current_context().exit(status)
 
 

@@ -172,11 +172,9 @@ def status(app: App, source, target, source_alias, target_alias, policy, separat
       kctl mirror status --source localhost:9092 --target backup --max-lag 10000 --exclude-groups 'test-.*'
       kctl mirror status --source primary --target backup --max-lag 0 -g billing --watch --exit-when-healthy --max-wait 300
     """
-    import time
-
     from kctl.admin.mirror.status import Thresholds
     from kctl.admin.mirror.status import status as judge
-    from kctl.cli._app import until_stopped
+    from kctl.cli._watch import show, watch_loop
     from kctl.errors import TimeoutError_, UnreachableError
 
     thresholds = Thresholds(max_heartbeat_age=max_heartbeat_age, max_lag=max_lag, max_lag_seconds=max_lag_seconds,
@@ -199,22 +197,10 @@ def status(app: App, source, target, source_alias, target_alias, policy, separat
             return _EXIT["UNKNOWN"]
         if verdict.skipped_records:
             app.warn(f"{verdict.skipped_records} record(s) of {pair.checkpoints_topic} did not decode and were skipped")
-        if watch and app.stdout_is_tty and app.out.format == "table":
-            app.out.raw("\x1b[H\x1b[2J")  # redraw in place, like watch(1)
-            app.note(time.strftime("%H:%M:%S"))
-        app.out.document(verdict, STATUS_DOCUMENT)
+        show(app, verdict, STATUS_DOCUMENT, watch=watch)
         return _EXIT[verdict.status]
 
-    code = once()
-    started = time.monotonic()
-    with until_stopped():
-        while watch and not (exit_when_healthy and code == 0):
-            if max_wait is not None and time.monotonic() - started + interval > max_wait:
-                break
-            time.sleep(interval)
-            if not app.out.is_structured and not app.stdout_is_tty:
-                app.out.raw("\n")
-            code = once()
+    code = watch_loop(app, once, watch=watch, interval=interval, exit_when_healthy=exit_when_healthy, max_wait=max_wait)
     click.get_current_context().exit(code)
 
 
