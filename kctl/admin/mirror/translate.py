@@ -72,7 +72,8 @@ def translate(pair: MirrorPair, groups: Sequence[str] = (), *, group_regex: str 
     chosen = _groups(pair, groups, group_regex, {g for g, _t, _p in checkpoints})
     committed: dict[str, dict[tuple[str, int], int]] = {g: {} for g in chosen}
     if pair.source is not None:
-        _refuse_share_groups(pair.source, chosen)
+        if groups:  # a --group-regex choice has no share group in it (source_groups)
+            _refuse_share_groups(pair.source, chosen)
         for group, offsets in committed_offsets(pair.source, chosen).items():
             if isinstance(offsets, KctlError):
                 raise offsets
