@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .coordinator.consumer import ConsumerGroupCoordinator
@@ -19,6 +19,10 @@ from .coordinator.groups import GroupCoordinator
 from .coordinator.offsets import OffsetStore
 from .coordinator.producer_ids import ProducerIdManager
 from .coordinator.transactions import TransactionCoordinator
+from .security.authorizer import Authorizer
+from .security.listeners import Listener
+from .security.sasl import MECHANISMS, SaslConfig
+from .security.store import SecurityStore
 from .storage.cleaner import LogCleaner
 from .storage.manager import LogManager
 
@@ -47,6 +51,22 @@ class BrokerConfig:
     checkpoint_interval_ms: int = 60_000
     transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
     log_cleaner_enable: bool = True  # log.cleaner.enable
+    # Security. The first listener is (security_protocol, host, port); more listeners may
+    # open beside it. SASL listeners take `sasl_mechanisms`; PLAIN checks `users`, SCRAM
+    # the stored credentials (seeded from `users` for any user without one).
+    security_protocol: str = "PLAINTEXT"
+    extra_listeners: list[Listener] = field(default_factory=list)
+    sasl_mechanisms: tuple[str, ...] = MECHANISMS
+    users: dict[str, str] = field(default_factory=dict)
+    tls_cert: Path | None = None  # None: generated into <data-dir>/tls/ when a listener needs TLS
+    tls_key: Path | None = None
+    authorizer: bool = False  # authorizer.class.name=StandardAuthorizer
+    super_users: tuple[str, ...] = ()
+    allow_everyone_if_no_acl_found: bool = False
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return [Listener(self.security_protocol, self.host, self.port), *self.extra_listeners]
 
     @property
     def advertised(self) -> tuple[str, int]:
@@ -68,6 +88,11 @@ class Broker:
             config.data_dir, clock, self.logs, self.producer_ids.allocate, self.groups.commit,
             self.notify_appended, config.transaction_max_timeout_ms)
         self.cleaner = LogCleaner(self.logs, clock)
+        self.security = SecurityStore(config.data_dir)
+        self.authorizer = Authorizer(self.security, config.authorizer, config.super_users,
+                                     config.allow_everyone_if_no_acl_found)
+        self.sasl = SaslConfig(config.sasl_mechanisms, dict(config.users),
+                               lambda user, mechanism: self.security.credentials.get((user, mechanism)))
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
         self._housekeeping = None
         self._cleaning = None
@@ -87,10 +112,25 @@ class Broker:
             self.producer_ids.open()
             report["skipped_transaction_entries"] = self.transactions.open()
             self.cleaner.open()
+            self.security.open()
+            self._seed_scram_users()
         except BaseException:
             self.logs.unlock()
             raise
         return report
+
+    def _seed_scram_users(self) -> None:
+        """A configured user gets a SCRAM credential for each enabled SCRAM mechanism it
+        has none for (as `kafka-storage format --add-scram` gives users before the first
+        client); a password changed since through AlterUserScramCredentials is kept."""
+        from .security.scram import MECHANISMS as SCRAM, new_credential
+
+        missing = {(user, mechanism): new_credential(mechanism, password)
+                   for user, password in self.config.users.items()
+                   for mechanism in self.config.sasl_mechanisms
+                   if mechanism in SCRAM and (user, mechanism) not in self.security.credentials}
+        if missing:
+            self.security.update(credentials={**self.security.credentials, **missing})
 
     def start_background(self) -> None:
         self._appended = asyncio.Event()

@@ -47,7 +47,7 @@ async def serve(config: BrokerConfig, ready=None, stop: asyncio.Event | None = N
             loop.add_signal_handler(signum, stop.set)
         except (RuntimeError, ValueError):  # not the main thread
             pass
-    log.info("listening on %s:%d (cluster %s, data %s)", config.host, config.port,
+    log.info("listening on %s (cluster %s, data %s)", ", ".join(map(str, config.listeners)),
              broker.cluster_id, config.data_dir)
     if ready is not None:
         ready(broker)
@@ -76,7 +76,43 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-auto-create", action="store_true")
     parser.add_argument("--no-log-cleaner", action="store_true",
                         help="log.cleaner.enable=false: compacted topics keep every record")
+    security = parser.add_argument_group("security")
+    security.add_argument("--sasl", metavar="MECHANISMS",
+                          help="SASL on the --port listener: plain,scram-sha-256,scram-sha-512")
+    security.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD")
+    security.add_argument("--users-file", type=Path, help="NAME:PASSWORD lines")
+    security.add_argument("--tls", action="store_true", help="TLS on the --port listener")
+    security.add_argument("--tls-cert", type=Path, help="PEM certificate chain (default: generated)")
+    security.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
+    security.add_argument("--listener", action="append", default=[], metavar="PROTOCOL://HOST:PORT",
+                          help="another listener beside --port's")
+    security.add_argument("--authorizer", action="store_true", help="enforce ACLs")
+    security.add_argument("--super-user", action="append", default=[], metavar="PRINCIPAL")
+    security.add_argument("--allow-everyone-if-no-acl-found", action="store_true")
     return parser.parse_args(argv)
+
+
+def security_settings(args) -> dict:
+    """BrokerConfig's security fields from the options (ValueError: one line)."""
+    from .security import options
+    from .security.listeners import protocol_for
+    from .security.sasl import MECHANISMS
+
+    users = options.read_users_file(args.users_file) if args.users_file else {}
+    users.update(options.parse_user(text) for text in args.user)
+    mechanisms = options.parse_mechanisms(args.sasl) if args.sasl else MECHANISMS
+    protocol = protocol_for(bool(args.sasl), args.tls)
+    extra = options.extra_listeners(args.listener, args.host)
+    settings = {"security_protocol": protocol, "extra_listeners": extra, "sasl_mechanisms": mechanisms,
+                "users": users, "tls_cert": args.tls_cert, "tls_key": args.tls_key,
+                "authorizer": args.authorizer,
+                "super_users": tuple(options.parse_principal(p) for p in args.super_user),
+                "allow_everyone_if_no_acl_found": args.allow_everyone_if_no_acl_found}
+    from .security.listeners import Listener
+
+    options.check([Listener(protocol, args.host, args.port), *extra], bool(args.sasl), users,
+                  args.tls_cert, args.tls_key)
+    return settings
 
 
 def main(argv=None) -> int:
@@ -86,11 +122,17 @@ def main(argv=None) -> int:
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(args.log_level.upper())
+    try:
+        security = security_settings(args)
+    except ValueError as exc:
+        log.error("%s", exc)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     config = BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
                           advertised_host=args.advertised_host, node_id=args.node_id,
                           num_partitions=args.num_partitions,
                           auto_create_topics=not args.no_auto_create,
-                          log_cleaner_enable=not args.no_log_cleaner)
+                          log_cleaner_enable=not args.no_log_cleaner, **security)
 
     def ready(broker):
         host, port = config.advertised
@@ -102,7 +144,8 @@ def main(argv=None) -> int:
             except OSError as exc:
                 tmp.unlink(missing_ok=True)
                 log.warning("ready file not written: %s", exc.strerror or exc)
-        print(f"{READY_PREFIX}{host}:{port}", flush=True)
+        others = "".join(f" {listener}" for listener in config.extra_listeners)
+        print(f"{READY_PREFIX}{host}:{port}{others}", flush=True)
         _detach_stdout()
 
     try:

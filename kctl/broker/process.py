@@ -1,7 +1,7 @@
 """Run the bundled broker as a child process: for `kctl local`, kctl.testing and kctl's tests.
 
-The child is `python -m kctl.broker`; it prints one line with HOST:PORT on its stdout (a
-pipe) once it listens, which is how the parent learns the port (with port 0) and knows
+The child is `python -m kctl.broker`; it prints one line with HOST:PORT (then any other
+listeners as PROTOCOL://HOST:PORT) on its stdout (a pipe) once it listens, which is how the parent learns the port (with port 0) and knows
 clients can connect: unlike a file in the data directory, a pipe cannot hold a line left by
 an earlier broker. Detached brokers (`kctl local start`) get their own session and log to
 <data-dir>/broker.log; attached ones die with their parent's stop(). Whether a broker runs
@@ -43,6 +43,7 @@ class BrokerProcess:
     preexec_fn: Callable[[], None] | None = None
     process: subprocess.Popen | None = None
     bootstrap: str = ""
+    listeners: list[str] = field(default_factory=list)  # the others, PROTOCOL://HOST:PORT
 
     @property
     def log_path(self) -> Path:
@@ -75,7 +76,7 @@ class BrokerProcess:
         finally:
             self.process.stdout.close()
         if line.startswith(READY_PREFIX):
-            self.bootstrap = line[len(READY_PREFIX):].strip()
+            self.bootstrap, *self.listeners = line[len(READY_PREFIX):].split()
             return self.bootstrap
         try:
             code = self.process.wait(1.0)

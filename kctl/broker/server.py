@@ -4,6 +4,11 @@ Framing rules (Kafka's SocketServer): a size above socket.request.max.bytes is r
 any of the body is read; a frame that cannot be parsed (bad size, unknown API key or
 version, truncated or garbage body) closes only that connection, with one log line. Like
 Kafka, a connection processes one request at a time, so responses keep request order.
+
+Each listener (security/listeners.py) is one server socket; SSL and SASL_SSL ones wrap
+connections in TLS. On a SASL listener a connection may send only ApiVersions and the SASL
+requests until it has authenticated (security/sasl.py); anything else closes it, as Kafka
+closes it.
 """
 
 from __future__ import annotations
@@ -16,12 +21,18 @@ import time
 from dataclasses import dataclass
 
 from .broker import Broker
-from .handlers import HANDLERS
+from .handlers import HANDLERS, access
 from .protocol import apis, errors, frames
 from .protocol.errors import ProtocolError
+from .security.listeners import Listener
+from .security import sasl
+from .security.sasl import Session
+from .storage.manager import StorageError
 
 log = logging.getLogger("kctl.broker.server")
 _SIZE = struct.Struct(">i")
+# What a SASL listener serves before authentication: ApiVersions, SaslHandshake, SaslAuthenticate
+_BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
 
 
 @dataclass(slots=True)
@@ -29,27 +40,64 @@ class RequestContext:
     header: frames.RequestHeader
     client_host: str
     api: apis.Api
+    session: Session
 
     @property
     def version(self) -> int:
         return self.header.api_version
 
+    @property
+    def principal(self) -> str:
+        return self.session.principal
+
+    def allowed(self, broker, operation: int, resource_type: int, name: str) -> bool:
+        """Whether this request's principal may do `operation` on the resource."""
+        return broker.authorizer.authorize(self.session.principal, self.client_host, operation,
+                                           resource_type, name)
+
 
 class BrokerServer:
     def __init__(self, broker: Broker):
         self.broker = broker
-        self._server: asyncio.AbstractServer | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self.listeners: list[Listener] = []
         self._connections: set[asyncio.Task] = set()
         self._accept_error_logged = -1e9
         self._refused_accepts = 0
 
     async def start(self) -> None:
+        """Listen on every listener (OSError: one cannot; ssl.SSLError: bad certificate)."""
         config = self.broker.config
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
-        self._server = await asyncio.start_server(self._serve, config.host, config.port,
-                                                  reuse_address=True, limit=1 << 20)
-        if config.port == 0:  # an ephemeral port: advertise the one the kernel picked
-            config.port = self._server.sockets[0].getsockname()[1]
+        tls = None
+        if any(listener.tls for listener in config.listeners):
+            from .security import tls as tls_files
+
+            cert, key = config.tls_cert, config.tls_key
+            if cert is None:
+                cert, key = tls_files.ensure_generated(
+                    config.data_dir, [l.host for l in config.listeners] + [config.advertised_host or ""])
+            try:
+                tls = tls_files.server_context(cert, key)
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                raise StorageError(f"cannot use TLS certificate {cert} and key {key}: "
+                                   f"{getattr(exc, 'reason', None) or exc.strerror or exc}") from None
+        try:
+            for listener in config.listeners:
+                server = await asyncio.start_server(
+                    lambda r, w, listener=listener: self._serve(r, w, listener), listener.host, listener.port,
+                    reuse_address=True, limit=1 << 20, ssl=tls if listener.tls else None,
+                    ssl_handshake_timeout=10 if listener.tls else None)
+                self._servers.append(server)
+                if listener.port == 0:  # an ephemeral port: advertise the one the kernel picked
+                    listener.port = server.sockets[0].getsockname()[1]
+                self.listeners.append(listener)
+        except BaseException:
+            for server in self._servers:
+                server.close()
+            raise
+        config.port = self.listeners[0].port
+        config.extra_listeners = self.listeners[1:]
         self.broker.start_background()
 
     def _loop_exception(self, loop, context: dict) -> None:
@@ -69,18 +117,20 @@ class BrokerServer:
         loop.default_exception_handler(context)
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     listener: Listener) -> None:
         task = asyncio.current_task()
         self._connections.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
         host = peer[0]
+        session = Session(listener, self.broker.sasl if listener.sasl else None)
         try:
             while True:
                 try:
@@ -89,16 +139,29 @@ class BrokerServer:
                     return
                 (size,) = _SIZE.unpack(head)
                 if head[:2] == b"\x16\x03":  # a TLS handshake record: ClientHello
-                    raise ProtocolError("a TLS client connected; this listener is plaintext "
-                                        "(security.protocol=PLAINTEXT)")
+                    raise ProtocolError(f"a TLS client connected; this listener is {listener.protocol}")
+                if session.raw_tokens:  # SASL after a v0 handshake: a bare token, no header
+                    if not 0 <= size <= sasl.MAX_TOKEN_BYTES:
+                        raise ProtocolError(f"SASL token size {size} is outside 0...{sasl.MAX_TOKEN_BYTES}")
+                    token = await reader.readexactly(size)
+                    try:
+                        answer = session.authenticate(token)
+                    except sasl.SaslFailed as exc:
+                        raise ProtocolError(f"SASL authentication failed: {exc}") from None
+                    writer.writelines([_SIZE.pack(len(answer)), answer])
+                    await writer.drain()
+                    continue
                 if size < 8 or size > self.broker.config.max_request_bytes:
                     raise ProtocolError(f"request size {size} is outside 8..."
                                         f"{self.broker.config.max_request_bytes}")
                 frame = memoryview(await reader.readexactly(size))
-                chunks = await self._handle(frame, host)
+                chunks = await self._handle(frame, host, session)
                 if chunks:
                     writer.writelines(chunks)
                     await writer.drain()
+                if session.close_after_response:
+                    log.info("closing connection from %s:%s: authentication failed", host, peer[1])
+                    return
         except ProtocolError as exc:
             log.warning("closing connection from %s:%s: %s", host, peer[1], exc)
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -113,11 +176,14 @@ class BrokerServer:
             self._connections.discard(task)
             writer.close()
 
-    async def _handle(self, frame: memoryview, host: str) -> list | None:
+    async def _handle(self, frame: memoryview, host: str, session: Session) -> list | None:
         header, pos = frames.parse_header(frame)
         api = apis.APIS.get(header.api_key)
         if api is None:
             raise ProtocolError(f"unknown api key {header.api_key}")
+        if session.needs_authentication and header.api_key not in _BEFORE_AUTHENTICATION:
+            raise ProtocolError(f"{api.name} request before SASL authentication "
+                                f"(listener {session.listener.protocol})")
         version = header.api_version
         if not api.lowest_served <= version <= api.max_version:
             if header.api_key == apis.API_VERSIONS:
@@ -135,8 +201,12 @@ class BrokerServer:
         except Exception as exc:
             raise ProtocolError(f"malformed {api.name} v{version} request: "
                                 f"{type(exc).__name__}: {exc}") from None
-        context = RequestContext(header, host, api)
-        response = await HANDLERS[api.key](self.broker, context, request)
+        context = RequestContext(header, host, api, session)
+        handler = HANDLERS[api.key]
+        if self.broker.authorizer.enabled:
+            response = await access.guarded(handler, api.key, self.broker, context, request)
+        else:
+            response = await handler(self.broker, context, request)
         if response is None:
             return None
         body = apis.encode_response(api, version, response)

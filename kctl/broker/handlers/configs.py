@@ -24,12 +24,17 @@ class _Failure(Exception):
 
 def _static_broker_configs(broker) -> dict[str, str]:
     c = broker.config
-    host, port = c.advertised
     return {
         "node.id": str(c.node_id), "broker.id": str(c.node_id),
         "process.roles": "broker,controller",
-        "listeners": f"PLAINTEXT://{c.host}:{c.port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": ",".join(str(listener) for listener in c.listeners),
+        "advertised.listeners": ",".join(f"{l.protocol}://{c.advertised_host or l.host}:{l.port}"
+                                         for l in c.listeners),
+        "sasl.enabled.mechanisms": ",".join(c.sasl_mechanisms),
+        "super.users": ";".join(c.super_users),
+        "allow.everyone.if.no.acl.found": str(c.allow_everyone_if_no_acl_found).lower(),
+        "authorizer.class.name": ("org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+                                  if c.authorizer else ""),
         "log.dirs": str(c.data_dir), "num.partitions": str(c.num_partitions),
         "auto.create.topics.enable": str(c.auto_create_topics).lower(),
         "default.replication.factor": "1", "offsets.topic.replication.factor": "1",
@@ -174,7 +179,8 @@ def _validate_broker_value(name, value):
 
 def _static_names():
     return {"node.id", "broker.id", "listeners", "advertised.listeners", "log.dirs",
-            "process.roles"}
+            "process.roles", "sasl.enabled.mechanisms", "super.users", "allow.everyone.if.no.acl.found",
+            "authorizer.class.name"}
 
 
 def _apply(broker, resource, new_values: dict[str, str | None], incremental_ops, validate_only):

@@ -19,8 +19,15 @@ async def api_versions(broker, context, request):
     }
 
 
-def _brokers(broker, key: str = "node_id") -> list[dict]:
-    host, port = broker.config.advertised
+def advertised(broker, context) -> tuple[str, int]:
+    """The address of the listener the request came in on (Kafka answers each listener
+    with its own endpoints, so a SASL_SSL client is sent on to the SASL_SSL port)."""
+    listener = context.session.listener
+    return broker.config.advertised_host or listener.host, listener.port
+
+
+def _brokers(broker, context, key: str = "node_id") -> list[dict]:
+    host, port = advertised(broker, context)
     return [{key: broker.node_id, "host": host, "port": port, "rack": None}]
 
 
@@ -56,7 +63,7 @@ async def metadata(broker, context, request):
                            for p in range(info.partitions)],
             "authorized_operations": TOPIC_OPERATIONS if include_ops else NO_OPERATIONS,
         })
-    response = {"throttle_time_ms": 0, "brokers": _brokers(broker),
+    response = {"throttle_time_ms": 0, "brokers": _brokers(broker, context),
                 "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
                 "topics": topics}
     if version >= 13:
@@ -68,7 +75,7 @@ async def describe_cluster(broker, context, request):
     return {
         "throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
         "endpoint_type": 1, "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
-        "brokers": _brokers(broker, "broker_id"),
+        "brokers": _brokers(broker, context, "broker_id"),
         "authorized_operations": (CLUSTER_OPERATIONS
                                           if request.include_cluster_authorized_operations
                                           else NO_OPERATIONS),
@@ -76,7 +83,7 @@ async def describe_cluster(broker, context, request):
 
 
 async def find_coordinator(broker, context, request):
-    host, port = broker.config.advertised
+    host, port = advertised(broker, context)
     key_type = getattr(request, "key_type", 0) if context.version >= 1 else 0
     if key_type == 0:  # a group's coordinator: Kafka creates the offsets topic on this call
         try:

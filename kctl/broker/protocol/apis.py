@@ -55,8 +55,8 @@ _APIS = (
     Api(14, "SyncGroup", 0, 5, 4, "consumer.group"),
     Api(15, "DescribeGroups", 0, 6, 5, "admin.groups"),
     Api(16, "ListGroups", 0, 5, 3, "admin.groups"),
-    # Answered with ILLEGAL_SASL_STATE, as a Kafka PLAINTEXT listener does: a client set up
-    # for SASL fails at once, naming SASL, instead of retrying a closed connection.
+    # On a listener without SASL: ILLEGAL_SASL_STATE, as a Kafka PLAINTEXT listener answers:
+    # a client set up for SASL fails at once, naming SASL, instead of retrying.
     Api(17, "SaslHandshake", 0, 1, 99, "sasl"),
     Api(18, "ApiVersions", 0, 4, 3, "metadata.api_versions"),
     Api(19, "CreateTopics", 2, 7, 5, "admin.topics"),
@@ -71,7 +71,7 @@ _APIS = (
     Api(26, "EndTxn", 0, 5, 3, "producer.transaction"),
     Api(27, "WriteTxnMarkers", 1, 2, 1, "producer.transaction"),
     Api(28, "TxnOffsetCommit", 0, 5, 3, "producer.transaction"),
-    # Answered with SECURITY_DISABLED, as Kafka without an authorizer does (handlers/acls.py).
+    # SECURITY_DISABLED without --authorizer, as Kafka without an authorizer (handlers/acls.py).
     Api(29, "DescribeAcls", 1, 3, 2, "admin.acl"),
     Api(30, "CreateAcls", 1, 3, 2, "admin.acl"),
     Api(31, "DeleteAcls", 1, 3, 2, "admin.acl"),
@@ -86,6 +86,10 @@ _APIS = (
     Api(45, "AlterPartitionReassignments", 0, 1, 0, "admin.topics"),
     Api(46, "ListPartitionReassignments", 0, 0, 0, "admin.topics"),
     Api(47, "OffsetDelete", 0, 0, 99, "consumer.group"),
+    Api(48, "DescribeClientQuotas", 0, 1, 1, "admin.client_quotas"),
+    Api(49, "AlterClientQuotas", 0, 1, 1, "admin.client_quotas"),
+    Api(50, "DescribeUserScramCredentials", 0, 0, 0, "admin.users"),
+    Api(51, "AlterUserScramCredentials", 0, 0, 0, "admin.users"),
     Api(60, "DescribeCluster", 0, 2, 0, "admin.cluster"),
     Api(61, "DescribeProducers", 0, 0, 0, "admin.transactions"),
     Api(65, "DescribeTransactions", 0, 0, 0, "admin.transactions"),

@@ -1,0 +1,81 @@
+"""The security metadata a Kafka cluster keeps in its metadata log — SCRAM credentials,
+ACLs and client quotas — kept here in `security.json` in the data directory.
+
+Every change is written (temp file, fsync, rename) before it is answered, so what a client
+was told succeeded survives kill -9; a write the disk refuses leaves memory and file as
+they were and the request is answered with an error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..storage.manager import StorageError, atomic_write
+from .scram import Credential
+
+FILE = "security.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Acl:
+    """One ACL binding, codes as on the wire (Kafka's AclOperation, ResourceType, ...)."""
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+    def to_json(self) -> list:
+        return [self.resource_type, self.resource_name, self.pattern_type, self.principal,
+                self.host, self.operation, self.permission_type]
+
+
+# A client quota entity: ((entity_type, name or None for the default), ...) sorted by type.
+Entity = tuple[tuple[str, str | None], ...]
+
+
+class SecurityStore:
+    def __init__(self, data_dir: Path):
+        self.path = data_dir / FILE
+        self.credentials: dict[tuple[str, str], Credential] = {}  # (user, mechanism)
+        self.acls: set[Acl] = set()
+        self.quotas: dict[Entity, dict[str, float]] = {}
+        self.listeners = []  # callables told after every change of the ACLs
+
+    def open(self) -> None:
+        try:
+            data = json.loads(self.path.read_text())
+            self.credentials = {(user, mechanism): Credential.from_json(c)
+                                for user, mechanisms in data.get("scram", {}).items()
+                                for mechanism, c in mechanisms.items()}
+            self.acls = {Acl(*entry) for entry in data.get("acls", [])}
+            self.quotas = {tuple((t, n) for t, n in q["entity"]): dict(q["values"])
+                           for q in data.get("quotas", [])}
+        except FileNotFoundError:
+            return
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StorageError(f"{self.path} is corrupt: {exc}") from None
+
+    def _save(self, credentials, acls, quotas) -> None:
+        scram: dict[str, dict] = {}
+        for (user, mechanism), credential in sorted(credentials.items()):
+            scram.setdefault(user, {})[mechanism] = credential.to_json()
+        data = {"scram": scram, "acls": sorted(a.to_json() for a in acls),
+                "quotas": [{"entity": [list(e) for e in entity], "values": values}
+                           for entity, values in sorted(quotas.items(), key=lambda i: repr(i[0]))]}
+        atomic_write(self.path, json.dumps(data, indent=0))
+
+    def update(self, credentials=None, acls=None, quotas=None) -> None:
+        """Replace any of the three, durably first (OSError: nothing changed)."""
+        new = (self.credentials if credentials is None else credentials,
+               self.acls if acls is None else acls,
+               self.quotas if quotas is None else quotas)
+        self._save(*new)
+        self.credentials, self.acls, self.quotas = new
+        if acls is not None:
+            for listener in self.listeners:
+                listener()
