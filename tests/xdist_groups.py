@@ -38,6 +38,7 @@ LONG_GROUPS = (
     "connect-help",  # ~60 s: the `kctl connect` --help examples, on one Connect worker
     "mirror-help",  # ~50 s: the `kctl mirror` --help examples, on one MirrorMaker 2
     "connect",  # ~40 s: tests/connect on the bundled broker, one Connect worker at a time
+    "secured-bundled",  # ~20 s: tests on the secured bundled broker (SASL, ACLs)
     # ~180 s: the other --help examples, one world and one registry (collected among the
     # last, it ended runs alone)
     "tests/test_help_examples.py",
@@ -75,8 +76,10 @@ def group_of(item: pytest.Item) -> str:
     if module.startswith("tests/connect/") and params.get("cluster") == "bundled":
         # One worker runs them, its bundled broker started once for them all.
         return "connect"
-    if "secured_kafka" in item.fixturenames:
+    if "secured_kafka" in item.fixturenames or params.get("secured") == "kafka":
         return "kafka"
+    if params.get("secured") == "bundled" or "secured_bundled" in item.fixturenames:
+        return "secured-bundled"  # one secured bundled broker for them all
     return module
 
 

@@ -92,10 +92,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def config_from_args(args) -> BrokerConfig:
+    """The broker's configuration from parsed options (ValueError: one line)."""
+    return BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
+                        advertised_host=args.advertised_host, node_id=args.node_id,
+                        num_partitions=args.num_partitions,
+                        auto_create_topics=not args.no_auto_create,
+                        log_cleaner_enable=not args.no_log_cleaner, **security_settings(args))
+
+
 def security_settings(args) -> dict:
     """BrokerConfig's security fields from the options (ValueError: one line)."""
     from .security import options
-    from .security.listeners import protocol_for
+    from .security.listeners import Listener, protocol_for
     from .security.sasl import MECHANISMS
 
     users = options.read_users_file(args.users_file) if args.users_file else {}
@@ -108,8 +117,6 @@ def security_settings(args) -> dict:
                 "authorizer": args.authorizer,
                 "super_users": tuple(options.parse_principal(p) for p in args.super_user),
                 "allow_everyone_if_no_acl_found": args.allow_everyone_if_no_acl_found}
-    from .security.listeners import Listener
-
     options.check([Listener(protocol, args.host, args.port), *extra], bool(args.sasl), users,
                   args.tls_cert, args.tls_key)
     return settings
@@ -123,16 +130,11 @@ def main(argv=None) -> int:
     root.addHandler(handler)
     root.setLevel(args.log_level.upper())
     try:
-        security = security_settings(args)
+        config = config_from_args(args)
     except ValueError as exc:
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    config = BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
-                          advertised_host=args.advertised_host, node_id=args.node_id,
-                          num_partitions=args.num_partitions,
-                          auto_create_topics=not args.no_auto_create,
-                          log_cleaner_enable=not args.no_log_cleaner, **security)
 
     def ready(broker):
         host, port = config.advertised

@@ -50,7 +50,8 @@ def local():
     kafka-python, kcat) talk to: Kafka's wire protocol, Kafka's on-disk log format,
     consumer groups and idempotent producers. It starts in a fraction of a second
     and needs no Java and no Docker. Meant for trying kctl, development and tests,
-    not production: one node, no replication, no TLS/SASL, no transactions.
+    not production: one node, no replication. It can open SASL (PLAIN, SCRAM) and TLS
+    listeners and enforce ACLs, to test secured clients locally.
 
     \b
     Examples:
@@ -67,9 +68,19 @@ def local():
 @click.option("--foreground", is_flag=True, help="Run in this process, logging to stderr, until Ctrl-C.")
 @click.option("--save-context", "context_name", default="local", show_default=True, metavar="NAME", help="Context to create or update with the bootstrap address.")
 @click.option("--no-context", is_flag=True, help="Do not touch the config file.")
+@click.option("--sasl", metavar="MECHANISMS", help="SASL on --port's listener: plain, scram-sha-256, scram-sha-512 (comma-separated).")
+@click.option("--user", "users", multiple=True, metavar="NAME:PASSWORD", help="A SASL user (repeatable): PLAIN checks it; SCRAM credentials are made for it once.")
+@click.option("--users-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE", help="More users, NAME:PASSWORD per line.")
+@click.option("--tls", is_flag=True, help="TLS on --port's listener; the CA of a generated certificate is <data-dir>/tls/ca.pem.")
+@click.option("--tls-cert", type=click.Path(dir_okay=False, path_type=Path), metavar="PEM", help="The server certificate chain (default: generated for localhost).")
+@click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), metavar="PEM", help="The private key of --tls-cert.")
+@click.option("--listener", "listeners", multiple=True, metavar="PROTOCOL://HOST:PORT", help="Another listener beside --port's (repeatable), e.g. PLAINTEXT://127.0.0.1:9093.")
+@click.option("--authorizer", is_flag=True, help="Enforce ACLs (Kafka's StandardAuthorizer semantics).")
+@click.option("--super-user", "super_users", multiple=True, metavar="PRINCIPAL", help="A principal allowed everything (repeatable; default with --authorizer: the first --user, or User:ANONYMOUS without SASL).")
 @global_options
 @pass_app
-def start(app: App, port, host, data_dir, foreground, context_name, no_context):
+def start(app: App, port, host, data_dir, foreground, context_name, no_context, sasl, users, users_file, tls, tls_cert,
+          tls_key, listeners, authorizer, super_users):
     """Start the broker (detached) and print its bootstrap address.
 
     Data and broker.log live in the data directory, which survives restarts. One
@@ -79,23 +90,67 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context):
     The `local` context is created (and made current if there is none), so later
     commands need no -b. Instances on different --data-dir and --port coexist.
 
+    Security, to test a secured client without a JVM Kafka: --sasl and --tls make
+    --port's listener SASL_PLAINTEXT, SSL or SASL_SSL; --listener opens more beside it.
+    The context saved then carries the settings to connect as the first --user (its
+    password in the config file, as -X sasl.password would put it) and, with a
+    generated certificate, ssl.ca.location. SCRAM credentials, ACLs and client quotas
+    are kept in the data directory; `kctl user`, `kctl acl` and `kctl quota` manage them.
+
     \b
     Examples:
       kctl local start
       kctl local start --port 19092 --data-dir /tmp/kafka2 --save-context dev2
       BOOTSTRAP=$(kctl local start --port 0 --data-dir "$TMP" --no-context)
       kctl local start --foreground       # Ctrl-C stops it (exit 0)
+      kctl local start --port 0 --data-dir "$TMP/sec" --save-context sec --sasl scram-sha-512 --tls --user admin:admin-secret --authorizer
     """
     from kctl import local as lib
 
     directory = _data_dir(app, data_dir)
+    broker_args = _security_args(sasl, users, users_file, tls, tls_cert, tls_key, listeners, authorizer, super_users)
+    # Checked here, so bad flags are a usage error before anything starts (the broker's
+    # modules are imported only when there is something to check).
+    config = _checked_config(directory, host, port, broker_args) if broker_args or foreground else None
     if foreground:
-        _run_foreground(app, directory, host, port, context_name, no_context)
+        _run_foreground(app, config, context_name, no_context)
         return
-    state = lib.start(directory, host, port, _wait(app))
+    state = lib.start(directory, host, port, _wait(app), broker_args)
     if not no_context:
-        _save_context(app, context_name, state.bootstrap)
+        _save_context(app, context_name, state.bootstrap, config)
     _report_started(app, state)
+
+
+def _security_args(sasl, users, users_file, tls, tls_cert, tls_key, listeners, authorizer, super_users) -> list[str]:
+    """The `python -m kctl.broker` options for the security flags."""
+    args = ["--sasl", sasl] if sasl else []
+    args += [f"--user={user}" for user in users]
+    args += ["--users-file", str(users_file)] if users_file else []
+    args += ["--tls"] if tls else []
+    args += ["--tls-cert", str(tls_cert.absolute())] if tls_cert else []
+    args += ["--tls-key", str(tls_key.absolute())] if tls_key else []
+    for listener in listeners:
+        args += ["--listener", listener]
+    if authorizer:
+        args.append("--authorizer")
+        if not super_users:
+            first = users[0].partition(":")[0] if users else None
+            super_users = (f"User:{first}",) if sasl and first else ("User:ANONYMOUS",)
+    for principal in super_users:
+        args += ["--super-user", principal]
+    return args
+
+
+def _checked_config(directory: Path, host: str, port: int, broker_args: list[str]):
+    """The broker's configuration, checked before anything starts (bad flags: usage error)."""
+    from kctl.broker.main import config_from_args, parse_args
+    from kctl.errors import UsageError
+
+    args = parse_args(["--data-dir", str(directory), "--host", host, "--port", str(port), *broker_args])
+    try:
+        return config_from_args(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _report_started(app: App, state) -> None:
@@ -106,18 +161,42 @@ def _report_started(app: App, state) -> None:
     app.note(f"local broker running (pid {state.pid}, data {state.data_dir})")
 
 
-def _save_context(app: App, name: str, bootstrap: str) -> None:
+def _save_context(app: App, name: str, bootstrap: str, config) -> None:
     from kctl.config.contexts import set_context
     from kctl.config.file import save
 
-    save(app.config_path, set_context(app.config_file, name, bootstrap_servers=bootstrap))
+    save(app.config_path, set_context(app.config_file, name, bootstrap_servers=bootstrap,
+                                      properties=_client_properties(config),
+                                      unset=_CLIENT_KEYS))
 
 
-def _run_foreground(app: App, directory: Path, host: str, port: int, context_name: str, no_context: bool) -> None:
+# The properties _client_properties sets: a restart without security drops them again.
+_CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location")
+
+
+def _client_properties(config) -> list[tuple[str, str]]:
+    """What a client needs on the first listener: its security protocol, the strongest
+    SASL mechanism as the first user, and the generated CA to verify the broker with."""
+    if config is None:
+        return []
+    from kctl.broker.security.tls import generated_paths
+
+    properties = []
+    if config.security_protocol != "PLAINTEXT":
+        properties.append(("security.protocol", config.security_protocol))
+    if config.security_protocol.startswith("SASL_"):
+        mechanism = next(m for m in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN") if m in config.sasl_mechanisms)
+        user, password = next(iter(config.users.items()))
+        properties += [("sasl.mechanism", mechanism), ("sasl.username", user), ("sasl.password", password)]
+    if config.security_protocol.endswith("SSL") and config.tls_cert is None:
+        properties.append(("ssl.ca.location", str(generated_paths(config.data_dir)[0])))
+    return properties
+
+
+def _run_foreground(app: App, config, context_name: str, no_context: bool) -> None:
     import asyncio
     import logging
 
-    from kctl.broker.broker import BrokerConfig
     from kctl.broker.main import serve
     from kctl.broker.storage.manager import StorageError
     from kctl.local import LocalBrokerError
@@ -126,12 +205,11 @@ def _run_foreground(app: App, directory: Path, host: str, port: int, context_nam
     handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.DEBUG if app.debug else logging.INFO)
-    config = BrokerConfig(data_dir=directory, host=host, port=port)
 
     def ready(broker):
         bootstrap = "%s:%d" % config.advertised
         if not no_context:
-            _save_context(app, context_name, bootstrap)
+            _save_context(app, context_name, bootstrap, config)
         app.out.raw(f"{bootstrap}\n")
         app.stdout.flush()
 

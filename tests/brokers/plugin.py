@@ -221,8 +221,8 @@ def secured_kafka(tmp_path_factory):
     from tests.brokers.jars import JarResolutionError
     from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
 
-    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users={"alice": "alice-secret"},
-                           scram_users={"bob": "bob-secret"}, tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
+    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users=SECURED_PLAIN_USERS,
+                           scram_users=SECURED_SCRAM_USERS, tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
     try:
         cluster.start()
     except (JarResolutionError, KafkaStartError, OSError) as exc:
@@ -230,8 +230,54 @@ def secured_kafka(tmp_path_factory):
         if _required():
             pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and the secured cluster failed: {exc}", pytrace=False)
         pytest.skip(f"secured cluster: {exc}")
+    cluster.backend = "kafka"
     yield cluster
     cluster.stop()
+
+
+SECURED_PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+SECURED_SCRAM_USERS = {"bob": "bob-secret"}
+
+
+@pytest.fixture(scope="session")
+def secured_bundled(tmp_path_factory):
+    """The bundled broker secured as the secured Kafka node is: a SASL_PLAINTEXT listener
+    with users admin (super user), alice and bob (no ACLs), the authorizer with
+    allow.everyone.if.no.acl.found off; and a PLAINTEXT listener beside it where the
+    ANONYMOUS principal is a super user (`.plaintext`, as the kafka3 backend's authorizer).
+    It is a KafkaCluster that is never started, pointed at the bundled broker, so client
+    settings and Kafka's tools (`run_tool`, when the jars are there) work as on Kafka."""
+    if "bundled" not in selected_backends():
+        pytest.skip("the secured bundled broker runs with the bundled backend")
+    from kctl.broker.process import BrokerProcess, BrokerProcessError
+    from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
+
+    users = {**SECURED_PLAIN_USERS, **SECURED_SCRAM_USERS}
+    process = BrokerProcess(tmp_path_factory.mktemp("broker-secured-bundled") / "data", extra_args=[
+        "--sasl", "plain,scram-sha-256,scram-sha-512", *[f"--user={u}:{p}" for u, p in users.items()],
+        "--listener", "PLAINTEXT://127.0.0.1:0", "--authorizer",
+        "--super-user", "User:admin", "--super-user", "User:ANONYMOUS"])
+    try:
+        bootstrap = process.start()
+    except BrokerProcessError as exc:
+        if _required():
+            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and the secured bundled broker failed: {exc}", pytrace=False)
+        pytest.skip(f"secured bundled broker: {exc}")
+    secured = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("secured-bundled-tools"),
+                           ports=[int(bootstrap.rsplit(":", 1)[1])], sasl_users=SECURED_PLAIN_USERS,
+                           scram_users=SECURED_SCRAM_USERS, tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
+    secured.backend = "bundled"
+    secured.bundled = process
+    secured.plaintext = process.listeners[0].split("://", 1)[1]
+    yield secured
+    process.stop()
+
+
+@pytest.fixture(params=["bundled", "kafka"])
+def secured(request):
+    """The secured cluster on each backend: the bundled broker's and Apache Kafka's
+    (`secured_bundled`, `secured_kafka`); `.backend` says which."""
+    return request.getfixturevalue(f"secured_{request.param}")
 
 
 def start_connect(workdir: Path, bootstrap: str, *, workers: int = 1, replication: int = 1,

@@ -1,6 +1,7 @@
 """kctl acl against real authorizers: kafka3 (StandardAuthorizer, every client a super
-user) cross-checked with Kafka's own kafka-acls; the secured node, where a principal is
-denied until `acl create` allows it; and clusters without an authorizer (SECURITY_DISABLED)."""
+user) and the bundled broker's authorizer, cross-checked with Kafka's own kafka-acls; the
+secured clusters (bundled and Kafka), where a principal is denied until `acl create`
+allows it; and clusters without an authorizer (SECURITY_DISABLED)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,15 @@ def _same(found, expected):
 
 
 @pytest.fixture
-def authorizer_cluster(cluster):
+def authorizer_cluster(cluster, request):
+    """A cluster with an authorizer where every client is a super user: kafka3 (Kafka's
+    StandardAuthorizer), or for `bundled` the secured bundled broker's PLAINTEXT listener
+    (with Kafka's tools to cross-check)."""
+    if cluster.backend == "bundled":
+        from tests.brokers.plugin import Cluster
+
+        secured = request.getfixturevalue("secured_bundled")
+        return Cluster("bundled", secured.plaintext, 1, kafka=secured)
     if cluster.backend != "kafka3":
         pytest.skip("ACLs need an authorizer: the kafka3 backend runs Kafka's StandardAuthorizer")
     return cluster
@@ -120,8 +129,8 @@ def test_deleting_every_acl_needs_all_and_yes(kctl, authorizer_cluster, unique_n
     assert len(json.loads(kctl(*b, "acl", "list", "-o", "json").stdout)) == count
 
 
-def test_a_denied_principal_is_allowed_after_acl_create(kctl, secured_kafka, unique_name):
-    admin, alice = sasl_flags(secured_kafka), sasl_flags(secured_kafka, user="alice")
+def test_a_denied_principal_is_allowed_after_acl_create(kctl, secured, unique_name):
+    admin, alice = sasl_flags(secured), sasl_flags(secured, user="alice")
     topic = unique_name("allow")
     assert kctl(*admin, "topic", "create", topic).exit_code == 0
     denied = kctl(*alice, "record", "produce", topic, input="a\n")

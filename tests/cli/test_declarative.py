@@ -270,11 +270,11 @@ def test_a_file_names_its_context_and_the_command_line_overrides_it(kctl, cluste
     assert kctl("--context", "nowhere", "diff", "-f", path).exit_code == ExitCode.UNREACHABLE
 
 
-def test_scram_users_from_files_with_the_password_from_the_environment(kctl, secured_kafka, unique_name, tmp_path):
+def test_scram_users_from_files_with_the_password_from_the_environment(kctl, secured, unique_name, tmp_path):
     from tests.cli.test_security import sasl_flags
     from tests.cli.test_user import kafka_configs_users, login
 
-    admin = sasl_flags(secured_kafka)
+    admin = sasl_flags(secured)
     user = unique_name("dana")
     path = write(tmp_path, "u.yaml", f"kind: User\nmetadata: {{name: {user}}}\nspec:\n  credentials: [{{mechanism: SCRAM-SHA-256, iterations: 4096}}]\n  password_env: DANA_PASSWORD\n")
     planned = kctl(*admin, "diff", "-f", path)
@@ -287,8 +287,8 @@ def test_scram_users_from_files_with_the_password_from_the_environment(kctl, sec
     applied = kctl(*admin, "apply", "-f", path, "--yes", env={"DANA_PASSWORD": "d4na-secret"})
     assert applied.exit_code == 0, applied.stderr
     assert "d4na-secret" not in applied.stdout + applied.stderr
-    eventually(lambda: _has(kafka_configs_users(secured_kafka), (user, "SCRAM-SHA-256", 4096)))
-    eventually(lambda: _clean(login(kctl, secured_kafka, user, "d4na-secret", "SCRAM-SHA-256")))
+    eventually(lambda: _has(kafka_configs_users(secured), (user, "SCRAM-SHA-256", 4096)))
+    eventually(lambda: _clean(login(kctl, secured, user, "d4na-secret", "SCRAM-SHA-256")))
     eventually(lambda: _clean(kctl(*admin, "diff", "-f", path)))
     exported = [d for d in yaml.safe_load_all(kctl(*admin, "export", "--kind", "user").stdout) if d["metadata"]["name"] == user]
     assert exported[0]["spec"] == {"credentials": [{"mechanism": "SCRAM-SHA-256", "iterations": 4096}]}

@@ -37,8 +37,8 @@ def login(kctl, cluster, user, password, mechanism):
     return kctl(*flags, "broker", "list")
 
 
-def test_scram_user_lifecycle(kctl, secured_kafka, unique_name):
-    admin = sasl_flags(secured_kafka)
+def test_scram_user_lifecycle(kctl, secured, unique_name):
+    admin = sasl_flags(secured)
     user, password = unique_name("carol"), "s3cret-Pa55-word"
     created = kctl(*admin, "user", "set-password", user, "-m", "scram-sha-256", "-m", "scram-sha-512", "--iterations", "4096",
                    "--password-stdin", "--debug", input=f"{password}\n")
@@ -55,19 +55,19 @@ def test_scram_user_lifecycle(kctl, secured_kafka, unique_name):
         return rows
 
     rows = eventually(listed)
-    assert rows == kafka_configs_users(secured_kafka)
+    assert rows == kafka_configs_users(secured)
     described = kctl(*admin, "user", "describe", user)
     assert described.stdout == f"USER\tMECHANISM\tITERATIONS\n{user}\tSCRAM-SHA-256\t4096\n{user}\tSCRAM-SHA-512\t4096\n"
 
     def logs_in(secret):
         def check():
-            result = login(kctl, secured_kafka, user, secret, "SCRAM-SHA-256")
+            result = login(kctl, secured, user, secret, "SCRAM-SHA-256")
             assert result.exit_code == 0, result.stderr
 
         eventually(check)
 
     logs_in(password)
-    assert login(kctl, secured_kafka, user, "wrong", "SCRAM-SHA-512").exit_code == ExitCode.NOT_AUTHORIZED
+    assert login(kctl, secured, user, "wrong", "SCRAM-SHA-512").exit_code == ExitCode.NOT_AUTHORIZED
 
     # A new password replaces the old one.
     assert kctl(*admin, "user", "set-password", user, "-m", "scram-sha-256", "--password-stdin", input="n3w-password\n").exit_code == 0
@@ -82,7 +82,7 @@ def test_scram_user_lifecycle(kctl, secured_kafka, unique_name):
         ExitCode.NOT_FOUND, f"error: unable to delete SCRAM user {user}: it has no SCRAM-SHA-256 credential (it has SCRAM-SHA-512)\n"
     )
     def removed():
-        assert (user, "SCRAM-SHA-256", 4096) not in kafka_configs_users(secured_kafka)
+        assert (user, "SCRAM-SHA-256", 4096) not in kafka_configs_users(secured)
 
     eventually(removed)
     assert kctl(*admin, "user", "delete", user, "--yes").exit_code == 0
@@ -97,8 +97,8 @@ def test_scram_user_lifecycle(kctl, secured_kafka, unique_name):
     eventually(gone)
 
 
-def test_a_password_never_comes_from_argv_nor_shows(kctl, secured_kafka):
-    admin = sasl_flags(secured_kafka)
+def test_a_password_never_comes_from_argv_nor_shows(kctl, secured):
+    admin = sasl_flags(secured)
     on_argv = kctl(*admin, "user", "set-password", "dave", "hunter2")
     assert (on_argv.exit_code, on_argv.stderr) == (
         ExitCode.USAGE,
@@ -114,16 +114,7 @@ def test_a_password_never_comes_from_argv_nor_shows(kctl, secured_kafka):
     bad = kctl(*admin, "user", "set-password", "dave", "-m", "md5", "--password-stdin", input="x\n")
     assert (bad.exit_code, bad.stderr) == (ExitCode.USAGE, "error: unknown SCRAM mechanism 'md5'; accepted: scram-sha-256, scram-sha-512\n")
     # A principal without the right to alter credentials: refused, and the password is not in the error.
-    alice = sasl_flags(secured_kafka, user="alice")
+    alice = sasl_flags(secured, user="alice")
     denied = kctl(*alice, "user", "set-password", "dave", "--password-stdin", "--debug", input="hunter2\n")
     assert denied.exit_code == ExitCode.NOT_AUTHORIZED, denied.stderr
     assert "CLUSTER_AUTHORIZATION_FAILED" in denied.stderr and "hunter2" not in denied.stdout + denied.stderr
-
-
-def test_user_commands_on_a_cluster_without_scram_apis(kctl, cluster):
-    if cluster.backend != "bundled":
-        pytest.skip("the bundled broker is the cluster without SCRAM APIs")
-    result = kctl("-b", cluster.bootstrap, "user", "list")
-    assert (result.exit_code, result.stderr) == (
-        ExitCode.ERROR, "error: unable to list SCRAM users: _UNSUPPORTED_FEATURE: DescribeUserScramCredentials API (KIP-554) not supported by broker\n"
-    )
