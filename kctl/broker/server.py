@@ -33,6 +33,7 @@ log = logging.getLogger("kctl.broker.server")
 _SIZE = struct.Struct(">i")
 # What a SASL listener serves before authentication: ApiVersions, SaslHandshake, SaslAuthenticate
 _BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
+_FAILED_AUTHENTICATION_DELAY_S = 0.1
 
 
 @dataclass(slots=True)
@@ -160,6 +161,9 @@ class BrokerServer:
                     writer.writelines(chunks)
                     await writer.drain()
                 if session.close_after_response:
+                    # Kafka's connection.failed.authentication.delay.ms (100): the client
+                    # reads the error before it sees the connection close.
+                    await asyncio.sleep(_FAILED_AUTHENTICATION_DELAY_S)
                     log.info("closing connection from %s:%s: authentication failed", host, peer[1])
                     return
         except ProtocolError as exc:

@@ -1,5 +1,5 @@
 """What the bundled broker does not implement fails at once, with an error that names it,
-in the client that asked: a client set up for SASL or TLS (the listener is plaintext only).
+in the client that asked: a client set up for SASL or TLS on a PLAINTEXT listener.
 (Share consumers and Kafka Streams' streams protocol, which need the Java clients, are in
 test_clients.py.)"""
 

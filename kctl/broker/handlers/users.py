@@ -17,7 +17,11 @@ _DENIED = "Cluster authorization failed."
 async def describe_user_scram_credentials(broker, context, request):
     answer = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "results": []}
     if not context.allowed(broker, az.DESCRIBE, az.CLUSTER, az.CLUSTER_NAME):
-        return {**answer, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED, "error_message": _DENIED}
+        # As Kafka's getErrorResponse: the error at the top and on every user asked for
+        # (librdkafka reads the per-user results and crashes on a missing one).
+        return {**answer, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED, "error_message": _DENIED,
+                "results": [{"user": u.name, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED,
+                             "error_message": _DENIED, "credential_infos": []} for u in request.users or []]}
     by_user: dict[str, list] = {}
     for (user, mechanism), credential in sorted(broker.security.credentials.items()):
         by_user.setdefault(user, []).append({"mechanism": scram.MECHANISMS[mechanism][1],
