@@ -485,7 +485,7 @@ def never_the_same(example: Example) -> str | None:
 
 def stop_local_brokers(shell: Shell) -> None:
     """Brokers the `kctl local` examples started, in the default data dir or another."""
-    for data_dir in ("", "--data-dir kafka2", f"--data-dir {shell.env['TMP']}"):
+    for data_dir in ("", "--data-dir kafka2", f"--data-dir {shell.env['TMP']}", f"--data-dir {shell.env['TMP']}/sec"):
         subprocess.run(["bash", "-c", f"kctl local stop {data_dir}"], cwd=shell.cwd, env=shell.env,
                        capture_output=True, timeout=60)
 

@@ -28,7 +28,8 @@ class Listener:
 
 
 def protocol_for(sasl: bool, tls: bool) -> str:
-    return ("SASL_" if sasl else "") + ("SSL" if tls else "PLAINTEXT") if sasl or tls else "PLAINTEXT"
+    """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+    return ("SASL_" if sasl else "") + ("SSL" if tls else "PLAINTEXT")
 
 
 def parse_listener(text: str, default_host: str = "127.0.0.1") -> Listener:
