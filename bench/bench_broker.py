@@ -55,8 +55,13 @@ def start_kafka(workdir: Path):
     return cluster.bootstrap, ready, cluster.nodes[0].process.pid, cluster.stop
 
 
-def produce_throughput(bootstrap: str, topic: str, records: int) -> float:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+def client_config(bootstrap: str | dict) -> dict:
+    """A bootstrap address, or a whole client configuration (bench_listeners.py: SASL_SSL)."""
+    return dict(bootstrap) if isinstance(bootstrap, dict) else {"bootstrap.servers": bootstrap}
+
+
+def produce_throughput(bootstrap: str | dict, topic: str, records: int) -> float:
+    producer = Producer({**client_config(bootstrap), "acks": "all", "linger.ms": 5,
                          "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000})
     started = time.perf_counter()
     for _ in range(records):
@@ -83,8 +88,8 @@ def transactional_throughput(bootstrap: str, topic: str, records: int, per_trans
     return records // per_transaction * per_transaction / (time.perf_counter() - started)
 
 
-def consume_throughput(bootstrap: str, topic: str, records: int) -> float:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time_ns()}",
+def consume_throughput(bootstrap: str | dict, topic: str, records: int) -> float:
+    consumer = Consumer({**client_config(bootstrap), "group.id": f"bench-{time.time_ns()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
                          "fetch.max.bytes": 52428800})
     consumer.subscribe([topic])
@@ -99,8 +104,8 @@ def consume_throughput(bootstrap: str, topic: str, records: int) -> float:
     return records / elapsed
 
 
-def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[float, float]:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+def latency(bootstrap: str | dict, topic: str, rate: int, seconds: float) -> tuple[float, float]:
+    producer = Producer({**client_config(bootstrap), "acks": "all", "linger.ms": 0})
     samples = []
 
     interval = 1 / rate

@@ -19,68 +19,20 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import common  # noqa: F401 - puts the repository on sys.path
+from bench_broker import consume_throughput as consume
+from bench_broker import latency
+from bench_broker import produce_throughput as produce
 
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic,
                                    ResourcePatternType, ResourceType)
 
-RECORD = b"x" * 1024
 SERVER_JVM_OPTIONS = ("-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                       "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
                       "-Djava.awt.headless=true")
 ADMIN = ("admin", "admin-secret")
-
-
-def produce(config: dict, topic: str, records: int) -> float:
-    producer = Producer({**config, "acks": "all", "linger.ms": 5, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000})
-    started = time.perf_counter()
-    for _ in range(records):
-        while True:
-            try:
-                producer.produce(topic, RECORD)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    assert producer.flush(120) == 0
-    return records / (time.perf_counter() - started)
-
-
-def consume(config: dict, topic: str, records: int) -> float:
-    consumer = Consumer({**config, "group.id": f"bench-{time.time_ns()}", "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "fetch.max.bytes": 52428800})
-    consumer.subscribe([topic])
-    count, started = 0, None
-    while count < records:
-        messages = consumer.consume(10000, 1.0)
-        if messages and started is None:
-            started = time.perf_counter()
-        count += sum(1 for m in messages if not m.error())
-    elapsed = time.perf_counter() - started
-    consumer.close()
-    return records / elapsed
-
-
-def latency(config: dict, topic: str, rate: int, seconds: float) -> tuple[float, float]:
-    producer = Producer({**config, "acks": "all", "linger.ms": 0, "enable.idempotence": False})
-    samples = []
-    interval, next_at = 1 / rate, time.perf_counter()
-    end = next_at + seconds
-    while next_at < end:
-        sent = time.perf_counter()
-        producer.produce(topic, RECORD, on_delivery=lambda err, msg, s=sent: samples.append(time.perf_counter() - s))
-        producer.poll(0)
-        next_at += interval
-        delay = next_at - time.perf_counter()
-        if delay > 0:
-            producer.poll(delay)
-    producer.flush(30)
-    samples.sort()
-    return samples[len(samples) // 2] * 1000, samples[int(len(samples) * 0.99)] * 1000
 
 
 def sasl_ssl(address: str, ca: Path, user=ADMIN) -> dict:

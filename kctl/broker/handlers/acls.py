@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..protocol import errors
 from ..security import authorizer as az
 from ..security.store import Acl
-from .common import answer_storage_error
+from .common import answer_storage_errors
 
 # Kafka's own words (AclApis.scala) for the same answer.
 _MESSAGE = "No Authorizer is configured."
@@ -65,9 +65,7 @@ async def create_acls(broker, context, request):
         try:
             broker.security.update(acls=new)
         except OSError as exc:
-            for result in results:
-                if result["error_code"] == errors.NONE:
-                    answer_storage_error(result, "store ACLs", exc)
+            answer_storage_errors(results, "store ACLs", exc)
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -98,9 +96,9 @@ async def delete_acls(broker, context, request):
         try:
             broker.security.update(acls=remaining)
         except OSError as exc:
+            answer_storage_errors(answer["filter_results"], "store ACLs", exc)
             for result in answer["filter_results"]:
-                if result["error_code"] == errors.NONE:
-                    answer_storage_error(result, "store ACLs", exc)
+                if result["error_code"] == errors.KAFKA_STORAGE_ERROR:
                     result["matching_acls"] = []
     return answer
 

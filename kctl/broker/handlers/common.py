@@ -48,6 +48,15 @@ def answer_storage_error(result: dict, action: str, exc: OSError) -> None:
     result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
 
 
+def answer_storage_errors(results: list[dict], action: str, exc: OSError) -> None:
+    """A change the disk refused: every result that had succeeded becomes KAFKA_STORAGE_ERROR."""
+    message = storage_error_message(action, exc)
+    log.error("%s", message)
+    for result in results:
+        if result["error_code"] == errors.NONE:
+            result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
+
+
 def topic_name(broker, name: str | None, topic_id) -> str | None:
     """The topic a request names, by name (older versions) or by id (newer ones)."""
     if topic_id is not None and topic_id != ZERO_UUID:

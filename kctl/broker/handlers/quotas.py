@@ -10,7 +10,7 @@ import ipaddress
 
 from ..protocol import errors
 from ..security import authorizer as az
-from .common import answer_storage_error
+from .common import answer_storage_errors
 
 USER_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 IP_KEYS = ("connection_creation_rate",)
@@ -122,9 +122,7 @@ async def alter_client_quotas(broker, context, request):
         try:
             broker.security.update(quotas=quotas)
         except OSError as exc:
-            for result in results:
-                if result["error_code"] == errors.NONE:
-                    answer_storage_error(result, "store client quotas", exc)
+            answer_storage_errors(results, "store client quotas", exc)
     return {"throttle_time_ms": 0, "entries": results}
 
 

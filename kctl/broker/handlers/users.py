@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..protocol import errors
 from ..security import authorizer as az
 from ..security import scram
-from .common import answer_storage_error
+from .common import answer_storage_errors
 
 _DENIED = "Cluster authorization failed."
 
@@ -100,9 +100,7 @@ async def alter_user_scram_credentials(broker, context, request):
         try:
             broker.security.update(credentials=credentials)
         except OSError as exc:
-            for result in results:
-                if result["error_code"] == errors.NONE:
-                    answer_storage_error(result, "store SCRAM credentials", exc)
+            answer_storage_errors(results, "store SCRAM credentials", exc)
     return {"throttle_time_ms": 0, "results": results}
 
 
