@@ -63,15 +63,18 @@ def status(data_dir: Path) -> LocalStatus:
                        str(data_dir / LOG_FILE))
 
 
-def start(data_dir: Path, host: str, port: int, timeout: float, broker_args: list[str] = ()) -> LocalStatus:
+def start(data_dir: Path, host: str, port: int, timeout: float, broker_args: list[str] = (),
+          broker_env: dict[str, str] | None = None) -> LocalStatus:
     """Start a detached broker on data_dir (`broker_args`: more `python -m kctl.broker`
-    options, the security ones), or return the one already running there."""
+    options, the security ones; `broker_env`: its users), or return the one already running
+    there."""
     from kctl.broker.process import BrokerProcess, BrokerProcessError
 
     current = status(data_dir)
     if current.state == "running":
         return _listening(data_dir, current, timeout)
-    process = BrokerProcess(data_dir, port=port, host=host, detach=True, extra_args=list(broker_args))
+    process = BrokerProcess(data_dir, port=port, host=host, detach=True, extra_args=list(broker_args),
+                            env=broker_env)
     try:
         process.start(timeout)
     except BrokerProcessError as exc:

@@ -92,6 +92,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+# NAME:PASSWORD lines, as --users-file holds them: how `kctl local start` hands the broker
+# its users without putting passwords in the broker's argv (which `ps` shows to everyone).
+USERS_ENV = "KCTL_BROKER_USERS"
+
+
 def config_from_args(args) -> BrokerConfig:
     """The broker's configuration from parsed options (ValueError: one line)."""
     return BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
@@ -108,6 +113,7 @@ def security_settings(args) -> dict:
     from .security.sasl import MECHANISMS
 
     users = options.read_users_file(args.users_file) if args.users_file else {}
+    users.update(options.parse_users_text(os.environ.get(USERS_ENV, ""), USERS_ENV))
     users.update(options.parse_user(text) for text in args.user)
     mechanisms = options.parse_mechanisms(args.sasl) if args.sasl else MECHANISMS
     protocol = protocol_for(bool(args.sasl), args.tls)

@@ -39,6 +39,7 @@ class BrokerProcess:
     host: str = "127.0.0.1"
     detach: bool = False
     extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None  # added to this process's environment for the child
     # Run in the child before exec (tests: resource limits such as RLIMIT_NOFILE).
     preexec_fn: Callable[[], None] | None = None
     process: subprocess.Popen | None = None
@@ -70,7 +71,7 @@ class BrokerProcess:
             self.process = subprocess.Popen(
                 self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=log, start_new_session=self.detach, close_fds=True,
-                preexec_fn=self.preexec_fn)
+                preexec_fn=self.preexec_fn, env={**os.environ, **self.env} if self.env else None)
         try:
             line = _read_line(self.process.stdout, time.monotonic() + timeout)
         finally:

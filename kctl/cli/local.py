@@ -111,11 +111,13 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
     broker_args = _security_args(sasl, users, users_file, tls, tls_cert, tls_key, listeners, authorizer, super_users)
     # Checked here, so bad flags are a usage error before anything starts (the broker's
     # modules are imported only when there is something to check).
-    config = _checked_config(directory, host, port, broker_args) if broker_args or foreground else None
+    config = _checked_config(directory, host, port, broker_args, users) if broker_args or foreground else None
     if foreground:
         _run_foreground(app, config, context_name, no_context)
         return
-    state = lib.start(directory, host, port, _wait(app), broker_args)
+    # The users go in the broker's environment, not its argv: `ps` shows argv to everyone.
+    env = {"KCTL_BROKER_USERS": "".join(f"{user}\n" for user in users)} if users else None
+    state = lib.start(directory, host, port, _wait(app), broker_args, env)
     if not no_context:
         _save_context(app, context_name, state.bootstrap, config)
     _report_started(app, state)
@@ -124,8 +126,7 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
 def _security_args(sasl, users, users_file, tls, tls_cert, tls_key, listeners, authorizer, super_users) -> list[str]:
     """The `python -m kctl.broker` options for the security flags."""
     args = ["--sasl", sasl] if sasl else []
-    args += [f"--user={user}" for user in users]
-    args += ["--users-file", str(users_file)] if users_file else []
+    args += ["--users-file", str(users_file.absolute())] if users_file else []
     args += ["--tls"] if tls else []
     args += ["--tls-cert", str(tls_cert.absolute())] if tls_cert else []
     args += ["--tls-key", str(tls_key.absolute())] if tls_key else []
@@ -141,12 +142,13 @@ def _security_args(sasl, users, users_file, tls, tls_cert, tls_key, listeners, a
     return args
 
 
-def _checked_config(directory: Path, host: str, port: int, broker_args: list[str]):
+def _checked_config(directory: Path, host: str, port: int, broker_args: list[str], users):
     """The broker's configuration, checked before anything starts (bad flags: usage error)."""
     from kctl.broker.main import config_from_args, parse_args
     from kctl.errors import UsageError
 
-    args = parse_args(["--data-dir", str(directory), "--host", host, "--port", str(port), *broker_args])
+    args = parse_args(["--data-dir", str(directory), "--host", host, "--port", str(port), *broker_args,
+                       *[f"--user={user}" for user in users]])
     try:
         return config_from_args(args)
     except ValueError as exc:

@@ -35,6 +35,10 @@ def read_users_file(path: Path) -> dict[str, str]:
         text = path.read_text()
     except OSError as exc:
         raise ValueError(f"cannot read users file {path}: {exc.strerror or exc}") from None
+    return parse_users_text(text, str(path))
+
+
+def parse_users_text(text: str, where: str) -> dict[str, str]:
     users = {}
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -43,7 +47,7 @@ def read_users_file(path: Path) -> dict[str, str]:
         try:
             name, password = parse_user(line)
         except ValueError as exc:
-            raise ValueError(f"{path}, line {number}: {exc}") from None
+            raise ValueError(f"{where}, line {number}: {exc}") from None
         users[name] = password
     return users
 
