@@ -19,6 +19,7 @@ from .coordinator.groups import GroupCoordinator
 from .coordinator.offsets import OffsetStore
 from .coordinator.producer_ids import ProducerIdManager
 from .coordinator.transactions import TransactionCoordinator
+from .quotas import QuotaManager
 from .security.authorizer import Authorizer
 from .security.listeners import Listener
 from .security.sasl import MECHANISMS, SaslConfig
@@ -91,6 +92,7 @@ class Broker:
         self.security = SecurityStore(config.data_dir)
         self.authorizer = Authorizer(self.security, config.authorizer, config.super_users,
                                      config.allow_everyone_if_no_acl_found)
+        self.quotas = QuotaManager(lambda: self.security.quotas, clock)
         self.sasl = SaslConfig(config.sasl_mechanisms, dict(config.users),
                                lambda user, mechanism: self.security.credentials.get((user, mechanism)))
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)

@@ -20,6 +20,7 @@ import struct
 import time
 from dataclasses import dataclass
 
+from . import quotas
 from .broker import Broker
 from .handlers import HANDLERS, access
 from .protocol import apis, errors, frames
@@ -34,6 +35,7 @@ _SIZE = struct.Struct(">i")
 # What a SASL listener serves before authentication: ApiVersions, SaslHandshake, SaslAuthenticate
 _BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
 _FAILED_AUTHENTICATION_DELAY_S = 0.1
+_QUOTA_KEYS = {0: quotas.PRODUCE, 1: quotas.FETCH}
 
 
 @dataclass(slots=True)
@@ -160,6 +162,9 @@ class BrokerServer:
                 if chunks:
                     writer.writelines(chunks)
                     await writer.drain()
+                if session.throttle_ms:  # over its quota: not read again until the time is up
+                    await asyncio.sleep(session.throttle_ms / 1000)
+                    session.throttle_ms = 0
                 if session.close_after_response:
                     # Kafka's connection.failed.authentication.delay.ms (100): the client
                     # reads the error before it sees the connection close.
@@ -211,9 +216,22 @@ class BrokerServer:
             response = await access.guarded(handler, api.key, self.broker, context, request)
         else:
             response = await handler(self.broker, context, request)
-        if response is None:
+        body = None if response is None else apis.encode_response(api, version, response)
+        if api.key in _QUOTA_KEYS and self.broker.security.quotas:
+            # Produce is measured by the request's size, Fetch by the answer's (Kafka's way)
+            size = len(frame) if api.key == apis.PRODUCE else len(body)
+            who = (session.principal.partition(":")[2], header.client_id or "")
+            session.throttle_ms = self.broker.quotas.record(_QUOTA_KEYS[api.key], *who, size)
+            if session.throttle_ms and api.key != apis.PRODUCE:
+                # A Fetch over its quota gets no records (the client asks again, from the
+                # same offsets, after the throttle), as Kafka's throttled fetch response.
+                self.broker.quotas.record(_QUOTA_KEYS[api.key], *who, -size)
+                response = {"throttle_time_ms": 0, "error_code": errors.NONE, "session_id": 0, "responses": []}
+            if session.throttle_ms and response is not None:
+                response["throttle_time_ms"] = session.throttle_ms
+                body = apis.encode_response(api, version, response)
+        if body is None:
             return None
-        body = apis.encode_response(api, version, response)
         flexible_header = flexible and header.api_key != apis.API_VERSIONS
         return frames.response_frame(header.correlation_id, flexible_header, body)
 

@@ -1,8 +1,8 @@
 """DescribeClientQuotas and AlterClientQuotas (KIP-546), stored durably with Kafka's
 validation: entity types user, client-id and ip (an ip entity stands alone), the quota
 keys each accepts, a name or the default (null) per type. Describing needs
-DESCRIBE_CONFIGS on the cluster, altering ALTER_CONFIGS. The quotas are stored and
-described, not enforced: the bundled broker never throttles a client."""
+DESCRIBE_CONFIGS on the cluster, altering ALTER_CONFIGS. producer_byte_rate and
+consumer_byte_rate are enforced (kctl/broker/quotas.py); the others are stored only."""
 
 from __future__ import annotations
 

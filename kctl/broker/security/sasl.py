@@ -38,6 +38,7 @@ class Session:
     handshake_version: int = -1
     authenticated: bool = False
     close_after_response: bool = False
+    throttle_ms: int = 0  # over a client quota: the connection rests this long
     _scram: ScramServer | None = field(default=None, repr=False)
 
     @property
