@@ -413,6 +413,29 @@ def _no_error(topic):
     assert topic.error is None, topic.error
 
 
+def test_a_transactional_producer_needs_its_transactional_id(secured):
+    topic, txn = "authz-txn", "authz-txn-id"
+    _create_topic(secured, topic)
+    _allow(secured, ResourceType.TOPIC, topic, "User:alice", AclOperation.WRITE)
+    producer = Producer({**secured.librdkafka(user="alice"), "transactional.id": txn})
+    with pytest.raises(KafkaException) as raised:
+        producer.init_transactions(10)
+    assert raised.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    _allow(secured, ResourceType.TRANSACTIONAL_ID, txn, "User:alice", AclOperation.WRITE)
+    producer = Producer({**secured.librdkafka(user="alice"), "transactional.id": txn})
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce(topic, b"in a transaction")
+    producer.commit_transaction(10)
+    consumer = Consumer({**secured.librdkafka(), "group.id": "authz-txn-reader", "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    message, deadline = None, time.monotonic() + 10
+    while message is None and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+    consumer.close()
+    assert message is not None and message.value() == b"in a transaction"
+
+
 def test_deny_wins_and_hosts_match(secured):
     topic = "authz-deny"
     _create_topic(secured, topic)
