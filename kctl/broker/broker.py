@@ -18,6 +18,7 @@ from .coordinator.consumer import ConsumerGroupCoordinator
 from .coordinator.groups import GroupCoordinator
 from .coordinator.offsets import OffsetStore
 from .coordinator.producer_ids import ProducerIdManager
+from .coordinator.share import ShareGroupCoordinator
 from .coordinator.transactions import TransactionCoordinator
 from .quotas import QuotaManager
 from .security.authorizer import Authorizer
@@ -89,6 +90,9 @@ class Broker:
             config.data_dir, clock, self.logs, self.producer_ids.allocate, self.groups.commit,
             self.notify_appended, config.transaction_max_timeout_ms)
         self.cleaner = LogCleaner(self.logs, clock)
+        self.share_groups = ShareGroupCoordinator(
+            config.data_dir, clock, lambda: {name: info.partitions for name, info in self.logs.topics.items()},
+            lambda topic, partition: self.logs.logs.get((topic, partition)), self.notify_appended)
         self.security = SecurityStore(config.data_dir)
         self.authorizer = Authorizer(self.security, config.authorizer, config.super_users,
                                      config.allow_everyone_if_no_acl_found)
@@ -114,6 +118,7 @@ class Broker:
             self.producer_ids.open()
             report["skipped_transaction_entries"] = self.transactions.open()
             self.cleaner.open()
+            report["skipped_share_entries"] = self.share_groups.open()
             self.security.open()
             self._seed_scram_users()
         except BaseException:
@@ -149,6 +154,7 @@ class Broker:
             try:
                 self.groups.tick()
                 self.consumer_groups.tick()
+                self.share_groups.tick()
                 self.transactions.tick()
                 if now - last_retention >= self.config.retention_check_interval_ms:
                     last_retention = now
@@ -170,6 +176,7 @@ class Broker:
             self._cleaning.cancel()
         self.cleaner.close()
         self.transactions.close()
+        self.share_groups.close()
         self.offsets.close()
         self.logs.close()
 

@@ -183,6 +183,7 @@ class BrokerServer:
             log.exception("closing connection from %s:%s after an internal error", host, peer[1])
         finally:
             self._connections.discard(task)
+            self.broker.share_groups.connection_closed(session)  # its share sessions end with it
             writer.close()
 
     async def _handle(self, frame: memoryview, host: str, session: Session) -> list | None:

@@ -29,7 +29,7 @@ CLUSTER_DENIED = errors.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 _MESSAGE = "Authorization failed."
 # DescribeConfigs / AlterConfigs resource types
-_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32
 
 
 async def guarded(handler, api_key: int, broker, context, request):
@@ -358,13 +358,15 @@ async def _create_partitions(handler, broker, context, request):
 def _config_allowed(broker, context, resource, operation) -> bool:
     if resource.resource_type == _CONFIG_TOPIC:
         return _can(broker, context, operation, TOPIC, resource.resource_name)
+    if resource.resource_type == _CONFIG_GROUP:
+        return _can(broker, context, operation, GROUP, resource.resource_name)
     if resource.resource_type in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
         return _cluster(broker, context, operation)
     return True  # the handler refuses unknown types
 
 
 def _config_denied_code(resource) -> int:
-    return TOPIC_DENIED if resource.resource_type == _CONFIG_TOPIC else CLUSTER_DENIED
+    return {_CONFIG_TOPIC: TOPIC_DENIED, _CONFIG_GROUP: GROUP_DENIED}.get(resource.resource_type, CLUSTER_DENIED)
 
 
 async def _describe_configs(handler, broker, context, request):
@@ -523,6 +525,71 @@ async def _list_transactions(handler, broker, context, request):
     return response
 
 
+# -- share groups -------------------------------------------------------------------------------
+
+async def _share_group_heartbeat(handler, broker, context, request):
+    denied = None
+    if not _can(broker, context, READ, GROUP, request.group_id):
+        denied = (GROUP_DENIED, _MESSAGE)
+    else:
+        hidden = sorted(n for n in request.subscribed_topic_names or () if not _can(broker, context, DESCRIBE, TOPIC, n))
+        if hidden:
+            denied = (TOPIC_DENIED, "The following topics are not authorized: " + ", ".join(hidden))
+    if denied:
+        return {"throttle_time_ms": 0, "error_code": denied[0], "error_message": denied[1], "member_id": request.member_id,
+                "member_epoch": request.member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
+    return await handler(broker, context, request)
+
+
+async def _share_group_describe(handler, broker, context, request):
+    response = await handler(broker, context, request)
+    _describe_groups_answer(broker, context, response["groups"], request.include_authorized_operations, {
+        "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []})
+    return response
+
+
+def _share_records_guard(fetch: bool):
+    """ShareFetch / ShareAcknowledge: READ on the group, READ on each topic named."""
+    async def guard(handler, broker, context, request):
+        base = {"throttle_time_ms": 0, "error_message": _MESSAGE, "acquisition_lock_timeout_ms": 30000,
+                "responses": [], "node_endpoints": []}
+        if not request.group_id or not _can(broker, context, READ, GROUP, request.group_id):
+            return {**base, "error_code": GROUP_DENIED}
+        keep, drop = _split(request.topics, lambda t: _can(
+            broker, context, READ, TOPIC, broker.logs.topic_ids.get(t.topic_id) or ""))
+        response = await handler(broker, context, _with(request, topics=keep))
+        for t in drop:
+            rows = []
+            for p in t.partitions:
+                row = {"partition_index": p.partition_index, "error_code": TOPIC_DENIED, "error_message": _MESSAGE,
+                       "current_leader": {"leader_id": -1, "leader_epoch": -1}}
+                if fetch:
+                    row.update(acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else errors.NONE,
+                               acknowledge_error_message=None, records=b"", acquired_records=[])
+                rows.append(row)
+            response["responses"].append({"topic_id": t.topic_id, "partitions": rows})
+        return response
+    return guard
+
+
+async def _describe_share_group_offsets(handler, broker, context, request):
+    keep, drop = _split(request.groups, lambda g: _can(broker, context, DESCRIBE, GROUP, g.group_id))
+    response = await handler(broker, context, _with(request, groups=keep))
+    for g in response["groups"]:
+        g["topics"] = [t for t in g["topics"] if _can(broker, context, DESCRIBE, TOPIC, t["topic_name"])]
+    response["groups"] += [{"group_id": g.group_id, "topics": [], "error_code": GROUP_DENIED, "error_message": _MESSAGE}
+                           for g in drop]
+    return response
+
+
+def _share_offsets_guard(operation):
+    async def guard(handler, broker, context, request):
+        if not _can(broker, context, operation, GROUP, request.group_id):
+            return {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "error_message": _MESSAGE, "responses": []}
+        return await handler(broker, context, request)
+    return guard
+
+
 GUARDS = {
     0: _produce, 1: _fetch, 2: _list_offsets, 3: _metadata, 23: _offset_for_leader_epoch, 60: _describe_cluster,
     10: _find_coordinator,
@@ -539,4 +606,6 @@ GUARDS = {
     22: _init_producer_id, 24: _add_partitions_to_txn, 25: _add_offsets_to_txn,
     26: _txn_guard(lambda request, code: {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}),
     28: _txn_offset_commit, 61: _describe_producers, 65: _describe_transactions, 66: _list_transactions,
+    76: _share_group_heartbeat, 77: _share_group_describe, 78: _share_records_guard(True), 79: _share_records_guard(False),
+    90: _describe_share_group_offsets, 91: _share_offsets_guard(READ), 92: _share_offsets_guard(DELETE),
 }

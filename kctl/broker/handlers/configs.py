@@ -9,7 +9,7 @@ from .. import configs as cfg
 from ..protocol import errors
 from .common import storage_error_message
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LOGGERS = ("root", "kctl.broker", "kctl.broker.server", "kctl.broker.storage",
            "kctl.broker.coordinator", "kctl.broker.produce")
@@ -140,6 +140,8 @@ async def describe_configs(broker, context, request):
                 entries = _describe_broker(broker, resource.resource_name, request.include_synonyms)
             elif resource.resource_type == BROKER_LOGGER:
                 entries = _describe_loggers(broker, resource.resource_name)
+            elif resource.resource_type == GROUP:
+                entries = _describe_group(broker, resource.resource_name)
             else:
                 raise _Failure(errors.INVALID_REQUEST,
                                f"Unsupported resource type {resource.resource_type}")
@@ -200,6 +202,8 @@ def _apply(broker, resource, new_values: dict[str, str | None], incremental_ops,
         validator = _validate_broker_value
     elif kind == BROKER_LOGGER:
         return _apply_loggers(broker, name, new_values, incremental_ops, validate_only)
+    elif kind == GROUP:
+        return _apply_group(broker, name, new_values, incremental_ops, validate_only)
     else:
         raise _Failure(errors.INVALID_REQUEST, f"Unsupported resource type {kind}")
     for key, (op, value) in new_values.items():
@@ -233,6 +237,37 @@ def _apply(broker, resource, new_values: dict[str, str | None], incremental_ops,
             broker.logs.set_broker_configs(current, broker.logs.broker_overrides)
     except OSError as exc:
         raise _Failure(errors.KAFKA_STORAGE_ERROR, storage_error_message("save the configs", exc)) from None
+
+
+def _apply_group(broker, name, new_values, incremental_ops, validate_only):
+    """A group's dynamic configs (the share.* ones the share coordinator reads)."""
+    from ..coordinator.share import ConfigError, validate_config
+
+    group = broker.share_groups.groups.get(name)
+    current = dict(group.configs) if group is not None and incremental_ops else {}
+    changes: dict[str, str | None] = {key: None for key in current} if not incremental_ops else {}
+    for key, (op, value) in new_values.items():
+        if op in (APPEND, SUBTRACT):
+            raise _Failure(errors.INVALID_CONFIG, f"Config value append is not allowed for config key: {key}")
+        try:
+            changes[key] = None if op == DELETE else validate_config(key, value or "")
+        except ConfigError as exc:
+            raise _Failure(errors.INVALID_CONFIG, str(exc)) from None
+    if validate_only:
+        return
+    try:
+        broker.share_groups.set_configs(name, changes)
+    except OSError as exc:
+        raise _Failure(errors.KAFKA_STORAGE_ERROR, storage_error_message("save the group configs", exc)) from None
+
+
+def _describe_group(broker, name):
+    from ..coordinator.share import CONFIGS
+
+    group = broker.share_groups.groups.get(name)
+    own = group.configs if group is not None else {}
+    return [_entry(key, own.get(key, default), cfg.DYNAMIC_GROUP_CONFIG if key in own else cfg.DEFAULT_CONFIG,
+                   False, [], cfg.INT if limits else cfg.STRING, "") for key, (default, limits) in CONFIGS.items()]
 
 
 def _apply_loggers(broker, name, new_values, incremental_ops, validate_only):

@@ -186,6 +186,13 @@ async def list_groups(broker, context, request):
             continue
         listed.append({"group_id": group_id, "protocol_type": "consumer", "group_state": group.state,
                        "group_type": "consumer"})
+    for group_id, group in sorted(broker.share_groups.groups.items()):
+        if states is not None and group.state.lower() not in states:
+            continue
+        if types is not None and "share" not in types:
+            continue
+        listed.append({"group_id": group_id, "protocol_type": "share", "group_state": group.state,
+                       "group_type": "share"})
     return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": listed}
 
 
@@ -196,9 +203,10 @@ async def describe_groups(broker, context, request):
         group = broker.groups.group(group_id)
         ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations \
             else NO_OPERATIONS
-        if group_id in broker.consumer_groups.groups or group is None:
+        modern = group_id in broker.consumer_groups.groups or group_id in broker.share_groups.groups
+        if modern or group is None:
             # Kafka describes a group it has no classic group for as Dead (v6+: with an error).
-            why = "is not a classic group" if group_id in broker.consumer_groups.groups else "not found"
+            why = "is not a classic group" if modern else "not found"
             described.append({
                 "error_code": errors.GROUP_ID_NOT_FOUND if version >= 6 else errors.NONE,
                 "error_message": f"Group {group_id} {why}." if version >= 6 else None,
@@ -226,6 +234,8 @@ async def delete_groups(broker, context, request):
                 code = broker.consumer_groups.delete(group_id)
                 if code == errors.NONE:
                     broker.offsets.delete_group(group_id)
+            elif group_id in broker.share_groups.groups:
+                code = broker.share_groups.delete_group(group_id)
             else:
                 code = broker.groups.delete_group(group_id)
         except OSError as exc:

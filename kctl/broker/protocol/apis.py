@@ -96,6 +96,14 @@ _APIS = (
     Api(66, "ListTransactions", 0, 2, 0, "admin.transactions"),
     Api(68, "ConsumerGroupHeartbeat", 0, 1, 0, "kctl.broker.protocol.kip848"),
     Api(69, "ConsumerGroupDescribe", 0, 1, 0, "kctl.broker.protocol.kip848"),
+    # Share groups (KIP-932), in kctl's codec (kctl/messages holds their definitions).
+    Api(76, "ShareGroupHeartbeat", 1, 1, 0, "kctl.messages"),
+    Api(77, "ShareGroupDescribe", 1, 1, 0, "kctl.messages"),
+    Api(78, "ShareFetch", 1, 2, 0, "kctl.messages"),
+    Api(79, "ShareAcknowledge", 1, 2, 0, "kctl.messages"),
+    Api(90, "DescribeShareGroupOffsets", 0, 1, 0, "kctl.messages"),
+    Api(91, "AlterShareGroupOffsets", 0, 0, 0, "kctl.messages"),
+    Api(92, "DeleteShareGroupOffsets", 0, 0, 0, "kctl.messages"),
 )
 
 APIS: dict[int, Api] = {api.key: api for api in _APIS}
