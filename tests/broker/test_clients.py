@@ -210,8 +210,8 @@ def test_java_clients_through_kafkas_own_tools(broker, java_tools):
 
 def test_java_kip848_consumer_and_groups_the_broker_lacks(broker, java_tools, tmp_path):
     """The Java consumer with group.protocol=consumer (KIP-848) reads through the broker's
-    consumer group coordinator; Java share consumers and Kafka Streams with
-    group.protocol=streams stop on their own clear error (those APIs are not advertised)."""
+    consumer group coordinator; Kafka Streams with group.protocol=streams stops on its own
+    clear error (the streams group APIs are not advertised). Share consumers: test_share_groups.py."""
     _create(broker.bootstrap, "kip848")
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(5):
@@ -224,13 +224,6 @@ def test_java_kip848_consumer_and_groups_the_broker_lacks(broker, java_tools, tm
         capture_output=True, text=True, timeout=120)
     # (stdout also carries Kafka's deprecation notice for --consumer-property)
     assert [line for line in proc.stdout.split() if line.startswith("java-")] == [f"java-{i}" for i in range(5)], proc.stderr
-
-    started = time.monotonic()
-    proc = subprocess.run(java_tools.tool_command(
-        "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", broker.bootstrap, "--topic", "kip848",
-        "--group", "share-kip932", "--timeout-ms", "3000"), capture_output=True, text=True, timeout=90)
-    assert time.monotonic() - started < 30
-    assert "does not support the share group protocol" in proc.stderr, proc.stderr
 
     _create(broker.bootstrap, "streams-plaintext-input")
     config = tmp_path / "wordcount.properties"

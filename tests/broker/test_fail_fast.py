@@ -1,7 +1,6 @@
 """What the bundled broker does not implement fails at once, with an error that names it,
 in the client that asked: a client set up for SASL or TLS on a PLAINTEXT listener.
-(Share consumers and Kafka Streams' streams protocol, which need the Java clients, are in
-test_clients.py.)"""
+(Kafka Streams' streams protocol, which needs the Java clients, is in test_clients.py.)"""
 
 from __future__ import annotations
 

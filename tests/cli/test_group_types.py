@@ -1,6 +1,6 @@
 """Groups of Kafka 4's other types, against real Kafka and its own tools: consumer groups of
-the KIP-848 protocol (two confluent-kafka members; on the bundled broker too) and share
-groups (Kafka's console share consumer; Apache Kafka only)."""
+the KIP-848 protocol (two confluent-kafka members) and share groups (Kafka's console share
+consumer), on Apache Kafka and the bundled broker; streams groups on Apache Kafka."""
 
 from __future__ import annotations
 
@@ -26,6 +26,18 @@ def consumer_protocol_cluster(cluster):
     """Apache Kafka, or the bundled broker (its KIP-848 coordinator)."""
     if cluster.kafka is None and cluster.backend != "bundled":
         pytest.skip("KIP-848 groups are tested on Apache Kafka and the bundled broker")
+    return cluster
+
+
+@pytest.fixture
+def share_cluster(cluster, request):
+    """Apache Kafka, or the bundled broker (its share coordinator) with Kafka's tools."""
+    if cluster.backend == "bundled":
+        from tests.brokers.plugin import Cluster
+
+        return Cluster("bundled", cluster.bootstrap, 1, kafka=request.getfixturevalue("kafka_tools"))
+    if cluster.kafka is None:
+        pytest.skip("share groups are tested on Apache Kafka and the bundled broker")
     return cluster
 
 
@@ -170,7 +182,8 @@ def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, consumer_pr
     assert [(o["partition"], o["offset"]) for o in g["offsets"]] == [(p, 3) for p in range(4)]
 
 
-def test_share_group_list_describe_lag_and_delete(kctl, kafka_cluster, topic, unique_name, tmp_path):
+def test_share_group_list_describe_lag_and_delete(kctl, share_cluster, topic, unique_name, tmp_path):
+    kafka_cluster = share_cluster
     group = unique_name("share")
     share_consumer = subprocess.Popen(
         kafka_cluster.kafka.tool_command("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",

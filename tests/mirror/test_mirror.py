@@ -369,7 +369,7 @@ def test_a_share_group_is_refused_in_one_line(kctl, mirrored):
     import subprocess
 
     if mirrored.kafka is None:
-        pytest.skip("share groups need the Apache Kafka source (the bundled broker serves none yet)")
+        pytest.skip("runs on the Apache Kafka source pair, whose node has Kafka's console share consumer")
     topic, group = name("mm-shared"), name("sharing")
     create(mirrored.source, topic, 1)
     consumer = subprocess.Popen(
