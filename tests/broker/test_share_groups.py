@@ -140,6 +140,27 @@ def test_console_share_consumer_on_the_bundled_broker_across_kill_9(broker, kafk
     assert seen == EXPECTED
 
 
+def test_read_committed_share_groups_never_see_aborted_records(broker, kafka_tools):
+    _produce(broker.bootstrap, "shared-txn", [])
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "share-txn"})
+    producer.init_transactions(10)
+    for outcome in ("kept", "dropped", "kept2"):
+        producer.begin_transaction()
+        for i in range(2):
+            producer.produce("shared-txn", f"{outcome}-{i}".encode())
+        (producer.commit_transaction if outcome != "dropped" else producer.abort_transaction)(10)
+    for group, level in (("committed-readers", "read_committed"), ("everything-readers", "read_uncommitted")):
+        _earliest(kafka_tools, broker.bootstrap, group)
+        proc = kafka_tools.run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", broker.bootstrap, "--alter",
+                                    "--entity-type", "groups", "--entity-name", group, "--add-config", f"share.isolation.level={level}")
+        assert proc.returncode == 0, proc.stderr
+    # The broker archives aborted records for read_committed groups; the Java share consumer
+    # drops them itself for read_uncommitted ones: Apache Kafka 4.4 gives these same lists.
+    for group in ("committed-readers", "everything-readers"):
+        assert sorted(_console(kafka_tools, broker.bootstrap, "shared-txn", group, 4)) == ["kept-0", "kept-1", "kept2-0", "kept2-1"]
+        assert _console(kafka_tools, broker.bootstrap, "shared-txn", group, 1, timeout_ms=3000) == []
+
+
 def test_console_share_consumer_on_apache_kafka_gives_the_same(kafka_tools, request):
     from tests.brokers.plugin import selected_backends
 

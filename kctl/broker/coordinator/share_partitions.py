@@ -25,26 +25,47 @@ from dataclasses import dataclass, field
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 _BATCH = struct.Struct(">qi")  # baseOffset, batchLength
-_LAST_OFFSET_DELTA = 23
+_ATTRIBUTES, _LAST_OFFSET_DELTA, _PRODUCER_ID, _HEADER = 21, 23, 43, 61
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
 
 
 class InvalidRecordState(Exception):
     """An acknowledgement of records this member does not hold (INVALID_RECORD_STATE)."""
 
 
-def batch_spans(data: bytes) -> list[tuple[int, int, int]]:
-    """(first offset, last offset, end position) of each whole batch in log bytes."""
+def batch_spans(data: bytes) -> list[tuple[int, int, int, int, int]]:
+    """(first offset, last offset, end position, attributes, producer id) of each whole
+    batch in log bytes."""
     spans, pos = [], 0
     view = memoryview(data)
-    while pos + 27 <= len(view):
+    while pos + _HEADER <= len(view):
         base, length = _BATCH.unpack_from(view, pos)
         end = pos + 12 + length
         if end > len(view):
             break
         (delta,) = struct.unpack_from(">i", view, pos + _LAST_OFFSET_DELTA)
-        spans.append((base, base + delta, end))
+        (attributes,) = struct.unpack_from(">h", view, pos + _ATTRIBUTES)
+        (producer_id,) = struct.unpack_from(">q", view, pos + _PRODUCER_ID)
+        spans.append((base, base + delta, end, attributes, producer_id))
         pos = end
     return spans
+
+
+def _skipped_batches(spans, aborted) -> set[int]:
+    """First offsets of the batches no consumer is given: control batches (transaction
+    markers), and with read_committed (`aborted` = the aborted transactions' (producer id,
+    first offset)) the batches of aborted transactions — as Kafka archives them."""
+    skipped, open_aborts = set(), set()
+    pending = sorted(aborted or [], key=lambda a: a[1])
+    for first, _last, _end, attributes, producer_id in spans:
+        while pending and pending[0][1] <= first:
+            open_aborts.add(pending.pop(0)[0])
+        if attributes & _CONTROL:
+            skipped.add(first)
+            open_aborts.discard(producer_id)  # the marker ends that producer's transaction
+        elif aborted is not None and attributes & _TRANSACTIONAL and producer_id in open_aborts:
+            skipped.add(first)
+    return skipped
 
 
 @dataclass
@@ -83,17 +104,26 @@ class SharePartition:
         return min(available) if available else self.next_offset
 
     def acquire(self, member: str, data: bytes, max_records: int, max_locks: int, deadline: int,
-                delivery_limit: int) -> list[tuple[int, int, int]]:
+                delivery_limit: int, aborted=None) -> list[tuple[int, int, int]]:
         """Acquire for `member` what `data` (log batches read from next_fetch_offset())
         holds that may be delivered: AVAILABLE records, then new ones, whole batches of new
-        ones, up to about `max_records` and `max_locks` in flight. Returns the acquired
-        ranges as (first, last, delivery count)."""
+        ones, up to about `max_records` and `max_locks` in flight. Control batches, and with
+        read_committed (`aborted` given) aborted transactions' batches, are archived, never
+        delivered. Returns the acquired ranges as (first, last, delivery count)."""
         acquired: list[int] = []
         counts: dict[int, int] = {}
         locks = self.in_flight_count()
-        for first, last, _end in batch_spans(data):
+        spans = batch_spans(data)
+        skipped = _skipped_batches(spans, aborted)
+        for first, last, _end, _attributes, _producer in spans:
             if len(acquired) >= max_records:
                 break
+            if first in skipped:
+                for offset in range(max(first, self.next_offset), last + 1):
+                    self.records[offset] = InFlight(ARCHIVED, 0)
+                self.next_offset = max(self.next_offset, last + 1)
+                self._advance()
+                continue
             new = []
             for offset in range(max(first, self.start_offset), last + 1):
                 record = self.records.get(offset)

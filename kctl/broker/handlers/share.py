@@ -181,11 +181,16 @@ def _acquire(broker, group, member_id, partitions, request, answers) -> int:
             continue
         plog = broker.logs.logs[(topic, index)]
         end = plog.last_stable_offset if committed else plog.log_end_offset
-        start = sp.next_fetch_offset()
-        if start >= end or sp.in_flight_count() >= locks and start >= sp.next_offset:
-            continue
-        data = plog.read(start, budget, True, end)
-        ranges = sp.acquire(member_id, data, remaining, locks, coordinator.clock() + lock_ms, limit)
+        ranges, data = [], b""
+        while not ranges:  # again while only markers or aborted records were read (archived)
+            start = sp.next_fetch_offset()
+            if start >= end or sp.in_flight_count() >= locks and start >= sp.next_offset:
+                break
+            data = plog.read(start, budget, True, end)
+            aborted = [(a.producer_id, a.first_offset) for a in plog.aborted_between(start, end)] if committed else None
+            ranges = sp.acquire(member_id, data, remaining, locks, coordinator.clock() + lock_ms, limit, aborted)
+            if sp.next_fetch_offset() == start:
+                break
         if not ranges:
             continue
         acquired = sum(last - first + 1 for first, last, _count in ranges)
