@@ -188,6 +188,9 @@ class ShareGroupCoordinator:
         self.log_for = log_for
         self.notify = notify
         self.groups: dict[str, ShareGroup] = {}
+        # Dynamic group configs by group id: kept whether or not a share group of that id
+        # exists (Kafka takes configs for groups not created yet); a group reads its own.
+        self.configs: dict[str, dict[str, str]] = {}
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.journal = Journal(data_dir / JOURNAL)
@@ -201,15 +204,18 @@ class ShareGroupCoordinator:
         self.journal.close()
 
     def _apply(self, entry: dict) -> None:
-        if "group" in entry:
+        if "config" in entry:
+            self.configs[entry["config"]] = dict(entry["values"])
+            if entry["config"] in self.groups:
+                self.groups[entry["config"]].configs = self.configs[entry["config"]]
+        elif "group" in entry:
             if entry.get("deleted"):
                 self.groups.pop(entry["group"], None)
                 for key in [k for k in self.partitions if k[0] == entry["group"]]:
                     del self.partitions[key]
                 return
-            group = self.groups.setdefault(entry["group"], ShareGroup(entry["group"]))
+            group = self.groups.setdefault(entry["group"], self._new_group(entry["group"]))
             group.group_epoch = group.assignment_epoch = int(entry.get("epoch", 0))
-            group.configs = dict(entry.get("configs", {}))
         elif entry.get("deleted"):
             self.partitions.pop((entry["g"], entry["t"], int(entry["p"])), None)
         else:
@@ -217,6 +223,8 @@ class ShareGroupCoordinator:
             self.partitions[(sp.group_id, sp.topic, sp.partition)] = sp
 
     def _current(self):
+        for group_id, values in self.configs.items():
+            yield {"config": group_id, "values": values}
         for group in self.groups.values():
             yield self._group_entry(group)
         for sp in self.partitions.values():
@@ -224,11 +232,14 @@ class ShareGroupCoordinator:
 
     @staticmethod
     def _group_entry(group: ShareGroup) -> dict:
-        return {"group": group.group_id, "epoch": group.group_epoch, "configs": group.configs}
+        return {"group": group.group_id, "epoch": group.group_epoch}
+
+    def _new_group(self, group_id: str) -> ShareGroup:
+        return ShareGroup(group_id, configs=self.configs.setdefault(group_id, {}))
 
     def _write(self, entry: dict) -> None:
         self.journal.write(entry)
-        self.journal.compact_if_grown(self._current, len(self.groups) + len(self.partitions))
+        self.journal.compact_if_grown(self._current, len(self.configs) + len(self.groups) + len(self.partitions))
 
     def _save_group(self, group: ShareGroup) -> None:
         self._write(self._group_entry(group))
@@ -268,7 +279,7 @@ class ShareGroupCoordinator:
         if group is None:
             if member_epoch != 0:
                 return HeartbeatResult(errors.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
-            group = self.groups[group_id] = ShareGroup(group_id)
+            group = self.groups[group_id] = self._new_group(group_id)
         member = group.members.get(member_id)
         now = self.clock()
         if member is None:
@@ -438,19 +449,18 @@ class ShareGroupCoordinator:
         """The group, created (durably) if it does not exist (AlterShareGroupOffsets does)."""
         group = self.groups.get(group_id)
         if group is None:
-            group = ShareGroup(group_id)
+            group = self._new_group(group_id)
             self._save_group(group)
             self.groups[group_id] = group
         return group
 
     def set_configs(self, group_id: str, configs: dict[str, str | None]) -> None:
-        """Set (None: remove) dynamic group configs, durably. Like Kafka, a group id may
-        have configs before the group exists; they are kept with an empty share group."""
-        group = self.groups.get(group_id) or ShareGroup(group_id)
-        new = {k: v for k, v in {**group.configs, **configs}.items() if v is not None}
-        self._write({"group": group_id, "epoch": group.group_epoch, "configs": new})
-        group.configs = new
-        self.groups[group_id] = group
+        """Set (None: remove) a group id's dynamic configs, durably."""
+        values = self.configs.setdefault(group_id, {})
+        new = {k: v for k, v in {**values, **configs}.items() if v is not None}
+        self._write({"config": group_id, "values": new})
+        values.clear()
+        values.update(new)
 
     def reset_partition(self, group: ShareGroup, topic: str, partition: int, offset: int | None) -> None:
         """AlterShareGroupOffsets (offset) or DeleteShareGroupOffsets (None), durably."""

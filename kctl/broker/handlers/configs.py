@@ -243,9 +243,8 @@ def _apply_group(broker, name, new_values, incremental_ops, validate_only):
     """A group's dynamic configs (the share.* ones the share coordinator reads)."""
     from ..coordinator.share import ConfigError, validate_config
 
-    group = broker.share_groups.groups.get(name)
-    current = dict(group.configs) if group is not None and incremental_ops else {}
-    changes: dict[str, str | None] = {key: None for key in current} if not incremental_ops else {}
+    current = dict(broker.share_groups.configs.get(name, {}))
+    changes: dict[str, str | None] = {} if incremental_ops else {key: None for key in current}
     for key, (op, value) in new_values.items():
         if op in (APPEND, SUBTRACT):
             raise _Failure(errors.INVALID_CONFIG, f"Config value append is not allowed for config key: {key}")
@@ -264,8 +263,7 @@ def _apply_group(broker, name, new_values, incremental_ops, validate_only):
 def _describe_group(broker, name):
     from ..coordinator.share import CONFIGS
 
-    group = broker.share_groups.groups.get(name)
-    own = group.configs if group is not None else {}
+    own = broker.share_groups.configs.get(name, {})
     return [_entry(key, own.get(key, default), cfg.DYNAMIC_GROUP_CONFIG if key in own else cfg.DEFAULT_CONFIG,
                    False, [], cfg.INT if limits else cfg.STRING, "") for key, (default, limits) in CONFIGS.items()]
 
