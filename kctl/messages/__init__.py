@@ -7,8 +7,9 @@ with codec.py from these definitions: ApiVersions, SaslHandshake and SaslAuthent
 Metadata, FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, ListOffsets,
 ListTransactions, the consumer protocol's assignment, and the newer group APIs
 (ConsumerGroupDescribe, ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets,
-StreamsGroupDescribe). The
-bundled broker builds kafka-python's codec from ConsumerGroupHeartbeat's
+StreamsGroupDescribe). The bundled broker serves the share group APIs (ShareGroupHeartbeat,
+ShareFetch, ShareAcknowledge and the ones above) with this codec, and builds kafka-python's
+codec from ConsumerGroupHeartbeat's
 (kctl.broker.protocol.kip848), which kafka-python 3.0 ships no schema for. No wire format
 is written by hand. Update them together with the Kafka version the tests run.
 """

@@ -161,10 +161,7 @@ def test_read_committed_share_groups_never_see_aborted_records(broker, kafka_too
         assert _console(kafka_tools, broker.bootstrap, "shared-txn", group, 1, timeout_ms=3000) == []
 
 
-def test_console_share_consumer_on_apache_kafka_gives_the_same(kafka_tools, request):
-    from tests.brokers.plugin import selected_backends
-
-    if "kafka" not in selected_backends():
-        pytest.skip("the same run on Apache Kafka needs the kafka backend")
-    cluster = request.getfixturevalue("_backends").get("kafka")
-    assert _scenario(cluster.kafka, cluster.bootstrap, "shared-on-kafka", "sharers-on-kafka") == EXPECTED
+def test_console_share_consumer_on_apache_kafka_gives_the_same(kafka_cluster):
+    if kafka_cluster.backend != "kafka":
+        pytest.skip("the single Apache Kafka node is the reference")
+    assert _scenario(kafka_cluster.kafka, kafka_cluster.bootstrap, "shared-on-kafka", "sharers-on-kafka") == EXPECTED
