@@ -299,7 +299,9 @@ async def _offset_delete(handler, broker, context, request):
     return response
 
 
-async def _consumer_group_heartbeat(handler, broker, context, request):
+async def _group_heartbeat(handler, broker, context, request):
+    """ConsumerGroupHeartbeat and ShareGroupHeartbeat: READ on the group, DESCRIBE on every
+    subscribed topic name."""
     denied = None
     if not _can(broker, context, READ, GROUP, request.group_id):
         denied = (GROUP_DENIED, _MESSAGE)
@@ -527,20 +529,6 @@ async def _list_transactions(handler, broker, context, request):
 
 # -- share groups -------------------------------------------------------------------------------
 
-async def _share_group_heartbeat(handler, broker, context, request):
-    denied = None
-    if not _can(broker, context, READ, GROUP, request.group_id):
-        denied = (GROUP_DENIED, _MESSAGE)
-    else:
-        hidden = sorted(n for n in request.subscribed_topic_names or () if not _can(broker, context, DESCRIBE, TOPIC, n))
-        if hidden:
-            denied = (TOPIC_DENIED, "The following topics are not authorized: " + ", ".join(hidden))
-    if denied:
-        return {"throttle_time_ms": 0, "error_code": denied[0], "error_message": denied[1], "member_id": request.member_id,
-                "member_epoch": request.member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
-    return await handler(broker, context, request)
-
-
 async def _share_group_describe(handler, broker, context, request):
     response = await handler(broker, context, request)
     _describe_groups_answer(broker, context, response["groups"], request.include_authorized_operations, {
@@ -597,7 +585,7 @@ GUARDS = {
     11: _group_guard(READ, _denied_join), 14: _group_guard(READ, _denied_sync),
     12: _group_guard(READ, _denied_plain), 13: _group_guard(READ, _denied_plain),
     15: _describe_groups, 16: _list_groups, 42: _delete_groups, 47: _offset_delete,
-    68: _consumer_group_heartbeat, 69: _consumer_group_describe,
+    68: _group_heartbeat, 69: _consumer_group_describe,
     19: _create_topics, 20: _delete_topics, 21: _delete_records, 37: _create_partitions,
     32: _describe_configs, 33: _alter_configs, 44: _alter_configs,
     43: _cluster_guard(ALTER, _denied_elect), 35: _cluster_guard(DESCRIBE, _denied_log_dirs),
@@ -606,6 +594,6 @@ GUARDS = {
     22: _init_producer_id, 24: _add_partitions_to_txn, 25: _add_offsets_to_txn,
     26: _txn_guard(lambda request, code: {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}),
     28: _txn_offset_commit, 61: _describe_producers, 65: _describe_transactions, 66: _list_transactions,
-    76: _share_group_heartbeat, 77: _share_group_describe, 78: _share_records_guard(True), 79: _share_records_guard(False),
+    76: _group_heartbeat, 77: _share_group_describe, 78: _share_records_guard(True), 79: _share_records_guard(False),
     90: _describe_share_group_offsets, 91: _share_offsets_guard(READ), 92: _share_offsets_guard(DELETE),
 }
