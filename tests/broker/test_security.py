@@ -436,6 +436,42 @@ def test_a_transactional_producer_needs_its_transactional_id(secured):
     assert message is not None and message.value() == b"in a transaction"
 
 
+def test_a_share_consumer_needs_read_on_its_group_and_topic(secured, kafka_tools, tmp_path):
+    """Kafka's console share consumer as alice: refused on the group until ACLs allow it."""
+    topic, group = "authz-share", "authz-share-group"
+    _create_topic(secured, topic)
+    producer = Producer(secured.librdkafka())
+    for i in range(3):
+        producer.produce(topic, b"s%d" % i)
+    assert producer.flush(10) == 0
+
+    def properties(user):
+        path = tmp_path / f"{user}.properties"
+        path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                        f'username="{user}" password="{USERS[user]}";\n')
+        return str(path)
+
+    bootstrap = secured.address["SASL_PLAINTEXT"]
+    configured = kafka_tools.run_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
+                                      "--command-config", properties("admin"), "--alter", "--entity-type", "groups",
+                                      "--entity-name", group, "--add-config", "share.auto.offset.reset=earliest")
+    assert configured.returncode == 0, configured.stderr
+
+    def consume(timeout_ms):
+        return subprocess.run(kafka_tools.tool_command(
+            "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", bootstrap, "--command-config",
+            properties("alice"), "--topic", topic, "--group", group, "--max-messages", "3", "--timeout-ms", str(timeout_ms)),
+            capture_output=True, text=True, timeout=120)
+
+    denied = consume(10000)
+    assert "Not authorized to access group" in denied.stderr, denied.stderr[-2000:]
+    _allow(secured, ResourceType.GROUP, group, "User:alice", AclOperation.READ)
+    _allow(secured, ResourceType.TOPIC, topic, "User:alice", AclOperation.READ)
+    allowed = consume(20000)
+    assert sorted(allowed.stdout.split()) == ["s0", "s1", "s2"], allowed.stderr[-2000:]
+
+
 def test_deny_wins_and_hosts_match(secured):
     topic = "authz-deny"
     _create_topic(secured, topic)
