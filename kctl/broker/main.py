@@ -112,9 +112,12 @@ def security_settings(args) -> dict:
     from .security.listeners import Listener, protocol_for
     from .security.sasl import MECHANISMS
 
-    users = options.read_users_file(args.users_file) if args.users_file else {}
-    users.update(options.parse_users_text(os.environ.get(USERS_ENV, ""), USERS_ENV))
-    users.update(options.parse_user(text) for text in args.user)
+    named = dict(options.parse_user(text) for text in args.user)
+    named.update(options.parse_users_text(os.environ.get(USERS_ENV, ""), USERS_ENV))
+    from_file = options.read_users_file(args.users_file) if args.users_file else {}
+    # The users named on the command line first (the first is whom clients of `kctl local`
+    # connect as), and they win over the file's.
+    users = {**named, **{name: password for name, password in from_file.items() if name not in named}}
     mechanisms = options.parse_mechanisms(args.sasl) if args.sasl else MECHANISMS
     protocol = protocol_for(bool(args.sasl), args.tls)
     extra = options.extra_listeners(args.listener, args.host)

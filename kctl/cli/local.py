@@ -135,11 +135,21 @@ def _security_args(sasl, users, users_file, tls, tls_cert, tls_key, listeners, a
     if authorizer:
         args.append("--authorizer")
         if not super_users:
-            first = users[0].partition(":")[0] if users else None
+            first = users[0].partition(":")[0] if users else _first_user_in(users_file)
             super_users = (f"User:{first}",) if sasl and first else ("User:ANONYMOUS",)
     for principal in super_users:
         args += ["--super-user", principal]
     return args
+
+
+def _first_user_in(users_file: Path | None) -> str | None:
+    """The first user a --users-file names (an unreadable file is reported by the check)."""
+    from kctl.broker.security.options import read_users_file
+
+    try:
+        return next(iter(read_users_file(users_file)), None) if users_file else None
+    except ValueError:
+        return None
 
 
 def _checked_config(directory: Path, host: str, port: int, broker_args: list[str], users):
@@ -188,7 +198,8 @@ def _client_properties(config) -> list[tuple[str, str]]:
         properties.append(("security.protocol", config.security_protocol))
     if config.security_protocol.startswith("SASL_"):
         mechanism = next(m for m in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN") if m in config.sasl_mechanisms)
-        user, password = next(iter(config.users.items()))
+        user = next(iter(config.users))  # the first --user (else the users file's first)
+        password = config.users[user]
         properties += [("sasl.mechanism", mechanism), ("sasl.username", user), ("sasl.password", password)]
     if config.security_protocol.endswith("SSL") and config.tls_cert is None:
         properties.append(("ssl.ca.location", str(generated_paths(config.data_dir)[0])))

@@ -70,3 +70,39 @@ def test_start_failures_are_one_line(kctl, tmp_path):
 
     assert kctl("local", "logs", "--data-dir", str(tmp_path / "none")).exit_code == ExitCode.NOT_FOUND
     assert kctl("local", "start", "--port", "70000").exit_code == ExitCode.USAGE
+
+
+def test_a_secured_local_broker_and_the_context_it_saves(kctl, tmp_path):
+    """SASL_SSL with SCRAM and the authorizer: the saved context connects as the first
+    user (a super user by default) and verifies the generated certificate; the password
+    never reaches the broker's argv, which `ps` shows to everyone."""
+    data = tmp_path / "secured"
+    started = kctl("local", "start", "--port", "0", "--data-dir", str(data), "--save-context", "sec",
+                   "--sasl", "scram-sha-512", "--tls", "--user", "admin:n0t-in-argv", "--user", "bob:bob-pw", "--authorizer")
+    assert started.exit_code == 0, started.stderr
+    try:
+        shown = kctl("context", "show", "sec").stdout
+        assert "security.protocol\tSASL_SSL" in shown and "sasl.username\tadmin" in shown
+        assert f"ssl.ca.location\t{data / 'tls' / 'ca.pem'}" in shown
+        assert kctl("--context", "sec", "topic", "create", "secured").exit_code == 0
+        assert kctl("--context", "sec", "acl", "list").exit_code == 0  # admin: a super user
+        bob = kctl("--context", "sec", "-X", "sasl.username=bob", "-X", "sasl.password=bob-pw", "acl", "list")
+        assert bob.exit_code == ExitCode.NOT_AUTHORIZED, bob.stderr
+        pid = json.loads(kctl("local", "status", "--data-dir", str(data), "-o", "json").stdout)["pid"]
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            assert b"n0t-in-argv" not in cmdline.read()
+    finally:
+        kctl("local", "stop", "--data-dir", str(data))
+
+
+def test_bad_security_flags_are_usage_errors(kctl, tmp_path):
+    data = str(tmp_path / "never")
+    for args, message in (
+        (("--sasl", "md5", "--user", "a:b"), "error: unknown SASL mechanism 'md5'; the bundled broker serves plain, scram-sha-256, scram-sha-512"),
+        (("--sasl", "plain"), "error: a SASL listener needs at least one --user NAME:PASSWORD (or --users-file)"),
+        (("--sasl", "plain", "--user", "nopassword"), "error: user 'nopassword' is not NAME:PASSWORD"),
+        (("--listener", "FOO://x:1",), "error: listener 'FOO://x:1': protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+        (("--tls", "--tls-cert", "c.pem"), "error: --tls-cert and --tls-key go together"),
+    ):
+        result = kctl("local", "start", "--port", "0", "--data-dir", data, "--no-context", *args)
+        assert (result.exit_code, result.stderr.splitlines()[0]) == (ExitCode.USAGE, message), args
