@@ -19,6 +19,7 @@ from .coordinator.groups import GroupCoordinator
 from .coordinator.offsets import OffsetStore
 from .coordinator.producer_ids import ProducerIdManager
 from .coordinator.share import ShareGroupCoordinator
+from .coordinator.streams import StreamsGroupCoordinator
 from .coordinator.transactions import TransactionCoordinator
 from .quotas import QuotaManager
 from .security.authorizer import Authorizer
@@ -93,6 +94,8 @@ class Broker:
         self.share_groups = ShareGroupCoordinator(
             config.data_dir, clock, lambda: {name: info.partitions for name, info in self.logs.topics.items()},
             lambda topic, partition: self.logs.logs.get((topic, partition)), self.notify_appended)
+        self.streams_groups = StreamsGroupCoordinator(
+            clock, lambda: {name: info.partitions for name, info in self.logs.topics.items()})
         self.security = SecurityStore(config.data_dir)
         self.authorizer = Authorizer(self.security, config.authorizer, config.super_users,
                                      config.allow_everyone_if_no_acl_found)
@@ -155,6 +158,7 @@ class Broker:
                 self.groups.tick()
                 self.consumer_groups.tick()
                 self.share_groups.tick()
+                self.streams_groups.tick()
                 self.transactions.tick()
                 if now - last_retention >= self.config.retention_check_interval_ms:
                     last_retention = now

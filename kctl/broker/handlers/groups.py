@@ -73,6 +73,8 @@ async def offset_commit(broker, context, request):
     if request.group_id in broker.consumer_groups.groups:
         code = broker.consumer_groups.check_member(request.group_id, request.member_id,
                                                    request.generation_id_or_member_epoch)
+    elif request.group_id in broker.streams_groups.groups:
+        code = _streams_commit_check(broker, request)
     else:
         code = broker.groups.check_commit(request.group_id, request.generation_id_or_member_epoch,
                                           request.member_id,
@@ -114,6 +116,18 @@ async def offset_commit(broker, context, request):
                 if partition["error_code"] == errors.NONE:
                     partition["error_code"] = errors.KAFKA_STORAGE_ERROR
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _streams_commit_check(broker, request) -> int:
+    """A streams group's commit (KIP-1071, simplified: per-task epochs not checked yet)."""
+    group = broker.streams_groups.groups[request.group_id]
+    epoch = request.generation_id_or_member_epoch
+    if epoch < 0 and not group.members:
+        return errors.NONE  # an admin reset
+    member = group.members.get(request.member_id)
+    if member is None:
+        return errors.UNKNOWN_MEMBER_ID
+    return errors.STALE_MEMBER_EPOCH if epoch > member.member_epoch else errors.NONE
 
 
 def _fetch_group(broker, group_id, topics, by_id: bool, require_stable: bool = False):
@@ -193,6 +207,13 @@ async def list_groups(broker, context, request):
             continue
         listed.append({"group_id": group_id, "protocol_type": "share", "group_state": group.state,
                        "group_type": "share"})
+    for group_id, group in sorted(broker.streams_groups.groups.items()):
+        if states is not None and group.state.lower().replace("notready", "not_ready") not in states:
+            continue
+        if types is not None and "streams" not in types:
+            continue
+        listed.append({"group_id": group_id, "protocol_type": "streams", "group_state": group.state,
+                       "group_type": "streams"})
     return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": listed}
 
 
@@ -203,7 +224,7 @@ async def describe_groups(broker, context, request):
         group = broker.groups.group(group_id)
         ops = GROUP_OPERATIONS if version >= 3 and request.include_authorized_operations \
             else NO_OPERATIONS
-        modern = group_id in broker.consumer_groups.groups or group_id in broker.share_groups.groups
+        modern = any(group_id in c.groups for c in (broker.consumer_groups, broker.share_groups, broker.streams_groups))
         if modern or group is None:
             # Kafka describes a group it has no classic group for as Dead (v6+: with an error).
             why = "is not a classic group" if modern else "not found"
@@ -236,6 +257,10 @@ async def delete_groups(broker, context, request):
                     broker.offsets.delete_group(group_id)
             elif group_id in broker.share_groups.groups:
                 code = broker.share_groups.delete_group(group_id)
+            elif group_id in broker.streams_groups.groups:
+                code = broker.streams_groups.delete(group_id)
+                if code == errors.NONE:
+                    broker.offsets.delete_group(group_id)
             else:
                 code = broker.groups.delete_group(group_id)
         except OSError as exc:

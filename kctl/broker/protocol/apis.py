@@ -104,6 +104,9 @@ _APIS = (
     Api(90, "DescribeShareGroupOffsets", 0, 1, 0, "kctl.messages"),
     Api(91, "AlterShareGroupOffsets", 0, 0, 0, "kctl.messages"),
     Api(92, "DeleteShareGroupOffsets", 0, 0, 0, "kctl.messages"),
+    # Streams groups (KIP-1071), Kafka 4.3's v0.
+    Api(88, "StreamsGroupHeartbeat", 0, 0, 0, "kctl.messages"),
+    Api(89, "StreamsGroupDescribe", 0, 0, 0, "kctl.messages"),
 )
 
 APIS: dict[int, Api] = {api.key: api for api in _APIS}

@@ -1,0 +1,103 @@
+"""StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071) — WORK IN PROGRESS, over
+coordinator/streams.py. The heartbeat creates the internal (repartition and changelog)
+topics the topology needs, as Kafka's broker creates them."""
+
+from __future__ import annotations
+
+import logging
+
+from .. import configs as cfg
+from ..coordinator.streams import TopicInfo
+from ..protocol import errors
+
+log = logging.getLogger("kctl.broker.streams")
+
+
+def _other_type(broker):
+    def kind(group_id: str) -> str | None:
+        if group_id in broker.consumer_groups.groups:
+            return "consumer"
+        if group_id in broker.share_groups.groups:
+            return "share"
+        classic = broker.groups.group(group_id)
+        return "classic" if classic is not None and classic.members else None
+    return kind
+
+
+def _tasks(pairs) -> list[dict]:
+    by_subtopology: dict[str, list[int]] = {}
+    for subtopology, partition in sorted(pairs):
+        by_subtopology.setdefault(subtopology, []).append(partition)
+    return [{"subtopology_id": s, "partitions": ps} for s, ps in by_subtopology.items()]
+
+
+def _create(broker, info: TopicInfo) -> str | None:
+    """Create an internal topic; why not, or None."""
+    try:
+        configs = {k: cfg.validate(cfg.TOPIC_CONFIGS[k], v) for k, v in info.configs if k in cfg.TOPIC_CONFIGS}
+        broker.logs.create_topic(info.name, info.partitions, configs)
+        log.info("created internal topic %s with %d partitions", info.name, info.partitions)
+        return None
+    except cfg.InvalidConfig as exc:
+        return f"{info.name} ({exc})"
+    except OSError as exc:
+        return f"{info.name} ({exc.strerror or exc})"
+
+
+async def streams_group_heartbeat(broker, context, request):
+    result = broker.streams_groups.heartbeat(request, context.header.client_id or "", "/" + context.client_host,
+                                             _other_type(broker))
+    statuses = list(result.statuses)
+    failed = [problem for info in result.create if info.name not in broker.logs.topics
+              for problem in [_create(broker, info)] if problem]
+    if failed and statuses:
+        code, detail = statuses[-1]
+        statuses[-1] = (code, f"{detail}; Creation failed: {', '.join(failed)}")
+    answer = {"throttle_time_ms": 0, "error_code": result.error, "error_message": result.message,
+              "member_id": request.member_id, "member_epoch": result.member_epoch,
+              "heartbeat_interval_ms": 5000, "acceptable_recovery_lag": 0, "task_offset_interval_ms": 0,
+              "status": [{"status_code": c, "status_detail": d} for c, d in statuses],
+              "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
+              "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
+    if result.tasks is not None:
+        answer.update(active_tasks=_tasks(result.tasks), standby_tasks=[], warmup_tasks=[])
+    return answer
+
+
+def _topic_info(info: TopicInfo) -> dict:
+    return {"name": info.name, "partitions": info.partitions, "replication_factor": info.replication_factor,
+            "topic_configs": [{"key": k, "value": v} for k, v in info.configs]}
+
+
+async def streams_group_describe(broker, context, request):
+    described = []
+    for group_id in request.group_ids:
+        group = broker.streams_groups.groups.get(group_id)
+        if group is None:
+            described.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
+                              "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
+                              "topology": None, "members": [], "authorized_operations": -2**31})
+            continue
+        topology = group.topology
+        described.append({
+            "error_code": errors.NONE, "error_message": None, "group_id": group_id, "group_state": group.state,
+            "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
+            "topology": {"epoch": topology.epoch if topology else 0, "subtopologies": [
+                {"subtopology_id": s.id, "source_topics": list(s.sources), "repartition_sink_topics": list(s.repartition_sinks),
+                 "state_changelog_topics": [_topic_info(i) for i in s.changelogs],
+                 "repartition_source_topics": [_topic_info(i) for i in s.repartition_sources]}
+                for s in (topology.subtopologies if topology else ())]},
+            "members": [{"member_id": m.member_id, "member_epoch": m.member_epoch, "instance_id": None, "rack_id": m.rack_id,
+                         "client_id": m.client_id, "client_host": m.client_host, "topology_epoch": m.topology_epoch,
+                         "process_id": m.process_id, "user_endpoint": None, "client_tags": [], "task_offsets": [],
+                         "task_end_offsets": [],
+                         "assignment": {"active_tasks": _tasks(m.assigned), "standby_tasks": [], "warmup_tasks": []},
+                         "target_assignment": {"active_tasks": _tasks(group.target.get(m.member_id, set())),
+                                               "standby_tasks": [], "warmup_tasks": []},
+                         "is_classic": False}
+                        for m in group.members.values()],
+            "authorized_operations": -2**31})
+    return {"throttle_time_ms": 0, "groups": described}
+
+
+HANDLERS = {88: streams_group_heartbeat, 89: streams_group_describe}
