@@ -208,10 +208,10 @@ def test_java_clients_through_kafkas_own_tools(broker, java_tools):
     assert _consume_all(broker.bootstrap, "java", 30, timeout=15)
 
 
-def test_java_kip848_consumer_and_groups_the_broker_lacks(broker, java_tools, tmp_path):
+def test_java_kip848_consumer(broker, java_tools, tmp_path):
     """The Java consumer with group.protocol=consumer (KIP-848) reads through the broker's
-    consumer group coordinator; Kafka Streams with group.protocol=streams stops on its own
-    clear error (the streams group APIs are not advertised). Share consumers: test_share_groups.py."""
+    consumer group coordinator. Share consumers: test_share_groups.py; Kafka Streams with
+    group.protocol=streams: test_streams_groups.py."""
     _create(broker.bootstrap, "kip848")
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(5):
@@ -224,22 +224,4 @@ def test_java_kip848_consumer_and_groups_the_broker_lacks(broker, java_tools, tm
         capture_output=True, text=True, timeout=120)
     # (stdout also carries Kafka's deprecation notice for --consumer-property)
     assert [line for line in proc.stdout.split() if line.startswith("java-")] == [f"java-{i}" for i in range(5)], proc.stderr
-
-    _create(broker.bootstrap, "streams-plaintext-input")
-    config = tmp_path / "wordcount.properties"
-    config.write_text(f"application.id=kip1071\nbootstrap.servers={broker.bootstrap}\ngroup.protocol=streams\n"
-                      f"state.dir={tmp_path / 'state'}\n")
-    app = subprocess.Popen(java_tools.tool_command("org.apache.kafka.streams.examples.wordcount.WordCountDemo", str(config)),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        started, seen = time.monotonic(), False
-        for line in app.stderr:  # WordCountDemo waits for Ctrl-C after its stream thread dies
-            if "does not support the STREAMS group protocol" in line:
-                seen = True
-                break
-            assert time.monotonic() - started < 60, "no error from Kafka Streams within 60 s"
-        assert seen and time.monotonic() - started < 60
-    finally:
-        app.kill()
-        app.wait()
 

@@ -29,12 +29,13 @@ def test_api_versions_lists_exactly_what_is_implemented(broker):
     advertised = {k: (lo, hi) for k, lo, hi in struct.iter_unpack(">hhh", response[10:10 + 6 * count])}
     assert advertised == {a.key: (a.min_version, a.max_version) for a in apis.APIS.values()}
     assert advertised[0] == (0, 13)  # KAFKA-18659: Produce advertised from 0
-    for not_implemented in (71, 72, 88):  # KIP-714 telemetry, streams groups
+    for not_implemented in (71, 72):  # KIP-714 telemetry
         assert not_implemented not in advertised
     for kip848 in (68, 69):
         assert kip848 in advertised
     for kip932 in (76, 77, 78, 79, 90, 91, 92):  # share groups
         assert kip932 in advertised
+    assert (advertised[88], advertised[89]) == ((0, 0), (0, 0))  # streams groups, as Kafka 4.3
     for transactions in (22, 24, 25, 26, 27, 28, 61, 65, 66):
         assert transactions in advertised
     assert advertised[68] == (0, 1)  # ConsumerGroupHeartbeat, advertised to be refused (test_clients.py)

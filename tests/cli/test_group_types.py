@@ -1,6 +1,6 @@
 """Groups of Kafka 4's other types, against real Kafka and its own tools: consumer groups of
 the KIP-848 protocol (two confluent-kafka members) and share groups (Kafka's console share
-consumer), on Apache Kafka and the bundled broker; streams groups on Apache Kafka."""
+consumer) and streams groups (Kafka's WordCountDemo), on Apache Kafka and the bundled broker."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def consumer_protocol_cluster(cluster):
 
 @pytest.fixture
 def share_cluster(cluster, request):
-    """Apache Kafka, or the bundled broker (its share coordinator) with Kafka's tools."""
+    """Apache Kafka, or the bundled broker (its share and streams coordinators) with Kafka's tools."""
     if cluster.backend == "bundled":
         from tests.brokers.plugin import Cluster
 
@@ -300,9 +300,10 @@ def test_share_group_list_describe_lag_and_delete(kctl, share_cluster, topic, un
 WORDCOUNT_INPUT = "streams-plaintext-input"  # Kafka's WordCountDemo reads and writes fixed topics
 
 
-def test_streams_group_list_describe_lag_reset_and_delete(kctl, kafka_cluster, unique_name, tmp_path):
+def test_streams_group_list_describe_lag_reset_and_delete(kctl, share_cluster, unique_name, tmp_path):
     """Kafka's own WordCountDemo (a Kafka Streams application from Maven Central) with
     group.protocol=streams: two subtopologies, a repartition topic, committed offsets."""
+    kafka_cluster = share_cluster
     group = unique_name("wc")
     admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
     for future in admin.create_topics([NewTopic(WORDCOUNT_INPUT, 4), NewTopic("streams-wordcount-output", 1)]).values():

@@ -1,13 +1,14 @@
-"""Streams groups (KIP-1071) as Kafka 4.3's group coordinator runs them — WORK IN PROGRESS
-(see ../shared/notes/broker-streams-groups.md): members of a Kafka Streams application
+"""Streams groups (KIP-1071) as Kafka 4.3's group coordinator runs them: members of a Kafka Streams application
 heartbeat with its topology; the broker checks the source topics, decides the partition
 counts of the repartition and changelog topics and creates them, cuts the topology into
 tasks (subtopology, partition) and assigns them (sticky, balanced), revoking before it
 assigns, as the consumer protocol does.
 
 Not yet: standby and warm-up tasks, endpoints (interactive queries), static members, the
-initial rebalance delay, copartition checks beyond equal counts, persistence (a member of
-a group the broker forgot gets UNKNOWN_MEMBER_ID and rejoins with its topology).
+initial rebalance delay, copartition checks, per-task epochs in commit checks. Groups live
+in memory: after a restart a member of a group the broker forgot gets UNKNOWN_MEMBER_ID
+(not Kafka's fatal GROUP_ID_NOT_FOUND) and rejoins with its topology; committed offsets
+are kept as every group's are.
 """
 
 from __future__ import annotations

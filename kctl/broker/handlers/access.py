@@ -578,6 +578,34 @@ def _share_offsets_guard(operation):
     return guard
 
 
+# -- streams groups -----------------------------------------------------------------------------
+
+async def _streams_group_heartbeat(handler, broker, context, request):
+    denied = None
+    if not _can(broker, context, READ, GROUP, request.group_id):
+        denied = (GROUP_DENIED, _MESSAGE)
+    elif request.topology is not None:
+        from ..coordinator.streams import Topology
+
+        hidden = sorted(t for t in Topology.from_request(request.topology).topics()
+                        if not _can(broker, context, DESCRIBE, TOPIC, t))
+        if hidden:
+            denied = (TOPIC_DENIED, "The following topics are not authorized: " + ", ".join(hidden))
+    if denied:
+        return {"throttle_time_ms": 0, "error_code": denied[0], "error_message": denied[1], "member_id": request.member_id,
+                "member_epoch": request.member_epoch, "heartbeat_interval_ms": 0, "acceptable_recovery_lag": 0,
+                "task_offset_interval_ms": 0, "status": [], "active_tasks": None, "standby_tasks": None,
+                "warmup_tasks": None, "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
+    return await handler(broker, context, request)
+
+
+async def _streams_group_describe(handler, broker, context, request):
+    response = await handler(broker, context, request)
+    _describe_groups_answer(broker, context, response["groups"], request.include_authorized_operations, {
+        "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "topology": None, "members": []})
+    return response
+
+
 GUARDS = {
     0: _produce, 1: _fetch, 2: _list_offsets, 3: _metadata, 23: _offset_for_leader_epoch, 60: _describe_cluster,
     10: _find_coordinator,
@@ -596,4 +624,5 @@ GUARDS = {
     28: _txn_offset_commit, 61: _describe_producers, 65: _describe_transactions, 66: _list_transactions,
     76: _group_heartbeat, 77: _share_group_describe, 78: _share_records_guard(True), 79: _share_records_guard(False),
     90: _describe_share_group_offsets, 91: _share_offsets_guard(READ), 92: _share_offsets_guard(DELETE),
+    88: _streams_group_heartbeat, 89: _streams_group_describe,
 }

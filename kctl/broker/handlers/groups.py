@@ -74,7 +74,7 @@ async def offset_commit(broker, context, request):
         code = broker.consumer_groups.check_member(request.group_id, request.member_id,
                                                    request.generation_id_or_member_epoch)
     elif request.group_id in broker.streams_groups.groups:
-        code = _streams_commit_check(broker, request)
+        code = streams_commit_check(broker, request.group_id, request.member_id, request.generation_id_or_member_epoch)
     else:
         code = broker.groups.check_commit(request.group_id, request.generation_id_or_member_epoch,
                                           request.member_id,
@@ -118,13 +118,12 @@ async def offset_commit(broker, context, request):
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _streams_commit_check(broker, request) -> int:
+def streams_commit_check(broker, group_id: str, member_id: str, epoch: int) -> int:
     """A streams group's commit (KIP-1071, simplified: per-task epochs not checked yet)."""
-    group = broker.streams_groups.groups[request.group_id]
-    epoch = request.generation_id_or_member_epoch
+    group = broker.streams_groups.groups[group_id]
     if epoch < 0 and not group.members:
         return errors.NONE  # an admin reset
-    member = group.members.get(request.member_id)
+    member = group.members.get(member_id)
     if member is None:
         return errors.UNKNOWN_MEMBER_ID
     return errors.STALE_MEMBER_EPOCH if epoch > member.member_epoch else errors.NONE
@@ -259,8 +258,9 @@ async def delete_groups(broker, context, request):
                 code = broker.share_groups.delete_group(group_id)
             elif group_id in broker.streams_groups.groups:
                 code = broker.streams_groups.delete(group_id)
-                if code == errors.NONE:
-                    broker.offsets.delete_group(group_id)
+                if code == errors.NONE:  # its offsets, and the classic record commits left
+                    if broker.groups.delete_group(group_id) == errors.GROUP_ID_NOT_FOUND:
+                        broker.offsets.delete_group(group_id)
             else:
                 code = broker.groups.delete_group(group_id)
         except OSError as exc:

@@ -1,5 +1,4 @@
-"""StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071) — WORK IN PROGRESS, over
-coordinator/streams.py. The heartbeat creates the internal (repartition and changelog)
+"""StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071), over coordinator/streams.py. The heartbeat creates the internal (repartition and changelog)
 topics the topology needs, as Kafka's broker creates them."""
 
 from __future__ import annotations

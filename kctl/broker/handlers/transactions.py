@@ -9,6 +9,7 @@ import logging
 from ..coordinator.offsets import CommittedOffset
 from ..coordinator.transactions import STATES
 from ..protocol import errors
+from .groups import streams_commit_check
 from kctl.messages.records import InvalidBatch
 from .common import storage_error_message
 
@@ -107,6 +108,8 @@ async def txn_offset_commit(broker, context, request):
         # consumer's own commits would be.
         if request.group_id in broker.consumer_groups.groups:
             error = broker.consumer_groups.check_member(request.group_id, request.member_id, request.generation_id)
+        elif request.group_id in broker.streams_groups.groups:
+            error = streams_commit_check(broker, request.group_id, request.member_id, request.generation_id)
         else:
             error = broker.groups.check_commit(request.group_id, request.generation_id, request.member_id,
                                                request.group_instance_id)
