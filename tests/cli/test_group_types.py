@@ -16,7 +16,7 @@ from kctl.errors import ExitCode
 from tests.eventually import eventually
 from tests.top.pilot import groups_shown
 
-pytestmark = [pytest.mark.integration, pytest.mark.needs_kafka("share and streams groups need Apache Kafka 4.x")]
+pytestmark = pytest.mark.integration
 
 
 
@@ -30,7 +30,7 @@ def consumer_protocol_cluster(cluster):
 
 
 @pytest.fixture
-def share_cluster(cluster, request):
+def group_types_cluster(cluster, request):
     """Apache Kafka, or the bundled broker (its share and streams coordinators) with Kafka's tools."""
     if cluster.backend == "bundled":
         from tests.brokers.plugin import Cluster
@@ -182,8 +182,8 @@ def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, consumer_pr
     assert [(o["partition"], o["offset"]) for o in g["offsets"]] == [(p, 3) for p in range(4)]
 
 
-def test_share_group_list_describe_lag_and_delete(kctl, share_cluster, topic, unique_name, tmp_path):
-    kafka_cluster = share_cluster
+def test_share_group_list_describe_lag_and_delete(kctl, group_types_cluster, topic, unique_name, tmp_path):
+    kafka_cluster = group_types_cluster
     group = unique_name("share")
     share_consumer = subprocess.Popen(
         kafka_cluster.kafka.tool_command("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
@@ -300,10 +300,10 @@ def test_share_group_list_describe_lag_and_delete(kctl, share_cluster, topic, un
 WORDCOUNT_INPUT = "streams-plaintext-input"  # Kafka's WordCountDemo reads and writes fixed topics
 
 
-def test_streams_group_list_describe_lag_reset_and_delete(kctl, share_cluster, unique_name, tmp_path):
+def test_streams_group_list_describe_lag_reset_and_delete(kctl, group_types_cluster, unique_name, tmp_path):
     """Kafka's own WordCountDemo (a Kafka Streams application from Maven Central) with
     group.protocol=streams: two subtopologies, a repartition topic, committed offsets."""
-    kafka_cluster = share_cluster
+    kafka_cluster = group_types_cluster
     group = unique_name("wc")
     admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
     for future in admin.create_topics([NewTopic(WORDCOUNT_INPUT, 4), NewTopic("streams-wordcount-output", 1)]).values():
