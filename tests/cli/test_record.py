@@ -475,9 +475,12 @@ def test_group_member_survives_a_rebalance(cluster, topic, unique_name, config_h
     """Another member joining revokes kctl's partitions for a moment; kctl must wait for
     its new assignment, not stop because nothing is assigned."""
     group = unique_name("g")
+    # --timeout 90: kctl gives a group that long to assign partitions (30 s by default).
+    # On kafka3 the group's coordinator may still be loading offsets after another test
+    # restarted its node: a CI run's kctl gave up at 30 s ("assigned no partitions").
     kctl = subprocess.Popen(
-        [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, *protocol_flags(cluster, protocol), "record", "consume",
-         topic, "--group", group, "--follow", "--format", r"%p %v\n"],
+        [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "--timeout", "90", *protocol_flags(cluster, protocol),
+         "record", "consume", topic, "--group", group, "--follow", "--format", r"%p %v\n"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     other = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
@@ -486,7 +489,8 @@ def test_group_member_survives_a_rebalance(cluster, topic, unique_name, config_h
         producer = Producer({"bootstrap.servers": cluster.bootstrap})
         producer.produce(topic, value=b"first", partition=0)
         producer.flush(10)
-        assert kctl.stdout.readline() == b"0 first\n"
+        first = kctl.stdout.readline()
+        assert first == b"0 first\n", (first, kctl.poll() is not None and kctl.stderr.read().decode())
         other.subscribe([topic])
         deadline = time.monotonic() + 30
         while not other.assignment() and time.monotonic() < deadline:
