@@ -67,3 +67,14 @@ def topic_name(broker, name: str | None, topic_id) -> str | None:
 def leader_epoch_error(current_leader_epoch: int) -> int:
     """Kafka's check of a client's known leader epoch against ours (always 0)."""
     return errors.UNKNOWN_LEADER_EPOCH if (current_leader_epoch or 0) > 0 else errors.NONE
+
+
+def other_group_type(broker, group_id: str, kind: str) -> str | None:
+    """The type of a group of that id other than `kind` (an empty classic group does not
+    count: Kafka lets a modern group take its id), or None. Group ids are one namespace."""
+    for other, groups in (("consumer", broker.consumer_groups.groups), ("share", broker.share_groups.groups),
+                          ("streams", broker.streams_groups.groups)):
+        if other != kind and group_id in groups:
+            return other
+    classic = broker.groups.group(group_id)
+    return "classic" if classic is not None and classic.members else None

@@ -16,18 +16,13 @@ import time
 from ..protocol import errors
 from ..coordinator.share import HeartbeatResult
 from ..coordinator.share_partitions import GAP, RENEW
-from .common import ZERO_UUID
+from .common import ZERO_UUID, other_group_type
 
 _MAX_WAIT_S = 30.0
 
 
 def _other_type(broker):
-    def kind(group_id: str) -> str | None:
-        if group_id in broker.consumer_groups.groups:
-            return "consumer"
-        classic = broker.groups.group(group_id)
-        return "classic" if classic is not None and classic.members else None
-    return kind
+    return lambda group_id: other_group_type(broker, group_id, "share")
 
 
 def _topic_id(broker, name: str):

@@ -8,19 +8,13 @@ import logging
 from .. import configs as cfg
 from ..coordinator.streams import TopicInfo
 from ..protocol import errors
+from .common import other_group_type
 
 log = logging.getLogger("kctl.broker.streams")
 
 
 def _other_type(broker):
-    def kind(group_id: str) -> str | None:
-        if group_id in broker.consumer_groups.groups:
-            return "consumer"
-        if group_id in broker.share_groups.groups:
-            return "share"
-        classic = broker.groups.group(group_id)
-        return "classic" if classic is not None and classic.members else None
-    return kind
+    return lambda group_id: other_group_type(broker, group_id, "streams")
 
 
 def _tasks(pairs) -> list[dict]:
