@@ -38,7 +38,9 @@ def spark():
     """
 
 
-def _spark_options(function):
+def _spark_options(function=None, *, engine: bool = True):
+    """The options every Spark command takes; engine=False for a command that always
+    reads with kctl_kafka (spark sql: push-down and decoding are the reader's)."""
     decorators = [
         click.option("--master", metavar="URL", help="Spark master: local[N], spark://HOST:7077, yarn, ... [default: $KCTL_SPARK_MASTER or local[*]]"),
         click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="Spark configuration property (repeatable), e.g. spark.executor.memory=4g."),
@@ -46,9 +48,15 @@ def _spark_options(function):
         click.option("--packages", multiple=True, metavar="COORDINATES", help="Maven packages for Spark's classpath (spark.jars.packages), e.g. the JVM Kafka connector."),
         click.option("--ship-env", is_flag=True, envvar="KCTL_SPARK_SHIP_ENV", help="On a cluster: pack this Python environment (kctl and its libraries, cached) and run the executors' Python from it, for workers without kctl installed. [env: KCTL_SPARK_SHIP_ENV]"),
     ]
-    for decorator in reversed(decorators):
-        function = decorator(function)
-    return function
+    if not engine:
+        del decorators[2]
+
+    def apply(function):
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+
+    return apply(function) if function is not None else apply
 
 
 def _session_factory(app: App, master, spark_conf, packages, ship_env: bool, *, uses_kafka: bool = True):
@@ -526,3 +534,253 @@ def _json_schema(path: str):
         raise InvalidError(f"unable to use --json-schema {path}: {exc}") from None
     except InvalidError as exc:
         raise InvalidError(f"unable to use --json-schema {path}: {exc.message}") from None
+
+
+SQL_PLAN_SPEC = DocumentSpec(
+    fields=(
+        Field("records", "RECORDS-TO-READ"),
+        Field("available", "RECORDS-IN-TOPICS"),
+        Field("max_records", "MAX-RECORDS", get=lambda d: getattr(d, "max_records", None)),
+    ),
+    sections=(
+        Section(
+            "partitions",
+            "READS",
+            TableSpec((
+                _item("table", "TABLE"),
+                _item("partition", "PARTITION", align="right"),
+                _item("start_offset", "START", align="right"),
+                _item("end_offset", "END", align="right"),
+                _item("records", "RECORDS", align="right"),
+                _item("pushed", "PUSHED-DOWN"),
+                _item("log_start_offset", "LOG-START", align="right", wide=True),
+                _item("high_watermark", "HIGH-WATERMARK", align="right", wide=True),
+            )),
+        ),
+    ),
+)
+
+
+def _sql_positions(values, flag: str) -> dict[str, dict[str, str]]:
+    """--from/--to: POSITION for every topic ("" below), or TOPIC=POSITION for one."""
+    from kctl.errors import UsageError
+
+    positions: dict[str, dict[str, str]] = {}
+    for value in values:
+        topic, position = "", value
+        if not value.startswith(("@", "{")) and value not in ("earliest", "latest") and "=" in value:
+            topic, _, position = value.partition("=")
+            if not topic:
+                raise UsageError(f"unable to parse {flag} {value!r}: expected POSITION or TOPIC=POSITION")
+        positions.setdefault(topic, {}).update(_position(position, [topic] if topic else [], flag))
+    return positions
+
+
+def _query_text(query: str, app: App) -> str:
+    from kctl.errors import UsageError
+
+    if query == "-":
+        query = app.stdin.read()
+    if not query.strip():
+        raise UsageError("unable to run the query: it is empty")
+    return query
+
+
+def _sql_rows(columns, rows):
+    """Result rows for kctl's output: nested values as JSON text in tables, binary as
+    UTF-8 text when it is (base64 otherwise); JSON output keeps structures and base64."""
+    from decimal import Decimal
+
+    import datetime as dt
+
+    def plain(value):
+        if isinstance(value, Decimal):
+            return float(value)
+        if isinstance(value, dt.datetime):
+            return value.isoformat().replace("+00:00", "Z")
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return [{c: plain(row[c]) for c in columns} for row in rows]
+
+
+def _sql_cell(value):
+    import base64
+
+    from kctl.output.render import dumps
+
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict | list):
+        return dumps(value)
+    return value
+
+
+@spark.command("sql")
+@click.argument("query", metavar="QUERY")
+@click.option("--from", "starts", multiple=True, metavar="[TOPIC=]POSITION", help="Read topics (or TOPIC) from earliest, latest, @TIME or JSON offsets; the query's own bounds narrow it further (repeatable).")
+@click.option("--to", "ends", multiple=True, metavar="[TOPIC=]POSITION", help="Read topics (or TOPIC) up to latest, @TIME or JSON offsets (exclusive) (repeatable). [default: the log end when planned]")
+@click.option("--decode", is_flag=True, help="A value_decoded column, typed by the registry's TOPIC-value subject, for each topic that has one (Avro, Protobuf, JSON Schema in the registry's wire format).")
+@click.option("--registry-url", metavar="URL", help="The schema registry for --decode; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
+@click.option("--value-format", type=click.Choice(["bytes", "json"]), default="bytes", show_default=True, help="json: a value_decoded column parsed from JSON values (topics --decode does not type), by --schema or a schema inferred from the newest 1,000 values.")
+@click.option("--schema", "json_schema", metavar="DDL", help="The JSON values' columns as Spark DDL, e.g. 'id BIGINT, customer STRING, total DOUBLE' (with --value-format json).")
+@click.option("--explain", is_flag=True, help="Show what the query would read (tables, partitions, offset ranges, records, predicates pushed down) and read nothing.")
+@click.option("--max-records", type=click.IntRange(min=0), default=10_000_000, show_default=True, metavar="N", help="Refuse a query that would read more than N records from topics (exit 7); 0: no bound.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Print at most N rows.")
+@click.option("--out", type=click.Path(file_okay=False), metavar="DIR", help="Write the whole result to DIR (Spark part files) instead of printing it; on a cluster, a directory the executors share.")
+@click.option("--format", "out_format", type=click.Choice(["parquet", "csv", "jsonl"]), default="parquet", show_default=True, help="File format for --out.")
+@click.option("--overwrite", is_flag=True, help="Replace an earlier kctl spark sql result in --out (never a directory kctl did not write).")
+@_spark_options(engine=False)
+@global_options
+@pass_app
+def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_schema, explain, max_records, limit, out, out_format, overwrite, master, spark_conf, packages, ship_env):
+    """Query topics with SQL: every topic is a table, time bounds read only that time.
+
+    Each topic the query names is a table with a dump's columns: key and value (binary;
+    CAST(value AS STRING) for text), topic, partition, offset, timestamp, timestampType
+    (0 CreateTime, 1 LogAppendTime) and headers (an array of key/value structs). Quote
+    names with dots or dashes in backquotes: `orders.v2`. A kctl spark dump is a table
+    too: dump.DIR (dump.`/data/orders` for a path). Joins, unions, subqueries, window
+    functions and Spark's built-in functions all work; the query only reads
+    (INSERT, CREATE and every other statement are refused: kctl spark replay writes).
+
+    Predicates on partition, offset and timestamp (=, <, <=, >, >=, BETWEEN, IN,
+    now() - INTERVAL ...) become each topic's read ranges: a start time is looked up by
+    ListOffsets, so a query over the last hour of a topic holding a week reads that hour.
+    An end time ends a partition at its first record at or after it (records written
+    later with an earlier CreateTime are not read). --explain shows the ranges;
+    --max-records refuses a larger read before it starts.
+
+    Results print in kctl's formats (-o table|plain|json|jsonl|csv; binary is text
+    when UTF-8 and base64 otherwise, base64 always in JSON), or go whole to --out as
+    Parquet, CSV or JSON Lines part files with _kctl_sql.json and _SUCCESS written last.
+    stderr gets the rows, the records read and those in the topics. Exit status: 0;
+    64 for a query Spark refuses (its message and where); 5 for an unknown topic or dump;
+    7 when --max-records refuses; 130 on Ctrl-C.
+
+    \b
+    Examples:
+      kctl spark sql "SELECT count(*) FROM orders WHERE timestamp >= now() - INTERVAL 1 HOUR"
+      kctl spark sql "SELECT CAST(key AS STRING) k, count(*) n FROM orders GROUP BY k ORDER BY n DESC" --limit 10
+      kctl spark sql "SELECT o.* FROM orders o LEFT ANTI JOIN payments p ON o.key = p.key" -o jsonl
+      kctl spark sql "SELECT value_decoded.type, count(*) FROM events GROUP BY 1" --value-format json
+      kctl spark sql "SELECT * FROM invoices WHERE value_decoded.total > 1000" --decode --out big --format csv
+      kctl spark sql "SELECT * FROM orders WHERE partition = 0 AND offset >= 1000" --explain
+      kctl spark sql "SELECT count(*) FROM dump.`/data/orders` d JOIN orders o ON d.key = o.key"
+    """
+    from kctl.errors import KctlError, UsageError
+    from kctl.spark import frames
+    from kctl.spark import sql as job
+
+    text = _query_text(query, app)
+    if out is not None and "://" in out:
+        raise UsageError(f"unable to write the result to {out}: --out is a directory on a local or shared file system")
+    if out is not None and limit is not None:
+        raise UsageError("unable to run the query: --limit bounds the rows printed, and --out writes them all (put a LIMIT in the query)")
+    if out is None and (overwrite or out_format != "parquet"):
+        raise UsageError("unable to run the query: --format and --overwrite are for --out")
+    if json_schema is not None and value_format != "json":
+        raise UsageError("unable to run the query: --schema types JSON values (--value-format json)")
+    if registry_url is not None and not decode:
+        raise UsageError("unable to run the query: --registry-url is for --decode")
+    positions = _sql_positions(starts, "--from")
+    for topic, options in _sql_positions(ends, "--to").items():
+        positions.setdefault(topic, {}).update(options)
+    request = job.SqlRequest(
+        query=text, positions=positions, decode=decode, json_values=value_format == "json", json_schema=json_schema,
+        explain=explain, max_records=max_records or None, limit=limit, out=Path(out).absolute() if out else None,
+        out_format=out_format, overwrite=overwrite,
+    )
+    kafka = _kafka(app)
+    known = app.session.metadata("run the query")  # an unreachable cluster: one line before Spark starts
+    registry = functools.cache(lambda: app.registry(registry_url))
+
+    def topic_exists(topic: str) -> bool:
+        if topic in known.topics and known.topics[topic].error is None:
+            return True
+        metadata = app.session.metadata(f"read {topic}", [topic])
+        return topic in metadata.topics and metadata.topics[topic].error is None
+
+    def decode_plan(topic: str):
+        from kctl.errors import NotFoundError
+        from kctl.spark.decode import plan_decode
+
+        try:
+            return plan_decode(registry(), topic)
+        except NotFoundError:
+            app.note(f"{topic}: the schema registry has no subject {topic}-value; its values are not decoded")
+            return None
+
+    factory = _session_factory(app, master, spark_conf, packages, ship_env)
+    with contextlib.ExitStack() as stack, job.work_directories() as (plan_dir, progress_dir), \
+            _interruptible(f"the result in {out} is partial (its {job.SQL_MANIFEST} says so)" if out else None,
+                           "run the same command with --overwrite" if out else None):
+        spark = factory()
+        job.quiet_spark_errors()
+        # kctl_kafka's scans take the query's predicates (kctl.spark.pushdown).
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+        job.check_read_only(spark, text)
+        if json_schema is not None:
+            job.check_schema(json_schema)
+        context = job.Context(kafka=kafka, topic_exists=topic_exists, decode_plan=decode_plan, plan_dir=plan_dir, progress_dir=progress_dir, note=app.note)
+        tables = stack.enter_context(job.tables_of(spark, text))
+        try:
+            frame = job.resolve(spark, request, context, tables)
+            if limit is not None:
+                frame = frame.limit(limit)
+            plan = job.plan(spark, frame, tables, plan_dir)
+        except KctlError:
+            raise
+        except Exception as exc:
+            raise frames.spark_failure(exc, "plan the query") from exc
+        if explain:
+            _show_sql_plan(app, plan, max_records)
+            return
+        job.check_size(plan, request.max_records)
+        from kctl.spark.session import size_shuffles
+
+        size_shuffles(spark, sum(len(s.partitions) for s in plan.scans) or 1)
+        with _live_progress(app, "sql") as report:
+            progress = frames.Progress(spark, plan.records, report, directory=progress_dir)
+            try:
+                if out is not None:
+                    manifest = job.write_out(spark, frame, request, plan, progress)
+                    shown = manifest["rows"]
+                else:
+                    with progress:
+                        result = frame.toArrow()
+            except KctlError:
+                raise
+            except Exception as exc:
+                raise frames.spark_failure(exc, "run the query") from exc
+        read = job.records_read(progress_dir) if plan.records else 0
+    if out is None:
+        columns, rows = job.rows(result)
+        rows = _sql_rows(columns, rows)
+        shown = len(rows)
+        if app.out.format in ("json", "jsonl"):
+            app.out.table(rows, TableSpec([Column(c, c) for c in columns]))
+        else:
+            app.out.table(rows, TableSpec([Column(c, c, get=lambda r, c=c: _sql_cell(r[c])) for c in columns]))
+    read_text = f"{read:,}" if read is not None else "an unknown number of"
+    scans = len(plan.scans)
+    where = f" to {out}" if out is not None else ""
+    app.note(f"{shown:,} row(s){where}; read {read_text} of {plan.available:,} record(s) in {scans} topic scan(s)")
+
+
+def _show_sql_plan(app: App, plan, max_records: int) -> None:
+    partitions = [
+        {"table": scan.table, "pushed": " AND ".join(scan.pushed) or None, **p, "records": p["end_offset"] - p["start_offset"]}
+        for scan in plan.scans for p in scan.partitions
+    ]
+    document = {"records": plan.records, "available": plan.available, "max_records": max_records or None, "partitions": partitions,
+                "dumps": [{"directory": d, "records": n} for d, n in plan.dumps.items()]}
+    _show(app, document, SQL_PLAN_SPEC)
+    for directory, records in plan.dumps.items():
+        app.note(f"dump {directory}: {records:,} record(s), read by Spark's own reader")

@@ -45,17 +45,17 @@ class DumpRequest:
     decode: Any = None  # a kctl.spark.decode.DecodePlan: values as typed columns too
 
 
-def check_out(out: Path, overwrite: bool) -> bool:
+def check_out(out: Path, overwrite: bool, *, manifest: str = DUMP_MANIFEST, action: str = "dump", kind: str = "dump") -> bool:
     """Refuse to write into an existing directory unless --overwrite, and even then only
-    over an earlier kctl dump (or an empty directory): never delete a stranger's files.
-    Returns whether an earlier dump is to be replaced."""
+    over an earlier kctl output of the same kind (its manifest is there) or an empty
+    directory: never delete a stranger's files. Returns whether an earlier one is replaced."""
     if out.exists() and not out.is_dir():
-        raise InvalidError(f"unable to dump to {out}: it exists and is not a directory")
+        raise InvalidError(f"unable to {action} to {out}: it exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise AlreadyExistsError(f"unable to dump to {out}: the directory exists and is not empty", hint="use --overwrite to replace an earlier dump")
-        if not (out / DUMP_MANIFEST).exists():
-            raise InvalidError(f"unable to overwrite {out}: it is not a kctl dump (no {DUMP_MANIFEST}); refusing to delete it")
+            raise AlreadyExistsError(f"unable to {action} to {out}: the directory exists and is not empty", hint=f"use --overwrite to replace an earlier {kind}")
+        if not (out / manifest).exists():
+            raise InvalidError(f"unable to overwrite {out}: it is not a kctl {kind} (no {manifest}); refusing to delete it")
         return True
     return False
 

@@ -60,6 +60,10 @@ class SourceOptions:
     consume_batch: int = 1_000
     # Where each read task keeps its records read so far, for the driver's live progress.
     progress_dir: str | None = None
+    # Where planning writes the ranges it chose (kctl spark sql's --explain and --max-records),
+    # under the name of the table the query knows the topic by.
+    plan_dir: str | None = None
+    table: str | None = None
 
 
 def _int(options: Mapping[str, str], key: str, default: int | None, *, minimum: int | None = None) -> int | None:
@@ -170,6 +174,8 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
         arrow_batch_size=_int(lowered, "kctl.arrowbatchsize", 10_000, minimum=1),
         consume_batch=_int(lowered, "kctl.consumebatch", 1_000, minimum=1),
         progress_dir=lowered.get("kctl.progressdir"),
+        plan_dir=lowered.get("kctl.plandir"),
+        table=lowered.get("kctl.table"),
     )
 
 

@@ -185,6 +185,61 @@ def plan_bounds(options: SourceOptions, *, timeout: float = 30.0) -> list[Partit
     return bounds
 
 
+def narrow(options: SourceOptions, bounds: list[PartitionBounds], limits, *, timeout: float = 30.0) -> list[PartitionBounds]:
+    """The bounds cut by a scan's pushed predicates (kctl.spark.pushdown.Limits): time
+    bounds become offsets by ListOffsets, asked only for the partitions still read."""
+    from confluent_kafka import Consumer, KafkaException
+
+    from kctl.spark.pushdown import narrowed
+
+    kept = [b for b in bounds if limits.admits_partition(b.partition) and b.end > b.start]
+    starts: dict[tuple[str, int], int] = {}
+    ends: dict[tuple[str, int], int] = {}
+    if limits.by_time and kept:
+        pairs = [(b.topic, b.partition) for b in kept]
+        try:
+            consumer = Consumer(consumer_config(options, "driver"))
+        except KafkaException as exc:
+            raise OptionError(f"a kafka.* option was refused: {exc.args[0].str() if exc.args else exc}") from None
+        try:
+            if limits.time_low_ms is not None:
+                starts = _by_time(consumer, pairs, dict.fromkeys(pairs, limits.time_low_ms), timeout)
+            if limits.time_end_ms is not None:
+                ends = _by_time(consumer, pairs, dict.fromkeys(pairs, limits.time_end_ms), timeout)
+        finally:
+            consumer.close()
+    out = []
+    for b in bounds:
+        key = (b.topic, b.partition)
+        # -1: no record at or after the time, so a start bound leaves nothing, an end bound cuts nothing.
+        time_start = None if key not in starts else (b.high_watermark if starts[key] < 0 else starts[key])
+        time_end = None if key not in ends else (b.high_watermark if ends[key] < 0 else ends[key])
+        start, end = narrowed(b.start, b.end, b.partition, limits, time_start, time_end)
+        out.append(PartitionBounds(b.topic, b.partition, b.log_start, b.high_watermark, start, end))
+    return out
+
+
+def record_plan(directory: str, scan: str, table: str | None, bounds: list[PartitionBounds], pushed) -> None:
+    """DIRECTORY/SCAN.json: a scan's ranges, for the process that started the query
+    (planning runs in a process of Spark's own). Written whole or not at all."""
+    import json
+    import os
+
+    document = {
+        "scan": scan,
+        "table": table,
+        "pushed": list(pushed),
+        "partitions": [
+            {"topic": b.topic, "partition": b.partition, "log_start_offset": b.log_start, "high_watermark": b.high_watermark, "start_offset": b.start, "end_offset": b.end}
+            for b in bounds
+        ],
+    }
+    path = os.path.join(directory, f"{scan}.json")
+    with open(f"{path}.tmp", "w", encoding="utf-8") as file:
+        json.dump(document, file)
+    os.replace(f"{path}.tmp", path)
+
+
 def split(bounds: list[PartitionBounds], min_partitions: int | None = None, max_records: int | None = None) -> list[OffsetRange]:
     """Offset ranges for the tasks: one per non-empty partition, big partitions cut in
     proportion to their share of all records when min_partitions asks for more tasks

@@ -23,9 +23,10 @@ NAME = "kctl_kafka"
 class KafkaRange(InputPartition):
     """An offset range, as Spark ships it to a task (plain values only: picklable)."""
 
-    def __init__(self, topic: str, partition: int, start: int, end: int):
+    def __init__(self, topic: str, partition: int, start: int, end: int, scan: str = ""):
         super().__init__((topic, partition, start, end))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
+        self.scan = scan  # tells apart two scans of one range (a self-join) in progress files
 
 
 class KafkaDataSource(DataSource):
@@ -43,6 +44,10 @@ class KafkaDataSource(DataSource):
         return SCHEMA_DDL + (HEADERS_DDL if headers else "") + (columns_ddl(decode) if decode else "")
 
     def reader(self, schema):
+        # kctl.pushFilters: only where the session allows push-down (kctl spark sql sets
+        # spark.sql.python.filterPushdown.enabled); a reader with pushFilters fails without it.
+        if str(self.options.get("kctl.pushFilters", "false")).lower() == "true":
+            return PushdownKafkaReader(dict(self.options))
         return KafkaReader(dict(self.options))
 
     def writer(self, schema, overwrite: bool):
@@ -59,14 +64,23 @@ class KafkaReader(DataSourceReader):
 
         self.raw_options = options
         parser.parse(options)  # fail at load(), on the driver, not in every task
+        self.limits = None  # what pushed predicates admit (PushdownKafkaReader)
 
     def partitions(self):
+        import uuid
+
         from kctl.spark import options as parser
-        from kctl.spark.planning import plan_bounds, split
+        from kctl.spark.planning import narrow, plan_bounds, record_plan, split
 
         parsed = parser.parse(self.raw_options)
-        ranges = split(plan_bounds(parsed), parsed.min_partitions, parsed.max_records_per_partition)
-        return [KafkaRange(r.topic, r.partition, r.start, r.end) for r in ranges]
+        bounds = plan_bounds(parsed)
+        if self.limits is not None:
+            bounds = narrow(parsed, bounds, self.limits)
+        scan = uuid.uuid4().hex[:12]
+        if parsed.plan_dir:
+            record_plan(parsed.plan_dir, scan, parsed.table, bounds, self.limits.pushed if self.limits else ())
+        ranges = split(bounds, parsed.min_partitions, parsed.max_records_per_partition)
+        return [KafkaRange(r.topic, r.partition, r.start, r.end, scan) for r in ranges]
 
     def read(self, partition: KafkaRange):
         from kctl.spark import options as parser
@@ -78,11 +92,24 @@ class KafkaReader(DataSourceReader):
             return  # nothing to read: Spark hands an empty plan one default partition
         parsed = parser.parse(self.raw_options)
         batches = read_range(parsed, OffsetRange(partition.topic, partition.partition, partition.start, partition.end))
-        batches = reporting(batches, parsed.progress_dir, f"{partition.topic}-{partition.partition}-{partition.start}")
+        batches = reporting(batches, parsed.progress_dir, f"{partition.scan}-{partition.topic}-{partition.partition}-{partition.start}")
         decode = plan_from_options(self.raw_options)
         if decode is not None:
             batches = decode_batches(batches, decode)
         yield from batches
+
+
+class PushdownKafkaReader(KafkaReader):
+    """A reader whose ranges are cut by the predicates Spark pushes (kctl.spark.pushdown).
+
+    Every filter goes back to Spark, which evaluates it on what is read: the ranges only
+    leave out records no filter could admit."""
+
+    def pushFilters(self, filters):
+        from kctl.spark.pushdown import limits_of
+
+        self.limits = limits_of(filters)
+        return filters
 
 
 class DumpPart(InputPartition):

@@ -1,0 +1,418 @@
+"""`kctl spark sql`: a read-only SQL query over topics and dumps, in Spark.
+
+Every table the query names is a topic (`orders`, `` `orders.v2` ``) read by kctl_kafka
+with the source columns (key, value, topic, partition, offset, timestamp, timestampType,
+headers), or a dump directory (`dump.orders`, `` dump.`/data/orders` ``) read by Spark's
+own Parquet or JSON reader. Tables are found the way Spark finds them: the query is
+analysed, and each table Spark cannot find is looked up (a topic, or a dump when the name
+is `dump.<directory>`), made a temporary view and the query analysed again. A dump's name
+is replaced in the query's text by its view's name, at the span Spark reports.
+
+The predicates Spark pushes to each topic's scan cut its read ranges
+(kctl.spark.pushdown). Planning runs in a Python process of Spark's own, so each scan
+writes the ranges it chose into a directory this process reads: that is what --explain
+shows and --max-records checks, before anything is read. Each read task counts what it
+read into another directory (kctl.spark.reading.reporting): the records-read figure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
+from kctl.spark import frames
+from kctl.spark.manifest import SUCCESS, now_iso, write_json
+
+SQL_MANIFEST = "_kctl_sql.json"
+# Analyse, add the missing table, analyse again: a bound on the tables one query names.
+MAX_TABLES = 64
+# Values sampled to infer a JSON schema for --value-format json (the newest records).
+JSON_SAMPLE = 1000
+# Spark's parsed plans that change something rather than read (INSERT, CREATE, SET,
+# CACHE, DROP, ADD JAR, ...): all are commands or parsed statements.
+_WRITING_PLANS = ("org.apache.spark.sql.catalyst.plans.logical.Command", "org.apache.spark.sql.catalyst.plans.logical.ParsedStatement")
+
+
+@dataclass(frozen=True)
+class SqlRequest:
+    query: str
+    # kctl_kafka options per topic (startingTimestamp, endingOffsets, ...): "" for every topic.
+    positions: dict[str, dict[str, str]] = field(default_factory=dict)
+    decode: bool = False  # registry-typed value_decoded for topics that have a TOPIC-value subject
+    json_values: bool = False  # --value-format json
+    json_schema: str | None = None  # Spark DDL for JSON values; inferred from a sample when None
+    explain: bool = False
+    max_records: int | None = None
+    limit: int | None = None
+    out: Path | None = None
+    out_format: str = "parquet"
+    overwrite: bool = False
+
+
+@dataclass
+class Scan:
+    """One read of one topic, as its planner wrote it."""
+
+    table: str
+    pushed: list[str]
+    partitions: list[dict[str, Any]]
+
+    @property
+    def records(self) -> int:
+        return sum(p["end_offset"] - p["start_offset"] for p in self.partitions)
+
+    @property
+    def available(self) -> int:
+        return sum(p["high_watermark"] - p["log_start_offset"] for p in self.partitions)
+
+
+@dataclass
+class Plan:
+    scans: list[Scan]
+    dumps: dict[str, int]  # dump directory -> records its manifest holds
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.scans)
+
+    @property
+    def available(self) -> int:
+        return sum(s.available for s in self.scans)
+
+
+@dataclass
+class Tables:
+    """The tables a query named, and the edits made to its text (dumps' names)."""
+
+    text: str
+    views: dict[str, str] = field(default_factory=dict)  # view name -> what it reads
+    edits: list[tuple[int, int, int]] = field(default_factory=list)  # (start, old length, new length)
+    dumps: dict[str, int] = field(default_factory=dict)
+
+    def original_position(self, index: int) -> int:
+        """Where `index` of the edited text was in the query as given."""
+        for start, old, new in reversed(self.edits):
+            if index >= start + new:
+                index -= new - old
+            elif index >= start:
+                index = start
+        return index
+
+
+class SqlError(UsageError):
+    """The query is not valid SQL, names what does not exist, or does not type-check."""
+
+
+def _where(text: str, index: int) -> str:
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def _spark_message(exc) -> str:
+    """Spark's error text without its [CONDITION] tag, SQLSTATE and plan dump."""
+    text = str(exc).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else type(exc).__name__
+    first = re.sub(r"^\[[A-Z0-9_.]+\]\s*", "", first)
+    first = re.sub(r"\s*SQLSTATE: \w+.*$", "", first)
+    return first.rstrip(" ;")
+
+
+def sql_error(exc, tables: Tables, original: str) -> KctlError:
+    """One line for a query Spark refused: its message and where in the query."""
+    message = _spark_message(exc)
+    where = None
+    contexts = []
+    with contextlib.suppress(Exception):
+        contexts = exc.getQueryContext() or []
+    if contexts:
+        with contextlib.suppress(Exception):
+            where = _where(original, tables.original_position(contexts[0].startIndex()))
+    if where is None:
+        found = re.search(r"\(line (\d+), pos (\d+)\)", str(exc))
+        if found:
+            message = message.replace(found.group(0), "").rstrip()
+            where = f"line {found.group(1)}, column {int(found.group(2)) + 1}"
+    return SqlError(f"unable to run the query: {message}" + (f" ({where})" if where else ""))
+
+
+def quiet_spark_errors() -> None:
+    """PySpark logs every failed analysis as a JSON error record (its SQLQueryContextLogger)
+    before raising it: kctl reports the exception in one line, so the record is noise."""
+    logging.getLogger("SQLQueryContextLogger").disabled = True
+
+
+def check_read_only(spark, query: str) -> None:
+    """Parse the query and refuse anything but a query: kctl spark sql never writes."""
+    from pyspark.errors import ParseException
+
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    try:
+        plan = parser.parsePlan(query)
+    except ParseException as exc:
+        raise sql_error(exc, Tables(query), query) from None
+    classes = [_java_class(spark, name) for name in _WRITING_PLANS]
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        if any(c is not None and c.isInstance(node) for c in classes):
+            statement = node.getClass().getSimpleName()
+            raise UsageError(
+                f"unable to run the query: kctl spark sql only reads (SELECT, WITH, VALUES, TABLE, FROM ... |>), and this statement does more ({statement})",
+                hint="kctl spark replay writes records to a topic; --out writes the query's result to files",
+            )
+        children = node.children()
+        pending.extend(children.apply(i) for i in range(children.size()))
+
+
+def _java_class(spark, name: str):
+    try:
+        return spark._jvm.java.lang.Class.forName(name, False, spark._jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    except Exception:  # a Spark without that class has no plans of that kind
+        return None
+
+
+def _relation_parts(name: str) -> list[str]:
+    """["dump", "/data/orders"] from Spark's "`dump`.`/data/orders`"."""
+    return [part.replace("``", "`") for part in re.findall(r"`((?:[^`]|``)*)`", name)]
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass
+class Context:
+    """What resolving tables needs from the command: the cluster and the registry."""
+
+    kafka: dict[str, Any]
+    topic_exists: Callable[[str], bool]
+    decode_plan: Callable[[str], Any]  # topic -> DecodePlan, or None without a subject
+    plan_dir: Path
+    progress_dir: Path
+    note: Callable[[str], None] = lambda _text: None
+
+
+@contextlib.contextmanager
+def tables_of(spark, query: str):
+    """The query's Tables; their views are dropped afterwards (a session that lives on,
+    under spark-submit or in tests, must not answer a later query from a stale view)."""
+    tables = Tables(query)
+    try:
+        yield tables
+    finally:
+        for view in tables.views:
+            with contextlib.suppress(Exception):  # the session may be stopping (Ctrl-C)
+                spark.catalog.dropTempView(_quoted(view))
+
+
+def resolve(spark, request: SqlRequest, context: Context, tables: Tables):
+    """The query's DataFrame, every table it names registered as a view."""
+    from pyspark.errors import AnalysisException
+
+    for _ in range(MAX_TABLES + 1):
+        try:
+            return spark.sql(tables.text)
+        except AnalysisException as exc:
+            if exc.getCondition() != "TABLE_OR_VIEW_NOT_FOUND":
+                raise sql_error(exc, tables, request.query) from None
+            parts = _relation_parts(exc.getMessageParameters().get("relationName", ""))
+            contexts = exc.getQueryContext() or []
+            span = (contexts[0].startIndex(), contexts[0].stopIndex()) if contexts else None
+            where = f" ({_where(request.query, tables.original_position(span[0]))})" if span else ""
+            _add_table(spark, request, context, tables, parts, span, where)
+    raise SqlError(f"unable to run the query: it names more than {MAX_TABLES} tables")
+
+
+def _add_table(spark, request: SqlRequest, context: Context, tables: Tables, parts: list[str], span, where: str) -> None:
+    if len(parts) == 2 and parts[0].lower() == "dump" and span is not None:
+        view = f"dump:{parts[1]}"
+        if view not in tables.views:
+            directory = Path(parts[1]).absolute()
+            frame, records = _dump_frame(spark, directory, where)
+            frame.createOrReplaceTempView(_quoted(view))
+            tables.views[view] = str(directory)
+            tables.dumps[str(directory)] = records
+        start, stop = span
+        replacement = _quoted(view)
+        tables.text = tables.text[:start] + replacement + tables.text[stop + 1 :]
+        tables.edits.append((start, stop + 1 - start, len(replacement)))
+        return
+    if len(parts) != 1:
+        shown = ".".join(parts)
+        raise NotFoundError(f"unable to run the query: no table {shown}{where}: a table is a topic (quote a name with dots in backquotes: `{shown}`) or dump.<directory>")
+    topic = parts[0]
+    if topic in tables.views:  # registered, yet not found: names differing only in case
+        raise SqlError(f"unable to run the query: {topic}{where} is another case of a topic already in the query (Spark's names ignore case)")
+    if not context.topic_exists(topic):
+        raise NotFoundError(f"unable to run the query: topic '{topic}' does not exist{where}")
+    frame = _topic_frame(spark, request, context, topic)
+    frame.createOrReplaceTempView(_quoted(topic))
+    tables.views[topic] = topic
+
+
+def _topic_frame(spark, request: SqlRequest, context: Context, topic: str):
+    from pyspark.sql import functions as F
+
+    options = frames.source_options(context.kafka, [topic], include_headers=True)
+    options.update(request.positions.get("", {}))
+    options.update(request.positions.get(topic, {}))
+    # A start time past the last record reads nothing rather than failing the query.
+    options["startingOffsetsByTimestampStrategy"] = "latest"
+    options.update({"kctl.pushFilters": "true", "kctl.planDir": str(context.plan_dir), "kctl.table": topic, "kctl.progressDir": str(context.progress_dir)})
+    plan = context.decode_plan(topic) if request.decode else None
+    if plan is not None:
+        from kctl.spark.decode import plan_options
+
+        options.update(plan_options(plan))
+    # Always true of a record, and pushed to the scan like any predicate: a scan with
+    # predicates plans its ranges when the query is planned (so --explain and
+    # --max-records see them); one without would plan them only as it starts reading.
+    frame = spark.read.format("kctl_kafka").options(**options).load().where(F.col("offset") >= 0)
+    if plan is None and request.json_values:
+        schema = request.json_schema or infer_json_schema(spark, options, topic, context.note)
+        frame = frame.withColumn("value_decoded", F.from_json(F.col("value").cast("string"), schema))
+    return frame
+
+
+def check_schema(ddl: str) -> None:
+    """--schema: Spark DDL Spark can parse (asked of the running session's parser)."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    try:
+        _parse_datatype_string(ddl)
+    except Exception as exc:
+        raise UsageError(f"unable to use --schema {ddl!r}: {_spark_message(exc)}") from None
+
+
+def infer_json_schema(spark, options: dict[str, str], topic: str, note: Callable[[str], None]):
+    """The Spark DDL of a topic's JSON values, inferred by Spark's JSON reader from the
+    newest JSON_SAMPLE records (spread over the partitions)."""
+    from kctl.spark.planning import PartitionBounds
+
+    sample_options = {k: v for k, v in options.items() if not k.startswith("kctl.")}
+    _, bounds = frames.plan(sample_options, f"read {topic}")
+    share = -(-JSON_SAMPLE // max(1, len(bounds)))
+    newest = [PartitionBounds(b.topic, b.partition, b.log_start, b.high_watermark, max(b.start, b.end - share), b.end) for b in bounds]
+    values = [row[0] for row in frames.load_topic(spark, "python", sample_options, newest).selectExpr("CAST(value AS STRING)").collect() if row[0]]
+    if not values:
+        raise InvalidError(f"unable to infer a JSON schema for {topic}: its newest records have no values", hint="give one with --schema 'id BIGINT, name STRING'")
+    schema = spark.read.json(spark.sparkContext.parallelize(values, 1)).schema
+    fields = [f for f in schema.fields if f.name != "_corrupt_record"]
+    if not fields:
+        raise InvalidError(f"unable to infer a JSON schema for {topic}: none of its newest {len(values):,} values is a JSON object", hint="give one with --schema 'id BIGINT, name STRING'")
+    from pyspark.sql.types import StructType
+
+    inferred = StructType(fields)
+    note(f"{topic}: value_decoded typed from {len(values):,} newest value(s): {inferred.simpleString()}")
+    return inferred
+
+
+def _dump_frame(spark, directory: Path, where: str):
+    from kctl.spark.manifest import read_dump_manifest
+
+    if not directory.exists():
+        raise NotFoundError(f"unable to run the query: no dump directory {directory}{where}")
+    try:
+        manifest = read_dump_manifest(directory)
+    except InvalidError as exc:
+        raise InvalidError(f"unable to run the query: {exc.message}{where}", hint=exc.hint) from None
+    return frames.load_dump(spark, directory, manifest), int(manifest.get("records") or 0)
+
+
+def plan(spark, frame, tables: Tables, plan_dir: Path) -> Plan:
+    """Plan the query (Spark's optimizer pushes the predicates, each scan plans its
+    ranges) and read what the scans chose. Reads no records."""
+    import json
+
+    for leftover in plan_dir.glob("*.json"):
+        leftover.unlink()
+    frame._jdf.queryExecution().optimizedPlan()
+    scans = []
+    for path in sorted(plan_dir.glob("*.json")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        scans.append(Scan(document["table"], document["pushed"], document["partitions"]))
+    scans.sort(key=lambda s: (s.table, s.pushed))
+    return Plan(scans, dict(tables.dumps))
+
+
+def check_size(plan: Plan, max_records: int | None) -> None:
+    from kctl.errors import ExitCode
+
+    if max_records and plan.records > max_records:
+        raise KctlError(
+            f"unable to run the query: it would read {plan.records:,} records from topics, more than --max-records {max_records:,}",
+            hint="narrow it with WHERE on timestamp, partition or offset (--explain shows what it reads), or raise --max-records",
+            exit_code=ExitCode.ABORTED,
+        )
+
+
+def rows(table) -> tuple[list[str], list[dict[str, Any]]]:
+    """Column names and rows (dicts) of an Arrow table of results."""
+    return list(table.column_names), table.to_pylist()
+
+
+def write_out(spark, frame, request: SqlRequest, plan: Plan, progress: frames.Progress) -> dict[str, Any]:
+    """Write the whole result to --out (Parquet, CSV or JSON Lines part files), with
+    _kctl_sql.json saying complete (and _SUCCESS) only once every file is written."""
+    from kctl.spark.dump import check_out
+
+    out = request.out
+    assert out is not None
+    replace = check_out(out, request.overwrite, manifest=SQL_MANIFEST, action="write the result", kind="query result")
+    if replace:
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {"kind": "kctl-sql", "query": request.query, "format": request.out_format, "created_at": now_iso(), "status": "running"}
+    path = out / SQL_MANIFEST
+    write_json(path, manifest)
+    try:
+        with progress:
+            writer = frame.write.mode("append")
+            if request.out_format == "parquet":
+                writer.option("compression", "zstd").parquet(str(out))
+            elif request.out_format == "csv":
+                writer.option("header", "true").csv(str(out))
+            else:
+                writer.option("ignoreNullFields", "false").json(str(out))
+        reader = {"parquet": spark.read.parquet, "csv": lambda p: spark.read.option("header", "true").csv(p), "jsonl": spark.read.json}[request.out_format]
+        written = reader(str(out)).count() if any(out.glob("part-*")) else 0
+    except BaseException as exc:
+        manifest.update(status="partial", finished_at=now_iso(), error=exc.message if isinstance(exc, KctlError) else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        write_json(path, manifest)
+        raise
+    manifest.update(status="complete", finished_at=now_iso(), rows=written, planned_records=plan.records)
+    write_json(path, manifest)
+    (out / SUCCESS).write_bytes(b"")
+    return manifest
+
+
+@contextlib.contextmanager
+def work_directories():
+    """(plan directory, progress directory): temporary, on the driver's machine (planning
+    runs there; on a cluster whose executors cannot see it, records read are unknown)."""
+    root = Path(tempfile.mkdtemp(prefix="kctl-sql-"))
+    try:
+        (root / "plan").mkdir()
+        (root / "progress").mkdir()
+        yield root / "plan", root / "progress"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def records_read(progress_dir: Path) -> int | None:
+    from kctl.spark.reading import read_progress
+
+    if not os.path.isdir(progress_dir) or not os.listdir(progress_dir):
+        return None
+    return read_progress(str(progress_dir))[0]
