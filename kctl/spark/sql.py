@@ -213,7 +213,7 @@ def tables_of(spark, query: str):
     finally:
         for view in tables.views:
             with contextlib.suppress(Exception):  # the session may be stopping (Ctrl-C)
-                spark.catalog.dropTempView(_quoted(view))
+                spark.catalog.dropTempView(view)  # the name itself (createOrReplaceTempView parses its argument)
 
 
 def resolve(spark, request: SqlRequest, context: Context, tables: Tables):

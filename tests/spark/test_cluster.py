@@ -102,3 +102,20 @@ def test_dump_replay_audit_on_the_cluster(on_cluster, cluster, source, make_topi
     # Shuffles sized from the topic on the cluster too: ~100 tasks here, ~600 with
     # Spark's default of 200 shuffle partitions.
     assert tasks < 200, tasks
+
+
+def test_sql_on_the_cluster(on_cluster, cluster, source, tmp_path):
+    """kctl spark sql on the executors: the same answer as the local runs
+    (tests/spark/test_sql.py), the time window pushed down to the executors' reads."""
+    if cluster.backend != "bundled":
+        pytest.skip("one backend is enough for the executors")
+    from tests.spark.records import BASE_MS, MINUTE
+
+    low = BASE_MS + 10 * MINUTE
+    query = f"SELECT partition, count(*) AS n FROM `{source}` WHERE timestamp >= timestamp_millis({low}) GROUP BY partition ORDER BY partition"
+    proc = on_cluster("spark", "sql", query, "--ship-env", "-o", "json", events=tmp_path / "sql-events")
+    assert proc.returncode == 0, proc.stderr
+    ran_on_executors(tmp_path / "sql-events")
+    assert json.loads(proc.stdout) == [{"partition": 0, "n": 50}, {"partition": 1, "n": 15}]
+    # The read tasks run on this machine's worker, so their counts reach the driver.
+    assert proc.stderr.splitlines()[-1] == "2 row(s); read 65 of 85 record(s) in 1 topic scan(s)"
