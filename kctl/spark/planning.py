@@ -131,8 +131,9 @@ def _offset(spec, key: tuple[str, int], default: int) -> int:
     return spec.get(key[0], {}).get(key[1], default)
 
 
-def plan_bounds(options: SourceOptions, *, timeout: float = 30.0) -> list[PartitionBounds]:
-    """Where each selected partition's read starts and ends, checked against its log."""
+def plan_bounds(options: SourceOptions, *, timeout: float = 30.0, limits=None) -> list[PartitionBounds]:
+    """Where each selected partition's read starts and ends, checked against its log;
+    cut by `limits` (kctl.spark.pushdown.Limits, a scan's pushed predicates) when given."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     try:
@@ -151,9 +152,16 @@ def plan_bounds(options: SourceOptions, *, timeout: float = 30.0) -> list[Partit
         end_stamps = _stamps(options.ending_timestamp, options.ending_by_timestamp, pairs)
         starts_by_time = _by_time(consumer, pairs, start_stamps, timeout)
         ends_by_time = _by_time(consumer, pairs, end_stamps, timeout)
+        bounds = _bounds(options, pairs, marks, start_stamps, starts_by_time, ends_by_time)
+        if limits is not None:
+            bounds = _narrow(consumer, bounds, limits, timeout)
     finally:
         consumer.close()
+    return bounds
 
+
+def _bounds(options: SourceOptions, pairs, marks, start_stamps, starts_by_time, ends_by_time) -> list[PartitionBounds]:
+    """Each partition's [start, end) from the options, checked against its log."""
     bounds = []
     for key in pairs:
         low, high = marks[key]
@@ -185,40 +193,6 @@ def plan_bounds(options: SourceOptions, *, timeout: float = 30.0) -> list[Partit
     return bounds
 
 
-def narrow(options: SourceOptions, bounds: list[PartitionBounds], limits, *, timeout: float = 30.0) -> list[PartitionBounds]:
-    """The bounds cut by a scan's pushed predicates (kctl.spark.pushdown.Limits): time
-    bounds become offsets by ListOffsets, asked only for the partitions still read."""
-    from confluent_kafka import Consumer, KafkaException
-
-    from kctl.spark.pushdown import narrowed
-
-    kept = [b for b in bounds if limits.admits_partition(b.partition) and b.end > b.start]
-    starts: dict[tuple[str, int], int] = {}
-    ends: dict[tuple[str, int], int] = {}
-    if limits.by_time and kept:
-        pairs = [(b.topic, b.partition) for b in kept]
-        try:
-            consumer = Consumer(consumer_config(options, "driver"))
-        except KafkaException as exc:
-            raise OptionError(f"a kafka.* option was refused: {exc.args[0].str() if exc.args else exc}") from None
-        try:
-            if limits.time_low_ms is not None:
-                starts = _by_time(consumer, pairs, dict.fromkeys(pairs, limits.time_low_ms), timeout)
-            if limits.time_end_ms is not None:
-                ends = _by_time(consumer, pairs, dict.fromkeys(pairs, limits.time_end_ms), timeout)
-        finally:
-            consumer.close()
-    out = []
-    for b in bounds:
-        key = (b.topic, b.partition)
-        # -1: no record at or after the time, so a start bound leaves nothing, an end bound cuts nothing.
-        time_start = None if key not in starts else (b.high_watermark if starts[key] < 0 else starts[key])
-        time_end = None if key not in ends else (b.high_watermark if ends[key] < 0 else ends[key])
-        start, end = narrowed(b.start, b.end, b.partition, limits, time_start, time_end)
-        out.append(PartitionBounds(b.topic, b.partition, b.log_start, b.high_watermark, start, end))
-    return out
-
-
 def record_plan(directory: str, scan: str, table: str | None, bounds: list[PartitionBounds], pushed) -> None:
     """DIRECTORY/SCAN.json: a scan's ranges, for the process that started the query
     (planning runs in a process of Spark's own). Written whole or not at all."""
@@ -238,6 +212,25 @@ def record_plan(directory: str, scan: str, table: str | None, bounds: list[Parti
     with open(f"{path}.tmp", "w", encoding="utf-8") as file:
         json.dump(document, file)
     os.replace(f"{path}.tmp", path)
+
+
+def _narrow(consumer, bounds: list[PartitionBounds], limits, timeout: float) -> list[PartitionBounds]:
+    """The bounds cut by a scan's pushed predicates: time bounds become offsets by
+    ListOffsets, asked only for the partitions still read."""
+    from kctl.spark.pushdown import narrowed
+
+    pairs = [(b.topic, b.partition) for b in bounds if limits.admits_partition(b.partition) and b.end > b.start]
+    starts = _by_time(consumer, pairs, dict.fromkeys(pairs, limits.time_low_ms), timeout) if limits.time_low_ms is not None else {}
+    ends = _by_time(consumer, pairs, dict.fromkeys(pairs, limits.time_end_ms), timeout) if limits.time_end_ms is not None else {}
+    out = []
+    for b in bounds:
+        key = (b.topic, b.partition)
+        # -1: no record at or after the time, so a start bound leaves nothing, an end bound cuts nothing.
+        time_start = None if key not in starts else (b.high_watermark if starts[key] < 0 else starts[key])
+        time_end = None if key not in ends else (b.high_watermark if ends[key] < 0 else ends[key])
+        start, end = narrowed(b.start, b.end, b.partition, limits, time_start, time_end)
+        out.append(PartitionBounds(b.topic, b.partition, b.log_start, b.high_watermark, start, end))
+    return out
 
 
 def split(bounds: list[PartitionBounds], min_partitions: int | None = None, max_records: int | None = None) -> list[OffsetRange]:

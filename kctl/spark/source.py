@@ -70,12 +70,10 @@ class KafkaReader(DataSourceReader):
         import uuid
 
         from kctl.spark import options as parser
-        from kctl.spark.planning import narrow, plan_bounds, record_plan, split
+        from kctl.spark.planning import plan_bounds, record_plan, split
 
         parsed = parser.parse(self.raw_options)
-        bounds = plan_bounds(parsed)
-        if self.limits is not None:
-            bounds = narrow(parsed, bounds, self.limits)
+        bounds = plan_bounds(parsed, limits=self.limits)
         scan = uuid.uuid4().hex[:12]
         if parsed.plan_dir:
             record_plan(parsed.plan_dir, scan, parsed.table, bounds, self.limits.pushed if self.limits else ())
