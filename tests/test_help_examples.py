@@ -128,6 +128,7 @@ BEFORE = {
     "kctl local status": "kctl local start",
     "kctl local start --foreground": "kctl local stop",
     "kctl spark audit --dump /data/orders --json --key-path '$.order_id'": DUMP,
+    "kctl spark sql 'SELECT count(*) AS n FROM dump.`/data/orders` d JOIN orders o ON d.partition = o.partition AND d.offset = o.offset'": DUMP,
     "kctl spark audit -t orders --json-schema order.schema.json":
         """printf '{"type":"object","required":["order_id","status"]}' > order.schema.json""",
     "kctl spark audit --dump /data/orders --compare-to orders-copy -o json": f"test -d data/orders || {DUMP}",
@@ -400,7 +401,7 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
     shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
     if mirror is not None:  # the contexts the mirror examples name
         shell.run(f"kctl context set primary -b {bootstrap} && kctl context set backup -b {mirror}", "", "setup")
-    if path[:1] == ("schema",) or path in (("record", "consume"), ("record", "produce"), ("spark", "dump")):
+    if path[:1] == ("schema",) or path in (("record", "consume"), ("record", "produce"), ("spark", "dump"), ("spark", "sql")):
         url = request.getfixturevalue("registry").url
         help_world.schema_world(url, shell.cwd, bootstrap)
         shell.env["KCTL_SCHEMA_REGISTRY_URL"] = url

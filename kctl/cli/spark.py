@@ -1,4 +1,4 @@
-"""kctl spark: PySpark jobs over topic contents (dump, replay, audit).
+"""kctl spark: PySpark jobs over topic contents (dump, replay, audit, sql).
 
 Nothing here imports pyspark at module level: `kctl spark --help` stays fast, and a
 missing pyspark or Java is a one-line error when a job starts, not an import failure.
@@ -23,7 +23,7 @@ from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 @click.group(cls=LazyGroup)
 def spark():
-    """Dump, replay and audit topics with PySpark.
+    """Dump, replay, audit and query (SQL) topics with PySpark.
 
     Jobs run on a local Spark (local[*]) by default, or on the cluster --master names;
     they need pyspark and pyarrow (pip install 'kctl[spark]') and Java 17+. Records are
@@ -666,13 +666,13 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
 
     \b
     Examples:
-      kctl spark sql "SELECT count(*) FROM orders WHERE timestamp >= now() - INTERVAL 1 HOUR"
-      kctl spark sql "SELECT CAST(key AS STRING) k, count(*) n FROM orders GROUP BY k ORDER BY n DESC" --limit 10
-      kctl spark sql "SELECT o.* FROM orders o LEFT ANTI JOIN payments p ON o.key = p.key" -o jsonl
-      kctl spark sql "SELECT value_decoded.type, count(*) FROM events GROUP BY 1" --value-format json
-      kctl spark sql "SELECT * FROM invoices WHERE value_decoded.total > 1000" --decode --out big --format csv
-      kctl spark sql "SELECT * FROM orders WHERE partition = 0 AND offset >= 1000" --explain
-      kctl spark sql "SELECT count(*) FROM dump.`/data/orders` d JOIN orders o ON d.key = o.key"
+      kctl spark sql "SELECT count(*) AS n FROM orders WHERE timestamp >= now() - INTERVAL 1 HOUR"
+      kctl spark sql "SELECT CAST(key AS STRING) AS k, count(*) AS n FROM orders GROUP BY k ORDER BY n DESC, k" --limit 5
+      kctl spark sql "SELECT CAST(o.key AS STRING) AS order_key FROM orders o LEFT ANTI JOIN payments p ON o.key = p.key ORDER BY 1" --limit 3 -o jsonl
+      kctl spark sql "SELECT value_decoded.status, count(*) AS n FROM orders GROUP BY 1 ORDER BY 1" --value-format json
+      kctl spark sql "SELECT value_decoded.invoice_id, value_decoded.cents FROM invoices WHERE value_decoded.cents > 1002" --decode --out big --format csv
+      kctl spark sql "SELECT * FROM orders WHERE partition = 0 AND offset >= 5" --explain
+      kctl spark sql 'SELECT count(*) AS n FROM dump.`/data/orders` d JOIN orders o ON d.partition = o.partition AND d.offset = o.offset'
     """
     from kctl.errors import KctlError, UsageError
     from kctl.spark import frames

@@ -171,10 +171,14 @@ def narrowed(start: int, end: int, partition: int, limits: Limits, time_start: i
     the time bounds resolved to (None: no bound). An empty range has start == end."""
     if not limits.admits_partition(partition):
         return start, start
-    for low in (limits.offset_low, time_start):
-        if low is not None:
-            start = max(start, low)
-    for high in (limits.offset_end, time_end):
-        if high is not None:
-            end = min(end, high)
-    return (start, end) if start < end else (min(start, end), min(start, end))
+    low, high = start, end
+    for bound in (limits.offset_low, time_start):
+        if bound is not None:
+            low = max(low, bound)
+    for bound in (limits.offset_end, time_end):
+        if bound is not None:
+            high = min(high, bound)
+    if low < high:
+        return low, high
+    empty = min(low, end)  # nothing to read: an empty range inside the partition's own
+    return empty, empty

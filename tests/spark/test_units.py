@@ -307,3 +307,40 @@ def test_read_tasks_report_their_progress_as_batches_pass(tmp_path):
     assert read_progress(str(tmp_path)) == (7, size(3, 4))  # within `every`: not yet rewritten
     assert len(list(batches)) == 1 and list(other) == []
     assert read_progress(str(tmp_path)) == (14, size(3, 4, 5, 2))  # and at each task's end
+
+
+def test_pushed_predicates_become_read_limits():
+    """kctl spark sql's push-down (kctl.spark.pushdown): Spark's filters on partition,
+    offset and timestamp as [low, end) limits, in whole milliseconds for time; others and
+    ORs (never pushed as one filter) left alone; kctl's own `offset >= 0` not shown."""
+    import datetime as dt
+
+    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual, Not, StringContains
+
+    from kctl.spark.pushdown import Limits, limits_of, narrowed
+
+    utc = dt.timezone.utc
+    at = dt.datetime(2026, 11, 1, 12, 0, 0, 250_500, tzinfo=utc)  # 250.5 ms past the second
+    ms = int(dt.datetime(2026, 11, 1, 12, 0, tzinfo=utc).timestamp() * 1000) + 250
+    limits = limits_of([
+        GreaterThanOrEqual(("offset",), 0), In(("partition",), (0, 2, 5)), LessThan(("partition",), 5),
+        GreaterThan(("offset",), 9), LessThanOrEqual(("offset",), 20), GreaterThanOrEqual(("timestamp",), at),
+        LessThan(("timestamp",), at + dt.timedelta(hours=1)), StringContains(("topic",), "x"), Not(EqualTo(("partition",), 2)),
+        EqualTo(("value", "nested"), 1),
+    ])
+    assert (limits.offset_low, limits.offset_end) == (10, 21)
+    # >= 12:00:00.2505 admits 251 ms and later; < 13:00:00.2505 admits up to 250 ms.
+    assert (limits.time_low_ms, limits.time_end_ms) == (ms + 1, ms + 3_600_000 + 1)
+    assert [p for p in range(7) if limits.admits_partition(p)] == [0, 2]
+    assert limits.pushed == ("partition IN (0, 2, 5)", "partition < 5", "offset > 9", "offset <= 20",
+                             "timestamp >= 2026-11-01T12:00:00.250500Z", "timestamp < 2026-11-01T13:00:00.250500Z")
+    assert limits_of([GreaterThan(("timestamp",), at), LessThanOrEqual(("timestamp",), at)]).time_low_ms == ms + 1
+    exact = limits_of([EqualTo(("timestamp",), at.replace(microsecond=250_000))])
+    assert (exact.time_low_ms, exact.time_end_ms) == (ms, ms + 1)
+    assert limits_of([EqualTo(("partition",), 3), EqualTo(("partition",), 4)]).partitions == frozenset()
+    # Cutting a partition's [start, end): offsets, then the offsets the times resolved to.
+    assert narrowed(0, 100, 0, limits) == (10, 21)
+    assert narrowed(0, 100, 0, limits, time_start=15, time_end=18) == (15, 18)
+    assert narrowed(0, 100, 1, limits) == (0, 0)  # a partition no predicate admits
+    assert narrowed(50, 100, 0, limits) == (50, 50)  # past the offsets admitted: empty
+    assert narrowed(0, 100, 3, Limits()) == (0, 100)
