@@ -368,7 +368,7 @@ complete -c kctl -n '__kctl_at \'kctl\'' -a 'diff' -d 'Show what applying resour
 complete -c kctl -n '__kctl_at \'kctl\'' -a 'apply' -d 'Make the cluster match resource files: plan, confirm, apply'
 complete -c kctl -n '__kctl_at \'kctl\'' -a 'top' -d 'A live terminal view: lag and its trend, throughput, ISR health'
 complete -c kctl -n '__kctl_at \'kctl\'' -a 'local' -d 'Run the bundled single-node Kafka broker'
-complete -c kctl -n '__kctl_at \'kctl\'' -a 'spark' -d 'Dump, replay and audit topics with PySpark'
+complete -c kctl -n '__kctl_at \'kctl\'' -a 'spark' -d 'Dump, replay, audit and query (SQL) topics with PySpark'
 complete -c kctl -n '__kctl_at \'kctl\'' -a 'context' -d 'Manage named cluster connections'
 complete -c kctl -n '__kctl_at \'kctl\'' -a 'completion' -d 'Print a shell completion script'
 complete -c kctl -n '__kctl_at \'kctl\'' -l 'version' -d 'Show the version and exit.'

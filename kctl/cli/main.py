@@ -39,7 +39,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "apply": ("kctl.cli.declarative:apply", "Make the cluster match resource files: plan, confirm, apply"),
     "top": ("kctl.cli.top:top", "A live terminal view: lag and its trend, throughput, ISR health"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
-    "spark": ("kctl.cli.spark:spark", "Dump, replay and audit topics with PySpark"),
+    "spark": ("kctl.cli.spark:spark", "Dump, replay, audit and query (SQL) topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),
     "completion": ("kctl.cli.completion:completion", "Print a shell completion script"),
 }
