@@ -667,7 +667,7 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
     \b
     Examples:
       kctl spark sql "SELECT count(*) AS n FROM orders WHERE timestamp >= now() - INTERVAL 1 HOUR"
-      kctl spark sql "SELECT CAST(key AS STRING) AS k, count(*) AS n FROM orders GROUP BY k ORDER BY n DESC, k" --limit 5
+      kctl spark sql "SELECT partition, count(*) AS n, max(offset) AS last FROM orders GROUP BY partition ORDER BY n DESC, partition" --limit 3
       kctl spark sql "SELECT CAST(o.key AS STRING) AS order_key FROM orders o LEFT ANTI JOIN payments p ON o.key = p.key ORDER BY 1" --limit 3 -o jsonl
       kctl spark sql "SELECT value_decoded.status, count(*) AS n FROM orders GROUP BY 1 ORDER BY 1" --value-format json
       kctl spark sql "SELECT value_decoded.invoice_id, value_decoded.cents FROM invoices WHERE value_decoded.cents > 1002" --decode --out big --format csv
