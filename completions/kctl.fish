@@ -1920,7 +1920,7 @@ complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'registry-url' -x -d 'The 
 complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'value-format' -x -a 'bytes json' -d 'json: a value_decoded column parsed from JSON values (topics --decode does not t'
 complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'schema' -x -d 'The JSON values\' columns as Spark DDL, e.g. \'id BIGINT, customer STRING, total D'
 complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'explain' -d 'Show what the query would read (tables, partitions, offset ranges, records, pred'
-complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'max-records' -x -d 'Refuse a query that would read more than N records from topics (exit 7); 0: no b'
+complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'max-records' -x -d 'Refuse a query whose ranges hold more than N records of topics (exit 7; a LIMIT '
 complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'limit' -x -d 'Print at most N rows.'
 complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'out' -x -d 'Write the whole result to DIR (Spark part files) instead of printing it; on a cl'
 complete -c kctl -n '__kctl_at \'kctl spark sql\'' -l 'format' -x -a 'parquet csv jsonl' -d 'File format for --out.'

@@ -109,19 +109,24 @@ def _interruptible(what: str | None = None, how_to_go_on: str | None = None):
 
 
 @contextlib.contextmanager
-def _live_progress(app: App, label: str):
+def _live_progress(app: App, label: str, more=None):
     """On a terminal, a live bar while the job runs (records done of the total from the
-    planned offsets, bytes of keys and values when known, rate, time left): yields the
-    job's `report`. Elsewhere, or with -q, None: the command's summary line is all."""
+    planned offsets, bytes of keys and values when known, what `more()` adds, rate, time
+    left): yields the job's `report`. Elsewhere, or with -q, None: the command's summary
+    line is all."""
     if app.quiet or not app.stderr_is_tty:
         yield None
         return
     from kctl.cli.progress import progress
     from kctl.sizes import format_bytes
 
+    def report(done, total, size):
+        details = ["" if size is None else format_bytes(size), more() if more is not None else ""]
+        shown.update(done, total=total, detail=", ".join(d for d in details if d))
+
     with progress(app, label, unit="records") as shown:
         shown.update(0, detail="starting Spark")
-        yield lambda done, total, size: shown.update(done, total=total, detail="" if size is None else format_bytes(size))
+        yield report
 
 
 @contextlib.contextmanager
@@ -631,7 +636,7 @@ def _sql_cell(value):
 @click.option("--value-format", type=click.Choice(["bytes", "json"]), default="bytes", show_default=True, help="json: a value_decoded column parsed from JSON values (topics --decode does not type), by --schema or a schema inferred from the newest 1,000 values.")
 @click.option("--schema", "json_schema", metavar="DDL", help="The JSON values' columns as Spark DDL, e.g. 'id BIGINT, customer STRING, total DOUBLE' (with --value-format json).")
 @click.option("--explain", is_flag=True, help="Show what the query would read (tables, partitions, offset ranges, records, predicates pushed down) and read nothing.")
-@click.option("--max-records", type=click.IntRange(min=0), default=10_000_000, show_default=True, metavar="N", help="Refuse a query that would read more than N records from topics (exit 7); 0: no bound.")
+@click.option("--max-records", type=click.IntRange(min=0), default=10_000_000, show_default=True, metavar="N", help="Refuse a query whose ranges hold more than N records of topics (exit 7; a LIMIT may stop sooner, the ranges count whole); 0: no bound.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Print at most N rows.")
 @click.option("--out", type=click.Path(file_okay=False), metavar="DIR", help="Write the whole result to DIR (Spark part files) instead of printing it; on a cluster, a directory the executors share.")
 @click.option("--format", "out_format", type=click.Choice(["parquet", "csv", "jsonl"]), default="parquet", show_default=True, help="File format for --out.")
@@ -666,12 +671,12 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
 
     \b
     Examples:
-      kctl spark sql "SELECT count(*) AS n FROM orders WHERE timestamp >= now() - INTERVAL 1 HOUR"
-      kctl spark sql "SELECT partition, count(*) AS n, max(offset) AS last FROM orders GROUP BY partition ORDER BY n DESC, partition" --limit 3
-      kctl spark sql "SELECT CAST(o.key AS STRING) AS order_key FROM orders o LEFT ANTI JOIN payments p ON o.key = p.key ORDER BY 1" --limit 3 -o jsonl
-      kctl spark sql "SELECT value_decoded.status, count(*) AS n FROM orders GROUP BY 1 ORDER BY 1" --value-format json
-      kctl spark sql "SELECT value_decoded.invoice_id, value_decoded.cents FROM invoices WHERE value_decoded.cents > 1002" --decode --out big --format csv
-      kctl spark sql "SELECT * FROM orders WHERE partition = 0 AND offset >= 5" --explain
+      kctl spark sql 'SELECT count(*) AS n FROM orders WHERE timestamp >= now() - INTERVAL 1 HOUR'
+      kctl spark sql 'SELECT partition, count(*) AS n, max(offset) AS last FROM orders GROUP BY partition ORDER BY n DESC, partition' --limit 3
+      kctl spark sql 'SELECT CAST(o.key AS STRING) AS order_key FROM orders o LEFT ANTI JOIN payments p ON o.key = p.key ORDER BY 1' --limit 3 -o jsonl
+      kctl spark sql 'SELECT value_decoded.status, count(*) AS n FROM orders GROUP BY 1 ORDER BY 1' --value-format json
+      kctl spark sql 'SELECT value_decoded.invoice_id, value_decoded.cents FROM invoices WHERE value_decoded.cents > 1002' --decode --out big --format csv
+      kctl spark sql 'SELECT * FROM orders WHERE partition = 0 AND offset >= 5' --explain
       kctl spark sql 'SELECT count(*) AS n FROM dump.`/data/orders` d JOIN orders o ON d.partition = o.partition AND d.offset = o.offset'
     """
     from kctl.errors import KctlError, UsageError
@@ -698,11 +703,12 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
         out_format=out_format, overwrite=overwrite,
     )
     kafka = _kafka(app)
-    known = app.session.metadata("run the query")  # an unreachable cluster: one line before Spark starts
+    # Asked when the query names its first topic: a query of dumps alone needs no cluster.
+    known = functools.cache(lambda: app.session.metadata("run the query"))
     registry = functools.cache(lambda: app.registry(registry_url))
 
     def topic_exists(topic: str) -> bool:
-        if topic in known.topics and known.topics[topic].error is None:
+        if topic in known().topics and known().topics[topic].error is None:
             return True
         metadata = app.session.metadata(f"read {topic}", [topic])
         return topic in metadata.topics and metadata.topics[topic].error is None
@@ -746,11 +752,11 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
         from kctl.spark.session import size_shuffles
 
         size_shuffles(spark, sum(len(s.partitions) for s in plan.scans) or 1)
-        with _live_progress(app, "sql") as report:
+        with _live_progress(app, "sql", lambda: job.partitions_done(progress_dir, plan_dir)) as report:
             progress = frames.Progress(spark, plan.records, report, directory=progress_dir)
             try:
                 if out is not None:
-                    manifest = job.write_out(spark, frame, request, plan, progress)
+                    manifest = job.write_out(spark, frame, request, plan, plan_dir, progress)
                     shown = manifest["rows"]
                 else:
                     with progress:

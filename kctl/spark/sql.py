@@ -62,6 +62,7 @@ class SqlRequest:
 class Scan:
     """One read of one topic, as its planner wrote it."""
 
+    scan: str
     table: str
     pushed: list[str]
     partitions: list[dict[str, Any]]
@@ -153,7 +154,9 @@ def quiet_spark_errors() -> None:
 
 
 def check_read_only(spark, query: str) -> None:
-    """Parse the query and refuse anything but a query: kctl spark sql never writes."""
+    """Parse the query and refuse anything but a query (kctl spark sql never writes), and
+    a query naming two topics that differ only in case: Spark's names ignore case, so the
+    second would silently read the first."""
     from pyspark.errors import ParseException
 
     parser = spark._jsparkSession.sessionState().sqlParser()
@@ -162,17 +165,36 @@ def check_read_only(spark, query: str) -> None:
     except ParseException as exc:
         raise sql_error(exc, Tables(query), query) from None
     classes = [_java_class(spark, name) for name in _WRITING_PLANS]
-    pending = [plan]
-    while pending:
-        node = pending.pop()
+    names: dict[str, set[str]] = {}
+    for node in _parsed_nodes(plan):
         if any(c is not None and c.isInstance(node) for c in classes):
             statement = node.getClass().getSimpleName()
             raise UsageError(
                 f"unable to run the query: kctl spark sql only reads (SELECT, WITH, VALUES, TABLE, FROM ... |>), and this statement does more ({statement})",
                 hint="kctl spark replay writes records to a topic; --out writes the query's result to files",
             )
-        children = node.children()
-        pending.extend(children.apply(i) for i in range(children.size()))
+        if node.getClass().getSimpleName() == "UnresolvedRelation":
+            parts = _scala_list(node.multipartIdentifier())
+            if len(parts) == 1:
+                names.setdefault(parts[0].lower(), set()).add(parts[0])
+    for spellings in names.values():
+        if len(spellings) > 1:
+            first, second = sorted(spellings)[:2]
+            raise SqlError(f"unable to run the query: it names {first} and {second}, which Spark cannot tell apart (its table names ignore case)")
+
+
+def _parsed_nodes(plan):
+    """Every node of a parsed plan: children, CTE definitions, subqueries in expressions."""
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        yield node
+        for more in (node.children(), node.innerChildren(), node.subqueries()):
+            pending.extend(_scala_list(more))
+
+
+def _scala_list(sequence) -> list:
+    return [sequence.apply(i) for i in range(sequence.size())]
 
 
 def _java_class(spark, name: str):
@@ -252,8 +274,6 @@ def _add_table(spark, request: SqlRequest, context: Context, tables: Tables, par
         shown = ".".join(parts)
         raise NotFoundError(f"unable to run the query: no table {shown}{where}: a table is a topic (quote a name with dots in backquotes: `{shown}`) or dump.<directory>")
     topic = parts[0]
-    if topic in tables.views:  # registered, yet not found: names differing only in case
-        raise SqlError(f"unable to run the query: {topic}{where} is another case of a topic already in the query (Spark's names ignore case)")
     if not context.topic_exists(topic):
         raise NotFoundError(f"unable to run the query: topic '{topic}' does not exist{where}")
     frame = _topic_frame(spark, request, context, topic)
@@ -333,17 +353,27 @@ def _dump_frame(spark, directory: Path, where: str):
 def plan(spark, frame, tables: Tables, plan_dir: Path) -> Plan:
     """Plan the query (Spark's optimizer pushes the predicates, each scan plans its
     ranges) and read what the scans chose. Reads no records."""
-    import json
+    forget_plans(plan_dir)
+    frame._jdf.queryExecution().optimizedPlan()
+    return Plan(read_scans(plan_dir), dict(tables.dumps))
 
+
+def forget_plans(plan_dir: Path) -> None:
+    """Before a query is planned (again: writing it to --out plans it anew)."""
     for leftover in plan_dir.glob("*.json"):
         leftover.unlink()
-    frame._jdf.queryExecution().optimizedPlan()
+
+
+def read_scans(plan_dir: Path) -> list[Scan]:
+    import json
+
     scans = []
     for path in sorted(plan_dir.glob("*.json")):
-        document = json.loads(path.read_text(encoding="utf-8"))
-        scans.append(Scan(document["table"], document["pushed"], document["partitions"]))
+        with contextlib.suppress(OSError, ValueError, KeyError):  # forgotten while read
+            document = json.loads(path.read_text(encoding="utf-8"))
+            scans.append(Scan(document["scan"], document["table"], document["pushed"], document["partitions"]))
     scans.sort(key=lambda s: (s.table, s.pushed))
-    return Plan(scans, dict(tables.dumps))
+    return scans
 
 
 def check_size(plan: Plan, max_records: int | None) -> None:
@@ -362,7 +392,7 @@ def rows(table) -> tuple[list[str], list[dict[str, Any]]]:
     return list(table.column_names), table.to_pylist()
 
 
-def write_out(spark, frame, request: SqlRequest, plan: Plan, progress: frames.Progress) -> dict[str, Any]:
+def write_out(spark, frame, request: SqlRequest, plan: Plan, plan_dir: Path, progress: frames.Progress) -> dict[str, Any]:
     """Write the whole result to --out (Parquet, CSV or JSON Lines part files), with
     _kctl_sql.json saying complete (and _SUCCESS) only once every file is written."""
     from kctl.spark.dump import check_out
@@ -376,6 +406,7 @@ def write_out(spark, frame, request: SqlRequest, plan: Plan, progress: frames.Pr
     manifest: dict[str, Any] = {"kind": "kctl-sql", "query": request.query, "format": request.out_format, "created_at": now_iso(), "status": "running"}
     path = out / SQL_MANIFEST
     write_json(path, manifest)
+    forget_plans(plan_dir)  # the write plans the query again
     try:
         with progress:
             writer = frame.write.mode("append")
@@ -408,6 +439,19 @@ def work_directories():
         yield root / "plan", root / "progress"
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def partitions_done(progress_dir: Path, plan_dir: Path) -> str:
+    """"3/8 partitions" read to their end so far, of the query's latest plan (each read
+    task's file in the progress directory is named SCAN-TOPIC-PARTITION-START and holds
+    "RECORDS BYTES")."""
+    ranges = {f"{s.scan}-{p['topic']}-{p['partition']}-{p['start_offset']}": p["end_offset"] - p["start_offset"]
+              for s in read_scans(plan_dir) for p in s.partitions if p["end_offset"] > p["start_offset"]}
+    done = 0
+    for name, size in ranges.items():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            done += int((progress_dir / name).read_text(encoding="ascii").split()[0]) >= size
+    return f"{done}/{len(ranges)} partitions"
 
 
 def records_read(progress_dir: Path) -> int | None:

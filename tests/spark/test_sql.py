@@ -129,6 +129,12 @@ def test_joins_unions_and_dumps(spark, kctl, cluster, source, make_topic, tmp_pa
     assert kctl("-b", b, "spark", "dump", "-t", source, "--out", str(out)).exit_code == 0
     assert count(f"SELECT count(*) AS n FROM dump.`{out}` d JOIN `{source}` t ON d.partition = t.partition AND d.offset = t.offset "
                  "AND d.value <=> t.value AND d.key <=> t.key") == 85
+    # A query of dumps alone needs no cluster; one naming a topic says the cluster is unreachable.
+    result = kctl("-b", "127.0.0.1:9", "spark", "sql", f"SELECT count(*) AS n FROM dump.`{out}`", "-o", "json")
+    assert (result.exit_code, json.loads(result.stdout or "null")) == (0, [{"n": 85}]), result.stderr
+    result = kctl("-b", "127.0.0.1:9", "spark", "sql", f"SELECT count(*) AS n FROM dump.`{out}` JOIN `{source}`")
+    assert result.exit_code == ExitCode.UNREACHABLE and len(result.stderr.splitlines()) <= 2, result.stderr
+    assert result.stderr.startswith("error: unable to run the query: "), result.stderr
     # A relative name is a directory under the working directory.
     cwd = os.getcwd()
     os.chdir(tmp_path)
@@ -209,6 +215,9 @@ def test_bad_input(spark, kctl, cluster, source, unique_name, tmp_path):
     assert result.stderr.splitlines()[1] == "hint: kctl spark replay writes records to a topic; --out writes the query's result to files"
     fails(ExitCode.USAGE, "unable to run the query: kctl spark sql only reads (SELECT, WITH, VALUES, TABLE, FROM ... |>), "
           "and this statement does more (SetCommand)", "SET spark.sql.ansi.enabled=false")
+    # Two topics differing only in case (in a subquery too): Spark would read one for both.
+    fails(ExitCode.USAGE, f"unable to run the query: it names {source.upper()} and {source}, which Spark cannot tell apart (its table names ignore case)",
+          f"SELECT * FROM `{source}` WHERE key IN (SELECT key FROM `{source.upper()}`)")
     result = fails(ExitCode.ABORTED, "unable to run the query: it would read 85 records from topics, more than --max-records 50",
                    f"SELECT count(*) FROM `{source}`", "--max-records", "50")
     # Within the bound once the query narrows it.
@@ -235,8 +244,9 @@ def test_ctrl_c_leaves_no_result_claiming_to_be_complete(cluster, make_topic, tm
             producer.poll(0)
     assert producer.flush(60) == 0
     out = tmp_path / "result"
-    # Hashing each value repeated 200 times keeps the job busy for seconds after it starts writing.
-    query = f"SELECT key, sha2(repeat(CAST(value AS STRING), 200), 512) AS h FROM `{topic}`"
+    # Hashing each value repeated 100 times (2 GB in all) keeps the job busy for seconds
+    # after it starts writing, and the live bar below drawing.
+    query = f"SELECT key, sha2(repeat(CAST(value AS STRING), 100), 512) AS h FROM `{topic}`"
     argv = [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "spark", "sql", query, "--out", str(out),
             "--master", "local[2]", "--spark-conf", "spark.driver.memory=512m"]
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
@@ -252,3 +262,12 @@ def test_ctrl_c_leaves_no_result_claiming_to_be_complete(cluster, make_topic, tm
                      "hint: run the same command with --overwrite\n"
     assert json.loads((out / "_kctl_sql.json").read_text())["status"] == "partial"
     assert not (out / "_SUCCESS").exists()
+    # Again on a terminal: a live bar of the records read of the planned total and the
+    # partitions read to their end, then the summary line.
+    from tests.cli.test_progress import run as run_on_terminal
+
+    status, _, shown = run_on_terminal([*argv[3:], "--overwrite"], {**env, "TERM": "xterm"}, stderr_tty=True)
+    assert status == 0, shown
+    assert re.search(r"^sql .*/20,000 records.* [0-2]/2 partitions", shown, re.M), shown
+    assert shown.strip().splitlines()[-1] == f"20,000 row(s) to {out}; read 20,000 of 20,000 record(s) in 1 topic scan(s)"
+    assert json.loads((out / "_kctl_sql.json").read_text())["status"] == "complete" and (out / "_SUCCESS").exists()
