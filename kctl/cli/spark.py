@@ -699,7 +699,7 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
         positions.setdefault(topic, {}).update(options)
     request = job.SqlRequest(
         query=text, positions=positions, decode=decode, json_values=value_format == "json", json_schema=json_schema,
-        explain=explain, max_records=max_records or None, limit=limit, out=Path(out).absolute() if out else None,
+        max_records=max_records or None, out=Path(out).absolute() if out else None,
         out_format=out_format, overwrite=overwrite,
     )
     kafka = _kafka(app)

@@ -50,9 +50,7 @@ class SqlRequest:
     decode: bool = False  # registry-typed value_decoded for topics that have a TOPIC-value subject
     json_values: bool = False  # --value-format json
     json_schema: str | None = None  # Spark DDL for JSON values; inferred from a sample when None
-    explain: bool = False
     max_records: int | None = None
-    limit: int | None = None
     out: Path | None = None
     out_format: str = "parquet"
     overwrite: bool = False
