@@ -104,18 +104,28 @@ def test_dump_replay_audit_on_the_cluster(on_cluster, cluster, source, make_topi
     assert tasks < 200, tasks
 
 
-def test_sql_on_the_cluster(on_cluster, cluster, source, tmp_path):
-    """kctl spark sql on the executors: the same answer as the local runs
-    (tests/spark/test_sql.py), the time window pushed down to the executors' reads."""
+def test_sql_on_the_cluster(on_cluster, cluster, source, make_topic, tmp_path):
+    """kctl spark sql on the executors: a two-topic join with a time window gives what a
+    plain Python scan gives, the window pushed down to the executors' reads."""
     if cluster.backend != "bundled":
         pytest.skip("one backend is enough for the executors")
-    from tests.spark.records import BASE_MS, MINUTE
+    from tests.spark.records import BASE_MS, MINUTE, produce
 
+    customers = make_topic("customers", 1)
+    produce(cluster.bootstrap, customers, [{"partition": 0, "key": f"k{i}".encode(), "value": f"customer {i}".encode(), "headers": None,
+                                            "timestamp": BASE_MS} for i in (1, 2)])
     low = BASE_MS + 10 * MINUTE
-    query = f"SELECT partition, count(*) AS n FROM `{source}` WHERE timestamp >= timestamp_millis({low}) GROUP BY partition ORDER BY partition"
+    records = [(p, *r) for p, rows in read_topic(cluster.bootstrap, source, 3).items() for r in rows]
+    expected = {}
+    for partition, _offset, key, _value, _headers, ms in records:
+        if ms >= low and key in (b"k1", b"k2"):
+            expected[partition] = expected.get(partition, 0) + 1
+    query = (f"SELECT s.partition, count(*) AS n FROM `{source}` s JOIN `{customers}` c ON s.key = c.key "
+             f"WHERE s.timestamp >= timestamp_millis({low}) GROUP BY s.partition ORDER BY s.partition")
     proc = on_cluster("spark", "sql", query, "--ship-env", "-o", "json", events=tmp_path / "sql-events")
     assert proc.returncode == 0, proc.stderr
     ran_on_executors(tmp_path / "sql-events")
-    assert json.loads(proc.stdout) == [{"partition": 0, "n": 50}, {"partition": 1, "n": 15}]
-    # The read tasks run on this machine's worker, so their counts reach the driver.
-    assert proc.stderr.splitlines()[-1] == "2 row(s); read 65 of 85 record(s) in 1 topic scan(s)"
+    assert json.loads(proc.stdout) == [{"partition": p, "n": n} for p, n in sorted(expected.items())] and expected
+    # The read tasks run on this machine's worker, so their counts reach the driver: the
+    # window's 65 of the source's 85 records, and the 2 customers.
+    assert proc.stderr.splitlines()[-1] == f"{len(expected)} row(s); read 67 of 87 record(s) in 2 topic scan(s)"
