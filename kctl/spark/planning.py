@@ -196,10 +196,11 @@ def _bounds(options: SourceOptions, pairs, marks, start_stamps, starts_by_time, 
 def record_plan(directory: str, scan: str, table: str | None, bounds: list[PartitionBounds], pushed) -> None:
     """DIRECTORY/SCAN.json: a scan's ranges, for the process that started the query
     (planning runs in a process of Spark's own). Written whole or not at all."""
-    import json
-    import os
+    from pathlib import Path
 
-    document = {
+    from kctl.spark.manifest import write_json
+
+    write_json(Path(directory) / f"{scan}.json", {
         "scan": scan,
         "table": table,
         "pushed": list(pushed),
@@ -207,11 +208,7 @@ def record_plan(directory: str, scan: str, table: str | None, bounds: list[Parti
             {"topic": b.topic, "partition": b.partition, "log_start_offset": b.log_start, "high_watermark": b.high_watermark, "start_offset": b.start, "end_offset": b.end}
             for b in bounds
         ],
-    }
-    path = os.path.join(directory, f"{scan}.json")
-    with open(f"{path}.tmp", "w", encoding="utf-8") as file:
-        json.dump(document, file)
-    os.replace(f"{path}.tmp", path)
+    })
 
 
 def _narrow(consumer, bounds: list[PartitionBounds], limits, timeout: float) -> list[PartitionBounds]:
