@@ -47,16 +47,26 @@ def _base() -> Path:
     return Path(os.environ.get("KCTL_TEST_CACHE") or Path.home() / ".cache" / "kctl-test")
 
 
+def _mvn_args(version: str | None) -> list[str]:
+    """What mvn is told beyond the POM: nothing for the POM's own (newest) version, which
+    gets Kafka Streams; an older release is pinned and resolved without it."""
+    if kafka_version(version) == kafka_version():
+        return []
+    return [f"-Dkafka.version={version}", "-Dno.streams.examples"]
+
+
 def cache_dir(version: str | None = None) -> Path:
-    digest = hashlib.sha256(POM.read_bytes() + kafka_version(version).encode()).hexdigest()[:12]
+    # The key covers everything that decides the jars (the POM, the version, mvn's
+    # arguments): one directory per resolution, whichever of them runs first on an empty cache.
+    key = POM.read_bytes() + kafka_version(version).encode() + " ".join(_mvn_args(version)).encode()
+    digest = hashlib.sha256(key).hexdigest()[:12]
     return _base() / f"kafka-{kafka_version(version)}-{digest}"
 
 
 def resolve_classpath(version: str | None = None) -> list[Path]:
     """Every jar of Kafka's broker and tools runtime (`version`, or the newest), resolving
     them on first use."""
-    pinned = [f"-Dkafka.version={version}", "-Dno.streams.examples"] if version else []
-    return resolve_pom(POM, cache_dir(version), f"Apache Kafka {kafka_version(version)}", pinned)
+    return resolve_pom(POM, cache_dir(version), f"Apache Kafka {kafka_version(version)}", _mvn_args(version))
 
 
 def resolve_pom(pom: Path, target: Path, what: str, args: list[str] | tuple[str, ...] = ()) -> list[Path]:
