@@ -109,14 +109,15 @@ def run_top(bootstrap: str, *, interval: float, idle: float) -> tuple[float, flo
 def refresh_seconds(bootstrap: str, runs: int) -> float:
     from kctl.admin.client.session import AdminSession
     from kctl.config.model import ClientSettings
+    from kctl.admin.groups.lag_time import TimeLagEstimator
     from kctl.top.model import Window, take
 
     session = AdminSession(ClientSettings(bootstrap_servers=bootstrap, properties={}, timeout=60, context=None))
-    window = Window(900)
+    window, time_lag = Window(900), TimeLagEstimator()
     times = []
     for _ in range(runs + 1):
         started = time.perf_counter()
-        window.add(take(session))
+        window.add(take(session, time_lag=time_lag))
         times.append(time.perf_counter() - started)
     session.close()
     return statistics.median(times[1:])

@@ -13,6 +13,7 @@ error for a WARNING/CRITICAL verdict.
 from __future__ import annotations
 
 import enum
+from typing import NamedTuple
 
 
 class ExitCode(enum.IntEnum):
@@ -56,20 +57,36 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
 }
 
 
+class Resource(NamedTuple):
+    """What an error is about, in Kafka's resource terms: ("topic", "orders"),
+    ("group", "billing"), ("context", "prod")."""
+
+    type: str
+    name: str
+
+
 class KctlError(Exception):
-    """An error for the user: a one-line message, an optional hint, an exit status."""
+    """An error for the user: a one-line message, an optional hint, an exit status, and
+    the fields callers judge it by (never by its text)."""
 
     exit_code: ExitCode = ExitCode.ERROR
     # Kafka's error name (NOT_LEADER_OR_FOLLOWER...) when the cluster answered with one:
     # callers that retry what Kafka calls retriable judge by it, not by the message.
     kafka_error: str | None = None
+    # The topic, group or context the error is about (a NotFoundError: the one missing).
+    resource: Resource | None = None
 
-    def __init__(self, message: str, *, hint: str | None = None, exit_code: ExitCode | None = None):
+    def __init__(self, message: str, *, hint: str | None = None, exit_code: ExitCode | None = None,
+                 kafka_error: str | None = None, resource: Resource | None = None):
         super().__init__(message)
         self.message = message
         self.hint = hint
         if exit_code is not None:
             self.exit_code = exit_code
+        if kafka_error is not None:
+            self.kafka_error = kafka_error
+        if resource is not None:
+            self.resource = resource
 
 
 class UsageError(KctlError):

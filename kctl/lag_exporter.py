@@ -3,8 +3,9 @@
 A sampler thread (kctl.sampling, shared with `kctl top`) measures lag every interval and
 renders the exposition text once per sample (kafka-lag-exporter's metric names,
 kctl.output.prometheus); a scrape only copies the last complete sample's bytes, so it
-never waits on the cluster. Time lag is interpolated from the samples kept in memory
-(kafka-lag-exporter's method). When a sample fails (the cluster is down), the last good
+never waits on the cluster. Time lag is kctl.admin.groups.lag_time's: interpolated from the
+samples kept in memory (kafka-lag-exporter's method) while they bracket the commit, else the
+timestamp of the record at the commit (read once while it stays there), never extrapolated. When a sample fails (the cluster is down), the last good
 one keeps being served, and the exporter's own metrics say how old it is: alert on
 kctl_lag_exporter_sample_age_seconds, not on a scrape that hangs. /healthz answers 200
 while a sample succeeded within three intervals.
@@ -22,12 +23,12 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from kctl.admin.client.session import AdminSession
+from kctl.admin.groups.lag_time import TimeLagEstimator
 from kctl.errors import KctlError, UsageError
 from kctl.sampling import Sampler
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-HISTORY_KEPT = 30  # samples per partition, as the lag history file keeps
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class LagSampler:
         self.topics = topics
         self.isolation = isolation
         self.clock = clock
-        self._histories: dict = {}
+        self._time_lag = TimeLagEstimator()
         self._errors: str | None = None
         self.sampler = Sampler(self._take, interval=interval, clock=clock, notify=notify, subject="lag sampling",
                                keeping="serving the last good sample until it recovers", name="kctl-lag-sampler")
@@ -64,18 +65,16 @@ class LagSampler:
         self.sampler.stop(timeout=self.session.timeout + 5)
 
     def _take(self) -> Snapshot:
-        from kctl.admin.groups.lag import group_lag, interpolated, samples_of
+        from kctl.admin.groups.lag import group_lag, record_timestamps
         from kctl.output.prometheus import render_lag
 
         found, errors = group_lag(self.session, self.groups, topics=self.topics, isolation=self.isolation)
         if errors and not found:
             raise next(iter(errors.values()))
         now_ms = int(self.clock() * 1000)
-        for key, sample in samples_of(found, now_ms).items():
-            self._histories[key] = (self._histories.get(key, []) + [sample])[-HISTORY_KEPT:]
+        timeout = min(self.session.timeout, max(1.0, self.interval))
+        found = self._time_lag.add(found, now_ms, lambda wanted: record_timestamps(self.session, wanted, timeout=timeout))
         live = {(p.group, p.topic, p.partition) for g in found for p in g.partitions}
-        self._histories = {k: v for k, v in self._histories.items() if k in live}
-        found = interpolated(found, self._histories, now_ms)
         body = render_lag(found, self.cluster_name).encode()
         # Groups that could not be read while others were: said by /healthz, not a failure.
         self._errors = "; ".join(e.message for e in errors.values()) or None

@@ -19,6 +19,10 @@ A `<!-- doctest: ... -->` comment right above a block says how the block is run:
   Spark standalone master and worker (tests/spark/standalone.py), started for the block
   when KCTL_TEST_SPARK=standalone.
 - `A is replaced by the test's broker`: the address A becomes the bundled broker's.
+
+A replaced value (an address, a URL) must be one the prose just above the block tells the
+reader to put their own for ("put your ... for `A`"): the block as a reader runs it is the
+block as tested, and it leaves a state in which the next block runs as written.
 - `needs a schema registry; URL is replaced by the test's`: the test session's schema
   registry (tests/brokers/registry.py) serves the block.
 - `needs Kafka Connect; URL is replaced by the test's`: a Connect worker of the test's
@@ -66,6 +70,7 @@ class Block:
     language: str
     directive: str
     text: str
+    prose: str = ""  # the paragraph above the block (its directive aside)
 
 
 def blocks(markdown: str) -> list[Block]:
@@ -84,9 +89,30 @@ def blocks(markdown: str) -> list[Block]:
         end = index + 1
         while not lines[end].startswith("```"):
             end += 1
-        found.append(Block(index + 1, fence.group(1), directive, "\n".join(lines[index + 1:end])))
+        last = index - (2 if directive else 1)
+        while last >= 0 and not lines[last].strip():
+            last -= 1
+        first = last
+        while first > 0 and lines[first - 1].strip():
+            first -= 1
+        prose = " ".join(lines[first:last + 1])
+        found.append(Block(index + 1, fence.group(1), directive, "\n".join(lines[index + 1:end]), prose))
         index = end + 1
     return found
+
+
+def replaced_value(directive: str) -> str | None:
+    """The value a directive replaces (`A is replaced by ...`, `...; URL is replaced ...`)."""
+    match = re.search(r"(?:^|; )(\S+) is replaced by the test's", directive)
+    return match.group(1) if match else None
+
+
+def test_every_replaced_value_is_one_the_reader_puts_their_own_for():
+    for block in blocks(README.read_text()):
+        value = replaced_value(block.directive)
+        if value is not None:
+            assert re.search(rf"put (your|its)\b[^.]*? for `{re.escape(value)}`", block.prose, re.IGNORECASE), \
+                f"README.md:{block.line}: the test replaces {value}, but the text above does not tell the reader to put their own for it"
 
 
 def commands(text: str) -> list[tuple[str, str]]:

@@ -175,11 +175,13 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
     --time-lag record reads the timestamp of each lagging partition's next record
     (without joining the group); interp estimates it from the history of earlier runs
     kept in a state file (runs with --history, --time-lag interp and `group status` add
-    to it), so cron jobs get time lag and trends without a daemon. -o prom prints
+    to it), so cron jobs get time lag and trends without a daemon; a commit older than
+    that history has no estimate (it is never extrapolated). -o prom prints
     kafka-lag-exporter's metrics.
     --until-caught-up is a deploy gate: status 0 once caught up, 2 when --for ends first.
     --serve runs an exporter: a scrape returns the last complete sample at once (time lag
-    interpolated from the samples kept in memory), never waiting on the cluster; when the
+    interpolated from the samples kept in memory while they bracket the commit, else the
+    timestamp of the record at the commit), never waiting on the cluster; when the
     cluster cannot be read, kctl_lag_exporter_up is 0 and kctl_lag_exporter_sample_age_seconds
     grows, and /healthz answers 503 after three intervals without a good sample.
 
@@ -472,8 +474,9 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
 
     The plan shows each partition's current and new offset, the delta (negative
     re-consumes, positive skips) and why a target was adjusted (clamped to the log
-    start or end, no record after the time). Groups with members are refused (exit 10,
-    naming the consumers to stop). With --execute, an undo journal of the old offsets is
+    start or end, no record after the time). Groups with members are refused with
+    --execute (exit 10, naming the consumers to stop); their dry run shows the plan
+    with a warning. With --execute, an undo journal of the old offsets is
     written first ($XDG_STATE_HOME/kctl/resets), and the offsets are read back after;
     a reset the broker refused is never reported as done. Groups of every type are
     reset the same way; for a share group CURRENT and NEW are share-partition start
@@ -495,9 +498,12 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
     from kctl.errors import InvalidError
 
     ids = list(dict.fromkeys(groups))
+    # A dry run of an active group is shown, with the refusal --execute would meet.
+    on_active = None if execute else (lambda refusal: app.warn(f"{refusal.message.removeprefix('unable to ')}; "
+                                                               "this plan is a preview: --execute is refused until then"))
 
     if undo is not None:
-        entry, plans = plan_undo(app.session, journal_dir(app.env), undo, bootstrap=app.settings.bootstrap_servers)
+        entry, plans = plan_undo(app.session, journal_dir(app.env), undo, bootstrap=app.settings.bootstrap_servers, on_active=on_active)
         app.note(f"undoing reset {entry['id']} ({entry.get('command', '')})")
     elif from_file is not None:
         if topics or all_topics or any((to_earliest, to_latest, to_current, to_offset is not None, shift_by is not None, to_datetime, by_duration, to_group)):
@@ -511,17 +517,18 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
         except OSError as exc:
             raise InvalidError(f"unable to read offsets file {from_file}: {exc.strerror}") from exc
         spec = ResetSpec(mode="explicit", offsets=parse_offsets_csv(text, ids, from_file))
-        plans = plan(app.session, ids, spec, allow_new_group=allow_new_group)
+        plans = plan(app.session, ids, spec, allow_new_group=allow_new_group, on_active=on_active)
     elif to_group is not None:
         if any((to_earliest, to_latest, to_current, to_offset is not None, shift_by is not None, to_datetime, by_duration)):
             raise click.UsageError("--to-group gives the offsets; drop the other --to-* options")
         spec = ResetSpec(mode="explicit", offsets=copy_offsets(app.session, to_group, ids, topics))
-        plans = plan(app.session, ids, spec, allow_new_group=allow_new_group)
+        plans = plan(app.session, ids, spec, allow_new_group=allow_new_group, on_active=on_active)
     else:
         if bool(topics) == all_topics:
             raise click.UsageError("choose the partitions: --topic TOPIC[:P,...] (repeatable) or --all-topics")
         spec = _spec(app, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration)
-        plans = plan(app.session, ids, spec, topics=topics, all_topics=all_topics, allow_new_group=allow_new_group)
+        plans = plan(app.session, ids, spec, topics=topics, all_topics=all_topics, allow_new_group=allow_new_group,
+                     on_active=on_active)
     run_reset(app, app.session, plans, execute, yes, export=export, backup=backup)
 
 

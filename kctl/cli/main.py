@@ -12,7 +12,7 @@ from kctl import __version__
 from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_option_decorators
-from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, KctlError
+from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, KctlError, NotFoundError
 
 # noun -> (module:attribute, one-line summary). Order is the order of `kctl --help`.
 NOUNS: dict[str, tuple[str, str]] = {
@@ -85,6 +85,24 @@ Examples:
 """
 
 
+class RootGroup(LazyGroup):
+    """The root of the tree: a missing topic, group or context is answered with the
+    closest existing name (cli/_suggest.py), while the command's App is still at hand."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except NotFoundError as exc:
+            if exc.resource is None or not isinstance(ctx.obj, App):
+                raise
+            from kctl.cli._suggest import with_suggestion
+
+            suggested = with_suggestion(ctx.obj, exc)
+            if suggested is exc:
+                raise
+            raise suggested from exc
+
+
 def _root(function):
     for decorator in reversed(global_option_decorators(on_root=True)):
         function = decorator(function)
@@ -92,7 +110,7 @@ def _root(function):
 
 
 @click.group(
-    cls=LazyGroup,
+    cls=RootGroup,
     invoke_without_command=True,
     no_args_is_help=True,
     lazy_commands=NOUNS,
@@ -194,6 +212,10 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         _render_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug for the traceback")
         code = ExitCode.ERROR
+    if code == ExitCode.INTERRUPTED:
+        # Ctrl-C: what stdout still buffers is dropped, not written to a reader that may
+        # not read it for a long time (a slow pipe, a paused pager): the exit is now.
+        _silence_stdout()
     if argv is None:
         _fast_exit(int(code))
     sys.exit(int(code))

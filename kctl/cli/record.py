@@ -341,9 +341,19 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
                                  on_batch=lambda read, planned: shown.update(read, total=planned))
     if report.stopped == "closed-pipe":
         raise BrokenPipeError  # main() silences stdout and exits 0, as `| head` expects
-    writer.close()
+    interrupted = report.stopped == "interrupted" and not follow
+    if not interrupted:
+        writer.close()
     filtered = f" ({report.filtered} filtered out)" if report.filtered else ""
-    app.note(f"consumed {report.records} record(s) from {report.partitions} partition(s){filtered}")
+    before = " before the interrupt" if interrupted else ""
+    app.note(f"consumed {report.records} record(s) from {report.partitions} partition(s){filtered}{before}")
+    if group and report.stopped == "interrupted":
+        positions = ", ".join(f"{t}:{p} at {o}" for (t, p), o in sorted(report.committed.items()))
+        app.note(f"group {group} committed {positions}" if positions else f"group {group} committed nothing")
+    if interrupted:
+        from kctl.errors import ExitCode, KctlError
+
+        raise KctlError("unable to consume: interrupted", exit_code=ExitCode.INTERRUPTED)
     if isolation == "read_committed" and not follow:
         _note_held_back(app, parsed)
     if decoder is not None and decoder.failures:

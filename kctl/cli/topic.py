@@ -9,7 +9,7 @@ from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import KeyValueType, RegexType, global_options, yes_option
 from kctl.cli.config import change_options, run_alter
-from kctl.errors import NotFoundError
+from kctl.errors import NotFoundError, Resource
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 TOPIC_TABLE = TableSpec(
@@ -230,7 +230,8 @@ def delete(app: App, names, regex, if_exists, yes):
         noun = "topic" if len(missing) == 1 else "topics"
         raise NotFoundError(
             f"unable to delete {noun} {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such {noun}",
-            hint="nothing was deleted; --if-exists skips missing topics",
+            hint="nothing was deleted; --if-exists skips missing topics", kafka_error="UNKNOWN_TOPIC_OR_PARTITION",
+            resource=Resource("topic", missing[0]),
         )
     if not chosen:
         if if_exists:

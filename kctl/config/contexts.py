@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kctl.config.model import ClientSettings, ConfigFile, Context
 from kctl.config.secrets import MASK, is_secret, mask
-from kctl.errors import NotFoundError, UsageError
+from kctl.errors import NotFoundError, Resource, UsageError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,7 +84,8 @@ def _shown(registry: Mapping[str, str]) -> dict[str, str]:
 
 def get(config: ConfigFile, name: str) -> Context:
     if name not in config.contexts:
-        raise NotFoundError(f"unable to find context {name!r}: no such context", hint="kctl context list shows the contexts")
+        raise NotFoundError(f"unable to find context {name!r}: no such context", hint="kctl context list shows the contexts",
+                            resource=Resource("context", name))
     return config.contexts[name]
 
 

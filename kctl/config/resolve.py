@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kctl.config.model import CONNECT_KEYS, DEFAULT_TIMEOUT, MSK_IAM_KEYS, SCHEMA_REGISTRY_KEYS, ClientSettings, ConfigFile, Context
-from kctl.errors import ConfigError, NotFoundError, UsageError
+from kctl.errors import ConfigError, NotFoundError, Resource, UsageError
 
 # KCTL_X_SASL_PASSWORD=... sets sasl.password: a way to keep secrets off the command line.
 PROPERTY_ENV_PREFIX = "KCTL_X_"
@@ -49,7 +49,7 @@ def select_context(config: ConfigFile, name: str | None, source: str) -> Context
         if name not in config.contexts:
             raise NotFoundError(
                 f"unable to use context {name!r} (from {source}): no such context",
-                hint="kctl context list shows the contexts; kctl context set creates one",
+                hint="kctl context list shows the contexts; kctl context set creates one", resource=Resource("context", name),
             )
         return config.contexts[name]
     if config.current_context is None:
@@ -152,4 +152,4 @@ def resolve_cluster(config: ConfigFile, env: Mapping[str, str], name: str, *, so
     if ":" in name and all(part.rpartition(":")[2].isdigit() for part in name.split(",")):
         return resolve(ConfigFile(), own, bootstrap_flag=name, property_flags=flags, timeout_flag=timeout_flag)
     raise NotFoundError(f"unable to use {source} {name!r}: no such context, and not a host:port address",
-                        hint="kctl context list shows the contexts")
+                        hint="kctl context list shows the contexts", resource=Resource("context", name))

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kctl.admin.client.errors import translate
 from kctl.admin.topics.offsets import PartitionSelector, list_offsets, offsets_for_time, resolve_partitions
 from kctl.admin.client.session import AdminSession, build_client
-from kctl.errors import ConfigError, ExitCode, KctlError, TimeoutError_, UsageError
+from kctl.errors import ConfigError, KctlError, TimeoutError_, UsageError
 from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
 
 _BATCH = 1000
@@ -57,6 +57,9 @@ class ConsumeReport:
     stopped: str
     # With --group: the last failed offset commit ("NAME: description"), else None.
     commit_error: str | None = None
+    # With --group: the offsets the group committed (Kafka's acknowledgements, the final
+    # commit on close included) per partition.
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 Key = tuple[str, int]
@@ -141,6 +144,7 @@ class _Run:
         # partition has no end (--follow): the total of the progress display.
         self.planned: int | None = 0
         self.commit_error: str | None = None
+        self.committed: dict[Key, int] = {}
         # The KIP-848 protocol and the cooperative classic assignor hand out and take back
         # partitions incrementally; eager assignors hand out the whole assignment each time.
         self.incremental = False
@@ -154,10 +158,13 @@ class _Run:
 
         if error is not None and error.name() != "_NO_OFFSET":
             self.commit_error = describe(error)
-        else:
-            failed = [tp for tp in partitions or () if tp.error is not None]
-            if failed:
-                self.commit_error = describe(failed[0].error)
+            return
+        failed = [tp for tp in partitions or () if tp.error is not None]
+        if failed:
+            self.commit_error = describe(failed[0].error)
+        for tp in partitions or ():
+            if tp.error is None and tp.offset >= 0:
+                self.committed[(tp.topic, tp.partition)] = tp.offset
 
     def start_partitions(self, pairs: Sequence[Key]) -> list:
         """TopicPartitions to assign, positioned at their start; empty ranges are skipped."""
@@ -269,7 +276,7 @@ def consume(
         _close(consumer)
     return ConsumeReport(
         records=records, filtered=filtered, partitions=len(run.partitions_seen), seconds=time.monotonic() - started,
-        stopped=stopped, commit_error=run.commit_error,
+        stopped=stopped, commit_error=run.commit_error, committed=dict(run.committed),
     )
 
 
@@ -390,9 +397,9 @@ def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bo
             if limit is not None and records >= limit:
                 return records, filtered, "max-records"
     except KeyboardInterrupt:
-        if follow:
-            return records, filtered, "interrupted"
-        raise KctlError("unable to consume: interrupted", exit_code=ExitCode.INTERRUPTED) from None
+        # Ctrl-C (or SIGTERM), even while a write to a slow reader blocked: the consumer
+        # is closed (committing what the sink took) and the caller reports how far it got.
+        return records, filtered, "interrupted"
     except BrokenPipeError:
         return records, filtered, "closed-pipe"
     return records, filtered, "end"

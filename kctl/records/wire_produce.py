@@ -32,8 +32,9 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, NotAuthorizedError, NotFoundError
+from kctl.errors import KctlError, NotAuthorizedError
 from kctl.messages import codec
 from kctl.messages import records as batches
 from kctl.messages.errors import ERRORS, error_name
@@ -115,7 +116,7 @@ def topic_partitions(session: AdminSession, topic: str, action: str) -> int:
     if error_name(code) == "TOPIC_AUTHORIZATION_FAILED":
         raise NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {topic}")
     if found is None or not found.partitions:
-        raise NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic",
+        raise no_such_topic(action, topic,
                             hint=f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
     return len(found.partitions)
 

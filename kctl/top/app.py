@@ -130,7 +130,8 @@ class TopApp(App[int]):
             "topics": Table(views.TOPICS, lambda f: f.topics, lambda r: r.topic, _style, id="topics"),
             "brokers": Table(views.BROKERS, lambda f: f.brokers, lambda r: str(r.broker), _style, id="brokers"),
             "partitions": Table(views.PARTITIONS, lambda f: f.partitions, lambda r: f"{r.topic}:{r.partition}", _style, id="partitions"),
-            "connectors": Table(views.CONNECTORS, lambda f: f.connectors, lambda r: r.connector, _style, id="connectors"),
+            "connectors": Table(views.CONNECTORS, lambda f: f.connectors, lambda r: r.connector, _style,
+                                lambda f: f.connectors_note, id="connectors"),
         }
         self.switcher = ContentSwitcher(initial="overview", id="views")
         yield self.title_line
@@ -343,6 +344,7 @@ class GroupScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="group-title")
         yield self.table
+        yield Static(id="group-notes")
         yield Static("escape back   s sort   ? keys   q quit", id="group-status")
 
     def on_mount(self) -> None:
@@ -362,6 +364,10 @@ class GroupScreen(Screen):
                          f"{views.seconds(row.lag_seconds)}  {row.direction}  {row.trend}")
         self.query_one("#group-title", Static).update(title)
         self.table.show(frame)
+        # Why a lagging partition's LAG-TIME is unknown ("-"), the first few.
+        notes = [f"{r.topic}:{r.partition}: {r.lag_seconds_note}" for r in self._rows(frame) if r.lag_seconds_note]
+        text = ("LAG-TIME unknown for " + "; ".join(notes[:3]) + (f"; +{len(notes) - 3} more" if len(notes) > 3 else "")) if notes else ""
+        self.query_one("#group-notes", Static).update(Text(text, style="yellow"))
 
 
 class PeekScreen(Screen):

@@ -10,15 +10,16 @@ draws them.
 Rules, from `group status` (kctl.admin.groups.lag_history) and `group lag`:
 - a partition is *stuck* when its committed offset stood still for STUCK_SAMPLES samples
   in a row with lag throughout (group status's STOP without members, STALL with them);
-- lag in seconds is interpolated from each partition's (time, log end) points, as the
-  lag exporter does (kafka-lag-exporter's method), 0 when caught up;
+- lag in seconds is kctl.admin.groups.lag_time's (the lag exporter's too): interpolated
+  from each partition's (time, log end) points while they bracket the commit, else the
+  timestamp of the record at the commit, 0 when caught up, unknown (with its reason for
+  the drill-down) otherwise; a group's is unknown while any lagging partition's is;
 - a group's direction compares its lag now with RECENT samples ago (trend.direction).
 """
 
 from __future__ import annotations
 
 import time
-from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,8 +30,9 @@ from kctl.top.trend import BUCKETS, Trend, direction, sparkline
 
 STUCK_SAMPLES = 5
 RECENT = 5
-# (time, log end) points kept per partition for lag in seconds, as the lag exporter keeps.
-END_POINTS = 30
+# How long a sample waits for the records that date stuck commits (those not read in time
+# are asked again later; the screen never waits on them).
+RECORD_TIME_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -49,24 +51,39 @@ class ClusterSample:
     # without a Connect cluster; why they could not be read this time.
     connectors: tuple | None = None
     connect_error: str | None = None
+    # Whether a Connect cluster is configured at all (the connectors view says how to).
+    connect_configured: bool = False
+    # (group, topic, partition) -> why a lagging partition's lag in seconds is unknown.
+    time_lag_notes: dict[tuple[str, str, int], str] = field(default_factory=dict)
 
 
 def take(session: Any, *, isolation: str = "read_uncommitted", clock: Callable[[], float] = time.time,
-         connect: Any = None) -> ClusterSample:
+         connect: Any = None, time_lag: Any = None) -> ClusterSample:
+    """One sample; `time_lag` (a kctl.admin.groups.lag_time.TimeLagEstimator kept by the
+    sampler between samples) fills the lag in seconds."""
     from kctl.admin.cluster.brokers import describe_cluster
     from kctl.admin.cluster.health import evaluate
     from kctl.admin.cluster.partitions import snapshot
-    from kctl.admin.groups.lag import cluster_lag
+    from kctl.admin.groups.lag import cluster_lag, record_timestamps
 
     info = describe_cluster(session)
     partitions = snapshot(session, include_internal=True)
     groups, errors, log, listed = cluster_lag(
         session, [(p.topic, p.partition) for p in partitions.partitions], isolation=isolation,
         leaders={(p.topic, p.partition): p.leader for p in partitions.partitions if p.leader is not None})
+    taken_at = clock()
+    notes = {}
+    if time_lag is not None:
+        now_ms = int(taken_at * 1000)
+        timeout = min(session.timeout, RECORD_TIME_TIMEOUT)
+        groups = time_lag.add(groups, now_ms, lambda wanted: record_timestamps(session, wanted, timeout=timeout),
+                              {key: end for key, (_start, end) in log.items()})
+        notes = {(g.group, p.topic, p.partition): time_lag.time_lag(p, now_ms).reason
+                 for g in groups for p in g.partitions if p.lag and p.lag_seconds is None}
     health = evaluate(partitions, cluster_id=info.cluster_id, controller_id=info.controller_id)
     connectors, connect_error = _connectors(connect)
-    return ClusterSample(clock(), info.cluster_id, info.controller_id, info.brokers, health, partitions.partitions, log,
-                         groups, listed, errors, connectors, connect_error)
+    return ClusterSample(taken_at, info.cluster_id, info.controller_id, info.brokers, health, partitions.partitions, log,
+                         groups, listed, errors, connectors, connect_error, connect is not None, notes)
 
 
 def _connectors(connect: Any) -> tuple[tuple | None, str | None]:
@@ -109,6 +126,8 @@ class GroupPartitionRow:
     lag_seconds: float | None
     trend: str
     stuck: bool
+    # Why lag_seconds is unknown for a lagging partition.
+    lag_seconds_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +201,9 @@ class Frame:
     brokers: tuple[BrokerRow, ...]
     partitions: tuple[PartitionRow, ...]
     connectors: tuple[ConnectorRow, ...]
+    # What the connectors view says when it has no rows: how to configure a Connect
+    # cluster, why it could not be read, or that it has no connectors.
+    connectors_note: str | None
     errors: tuple[str, ...]
     _sample: ClusterSample = field(repr=False)
     _window: Window = field(repr=False)
@@ -189,6 +211,18 @@ class Frame:
     def group_partitions(self, group: str) -> tuple[GroupPartitionRow, ...] | None:
         """A group's partitions (drill-down), None when the group is not in this sample."""
         return self._window.group_partitions(self._sample, group)
+
+
+NO_CONNECT = ("no Kafka Connect cluster configured: kctl context set NAME --connect-url URL, "
+              "or KCTL_CONNECT_URL, or kctl top --connect NAME|URL")
+
+
+def _connectors_note(sample: ClusterSample) -> str | None:
+    if not sample.connect_configured:
+        return NO_CONNECT
+    if sample.connect_error is not None:
+        return f"the Connect cluster could not be read: {sample.connect_error}"
+    return None if sample.connectors else "the Connect cluster has no connectors"
 
 
 def _status(p: Any) -> str:
@@ -216,38 +250,18 @@ class Window:
         self.recent: dict[str, deque[int]] = {}
         # (group, topic, partition) -> [committed, samples it stood still with lag]
         self.streaks: dict[tuple[str, str, int], list[int]] = {}
-        self.seconds_of: dict[tuple[str, str, int], float | None] = {}
-        # (topic, partition) -> (times in ms, log ends): the last END_POINTS samples
-        self.ends: dict[tuple[str, int], tuple[array, array]] = {}
         self.previous: ClusterSample | None = None
         self.bucket_now = 0
 
     def add(self, sample: ClusterSample) -> Frame:
-        from kctl.admin.groups.lag_history import lag_seconds_at
-
-        now_ms = int(sample.taken_at * 1000)
         bucket = self.bucket_now = int(sample.taken_at // self.bucket_seconds)
-        self._add_ends(sample.log, now_ms)
-        points: dict[tuple[str, int], list[tuple[int, int]] | None] = {}
-
-        def points_of(key: tuple[str, int]) -> list[tuple[int, int]] | None:
-            """The partition's (time, log end) points, sorted once per sample; None when the
-            log end did not move in them: then no point says when a lagging commit was
-            passed (lag_seconds_at's answer is None), and 100,000 lagging partitions of
-            an idle cluster cost nothing to ask (0.25 s a sample, measured)."""
-            if key in points:
-                return points[key]
-            times, ends = self.ends.get(key, ((), ()))
-            found = points[key] = sorted(set(zip(times, ends))) if ends and min(ends) != max(ends) else None
-            return found
-
         group_rows = []
-        seconds_of: dict[tuple[str, str, int], float | None] = {}
         reading: dict[str, dict[str, int]] = {}  # topic -> group -> lag on it
         live_partitions = set()
         for g in sample.groups:
             stuck = []
-            worst_seconds = None
+            worst_seconds: float | None = None
+            seconds_unknown = False
             known = False
             for p in g.partitions:
                 key = (g.group, p.topic, p.partition)
@@ -263,15 +277,11 @@ class Window:
                 elif streak is not None:
                     del self.streaks[key]
                 seconds = p.lag_seconds
-                if seconds is None and p.committed is not None and p.lag is not None:
-                    if p.lag == 0:
-                        seconds = 0.0
-                    else:
-                        moved = points_of((p.topic, p.partition))
-                        seconds = lag_seconds_at(moved, max(p.committed, p.log_start or 0), now_ms) if moved else None
-                if seconds:
-                    seconds_of[key] = seconds
-                if seconds is not None and (worst_seconds is None or seconds > worst_seconds):
+                if seconds is None and p.lag == 0:
+                    seconds = 0.0
+                if seconds is None and p.lag:
+                    seconds_unknown = True  # the group's worst is not known either
+                elif seconds is not None and (worst_seconds is None or seconds > worst_seconds):
                     worst_seconds = seconds
                 trend = self.partition_trends.get(key)
                 if trend is None:
@@ -294,13 +304,12 @@ class Window:
             listed = sample.listed.get(g.group, {})
             group_rows.append(GroupRow(
                 group=g.group, type=listed_type(listed), state=g.state, members=g.members, lag=lag,
-                lag_seconds=worst_seconds, trend=sparkline(trend.points(bucket)),
+                lag_seconds=None if seconds_unknown else worst_seconds, trend=sparkline(trend.points(bucket)),
                 direction=direction(recent) if lag is not None else "no commits", stuck=tuple(stuck)))
         for group, error in sample.errors.items():
             group_rows.append(GroupRow(group=group, type=listed_type(sample.listed.get(group, {})), state="?", members=0,
                                        lag=None, lag_seconds=None, trend="", direction="unreadable", stuck=(),
                                        error=getattr(error, "message", str(error))))
-        self.seconds_of = seconds_of
         self._forget(live_partitions, {g.group for g in sample.groups})
 
         partition_rows, topic_rows = self._topics(sample, reading, bucket)
@@ -314,23 +323,8 @@ class Window:
             connectors=tuple(ConnectorRow(connector=c.name, type=c.type, state=c.state, tasks=f"{c.tasks_running}/{c.tasks}",
                                           failed=c.tasks_failed, worker=c.worker_id, class_name=c.class_name.rsplit(".", 1)[-1])
                              for c in sample.connectors or ()),
+            connectors_note=_connectors_note(sample),
             errors=tuple(getattr(e, "message", str(e)) for e in sample.errors.values()), _sample=sample, _window=self)
-
-    def _add_ends(self, log: dict, now_ms: int) -> None:
-        for key, (_start, end) in log.items():
-            if end is None:
-                continue
-            history = self.ends.get(key)
-            if history is None:
-                history = self.ends[key] = (array("q"), array("q"))
-            times, ends = history
-            times.append(now_ms)
-            ends.append(end)
-            if len(times) > END_POINTS:
-                del times[0]
-                del ends[0]
-        if len(self.ends) > len(log):
-            self.ends = {k: v for k, v in self.ends.items() if k in log}
 
     def _forget(self, live_partitions: set, live_groups: set) -> None:
         """Drop the trends of groups and partitions that are gone (a deleted group, a
@@ -444,11 +438,11 @@ class Window:
             key = (group, p.topic, p.partition)
             trend = self.partition_trends.get(key)
             streak = self.streaks.get(key)
-            seconds = self.seconds_of.get(key, 0.0 if p.lag == 0 else p.lag_seconds)
+            seconds = 0.0 if p.lag == 0 else p.lag_seconds
             rows.append(GroupPartitionRow(
                 topic=p.topic, partition=p.partition, owner=p.client_id or p.member_id, committed=p.committed,
                 log_end=p.log_end, lag=p.lag, lag_seconds=seconds,
                 trend=sparkline(trend.points(self.bucket_now)) if trend else "",
-                stuck=bool(streak and streak[1] >= STUCK_SAMPLES)))
+                stuck=bool(streak and streak[1] >= STUCK_SAMPLES), lag_seconds_note=sample.time_lag_notes.get(key)))
         return tuple(rows)
 

@@ -13,14 +13,16 @@ def build(session: Any, *, target: str, interval: float, window: float, isolatio
           registry: Callable[[], Any] | None = None, debug: bool = False, connect: Any = None) -> tuple[Any, Sampler]:
     """The application and its sampler (not started): what run() runs, and what the tests
     drive headless. `connect`: a Kafka Connect client, for the connectors view."""
+    from kctl.admin.groups.lag_time import TimeLagEstimator
     from kctl.top.app import TopApp
     from kctl.top.model import Window, take
     from kctl.top.peek import reader
 
     trends = Window(window)
+    time_lag = TimeLagEstimator()
 
     def sample():
-        return trends.add(take(session, isolation=isolation, connect=connect))
+        return trends.add(take(session, isolation=isolation, connect=connect, time_lag=time_lag))
 
     # Paced: on a cluster where a sample outlasts --interval, sampling takes at most half
     # a core and the screen says how often it really samples.

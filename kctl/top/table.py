@@ -53,8 +53,11 @@ class Table(ScrollView, can_focus=True):
             self.table, self.row = table, row
 
     def __init__(self, columns: Sequence[Column], rows_of: Callable[[Any], Sequence[Any]], key_of: Callable[[Any], str],
-                 style_of: Callable[[str, Any], str] = lambda key, row: "", **kwargs: Any):
+                 style_of: Callable[[str, Any], str] = lambda key, row: "",
+                 empty_note: Callable[[Any], str | None] | None = None, **kwargs: Any):
         super().__init__(**kwargs)
+        # What the table says under its header when a frame has no rows for it.
+        self.empty_note = empty_note
         self.all_columns = tuple(columns)
         self.rows_of = rows_of
         self.key_of = key_of
@@ -144,14 +147,24 @@ class Table(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if y == 0:
-            return Strip(self._line([(c.header + (self._arrow(c)), c) for c in self.shown], HEADER), width).crop(0, width)
+            return self._full_width(self._line([(c.header + (self._arrow(c)), c) for c in self.shown], HEADER), width)
         index = self.scroll_offset.y + y - 1
         if index >= len(self.rows_shown):
+            if index == 0 and self.empty_note is not None and self.frame is not None:
+                note = self.empty_note(self.frame)
+                if note:
+                    return self._full_width([Segment(" " + note)], width)
             return Strip.blank(width)
         row = self.rows_shown[index]
         base = CURSOR if index == self.cursor and self.has_focus else (Style(underline=True) if index == self.cursor else Style())
         segments = self._line([(c.format(getattr(row, c.key)), c) for c in self.shown], base, row)
-        return Strip(segments, width).crop(0, width)
+        return self._full_width(segments, width)
+
+    @staticmethod
+    def _full_width(segments: list[Segment], width: int) -> Strip:
+        """A line padded (or cut) to the table's whole width: a terminal redraws only the
+        cells a line writes, so a shorter line left the previous view's text after it."""
+        return Strip(segments).adjust_cell_length(width)
 
     def _arrow(self, column: Column) -> str:
         return ("v" if self.reverse else "^") if column.key == self.sort_column else ""

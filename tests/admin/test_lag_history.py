@@ -18,8 +18,9 @@ def test_interpolation_between_samples():
     # Offset 150 was written half-way between the samples: 5 s in; now is 20 s.
     assert interpolated_lag_seconds(history, 150, 20_000) == pytest.approx(15.0)
     assert interpolated_lag_seconds(history, 200, 20_000) == 0.0
-    # Before the oldest sample: extrapolated at the observed rate (10 offsets/s).
-    assert interpolated_lag_seconds(history, 50, 20_000) == pytest.approx(25.0)
+    # Before the oldest sample: unknown, never extrapolated from the samples' rate.
+    assert interpolated_lag_seconds(history, 50, 20_000) is None
+    assert interpolated_lag_seconds(history, 100, 20_000) == pytest.approx(20.0)
     assert interpolated_lag_seconds(history, None, 20_000) is None
     assert interpolated_lag_seconds(window((0, 0, 100)), 50, 20_000) is None
     # A log end that never moved says nothing about when older offsets were written.

@@ -110,22 +110,23 @@ _SPARK_CONNECTOR = (
 
 
 def spark_connector_jars(version: str = SPARK_CONNECTOR_VERSION) -> list[Path]:
-    """The connector's jars in the local Maven repository, fetched by mvn when missing
-    (Spark's own Ivy resolution of --packages fails here on a transitive download)."""
-    paths = []
+    """The connector's jars, copied by mvn into the cache once (Spark's own Ivy resolution
+    of --packages fails here on a transitive download). Copied rather than looked up in
+    ~/.m2: mvn's repository is under the account's home, which need not be $HOME."""
+    target = _base() / f"spark-connector-{version}"
+    jars = [target / f"{c.format(v=version).split(':')[1]}-{c.format(v=version).split(':')[2]}.jar" for c in _SPARK_CONNECTOR]
+    if all(jar.exists() for jar in jars):
+        return jars
     _base().mkdir(parents=True, exist_ok=True)
-    # One mvn at a time on ~/.m2: two workers fetching at once failed a fresh home's run.
+    # One mvn at a time: two workers fetching at once failed a fresh home's run.
     with open(_base() / ".spark-connector.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        for coordinate in (c.format(v=version) for c in _SPARK_CONNECTOR):
-            group, artifact, ver = coordinate.split(":")
-            jar = Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / ver / f"{artifact}-{ver}.jar"
+        for coordinate, jar in zip((c.format(v=version) for c in _SPARK_CONNECTOR), jars):
             if not jar.exists():
-                proc = _mvn("dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false", timeout=600)
+                proc = _mvn("dependency:copy", f"-Dartifact={coordinate}", f"-DoutputDirectory={target}", timeout=600)
                 if proc.returncode != 0 or not jar.exists():
                     raise JarResolutionError(f"mvn could not fetch {coordinate}: {(proc.stdout + proc.stderr).strip()[-500:]}")
-            paths.append(jar)
-    return paths
+    return jars
 
 
 if __name__ == "__main__":
@@ -137,7 +138,7 @@ if __name__ == "__main__":
         sys.exit(f"error: {exc}")
     print(f"Apache Kafka {kafka_version()}: {len(jars)} jars in {cache_dir() / 'libs'}")
     print(f"Apache Kafka {KAFKA_39}: {len(jars_39)} jars in {cache_dir(KAFKA_39) / 'libs'}")
-    print(f"Spark's Kafka connector {SPARK_CONNECTOR_VERSION}: {len(connector)} jars in ~/.m2")
+    print(f"Spark's Kafka connector {SPARK_CONNECTOR_VERSION}: {len(connector)} jars in {connector[0].parent}")
 
 
 def run_java_source(source: Path) -> str:

@@ -248,7 +248,11 @@ def test_share_group_list_describe_lag_and_delete(kctl, group_types_cluster, top
 
         refused = kctl("-b", kafka_cluster.bootstrap, "group", "delete", group, "--yes")
         assert refused.exit_code == ExitCode.GROUP_ACTIVE, refused.stderr
-        active = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest")
+        # The dry run shows the plan and warns; --execute is refused.
+        preview = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest")
+        assert preview.exit_code == 0 and preview.stderr.startswith("warning: ") and "console-share-consumer@" in preview.stderr
+        active = kctl("-b", kafka_cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest", "--execute", "--yes",
+                      env={"XDG_STATE_HOME": str(tmp_path / "state")})
         assert active.exit_code == ExitCode.GROUP_ACTIVE
         assert "console-share-consumer@" in active.stderr
     finally:

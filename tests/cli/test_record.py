@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -303,6 +304,51 @@ def test_closed_pipe_stops_quietly(cluster, topic, config_home):
     reader.stdin.close()
     assert len(reader.stdout.read().splitlines()) == 2
     assert (writer.returncode, writer.stderr) == (0, b"")
+
+
+def test_ctrl_c_while_a_slow_reader_blocks_the_output_stops_at_once_with_a_summary(cluster, topic, config_home, unique_name):
+    """Ctrl-C while every write waits on a reader that is not reading (a paused pager):
+    kctl stops at once rather than when the reader drains, exits 130, says how far it got
+    and what the group committed, and committed only records it wrote whole."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 20})
+    for i in range(30_000):
+        producer.produce(topic, value=b"v" * 100, partition=i % 3)
+    assert producer.flush(30) == 0
+    group = unique_name("g")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "record", "consume", topic, "--group", group, "--format", r"%p %o\n"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        first = process.stdout.readline()  # started; from here on nobody reads and the pipe fills
+        assert first
+        time.sleep(1.5)
+        assert process.poll() is None, process.stderr.read()
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=20)  # stdout still unread
+        err = process.stderr.read().decode()
+        out = (first + process.stdout.read()).decode()
+    finally:
+        process.kill()
+    lines = err.splitlines()
+    assert code == ExitCode.INTERRUPTED and len(lines) == 3 and lines[2] == "error: unable to consume: interrupted", err
+    consumed = re.fullmatch(r"consumed (\d+) record\(s\) from 3 partition\(s\) before the interrupt", lines[0])
+    committed = re.fullmatch(rf"group {group} committed (.*)", lines[1])
+    assert consumed and committed, err
+    offsets = {int(part.split(" at ")[0].rsplit(":", 1)[1]): int(part.split(" at ")[1]) for part in committed.group(1).split(", ")}
+    whole = [tuple(map(int, line.split())) for line in out.split("\n")[:-1]]
+    records = int(consumed.group(1))
+    # Records read: those written, and the rest of the batch whose write was cut.
+    assert len(whole) <= records <= len(whole) + 1000 and records < 30_000, (records, len(whole))
+    written = {p: {o for q, o in whole if q == p} for p in range(3)}
+    assert offsets and all(set(range(c)) <= written[p] for p, c in offsets.items()), offsets
+    # What the summary says is what Kafka has.
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    try:
+        kept = consumer.committed([TopicPartition(topic, p) for p in offsets], timeout=10)
+    finally:
+        consumer.close()
+    assert {tp.partition: tp.offset for tp in kept} == offsets
 
 
 # -- bad input --------------------------------------------------------------------------------

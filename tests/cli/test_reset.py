@@ -103,6 +103,15 @@ def test_active_group_is_refused(kctl, cluster, setup, tmp_path):
         assert result.exit_code == ExitCode.GROUP_ACTIVE
         assert result.stderr.startswith(f"error: unable to reset offsets of group {group}: the group is Stable; stop its consumers first (busy-consumer@")
         assert not (tmp_path / "state").exists()
+        # A dry run previews the plan, warning that --execute would be refused.
+        preview = reset(kctl, cluster, tmp_path, group, "-t", topic, "--to-earliest", "-o", "json")
+        assert preview.exit_code == 0, preview.stderr
+        assert [(p["current"], p["new"]) for p in json.loads(preview.stdout)] == [(10, 0), (10, 0)]
+        warning, note = preview.stderr.splitlines()
+        assert warning.startswith(f"warning: reset offsets of group {group}: the group is Stable; stop its consumers first (busy-consumer@")
+        assert warning.endswith("; this plan is a preview: --execute is refused until then")
+        assert note.startswith("dry run: 2 partition(s)")
+        assert not (tmp_path / "state").exists()
     finally:
         consumer.close()
     assert committed(cluster, group, topic) == [10, 10]

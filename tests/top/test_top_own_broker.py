@@ -196,3 +196,52 @@ def test_colours_are_the_terminals_own_and_none_with_no_color(broker, tmp_path):
     assert code == 0 and coloured and not any(b"38;" in c or b"48;" in c for c in coloured), coloured
     code, output = run_in_terminal(argv, env={**env, "NO_COLOR": "1"}, ready=b"produce rate")
     assert (code, _colours(output)) == (0, set())
+
+
+# Text only one view shows (its widest columns fit at 160 columns).
+ONLY_IN = {
+    "o": "groups falling behind",
+    "g": "DIRECTION",
+    "t": "OF-GROUP",
+    "b": "OUT-OF-ISR",
+    "p": "LOG-START",
+    "c": "no Kafka Connect cluster configured",
+}
+
+
+def test_every_view_redraws_whole_on_switching_and_after_the_banner_clears(kctl, broker, tmp_path):
+    """In a real terminal (its screen kept by a VT100 emulator, stale cells included):
+    after each switch the screen holds no text of another view, and once the unreachable
+    banner clears nothing of it stays; without a Connect cluster the connectors view says
+    how to configure one."""
+    from tests.terminal import Terminal
+
+    bootstrap, start, stop = broker
+    assert kctl("-b", bootstrap, "topic", "create", "orders", "-p", "3").exit_code == 0
+    _world(bootstrap)
+    env = {k: v for k, v in os.environ.items() if k not in ("KCTL_CONNECT_URL",)} | {"XDG_CONFIG_HOME": str(tmp_path)}
+    terminal = Terminal([sys.executable, "-m", "kctl", "-b", bootstrap, "top", "--interval", "0.5"], env=env, size=(160, 40))
+    try:
+        terminal.wait_for("produce rate", what="the overview")
+        for key in "gtbpcogbtcpgo":
+            terminal.press(key)
+            terminal.wait_for(ONLY_IN[key], what=f"the view of {key!r}")
+            shown = terminal.settle(1.2)  # two samples redrawn over it
+            assert ONLY_IN[key] in shown
+            others = [text for k, text in ONLY_IN.items() if k != key and text in shown]
+            assert not others, f"after {key!r} the screen still shows {others}:\n{shown}"
+
+        terminal.press("t")
+        terminal.wait_for("OF-GROUP")
+        port = bootstrap.rsplit(":", 1)[1]
+        stop()
+        terminal.wait_for("cluster unreachable", what="the stale banner")
+        assert start(port) == bootstrap
+        shown = terminal.wait_for(lambda text: "cluster unreachable" not in text, timeout=40, what="the banner to clear")
+        shown = terminal.settle(1.2)
+        assert "OF-GROUP" in shown and not any(word in shown for word in ("unreachable", "sampling again", "unable to")), shown
+        # Every line the table drew is whole: the header's row has nothing after its columns.
+        header = next(line for line in shown.splitlines() if "OF-GROUP" in line)
+        assert header.split() == ["TOPIC", "PARTITIONS", "RATE", "TREND", "UNDER-REPLICATED", "GROUPS", "WORST-LAG", "OF-GROUP"], header
+    finally:
+        assert terminal.close() == 0

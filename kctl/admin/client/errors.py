@@ -13,6 +13,7 @@ from kctl.errors import (
     KctlError,
     NotAuthorizedError,
     NotFoundError,
+    Resource,
     TimeoutError_,
     UnreachableError,
 )
@@ -86,11 +87,15 @@ def error_class(error: Any) -> type[KctlError]:
     return _BY_NAME.get(error.name(), KctlError)
 
 
-def translate(error: Any, action: str) -> KctlError:
-    """A KctlError for `unable to <action>: <NAME: description>`."""
-    result = error_class(error)(f"unable to {action}: {describe(error)}")
-    result.kafka_error = kafka_name(error)
-    return result
+def translate(error: Any, action: str, resource: Resource | None = None) -> KctlError:
+    """A KctlError for `unable to <action>: <NAME: description>` (about `resource`)."""
+    return error_class(error)(f"unable to {action}: {describe(error)}", kafka_error=kafka_name(error), resource=resource)
+
+
+def no_such_topic(action: str, name: str, hint: str | None = None) -> NotFoundError:
+    """`unable to <action>: UNKNOWN_TOPIC_OR_PARTITION: no such topic`, about topic `name`."""
+    return NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic", hint=hint,
+                         kafka_error="UNKNOWN_TOPIC_OR_PARTITION", resource=Resource("topic", name))
 
 
 def error_of(exc: BaseException) -> Any | None:
@@ -128,13 +133,17 @@ BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
 }
 
 
-def for_kafka_code(code: int, message: str | None, action: str) -> KctlError:
+def for_kafka_code(code: int, message: str | None, action: str, resource: Resource | None = None) -> KctlError:
     """The KctlError for an error code in an answer: `unable to <action>: NAME: <the
-    broker's message, or Kafka's description of the error>`."""
+    broker's message, or Kafka's description of the error>`, about `resource`. A topic
+    or group the answer says does not exist is "no such topic" / "no such group", as
+    kctl says it whichever client asked."""
     from kctl.messages.errors import ERRORS, error_name
 
     name = error_name(code)
-    text = message or ERRORS.get(code, (name, ""))[1]
-    result = BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {name}: {text}" if text else f"unable to {action}: {name}")
-    result.kafka_error = name
-    return result
+    text = message or _MISSING.get((name, resource.type if resource else None)) or ERRORS.get(code, (name, ""))[1]
+    return BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {name}: {text}" if text else f"unable to {action}: {name}",
+                                              kafka_error=name, resource=resource)
+
+
+_MISSING = {("UNKNOWN_TOPIC_OR_PARTITION", "topic"): "no such topic", ("GROUP_ID_NOT_FOUND", "group"): "no such group"}

@@ -10,10 +10,10 @@ from collections.abc import Callable, Collection, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kctl.admin.client.errors import describe, error_of, translate
+from kctl.admin.client.errors import describe, error_of, no_such_topic, translate
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
-from kctl.errors import ConfigError, KctlError, NotAuthorizedError, NotFoundError, TimeoutError_, UnreachableError
+from kctl.errors import ConfigError, KctlError, NotAuthorizedError, Resource, TimeoutError_, UnreachableError
 
 if TYPE_CHECKING:  # the wire client's commands never wait on a future: not imported for them
     import concurrent.futures
@@ -214,23 +214,26 @@ class AdminSession:
         """
         return self.check(self.wait_all({None: future}, action)[None])
 
-    def wait_all(self, futures: Mapping[Any, concurrent.futures.Future], action: str) -> dict[Any, Any]:
+    def wait_all(self, futures: Mapping[Any, concurrent.futures.Future], action: str, *,
+                 resource_type: str | None = None) -> dict[Any, Any]:
         """Results (or KctlErrors, per key) for a batch of futures sharing one deadline.
 
         Connection failures and timeouts concern the whole batch and are raised; a
         per-item broker error (unknown topic, already exists...) is returned in place
-        of that item's result so batch commands can report each item.
+        of that item's result so batch commands can report each item; with
+        `resource_type`, the keys are names of that type and each error is about its own.
         """
 
         deadline = time.monotonic() + self.timeout + 1.0
         pending = dict(futures)
         results: dict[Any, Any] = {}
         try:
-            return self._wait(pending, results, deadline, action, len(futures))
+            return self._wait(pending, results, deadline, action, len(futures), resource_type)
         finally:
             self._forget_old_errors()
 
-    def _wait(self, pending: dict, results: dict, deadline: float, action: str, count: int) -> dict[Any, Any]:
+    def _wait(self, pending: dict, results: dict, deadline: float, action: str, count: int,
+              resource_type: str | None) -> dict[Any, Any]:
         from confluent_kafka import KafkaException
 
         while pending:
@@ -249,7 +252,8 @@ class AdminSession:
                         raise KctlError(f"unable to {action}: {exc}") from exc
                     if error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS:
                         raise self._timeout_or_unreachable(action) from exc
-                    results[key] = translate(error, action if count == 1 else f"{action} {_label(key)}")
+                    resource = Resource(resource_type, key) if resource_type and isinstance(key, str) else None
+                    results[key] = translate(error, action if count == 1 else f"{action} {_label(key)}", resource)
             if pending:
                 if time.monotonic() > deadline:
                     raise self._timeout_or_unreachable(action)
@@ -379,4 +383,4 @@ def missing_topic_error(session: AdminSession, name: str, action: str, hint: str
         result = exc
     if isinstance(result, NotAuthorizedError):
         return NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}")
-    return NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic", hint=hint)
+    return no_such_topic(action, name, hint)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession
 
 
@@ -44,7 +45,7 @@ def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brok
             raise NotFoundError(f"unable to describe log dirs of broker {broker}: no such broker (brokers: {', '.join(map(str, sorted(metadata.brokers)))})")
     for topic in topics:
         if topic not in metadata.topics:
-            raise NotFoundError(f"unable to describe log dirs of topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            raise no_such_topic(f"describe log dirs of topic {topic}", topic)
     raw = session.run_kafka_python(
         lambda c: c.describe_log_dirs(topic_partitions=list(topics) or None, brokers=list(brokers) or None), "describe log dirs"
     )

@@ -166,9 +166,9 @@ def snapshot(
     )
     missing = [t for t in topics if t not in metadata.topics]
     if missing:
-        from kctl.errors import NotFoundError
+        from kctl.admin.client.errors import no_such_topic
 
-        raise NotFoundError(f"unable to list partitions of {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+        raise no_such_topic(f"list partitions of {', '.join(missing)}", missing[0])
     live_set = set(live)
     candidates = [(name, p) for name in names for p in sorted(metadata.topics[name].partitions.values(), key=lambda p: p.id)]
     if (filters or leader is not None) and not set(filters) & _NEEDS_MIN_ISR and not overrides and config_futures is None:

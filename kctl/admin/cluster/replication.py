@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession
 from kctl.polling import poll
 from kctl.errors import InvalidError, KctlError, NotFoundError
@@ -145,7 +146,7 @@ def _assignments(session: AdminSession, topics: Iterable[str] | None = None) -> 
     if wanted:
         missing = sorted(wanted - set(metadata.topics))
         if missing:
-            raise NotFoundError(f"unable to reassign topic {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            raise no_such_topic(f"reassign topic {', '.join(missing)}", missing[0])
     current = {
         (name, p.id): tuple(p.replicas)
         for name, t in metadata.topics.items()
@@ -165,7 +166,7 @@ def moves_for(current: Mapping[tuple[str, int], tuple[int, ...]], targets: Mappi
     for (topic, partition), target in sorted(targets.items()):
         if (topic, partition) not in current:
             if not any(t == topic for t, _ in current):
-                raise NotFoundError(f"unable to reassign {topic}-{partition}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+                raise no_such_topic(f"reassign {topic}-{partition}", topic)
             raise NotFoundError(f"unable to reassign {topic}-{partition}: the topic has no partition {partition}")
         unknown = sorted(set(target) - live)
         if unknown:

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol
 from kctl.admin.groups.models import TYPES, GroupDescription, GroupResult, GroupSummary, OffsetDeletion
-from kctl.errors import GroupActiveError, KctlError, NotFoundError
+from kctl.admin.client.errors import no_such_topic
+from kctl.errors import GroupActiveError, KctlError, NotFoundError, Resource
 
 
 # The API that describes each newer group type, and the Apache Kafka release that has it
@@ -119,7 +120,8 @@ def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Gro
 
 
 def not_found(group_id: str, action: str) -> NotFoundError:
-    return NotFoundError(f"unable to {action} {group_id}: GROUP_ID_NOT_FOUND: no such group")
+    return NotFoundError(f"unable to {action} {group_id}: GROUP_ID_NOT_FOUND: no such group", kafka_error="GROUP_ID_NOT_FOUND",
+                         resource=Resource("group", group_id))
 
 
 def described_error(group_id: str, raw, action: str = "describe group") -> KctlError:
@@ -140,7 +142,7 @@ def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Group
         outcome = outcomes[group_id]
         if isinstance(outcome, KctlError):
             if outcome.kafka_error == "GROUP_ID_NOT_FOUND":
-                outcome = NotFoundError(f"unable to delete group {group_id}: GROUP_ID_NOT_FOUND: no such group")
+                outcome = not_found(group_id, "delete group")
             elif outcome.kafka_error == "NON_EMPTY_GROUP":
                 outcome = GroupActiveError(
                     f"unable to delete group {group_id}: NON_EMPTY_GROUP: the group has active members",
@@ -175,7 +177,7 @@ def delete_offsets(
     pairs = []
     for topic, parts in topics:
         if topic_missing(metadata, topic):
-            raise NotFoundError(f"unable to delete offsets of group {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            raise no_such_topic(f"delete offsets of group {group}: topic {topic}", topic)
         meta = metadata.topics[topic]
         for p in parts or sorted(meta.partitions):
             if p not in meta.partitions:

@@ -75,7 +75,9 @@ def record(path: Path, samples: Mapping[tuple[str, str, int], Sample]) -> dict[t
 
 def interpolated_lag_seconds(history: Sequence[Sample], committed: int | None, now_ms: int) -> float | None:
     """When did the log end pass `committed`? now minus that, from the (t, log end) samples
-    (kafka-lag-exporter's method). None without two samples bracketing or preceding it."""
+    (kafka-lag-exporter's method). None without two samples bracketing it: a commit older
+    than every sample is not extrapolated (the rate of the samples says nothing of when
+    older records were written)."""
     if committed is None:
         return None
     return lag_seconds_at(sorted({(s.t, s.log_end) for s in history if s.log_end is not None}), committed, now_ms)
@@ -91,11 +93,6 @@ def lag_seconds_at(points: Sequence[tuple[int, int]], committed: int, now_ms: in
     for (t0, o0), (t1, o1) in zip(points, points[1:]):
         if o0 <= committed <= o1 and o1 > o0:
             at = t0 + (committed - o0) * (t1 - t0) / (o1 - o0)
-            return max(0.0, (now_ms - at) / 1000)
-    if len(points) >= 2 and committed < points[0][1]:
-        (t0, o0), (t1, o1) = points[0], points[-1]
-        if o1 > o0:
-            at = t0 - (o0 - committed) * (t1 - t0) / (o1 - o0)
             return max(0.0, (now_ms - at) / 1000)
     return None
 

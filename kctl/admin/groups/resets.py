@@ -18,13 +18,14 @@ from pathlib import Path
 
 
 from kctl.messages.errors import ERRORS, error_name
+from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol, share
 from kctl.admin.groups.groups import committed_offsets, delete_offsets, describe_groups
 from kctl.admin.groups.lag import log_offsets
 from kctl.config.file import state_dir
 from kctl import journal
-from kctl.errors import ExitCode, GroupActiveError, InvalidError, KctlError, NotFoundError, UsageError
+from kctl.errors import ExitCode, GroupActiveError, InvalidError, KctlError, NotFoundError, Resource, UsageError
 
 INACTIVE_STATES = ("Empty", "Dead")
 
@@ -122,8 +123,10 @@ def parse_topic_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] 
     return out
 
 
-def _resettable(session: AdminSession, groups: Sequence[str], action: str) -> dict:
-    """The groups' descriptions, refusing any that has members (whatever its type); missing
+def _resettable(session: AdminSession, groups: Sequence[str], action: str,
+                on_active: Callable[[GroupActiveError], None] | None = None) -> dict:
+    """The groups' descriptions, refusing any that has members (whatever its type), or with
+    `on_active` (a preview: nothing will be written) telling it the refusal instead; missing
     groups are left out."""
     found, errors = describe_groups(session, groups)
     for error in errors.values():
@@ -133,10 +136,13 @@ def _resettable(session: AdminSession, groups: Sequence[str], action: str) -> di
     for group, d in described.items():
         if d.state not in INACTIVE_STATES:
             members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in d.members)) or "none listed"
-            raise GroupActiveError(
+            refusal = GroupActiveError(
                 f"unable to {action} group {group}: the group is {d.state}; stop its consumers first ({members})",
                 hint="offsets can only be reset while a group has no members (Empty)",
             )
+            if on_active is None:
+                raise refusal
+            on_active(refusal)
     return described
 
 
@@ -148,13 +154,16 @@ def plan(
     topics: Sequence[str] = (),
     all_topics: bool = False,
     allow_new_group: bool = False,
+    on_active: Callable[[GroupActiveError], None] | None = None,
 ) -> list[PlannedReset]:
-    """The reset of every selected partition of every group, checked, nothing written."""
+    """The reset of every selected partition of every group, checked, nothing written. A
+    group with members is refused (GroupActiveError), unless `on_active` is given for a
+    plan only to be shown: then it is told the refusal the execution would meet."""
     from confluent_kafka.admin import OffsetSpec
 
     from kctl.admin.topics.offsets import ask_offsets
 
-    described = _resettable(session, groups, "reset offsets of")
+    described = _resettable(session, groups, "reset offsets of", on_active)
     shared = [g for g, d in described.items() if d.type == "share"]
     committed = committed_offsets(session, [g for g in groups if g not in shared])
     committed.update(share.start_offsets_of(session, shared))
@@ -170,7 +179,8 @@ def plan(
         if group not in described and not allow_new_group:
             raise NotFoundError(
                 f"unable to reset offsets of group {group}: GROUP_ID_NOT_FOUND: no such group",
-                hint="--allow-new-group creates it with these offsets",
+                hint="--allow-new-group creates it with these offsets", kafka_error="GROUP_ID_NOT_FOUND",
+                resource=Resource("group", group),
             )
         pairs: list[tuple[str, int]] = []
         if spec.mode == "explicit":
@@ -182,7 +192,7 @@ def plan(
             pairs = sorted(offsets)
         for topic, parts in scopes:
             if topic_missing(metadata, topic):
-                raise NotFoundError(f"unable to reset offsets of {group}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+                raise no_such_topic(f"reset offsets of {group}: topic {topic}", topic)
             meta = metadata.topics[topic]
             existing = sorted(meta.partitions)
             for p in parts or existing:
@@ -225,7 +235,8 @@ def read_journal(directory: Path, journal_id: str) -> dict:
     return journal.read(directory, journal_id)
 
 
-def plan_undo(session: AdminSession, directory: Path, journal_id: str, *, bootstrap: str | None) -> tuple[dict, list[PlannedReset]]:
+def plan_undo(session: AdminSession, directory: Path, journal_id: str, *, bootstrap: str | None,
+              on_active: Callable[[GroupActiveError], None] | None = None) -> tuple[dict, list[PlannedReset]]:
     """The journal entry `journal_id` ("last" for the newest) and the plan that restores
     what it replaced. An undo runs only against the cluster the reset was made on: the
     same group and topic names elsewhere are other offsets."""
@@ -233,7 +244,7 @@ def plan_undo(session: AdminSession, directory: Path, journal_id: str, *, bootst
     if entry.get("bootstrap") != bootstrap:
         raise UsageError(f"reset {entry['id']} was made against {entry.get('bootstrap')}, not {bootstrap}; pass -b {entry.get('bootstrap')}",
                          hint="an undo runs against the cluster the reset was made on")
-    return entry, undo_plan(session, entry)
+    return entry, undo_plan(session, entry, on_active)
 
 
 def totals(plans: Sequence[PlannedReset]) -> tuple[int, int]:
@@ -368,12 +379,12 @@ def _forget(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
             raise kind(f"unable to reset offsets of group {group}: {error.message.removeprefix('unable to ')}")
 
 
-def undo_plan(session: AdminSession, entry: dict) -> list[PlannedReset]:
+def undo_plan(session: AdminSession, entry: dict, on_active: Callable[[GroupActiveError], None] | None = None) -> list[PlannedReset]:
     """Plans restoring a journal's old offsets; a partition that had no committed offset
     before gets new=None: its offset is deleted, so it starts from auto.offset.reset again."""
     recorded = [PlannedReset(**p) for p in entry["partitions"]]
     groups = sorted({p.group for p in recorded})
-    described = _resettable(session, groups, "undo the reset of")
+    described = _resettable(session, groups, "undo the reset of", on_active)
     shared = [g for g, d in described.items() if d.type == "share"]
     committed = committed_offsets(session, [g for g in groups if g not in shared])
     committed.update(share.start_offsets_of(session, shared))

@@ -14,11 +14,12 @@ from typing import Any
 
 
 from kctl.messages.errors import ERRORS, error_name
+from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol
 from kctl.admin.groups.consumer import partitions_of
 from kctl.admin.groups.models import CommittedOffset, GroupDescription, MemberInfo, OffsetDeletion
-from kctl.errors import GroupActiveError, KctlError, NotFoundError, UsageError
+from kctl.errors import GroupActiveError, KctlError, UsageError
 
 
 def start_offsets(raw_offsets: Any) -> dict[tuple[str, int], tuple[int | None, int | None]]:
@@ -76,7 +77,7 @@ def delete_offsets(session: AdminSession, group_id: str, topics: Sequence[tuple[
     metadata = session.metadata("delete offsets", names)
     for topic in names:
         if topic_missing(metadata, topic):
-            raise NotFoundError(f"unable to delete offsets of group {group_id}: topic {topic}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            raise no_such_topic(f"delete offsets of group {group_id}: topic {topic}", topic)
     starts = start_offsets_of(session, [group_id])[group_id]
     code, results = protocol.delete_share_group_offsets(session, group_id, names)
     rows, errors = [], {}

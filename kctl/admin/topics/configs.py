@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kctl.admin.client.session import AdminSession, unknown_topic, unknown_topic_in
 from kctl.config.secrets import MASK
+from kctl.admin.client.errors import no_such_topic
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 
 # kctl's entity types -> Kafka's ConfigResource type names.
@@ -163,7 +164,7 @@ def _describe_confluent(session, entity_type, names):
 
 def _not_found_for_unknown(error: KctlError, entity_type: str, name: str) -> KctlError:
     if entity_type == "topic" and unknown_topic(error):
-        return NotFoundError(f"unable to describe configs of topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+        return no_such_topic(f"describe configs of topic {name}", name)
     return error
 
 
@@ -286,7 +287,7 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
     results = session.ask_until_found(ask, unknown_topic_in)
     for name, result in results.items():
         if entity_type == "topic" and unknown_topic(result):
-            results[name] = NotFoundError(f"unable to alter configs of topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            results[name] = no_such_topic(f"alter configs of topic {name}", name)
         elif isinstance(result, KctlError):
             results[name] = type(result)(result.message.replace(f"alter {entity_type} configs", f"alter configs of {_display_name(entity_type, name)}", 1))
     return results

@@ -14,6 +14,7 @@ from typing import Any
 
 from kctl.admin.client.session import AdminSession
 from kctl.polling import poll
+from kctl.admin.client.errors import no_such_topic
 from kctl.errors import KctlError, NotFoundError, UsageError
 
 _PARTITIONS = re.compile(r"(\d+)(?:-(\d*))?")
@@ -134,9 +135,9 @@ def _layout_on_wire(session: AdminSession, names: Sequence[str], every_topic: bo
         elif error_name(topic.error_code) == "TOPIC_AUTHORIZATION_FAILED":
             layout[name] = NotAuthorizedError(f"unable to {action} topic {name}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}")
         else:
-            layout[name] = NotFoundError(f"unable to {action} topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            layout[name] = no_such_topic(f"{action} topic {name}", name)
     for name in wanted:
-        layout.setdefault(name, NotFoundError(f"unable to {action} topic {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic"))
+        layout.setdefault(name, no_such_topic(f"{action} topic {name}", name))
     return layout
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
 from kctl.admin.client.session import AdminSession, topic_missing, unknown_topic_in
 from kctl.polling import poll
-from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, UsageError
+from kctl.admin.client.errors import no_such_topic
+from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, Resource, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
 # letters, digits, '.', '_' and '-', and neither "." nor "..".
@@ -80,7 +81,7 @@ def _describe(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDes
     if not names:
         return {}
     futures = session.client.describe_topics(TopicCollection(list(names)), request_timeout=session.timeout)
-    results = session.wait_all(futures, _describe_action(names))
+    results = session.wait_all(futures, _describe_action(names), resource_type="topic")
     return {name: r if isinstance(r, KctlError) else _description(r, live=None) for name, r in results.items()}
 
 
@@ -296,7 +297,7 @@ def describe_topics(
 
     def ask():
         futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
-        return session.wait_all(futures, _describe_action(unique))
+        return session.wait_all(futures, _describe_action(unique), resource_type="topic")
 
     results = session.ask_until_found(ask, unknown_topic_in)
     raws = [r for r in results.values() if not isinstance(r, KctlError)]
@@ -340,7 +341,7 @@ def _described_on_wire(session: AdminSession, names: list[str], detail: bool) ->
         topic = topics.get(name)
         code = topic.error_code if topic is not None else 3
         if code and not (error_name(code) == "LEADER_NOT_AVAILABLE" and topic.partitions):
-            errors[name] = for_kafka_code(code, None, f"describe topic {name}")
+            errors[name] = for_kafka_code(code, None, f"describe topic {name}", Resource("topic", name))
             continue
         layouts[name] = [(p.partition_index, p.leader_id if p.leader_id >= 0 else None, tuple(p.replica_nodes), tuple(p.isr_nodes))
                          for p in topic.partitions]
@@ -537,7 +538,7 @@ def delete_topics(
     if not names:
         return [], {}
     futures = session.client.delete_topics(list(names), operation_timeout=session.timeout, request_timeout=session.timeout)
-    outcomes = session.wait_all(futures, "delete topic")
+    outcomes = session.wait_all(futures, "delete topic", resource_type="topic")
     _await_gone(session, [n for n in names if not isinstance(outcomes[n], KctlError)])
     results = []
     errors: dict[str, KctlError] = {}
@@ -583,7 +584,7 @@ def add_partitions(
     requests = []
     for name in names:
         if topic_missing(metadata, name):
-            errors[name] = NotFoundError(f"unable to add partitions to {name}: UNKNOWN_TOPIC_OR_PARTITION: no such topic")
+            errors[name] = no_such_topic(f"add partitions to {name}", name)
             results[name] = PartitionsResult(name=name, status="failed", partitions_before=None, partitions_after=None, error=errors[name].message)
             continue
         topic = metadata.topics[name]
