@@ -45,7 +45,7 @@ def start_bundled(workdir: Path):
 
 
 def start_kafka(workdir: Path):
-    from tests.brokers.kafka import KafkaCluster
+    from tests.backends.kafka import KafkaCluster
 
     cluster = KafkaCluster(nodes=1, workdir=workdir / "kafka")
     cluster.classpath  # resolve jars before the clock starts

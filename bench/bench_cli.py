@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common import kctl_argv, print_rows, time_command
 
-from tests.brokers.kafka import KafkaCluster
+from tests.backends.kafka import KafkaCluster
 
 
 def main() -> None:

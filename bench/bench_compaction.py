@@ -40,14 +40,14 @@ def start_bundled(workdir: Path):
     process = BrokerProcess(workdir / "bundled")
     bootstrap = process.start()
     wait_for_metadata(bootstrap, time.perf_counter())
-    # The same cleaner back-off as the Kafka node (tests/brokers/kafka.py): 1 s.
+    # The same cleaner back-off as the Kafka node (tests/backends/kafka.py): 1 s.
     subprocess.run([*kctl_argv(), "-b", bootstrap, "config", "alter", "broker-default", "--set", "log.cleaner.backoff.ms=1000"],
                    check=True, capture_output=True)
     return bootstrap, workdir / "bundled" / "compact-0", process.stop
 
 
 def start_kafka(workdir: Path):
-    from tests.brokers.kafka import KafkaCluster
+    from tests.backends.kafka import KafkaCluster
 
     cluster = KafkaCluster(nodes=1, workdir=workdir / "kafka", jvm_options=KAFKA_JVM)
     cluster.start()

@@ -1,6 +1,6 @@
 """`kctl connect list`, `export` and `diff` of many connectors on one Connect worker (issue 38).
 
-A real Kafka Connect 4.3.1 worker (tests/brokers/connect.py) runs on the bundled broker
+A real Kafka Connect 4.3.1 worker (tests/backends/connect.py) runs on the bundled broker
 with N FileStreamSource connectors, each reading a file of its own into one topic, all
 running. Timed, median of several runs after a warm-up:
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from common import kctl_argv, print_rows, time_command
 
 from kctl.broker.process import BrokerProcess
-from tests.brokers.connect import ConnectCluster
+from tests.backends.connect import ConnectCluster
 
 JQ = (r'.[] | [.status.name, .status.type, .status.connector.state, '
       r'"\([.status.tasks[] | select(.state == "RUNNING")] | length)/\(.status.tasks | length)", '

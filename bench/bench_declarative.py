@@ -1,6 +1,6 @@
 """`kctl diff` of many topics against a cluster that matches (issue 18).
 
-A real Apache Kafka 4.x node (Maven Central jars, tests/brokers) gets N topics from a
+A real Apache Kafka 4.x node (Maven Central jars, tests/backends) gets N topics from a
 resource file through `kctl apply` (a quarter of them with config overrides), then
 `kctl diff` of the same file is timed (median of several runs) and its requests are
 counted from librdkafka's protocol log, at two sizes to show the count does not grow
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from common import kctl_argv, print_rows, time_command
 
-from tests.brokers.kafka import KafkaCluster
+from tests.backends.kafka import KafkaCluster
 
 
 def resource_file(path: Path, prefix: str, count: int) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from common import kctl_argv, print_rows, time_command
 
-from tests.brokers.kafka import KafkaCluster
+from tests.backends.kafka import KafkaCluster
 
 
 def seed(bootstrap: str, groups: int, partitions: int) -> None:

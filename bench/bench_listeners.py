@@ -55,7 +55,7 @@ def bundled(workdir: Path):
 def kafka(workdir: Path):
     """The same two listeners on a Kafka node: PEM keystore from kctl's generated certificate."""
     from kctl.broker.security.tls import ensure_generated, generated_paths
-    from tests.brokers.kafka import SCRAM_LOGIN, KafkaCluster, free_port
+    from tests.backends.kafka import SCRAM_LOGIN, KafkaCluster, free_port
 
     cert, key = ensure_generated(workdir / "kafka-tls", [])
     keystore = workdir / "kafka-keystore.pem"

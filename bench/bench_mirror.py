@@ -30,7 +30,7 @@ from common import kctl_argv
 
 from kctl.admin.mirror.records import Checkpoint, encode_checkpoint
 from kctl.broker.process import BrokerProcess
-from tests.brokers.mirror import _oracle_classes
+from tests.backends.mirror import _oracle_classes
 
 
 def fill(bootstrap: str, groups: int, partitions: int) -> None:

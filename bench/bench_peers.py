@@ -242,7 +242,7 @@ def start(target: str, workdir: Path):
     """(stop, bootstrap) of a fresh broker of the target's kind."""
     workdir.mkdir(parents=True)
     if target == "kafka":
-        from tests.brokers.kafka import KafkaCluster
+        from tests.backends.kafka import KafkaCluster
 
         cluster = KafkaCluster(nodes=1, workdir=workdir)
         cluster.start()

@@ -99,7 +99,7 @@ def main() -> None:
     write_input(data, args.records, args.size)
     kafka = None
     if args.broker == "kafka":
-        from tests.brokers.kafka import KafkaCluster
+        from tests.backends.kafka import KafkaCluster
 
         kafka = KafkaCluster(nodes=1, workdir=workdir / "kafka", jvm_options=KAFKA_JVM)
         kafka.start()

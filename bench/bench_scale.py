@@ -1,6 +1,6 @@
 """kctl's cost as a cluster grows, against Kafka's tools in the same run (issue 19).
 
-One real Apache Kafka 4.x node (Maven Central jars, tests/brokers) is grown through the
+One real Apache Kafka 4.x node (Maven Central jars, tests/backends) is grown through the
 sizes given (partitions:groups): a 1,000-partition topic `big`, then topics of 50
 partitions; groups that committed offsets on 10 partitions each (20 records in each).
 At each size, medians of --runs: `topic list`, `topic describe big`, `partition list
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from common import kctl_argv, time_command
 
-from tests.brokers.kafka import KafkaCluster
+from tests.backends.kafka import KafkaCluster
 
 TOPIC_SIZE = 50
 GROUP_PARTITIONS = 10

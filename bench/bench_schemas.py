@@ -59,8 +59,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
 
-    from tests.brokers.kafka import KafkaCluster
-    from tests.brokers.registry import SchemaRegistry
+    from tests.backends.kafka import KafkaCluster
+    from tests.backends.registry import SchemaRegistry
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-schemas-"))
     kafka = KafkaCluster(nodes=1, workdir=workdir / "kafka", jvm_options=("-Xms1g", "-Xmx1g", "-XX:+UseG1GC"))

@@ -1,6 +1,6 @@
 """ACLs at scale: `kctl acl list` against kafka-acls --list (issue 16).
 
-A real Apache Kafka 4.x node (Maven Central jars, tests/brokers) with Kafka's
+A real Apache Kafka 4.x node (Maven Central jars, tests/backends) with Kafka's
 StandardAuthorizer holds 10,000 ACLs (1,000 principals, each with 10 ACLs on its own
 topic prefix and group), created by one `kctl acl create --file`. Times listing all of
 them, and listing one principal's, medians of several runs, with ratios.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common import kctl_argv, print_rows, time_command
 
-from tests.brokers.kafka import KafkaCluster
+from tests.backends.kafka import KafkaCluster
 
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 OPERATIONS = ("READ", "WRITE", "DESCRIBE", "CREATE", "ALTER", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")

@@ -85,7 +85,7 @@ def main() -> None:
     from kctl.spark import dump as dumping
     from kctl.spark import replay as replaying
     from kctl.spark.session import spark_session
-    from tests.brokers.kafka import KafkaCluster
+    from tests.backends.kafka import KafkaCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="kctl-bench-spark-"))
     os.environ["XDG_STATE_HOME"] = str(workdir / "state")
@@ -102,7 +102,7 @@ def main() -> None:
 
         conf = {"spark.driver.memory": "3g"}
         if not args.skip_jvm:
-            from tests.brokers.jars import spark_connector_jars
+            from tests.backends.jars import spark_connector_jars
 
             conf["spark.jars"] = ",".join(str(p) for p in spark_connector_jars(args.connector))
         master, shipped = "local[2]", None

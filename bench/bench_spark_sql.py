@@ -73,8 +73,8 @@ def main() -> None:
 
     from kctl.spark import sql as job
     from kctl.spark.session import spark_session
-    from tests.brokers.jars import spark_connector_jars
-    from tests.brokers.kafka import KafkaCluster
+    from tests.backends.jars import spark_connector_jars
+    from tests.backends.kafka import KafkaCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="kctl-bench-sql-"))
     os.environ["XDG_STATE_HOME"] = str(workdir / "state")

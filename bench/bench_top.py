@@ -126,7 +126,7 @@ def refresh_seconds(bootstrap: str, runs: int) -> float:
 def scale(args) -> None:
     from bench_scale import grow
 
-    from tests.brokers.kafka import KafkaCluster
+    from tests.backends.kafka import KafkaCluster
 
     with tempfile.TemporaryDirectory(prefix="kctl-bench-top-") as workdir:
         cluster = KafkaCluster(nodes=1, workdir=Path(workdir), jvm_options=("-Xms1g", "-Xmx3g", "-XX:+UseG1GC", "-Djava.awt.headless=true"),
@@ -231,7 +231,7 @@ def main() -> None:
     for target in args.target.split(","):
         with tempfile.TemporaryDirectory(prefix="kctl-bench-top-") as workdir:
             if target == "kafka":
-                from tests.brokers.kafka import KafkaCluster
+                from tests.backends.kafka import KafkaCluster
 
                 cluster = KafkaCluster(nodes=1, workdir=Path(workdir))
                 cluster.start()

@@ -1,6 +1,6 @@
 """Topic and partition metadata at scale: kctl against kafka-topics (issue 3).
 
-A real Apache Kafka 4.x node (Maven Central jars, tests/brokers) with 2,000 partitions:
+A real Apache Kafka 4.x node (Maven Central jars, tests/backends) with 2,000 partitions:
 one 500-partition topic and 150 topics of 10. Times `topic list`, `topic describe` of
 the 500-partition topic and `partition list --under-replicated` against kafka-topics'
 --list, --describe --topic and --describe --under-replicated-partitions, medians of
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common import kctl_argv, print_rows, time_command
 
-from tests.brokers.kafka import KafkaCluster
+from tests.backends.kafka import KafkaCluster
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 

@@ -1,5 +1,5 @@
 """Shared fixtures: `kctl` runs the real CLI in-process; broker backends come from the
-plugin in tests/brokers/plugin.py."""
+plugin in tests/backends/plugin.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-pytest_plugins = ["tests.brokers.plugin", "tests.security.fake_signer.fixture"]
+pytest_plugins = ["tests.backends.plugin", "tests.security.fake_signer.fixture"]
 
 # Scratch files in memory. The tests write brokers' logs (fsync'd by the bundled broker),
 # dumps, virtualenvs and packed environments by the gigabyte, and on a VM's disk they
@@ -124,7 +124,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "spark_processes: runs kctl spark in a process of its own (KCTL_TEST_SPARK=processes)")
     config.addinivalue_line("markers", "spark_standalone: needs a Spark standalone cluster (KCTL_TEST_SPARK=standalone)")
     if config.pluginmanager.hasplugin("xdist"):
-        from tests.xdist_groups import WorkerGroups
+        from tests.support.xdist_groups import WorkerGroups
 
         config.pluginmanager.register(WorkerGroups(), "kctl-worker-groups")
 
@@ -178,10 +178,10 @@ def spark_standalone(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def schema_registry(tmp_path_factory):
-    """A running schema registry (tests/brokers/registry.py: Apicurio Registry speaking
+    """A running schema registry (tests/backends/registry.py: Apicurio Registry speaking
     Confluent's API), shared by the session; its URL is `.url`. One that cannot start is
     a skip, or a failure under KCTL_REQUIRE_BROKERS=1."""
-    from tests.brokers.registry import RegistryError, SchemaRegistry
+    from tests.backends.registry import RegistryError, SchemaRegistry
 
     registry = SchemaRegistry(tmp_path_factory.mktemp("schema-registry"))
     try:

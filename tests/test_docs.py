@@ -16,7 +16,7 @@ from kctl.devtools.__main__ import REPO_ROOT, expected_files, stale_files
 from kctl.devtools.completions import FILENAMES
 from kctl.devtools.tree import walk
 from kctl.output.formats import FORMATS
-from tests.eventually import commit_offsets
+from tests.support.eventually import commit_offsets
 
 COMPLETIONS = REPO_ROOT / "completions"
 

@@ -1,11 +1,11 @@
 """Every `Examples:` line of every command's `--help` runs as written: a documented example
 that fails is a failing test, and so is one that prints something else than it printed
-when recorded in tests/help_outputs (tests/help_outputs.py: what is normalised, what is
+when recorded in tests/support/help_outputs (tests/support/help_outputs.py: what is normalised, what is
 not compared, and how the files are written).
 
 One test per command runs its examples in order, in a fresh home (HOME and XDG dirs) and a
 fresh working directory, against a cluster holding the world the examples talk about
-(tests/help_world.py: orders, payments, logs... with records; groups billing, audit...).
+(tests/support/help_world.py: orders, payments, logs... with records; groups billing, audit...).
 The bundled broker (a new one per command) serves most commands; the commands in
 THREE_BROKERS need replicas to move (or an authorizer) and run on the kafka3 backend, reset to
 the same world (its ACLs deleted).
@@ -43,12 +43,12 @@ from pathlib import Path
 
 import pytest
 
-from tests import help_outputs, help_world
-from tests.brokers.plugin import BackendUnavailable, _required, selected_backends
-from tests.eventually import eventually
-from tests.help_outputs import NOT_COMPARED
+from tests.support import help_outputs, help_world
+from tests.backends.plugin import BackendUnavailable, _required, selected_backends
+from tests.support.eventually import eventually
+from tests.support.help_outputs import NOT_COMPARED
 from tests.spark import selection
-from tests.terminal import kctl_noun
+from tests.support.terminal import kctl_noun
 from tests.test_readme import Shell, commands, expected_exit, fresh_env, spark_ready
 
 pytestmark = pytest.mark.integration
@@ -73,9 +73,9 @@ THREE_BROKERS = {
 }
 
 # A transaction left open on payments:0 from offset 0 by a producer killed with SIGKILL
-# (tests/hanging_producer.py; it writes "open" once the transaction is open).
+# (tests/support/hanging_producer.py; it writes "open" once the transaction is open).
 HANGING = (
-    f"(PYTHONPATH={Path(__file__).resolve().parents[1]} python -m tests.hanging_producer localhost:9092 payments {{id}} > {{id}}.out 2>&1 & "
+    f"(PYTHONPATH={Path(__file__).resolve().parents[1]} python -m tests.support.hanging_producer localhost:9092 payments {{id}} > {{id}}.out 2>&1 & "
     "for _ in $(seq 150); do grep -q open {id}.out && break; sleep 0.2; done; kill -9 $! && grep -q open {id}.out)"
 )
 
@@ -232,7 +232,7 @@ def localised(text: str, bootstrap: str, spark_master: str | None) -> str:
     for absolute, relative in DIRECTORIES.items():
         text = text.replace(absolute, relative)
     if "--port 19092" in text:
-        from tests.brokers.kafka import free_port
+        from tests.backends.kafka import free_port
 
         text = text.replace("--port 19092", f"--port {free_port()}")
     if spark_master:
@@ -314,7 +314,7 @@ def connect_world(tmp_path_factory):
     (a worker takes seconds to start); each command's connectors are made anew on them
     (help_world.connect_world: kept when a command left them as they were)."""
     from kctl.broker.process import BrokerProcess
-    from tests.brokers.plugin import start_connect
+    from tests.backends.plugin import start_connect
 
     process = BrokerProcess(tmp_path_factory.mktemp("connect-world-broker"))
     bootstrap = process.start()
@@ -338,7 +338,7 @@ def mirror_world(tmp_path_factory):
     MirrorMaker 2 between them both ways on orders and payments, shared by the `kctl
     mirror` examples; returned once MM2 has checkpointed the world's groups."""
     from kctl.broker.process import BrokerProcess
-    from tests.brokers.plugin import start_mirror
+    from tests.backends.plugin import start_mirror
 
     primary = BrokerProcess(tmp_path_factory.mktemp("mirror-primary"))
     backup = BrokerProcess(tmp_path_factory.mktemp("mirror-backup"))
@@ -365,7 +365,7 @@ def needs_spark(path: tuple[str, ...]) -> bool:
 def registry(tmp_path_factory):
     """A schema registry of the examples' own: they name schema id 1, which must be the
     world's first schema (help_world.registry_world)."""
-    from tests.brokers.registry import RegistryError, SchemaRegistry
+    from tests.backends.registry import RegistryError, SchemaRegistry
 
     started = SchemaRegistry(tmp_path_factory.mktemp("registry"))
     try:
@@ -454,7 +454,7 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
     differing = [f"$ {text}\n--- expected ({help_outputs.file_for(path).name})\n{expected[text]}\n--- printed\n{output}"
                  for text, output in printed if text in expected and not expected[text].startswith(NOT_COMPARED)
                  and expected[text] != output]
-    assert not differing, f"{where}: output differs from tests/help_outputs (KCTL_UPDATE_HELP_OUTPUTS=1 records it anew)\n" + "\n".join(differing)
+    assert not differing, f"{where}: output differs from tests/support/help_outputs (KCTL_UPDATE_HELP_OUTPUTS=1 records it anew)\n" + "\n".join(differing)
     if on_a_cluster and master is None:
         # The others ran and passed; the test says what it left out rather than pass.
         pytest.skip(f"{len(on_a_cluster)} of {len(EXAMPLES[path])} examples not run: {selection.reason('standalone')}")
@@ -525,13 +525,13 @@ def test_every_example_is_collected(capsys):
 
 
 def test_every_example_has_its_expected_output():
-    """tests/help_outputs has a file per command listing exactly its examples (one written
+    """tests/support/help_outputs has a file per command listing exactly its examples (one written
     by KCTL_UPDATE_HELP_OUTPUTS=1), and no file of a command that is gone."""
     if help_outputs.updating():
         pytest.skip("the files are being written")
     stale = [" ".join(path) or "kctl" for path, listed in EXAMPLES.items()
              if [text for text, _ in help_outputs.load(path)] != [e.text for e in listed]]
-    assert not stale, f"tests/help_outputs is stale for: {', '.join(stale)} (KCTL_UPDATE_HELP_OUTPUTS=1 pytest tests/test_help_examples.py)"
+    assert not stale, f"tests/support/help_outputs is stale for: {', '.join(stale)} (KCTL_UPDATE_HELP_OUTPUTS=1 pytest tests/test_help_examples.py)"
     kept = {help_outputs.file_for(path).name for path in EXAMPLES}
     assert sorted(p.name for p in help_outputs.DIRECTORY.glob("*.txt")) == sorted(kept)
     outputs = [output for path in EXAMPLES for _, output in help_outputs.load(path)]

@@ -24,11 +24,11 @@ A replaced value (an address, a URL) must be one the prose just above the block 
 reader to put their own for ("put your ... for `A`"): the block as a reader runs it is the
 block as tested, and it leaves a state in which the next block runs as written.
 - `needs a schema registry; URL is replaced by the test's`: the test session's schema
-  registry (tests/brokers/registry.py) serves the block.
+  registry (tests/backends/registry.py) serves the block.
 - `needs Kafka Connect; URL is replaced by the test's`: a Connect worker of the test's
-  own (tests/brokers/connect.py), on the README's bundled broker, serves the block.
+  own (tests/backends/connect.py), on the README's bundled broker, serves the block.
 - `needs MirrorMaker 2; A is replaced by the test's second broker`: a second bundled
-  broker, and a MirrorMaker 2 (tests/brokers/mirror.py) replicating the README's broker
+  broker, and a MirrorMaker 2 (tests/backends/mirror.py) replicating the README's broker
   (alias `local`) to it (alias `backup`), topics orders-dr; A becomes its address.
 
 Blocks left out are named in the test's skip reason once the others have run.
@@ -53,10 +53,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.terminal import kctl_noun, run_in_terminal
+from tests.support.terminal import kctl_noun, run_in_terminal
 
 from tests.spark import selection
-from tests.venvs import virtualenv_with_our_dependencies
+from tests.support.venvs import virtualenv_with_our_dependencies
 
 pytestmark = pytest.mark.integration
 
@@ -261,7 +261,7 @@ def test_every_readme_block_runs(tmp_path, capsys, spark_standalone, request):
                     text = text.replace(url, request.getfixturevalue("schema_registry").url)
                 elif block.directive.startswith(CONNECT):
                     url = re.fullmatch(CONNECT + r"(\S+) is replaced by the test's", block.directive).group(1)
-                    from tests.brokers.plugin import start_connect
+                    from tests.backends.plugin import start_connect
 
                     workers = workers or start_connect(tmp_path / "connect", broker_address(shell), where="the README's broker")
                     text = text.replace(url, workers.url)
@@ -318,7 +318,7 @@ def mirror_soon(tmp_path: Path, source: str, stoppers: list):
 def mirror_target(tmp_path: Path, source: str, stoppers: list) -> str:
     """A second bundled broker with a MirrorMaker 2 replicating `source` to it; its address."""
     from kctl.broker.process import BrokerProcess
-    from tests.brokers.plugin import start_mirror
+    from tests.backends.plugin import start_mirror
 
     backup = BrokerProcess(tmp_path / "backup-broker")
     stoppers.append(backup.stop)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kctl import __version__
-from tests.venvs import virtualenv_with_our_dependencies
+from tests.support.venvs import virtualenv_with_our_dependencies
 
 ROOT = Path(__file__).resolve().parent.parent
 

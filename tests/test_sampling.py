@@ -7,7 +7,7 @@ import time
 
 from kctl.errors import UnreachableError
 from kctl.sampling import Sampler
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 
 def test_a_sample_that_outlasts_the_interval_is_paced():

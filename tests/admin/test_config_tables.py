@@ -15,10 +15,10 @@ SOURCE = Path(__file__).resolve().parent.parent / "brokers" / "KafkaConfigs.java
 
 
 def test_table_matches_the_kafka_jars():
-    from tests.brokers.jars import run_java_source
+    from tests.backends.jars import run_java_source
 
     ours = resources.files("kctl.admin.declarative").joinpath("kafka_configs.tsv").read_text(encoding="utf-8")
-    assert ours == run_java_source(SOURCE), f"regenerate: java -cp 'KAFKA_LIBS/*' tests/brokers/{SOURCE.name} > kctl/admin/declarative/kafka_configs.tsv"
+    assert ours == run_java_source(SOURCE), f"regenerate: java -cp 'KAFKA_LIBS/*' tests/backends/{SOURCE.name} > kctl/admin/declarative/kafka_configs.tsv"
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ SOURCE = Path(__file__).resolve().parent.parent / "brokers" / "FeatureLevels.jav
 
 @pytest.fixture(scope="module")
 def kafka_levels() -> list[str]:
-    from tests.brokers.jars import run_java_source
+    from tests.backends.jars import run_java_source
 
     return run_java_source(SOURCE).splitlines()
 

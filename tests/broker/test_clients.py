@@ -167,8 +167,8 @@ def test_kcat_produce_and_consume(broker):
 
 @pytest.fixture(scope="module")
 def java_tools(tmp_path_factory):
-    from tests.brokers.jars import JarResolutionError
-    from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
+    from tests.backends.jars import JarResolutionError
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
 
     tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("java-tools"), tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
     try:

@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
-# Compared with Apache Kafka on its single node (tests/brokers/plugin.py).
+# Compared with Apache Kafka on its single node (tests/backends/plugin.py).
 pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from kctl.broker.process import BrokerProcess, BrokerProcessError
 from tests.broker.clients import _consume_all, _create, _produce
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 
 

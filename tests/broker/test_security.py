@@ -24,7 +24,7 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
 
 from kctl.broker.process import BrokerProcess
 from tests.broker.conftest import request_frame
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker.reading import read_partition
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
-# Compared with Apache Kafka on its single node (tests/brokers/plugin.py).
+# Compared with Apache Kafka on its single node (tests/backends/plugin.py).
 pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
 

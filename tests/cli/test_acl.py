@@ -12,7 +12,7 @@ import pytest
 
 from kctl.errors import ExitCode
 from tests.security.flags import sasl_flags
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def authorizer_cluster(cluster, request):
     StandardAuthorizer), or for `bundled` the secured bundled broker's PLAINTEXT listener
     (with Kafka's tools to cross-check)."""
     if cluster.backend == "bundled":
-        from tests.brokers.plugin import Cluster
+        from tests.backends.plugin import Cluster
 
         secured = request.getfixturevalue("secured_bundled")
         return Cluster("bundled", secured.plaintext, 1, kafka=secured)

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
@@ -21,7 +21,7 @@ def kafka_topic_configs(cluster, topic) -> dict[str, tuple[str, str]]:
 
 
 def assert_configs(cluster, topic, **expected: tuple[str | None, str]) -> None:
-    """The topic's configs, as soon as every broker agrees (see tests/eventually.py).
+    """The topic's configs, as soon as every broker agrees (see tests/support/eventually.py).
     A None value matches any value with that source."""
 
     def check():

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 

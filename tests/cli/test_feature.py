@@ -12,7 +12,7 @@ import pytest
 
 from kctl.admin.cluster.features import METADATA_VERSIONS, RELEASES
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 from tests.top.pilot import groups_shown
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,7 @@ def consumer_protocol_cluster(cluster):
 def group_types_cluster(cluster, request):
     """Apache Kafka, or the bundled broker (its share and streams coordinators) with Kafka's tools."""
     if cluster.backend == "bundled":
-        from tests.brokers.plugin import Cluster
+        from tests.backends.plugin import Cluster
 
         return Cluster("bundled", cluster.bootstrap, 1, kafka=request.getfixturevalue("kafka_tools"))
     if cluster.kafka is None:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from kctl.errors import ExitCode
-from tests.eventually import commit_offsets
+from tests.support.eventually import commit_offsets
 
 pytestmark = pytest.mark.integration
 

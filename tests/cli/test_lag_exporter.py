@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kctl.broker.process import BrokerProcess
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 

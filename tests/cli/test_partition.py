@@ -10,7 +10,7 @@ import time
 import pytest
 
 from kctl.errors import ExitCode
-from tests.eventually import until
+from tests.support.eventually import until
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
@@ -167,7 +167,7 @@ def test_health_watch_recovers_after_a_full_outage(tmp_path, cluster):
 
     if cluster.backend != "kafka":
         pytest.skip("runs once, on its own single node")
-    from tests.brokers.kafka import KafkaCluster
+    from tests.backends.kafka import KafkaCluster
 
     own = KafkaCluster(nodes=1, workdir=tmp_path / "own")
     own.start()

@@ -14,8 +14,8 @@ from confluent_kafka import Producer
 
 from kctl.broker.process import BrokerProcess
 from tests.cli.test_record import read_all
-from tests.eventually import eventually
-from tests.kafka_proxy import ADDRESS, KafkaProxy
+from tests.support.eventually import eventually
+from tests.support.kafka_proxy import ADDRESS, KafkaProxy
 
 pytestmark = pytest.mark.integration
 

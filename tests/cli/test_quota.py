@@ -9,7 +9,7 @@ import re
 import pytest
 
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +19,7 @@ def quota_cluster(cluster, request):
     """The cluster, with Kafka's tools to cross-check (on the bundled broker: the jars'
     tools pointed at it)."""
     if cluster.kafka is None:
-        from tests.brokers.plugin import Cluster
+        from tests.backends.plugin import Cluster
 
         return Cluster(cluster.backend, cluster.bootstrap, cluster.nodes, kafka=request.getfixturevalue("kafka_tools"))
     return cluster

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
-from tests.eventually import eventually, until
+from tests.support.eventually import eventually, until
 
 pytestmark = pytest.mark.integration
 

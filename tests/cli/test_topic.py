@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from kctl.admin.topics.topics import kafka_uuid
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 

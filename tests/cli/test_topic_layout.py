@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def hanging(kafka_cluster, kctl, unique_name):
     producer was killed (offsets 4-5), then one plain record written after it."""
     topic, transactional_id = unique_name("txn"), unique_name("tx")
     assert kctl("-b", kafka_cluster.bootstrap, "topic", "create", topic, "-p", "2").exit_code == 0
-    process = subprocess.Popen([sys.executable, "-m", "tests.hanging_producer", kafka_cluster.bootstrap, topic, transactional_id],
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.hanging_producer", kafka_cluster.bootstrap, topic, transactional_id],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout.readline().strip() == "open"

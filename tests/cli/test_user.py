@@ -10,7 +10,7 @@ import pytest
 
 from kctl.errors import ExitCode
 from tests.security.flags import sasl_flags
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""kctl connect against a real Kafka Connect worker (tests/brokers/connect.py) on the
+"""kctl connect against a real Kafka Connect worker (tests/backends/connect.py) on the
 bundled broker and on Apache Kafka (where it asks for basic auth): Connect's own REST
 answers are the oracle for what kctl prints and does.
 On the bundled broker this is also a compatibility test: Connect keeps its configs,
@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from tests.eventually import eventually, until
+from tests.support.eventually import eventually, until
 
 # On the bundled broker and one Apache Kafka node (kafka3's two workers: test_distributed.py).
 pytestmark = [pytest.mark.integration, pytest.mark.single_node]
@@ -231,7 +231,7 @@ def test_refused_credentials_exit_77(kctl, connect, env):
 def test_tls_is_verified_with_the_ca_given(kctl, connect, env, tmp_path):
     """The worker behind a TLS front (tests/security/tls.py): kctl verifies its certificate
     against the context's CA, and refuses one from another CA (exit 69, as for Kafka)."""
-    from tests.brokers.kafka import free_port
+    from tests.backends.kafka import free_port
     from tests.security.tls import TlsFront, make_certificates
 
     address = "127.0.0.2"

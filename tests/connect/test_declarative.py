@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.connect.test_connect import SINK, SOURCE, _assert_state, rest, status
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 
 def _assert(condition: bool) -> None:

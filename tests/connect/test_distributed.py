@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from tests.brokers.plugin import start_connect_on
+from tests.backends.plugin import start_connect_on
 from tests.connect.test_connect import SINK, status
-from tests.eventually import eventually
+from tests.support.eventually import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.min_nodes(3)]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.brokers.plugin import _required, selected_backends, start_mirror
+from tests.backends.plugin import _required, selected_backends, start_mirror
 
 PAIRS = [b for b in ("bundled", "kafka") if b in selected_backends()]
 
@@ -38,7 +38,7 @@ def mirrored(request, tmp_path_factory):
     stoppers = []
     try:
         if backend == "kafka":
-            from tests.brokers.kafka import KafkaCluster, KafkaStartError
+            from tests.backends.kafka import KafkaCluster, KafkaStartError
 
             kafka = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("mirror-kafka"))
             stoppers.append(kafka.stop)

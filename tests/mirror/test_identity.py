@@ -9,9 +9,9 @@ import json
 import pytest
 from confluent_kafka import Producer
 
-from tests.brokers.mirror import java_translate
-from tests.eventually import eventually
-from tests.brokers.plugin import start_mirror
+from tests.backends.mirror import java_translate
+from tests.support.eventually import eventually
+from tests.backends.plugin import start_mirror
 from tests.mirror.test_mirror import committed, consume, create, produce
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""kctl mirror against a real MirrorMaker 2 (tests/brokers/mirror.py) between two clusters
+"""kctl mirror against a real MirrorMaker 2 (tests/backends/mirror.py) between two clusters
 (tests/mirror/conftest.py): Kafka's own RemoteClusterUtils.translateOffsets is the oracle
 of every translation, and consumers on the target count, record by record, what a
 failover skips (nothing) and redelivers."""
@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.brokers.mirror import java_translate
-from tests.eventually import eventually
+from tests.backends.mirror import java_translate
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""kctl schema against a real registry (tests/brokers/registry.py), read back with
+"""kctl schema against a real registry (tests/backends/registry.py), read back with
 confluent-kafka's client: exact output, exit statuses and one-line errors."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from kctl.errors import ExitCode
-from tests import help_world
+from tests.support import help_world
 
 pytestmark = pytest.mark.integration
 
@@ -134,7 +134,7 @@ def test_bad_input_gets_one_line_and_its_status(registry, files, kctl, tmp_path)
     one_line(registry("schema", "register", "x", "--file", str(tmp_path / "missing.avsc")), ExitCode.INVALID,
              f"error: unable to read schema file {tmp_path / 'missing.avsc'}: No such file or directory")
     one_line(kctl("schema", "list", env={"KCTL_SCHEMA_REGISTRY_URL": ""}), ExitCode.CONFIG, "error: unable to reach a schema registry: none is configured")
-    from tests.brokers.kafka import free_port
+    from tests.backends.kafka import free_port
 
     dead = f"http://127.0.0.1:{free_port()}"
     one_line(kctl("schema", "list", "--registry-url", dead), ExitCode.UNREACHABLE, f"error: unable to list subjects: cannot reach the schema registry at {dead} ")

@@ -206,7 +206,7 @@ def test_protobuf_written_by_confluent_serializer_decodes(cluster, kctl, schema_
 def test_protobuf_produced_with_a_reference_is_read_by_confluent_deserializer(cluster, kctl, schema_registry, client, make_topic, unique_name, tmp_path):
     from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 
-    from tests.help_world import MONEY_PROTO, PAYMENT_PROTO
+    from tests.support.help_world import MONEY_PROTO, PAYMENT_PROTO
 
     topic = make_topic()
     money_subject = unique_name("money")

@@ -17,7 +17,7 @@ import ssl
 import threading
 from pathlib import Path
 
-from tests.kafka_proxy import serve_each
+from tests.support.kafka_proxy import serve_each
 
 
 def make_certificates(directory: Path, address: str) -> tuple[Path, Path, Path]:

@@ -1,7 +1,7 @@
 """How every Spark JVM the tests start runs: the session's local driver, `kctl spark`
 processes, the standalone cluster's daemons and the executors of the cluster tests.
 
-C1 only with the serial collector, as the test brokers run (tests/brokers/kafka.py):
+C1 only with the serial collector, as the test brokers run (tests/backends/kafka.py):
 their jobs are small, and C2's compiler threads doubled the CPU a driver spends on them
 (measured: 47 s against 22 s of JVM CPU for eight small dumps, audits and replays), CPU
 that the other xdist worker's brokers wait for on a 2-core machine.

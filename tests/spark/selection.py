@@ -10,7 +10,7 @@ KCTL_TEST_BROKERS chooses brokers: KCTL_TEST_SPARK is a comma list of
 Every job's logic runs in the default run on the in-process session; these add ~25 driver
 JVMs and a cluster's daemons, which were half of the default run's CPU on two cores. CI
 selects both; a run that leaves some out says at its end how many tests that skipped and
-how to run them (tests/brokers/plugin.py)."""
+how to run them (tests/backends/plugin.py)."""
 
 from __future__ import annotations
 

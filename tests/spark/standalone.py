@@ -32,7 +32,7 @@ class StandaloneCluster:
     def start(self) -> str:
         import pyspark
 
-        from tests.brokers.kafka import free_port
+        from tests.backends.kafka import free_port
 
         home = Path(pyspark.__file__).parent
         java_home = os.environ.get("JAVA_HOME")

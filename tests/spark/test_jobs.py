@@ -358,7 +358,7 @@ def test_jvm_engine_dumps_the_same_records(cluster, source, tmp_path, config_hom
     import subprocess
     import sys
 
-    from tests.brokers.jars import JarResolutionError, spark_connector_jars
+    from tests.backends.jars import JarResolutionError, spark_connector_jars
 
     if cluster.backend != "bundled":
         pytest.skip("one backend is enough for the engine switch")

@@ -17,7 +17,7 @@ from kctl.config.model import ClientSettings
 from kctl.errors import KctlError
 from kctl.top.model import RECENT, STUCK_SAMPLES
 from kctl.top.run import build, run_app
-from tests.terminal import run_in_terminal
+from tests.support.terminal import run_in_terminal
 from tests.top.pilot import drive, screen_text, until
 
 pytestmark = pytest.mark.integration
@@ -214,7 +214,7 @@ def test_every_view_redraws_whole_on_switching_and_after_the_banner_clears(kctl,
     after each switch the screen holds no text of another view, and once the unreachable
     banner clears nothing of it stays; without a Connect cluster the connectors view says
     how to configure one."""
-    from tests.terminal import Terminal
+    from tests.support.terminal import Terminal
 
     bootstrap, start, stop = broker
     assert kctl("-b", bootstrap, "topic", "create", "orders", "-p", "3").exit_code == 0

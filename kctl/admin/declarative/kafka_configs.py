@@ -1,7 +1,7 @@
 """Kafka's topic and broker config definitions, for checking resource files offline.
 
 `kafka_configs.tsv` is printed from Apache Kafka's own ConfigDefs by
-tests/brokers/KafkaConfigs.java (a test keeps it equal to the jars the tests run):
+tests/backends/KafkaConfigs.java (a test keeps it equal to the jars the tests run):
 scope, name, type, and the validator as Kafka prints it. The validator strings are
 read here rather than re-typed, so a new Kafka release is one regenerated file.
 Validators kctl cannot read (class names, listener maps) are left to the broker, which

@@ -23,9 +23,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.brokers.connect import LOG4J2, resolve_classpath
-from tests.brokers.jars import _base
-from tests.brokers.kafka import TEST_JVM_OPTIONS, stop_group
+from tests.backends.connect import LOG4J2, resolve_classpath
+from tests.backends.jars import _base
+from tests.backends.kafka import TEST_JVM_OPTIONS, stop_group
 
 ORACLE = Path(__file__).with_name("MirrorTranslate.java")
 

@@ -1,8 +1,8 @@
 """What each `--help` example prints, kept beside the examples' test and compared with it.
 
-tests/help_outputs/<command>.txt lists a command's examples in their `--help` order, each
+tests/support/help_outputs/<command>.txt lists a command's examples in their `--help` order, each
 as `$ <example>` followed by its standard output as the test's world makes it
-(tests/help_world.py), normalised: the test's addresses, directories, times, durations,
+(tests/support/help_world.py), normalised: the test's addresses, directories, times, durations,
 rates, sizes on disk and generated ids replaced by fixed words. An example whose output cannot be the
 same twice (records consumed with their timestamps, a live bar, a broker's own choice of
 leaders) says so in one line, `# not compared: <why>`, instead of an output.

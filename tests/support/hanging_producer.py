@@ -1,5 +1,5 @@
 """A transactional producer that opens a transaction, writes into it and waits to be
-killed: `python -m tests.hanging_producer BOOTSTRAP TOPIC TRANSACTIONAL_ID`.
+killed: `python -m tests.support.hanging_producer BOOTSTRAP TOPIC TRANSACTIONAL_ID`.
 
 It first commits one transaction of 3 records (what read_committed consumers can see),
 then writes 2 records into a second transaction it never ends, prints "open" and sleeps.

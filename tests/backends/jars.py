@@ -5,7 +5,7 @@ hash of pom.xml, so editing the POM (a new Kafka version) resolves afresh. A mar
 file is written only after a complete copy, and a file lock keeps concurrent pytest
 and benchmark processes from resolving twice.
 
-    python -m tests.brokers.jars      # resolve now (CI's install step); prints the directory
+    python -m tests.backends.jars      # resolve now (CI's install step); prints the directory
 
 The POM's version is the newest Kafka (the `kafka` and `kafka3` backends); KAFKA_39 is the
 3.x release the `kafka39` backend runs, resolved from the same POM without Kafka Streams.

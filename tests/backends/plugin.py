@@ -93,7 +93,7 @@ class Backends:
         if backend in ("kafka", "kafka3"):
             return self._start_kafka(backend, nodes=1 if backend == "kafka" else 3)
         if backend == "kafka39":
-            from tests.brokers.jars import KAFKA_39
+            from tests.backends.jars import KAFKA_39
 
             return self._start_kafka(backend, nodes=1, version=KAFKA_39)
         if backend == "testcontainers":
@@ -117,8 +117,8 @@ class Backends:
         return Cluster("bundled", bootstrap, 1, bundled=process)
 
     def _start_kafka(self, backend: str, nodes: int, version: str | None = None) -> Cluster:
-        from tests.brokers.jars import JarResolutionError
-        from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
+        from tests.backends.jars import JarResolutionError
+        from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
 
         workdir = self.basetemp / f"broker-{backend}"
         try:
@@ -218,8 +218,8 @@ def secured_kafka(tmp_path_factory):
     (no ACLs), SCRAM user bob (no ACLs), OAUTHBEARER with unsecured JWTs. Started only when a test asks and the `kafka` backend is selected."""
     if "kafka" not in selected_backends():
         pytest.skip("the secured cluster runs with the kafka backend")
-    from tests.brokers.jars import JarResolutionError
-    from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
+    from tests.backends.jars import JarResolutionError
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
 
     cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users=SECURED_PLAIN_USERS,
                            scram_users=SECURED_SCRAM_USERS, tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
@@ -250,7 +250,7 @@ def secured_bundled(tmp_path_factory):
     if "bundled" not in selected_backends():
         pytest.skip("the secured bundled broker runs with the bundled backend")
     from kctl.broker.process import BrokerProcess, BrokerProcessError
-    from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
 
     users = {**SECURED_PLAIN_USERS, **SECURED_SCRAM_USERS}
     process = BrokerProcess(tmp_path_factory.mktemp("broker-secured-bundled") / "data", extra_args=[
@@ -284,8 +284,8 @@ def start_connect(workdir: Path, bootstrap: str, *, workers: int = 1, replicatio
                   basic_auth: dict[str, str] | None = None, where: str = "the test cluster"):
     """Kafka Connect workers on `bootstrap`, started, or the test skipped (failed with
     KCTL_REQUIRE_BROKERS=1) when they cannot start. The caller stops them."""
-    from tests.brokers.connect import ConnectCluster, ConnectStartError
-    from tests.brokers.jars import JarResolutionError
+    from tests.backends.connect import ConnectCluster, ConnectStartError
+    from tests.backends.jars import JarResolutionError
 
     started = ConnectCluster(workdir, bootstrap, workers=workers, replication=replication, basic_auth=basic_auth)
     try:
@@ -306,10 +306,10 @@ def start_connect_on(cluster: Cluster, workdir: Path, *, workers: int = 1):
 
 
 def start_mirror(workdir: Path, clusters: dict[str, str], *, where: str = "the test clusters", **kwargs):
-    """A MirrorMaker 2 (tests/brokers/mirror.py) between `clusters`, started, or the test
+    """A MirrorMaker 2 (tests/backends/mirror.py) between `clusters`, started, or the test
     skipped (failed with KCTL_REQUIRE_BROKERS=1) when it cannot start. The caller stops it."""
-    from tests.brokers.jars import JarResolutionError
-    from tests.brokers.mirror import MirrorMaker, MirrorStartError
+    from tests.backends.jars import JarResolutionError
+    from tests.backends.mirror import MirrorMaker, MirrorStartError
 
     mm2 = MirrorMaker(workdir, clusters, **kwargs)
     try:
@@ -325,7 +325,7 @@ def start_mirror(workdir: Path, clusters: dict[str, str], *, where: str = "the t
 @pytest.fixture(scope="package")
 def connect(cluster, tmp_path_factory):
     """A Kafka Connect worker on `cluster` for a package's tests (tests/connect/, which
-    tests/xdist_groups.py keeps on one worker), stopped after them: a worker takes seconds
+    tests/support/xdist_groups.py keeps on one worker), stopped after them: a worker takes seconds
     to start, and idle still a few percent of a core."""
     started = start_connect_on(cluster, tmp_path_factory.mktemp(f"connect-{cluster.backend}"))
     yield started
@@ -336,8 +336,8 @@ def connect(cluster, tmp_path_factory):
 def kafka_tools(tmp_path_factory):
     """Kafka's own command-line tools (`.run_tool(main_class, *args)`), from the jars the
     kafka backend uses, to run against any broker, the bundled one included."""
-    from tests.brokers.jars import JarResolutionError
-    from tests.brokers.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
+    from tests.backends.jars import JarResolutionError
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
 
     tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("kafka-tools"), tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
     try:

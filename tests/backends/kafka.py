@@ -8,7 +8,7 @@ broker+controller nodes, static quorum), for tests and benchmarks.
     cluster.run_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", ..., "--list")
     cluster.stop()
 
-    python -m tests.brokers.kafka --port 9092    # a single node in the foreground, for trying kctl
+    python -m tests.backends.kafka --port 9092    # a single node in the foreground, for trying kctl
 
 Ports are picked free at start. Every JVM runs in its own process group and is killed
 at stop() or interpreter exit, even when start-up failed; each node's output is kept in
@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.brokers.jars import kafka_version, resolve_classpath
+from tests.backends.jars import kafka_version, resolve_classpath
 
 # Faster start for tests: small heaps, C1 only, serial GC. Kafka's own scripts use G1
 # and a 1 GiB heap; benchmarks that compare throughput pass jvm_options of their own.
@@ -507,7 +507,7 @@ def stop_group(process: subprocess.Popen | None, timeout: float = 20) -> None:
 def _quiet_logger():
     import logging
 
-    logger = logging.getLogger("tests.brokers.librdkafka")
+    logger = logging.getLogger("tests.backends.librdkafka")
     logger.addHandler(logging.NullHandler())
     logger.propagate = False
     return logger

@@ -7,7 +7,7 @@ offset and status topics on the test cluster.
     workers.url              # the first worker's REST URL, "http://127.0.0.1:P"
     workers.stop()
 
-    python -m tests.brokers.connect      # resolve the jars now (CI's install step)
+    python -m tests.backends.connect      # resolve the jars now (CI's install step)
 
 Each worker writes its log to workdir/worker-N.log. Timings are shortened for tests: source
 offsets are flushed every 500 ms and a departed worker's tasks are reassigned after 2 s
@@ -28,8 +28,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from tests.brokers.jars import JarResolutionError, _base, resolve_pom
-from tests.brokers.kafka import LOG4J2 as KAFKA_LOG4J2, TEST_JVM_OPTIONS, free_port, stop_group
+from tests.backends.jars import JarResolutionError, _base, resolve_pom
+from tests.backends.kafka import LOG4J2 as KAFKA_LOG4J2, TEST_JVM_OPTIONS, free_port, stop_group
 
 POM = Path(__file__).with_name("connect-pom.xml")
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"

@@ -1,5 +1,5 @@
 // Prints what kctl's tables in kctl/admin/cluster/features.py must match, from the Kafka jars the
-// tests run (java -cp KAFKA_JARS tests/brokers/FeatureLevels.java):
+// tests run (java -cp KAFKA_JARS tests/backends/FeatureLevels.java):
 //   mv LEVEL NAME                 every production MetadataVersion
 //   release X.Y FEATURE=LEVEL...  each release's last MetadataVersion and every production
 //                                 feature's default level for it (kafka-features

@@ -6,7 +6,7 @@
     registry.url             # "http://127.0.0.1:P/apis/ccompat/v7"
     registry.stop()
 
-    python -m tests.brokers.registry      # resolve the app now (CI's install step)
+    python -m tests.backends.registry      # resolve the app now (CI's install step)
 
 The app is Maven Central's io.apicurio:apicurio-registry-app:<version>:tar.gz:all (a
 ready Quarkus app), fetched by `mvn dependency:copy` and unpacked into $KCTL_TEST_CACHE
@@ -27,7 +27,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.brokers.kafka import free_port, stop_group
+from tests.backends.kafka import free_port, stop_group
 
 APICURIO_VERSION = "3.3.3"
 _MARKER = "RESOLVED-2"  # -2: unpacked with Python (long names whole)
