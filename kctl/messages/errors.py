@@ -146,3 +146,11 @@ def error_name(code: int) -> str:
     """Kafka's name for an error code (UNKNOWN_ERROR_<code> for one this table lacks)."""
     entry = ERRORS.get(code)
     return entry[0] if entry else f"UNKNOWN_ERROR_{code}"
+
+
+_CODES = {name: code for code, (name, _text) in ERRORS.items()}
+
+
+def error_code(name: str) -> int:
+    """Kafka's code for an error name (-1, UNKNOWN_SERVER_ERROR, for one this table lacks)."""
+    return _CODES.get(name, -1)

@@ -1,5 +1,5 @@
 """RecordBatch v2 (magic 2): the unit the bundled broker validates, stores and serves, and
-kctl's own producer (kctl.records.wire_produce) writes.
+kctl's own producer (kctl.admin.client.wire_producer) writes.
 
 Header layout (61 bytes, big-endian; DefaultRecordBatch.java):
 

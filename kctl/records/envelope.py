@@ -25,7 +25,7 @@ import binascii
 import json
 from typing import Any
 
-from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
+from kctl.records.model import ANY_PARTITION, ConsumedRecord, ProducerRecord, RecordError
 
 TIMESTAMP_TYPES = {0: "NoTimestampType", 1: "CreateTime", 2: "LogAppendTime"}
 _FIELDS = frozenset({"key", "value", "key_encoding", "value_encoding", "headers", "partition", "timestamp"})
@@ -41,8 +41,8 @@ def _text(data: bytes | None) -> tuple[str | None, str]:
         return base64.b64encode(data).decode("ascii"), "base64"
 
 
-def to_envelope(message: Any) -> dict[str, Any]:
-    """The envelope of a confluent_kafka.Message."""
+def to_envelope(message: ConsumedRecord) -> dict[str, Any]:
+    """The envelope of a consumed record."""
     kind, timestamp = message.timestamp()
     key, key_encoding = _text(message.key())
     value, value_encoding = _text(message.value())
@@ -68,12 +68,12 @@ def to_envelope(message: Any) -> dict[str, Any]:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
-def encode(message: Any) -> bytes:
+def encode(message: ConsumedRecord) -> bytes:
     """The envelope as compact JSON (UTF-8, no newline)."""
     return _ENCODER.encode(to_envelope(message)).encode()
 
 
-def encode_decoded(message: Any, decoder: Any) -> bytes:
+def encode_decoded(message: ConsumedRecord, decoder: Any) -> bytes:
     """The envelope with keys and values decoded by their schemas (records.schemas)."""
     from kctl.records.serdes import ENCODER, decoded_envelope
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+
+from kctl.records.model import ConsumedRecord
+
+Filter = Callable[[ConsumedRecord], bool]
 
 
-def build(key: str | None = None, grep: re.Pattern[bytes] | None = None, headers: Sequence[tuple[str, str | None]] = ()) -> Callable[[Any], bool] | None:
-    """A predicate over confluent_kafka.Message, or None when nothing filters."""
-    checks: list[Callable[[Any], bool]] = []
+def build(key: str | None = None, grep: re.Pattern[bytes] | None = None, headers: Sequence[tuple[str, str | None]] = ()) -> Filter | None:
+    """A predicate over consumed records, or None when nothing filters."""
+    checks: list[Filter] = []
     if key is not None:
         wanted = key.encode()
         checks.append(lambda m: m.key() == wanted)
@@ -25,7 +28,7 @@ def build(key: str | None = None, grep: re.Pattern[bytes] | None = None, headers
     return lambda m: all(check(m) for check in checks)
 
 
-def _header_check(name: str, value: bytes | None) -> Callable[[Any], bool]:
+def _header_check(name: str, value: bytes | None) -> Filter:
     if value is None:
         return lambda m: any(k == name for k, _ in m.headers() or ())
     return lambda m: any(k == name and v == value for k, v in m.headers() or ())

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from kctl.admin.client.errors import describe, error_class, error_of
+from kctl.admin.client.errors import describe, error_class, error_class_named, error_of, kafka_name
+from kctl.admin.client.kafka import DeliveryFailure, PartitionLayout, TopicLayout
 from kctl.admin.client.session import AdminSession, build_client
 from kctl.errors import ExitCode, InvalidError, KctlError, NotFoundError, PartialFailure, UsageError
 from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
@@ -91,18 +92,38 @@ def producer_config(session: AdminSession, options: ProduceOptions, max_message_
     return config
 
 
+def _defaults(options: ProduceOptions) -> bool:
+    """Whether the options are what kctl's own producer gives (wire_producer): the default
+    acks=all with idempotence, no compression, and the topic not to be created."""
+    return options.acks in ("all", "-1") and options.idempotence is not False and options.compression == "none" \
+        and not options.allow_auto_topic_creation
+
+
+def _partition_count(session: AdminSession, topic: str, action: str) -> int:
+    """The topic's partition count, from a Metadata request that never creates it (asked
+    again for up to NEW_TOPIC_GRACE: a topic a script has just created may not be known
+    yet to the broker asked)."""
+    found = session.metadata(action, [topic]).topics.get(topic)
+    if found is None or not found.partitions:
+        from kctl.admin.client.errors import missing_topic
+
+        raise missing_topic(topic, found.error if found is not None else None, action,
+                            hint=f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
+    return len(found.partitions)
+
+
 def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple[int, int | None]:
     """(partition count, max.message.bytes or None when it cannot be read)."""
     metadata = session.metadata(f"produce to {topic}", [] if auto_create else [topic])
     found = metadata.topics.get(topic)
     if (found is None or not found.partitions) and auto_create:
         found = _auto_created(session, topic)
-    if found is None or (found.error is not None and not found.partitions):
-        from kctl.admin.client.session import missing_topic_error
+    if found is None or not found.partitions:
+        from kctl.admin.client.errors import missing_topic
 
         hint = (f"the cluster did not create it (auto.create.topics.enable=false?): kctl topic create {topic}" if auto_create
                 else f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
-        raise missing_topic_error(session, topic, f"produce to {topic}", hint=hint)
+        raise missing_topic(topic, found.error if found is not None else None, f"produce to {topic}", hint=hint)
     from kctl.admin.topics.configs import describe_configs
 
     try:
@@ -113,8 +134,8 @@ def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple
     return len(found.partitions), (int(values[0]) if values and values[0].isdigit() else None)
 
 
-def _auto_created(session: AdminSession, topic: str):
-    """The topic's metadata after asking for it as a producer that may create topics: the
+def _auto_created(session: AdminSession, topic: str) -> TopicLayout | None:
+    """The topic's layout after asking for it as a producer that may create topics: the
     broker creates it when its auto.create.topics.enable allows (Kafka's default)."""
     from confluent_kafka import Producer
 
@@ -135,25 +156,34 @@ def _auto_created(session: AdminSession, topic: str):
     def ask():
         return producer.list_topics(topic, timeout=max(0.1, timeout - (time.monotonic() - started))).topics.get(topic)
 
-    return poll(ask, settled, timeout=timeout, interval=0.1)
+    found = poll(ask, settled, timeout=timeout, interval=0.1)
+    if found is None:
+        return None
+    from kctl.admin.client.errors import kafka_name
+
+    partitions = {p.id: PartitionLayout(p.id, p.leader if p.leader >= 0 else None, tuple(p.replicas), tuple(p.isrs))
+                  for p in found.partitions.values()}
+    return TopicLayout(topic, None, False, partitions, kafka_name(found.error) if found.error is not None else None)
 
 
 class _Failures:
-    """Delivery failures reported by librdkafka's callback (only failures are reported)."""
+    """The records a producer could not deliver (its callback reports only those): how
+    many, and the first one's DeliveryFailure."""
 
     def __init__(self) -> None:
         self.count = 0
-        self.first: str | None = None
-        self.first_error = None
+        self.first: DeliveryFailure | None = None
 
-    def __call__(self, error, message) -> None:
-        if error is None:
-            return
+    def __call__(self, failure: DeliveryFailure) -> None:
         self.count += 1
         if self.first is None:
-            self.first_error = error
-            size = len(message.value() or b"")
-            self.first = f"{describe(error)} (partition {message.partition()}, value of {size} bytes)"
+            self.first = failure
+
+    def librdkafka(self, error, message) -> None:
+        """librdkafka's delivery callback: its error, in Kafka's names."""
+        if error is not None:
+            text = describe(error).removeprefix(kafka_name(error)).removeprefix(": ")
+            self(DeliveryFailure(kafka_name(error), text, message.partition(), len(message.value() or b"")))
 
 
 def produce(
@@ -173,18 +203,16 @@ def produce(
     (kctl.records.wire_produce), which has no producer-id timer to wait for."""
     topic = options.topic
     failures = _Failures()
-    from kctl.records import wire_produce
-
-    if input_complete and wire_produce.eligible(session, options):
-        partitions = wire_produce.topic_partitions(session, topic, f"produce to {topic}")
-        producer = wire_produce.WireProducer(session, topic, partitions, failures, DEFAULT_MESSAGE_TIMEOUT_MS / 1000)
-    else:
+    producer = None
+    if input_complete and _defaults(options):
+        partitions = _partition_count(session, topic, f"produce to {topic}")
+        producer = session.kafka.small_input_producer(topic, partitions, failures, DEFAULT_MESSAGE_TIMEOUT_MS / 1000)
+    if producer is None:
         from confluent_kafka import Producer
 
         partitions, max_bytes = _topic_limits(session, topic, options.allow_auto_topic_creation)
         config = producer_config(session, options, max_bytes)
-        config["on_delivery"] = failures
-        producer = None
+        config["on_delivery"] = failures.librdkafka
     if options.check_partitions_first:
         chunks = _checked_partitions(topic, chunks, parse, partitions)
     if options.partition is not None and not 0 <= options.partition < partitions:
@@ -386,9 +414,11 @@ def _flush(producer, session: AdminSession) -> int:
 
 def _delivery_error(report: ProduceReport, failures: _Failures, line: int) -> KctlError:
     total = report.records + report.failed
-    cause = failures.first or f"no answer within {DEFAULT_MESSAGE_TIMEOUT_MS // 1000}s"
+    first = failures.first
+    cause = (f"{first.error}: {first.message} (partition {first.partition}, value of {first.value_size} bytes)" if first
+             else f"no answer within {DEFAULT_MESSAGE_TIMEOUT_MS // 1000}s")
     message = f"unable to produce to {report.topic}: {report.failed} of {total} record(s) not delivered: {cause}"
-    kind = error_class(failures.first_error) if failures.first_error is not None else KctlError
+    kind = error_class_named(first.error) if first is not None else KctlError
     if report.records and kind is KctlError:
         kind = PartialFailure
     return kind(message, hint=f"{report.records} record(s) were written; input stopped after line {line}")

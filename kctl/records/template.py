@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError, unescape
+from kctl.records.model import ANY_PARTITION, ConsumedRecord, ProducerRecord, RecordError, unescape
 
 _FIELD = re.compile(r"%(.)(?:\{(\w+)\})?", re.DOTALL)
 # The same letters both ways: input reads and ignores the ones a record cannot set.
@@ -131,8 +131,8 @@ def _getter(field: Field) -> Callable[[Any], bytes]:
     raise AssertionError(letter)
 
 
-def compile_output(template: str) -> Callable[[Any], bytes]:
-    """A function from a consumed message (confluent_kafka.Message) to its output bytes."""
+def compile_output(template: str) -> Callable[[ConsumedRecord], bytes]:
+    """A function from a consumed record to its output bytes."""
     return _render(parse(template))
 
 
@@ -148,11 +148,10 @@ def compile_batch(template: str) -> Callable[[list[Any]], bytes]:
         # The default, and the hot path: one join over the values, the last newline from
         # a trailing empty item (adding it after the join copied the whole batch again:
         # ~0.1 s for 200 MB here). A null value (None) makes join raise: only then is
-        # the batch walked in Python.
-        from confluent_kafka import Message
-
-        def values(messages: list[Any]) -> bytes:
-            items = list(map(Message.value, messages))
+        # the batch walked in Python. (A comprehension: on Python 3.11, 7 ms for 200,000
+        # librdkafka Messages where map(Message.value, ...) took 11 ms.)
+        def values(messages: list[ConsumedRecord]) -> bytes:
+            items: list = [m.value() for m in messages]
             items.append(b"")
             try:
                 return b"\n".join(items)

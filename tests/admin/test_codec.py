@@ -150,13 +150,12 @@ def test_versioned_consumer_assignment():
 def test_error_names_are_kafkas_and_every_name_kctl_acts_on_is_one():
     """The table is Kafka's Errors enum (4.x names, not older clients' aliases): a set of
     names the wire paths retry on that named an alias would never match an answer."""
-    from kctl.admin.topics.offsets import RETRIABLE_OFFSETS
+    from kctl.admin.client.over_wire import RETRIABLE_OFFSETS
+    from kctl.admin.client import wire_producer
     from kctl.messages.errors import ERRORS, error_name
-    from kctl.records import wire_produce
 
     assert [error_name(c) for c in (6, 10, 17, 39, 133)] == [
         "NOT_LEADER_OR_FOLLOWER", "MESSAGE_TOO_LARGE", "INVALID_TOPIC_EXCEPTION", "INVALID_REPLICA_ASSIGNMENT", "SHARE_SESSION_LIMIT_REACHED"]
     names = {name for name, _ in ERRORS.values()}
     assert RETRIABLE_OFFSETS <= names
-    assert wire_produce._RETRIABLE - {"_TRANSPORT"} <= names
-    assert set(wire_produce._LIBRDKAFKA_NAMES) <= names
+    assert wire_producer._RETRIABLE - {"_TRANSPORT"} <= names

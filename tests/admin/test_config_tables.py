@@ -11,7 +11,7 @@ import pytest
 
 from kctl.admin.declarative.kafka_configs import check
 
-SOURCE = Path(__file__).resolve().parent.parent / "brokers" / "KafkaConfigs.java"
+SOURCE = Path(__file__).resolve().parent.parent / "backends" / "KafkaConfigs.java"
 
 
 def test_table_matches_the_kafka_jars():

@@ -10,7 +10,7 @@ import pytest
 
 from kctl.admin.cluster.features import METADATA_VERSIONS, RELEASES
 
-SOURCE = Path(__file__).resolve().parent.parent / "brokers" / "FeatureLevels.java"
+SOURCE = Path(__file__).resolve().parent.parent / "backends" / "FeatureLevels.java"
 
 
 @pytest.fixture(scope="module")

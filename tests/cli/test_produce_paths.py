@@ -1,5 +1,5 @@
 """The two producers behind `kctl record produce`: a small input read in full goes through
-kctl's own idempotent producer (kctl.records.wire_produce), anything else through
+kctl's own idempotent producer (kctl.admin.client.wire_producer), anything else through
 librdkafka. Both must put a key on the same partition, and the wire producer must keep
 the idempotent producer's promise when an answer is lost or the broker restarts mid-produce."""
 

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from kctl.admin.topics.topics import kafka_uuid
+from kctl.admin.client.over_librdkafka import kafka_uuid
 from kctl.errors import ExitCode
 from tests.support.eventually import eventually
 

@@ -32,6 +32,8 @@ _KAFKA_NAMES = {
     "TOPIC_EXCEPTION": "INVALID_TOPIC_EXCEPTION",
 }
 
+_LIBRDKAFKA_NAMES = {kafka: librdkafka for librdkafka, kafka in _KAFKA_NAMES.items()}
+
 _BY_NAME: dict[str, type[KctlError]] = {
     "UNKNOWN_TOPIC_OR_PART": NotFoundError,
     "UNKNOWN_TOPIC_ID": NotFoundError,
@@ -87,9 +89,23 @@ def error_class(error: Any) -> type[KctlError]:
     return _BY_NAME.get(error.name(), KctlError)
 
 
+def error_class_named(name: str) -> type[KctlError]:
+    """The KctlError subclass for an error by Kafka's name (or librdkafka's local one)."""
+    return BY_KAFKA_NAME.get(name) or _BY_NAME.get(_LIBRDKAFKA_NAMES.get(name, name), KctlError)
+
+
 def translate(error: Any, action: str, resource: Resource | None = None) -> KctlError:
     """A KctlError for `unable to <action>: <NAME: description>` (about `resource`)."""
     return error_class(error)(f"unable to {action}: {describe(error)}", kafka_error=kafka_name(error), resource=resource)
+
+
+def missing_topic(name: str, error: str | None, action: str, hint: str | None = None) -> KctlError:
+    """Why a Metadata answer has no partitions for topic `name` (`error`: the answer's error
+    name for it): not authorized to describe it, or no such topic."""
+    if error == "TOPIC_AUTHORIZATION_FAILED":
+        return NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}",
+                                  kafka_error=error, resource=Resource("topic", name))
+    return no_such_topic(action, name, hint)
 
 
 def no_such_topic(action: str, name: str, hint: str | None = None) -> NotFoundError:

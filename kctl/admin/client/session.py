@@ -1,31 +1,28 @@
-"""AdminSession: one confluent-kafka AdminClient built from ClientSettings, and the one
-place that waits on its futures, so timeouts and connection failures are judged the
-same way by every command."""
+"""AdminSession: everything kctl's library needs to talk to one cluster, built lazily from
+ClientSettings: the Kafka operations (`kafka`, served by the client chosen once here),
+librdkafka's AdminClient and its waiting (`client`, `wait_all`: kctl.admin.client.
+librdkafka), kctl's wire client (`wire`) and kafka-python's admin client (`kafka_python`)
+for the APIs only they serve."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kctl.admin.client.errors import describe, error_of, no_such_topic, translate
+from kctl.admin.client.librdkafka import LibrdkafkaAdmin, build_client, librdkafka_log, log
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
-from kctl.errors import ConfigError, KctlError, NotAuthorizedError, Resource, TimeoutError_, UnreachableError
+from kctl.errors import ConfigError, KctlError
 
 if TYPE_CHECKING:  # the wire client's commands never wait on a future: not imported for them
     import concurrent.futures
 
-log = logging.getLogger("kctl.admin")
-# librdkafka's own log lines go here instead of straight to stderr; --debug shows them.
-librdkafka_log = logging.getLogger("kctl.librdkafka")
-# Without a handler, Python's last-resort handler would print librdkafka's warnings.
-logging.getLogger("kctl").addHandler(logging.NullHandler())
+    from kctl.admin.client.kafka import ClusterMetadata, Kafka
 
-_CONNECTION_ERRORS = frozenset({"_TRANSPORT", "_RESOLVE", "_ALL_BROKERS_DOWN", "_SSL", "_AUTHENTICATION"})
-_POLL_INTERVAL = 0.05
+__all__ = ["AdminSession", "build_client", "librdkafka_log", "topic_missing", "unknown_topic", "unknown_topic_in"]
+
 # A KRaft broker learns of a topic a moment after the controller has created it (10-30 ms
 # on loopback between three idle nodes; more on a loaded machine), so a script that creates
 # a topic and at once describes it may ask a broker that does not know it yet. A topic
@@ -54,31 +51,6 @@ def unknown_topic_in(results: Mapping[Any, Any]) -> bool:
     return any(unknown_topic(r) for r in results.values())
 
 
-def _label(key: Any) -> str:
-    """How an error names one item of a batch: a partition as Kafka's logs do (orders-2)."""
-    if isinstance(key, tuple) and len(key) == 2:
-        return f"of {key[0]}-{key[1]}"
-    return str(key)
-
-
-def build_client(factory: Callable[..., Any], config: dict[str, Any], role: str) -> Any:
-    """A librdkafka client (AdminClient, Producer, Consumer) built from `config`; a
-    property librdkafka refuses (usually from -X) is a ConfigError naming it."""
-    from confluent_kafka import KafkaException
-
-    try:
-        return factory(config, logger=librdkafka_log)
-    except KafkaException as exc:
-        error = error_of(exc)
-        text = error.str() if error is not None else str(exc)
-        raise ConfigError(
-            f"unable to configure the Kafka {role}: {text}",
-            hint="-X takes librdkafka properties; kctl -X help lists the common ones",
-        ) from exc
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"unable to configure the Kafka {role}: {exc}") from exc
-
-
 class AdminSession:
     """A lazily connected admin client for one cluster."""
 
@@ -90,7 +62,7 @@ class AdminSession:
             )
         self.settings = settings
         self.timeout = settings.timeout
-        self._connection_errors: list[Any] = []
+        self.librdkafka = LibrdkafkaAdmin(settings, self.client_config, self.debug_config)
 
     def client_config(self) -> dict[str, Any]:
         """librdkafka properties for any client of this session (admin, consumer, producer)."""
@@ -122,14 +94,30 @@ class AdminSession:
     def debug_config(self) -> Mapping[str, Any]:
         return mask({k: ("(kctl's token callback)" if callable(v) else str(v)) for k, v in self.client_config().items()})
 
-    @cached_property
-    def client(self) -> Any:
-        from confluent_kafka.admin import AdminClient
+    # -- librdkafka's AdminClient (the admin writes, and `kafka` when it is librdkafka) -------
 
-        config = self.client_config()
-        config["error_cb"] = self._on_error
-        log.debug("admin client config: %s", dict(self.debug_config()))
-        return build_client(AdminClient, config, "client")
+    @property
+    def client(self) -> Any:
+        return self.librdkafka.client
+
+    def wait(self, future: concurrent.futures.Future, action: str) -> Any:
+        """The result of one admin future, or the KctlError for why there is none."""
+        return self.librdkafka.wait(future, action)
+
+    def wait_all(self, futures: Mapping[Any, concurrent.futures.Future], action: str, *,
+                 resource_type: str | None = None) -> dict[Any, Any]:
+        """Results (or KctlErrors, per key) for a batch of futures sharing one deadline
+        (LibrdkafkaAdmin.wait_all)."""
+        return self.librdkafka.wait_all(futures, action, resource_type=resource_type)
+
+    @staticmethod
+    def check(result: Any) -> Any:
+        """Raise a per-item KctlError returned by wait_all; pass results through."""
+        if isinstance(result, KctlError):
+            raise result
+        return result
+
+    # -- the other clients -------------------------------------------------------------------
 
     @cached_property
     def kafka_python(self) -> Any:
@@ -152,13 +140,25 @@ class AdminSession:
         return WireClient(self.settings, tokens=lambda: self.tokens)
 
     def wire_available(self) -> bool:
-        """Whether the wire client honours every setting of the session: a command with a
-        librdkafka path takes it otherwise (a librdkafka-only property, an unknown one)."""
+        """Whether the wire client honours every setting of the session (a librdkafka-only
+        property, an unknown one: it does not). Asked only inside kctl.admin.client."""
         try:
             self.wire  # noqa: B018 - building it checks every property
         except ConfigError:
             return False
         return True
+
+    @cached_property
+    def kafka(self) -> Kafka:
+        """The Kafka operations (kctl.admin.client.kafka), served by the client chosen here,
+        once: the wire client when it honours every setting, else librdkafka."""
+        if self.wire_available():
+            from kctl.admin.client.over_wire import WireKafka
+
+            return WireKafka(self.wire, self.timeout)
+        from kctl.admin.client.over_librdkafka import LibrdkafkaKafka
+
+        return LibrdkafkaKafka(self.librdkafka, self.run_kafka_python)
 
     @cached_property
     def api_versions(self) -> dict[int, tuple[int, int]]:
@@ -168,6 +168,7 @@ class AdminSession:
         return wire.call("describe the cluster's APIs", lambda: wire.bootstrap(wire.deadline()).versions)
 
     def close(self) -> None:
+        self.__dict__.pop("kafka", None)
         if "wire" in self.__dict__:
             self.__dict__.pop("wire").close()
         if "kafka_python" in self.__dict__:
@@ -176,117 +177,18 @@ class AdminSession:
             except Exception:  # noqa: BLE001 - closing must not mask the command's outcome
                 log.debug("closing kafka-python client failed", exc_info=True)
 
-    def _on_error(self, error: Any) -> None:
-        log.debug("client error: %s", error)
-        if error.name() in _CONNECTION_ERRORS:
-            self._connection_errors.append(error)
+    def metadata(self, action: str, topics: Collection[str] = ()) -> ClusterMetadata:
+        """The brokers and the layout of `topics` (every topic when none is named), through
+        the session's client; while a named one is missing, asked again for up to
+        NEW_TOPIC_GRACE. Topic ids are left out where they would cost a request of their
+        own (librdkafka)."""
+        named = list(dict.fromkeys(topics)) or None
+        return self.ask_until_found(lambda: self.kafka.metadata(named, action, topic_ids=False),
+                                    lambda metadata: any(metadata.lacks(t) for t in named or ()))
 
-    def _forget_old_errors(self) -> None:
-        """Once a request is over, its connection errors are too: a long-lived session
-        (watch loops) must not judge later requests by an outage that has ended."""
-        if "client" not in self.__dict__:
-            return  # the client could not even be built; there is nothing to forget
-        self.client.poll(0)
-        self._connection_errors.clear()
-
-    def _all_brokers_down(self) -> bool:
-        return any(e.name() == "_ALL_BROKERS_DOWN" for e in self._connection_errors)
-
-    def _unreachable(self, action: str) -> KctlError:
-        # _ALL_BROKERS_DOWN says only "n/n brokers are down"; the error before it says why.
-        causes = [e for e in self._connection_errors if e.name() != "_ALL_BROKERS_DOWN"]
-        cause = describe(causes[-1]) if causes else describe(self._connection_errors[-1])
-        if any(e.name() == "_AUTHENTICATION" for e in causes):
-            return NotAuthorizedError(
-                f"unable to {action}: authentication failed at {self.settings.bootstrap_servers}: {cause}",
-                hint="check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* (-X, the context, KCTL_X_*)",
-            )
-        return UnreachableError(
-            f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {cause}",
-            hint="check -b/--bootstrap-server, the context, and that the brokers are up",
-        )
-
-    def wait(self, future: concurrent.futures.Future, action: str) -> Any:
-        """The result of one admin future, or the KctlError for why there is none.
-
-        Polls the client while waiting so connection errors arrive as they happen:
-        when every broker is down there is no point waiting out the timeout.
-        """
-        return self.check(self.wait_all({None: future}, action)[None])
-
-    def wait_all(self, futures: Mapping[Any, concurrent.futures.Future], action: str, *,
-                 resource_type: str | None = None) -> dict[Any, Any]:
-        """Results (or KctlErrors, per key) for a batch of futures sharing one deadline.
-
-        Connection failures and timeouts concern the whole batch and are raised; a
-        per-item broker error (unknown topic, already exists...) is returned in place
-        of that item's result so batch commands can report each item; with
-        `resource_type`, the keys are names of that type and each error is about its own.
-        """
-
-        deadline = time.monotonic() + self.timeout + 1.0
-        pending = dict(futures)
-        results: dict[Any, Any] = {}
-        try:
-            return self._wait(pending, results, deadline, action, len(futures), resource_type)
-        finally:
-            self._forget_old_errors()
-
-    def _wait(self, pending: dict, results: dict, deadline: float, action: str, count: int,
-              resource_type: str | None) -> dict[Any, Any]:
-        from confluent_kafka import KafkaException
-
-        while pending:
-            self.client.poll(0)
-            if self._all_brokers_down():
-                raise self._unreachable(action)
-            for key, future in list(pending.items()):
-                if not future.done():
-                    continue
-                del pending[key]
-                try:
-                    results[key] = future.result()
-                except KafkaException as exc:
-                    error = error_of(exc)
-                    if error is None:
-                        raise KctlError(f"unable to {action}: {exc}") from exc
-                    if error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS:
-                        raise self._timeout_or_unreachable(action) from exc
-                    resource = Resource(resource_type, key) if resource_type and isinstance(key, str) else None
-                    results[key] = translate(error, action if count == 1 else f"{action} {_label(key)}", resource)
-            if pending:
-                if time.monotonic() > deadline:
-                    raise self._timeout_or_unreachable(action)
-                # One future stands for the batch: librdkafka completes a request's futures
-                # together, and registering a waiter on each of 40,000 (ListOffsets of a
-                # large cluster) takes 0.12 s, more than the request, on every interval.
-                import concurrent.futures
-
-                concurrent.futures.wait((next(iter(pending.values())),), timeout=_POLL_INTERVAL)
-        return results
-
-    def _timeout_or_unreachable(self, action: str) -> KctlError:
-        self.client.poll(0)
-        if self._connection_errors:
-            return self._unreachable(action)
-        return TimeoutError_(
-            f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
-            hint="raise --timeout if the cluster is slow",
-        )
-
-    def metadata(self, action: str, topics: Collection[str] = ()) -> Any:
-        """Cluster metadata (all topics), failing fast when every broker is down.
-
-        list_topics blocks for its whole timeout when nothing answers, so it is asked
-        in short slices with the connection errors checked in between. While one of
-        `topics` is missing, it is asked again for up to NEW_TOPIC_GRACE.
-        """
-
-        deadline = time.monotonic() + self.timeout
-        try:
-            return self.ask_until_found(lambda: self._metadata(deadline, action), lambda metadata: any(topic_missing(metadata, t) for t in topics))
-        finally:
-            self._forget_old_errors()
+    def brokers(self, action: str) -> list[int]:
+        """The ids of the cluster's live brokers (a Metadata request for no topic)."""
+        return sorted(self.kafka.metadata([], action, topic_ids=False).brokers)
 
     def settle(self, brokers: int | None = None) -> None:
         """Wait SETTLE_SECONDS on a cluster of several brokers (one broker has nothing to
@@ -294,42 +196,16 @@ class AdminSession:
         request for no topic counts them (through the wire client when the settings allow
         it: a listing of every topic costs seconds at 18,000 partitions)."""
         if brokers is None:
-            if self.wire_available():
-                wire = self.wire
-                brokers = len(wire.call("describe cluster", lambda: wire.brokers(wire.deadline())))
-            else:
-                brokers = len(self.metadata("describe cluster").brokers)
+            brokers = len(self.brokers("describe cluster"))
         if brokers > 1:
             time.sleep(SETTLE_SECONDS)
 
     def ask_every_broker(self, action: str, api: str, fields: dict[str, Any], low: int, high: int, loading: str) -> list[tuple[int, Any]]:
-        """(broker id, answer) of every broker to `api`, all asked at once through the wire
-        client. While one answers that a coordinator is loading, not elected yet or has
-        moved (COORDINATOR_RETRIABLE, after a restart or a leader change), every broker
-        is asked again until --timeout, as Kafka's admin client does; `loading` says what
-        was still loading then. Any other error code is raised."""
-        from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF, for_kafka_code
-        from kctl.messages.errors import error_name
-        from kctl.polling import poll
+        """(broker id, answer) of every broker to `api` through the wire client (wire.
+        ask_every_broker: a coordinator still loading is asked again until --timeout)."""
+        from kctl.admin.client.wire import ask_every_broker
 
-        wire = self.wire
-
-        def ask() -> list[tuple[int, Any]] | None:
-            deadline = wire.deadline()
-            nodes = wire.brokers(deadline)
-            answers = wire.fan_out([(node, api, fields, low, high) for node in nodes], deadline)
-            for answer in answers:
-                if answer.error_code:
-                    if error_name(answer.error_code) in COORDINATOR_RETRIABLE:
-                        return None
-                    raise for_kafka_code(answer.error_code, None, action)
-            return list(zip(nodes, answers))
-
-        found = poll(lambda: wire.call(action, ask), lambda answer: answer is not None, timeout=self.timeout,
-                     interval=RETRY_BACKOFF, stop_before=True)
-        if found is None:
-            raise TimeoutError_(f"unable to {action}: {loading} at the timeout", hint="raise --timeout if the cluster is starting or electing")
-        return found
+        return ask_every_broker(self.wire, action, api, fields, low, high, loading)
 
     def ask_until_found(self, ask: Callable[[], T], lacks_one: Callable[[T], bool]) -> T:
         """`ask()`, and again while `lacks_one(answer)` says a topic is missing from it, for
@@ -343,44 +219,3 @@ class AdminSession:
             answer = ask()
         return answer
 
-    def _metadata(self, deadline: float, action: str) -> Any:
-        from confluent_kafka import KafkaException
-
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                return self.client.list_topics(timeout=max(0.05, min(0.5, remaining)))
-            except KafkaException as exc:
-                error = error_of(exc)
-                retriable = error is not None and (
-                    error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS
-                )
-                if not retriable:
-                    raise translate(error, action) if error is not None else KctlError(f"unable to {action}: {exc}") from exc
-                self.client.poll(0)
-                if self._all_brokers_down():
-                    raise self._unreachable(action) from exc
-                if time.monotonic() >= deadline:
-                    raise self._timeout_or_unreachable(action) from exc
-
-    def check(self, result: Any) -> Any:
-        """Raise a per-item KctlError returned by wait_all; pass results through."""
-        if isinstance(result, KctlError):
-            raise result
-        return result
-
-
-def missing_topic_error(session: AdminSession, name: str, action: str, hint: str | None = None) -> KctlError:
-    """Why the cluster's metadata lacks topic `name`. Brokers list only the topics a user
-    may describe, so ask for this one by name to tell "no such topic" from "not
-    authorized" (Describe answers without creating topics, unlike a producer's Metadata)."""
-    from confluent_kafka import TopicCollection
-
-    try:
-        futures = session.client.describe_topics(TopicCollection([name]), request_timeout=session.timeout)
-        result = session.wait_all(futures, f"describe topic {name}").get(name)
-    except KctlError as exc:
-        result = exc
-    if isinstance(result, NotAuthorizedError):
-        return NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}")
-    return no_such_topic(action, name, hint)

@@ -434,3 +434,31 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"_TRANSPORT: {exc.strerror}"  # "Connection refused", as librdkafka says it
     return f"_TRANSPORT: {exc}"
+
+
+def ask_every_broker(wire: WireClient, action: str, api: str, fields: dict[str, Any], low: int, high: int,
+                     loading: str) -> list[tuple[int, Any]]:
+    """(broker id, answer) of every broker to `api`, all asked at once. While one answers
+    that a coordinator is loading, not elected yet or has moved (COORDINATOR_RETRIABLE,
+    after a restart or a leader change), every broker is asked again until --timeout, as
+    Kafka's admin client does; `loading` says what was still loading then. Any other error
+    code is raised."""
+    from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF, for_kafka_code
+    from kctl.polling import poll
+
+    def ask() -> list[tuple[int, Any]] | None:
+        deadline = wire.deadline()
+        nodes = wire.brokers(deadline)
+        answers = wire.fan_out([(node, api, fields, low, high) for node in nodes], deadline)
+        for answer in answers:
+            if answer.error_code:
+                if error_name(answer.error_code) in COORDINATOR_RETRIABLE:
+                    return None
+                raise for_kafka_code(answer.error_code, None, action)
+        return list(zip(nodes, answers))
+
+    found = poll(lambda: wire.call(action, ask), lambda answer: answer is not None, timeout=wire.timeout,
+                 interval=RETRY_BACKOFF, stop_before=True)
+    if found is None:
+        raise TimeoutError_(f"unable to {action}: {loading} at the timeout", hint="raise --timeout if the cluster is starting or electing")
+    return found

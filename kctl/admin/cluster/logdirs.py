@@ -44,7 +44,7 @@ def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brok
         if broker not in metadata.brokers:
             raise NotFoundError(f"unable to describe log dirs of broker {broker}: no such broker (brokers: {', '.join(map(str, sorted(metadata.brokers)))})")
     for topic in topics:
-        if topic not in metadata.topics:
+        if not metadata.has(topic):
             raise no_such_topic(f"describe log dirs of topic {topic}", topic)
     raw = session.run_kafka_python(
         lambda c: c.describe_log_dirs(topic_partitions=list(topics) or None, brokers=list(brokers) or None), "describe log dirs"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from kctl.admin.client.kafka import ClusterMetadata, PartitionLayout
 from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError
 
@@ -51,88 +51,23 @@ class PartitionSnapshot:
     overrides: dict[str, int] = field(default_factory=dict)
 
 
-def request_topic_configs(session: AdminSession, topics: Sequence[str]) -> dict:
-    """Start one DescribeConfigs request for `topics`; futures keyed by ConfigResource."""
-    from confluent_kafka.admin import ConfigResource, ResourceType
-
-    if not topics:
-        return {}
-    return session.client.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics], request_timeout=session.timeout)
-
-
-def topic_configs(session: AdminSession, topics: Sequence[str], futures: dict | None = None) -> tuple[dict[str, int | None], dict[str, int]]:
-    """min.insync.replicas and the number of topic-level overrides, per topic (one request)."""
+def topic_configs(session: AdminSession, topics: Sequence[str]) -> tuple[dict[str, int | None], dict[str, int]]:
+    """min.insync.replicas and the number of topic-level overrides, per topic (one
+    DescribeConfigs request; a topic whose configs cannot be read has neither)."""
     if not topics:
         return {}, {}
-    if futures is None and session.wire_available():
-        return _topic_configs_on_wire(session, topics)
-    futures = futures if futures is not None else request_topic_configs(session, topics)
-    results = session.wait_all(futures, "describe topic configs")
-    min_isr: dict[str, int | None] = {}
-    overrides: dict[str, int] = {}
-    for resource, result in results.items():
-        if isinstance(result, KctlError):
-            min_isr[resource.name], overrides[resource.name] = None, 0
-            continue
-        entry = result.get("min.insync.replicas")
-        min_isr[resource.name] = int(entry.value) if entry is not None and entry.value is not None else None
-        # ConfigSource 1 is DYNAMIC_TOPIC_CONFIG: set on this topic.
-        overrides[resource.name] = sum(1 for e in result.values() if int(getattr(e.source, "value", e.source)) == 1)
-    return min_isr, overrides
+    from kctl.admin.client.kafka import TOPIC
 
-
-# DescribeConfigs: the topic resource type, and the source of a config set on the topic itself.
-_TOPIC_RESOURCE, _DYNAMIC_TOPIC_CONFIG = 2, 1
-
-
-def _topic_configs_on_wire(session: AdminSession, topics: Sequence[str]) -> tuple[dict[str, int | None], dict[str, int]]:
-    """topic_configs through kctl's wire client: one DescribeConfigs for every topic."""
-    wire = session.wire
-    resources = [{"resource_type": _TOPIC_RESOURCE, "resource_name": t, "configuration_keys": None} for t in topics]
-    (answer,) = wire.call("describe topic configs",
-                          lambda: wire.fan_out([(None, "DescribeConfigs", {"resources": resources}, 1, 4)], wire.deadline()))
+    results = session.kafka.describe_configs([(TOPIC, t) for t in topics], "describe topic configs")
     min_isr: dict[str, int | None] = {t: None for t in topics}
     overrides: dict[str, int] = {t: 0 for t in topics}
-    for result in answer.results:
-        if result.error_code:
+    for (_kind, name), result in results.items():
+        if isinstance(result, KctlError):
             continue
-        for entry in result.configs:
-            if entry.name == "min.insync.replicas" and entry.value is not None:
-                min_isr[result.resource_name] = int(entry.value)
-            overrides[result.resource_name] += entry.config_source == _DYNAMIC_TOPIC_CONFIG
+        entry = result.get("min.insync.replicas")
+        min_isr[name] = int(entry.value) if entry is not None and entry.value is not None else None
+        overrides[name] = sum(1 for e in result.values() if e.source == "DYNAMIC_TOPIC_CONFIG")
     return min_isr, overrides
-
-
-def _metadata_on_wire(session: AdminSession, topics: Sequence[str]) -> Any:
-    """The partitions of `topics` (all when none) from one Metadata request through kctl's
-    wire client, shaped as the librdkafka metadata snapshot reads (topics -> partitions
-    with id, leader, replicas and isrs; brokers). A topic that has no partitions (unknown,
-    or not authorized) is left out, as librdkafka's listing of every topic leaves it;
-    a named one is asked for again for up to NEW_TOPIC_GRACE first."""
-    from types import SimpleNamespace
-
-    wire = session.wire
-
-    def ask():
-        return wire.call("list partitions", lambda: wire.metadata(list(topics) or None, wire.deadline()))
-
-    def lacks_one(answer) -> bool:
-        found = {t.name for t in answer.topics if t.partitions}
-        return any(t not in found for t in topics)
-
-    answer = session.ask_until_found(ask, lacks_one)
-    return SimpleNamespace(
-        brokers={b.node_id: b for b in answer.brokers},
-        topics={t.name: SimpleNamespace(partitions={
-            p.partition_index: SimpleNamespace(id=p.partition_index, leader=p.leader_id, replicas=p.replica_nodes, isrs=p.isr_nodes)
-            for p in t.partitions}) for t in answer.topics if t.partitions},
-    )
-
-
-def partition_metadata(session: AdminSession, topics: Sequence[str] = ()) -> Any:
-    """The metadata snapshot reads (topics -> partitions with id, leader, replicas, isrs;
-    brokers): through kctl's wire client when the settings allow it, else librdkafka's."""
-    return _metadata_on_wire(session, topics) if session.wire_available() else session.metadata("list partitions", topics or ())
 
 
 def snapshot(
@@ -142,8 +77,7 @@ def snapshot(
     regex: re.Pattern[str] | None = None,
     include_internal: bool = True,
     overrides: bool = False,
-    metadata: object | None = None,
-    config_futures: dict | None = None,
+    metadata: ClusterMetadata | None = None,
     filters: Sequence[str] = (),
     leader: int | None = None,
 ) -> PartitionSnapshot:
@@ -155,7 +89,7 @@ def snapshot(
     then costs one Metadata request instead of a DescribeConfigs of every topic too).
     """
     if metadata is None:
-        metadata = partition_metadata(session, topics)
+        metadata = session.metadata("list partitions", topics)
     live = tuple(sorted(metadata.brokers))
     names = sorted(
         name
@@ -163,18 +97,19 @@ def snapshot(
         if (not topics or name in topics)
         and (regex is None or regex.fullmatch(name))
         and (include_internal or not name.startswith("__"))
+        and metadata.topics[name].partitions
     )
-    missing = [t for t in topics if t not in metadata.topics]
+    missing = [t for t in topics if not metadata.has(t)]
     if missing:
         from kctl.admin.client.errors import no_such_topic
 
         raise no_such_topic(f"list partitions of {', '.join(missing)}", missing[0])
     live_set = set(live)
-    candidates = [(name, p) for name in names for p in sorted(metadata.topics[name].partitions.values(), key=lambda p: p.id)]
-    if (filters or leader is not None) and not set(filters) & _NEEDS_MIN_ISR and not overrides and config_futures is None:
+    candidates = [(name, p) for name in names for p in metadata.topics[name].partitions.values()]
+    if (filters or leader is not None) and not set(filters) & _NEEDS_MIN_ISR and not overrides:
         candidates = [(name, p) for name, p in candidates if select([health_of(name, p, None, live_set)], filters=filters, leader=leader)]
         names = sorted({name for name, _ in candidates})
-    min_isr, override_counts = topic_configs(session, names, config_futures)
+    min_isr, override_counts = topic_configs(session, names)
     partitions = [health_of(name, p, min_isr.get(name), live_set) for name, p in candidates]
     if filters or leader is not None:
         partitions = select(partitions, filters=filters, leader=leader)
@@ -185,15 +120,14 @@ def snapshot(
 _NEEDS_MIN_ISR = frozenset({"under_min_isr", "at_min_isr"})
 
 
-def health_of(topic: str, metadata_partition, min_isr: int | None, live: set[int]) -> PartitionHealth:
-    """Health of one partition from librdkafka's PartitionMetadata."""
-    leader, replicas, isr = metadata_partition.leader, tuple(metadata_partition.replicas), tuple(metadata_partition.isrs)
-    partition = metadata_partition.id
-    has_leader = leader is not None and leader >= 0
+def health_of(topic: str, layout: PartitionLayout, min_isr: int | None, live: set[int]) -> PartitionHealth:
+    """Health of one partition from its layout in a Metadata answer."""
+    leader, replicas, isr = layout.leader, layout.replicas, layout.isr
+    has_leader = leader is not None
     return PartitionHealth(
         topic=topic,
-        partition=partition,
-        leader=leader if has_leader else None,
+        partition=layout.partition,
+        leader=leader,
         replicas=replicas,
         isr=isr,
         offline_replicas=tuple(r for r in replicas if r not in live),

@@ -144,11 +144,11 @@ def _assignments(session: AdminSession, topics: Iterable[str] | None = None) -> 
     wanted = set(topics) if topics is not None else None
     metadata = session.metadata("describe partitions", wanted or ())
     if wanted:
-        missing = sorted(wanted - set(metadata.topics))
+        missing = sorted(t for t in wanted if not metadata.has(t))
         if missing:
             raise no_such_topic(f"reassign topic {', '.join(missing)}", missing[0])
     current = {
-        (name, p.id): tuple(p.replicas)
+        (name, p.partition): p.replicas
         for name, t in metadata.topics.items()
         if wanted is None or name in wanted
         for p in t.partitions.values()
@@ -403,8 +403,6 @@ def _await_preferred_leaders(session: AdminSession, pairs: Sequence[tuple[str, i
     leader (or when --timeout ends). The controller acknowledges an election when it has
     committed it; each broker applies it a moment later, so a listing right after could
     still show the old leaders (a CI run saw it from a broker that had just restarted)."""
-    from kctl.admin.cluster.partitions import partition_metadata
-
     topics = sorted({t for t, _ in pairs})
 
     def preferred_everywhere(metadata: Any) -> bool:
@@ -415,7 +413,7 @@ def _await_preferred_leaders(session: AdminSession, pairs: Sequence[tuple[str, i
                 return False
         return True
 
-    metadata = poll(lambda: partition_metadata(session, topics), preferred_everywhere, timeout=session.timeout, interval=0.05)
+    metadata = poll(lambda: session.metadata("describe partitions", topics), preferred_everywhere, timeout=session.timeout, interval=0.05)
     session.settle(len(metadata.brokers))
     return metadata
 
@@ -440,7 +438,6 @@ def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None
         topic = metadata.topics.get(tp.topic)
         if topic is not None and tp.partition in topic.partitions:
             leader = topic.partitions[tp.partition].leader
-            leader = leader if leader is not None and leader >= 0 else None
         if error is None:
             rows.append(ElectionResult(topic=tp.topic, partition=tp.partition, status="elected", leader=leader))
             continue

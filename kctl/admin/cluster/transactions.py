@@ -8,9 +8,9 @@ there and a compacted topic is not cleaned past it. The partition leader knows e
 transaction's start offset (DescribeProducers); aborting writes an ABORT marker there
 (WriteTxnMarkers, as kafka-transactions does), after which the LSO moves on.
 
-librdkafka has none of these APIs. ListTransactions goes through kctl's wire client (which
-asks a coordinator that is still loading again, as Kafka's admin client does); the others
-through kafka-python's admin client.
+librdkafka has none of these APIs. ListTransactions goes through the session's client
+(kctl.admin.client.kafka, which asks a coordinator that is still loading again, as
+Kafka's admin client does); the others through kafka-python's admin client.
 """
 
 from __future__ import annotations
@@ -88,20 +88,9 @@ def _run(session: AdminSession, fn, action: str):
 
 def list_transactions(session: AdminSession) -> list[Transaction]:
     """Every transactional id the coordinators hold (ListTransactions to every broker)."""
-    if session.wire_available():
-        rows = _listed_on_wire(session)
-    else:
-        by_broker = _run(session, lambda c: c.list_transactions(), "list transactions")
-        rows = [Transaction(t.transactional_id, t.producer_id, t.state.value, broker)
-                for broker, listings in by_broker.items() for t in listings]
+    rows = [Transaction(t.transactional_id, t.producer_id, t.state, t.coordinator_id)
+            for t in session.kafka.list_transactions("list transactions")]
     return sorted(rows, key=lambda t: t.transactional_id)
-
-
-def _listed_on_wire(session: AdminSession) -> list[Transaction]:
-    answers = session.ask_every_broker("list transactions", "ListTransactions", {}, 0, 2,
-                                       "a transaction coordinator was still loading")
-    return [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node)
-            for node, answer in answers for t in answer.transaction_states]
 
 
 def describe_transactions(session: AdminSession, transactional_ids: Sequence[str]) -> tuple[list[TransactionDescription], dict[str, KctlError]]:

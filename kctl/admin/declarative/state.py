@@ -17,7 +17,6 @@ from kctl.admin.client.session import AdminSession, unknown_topic
 from kctl.errors import KctlError
 
 # ConfigSource values (librdkafka): set on the topic, set on one broker.
-_DYNAMIC_TOPIC_CONFIG = 1
 _DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
 _DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 
@@ -89,8 +88,7 @@ def _unsupported(error: KctlError) -> bool:
 
 
 def _topics(session: AdminSession, state: ClusterState, regex: re.Pattern[str] | None, only: Sequence[str] | None) -> None:
-    from kctl.admin.cluster.partitions import request_topic_configs
-
+    from kctl.admin.client.kafka import TOPIC
     from kctl.admin.cluster.brokers import describe_cluster
 
     metadata = session.metadata("list topics")
@@ -101,17 +99,17 @@ def _topics(session: AdminSession, state: ClusterState, regex: re.Pattern[str] |
         for n, t in metadata.topics.items()
         if not n.startswith("__") and t.error is None and (regex is None or regex.fullmatch(n)) and (only is None or n in only)
     )
-    results = session.wait_all(request_topic_configs(session, names), "describe topic configs") if names else {}
+    results = session.kafka.describe_configs([(TOPIC, n) for n in names], "describe topic configs") if names else {}
     configs: dict[str, dict[str, str]] = {}
     sensitive: dict[str, set[str]] = {}
-    for resource, result in results.items():
+    for (_kind, name), result in results.items():
         if isinstance(result, KctlError):
             if unknown_topic(result):
                 continue  # deleted meanwhile
             raise result
-        overrides = {e.name: e for e in result.values() if int(getattr(e.source, "value", e.source)) == _DYNAMIC_TOPIC_CONFIG}
-        configs[resource.name] = {k: e.value for k, e in overrides.items() if e.value is not None and not e.is_sensitive}
-        sensitive[resource.name] = {k for k, e in overrides.items() if e.is_sensitive}
+        overrides = {e.name: e for e in result.values() if e.source == "DYNAMIC_TOPIC_CONFIG"}
+        configs[name] = {k: e.value for k, e in overrides.items() if e.value is not None and not e.sensitive}
+        sensitive[name] = {k for k, e in overrides.items() if e.sensitive}
     state.topics = {}
     for name in names:
         if name not in configs:

@@ -159,10 +159,6 @@ def plan(
     """The reset of every selected partition of every group, checked, nothing written. A
     group with members is refused (GroupActiveError), unless `on_active` is given for a
     plan only to be shown: then it is told the refusal the execution would meet."""
-    from confluent_kafka.admin import OffsetSpec
-
-    from kctl.admin.topics.offsets import ask_offsets
-
     described = _resettable(session, groups, "reset offsets of", on_active)
     shared = [g for g, d in described.items() if d.type == "share"]
     committed = committed_offsets(session, [g for g in groups if g not in shared])
@@ -204,8 +200,8 @@ def plan(
     log = log_offsets(session, union, "read_uncommitted")
     found: dict[tuple[str, int], int] = {}
     if spec.mode == "timestamp" and union:
-        results = ask_offsets(session, [("list offsets by timestamp", {pair: OffsetSpec.for_timestamp(spec.value) for pair in union})])[0]
-        found = {k: r.offset for k, r in results.items() if not isinstance(r, KctlError)}
+        answers, _errors = session.kafka.list_offsets(union, [spec.value or 0], "read_uncommitted", "list offsets by timestamp")
+        found = {k: a[0].offset for k, a in answers.items() if a[0] is not None}
     planned = []
     for group, pairs in selected.items():
         offsets = committed[group]

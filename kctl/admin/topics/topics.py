@@ -6,10 +6,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kctl.admin.client.errors import for_kafka_code, no_such_topic
+from kctl.admin.client.kafka import TopicLayout
+from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
-from kctl.admin.client.session import AdminSession, topic_missing, unknown_topic_in
+from kctl.messages.errors import error_code
 from kctl.polling import poll
-from kctl.admin.client.errors import no_such_topic
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, Resource, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
@@ -30,13 +32,6 @@ def validate_topic_name(name: str) -> None:
     else:
         return
     raise InvalidError(f"unable to use topic name {name!r}: {reason}")
-
-
-def kafka_uuid(uuid: object) -> str | None:
-    """A topic id as Kafka's tools print it (URL-safe base64); librdkafka uses '+' and '/'."""
-    if uuid is None:
-        return None
-    return str(uuid).replace("+", "-").replace("/", "_")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,41 +71,38 @@ def _topic_names(session: AdminSession) -> list[str]:
 
 def _describe(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDescription | KctlError]:
     """Partition layout only (no offsets): one Metadata request."""
-    from confluent_kafka import TopicCollection
-
     if not names:
         return {}
-    futures = session.client.describe_topics(TopicCollection(list(names)), request_timeout=session.timeout)
-    results = session.wait_all(futures, _describe_action(names), resource_type="topic")
-    return {name: r if isinstance(r, KctlError) else _description(r, live=None) for name, r in results.items()}
+    metadata = session.kafka.metadata(names, _describe_action(names), topic_ids=False)
+    return {name: _layout_error(metadata.topics[name]) or _described(metadata.topics[name], live=None) for name in dict.fromkeys(names)}
 
 
-def _description(raw, *, live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
-    """A TopicDescription from confluent-kafka's TopicDescription."""
-    layout = [(p.id, p.leader.id if p.leader is not None and p.leader.id >= 0 else None,
-               tuple(n.id for n in p.replicas), tuple(n.id for n in p.isr)) for p in raw.partitions]
-    return _described(raw.name, kafka_uuid(raw.topic_id), bool(raw.is_internal), layout, live=live, offsets=offsets, detail=detail)
+def _layout_error(topic: TopicLayout) -> KctlError | None:
+    """Why a topic of a Metadata answer has no layout to show, None when it has one (a
+    topic still electing leaders, LEADER_NOT_AVAILABLE with partitions, has)."""
+    if topic.error is None or (topic.error == "LEADER_NOT_AVAILABLE" and topic.partitions):
+        return None
+    return for_kafka_code(error_code(topic.error), None, f"describe topic {topic.name}", Resource("topic", topic.name))
 
 
-def _described(name: str, topic_id: str | None, internal: bool, layout: Sequence[tuple[int, int | None, tuple, tuple]], *,
-               live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
-    """A TopicDescription from each partition's (id, leader or None, replicas, ISR)."""
+def _described(topic: TopicLayout, *, live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
+    """A TopicDescription from a topic's layout, its offsets and details when read."""
     partitions = []
     offsets = offsets or {}
     detail = detail or {}
-    for partition, leader, replicas, isr in sorted(layout):
-        earliest, latest, epoch = offsets.get(partition, (None, None, None))
-        size, adding, removing = detail.get(partition, (None, None, None))
+    for p in topic.partitions.values():
+        earliest, latest, epoch = offsets.get(p.partition, (None, None, None))
+        size, adding, removing = detail.get(p.partition, (None, None, None))
         partitions.append(
             PartitionInfo(
-                partition=partition,
-                leader=leader,
+                partition=p.partition,
+                leader=p.leader,
                 leader_epoch=epoch,
-                replicas=replicas,
-                isr=isr,
-                offline_replicas=tuple(r for r in replicas if live is not None and r not in live),
-                offline=leader is None,
-                under_replicated=len(isr) < len(replicas),
+                replicas=p.replicas,
+                isr=p.isr,
+                offline_replicas=tuple(r for r in p.replicas if live is not None and r not in live),
+                offline=p.leader is None,
+                under_replicated=len(p.isr) < len(p.replicas),
                 earliest_offset=earliest,
                 latest_offset=latest,
                 size_bytes=size,
@@ -119,34 +111,12 @@ def _described(name: str, topic_id: str | None, internal: bool, layout: Sequence
             )
         )
     return TopicDescription(
-        name=name,
-        topic_id=topic_id,
-        internal=internal,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        internal=topic.internal,
         replication_factor=max((len(p.replicas) for p in partitions), default=0),
         partitions=tuple(partitions),
     )
-
-
-def _offsets(session: AdminSession, raws) -> dict[str, dict[int, tuple[int, int, int | None]]]:
-    """(earliest, latest, leader epoch) per partition: two ListOffsets rounds for all topics."""
-    from confluent_kafka.admin import OffsetSpec
-
-    from kctl.admin.topics.offsets import ask_offsets
-
-    pairs = [(raw.name, p.id) for raw in raws for p in raw.partitions if p.leader is not None and p.leader.id >= 0]
-    if not pairs:
-        return {}
-    found: dict[str, dict[int, list]] = {}
-    rounds = [("list offsets", {pair: spec() for pair in pairs}) for spec in (OffsetSpec.earliest, OffsetSpec.latest)]
-    for index, results in enumerate(ask_offsets(session, rounds)):
-        for (topic, partition), result in results.items():
-            if isinstance(result, KctlError):
-                continue
-            entry = found.setdefault(topic, {}).setdefault(partition, [None, None, None])
-            entry[index] = result.offset
-            if index == 1:
-                entry[2] = result.leader_epoch
-    return {t: {p: tuple(v) for p, v in parts.items()} for t, parts in found.items()}
 
 
 def _detail(session: AdminSession, names: Sequence[str], leaders: dict[tuple[str, int], int | None]) -> dict[str, dict[int, tuple]]:
@@ -166,12 +136,6 @@ def _detail(session: AdminSession, names: Sequence[str], leaders: dict[tuple[str
             r.removing_replicas if r else (),
         )
     return out
-
-
-# The topics Kafka's brokers flag internal in Metadata: Kafka decides by name alone
-# (org.apache.kafka.common.internals.Topic.INTERNAL_TOPICS, 4.3), so kctl can too when
-# it has not asked DescribeTopics.
-INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
 
 
 def list_topics(
@@ -198,32 +162,19 @@ def list_topics(
     A plain listing (no filter, no configs) is one Metadata request through kctl's wire
     client, topic ids and the internal flag included: no client library to import.
     """
-    if not filters and not (count_overrides or with_overrides) and session.wire_available():
-        return _listed_on_wire(session, regex, include_internal)
-    from confluent_kafka import TopicCollection
-
-    metadata = session.metadata("list topics")
+    metadata = session.kafka.metadata(None, "list topics", topic_ids=with_topic_ids)
     names = [n for n in sorted(metadata.topics) if regex is None or regex.fullmatch(n)]
+    shown = [n for n in names if include_internal or not metadata.topics[n].internal]
     need_configs = count_overrides or with_overrides or any(f in ("under_min_isr", "at_min_isr") for f in filters)
     if need_configs or filters:
         # Imported only when used: a plain listing is mostly start-up time.
-        from kctl.admin.cluster.partitions import health_of, request_topic_configs, topic_configs
-    # Both requests are in flight at once.
-    config_futures = request_topic_configs(session, names) if need_configs else {}
-    if with_topic_ids:
-        described = session.wait_all(
-            session.client.describe_topics(TopicCollection(names), request_timeout=session.timeout) if names else {}, "describe topic"
-        )
-        # A topic deleted between the requests is skipped rather than reported.
-        found = {n: (kafka_uuid(r.topic_id), bool(r.is_internal)) for n, r in described.items() if not isinstance(r, KctlError)}
-    else:
-        found = {n: (None, n in INTERNAL_TOPICS) for n in names}
-    shown = [n for n in names if n in found and (include_internal or not found[n][1])]
-    min_isr, overrides = topic_configs(session, shown, {r: f for r, f in config_futures.items() if r.name in shown}) if need_configs else ({}, {})
+        from kctl.admin.cluster.partitions import health_of, topic_configs
+    min_isr, overrides = topic_configs(session, shown) if need_configs else ({}, {})
     live = set(metadata.brokers)
     summaries = []
     for name in shown:
-        partitions = metadata.topics[name].partitions.values()
+        topic = metadata.topics[name]
+        partitions = topic.partitions.values()
         if filters:
             health = [health_of(name, p, min_isr.get(name), live) for p in partitions]
             if not any(getattr(h, f) for h in health for f in filters):
@@ -236,42 +187,20 @@ def list_topics(
         for p in partitions:
             replicas = len(p.replicas)
             replication_factor = max(replication_factor, replicas)
-            under_replicated += len(p.isrs) < replicas
-            offline += p.leader is None or p.leader < 0
-        topic_id, internal = found[name]
+            under_replicated += len(p.isr) < replicas
+            offline += p.leader is None
         summaries.append(
             TopicSummary(
                 name=name,
-                topic_id=topic_id,
-                partitions=len(partitions),
+                topic_id=topic.topic_id,
+                partitions=len(topic.partitions),
                 replication_factor=replication_factor,
-                internal=internal,
+                internal=topic.internal,
                 config_overrides=overrides.get(name) if need_configs else None,
                 under_replicated_partitions=under_replicated,
                 offline_partitions=offline,
             )
         )
-    return summaries
-
-
-def _listed_on_wire(session: AdminSession, regex: re.Pattern[str] | None, include_internal: bool) -> list[TopicSummary]:
-    """list_topics without filters or configs: one Metadata request for every topic."""
-    wire = session.wire
-    metadata = wire.call("list topics", lambda: wire.metadata(None, wire.deadline()))
-    summaries = []
-    for topic in sorted(metadata.topics, key=lambda t: t.name):
-        if (regex is not None and not regex.fullmatch(topic.name)) or (topic.is_internal and not include_internal):
-            continue
-        replication_factor = under_replicated = offline = 0
-        for p in topic.partitions:
-            replicas = len(p.replica_nodes)
-            replication_factor = max(replication_factor, replicas)
-            under_replicated += len(p.isr_nodes) < replicas
-            offline += p.leader_id < 0
-        summaries.append(TopicSummary(
-            name=topic.name, topic_id=_wire_topic_id(topic.topic_id),
-            partitions=len(topic.partitions), replication_factor=replication_factor, internal=bool(topic.is_internal),
-            config_overrides=None, under_replicated_partitions=under_replicated, offline_partitions=offline))
     return summaries
 
 
@@ -291,139 +220,46 @@ def describe_topics(
     for name in names:
         validate_topic_name(name)
     unique = list(dict.fromkeys(names))
-    if session.wire_available():
-        return _described_on_wire(session, unique, detail)
-    from confluent_kafka import TopicCollection
-
-    def ask():
-        futures = session.client.describe_topics(TopicCollection(unique), request_timeout=session.timeout)
-        return session.wait_all(futures, _describe_action(unique), resource_type="topic")
-
-    results = session.ask_until_found(ask, unknown_topic_in)
-    raws = [r for r in results.values() if not isinstance(r, KctlError)]
-    live = set(session.metadata("describe topic").brokers)
-    offsets = _offsets(session, raws)
-    details: dict[str, dict[int, tuple]] = {}
-    if detail and raws:
-        leaders = {(raw.name, p.id): (p.leader.id if p.leader is not None and p.leader.id >= 0 else None) for raw in raws for p in raw.partitions}
-        details = _detail(session, [raw.name for raw in raws], leaders)
-    found = [
-        _description(results[n], live=live, offsets=offsets.get(n), detail=details.get(n))
-        for n in unique
-        if not isinstance(results[n], KctlError)
-    ]
-    errors = {n: r for n, r in results.items() if isinstance(r, KctlError)}
-    return found, errors
-
-
-def _described_on_wire(session: AdminSession, names: list[str], detail: bool) -> tuple[list[TopicDescription], dict[str, KctlError]]:
-    """describe_topics through kctl's wire client: one Metadata request for the topics
-    (asked again for up to NEW_TOPIC_GRACE while one is unknown), then ListOffsets to
-    every leader at once."""
-    from kctl.admin.client.errors import for_kafka_code
     from kctl.admin.topics.offsets import log_offsets
-    from kctl.messages.errors import error_name
 
-    wire = session.wire
-
-    def ask():
-        return wire.call(_describe_action(names), lambda: wire.metadata(names, wire.deadline()))
-
-    def unknown(metadata) -> bool:
-        return any(error_name(t.error_code) == "UNKNOWN_TOPIC_OR_PARTITION" for t in metadata.topics)
-
-    metadata = session.ask_until_found(ask, unknown)
-    live = {b.node_id for b in metadata.brokers}
-    topics = {t.name: t for t in metadata.topics}
+    metadata = session.ask_until_found(lambda: session.kafka.metadata(unique, _describe_action(unique)),
+                                       lambda metadata: any(metadata.topics[n].error == "UNKNOWN_TOPIC_OR_PARTITION" for n in unique))
     errors: dict[str, KctlError] = {}
-    layouts: dict[str, list] = {}
-    for name in names:
-        topic = topics.get(name)
-        code = topic.error_code if topic is not None else 3
-        if code and not (error_name(code) == "LEADER_NOT_AVAILABLE" and topic.partitions):
-            errors[name] = for_kafka_code(code, None, f"describe topic {name}", Resource("topic", name))
-            continue
-        layouts[name] = [(p.partition_index, p.leader_id if p.leader_id >= 0 else None, tuple(p.replica_nodes), tuple(p.isr_nodes))
-                         for p in topic.partitions]
-    leaders = {(name, partition): leader for name, layout in layouts.items() for partition, leader, _r, _i in layout}
+    for name in unique:
+        error = _layout_error(metadata.topics[name])
+        if error is not None:
+            errors[name] = error
+    layouts = [metadata.topics[n] for n in unique if n not in errors]
+    leaders = {(t.name, p.partition): p.leader for t in layouts for p in t.partitions.values()}
     offsets: dict[str, dict[int, tuple]] = {}
     for (name, partition), found in log_offsets(session, [k for k, leader in leaders.items() if leader is not None]).items():
         offsets.setdefault(name, {})[partition] = found
-    details = _detail(session, list(layouts), leaders) if detail and layouts else {}
-    found = [_described(name, _wire_topic_id(topics[name].topic_id), bool(topics[name].is_internal), layouts[name], live=live,
-                        offsets=offsets.get(name), detail=details.get(name)) for name in names if name in layouts]
+    details = _detail(session, [t.name for t in layouts], leaders) if detail and layouts else {}
+    live = set(metadata.brokers)
+    found = [_described(t, live=live, offsets=offsets.get(t.name), detail=details.get(t.name)) for t in layouts]
     return found, errors
-
-
-def _wire_topic_id(topic_id) -> str | None:
-    """A topic id as Kafka's tools print it (URL-safe base64 without padding); None for
-    the all-zero id of a Metadata answer that did not carry one."""
-    import base64
-
-    if topic_id is None or not any(topic_id.bytes):
-        return None
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
 
 
 def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]) -> list[str]:
     """Topics whose cleanup.policy includes compact while a broker holding their replicas
     runs no log cleaner (log.cleaner.enable=false): their records are never compacted. Best effort: configs that cannot be read count as fine."""
-    if session.wire_available():
-        return _uncompacted_on_wire(session, topics)
-    from confluent_kafka.admin import ConfigResource, ResourceType
-
-    from kctl.admin.cluster.partitions import request_topic_configs
-
-    results = session.wait_all(request_topic_configs(session, [t.name for t in topics]), "describe topic configs")
-    compacted = set()
-    for resource, result in results.items():
-        entry = None if isinstance(result, KctlError) else result.get("cleanup.policy")
-        if entry is not None and "compact" in (entry.value or ""):
-            compacted.add(resource.name)
-    if not compacted:
-        return []
-    replicas_of = {t.name: {r for p in t.partitions for r in p.replicas} for t in topics if t.name in compacted}
-    brokers = sorted(set().union(*replicas_of.values()))
-    futures = session.client.describe_configs([ConfigResource(ResourceType.BROKER, str(b)) for b in brokers], request_timeout=session.timeout)
-    cleaner_off = set()
-    for resource, result in session.wait_all(futures, "describe broker configs").items():
-        entry = None if isinstance(result, KctlError) else result.get("log.cleaner.enable")
-        if entry is not None and entry.value == "false":
-            cleaner_off.add(int(resource.name))
-    return sorted(name for name, replicas in replicas_of.items() if replicas & cleaner_off)
-
-
-# DescribeConfigs' resource types.
-_TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
-
-
-def _uncompacted_on_wire(session: AdminSession, topics: Sequence[TopicDescription]) -> list[str]:
-    """uncompacted_topics through kctl's wire client: one DescribeConfigs for the topics'
-    cleanup.policy, then, when one is compacted, one per broker holding its replicas (a
-    broker's own configs are answered by that broker), all at once."""
-    wire = session.wire
-
-    def describe(requests: list[tuple[int | None, int, str, str]]) -> dict[str, str | None]:
-        """{resource name: the key's value}, for (node, resource type, name, key) asked."""
-        sent = [(node, "DescribeConfigs", {"resources": [{"resource_type": kind, "resource_name": name, "configuration_keys": [key]}]},
-                 1, 4) for node, kind, name, key in requests]
-        answers = wire.call("describe configs", lambda: wire.fan_out(sent, wire.deadline()))
-        return {r.resource_name: next((c.value for c in r.configs), None)
-                for answer in answers for r in answer.results if not r.error_code}
+    from kctl.admin.client.kafka import BROKER, TOPIC
 
     if not topics:
         return []
     try:
-        policies = describe([(None, _TOPIC_RESOURCE, t.name, "cleanup.policy") for t in topics])
-        compacted = {name for name, value in policies.items() if "compact" in (value or "")}
+        policies = session.kafka.describe_configs([(TOPIC, t.name) for t in topics], "describe topic configs", keys=["cleanup.policy"])
+        compacted = {name for (_kind, name), found in policies.items()
+                     if not isinstance(found, KctlError) and "compact" in (getattr(found.get("cleanup.policy"), "value", None) or "")}
         if not compacted:
             return []
         replicas_of = {t.name: {r for p in t.partitions for r in p.replicas} for t in topics if t.name in compacted}
         brokers = sorted(set().union(*replicas_of.values()))
-        cleaners = describe([(b, _BROKER_RESOURCE, str(b), "log.cleaner.enable") for b in brokers])
+        cleaners = session.kafka.describe_configs([(BROKER, str(b)) for b in brokers], "describe broker configs", keys=["log.cleaner.enable"])
     except KctlError:
         return []  # best effort: not allowed to read configs, say
-    cleaner_off = {int(b) for b, value in cleaners.items() if value == "false"}
+    cleaner_off = {int(name) for (_kind, name), found in cleaners.items()
+                   if not isinstance(found, KctlError) and getattr(found.get("log.cleaner.enable"), "value", None) == "false"}
     return sorted(name for name, replicas in replicas_of.items() if replicas & cleaner_off)
 
 

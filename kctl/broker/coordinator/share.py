@@ -286,7 +286,7 @@ class ShareGroupCoordinator:
             if member_epoch != 0:
                 return HeartbeatResult(errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
             if len(group.members) >= 200:  # group.share.max.size
-                return HeartbeatResult(errors.GROUP_MAX_SIZE_REACHED, f"The share group has reached its maximum capacity of 200 members.")
+                return HeartbeatResult(errors.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of 200 members.")
             member = group.members[member_id] = ShareMember(member_id, client_id, client_host, rack_id)
             changed = True
         else:

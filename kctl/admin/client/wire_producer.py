@@ -1,5 +1,7 @@
-"""Producing a small input that has been read in full, through kctl's wire client, with
-the idempotent producer's guarantee and without librdkafka's wait for a producer id.
+"""kctl's own idempotent producer, for a small input read in full: the wire client's
+Produce, with the idempotent producer's guarantee and without librdkafka's wait for a
+producer id. kctl.records.produce gets it from the session's client
+(AdminSession.kafka.small_input_producer) when it is the wire client.
 
 Why: librdkafka's idempotent producer asks for its producer id on a 500 ms timer when no
 broker connection is up yet, which is always the case for a new producer
@@ -18,6 +20,9 @@ stays well under any broker's max.message.bytes), with the default settings (ack
 idempotence, no compression, no librdkafka-only property); everything else goes through
 librdkafka as before.
 
+Failed records are reported as kctl's DeliveryFailure (Kafka's error names), as
+kctl.records.produce reports librdkafka's.
+
 Partitions are chosen as librdkafka's default partitioner does (consistent_random: CRC-32
 of the key modulo the partition count; records with no key or an empty one go to a random
 partition, here one for the whole input as librdkafka's sticky partitioning does),
@@ -30,11 +35,10 @@ import random
 import time
 import zlib
 from collections.abc import Callable
-from typing import Any
 
-from kctl.admin.client.errors import no_such_topic
-from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, NotAuthorizedError
+from kctl.admin.client.kafka import DeliveryFailure
+from kctl.admin.client.wire import WireClient
+from kctl.errors import KctlError
 from kctl.messages import codec
 from kctl.messages import records as batches
 from kctl.messages.errors import ERRORS, error_name
@@ -50,90 +54,41 @@ _RETRIABLE = frozenset({
     "_TRANSPORT", "LEADER_NOT_AVAILABLE",
 })
 _BACKOFF = 0.1
-# librdkafka's names where they differ from Kafka's (kctl.admin.client.errors maps them back).
-_LIBRDKAFKA_NAMES = {"UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PART", "NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION",
-                     "INVALID_TOPIC_EXCEPTION": "TOPIC_EXCEPTION"}
 
 
-class DeliveryError:
-    """A failed record's error, shaped as librdkafka's KafkaError (name, str, code) for the
-    delivery report's callback; `kafka` is Kafka's own name for it."""
+class _Outcome:
+    """Why a batch was not written: Kafka's error name (or _TRANSPORT, _MSG_TIMED_OUT,
+    _AUTHENTICATION for what happened on kctl's side) and its text."""
 
-    def __init__(self, kafka: str, text: str, code: int = -1):
-        self.kafka = kafka
-        self._name, self._text, self._code = _LIBRDKAFKA_NAMES.get(kafka, kafka), text, code
+    __slots__ = ("error", "message")
+
+    def __init__(self, error: str, message: str):
+        self.error, self.message = error, message
 
     @classmethod
-    def of_code(cls, code: int, message: str | None = None) -> DeliveryError:
+    def of_code(cls, code: int, message: str | None = None) -> _Outcome:
         name = error_name(code)
-        return cls(name, message or ERRORS.get(code, (name, name))[1], code)
+        return cls(name, message or ERRORS.get(code, (name, name))[1])
 
     @property
     def retriable(self) -> bool:
-        return self.kafka in _RETRIABLE
-
-    def name(self) -> str:
-        return self._name
-
-    def str(self) -> str:
-        return self._text
-
-    def code(self) -> int:
-        return self._code
-
-
-class _Sent:
-    """A record as the delivery callback sees it (librdkafka's Message: value, partition)."""
-
-    __slots__ = ("_value", "_partition")
-
-    def __init__(self, value: bytes | None, partition: int):
-        self._value, self._partition = value, partition
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def partition(self) -> int:
-        return self._partition
-
-
-def topic_partitions(session: AdminSession, topic: str, action: str) -> int:
-    """The topic's partition count, from a Metadata request that never creates it; the
-    errors librdkafka's path gives for a topic that is missing or may not be written."""
-    wire = session.wire
-
-    def ask():
-        metadata = wire.call(action, lambda: wire.metadata([topic], wire.deadline()))
-        return next((t for t in metadata.topics if t.name == topic), None)
-
-    def missing(found) -> bool:
-        return found is None or (not found.partitions and error_name(found.error_code) != "TOPIC_AUTHORIZATION_FAILED")
-
-    # A topic a script has just created may not be known yet to the broker asked: asked
-    # again for up to NEW_TOPIC_GRACE, as the librdkafka path does.
-    found = session.ask_until_found(ask, missing)
-    code = found.error_code if found is not None else 3
-    if error_name(code) == "TOPIC_AUTHORIZATION_FAILED":
-        raise NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {topic}")
-    if found is None or not found.partitions:
-        raise no_such_topic(action, topic,
-                            hint=f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
-    return len(found.partitions)
+        return self.error in _RETRIABLE
 
 
 class WireProducer:
     """The part of confluent_kafka.Producer that kctl.records.produce uses: produce()
-    queues, flush() sends everything and reports each failed record to `on_delivery`."""
+    queues, flush() sends everything and reports each record that failed to
+    `on_failure`, as a DeliveryFailure."""
 
     # What produce() raises for a record it refuses locally (none: the broker judges).
     local_errors: tuple[type[BaseException], ...] = ()
 
-    def __init__(self, session: AdminSession, topic: str, partitions: int, on_delivery: Callable[[Any, Any], None],
+    def __init__(self, wire: WireClient, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
                  timeout: float):
-        self._session = session
+        self._wire = wire
         self._topic = topic
         self._partitions = partitions
-        self._on_delivery = on_delivery
+        self._on_failure = on_failure
         self._timeout = timeout
         self._sticky = random.randrange(partitions)  # records without a key, as librdkafka's sticky partitioner
         self._queued: dict[int, list[tuple]] = {}
@@ -174,15 +129,15 @@ class WireProducer:
             return
         now = int(time.time() * 1000)
         pending = {p: self._batch(rows, producer_id, epoch, now) for p, rows in self._queued.items()}
-        last_error: dict[int, DeliveryError] = {}
+        last_error: dict[int, _Outcome] = {}
         while pending:
             try:
                 answers = self._send(pending, deadline)
             except (OSError, codec.CodecError) as exc:  # the connection dropped: whether it was written is unknown
-                self._session.wire.close()
-                answers = {p: DeliveryError("_TRANSPORT", f"connection lost: {exc}") for p in pending}
+                self._wire.close()
+                answers = {p: _Outcome("_TRANSPORT", f"connection lost: {exc}") for p in pending}
             except KctlError as exc:  # refused at connection (authentication): nothing was sent
-                answers = {p: DeliveryError(exc.kafka_error or "_AUTHENTICATION", exc.message) for p in pending}
+                answers = {p: _Outcome(exc.kafka_error or "_AUTHENTICATION", exc.message) for p in pending}
             for partition, outcome in answers.items():
                 if outcome is None:
                     del pending[partition]
@@ -195,25 +150,25 @@ class WireProducer:
                 if time.monotonic() + _BACKOFF >= deadline:
                     for partition in pending:
                         cause = last_error.get(partition)
-                        last = f" (last: {cause.name()}: {cause.str()})" if cause else ""
-                        self._fail(partition, DeliveryError("_MSG_TIMED_OUT", f"Message timed out{last}"))
+                        last = f" (last: {cause.error}: {cause.message})" if cause else ""
+                        self._fail(partition, _Outcome("_MSG_TIMED_OUT", f"Message timed out{last}"))
                     return
                 time.sleep(_BACKOFF)
 
     def _producer_id(self, deadline: float) -> tuple[int, int]:
         """A producer id and epoch (InitProducerId, any broker), asked again while the answer
         is retriable or the connection drops, until the deadline."""
-        wire = self._session.wire
+        wire = self._wire
         fields = {"transactional_id": None, "transaction_timeout_ms": -1, "producer_id": -1, "producer_epoch": -1}
         while True:
             try:
                 (answer,) = wire.fan_out([(None, "InitProducerId", fields, 0, 4)], deadline)
-                cause = None if not answer.error_code else DeliveryError.of_code(answer.error_code)
+                cause = None if not answer.error_code else _Outcome.of_code(answer.error_code)
             except (OSError, codec.CodecError) as exc:
                 wire.close()
-                answer, cause = None, DeliveryError("_TRANSPORT", f"connection lost: {exc}")
+                answer, cause = None, _Outcome("_TRANSPORT", f"connection lost: {exc}")
             except KctlError as exc:
-                raise _Failed(DeliveryError(exc.kafka_error or "_AUTHENTICATION", exc.message)) from exc
+                raise _Failed(_Outcome(exc.kafka_error or "_AUTHENTICATION", exc.message)) from exc
             if cause is None:
                 return answer.producer_id, answer.producer_epoch
             if not cause.retriable or time.monotonic() + _BACKOFF >= deadline:
@@ -231,20 +186,20 @@ class WireProducer:
                                      producer_id=producer_id, producer_epoch=epoch, base_sequence=0, records_count=len(rows))
         return bytes(batches.build_batch(header, block, len(rows)))
 
-    def _send(self, pending: dict[int, bytes], deadline: float) -> dict[int, DeliveryError | None]:
+    def _send(self, pending: dict[int, bytes], deadline: float) -> dict[int, _Outcome | None]:
         """One Produce request per leader for the pending partitions, all in flight at once:
         each partition's outcome (None: written)."""
-        wire = self._session.wire
+        wire = self._wire
         metadata = wire.metadata([self._topic], deadline)
         topic = next((t for t in metadata.topics if t.name == self._topic), None)
         leaders = {p.partition_index: p.leader_id for p in (topic.partitions if topic else ()) if p.leader_id >= 0}
         by_leader: dict[int, list[int]] = {}
-        outcomes: dict[int, DeliveryError | None] = {}
+        outcomes: dict[int, _Outcome | None] = {}
         for partition in pending:
             if partition in leaders:
                 by_leader.setdefault(leaders[partition], []).append(partition)
             else:
-                outcomes[partition] = DeliveryError.of_code(5)  # LEADER_NOT_AVAILABLE: sent again
+                outcomes[partition] = _Outcome.of_code(5)  # LEADER_NOT_AVAILABLE: sent again
         requests = []
         for leader, partitions in by_leader.items():
             fields = {"transactional_id": None, "acks": -1, "timeout_ms": int(max(0.1, deadline - time.monotonic()) * 1000),
@@ -257,17 +212,17 @@ class WireProducer:
                     if not p.error_code or name == "DUPLICATE_SEQUENCE_NUMBER":
                         outcomes[p.index] = None
                     else:
-                        outcomes[p.index] = DeliveryError.of_code(p.error_code, p.error_message)
+                        outcomes[p.index] = _Outcome.of_code(p.error_code, p.error_message)
         return outcomes
 
-    def _fail(self, partition: int, error: DeliveryError) -> None:
+    def _fail(self, partition: int, outcome: _Outcome) -> None:
         for _key, value, _t, _h in self._queued.get(partition, ()):
-            self._on_delivery(error, _Sent(value, partition))
+            self._on_failure(DeliveryFailure(outcome.error, outcome.message, partition, len(value or b"")))
 
 
 class _Failed(Exception):
-    def __init__(self, error: DeliveryError):
-        super().__init__(error.str())
+    def __init__(self, error: _Outcome):
+        super().__init__(error.message)
         self.error = error
 
 
@@ -280,12 +235,3 @@ def _headers_block(headers: list | None) -> bytes:
         parts.append(batches.zigzag(len(key)) + key)
         parts.append(batches.zigzag(-1) if value is None else batches.zigzag(len(value)) + bytes(value))
     return b"".join(parts)
-
-
-def eligible(session: AdminSession, options: Any) -> bool:
-    """Whether the wire path gives what the options ask: the default acks=all with
-    idempotence, no compression, the topic not to be created, and settings the wire
-    client honours (a librdkafka-only property such as `partitioner` keeps librdkafka)."""
-    if options.acks not in ("all", "-1") or options.idempotence is False or options.compression != "none":
-        return False
-    return not options.allow_auto_topic_creation and session.wire_available()

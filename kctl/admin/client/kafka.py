@@ -1,0 +1,182 @@
+"""The Kafka operations kctl's library performs through either of its clients, behind
+one interface and in kctl's own types (Kafka's names, not a client library's).
+
+Domain code (topics/, cluster/, groups/, records/) calls `session.kafka.<operation>`;
+which client serves it is decided once per session (AdminSession.kafka), from its
+settings: kctl's wire client when it honours every setting (it costs a few ms where a
+librdkafka client costs 20-40 ms to build and bootstrap), librdkafka otherwise (a
+librdkafka-only property such as GSSAPI's). Both adapters answer alike, which
+tests/admin/test_kafka_adapters.py checks operation by operation on one broker:
+
+- over_wire.WireKafka: Metadata, ListOffsets, DescribeConfigs and ListTransactions
+  requests sent by kctl.admin.client.wire, every broker asked at once;
+- over_librdkafka.LibrdkafkaKafka: confluent-kafka's AdminClient, and kafka-python's
+  for the one API librdkafka lacks here (ListTransactions).
+
+An operation that fails for the whole batch raises its KctlError; one that fails for some
+items answers those items with theirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kctl.errors import KctlError
+
+TopicPartition = tuple[str, int]
+
+# ListOffsets' special timestamps (any other is a time in ms).
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLayout:
+    partition: int
+    # None when no live broker leads it (Kafka's -1).
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLayout:
+    name: str
+    # Kafka's form (URL-safe base64); None when the answer carried none.
+    topic_id: str | None
+    internal: bool
+    # By partition, in order; empty when `error` says why there are none.
+    partitions: Mapping[int, PartitionLayout]
+    # Kafka's error name for the topic (UNKNOWN_TOPIC_OR_PARTITION,
+    # TOPIC_AUTHORIZATION_FAILED, LEADER_NOT_AVAILABLE...), None when fine.
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMetadata:
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: Mapping[int, Broker]
+    # The topics asked for (every topic the caller may describe when none were named); a
+    # named topic the answer lacked is there with its error.
+    topics: Mapping[str, TopicLayout]
+
+    def has(self, topic: str) -> bool:
+        """Whether the answer holds `topic` with partitions (not an error)."""
+        found = self.topics.get(topic)
+        return found is not None and bool(found.partitions)
+
+    def lacks(self, topic: str) -> bool:
+        """Whether `topic` is not (yet) in the answer: a topic just created reaches each
+        broker a moment later, so it is worth asking again; one refused is not."""
+        found = self.topics.get(topic)
+        return not self.has(topic) and (found is None or found.error != "TOPIC_AUTHORIZATION_FAILED")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAnswer:
+    """One ListOffsets answer for one partition and one timestamp: the offset (-1 when
+    no record is that recent), the record's timestamp (-1 for the special timestamps),
+    and the leader's epoch when the broker said it."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    """One config of a resource, as DescribeConfigs answers it (kctl's full view, with
+    synonyms and documentation, is kctl.admin.topics.configs')."""
+
+    name: str
+    value: str | None
+    # Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
+    # DEFAULT_CONFIG...
+    source: str
+    sensitive: bool
+    read_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionListing:
+    """A transactional id a coordinator holds (ListTransactions)."""
+
+    transactional_id: str
+    producer_id: int
+    # Kafka's TransactionState name: Ongoing, PrepareCommit, CompleteAbort, Empty...
+    state: str
+    coordinator_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryFailure:
+    """A record a producer could not deliver: Kafka's error name (or librdkafka's local one,
+    _MSG_TIMED_OUT, _TRANSPORT...) and its text, the record's partition and value size."""
+
+    error: str
+    message: str
+    partition: int
+    value_size: int
+
+
+# The topics Kafka's brokers flag internal in Metadata: Kafka decides by name alone
+# (org.apache.kafka.common.internals.Topic.INTERNAL_TOPICS, 4.3), so kctl can too where
+# an answer does not say (librdkafka's Metadata, without DescribeTopics).
+INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
+
+# Kafka's ConfigResource types, by name.
+TOPIC, BROKER = "topic", "broker"
+
+
+class Kafka(Protocol):
+    """What every adapter serves; see the module docstring."""
+
+    # "wire" or "librdkafka": which client this is (for --debug and the tests).
+    name: str
+
+    def metadata(self, topics: Sequence[str] | None, action: str, *, topic_ids: bool = True) -> ClusterMetadata:
+        """Brokers and the layout of `topics` (None: every topic), never creating one.
+        Without `topic_ids`, an adapter may leave ids out where they cost a request of
+        their own (librdkafka: DescribeTopics)."""
+        ...
+
+    def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
+                     leaders: Mapping[TopicPartition, int] | None = None,
+                     ) -> tuple[dict[TopicPartition, list[OffsetAnswer | None]], dict[TopicPartition, KctlError]]:
+        """ListOffsets for each of `timestamps` per partition, everything in flight at
+        once; a partition whose leader moved is asked again until --timeout, one without a
+        leader is not asked. `leaders` (from metadata the caller just read) spares a
+        Metadata request. Answers per partition, one per timestamp (None where none came),
+        and the error of each partition that failed."""
+        ...
+
+    def describe_configs(self, resources: Sequence[tuple[str, str]], action: str, keys: Sequence[str] | None = None,
+                         ) -> dict[tuple[str, str], dict[str, ConfigValue] | KctlError]:
+        """The configs (all, or only `keys`) of each (resource type, name): TOPIC or
+        BROKER; a broker's own configs are asked of that broker."""
+        ...
+
+    def list_transactions(self, action: str) -> list[TransactionListing]:
+        """Every transactional id the coordinators hold, every broker asked; a coordinator
+        still loading is asked again until --timeout, as Kafka's admin client does."""
+        ...
+
+    def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
+                             timeout: float) -> Any | None:
+        """A producer for a small input held in memory, sent at once with acks=all and
+        idempotence (kctl.admin.client.wire_producer), or None where this client has none
+        faster than librdkafka's own (kctl.records.produce then uses librdkafka's)."""
+        ...
+
+    def close(self) -> None:
+        ...

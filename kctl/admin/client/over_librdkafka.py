@@ -1,0 +1,199 @@
+"""The Kafka operations (kctl.admin.client.kafka) through confluent-kafka's AdminClient:
+the path for settings only librdkafka honours. Its waiting (timeouts, connection errors)
+is LibrdkafkaAdmin's; ListTransactions, which librdkafka lacks, goes through kafka-python."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kctl.admin.client.errors import kafka_name
+from kctl.admin.client.kafka import (
+    BROKER,
+    EARLIEST_TIMESTAMP,
+    INTERNAL_TOPICS,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    TOPIC,
+    Broker,
+    ClusterMetadata,
+    ConfigValue,
+    DeliveryFailure,
+    OffsetAnswer,
+    PartitionLayout,
+    TopicLayout,
+    TopicPartition,
+    TransactionListing,
+)
+from kctl.admin.client.librdkafka import LibrdkafkaAdmin
+from kctl.admin.client.over_wire import RETRIABLE_OFFSETS, RETRY_BACKOFF, leaderless
+from kctl.errors import KctlError, Resource
+from kctl.polling import poll
+
+class LibrdkafkaKafka:
+    name = "librdkafka"
+
+    def __init__(self, admin: LibrdkafkaAdmin, run_kafka_python: Callable[..., Any]):
+        self.session = admin
+        self.run_kafka_python = run_kafka_python
+
+    def metadata(self, topics: Sequence[str] | None, action: str, *, topic_ids: bool = True) -> ClusterMetadata:
+        """Every topic is listed (librdkafka's Metadata for one topic may create it on a
+        broker that auto-creates), then `topics` kept; ids and the internal flag come from
+        DescribeTopics, asked only with `topic_ids`."""
+        raw = self.session.list_all_topics(action)
+        names = list(raw.topics) if topics is None else list(dict.fromkeys(topics))
+        present = [n for n in names if n in raw.topics and raw.topics[n].error is None]
+        # A named topic the listing lacks: DescribeTopics says whether it is missing or
+        # not for this user to see (a listing leaves out what one may not describe).
+        absent = [n for n in names if n not in raw.topics]
+        described = self._described(present if topic_ids else [], action)
+        refused = {n: getattr(r, "kafka_error", None) for n, r in self._described(absent, action, keep_errors=True).items()}
+        found: dict[str, TopicLayout] = {}
+        for name in names:
+            topic = raw.topics.get(name)
+            if topic is None:
+                error = refused.get(name) if refused.get(name) == "TOPIC_AUTHORIZATION_FAILED" else "UNKNOWN_TOPIC_OR_PARTITION"
+                found[name] = TopicLayout(name, None, False, {}, error)
+                continue
+            partitions = {p.id: PartitionLayout(p.id, p.leader if p.leader >= 0 else None, tuple(p.replicas), tuple(p.isrs))
+                          for p in sorted(topic.partitions.values(), key=lambda p: p.id)}
+            about = described.get(name)
+            topic_id = kafka_uuid(about.topic_id) if about is not None else None
+            internal = bool(about.is_internal) if about is not None else name in INTERNAL_TOPICS
+            found[name] = TopicLayout(name, topic_id, internal, partitions, kafka_name(topic.error) if topic.error is not None else None)
+        controller = getattr(raw, "controller_id", -1)
+        return ClusterMetadata(
+            cluster_id=getattr(raw, "cluster_id", None),
+            controller_id=controller if controller is not None and controller >= 0 else None,
+            brokers={b.id: Broker(b.id, b.host, b.port, None) for b in raw.brokers.values()},
+            topics=found,
+        )
+
+    def _described(self, names: list[str], action: str, *, keep_errors: bool = False) -> dict[str, Any]:
+        """DescribeTopics' answer per topic (its KctlError too, with `keep_errors`)."""
+        if not names:
+            return {}
+        from confluent_kafka import TopicCollection
+
+        futures = self.session.client.describe_topics(TopicCollection(names), request_timeout=self.session.timeout)
+        return {n: r for n, r in self.session.wait_all(futures, action).items() if keep_errors or not isinstance(r, KctlError)}
+
+    def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
+                     leaders: Mapping[TopicPartition, int] | None = None,
+                     ) -> tuple[dict[TopicPartition, list[OffsetAnswer | None]], dict[TopicPartition, KctlError]]:
+        """librdkafka sends one ListOffsets request per leader for the whole batch. A
+        partition answered with a retriable error is asked again, after a metadata refresh,
+        while that metadata names a leader for it and until --timeout."""
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka import TopicPartition as Confluent
+
+        session = self.session
+        level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+        values: dict[TopicPartition, list[OffsetAnswer | None]] = {p: [None] * len(timestamps) for p in partitions}
+        errors: dict[TopicPartition, KctlError] = {}
+        todo = [set(values) for _ in timestamps]
+        asked_before = False
+
+        def ask() -> list[set]:
+            nonlocal todo, asked_before
+            if asked_before:
+                # Asked again only where the refreshed metadata names a leader: an offline
+                # partition (or a topic deleted meanwhile) keeps its error now.
+                layout = self.metadata(sorted({t for keys in todo for t, _ in keys}), action, topic_ids=False)
+                todo = [{key for key in keys if _has_leader(layout, key)} for keys in todo]
+            asked_before = True
+            asked = [session.client.list_offsets({Confluent(t, p): _spec(timestamp) for t, p in keys}, isolation_level=level,
+                                                 request_timeout=session.timeout) if keys else {}
+                     for keys, timestamp in zip(todo, timestamps)]
+            for index, futures in enumerate(asked):
+                answers = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
+                retry = set()
+                for key, answer in answers.items():
+                    if isinstance(answer, KctlError):
+                        # librdkafka fails a whole request with _NOENT ("No leaders found")
+                        # when none of its partitions has a leader.
+                        errors[key] = leaderless(action, key) if answer.kafka_error == "_NOENT" else answer
+                        if answer.kafka_error in RETRIABLE_OFFSETS:
+                            retry.add(key)
+                    else:
+                        epoch = getattr(answer, "leader_epoch", None)
+                        values[key][index] = OffsetAnswer(answer.offset, answer.timestamp, epoch if epoch is not None and epoch >= 0 else None)
+                todo[index] = retry
+            return todo
+
+        if partitions:
+            poll(ask, lambda todo: not any(todo), timeout=session.timeout, interval=RETRY_BACKOFF, stop_before=True)
+        for key in list(errors):
+            if all(found is not None for found in values[key]):
+                del errors[key]
+        return values, errors
+
+    def describe_configs(self, resources: Sequence[tuple[str, str]], action: str, keys: Sequence[str] | None = None,
+                         ) -> dict[tuple[str, str], dict[str, ConfigValue] | KctlError]:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        session = self.session
+        kinds = {TOPIC: ResourceType.TOPIC, BROKER: ResourceType.BROKER}
+        wanted = list(dict.fromkeys(resources))
+        if not wanted:
+            return {}
+        futures = session.client.describe_configs([ConfigResource(kinds[kind], name) for kind, name in wanted], request_timeout=session.timeout)
+        by_resource = session.wait_all(futures, action)
+        found: dict[tuple[str, str], dict[str, ConfigValue] | KctlError] = {}
+        for (kind, name) in wanted:
+            result = next((r for resource, r in by_resource.items() if resource.name == name and resource.restype == kinds[kind]), None)
+            if result is None:
+                continue
+            if isinstance(result, KctlError):
+                found[(kind, name)] = type(result)(result.message, hint=result.hint, kafka_error=result.kafka_error, resource=Resource(kind, name))
+                continue
+            found[(kind, name)] = {e.name: ConfigValue(e.name, e.value, _source_name(e.source), bool(e.is_sensitive), bool(e.is_read_only))
+                                   for e in result.values() if keys is None or e.name in keys}
+        return found
+
+    def list_transactions(self, action: str) -> list[TransactionListing]:
+        by_broker = self.run_kafka_python(
+            lambda c: c.list_transactions(), action,
+            needs="the transaction admin APIs (ListTransactions, DescribeTransactions, DescribeProducers: KIP-664)")
+        return [TransactionListing(t.transactional_id, t.producer_id, t.state.value, broker)
+                for broker, listings in by_broker.items() for t in listings]
+
+    def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
+                             timeout: float) -> Any | None:
+        return None  # librdkafka's own producer serves every input on this path
+
+    def close(self) -> None:
+        pass  # the AdminClient is the session's
+
+
+def _spec(timestamp: int) -> Any:
+    from confluent_kafka.admin import OffsetSpec
+
+    if timestamp == EARLIEST_TIMESTAMP:
+        return OffsetSpec.earliest()
+    if timestamp == LATEST_TIMESTAMP:
+        return OffsetSpec.latest()
+    if timestamp == MAX_TIMESTAMP:
+        return OffsetSpec.max_timestamp()
+    return OffsetSpec.for_timestamp(timestamp)
+
+
+def _has_leader(metadata: ClusterMetadata, key: TopicPartition) -> bool:
+    topic = metadata.topics.get(key[0])
+    partition = topic.partitions.get(key[1]) if topic is not None else None
+    return partition is not None and partition.leader is not None
+
+
+def _source_name(source: Any) -> str:
+    """Kafka's ConfigSource name of a librdkafka ConfigSource (an enum, or its code)."""
+    from kctl.admin.client.over_wire import CONFIG_SOURCES
+
+    return CONFIG_SOURCES.get(int(getattr(source, "value", source)), "UNKNOWN")
+
+
+def kafka_uuid(uuid: object) -> str | None:
+    """A topic id as Kafka's tools print it (URL-safe base64); librdkafka uses '+' and '/'."""
+    if uuid is None:
+        return None
+    return str(uuid).replace("+", "-").replace("/", "_")

@@ -1,0 +1,200 @@
+"""The Kafka operations (kctl.admin.client.kafka) through kctl's wire client: a few
+milliseconds of start-up, every broker asked at once."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kctl.admin.client.errors import for_kafka_code
+from kctl.admin.client.kafka import (
+    BROKER,
+    MAX_TIMESTAMP,
+    TOPIC,
+    Broker,
+    ClusterMetadata,
+    ConfigValue,
+    DeliveryFailure,
+    OffsetAnswer,
+    PartitionLayout,
+    TopicLayout,
+    TopicPartition,
+    TransactionListing,
+)
+from kctl.admin.client.wire import WireClient, ask_every_broker
+from kctl.errors import KctlError, Resource
+from kctl.messages.errors import error_name
+from kctl.polling import poll
+
+# What a partition's leader answers while it moves or before it has caught up with a topic
+# just created (KRaft brokers learn of a new partition a moment after the controller names
+# its leader): Kafka's own AdminClient refreshes its metadata and asks again, and so do we.
+RETRIABLE_OFFSETS = frozenset({
+    "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE", "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION",
+})
+RETRY_BACKOFF = 0.1
+# Kafka's LEADER_NOT_AVAILABLE: what a partition no live broker leads is answered with.
+NO_LEADER = 5
+# DescribeConfigs' resource types, and Kafka's ConfigSource by its code.
+_RESOURCE_TYPES = {TOPIC: 2, BROKER: 4}
+CONFIG_SOURCES = {
+    0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
+}
+
+
+class WireKafka:
+    name = "wire"
+
+    def __init__(self, wire: WireClient, timeout: float):
+        self.wire = wire
+        self.timeout = timeout
+
+    def metadata(self, topics: Sequence[str] | None, action: str, *, topic_ids: bool = True) -> ClusterMetadata:
+        wire = self.wire
+        answer = wire.call(action, lambda: wire.metadata(None if topics is None else list(dict.fromkeys(topics)), wire.deadline()))
+        return metadata_of(answer, topics)
+
+    def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
+                     leaders: Mapping[TopicPartition, int] | None = None,
+                     ) -> tuple[dict[TopicPartition, list[OffsetAnswer | None]], dict[TopicPartition, KctlError]]:
+        """A request per leader and timestamp, every one in flight at once (sent one after
+        the other they cost a round trip each, 0.1 s at 20,000 partitions)."""
+        wire = self.wire
+        values: dict[TopicPartition, list[OffsetAnswer | None]] = {p: [None] * len(timestamps) for p in partitions}
+        codes: dict[TopicPartition, int] = {}
+        todo = set(values)
+        level = 1 if isolation == "read_committed" else 0
+        # read_committed needs version 2, the max-timestamp spec version 7.
+        low = 7 if MAX_TIMESTAMP in timestamps else 2 if level else 1
+        given = leaders
+
+        def ask() -> set:
+            nonlocal todo, given
+            deadline = wire.deadline()
+            if given is not None and all(key in given for key in todo):
+                known = given
+            else:
+                answer = wire.metadata(sorted({t for t, _ in todo}), deadline)
+                known = {(t.name, p.partition_index): p.leader_id for t in answer.topics for p in t.partitions if p.leader_id >= 0}
+            given = None  # a partition asked again (its leader moved) is looked up afresh
+            by_node: dict[int, list[TopicPartition]] = {}
+            for key in sorted(todo):
+                if key in known:
+                    by_node.setdefault(known[key], []).append(key)
+                else:
+                    codes[key] = NO_LEADER
+            requests, order = [], []
+            for node, keys in by_node.items():
+                for index, timestamp in enumerate(timestamps):
+                    by_topic: dict[str, list] = {}
+                    for topic, partition in keys:
+                        by_topic.setdefault(topic, []).append({"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp})
+                    fields = {"replica_id": -1, "isolation_level": level, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+                    requests.append((node, "ListOffsets", fields, low, 10))
+                    order.append(index)
+            retry = set()
+            for index, answer in zip(order, wire.fan_out(requests, deadline)):
+                for topic in answer.topics:
+                    for p in topic.partitions:
+                        key = (topic.name, p.partition_index)
+                        if not p.error_code:
+                            values[key][index] = OffsetAnswer(p.offset, p.timestamp, p.leader_epoch if p.leader_epoch >= 0 else None)
+                            continue
+                        codes[key] = p.error_code
+                        if error_name(p.error_code) in RETRIABLE_OFFSETS:
+                            retry.add(key)
+            for key in todo - retry:
+                if all(found is not None for found in values[key]):
+                    codes.pop(key, None)
+            todo = retry
+            return todo
+
+        if partitions:
+            poll(lambda: wire.call(action, ask), lambda todo: not todo, timeout=self.timeout, interval=RETRY_BACKOFF, stop_before=True)
+        errors = {key: leaderless(action, key) if code == NO_LEADER else for_kafka_code(code, None, f"{action} of {key[0]}-{key[1]}")
+                  for key, code in codes.items()}
+        return values, errors
+
+    def describe_configs(self, resources: Sequence[tuple[str, str]], action: str, keys: Sequence[str] | None = None,
+                         ) -> dict[tuple[str, str], dict[str, ConfigValue] | KctlError]:
+        """One DescribeConfigs to any broker for the topics, and one to each broker for
+        its own configs (a broker answers only for itself), all at once."""
+        wire = self.wire
+        wanted = list(dict.fromkeys(resources))
+        requests = []
+        topics = [name for kind, name in wanted if kind == TOPIC]
+        if topics:
+            requests.append((None, [(TOPIC, name) for name in topics]))
+        requests += [(int(name), [(BROKER, name)]) for kind, name in wanted if kind == BROKER]
+
+        def fields(items: list[tuple[str, str]]) -> dict[str, Any]:
+            return {"resources": [{"resource_type": _RESOURCE_TYPES[kind], "resource_name": name,
+                                   "configuration_keys": None if keys is None else list(keys)} for kind, name in items]}
+
+        sent = [(node, "DescribeConfigs", fields(items), 1, 4) for node, items in requests]
+        answers = wire.call(action, lambda: wire.fan_out(sent, wire.deadline()))
+        kinds = {code: kind for kind, code in _RESOURCE_TYPES.items()}
+        found: dict[tuple[str, str], dict[str, ConfigValue] | KctlError] = {}
+        for answer in answers:
+            for result in answer.results:
+                key = (kinds.get(result.resource_type, str(result.resource_type)), result.resource_name)
+                if result.error_code:
+                    resource = Resource(key[0], key[1])
+                    found[key] = for_kafka_code(result.error_code, result.error_message, f"{action} of {key[0]} {key[1]}", resource)
+                    continue
+                found[key] = {c.name: ConfigValue(c.name, c.value, CONFIG_SOURCES.get(c.config_source, "UNKNOWN"), bool(c.is_sensitive),
+                                                  bool(c.read_only)) for c in result.configs}
+        return found
+
+    def list_transactions(self, action: str) -> list[TransactionListing]:
+        answers = ask_every_broker(self.wire, action, "ListTransactions", {}, 0, 2, "a transaction coordinator was still loading")
+        return [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state, node)
+                for node, answer in answers for t in answer.transaction_states]
+
+    def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
+                             timeout: float) -> Any | None:
+        from kctl.admin.client.wire_producer import WireProducer
+
+        return WireProducer(self.wire, topic, partitions, on_failure, timeout)
+
+    def close(self) -> None:
+        pass  # the wire client is the session's
+
+
+def metadata_of(answer: Any, named: Sequence[str] | None) -> ClusterMetadata:
+    """kctl's ClusterMetadata from a Metadata answer; a named topic it lacks is there with
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    topics: dict[str, TopicLayout] = {}
+    for t in answer.topics:
+        partitions = {p.partition_index: PartitionLayout(p.partition_index, p.leader_id if p.leader_id >= 0 else None,
+                                                         tuple(p.replica_nodes), tuple(p.isr_nodes))
+                      for p in sorted(t.partitions, key=lambda p: p.partition_index)}
+        code = error_name(t.error_code) if t.error_code else None
+        topics[t.name] = TopicLayout(t.name, topic_id(t.topic_id), bool(t.is_internal), partitions, code)
+    for name in named or ():
+        topics.setdefault(name, TopicLayout(name, None, False, {}, "UNKNOWN_TOPIC_OR_PARTITION"))
+    controller = getattr(answer, "controller_id", -1)
+    return ClusterMetadata(
+        cluster_id=getattr(answer, "cluster_id", None),
+        controller_id=controller if controller >= 0 else None,
+        brokers={b.node_id: Broker(b.node_id, b.host, b.port, b.rack) for b in answer.brokers},
+        topics=topics,
+    )
+
+
+def topic_id(raw: Any) -> str | None:
+    """A topic id as Kafka's tools print it (URL-safe base64 without padding); None for
+    the all-zero id of a Metadata answer that did not carry one."""
+    if raw is None or not any(raw.bytes):
+        return None
+    return base64.urlsafe_b64encode(raw.bytes).decode().rstrip("=")
+
+
+def leaderless(action: str, key: TopicPartition) -> KctlError:
+    """A partition that no live broker leads, named in Kafka's words."""
+    return KctlError(f"unable to {action} of {key[0]}-{key[1]}: LEADER_NOT_AVAILABLE: the partition has no leader "
+                     "(no broker holding a replica is up)", kafka_error="LEADER_NOT_AVAILABLE")
