@@ -13,7 +13,9 @@ error for a WARNING/CRITICAL verdict.
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
+
+R = TypeVar("R")
 
 
 class ExitCode(enum.IntEnum):
@@ -66,8 +68,12 @@ class Resource(NamedTuple):
 
 
 class KctlError(Exception):
-    """An error for the user: a one-line message, an optional hint, an exit status, and
-    the fields callers judge it by (never by its text)."""
+    """An error for the user, built whole where it happens: what was being done (`action`)
+    and what went wrong (`cause`), which make the one-line message `unable to <action>:
+    <cause>`; Kafka's error name when the cluster answered with one; the resource it is
+    about; an optional hint; the exit status. Callers judge an error by these fields,
+    never by its text, and reword one by building another (`but`), never by cutting its
+    message."""
 
     exit_code: ExitCode = ExitCode.ERROR
     # Kafka's error name (NOT_LEADER_OR_FOLLOWER...) when the cluster answered with one:
@@ -76,10 +82,17 @@ class KctlError(Exception):
     # The topic, group or context the error is about (a NotFoundError: the one missing).
     resource: Resource | None = None
 
-    def __init__(self, message: str, *, hint: str | None = None, exit_code: ExitCode | None = None,
-                 kafka_error: str | None = None, resource: Resource | None = None):
+    def __init__(self, message: str | None = None, *, action: str | None = None, cause: str | None = None,
+                 hint: str | None = None, exit_code: ExitCode | None = None, kafka_error: str | None = None,
+                 resource: Resource | None = None):
+        if message is None:
+            if action is None or cause is None:
+                raise TypeError("KctlError needs a message, or an action and a cause")
+            message = f"unable to {action}: {cause}"
         super().__init__(message)
         self.message = message
+        self.action = action
+        self._cause = cause
         self.hint = hint
         if exit_code is not None:
             self.exit_code = exit_code
@@ -87,6 +100,31 @@ class KctlError(Exception):
             self.kafka_error = kafka_error
         if resource is not None:
             self.resource = resource
+
+    @property
+    def cause(self) -> str:
+        """What went wrong, without the action: the message after `unable to <action>: `
+        (for an error built from a message alone, after its first `: `)."""
+        if self._cause is not None:
+            return self._cause
+        if self.message.startswith("unable to ") and ": " in self.message:
+            return self.message.split(": ", 1)[1]
+        return self.message
+
+    def but(self, *, action: str | None = None, cause: str | None = None, hint: str | None = None,
+            resource: Resource | None = None, kind: type[KctlError] | None = None) -> KctlError:
+        """This error (its class, Kafka error, resource and exit status) with a new action,
+        cause, hint or resource, or as another class: how a caller that knows more says it."""
+        new_action = action if action is not None else self.action
+        new_cause = cause if cause is not None else self.cause
+        if new_action is None:
+            message = self.message if cause is None else new_cause
+        else:
+            message = f"unable to {new_action}: {new_cause}"
+        cls = kind or type(self)
+        exit_code = self.exit_code if kind is None else None
+        return cls(message, action=new_action, cause=new_cause, hint=hint if hint is not None else self.hint,
+                   exit_code=exit_code, kafka_error=self.kafka_error, resource=resource or self.resource)
 
 
 class UsageError(KctlError):
@@ -136,3 +174,14 @@ class PartialFailure(KctlError):
     """Raised after a batch operation has rendered its per-item results."""
 
     exit_code = ExitCode.PARTIAL_FAILURE
+
+
+class Partial(NamedTuple, Generic[R]):
+    """What an operation on several items gives, the one way the library returns per-item
+    outcomes: the results of the items that succeeded (a list in the order asked, or a
+    mapping by item) and the KctlError of each item that failed, by the item's key. It
+    unpacks as `results, errors`; the command renders both and exits with the
+    partial-failure status when some failed."""
+
+    results: R
+    errors: dict[Any, KctlError]

@@ -499,7 +499,7 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
 
     ids = list(dict.fromkeys(groups))
     # A dry run of an active group is shown, with the refusal --execute would meet.
-    on_active = None if execute else (lambda refusal: app.warn(f"{refusal.message.removeprefix('unable to ')}; "
+    on_active = None if execute else (lambda refusal: app.warn(f"{refusal.action}: {refusal.cause}; "
                                                                "this plan is a preview: --execute is refused until then"))
 
     if undo is not None:

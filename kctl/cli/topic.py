@@ -146,7 +146,7 @@ def describe(app: App, names, detail):
         error = next(iter(errors.values()))
         if len(errors) == 1:
             raise error
-        raise type(error)(f"unable to describe topics {', '.join(errors)}: {error.message.split(': ', 1)[-1]}")
+        raise error.but(action=f"describe topics {', '.join(errors)}")
     spec = TOPIC_DOCUMENT
     if detail:
         table = TableSpec(PARTITION_TABLE.columns + DETAIL_COLUMNS)

@@ -242,10 +242,9 @@ def produce(
         raise _delivery_error(report, failures, state.line)
     if stop is not None:
         if stop.exit_code == ExitCode.INTERRUPTED:
-            stop.hint = f"{written} record(s) were written"
-        else:  # a line that could not be read or sent
-            stop.hint = f"{written} record(s) before it were written" + (f"; {stop.hint}" if stop.hint else "")
-        raise stop
+            raise stop.but(hint=f"{written} record(s) were written")
+        # a line that could not be read or sent
+        raise stop.but(hint=f"{written} record(s) before it were written" + (f"; {stop.hint}" if stop.hint else ""))
     return report
 
 

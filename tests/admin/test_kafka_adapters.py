@@ -94,13 +94,14 @@ def test_describe_configs_is_the_same_through_both(adapters, written, cluster):
     for keys in (None, ["retention.ms", "cleanup.policy"]):
         ours = wire.describe_configs([(TOPIC, topic), (BROKER, broker)], "describe configs", keys)
         theirs = librdkafka.describe_configs([(TOPIC, topic), (BROKER, broker)], "describe configs", keys)
-        assert ours == theirs
-        assert (ours[(TOPIC, topic)]["retention.ms"].value, ours[(TOPIC, topic)]["retention.ms"].source) == ("86400000", "DYNAMIC_TOPIC_CONFIG")
-        assert ours[(TOPIC, topic)]["cleanup.policy"].source == "DEFAULT_CONFIG"
-    ours = wire.describe_configs([(TOPIC, missing)], "describe configs")[(TOPIC, missing)]
-    theirs = librdkafka.describe_configs([(TOPIC, missing)], "describe configs")[(TOPIC, missing)]
+        assert ours == theirs and ours.errors == {}
+        assert (ours.results[(TOPIC, topic)]["retention.ms"].value, ours.results[(TOPIC, topic)]["retention.ms"].source) == ("86400000", "DYNAMIC_TOPIC_CONFIG")
+        assert ours.results[(TOPIC, topic)]["cleanup.policy"].source == "DEFAULT_CONFIG"
+    ours = wire.describe_configs([(TOPIC, missing)], "describe configs").errors[(TOPIC, missing)]
+    theirs = librdkafka.describe_configs([(TOPIC, missing)], "describe configs").errors[(TOPIC, missing)]
     assert isinstance(ours, NotFoundError) and isinstance(theirs, NotFoundError)
-    assert (ours.kafka_error, ours.resource) == (theirs.kafka_error, theirs.resource) == ("UNKNOWN_TOPIC_OR_PARTITION", (TOPIC, missing))
+    assert (ours.kafka_error, ours.resource, ours.action) == (theirs.kafka_error, theirs.resource, theirs.action) == (
+        "UNKNOWN_TOPIC_OR_PARTITION", (TOPIC, missing), f"describe configs of topic {missing}")
 
 
 def test_list_transactions_is_the_same_through_both(adapters, cluster, unique_name):

@@ -96,21 +96,21 @@ def error_class_named(name: str) -> type[KctlError]:
 
 def translate(error: Any, action: str, resource: Resource | None = None) -> KctlError:
     """A KctlError for `unable to <action>: <NAME: description>` (about `resource`)."""
-    return error_class(error)(f"unable to {action}: {describe(error)}", kafka_error=kafka_name(error), resource=resource)
+    return error_class(error)(action=action, cause=describe(error), kafka_error=kafka_name(error), resource=resource)
 
 
 def missing_topic(name: str, error: str | None, action: str, hint: str | None = None) -> KctlError:
     """Why a Metadata answer has no partitions for topic `name` (`error`: the answer's error
     name for it): not authorized to describe it, or no such topic."""
     if error == "TOPIC_AUTHORIZATION_FAILED":
-        return NotAuthorizedError(f"unable to {action}: TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}",
+        return NotAuthorizedError(action=action, cause=f"TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}",
                                   kafka_error=error, resource=Resource("topic", name))
     return no_such_topic(action, name, hint)
 
 
 def no_such_topic(action: str, name: str, hint: str | None = None) -> NotFoundError:
     """`unable to <action>: UNKNOWN_TOPIC_OR_PARTITION: no such topic`, about topic `name`."""
-    return NotFoundError(f"unable to {action}: UNKNOWN_TOPIC_OR_PARTITION: no such topic", hint=hint,
+    return NotFoundError(action=action, cause="UNKNOWN_TOPIC_OR_PARTITION: no such topic", hint=hint,
                          kafka_error="UNKNOWN_TOPIC_OR_PARTITION", resource=Resource("topic", name))
 
 
@@ -158,8 +158,8 @@ def for_kafka_code(code: int, message: str | None, action: str, resource: Resour
 
     name = error_name(code)
     text = message or _MISSING.get((name, resource.type if resource else None)) or ERRORS.get(code, (name, ""))[1]
-    return BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {name}: {text}" if text else f"unable to {action}: {name}",
-                                              kafka_error=name, resource=resource)
+    return BY_KAFKA_NAME.get(name, KctlError)(action=action, cause=f"{name}: {text}" if text else name, kafka_error=name,
+                                              resource=resource)
 
 
 _MISSING = {("UNKNOWN_TOPIC_OR_PARTITION", "topic"): "no such topic", ("GROUP_ID_NOT_FOUND", "group"): "no such group"}

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kctl.errors import KctlError
+from kctl.errors import Partial
 
 TopicPartition = tuple[str, int]
 
@@ -152,7 +152,7 @@ class Kafka(Protocol):
 
     def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
                      leaders: Mapping[TopicPartition, int] | None = None,
-                     ) -> tuple[dict[TopicPartition, list[OffsetAnswer | None]], dict[TopicPartition, KctlError]]:
+                     ) -> Partial[dict[TopicPartition, list[OffsetAnswer | None]]]:
         """ListOffsets for each of `timestamps` per partition, everything in flight at
         once; a partition whose leader moved is asked again until --timeout, one without a
         leader is not asked. `leaders` (from metadata the caller just read) spares a
@@ -161,9 +161,10 @@ class Kafka(Protocol):
         ...
 
     def describe_configs(self, resources: Sequence[tuple[str, str]], action: str, keys: Sequence[str] | None = None,
-                         ) -> dict[tuple[str, str], dict[str, ConfigValue] | KctlError]:
+                         ) -> Partial[dict[tuple[str, str], dict[str, ConfigValue]]]:
         """The configs (all, or only `keys`) of each (resource type, name): TOPIC or
-        BROKER; a broker's own configs are asked of that broker."""
+        BROKER; a broker's own configs are asked of that broker. Each resource that could
+        not be read has its error instead."""
         ...
 
     def list_transactions(self, action: str) -> list[TransactionListing]:

@@ -196,11 +196,9 @@ def translate_error(exc: BaseException, action: str, bootstrap: str | None = Non
         return ConfigError(f"unable to configure the kafka-python client: {exc}")
     if isinstance(exc, errors.BrokerResponseError):
         return for_code(exc, action)
-    result = KctlError(f"unable to {action}: {type(exc).__name__}: {exc}")
-    if isinstance(exc, getattr(errors, "IncompatibleBrokerVersion", ())):
-        # kafka-python's own check that a broker lacks the API: what Kafka would answer.
-        result.kafka_error = "UNSUPPORTED_VERSION"
-    return result
+    # kafka-python's own check that a broker lacks the API: what Kafka would answer.
+    lacking = isinstance(exc, getattr(errors, "IncompatibleBrokerVersion", ()))
+    return KctlError(action=action, cause=f"{type(exc).__name__}: {exc}", kafka_error="UNSUPPORTED_VERSION" if lacking else None)
 
 
 def for_code(error: Any, action: str) -> KctlError:
@@ -208,9 +206,7 @@ def for_code(error: Any, action: str) -> KctlError:
     name = kafka_error_name(error)
     description = getattr(error, "description", None) or ""
     text = f"{name}: {description}" if description else name
-    result = BY_KAFKA_NAME.get(name, KctlError)(f"unable to {action}: {text}")
-    result.kafka_error = name
-    return result
+    return BY_KAFKA_NAME.get(name, KctlError)(action=action, cause=text, kafka_error=name)
 
 
 def run(client: Any, fn: Callable[[Any], Any], action: str, bootstrap: str | None = None, needs: str | None = None) -> Any:
@@ -311,9 +307,7 @@ def raise_for_code(code: int, message: str | None, action: str) -> None:
     kind = error_class(code)
     error = for_code(kind, action)
     if message:
-        detailed = type(error)(f"unable to {action}: {kafka_error_name(kind)}: {message}", exit_code=error.exit_code)
-        detailed.kafka_error = error.kafka_error
-        raise detailed
+        raise error.but(cause=f"{kafka_error_name(kind)}: {message}")
     raise error
 
 

@@ -27,7 +27,7 @@ from kctl.admin.client.kafka import (
 )
 from kctl.admin.client.librdkafka import LibrdkafkaAdmin
 from kctl.admin.client.over_wire import RETRIABLE_OFFSETS, RETRY_BACKOFF, leaderless
-from kctl.errors import KctlError, Resource
+from kctl.errors import KctlError, Partial, Resource
 from kctl.polling import poll
 
 class LibrdkafkaKafka:
@@ -81,7 +81,7 @@ class LibrdkafkaKafka:
 
     def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
                      leaders: Mapping[TopicPartition, int] | None = None,
-                     ) -> tuple[dict[TopicPartition, list[OffsetAnswer | None]], dict[TopicPartition, KctlError]]:
+                     ) -> Partial[dict[TopicPartition, list[OffsetAnswer | None]]]:
         """librdkafka sends one ListOffsets request per leader for the whole batch. A
         partition answered with a retriable error is asked again, after a metadata refresh,
         while that metadata names a leader for it and until --timeout."""
@@ -127,30 +127,31 @@ class LibrdkafkaKafka:
         for key in list(errors):
             if all(found is not None for found in values[key]):
                 del errors[key]
-        return values, errors
+        return Partial(values, errors)
 
     def describe_configs(self, resources: Sequence[tuple[str, str]], action: str, keys: Sequence[str] | None = None,
-                         ) -> dict[tuple[str, str], dict[str, ConfigValue] | KctlError]:
+                         ) -> Partial[dict[tuple[str, str], dict[str, ConfigValue]]]:
         from confluent_kafka.admin import ConfigResource, ResourceType
 
         session = self.session
         kinds = {TOPIC: ResourceType.TOPIC, BROKER: ResourceType.BROKER}
         wanted = list(dict.fromkeys(resources))
         if not wanted:
-            return {}
+            return Partial({}, {})
         futures = session.client.describe_configs([ConfigResource(kinds[kind], name) for kind, name in wanted], request_timeout=session.timeout)
         by_resource = session.wait_all(futures, action)
-        found: dict[tuple[str, str], dict[str, ConfigValue] | KctlError] = {}
+        found: dict[tuple[str, str], dict[str, ConfigValue]] = {}
+        errors: dict[tuple[str, str], KctlError] = {}
         for (kind, name) in wanted:
             result = next((r for resource, r in by_resource.items() if resource.name == name and resource.restype == kinds[kind]), None)
             if result is None:
                 continue
             if isinstance(result, KctlError):
-                found[(kind, name)] = type(result)(result.message, hint=result.hint, kafka_error=result.kafka_error, resource=Resource(kind, name))
+                errors[(kind, name)] = result.but(action=f"{action} of {kind} {name}", resource=Resource(kind, name))
                 continue
             found[(kind, name)] = {e.name: ConfigValue(e.name, e.value, _source_name(e.source), bool(e.is_sensitive), bool(e.is_read_only))
                                    for e in result.values() if keys is None or e.name in keys}
-        return found
+        return Partial(found, errors)
 
     def list_transactions(self, action: str) -> list[TransactionListing]:
         by_broker = self.run_kafka_python(

@@ -23,7 +23,7 @@ from kctl.admin.client.kafka import (
     TransactionListing,
 )
 from kctl.admin.client.wire import WireClient, ask_every_broker
-from kctl.errors import KctlError, Resource
+from kctl.errors import KctlError, Partial, Resource
 from kctl.messages.errors import error_name
 from kctl.polling import poll
 
@@ -60,7 +60,7 @@ class WireKafka:
 
     def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
                      leaders: Mapping[TopicPartition, int] | None = None,
-                     ) -> tuple[dict[TopicPartition, list[OffsetAnswer | None]], dict[TopicPartition, KctlError]]:
+                     ) -> Partial[dict[TopicPartition, list[OffsetAnswer | None]]]:
         """A request per leader and timestamp, every one in flight at once (sent one after
         the other they cost a round trip each, 0.1 s at 20,000 partitions)."""
         wire = self.wire
@@ -117,10 +117,10 @@ class WireKafka:
             poll(lambda: wire.call(action, ask), lambda todo: not todo, timeout=self.timeout, interval=RETRY_BACKOFF, stop_before=True)
         errors = {key: leaderless(action, key) if code == NO_LEADER else for_kafka_code(code, None, f"{action} of {key[0]}-{key[1]}")
                   for key, code in codes.items()}
-        return values, errors
+        return Partial(values, errors)
 
     def describe_configs(self, resources: Sequence[tuple[str, str]], action: str, keys: Sequence[str] | None = None,
-                         ) -> dict[tuple[str, str], dict[str, ConfigValue] | KctlError]:
+                         ) -> Partial[dict[tuple[str, str], dict[str, ConfigValue]]]:
         """One DescribeConfigs to any broker for the topics, and one to each broker for
         its own configs (a broker answers only for itself), all at once."""
         wire = self.wire
@@ -138,17 +138,18 @@ class WireKafka:
         sent = [(node, "DescribeConfigs", fields(items), 1, 4) for node, items in requests]
         answers = wire.call(action, lambda: wire.fan_out(sent, wire.deadline()))
         kinds = {code: kind for kind, code in _RESOURCE_TYPES.items()}
-        found: dict[tuple[str, str], dict[str, ConfigValue] | KctlError] = {}
+        found: dict[tuple[str, str], dict[str, ConfigValue]] = {}
+        errors: dict[tuple[str, str], KctlError] = {}
         for answer in answers:
             for result in answer.results:
                 key = (kinds.get(result.resource_type, str(result.resource_type)), result.resource_name)
                 if result.error_code:
                     resource = Resource(key[0], key[1])
-                    found[key] = for_kafka_code(result.error_code, result.error_message, f"{action} of {key[0]} {key[1]}", resource)
+                    errors[key] = for_kafka_code(result.error_code, result.error_message, f"{action} of {key[0]} {key[1]}", resource)
                     continue
                 found[key] = {c.name: ConfigValue(c.name, c.value, CONFIG_SOURCES.get(c.config_source, "UNKNOWN"), bool(c.is_sensitive),
                                                   bool(c.read_only)) for c in result.configs}
-        return found
+        return Partial(found, errors)
 
     def list_transactions(self, action: str) -> list[TransactionListing]:
         answers = ask_every_broker(self.wire, action, "ListTransactions", {}, 0, 2, "a transaction coordinator was still loading")

@@ -366,9 +366,7 @@ class WireClient:
             if exc.message.startswith("unable to "):
                 raise
             # Raised below the action's level ("authentication failed at ..."): name the action.
-            error = type(exc)(f"unable to {action}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code)
-            error.kafka_error = exc.kafka_error
-            raise error from exc
+            raise exc.but(action=action, cause=exc.message) from exc
         except ConnectFailed as exc:
             raise self._unreachable(action, exc.causes) from exc
         except socket.timeout as exc:
@@ -397,9 +395,8 @@ class WireClient:
             try:
                 version = connection.version(name, low, high)
             except UnsupportedApi as exc:
-                error = InvalidError(f"the cluster does not support {name}: {exc}")
-                error.kafka_error = "UNSUPPORTED_VERSION"  # what a broker without the API would answer
-                raise error from exc
+                # UNSUPPORTED_VERSION: what a broker without the API would answer.
+                raise InvalidError(f"the cluster does not support {name}: {exc}", kafka_error="UNSUPPORTED_VERSION") from exc
             sent.append((connection, connection.send(name, version, fields(version) if callable(fields) else fields, deadline)))
         return [connection.receive(correlation, deadline) for connection, correlation in sent]
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from kctl.admin.client.kafka import ClusterMetadata, PartitionLayout
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError
 
 FILTERS = ("under_replicated", "under_min_isr", "at_min_isr", "unavailable", "offline")
 
@@ -58,12 +57,10 @@ def topic_configs(session: AdminSession, topics: Sequence[str]) -> tuple[dict[st
         return {}, {}
     from kctl.admin.client.kafka import TOPIC
 
-    results = session.kafka.describe_configs([(TOPIC, t) for t in topics], "describe topic configs")
+    results, _unread = session.kafka.describe_configs([(TOPIC, t) for t in topics], "describe topic configs")
     min_isr: dict[str, int | None] = {t: None for t in topics}
     overrides: dict[str, int] = {t: 0 for t in topics}
     for (_kind, name), result in results.items():
-        if isinstance(result, KctlError):
-            continue
         entry = result.get("min.insync.replicas")
         min_isr[name] = int(entry.value) if entry is not None and entry.value is not None else None
         overrides[name] = sum(1 for e in result.values() if e.source == "DYNAMIC_TOPIC_CONFIG")

@@ -27,7 +27,7 @@ from typing import Any
 from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession
 from kctl.polling import poll
-from kctl.errors import InvalidError, KctlError, NotFoundError
+from kctl.errors import InvalidError, KctlError, NotFoundError, Partial
 
 THROTTLE_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -290,7 +290,7 @@ def clear_throttles(session: AdminSession, moves: Sequence[PartitionMove]) -> No
         _alter(session, "topic", topic, [ConfigChange(operation="delete", name=k) for k in THROTTLED_REPLICAS_KEYS])
 
 
-def execute(session: AdminSession, moves: Sequence[PartitionMove], *, throttle: int | None = None) -> tuple[list[MoveRow], dict[str, KctlError]]:
+def execute(session: AdminSession, moves: Sequence[PartitionMove], *, throttle: int | None = None) -> Partial[list[MoveRow]]:
     """Start the reassignment of every partition whose replicas change."""
     from kafka import TopicPartition
 
@@ -315,7 +315,7 @@ def execute(session: AdminSession, moves: Sequence[PartitionMove], *, throttle: 
             rows.append(_row(m, "failed", failure.message))
         else:
             rows.append(_row(m, "started"))
-    return rows, errors
+    return Partial(rows, errors)
 
 
 def _row(m: PartitionMove, status: str, error: str | None = None) -> MoveRow:
@@ -418,7 +418,7 @@ def _await_preferred_leaders(session: AdminSession, pairs: Sequence[tuple[str, i
     return metadata
 
 
-def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None, *, unclean: bool = False) -> tuple[list[ElectionResult], dict[str, KctlError]]:
+def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None, *, unclean: bool = False) -> Partial[list[ElectionResult]]:
     """Preferred (or unclean) election for `pairs`, or every partition when None."""
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
@@ -448,4 +448,4 @@ def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None
         failure = translate(kafka_error, f"elect a leader for {tp.topic}-{tp.partition}") if kafka_error is not None else KctlError(str(error))
         errors[f"{tp.topic}-{tp.partition}"] = failure
         rows.append(ElectionResult(topic=tp.topic, partition=tp.partition, status="failed", leader=leader, error=failure.message))
-    return rows, errors
+    return Partial(rows, errors)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, NotFoundError
+from kctl.errors import KctlError, NotFoundError, Partial
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def list_transactions(session: AdminSession) -> list[Transaction]:
     return sorted(rows, key=lambda t: t.transactional_id)
 
 
-def describe_transactions(session: AdminSession, transactional_ids: Sequence[str]) -> tuple[list[TransactionDescription], dict[str, KctlError]]:
+def describe_transactions(session: AdminSession, transactional_ids: Sequence[str]) -> Partial[list[TransactionDescription]]:
     found, errors = [], {}
     now = int(time.time() * 1000)
     for transactional_id in dict.fromkeys(transactional_ids):
@@ -114,7 +114,7 @@ def describe_transactions(session: AdminSession, transactional_ids: Sequence[str
                 tuple(sorted(f"{tp.topic}:{tp.partition}" for tp in d.topic_partitions)),
             )
         )
-    return found, errors
+    return Partial(found, errors)
 
 
 def list_producers(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> list[Producer]:

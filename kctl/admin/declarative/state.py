@@ -99,14 +99,13 @@ def _topics(session: AdminSession, state: ClusterState, regex: re.Pattern[str] |
         for n, t in metadata.topics.items()
         if not n.startswith("__") and t.error is None and (regex is None or regex.fullmatch(n)) and (only is None or n in only)
     )
-    results = session.kafka.describe_configs([(TOPIC, n) for n in names], "describe topic configs") if names else {}
+    results, unread = session.kafka.describe_configs([(TOPIC, n) for n in names], "describe topic configs")
+    for error in unread.values():
+        if not unknown_topic(error):  # one deleted meanwhile is left out
+            raise error
     configs: dict[str, dict[str, str]] = {}
     sensitive: dict[str, set[str]] = {}
     for (_kind, name), result in results.items():
-        if isinstance(result, KctlError):
-            if unknown_topic(result):
-                continue  # deleted meanwhile
-            raise result
         overrides = {e.name: e for e in result.values() if e.source == "DYNAMIC_TOPIC_CONFIG"}
         configs[name] = {k: e.value for k, e in overrides.items() if e.value is not None and not e.sensitive}
         sensitive[name] = {k for k, e in overrides.items() if e.sensitive}

@@ -20,7 +20,7 @@ from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol
 from kctl.admin.groups.models import TYPES, GroupDescription, GroupResult, GroupSummary, OffsetDeletion
 from kctl.admin.client.errors import no_such_topic
-from kctl.errors import GroupActiveError, KctlError, NotFoundError, Resource
+from kctl.errors import GroupActiveError, KctlError, NotFoundError, Partial, Resource
 
 
 # The API that describes each newer group type, and the Apache Kafka release that has it
@@ -76,21 +76,26 @@ def listed_type(entry: dict) -> str:
     return kind if kind in TYPES else "classic"
 
 
-def committed_offsets(session: AdminSession, ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, str | None]] | KctlError]:
-    """Committed offsets (and their metadata) of every group, one request per coordinator."""
-    out: dict[str, dict | KctlError] = {}
+CommittedOffsets = dict[tuple[str, int], tuple[int, str | None]]
+
+
+def committed_offsets(session: AdminSession, ids: Sequence[str]) -> Partial[dict[str, CommittedOffsets]]:
+    """Committed offsets (and their metadata) of every group, one request per coordinator;
+    the error of each group whose coordinator refused."""
+    out: dict[str, CommittedOffsets] = {}
+    errors: dict[str, KctlError] = {}
     for group_id, (group, _node) in protocol.offset_fetch(session, ids).items():
         if group.error_code:
-            out[group_id] = described_error(group_id, group, "fetch committed offsets of group")
+            errors[group_id] = described_error(group_id, group, "fetch committed offsets of group")
             continue
         out[group_id] = {
             (t.name, p.partition_index): (p.committed_offset, p.metadata or None)
             for t in group.topics for p in t.partitions if p.committed_offset >= 0 and not p.error_code
         }
-    return out
+    return Partial(out, errors)
 
 
-def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupDescription], dict[str, KctlError]]:
+def describe_groups(session: AdminSession, ids: Sequence[str]) -> Partial[list[GroupDescription]]:
     """Descriptions in the order asked; each group described as its type allows (a group
     ListGroups does not know is asked as a classic one, which Kafka answers Dead)."""
     from kctl.admin.groups import classic, consumer, share, streams
@@ -98,7 +103,7 @@ def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Gro
     ids = list(dict.fromkeys(ids))
     types = {g["group_id"]: listed_type(g) for g in protocol.list_groups(session)}
     of_type = {kind: [g for g in ids if types.get(g, "classic") == kind] for kind in TYPES}
-    committed = committed_offsets(session, [g for g in ids if types.get(g, "classic") != "share"])
+    committed, refused = committed_offsets(session, [g for g in ids if types.get(g, "classic") != "share"])
     share_offsets = protocol.share_group_offsets(session, of_type["share"])
     found: dict[str, GroupDescription] = {}
     errors: dict[str, KctlError] = {}
@@ -110,13 +115,13 @@ def describe_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Gro
                 errors[group_id] = described_error(group_id, raw)
             elif kind == "share":
                 found[group_id] = share.describe(raw, share_offsets.get(group_id, (None,))[0], node)
-            elif isinstance(offsets, KctlError):
-                errors[group_id] = offsets
+            elif group_id in refused:
+                errors[group_id] = refused[group_id]
             elif kind == "classic" and classic.is_missing(raw, offsets):
                 errors[group_id] = not_found(group_id, "describe group")
             else:
                 found[group_id] = {"classic": classic, "consumer": consumer, "streams": streams}[kind].describe(raw, offsets, node)
-    return [found[g] for g in ids if g in found], errors
+    return Partial([found[g] for g in ids if g in found], errors)
 
 
 def not_found(group_id: str, action: str) -> NotFoundError:
@@ -134,7 +139,7 @@ def described_error(group_id: str, raw, action: str = "describe group") -> KctlE
     return for_kafka_code(raw.error_code, None, f"{action} {group_id}")
 
 
-def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[GroupResult], dict[str, KctlError]]:
+def delete_groups(session: AdminSession, ids: Sequence[str]) -> Partial[list[GroupResult]]:
     futures = session.client.delete_consumer_groups(list(ids), request_timeout=session.timeout)
     outcomes = session.wait_all(futures, "delete group")
     results, errors = [], {}
@@ -152,13 +157,13 @@ def delete_groups(session: AdminSession, ids: Sequence[str]) -> tuple[list[Group
             results.append(GroupResult(group=group_id, status="failed", error=outcome.message))
         else:
             results.append(GroupResult(group=group_id, status="deleted"))
-    return results, errors
+    return Partial(results, errors)
 
 
 
 def delete_offsets(
     session: AdminSession, group: str, topics: Sequence[tuple[str, tuple[int, ...] | None]]
-) -> tuple[list[OffsetDeletion], dict[str, KctlError]]:
+) -> Partial[list[OffsetDeletion]]:
     """Delete a group's committed offsets for topics (or some of their partitions), through
     kafka-python: librdkafka has OffsetDelete but confluent-kafka does not expose it. A share
     group's start offsets are forgotten per topic (DeleteShareGroupOffsets)."""
@@ -170,9 +175,10 @@ def delete_offsets(
     if share.share_groups(session, [group]):
         return share.delete_offsets(session, group, topics)
 
-    committed = committed_offsets(session, [group])[group]
-    if isinstance(committed, KctlError):
-        raise committed
+    found, refused = committed_offsets(session, [group])
+    if group in refused:
+        raise refused[group]
+    committed = found[group]
     metadata = session.metadata("delete offsets", [topic for topic, _parts in topics])
     pairs = []
     for topic, parts in topics:
@@ -203,4 +209,4 @@ def delete_offsets(
             failure = GroupActiveError(failure.message, hint="a member of the group consumes this topic; stop it first")
         errors[f"{topic}-{partition}"] = failure
         rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="failed", error=failure.message))
-    return rows, errors
+    return Partial(rows, errors)

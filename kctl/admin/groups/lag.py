@@ -21,7 +21,7 @@ from kctl.admin.client.session import AdminSession
 from kctl.admin.groups import protocol
 from kctl.admin.groups.groups import committed_offsets, described_error, listed_type, not_found
 from kctl.admin.groups.models import TYPES, GroupLag, PartitionLag
-from kctl.errors import KctlError
+from kctl.errors import KctlError, Partial
 
 
 def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str,
@@ -122,7 +122,7 @@ def group_lag(
     isolation: str = "read_uncommitted",
     time_lag: str = "none",
     now_ms: int | None = None,
-) -> tuple[list[GroupLag], dict[str, KctlError]]:
+) -> Partial[list[GroupLag]]:
     """Lag of the named groups (every group of every type when `ids` is None), optionally
     only `topics`. Share groups' lag is Kafka's: records after the share-partition start
     offset not yet acknowledged."""
@@ -130,7 +130,7 @@ def group_lag(
     results, errors, _log = _lag(session, listed, sorted(listed) if ids is None else ids, topics, isolation, ())
     if time_lag == "record":
         results = _with_record_time_lag(session, results, now_ms)
-    return results, errors
+    return Partial(results, errors)
 
 
 def cluster_lag(
@@ -207,14 +207,14 @@ def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dic
             members[group_id] = len(raw.members)
             states.setdefault(group_id, raw.group_state)
             owners[group_id] = owned(raw)
-    committed = committed_offsets(session, [g for g in ids if kinds[g] != "share" and g not in errors])
+    committed, refused = committed_offsets(session, [g for g in ids if kinds[g] != "share" and g not in errors])
     inputs: dict[str, _LagInputs] = {}
     for group_id in ids:
-        offsets = committed.get(group_id)
+        offsets = committed.get(group_id, {})
         if kinds[group_id] == "share" or group_id in errors:
             continue
-        if isinstance(offsets, KctlError):
-            errors[group_id] = offsets
+        if group_id in refused:
+            errors[group_id] = refused[group_id]
         elif group_id not in listed and not offsets:
             errors[group_id] = not_found(group_id, "compute lag of group")
         else:

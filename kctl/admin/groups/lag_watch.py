@@ -15,11 +15,11 @@ from kctl.admin.client.session import AdminSession
 from kctl.admin.groups.lag import group_lag, with_history
 from kctl.admin.groups.lag_rates import LagRate, rates
 from kctl.admin.groups.models import GroupLag, PartitionLag
-from kctl.errors import KctlError, UsageError
+from kctl.errors import KctlError, Partial, UsageError
 
 
 def sample(session: AdminSession, groups: Sequence[str] | None, *, topics: Sequence[str] = (), isolation: str = "read_uncommitted",
-           time_lag: str = "none", history: Path | None = None) -> tuple[list[GroupLag], dict[str, KctlError]]:
+           time_lag: str = "none", history: Path | None = None) -> Partial[list[GroupLag]]:
     """Lag of `groups` (None: every group) with lag in seconds by `time_lag`: "record"
     reads the timestamp of each lagging partition's next record, "interp" interpolates
     from the lag history in `history`; with `history` this sample is added to it. Raises
@@ -31,7 +31,7 @@ def sample(session: AdminSession, groups: Sequence[str] | None, *, topics: Seque
         raise next(iter(errors.values()))
     if history is not None:
         found, _histories = with_history(found, history, interpolate=time_lag == "interp")
-    return found, errors
+    return Partial(found, errors)
 
 
 def behind(found: Sequence[GroupLag], max_lag: int, max_seconds: float | None = None) -> list[PartitionLag]:

@@ -137,7 +137,7 @@ def _resettable(session: AdminSession, groups: Sequence[str], action: str,
         if d.state not in INACTIVE_STATES:
             members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in d.members)) or "none listed"
             refusal = GroupActiveError(
-                f"unable to {action} group {group}: the group is {d.state}; stop its consumers first ({members})",
+                action=f"{action} group {group}", cause=f"the group is {d.state}; stop its consumers first ({members})",
                 hint="offsets can only be reset while a group has no members (Empty)",
             )
             if on_active is None:
@@ -161,7 +161,7 @@ def plan(
     plan only to be shown: then it is told the refusal the execution would meet."""
     described = _resettable(session, groups, "reset offsets of", on_active)
     shared = [g for g, d in described.items() if d.type == "share"]
-    committed = committed_offsets(session, [g for g in groups if g not in shared])
+    committed, refused = committed_offsets(session, [g for g in groups if g not in shared])
     committed.update(share.start_offsets_of(session, shared))
     scopes = parse_topic_scope(topics)
     named = {t for (_g, t, _p) in (spec.offsets or {})} if spec.mode == "explicit" else set()
@@ -169,9 +169,9 @@ def plan(
     metadata = session.metadata("reset offsets", named)
     selected: dict[str, list[tuple[str, int]]] = {}
     for group in groups:
-        offsets = committed[group]
-        if isinstance(offsets, KctlError):
-            raise offsets
+        if group in refused:
+            raise refused[group]
+        offsets = committed.get(group, {})
         if group not in described and not allow_new_group:
             raise NotFoundError(
                 f"unable to reset offsets of group {group}: GROUP_ID_NOT_FOUND: no such group",
@@ -204,7 +204,7 @@ def plan(
         found = {k: a[0].offset for k, a in answers.items() if a[0] is not None}
     planned = []
     for group, pairs in selected.items():
-        offsets = committed[group]
+        offsets = committed.get(group, {})
         for topic, partition in pairs:
             start, end = log[(topic, partition)]
             if start is None or end is None:
@@ -282,11 +282,9 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
     others = [p for p in plans if p.group not in shared]
     _forget(session, [p for p in others if p.new is None])
     _commit(session, [p for p in others if p.new is not None])
-    after = committed_offsets(session, sorted({p.group for p in others}))
+    after, unread = committed_offsets(session, sorted({p.group for p in others}))
     after.update(share.start_offsets_of(session, sorted(shared)))
-    wrong = [
-        p for p in plans if isinstance(after[p.group], KctlError) or after[p.group].get((p.topic, p.partition), (None,))[0] != p.new
-    ]
+    wrong = [p for p in plans if p.group in unread or after.get(p.group, {}).get((p.topic, p.partition), (None,))[0] != p.new]
     if wrong:
         p = wrong[0]
         raise ResetIncompleteError(f"unable to verify the reset of group {p.group}: {p.topic}-{p.partition} is not at {p.new} ({len(wrong)} partition(s) differ)")
@@ -312,11 +310,11 @@ def _commit(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
         if bad:
             from kctl.admin.client.errors import describe, kafka_name
 
-            failures[group] = KctlError(f"{bad[0].topic}-{bad[0].partition}: {describe(bad[0].error)}")
-            failures[group].kafka_error = kafka_name(bad[0].error)
+            failures[group] = KctlError(action="commit offsets", cause=f"{bad[0].topic}-{bad[0].partition}: {describe(bad[0].error)}",
+                                        kafka_error=kafka_name(bad[0].error))
     if failures:
         group, error = next(iter(failures.items()))
-        raise refused_reset(group, error.message.removeprefix("unable to commit offsets: "), error.kafka_error)
+        raise refused_reset(group, error.cause, error.kafka_error)
 
 
 def _reset_share_group(session: AdminSession, group_id: str, plans: Sequence) -> None:
@@ -358,7 +356,7 @@ def refused_reset(group: str, cause: str, kafka_error: str | None) -> KctlError:
     """The broker refused to write the reset (Kafka's error name `kafka_error`): because
     a member joined, or otherwise."""
     kind = GroupActiveError if kafka_error in _GROUP_ACTIVE else ResetIncompleteError
-    return kind(f"unable to reset offsets of group {group}: the broker refused the commit: {cause}",
+    return kind(action=f"reset offsets of group {group}", cause=f"the broker refused the commit: {cause}", kafka_error=kafka_error,
                 hint="a consumer may have joined the group; nothing is reported as reset")
 
 
@@ -372,7 +370,9 @@ def _forget(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
         if errors:
             error = next(iter(errors.values()))
             kind = GroupActiveError if error.exit_code == ExitCode.GROUP_ACTIVE else ResetIncompleteError
-            raise kind(f"unable to reset offsets of group {group}: {error.message.removeprefix('unable to ')}")
+            # What failed was the deletion part of the reset: said as such.
+            raise error.but(action=f"reset offsets of group {group}", cause=f"{error.action}: {error.cause}" if error.action else error.cause,
+                            kind=kind)
 
 
 def undo_plan(session: AdminSession, entry: dict, on_active: Callable[[GroupActiveError], None] | None = None) -> list[PlannedReset]:
@@ -382,12 +382,12 @@ def undo_plan(session: AdminSession, entry: dict, on_active: Callable[[GroupActi
     groups = sorted({p.group for p in recorded})
     described = _resettable(session, groups, "undo the reset of", on_active)
     shared = [g for g, d in described.items() if d.type == "share"]
-    committed = committed_offsets(session, [g for g in groups if g not in shared])
+    committed, _unread = committed_offsets(session, [g for g in groups if g not in shared])
     committed.update(share.start_offsets_of(session, shared))
     log = log_offsets(session, sorted({(p.topic, p.partition) for p in recorded}), "read_uncommitted")
     plans = []
     for p in recorded:
-        now = committed[p.group].get((p.topic, p.partition), (None,))[0] if not isinstance(committed[p.group], KctlError) else None
+        now = committed.get(p.group, {}).get((p.topic, p.partition), (None,))[0]
         start, end = log[(p.topic, p.partition)]
         if p.current is None:
             plans.append(PlannedReset(group=p.group, topic=p.topic, partition=p.partition, current=now, new=None,
@@ -450,9 +450,10 @@ def offsets_csv(plans: Sequence[PlannedReset], *, old: bool = False) -> str:
 
 def copy_offsets(session: AdminSession, source: str, groups: Sequence[str], topics: Sequence[str]) -> dict[tuple[str, str, int], int]:
     """--to-group: the source group's committed offsets, for each target group."""
-    committed = committed_offsets(session, [source])[source]
-    if isinstance(committed, KctlError):
-        raise committed
+    found, refused = committed_offsets(session, [source])
+    if source in refused:
+        raise refused[source]
+    committed = found.get(source, {})
     scope = {t for t, _ in parse_topic_scope(topics)} if topics else None
     parts = {t: p for t, p in parse_topic_scope(topics)} if topics else {}
     chosen = {

@@ -29,7 +29,6 @@ from kctl.admin.groups.lag import log_offsets, record_timestamps
 from kctl.admin.mirror.pair import MirrorPair, newest_checkpoints, newest_heartbeats, newest_offset_syncs
 from kctl.admin.mirror.policy import HEARTBEATS
 from kctl.admin.mirror.translate import now_ms, source_groups
-from kctl.errors import KctlError
 
 OK, WARNING, CRITICAL, UNKNOWN = "OK", "WARNING", "CRITICAL", "UNKNOWN"
 # MM2's default groups.exclude: groups it never checkpoints.
@@ -205,17 +204,16 @@ def _groups(pair: MirrorPair, topics: dict[str, str], checkpoints: dict, now: in
     excluded = thresholds.exclude_groups
     names = [g for g in source_groups(pair.source)
              if not EXCLUDED_GROUPS.fullmatch(g) and not (excluded is not None and excluded.fullmatch(g))]
-    committed = committed_offsets(pair.source, names)
+    committed, _unread = committed_offsets(pair.source, names)
     by_group: dict[str, dict] = {}
     for (group, topic, partition), stamped in checkpoints.items():
         by_group.setdefault(group, {})[(topic, partition)] = stamped
     out = []
     required = set(thresholds.groups)
     if required - set(names):
-        committed.update(committed_offsets(pair.source, sorted(required - set(names))))
+        committed.update(committed_offsets(pair.source, sorted(required - set(names))).results)
     for group in sorted(set(names) | required | {g for g in by_group if not (excluded is not None and excluded.fullmatch(g))}):
         offsets = committed.get(group, {})
-        offsets = {} if isinstance(offsets, KctlError) else offsets
         relevant = {(topics[t], p): o for (t, p), (o, _md) in offsets.items() if t in topics}
         mine = by_group.get(group, {})
         if not mine:

@@ -29,7 +29,7 @@ from kctl.admin.groups.lag import log_offsets, record_timestamps
 from kctl.admin.groups.resets import INACTIVE_STATES, PlannedReset, ResetSpec, plan
 from kctl.admin.mirror.pair import MirrorPair, newest_checkpoints
 from kctl.admin.mirror.records import Checkpoint
-from kctl.errors import GroupActiveError, KctlError, NotFoundError, UsageError
+from kctl.errors import GroupActiveError, NotFoundError, UsageError
 
 FALLBACKS = ("none", "timestamp", "latest", "earliest")
 
@@ -74,9 +74,10 @@ def translate(pair: MirrorPair, groups: Sequence[str] = (), *, group_regex: str 
     if pair.source is not None:
         if groups:  # a --group-regex choice has no share group in it (source_groups)
             _refuse_share_groups(pair.source, chosen)
-        for group, offsets in committed_offsets(pair.source, chosen).items():
-            if isinstance(offsets, KctlError):
-                raise offsets
+        found, refused = committed_offsets(pair.source, chosen)
+        if refused:
+            raise next(iter(refused.values()))
+        for group, offsets in found.items():
             committed[group] = {key: offset for key, (offset, _md) in offsets.items()}
     rows: list[Translation] = []
     needs_fallback: list[tuple[str, str, str, int, int]] = []

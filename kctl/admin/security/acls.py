@@ -229,11 +229,8 @@ def _sort_key(acl: Acl) -> tuple:
 def _not_enabled(error: KctlError) -> KctlError:
     """Kafka without an authorizer answers SECURITY_DISABLED; say so in words."""
     if error.kafka_error == "SECURITY_DISABLED":
-        action = error.message.split(":", 1)[0]
-        return InvalidError(
-            f"{action}: ACLs are not enabled on the cluster (SECURITY_DISABLED: no authorizer is configured)",
-            hint="brokers enforce ACLs only with authorizer.class.name set (KRaft: org.apache.kafka.metadata.authorizer.StandardAuthorizer)",
-        )
+        return error.but(cause="ACLs are not enabled on the cluster (SECURITY_DISABLED: no authorizer is configured)", kind=InvalidError,
+                         hint="brokers enforce ACLs only with authorizer.class.name set (KRaft: org.apache.kafka.metadata.authorizer.StandardAuthorizer)")
     return error
 
 
@@ -314,7 +311,6 @@ def _outcomes(results: dict[int, Any], action: str) -> dict[int, Any]:
 
 def _result(acl: Acl, result: Any, done: str) -> AclResult:
     if isinstance(result, KctlError):
-        # "unable to create ACLs 3: NAME: description" -> "NAME: description"
-        return AclResult.of(acl, "failed", result.message.split(": ", 1)[-1])
+        return AclResult.of(acl, "failed", result.cause)
     return AclResult.of(acl, done)
 

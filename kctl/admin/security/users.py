@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, NotFoundError, UsageError
+from kctl.errors import KctlError, NotFoundError, Partial, UsageError
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -58,7 +58,7 @@ def list_users(session: AdminSession) -> list[ScramCredential]:
     return sorted((c for d in described.values() for c in _credentials(d)), key=_by_user)
 
 
-def describe_users(session: AdminSession, users: Sequence[str]) -> tuple[list[ScramCredential], dict[str, KctlError]]:
+def describe_users(session: AdminSession, users: Sequence[str]) -> Partial[list[ScramCredential]]:
     """The named users' credentials, and an error per user that has none."""
     futures = session.client.describe_user_scram_credentials(list(dict.fromkeys(users)), request_timeout=session.timeout)
     results = session.wait_all(futures, "describe SCRAM user")
@@ -69,7 +69,7 @@ def describe_users(session: AdminSession, users: Sequence[str]) -> tuple[list[Sc
             errors[user] = _user_error(result, user)
         else:
             found += _credentials(result)
-    return sorted(found, key=_by_user), errors
+    return Partial(sorted(found, key=_by_user), errors)
 
 
 def _user_error(error: KctlError, user: str) -> KctlError:
@@ -78,7 +78,7 @@ def _user_error(error: KctlError, user: str) -> KctlError:
     return error
 
 
-def set_password(session: AdminSession, user: str, password: str, mechanisms: Sequence[str], iterations: int) -> tuple[list[UserResult], dict[str, KctlError]]:
+def set_password(session: AdminSession, user: str, password: str, mechanisms: Sequence[str], iterations: int) -> Partial[list[UserResult]]:
     """Create or replace the user's credential for each mechanism (the broker salts and hashes)."""
     from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
@@ -90,7 +90,7 @@ def set_password(session: AdminSession, user: str, password: str, mechanisms: Se
     return _alter(session, user, alterations, mechanisms, "set", "set the password of SCRAM user")
 
 
-def delete_credentials(session: AdminSession, user: str, mechanisms: Sequence[str]) -> tuple[list[UserResult], dict[str, KctlError]]:
+def delete_credentials(session: AdminSession, user: str, mechanisms: Sequence[str]) -> Partial[list[UserResult]]:
     from confluent_kafka.admin import ScramMechanism, UserScramCredentialDeletion
 
     deletions = [UserScramCredentialDeletion(user, ScramMechanism[m.replace("-", "_")]) for m in mechanisms]
@@ -106,11 +106,9 @@ def _alter(session: AdminSession, user: str, alterations: list, mechanisms: Sequ
         futures = session.client.alter_user_scram_credentials([alteration], request_timeout=session.timeout)
         outcome = session.wait_all(futures, f"{action} {user}")[user]
         if isinstance(outcome, KctlError):
-            cause = outcome.message.split(": ", 1)[-1]
-            if outcome.kafka_error == "RESOURCE_NOT_FOUND":
-                cause = f"no {mechanism} credential"
+            cause = f"no {mechanism} credential" if outcome.kafka_error == "RESOURCE_NOT_FOUND" else outcome.cause
             results.append(UserResult(user, mechanism, "failed", cause))
-            errors[mechanism] = type(outcome)(f"unable to {action} {user} ({mechanism}): {cause}", exit_code=outcome.exit_code)
+            errors[mechanism] = outcome.but(action=f"{action} {user} ({mechanism})", cause=cause)
         else:
             results.append(UserResult(user, mechanism, done))
     return results, errors

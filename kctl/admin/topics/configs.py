@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from kctl.admin.client.session import AdminSession, unknown_topic, unknown_topic_in
 from kctl.config.secrets import MASK
 from kctl.admin.client.errors import no_such_topic
-from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
+from kctl.errors import InvalidError, KctlError, NotFoundError, Partial, UsageError
 
 # kctl's entity types -> Kafka's ConfigResource type names.
 ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger", "group", "client-metrics")
@@ -116,13 +116,13 @@ def _value(entry) -> ConfigValue:
 
 def describe_configs(
     session: AdminSession, entity_type: str, names: Sequence[str | None], *, include_defaults: bool = False, keys: Sequence[str] = ()
-) -> tuple[list[ResourceConfig], dict[str, KctlError]]:
+) -> Partial[list[ResourceConfig]]:
     """Configs of each entity, sorted by name; overrides only unless `include_defaults`.
     client-metrics without a name: every subscription."""
     if entity_type == "client-metrics" and list(names) == [None]:
         names = list_subscriptions(session)
         if not names:
-            return [], {}
+            return Partial([], {})
     resolved = [resource_name(entity_type, n) for n in names]
     if entity_type in _KAFKA_PYTHON_TYPES:
         found, errors = _describe_kafka_python(session, entity_type, resolved)
@@ -137,7 +137,7 @@ def describe_configs(
             and (not keys or c.name in keys)
         ]
         out.append(ResourceConfig(entity_type=resource.entity_type, entity_name=resource.entity_name, configs=tuple(configs)))
-    return out, errors
+    return Partial(out, errors)
 
 
 def _describe_confluent(session, entity_type, names):
@@ -246,7 +246,7 @@ def _describe_change(change: ConfigChange) -> str:
 
 def alter_configs(
     session: AdminSession, entity_type: str, names: Sequence[str | None], changes: Sequence[ConfigChange], *, validate_only: bool = False
-) -> tuple[list[AlterResult], dict[str, KctlError]]:
+) -> Partial[list[AlterResult]]:
     resolved = [resource_name(entity_type, n) for n in names]
     described = [_describe_change(c) for c in changes]
     if entity_type in _KAFKA_PYTHON_TYPES:
@@ -262,7 +262,7 @@ def alter_configs(
         else:
             status = "validated" if validate_only else "altered"
             results.append(AlterResult(entity_type=entity_type, entity_name=name, status=status, changes=tuple(described)))
-    return results, errors
+    return Partial(results, errors)
 
 
 def _alter_confluent(session, entity_type, names, changes, validate_only):
@@ -289,7 +289,7 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
         if entity_type == "topic" and unknown_topic(result):
             results[name] = no_such_topic(f"alter configs of topic {name}", name)
         elif isinstance(result, KctlError):
-            results[name] = type(result)(result.message.replace(f"alter {entity_type} configs", f"alter configs of {_display_name(entity_type, name)}", 1))
+            results[name] = result.but(action=f"alter configs of {_display_name(entity_type, name)}")
     return results
 
 
@@ -341,7 +341,7 @@ def _alter_outcome(outcome: object, action: str) -> KctlError | None:
     return kind(f"unable to {action}: {name}: {match.group(2) or getattr(error, 'description', '')}")
 
 
-def delete_subscriptions(session: AdminSession, subscriptions: Sequence[ResourceConfig], *, validate_only: bool = False) -> tuple[list[AlterResult], dict[str, KctlError]]:
+def delete_subscriptions(session: AdminSession, subscriptions: Sequence[ResourceConfig], *, validate_only: bool = False) -> Partial[list[AlterResult]]:
     """Remove described client-metrics subscriptions: every config each has is deleted,
     as kafka-client-metrics --delete does."""
     results: list[AlterResult] = []
@@ -351,4 +351,4 @@ def delete_subscriptions(session: AdminSession, subscriptions: Sequence[Resource
         done, failed = alter_configs(session, "client-metrics", [resource.entity_name], changes, validate_only=validate_only)
         results += done
         errors.update(failed)
-    return results, errors
+    return Partial(results, errors)

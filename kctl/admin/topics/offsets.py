@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from kctl.admin.client.errors import missing_topic
 from kctl.admin.client.kafka import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, ClusterMetadata, OffsetAnswer
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, NotFoundError, UsageError
+from kctl.errors import KctlError, NotFoundError, Partial, UsageError
 
 _PARTITIONS = re.compile(r"(\d+)(?:-(\d*))?")
 
@@ -221,7 +221,7 @@ def plan_delete_records(
     return plans
 
 
-def delete_records(session: AdminSession, plans: Sequence[DeleteRecordsPlan]) -> tuple[list[DeleteRecordsPlan], dict[str, KctlError]]:
+def delete_records(session: AdminSession, plans: Sequence[DeleteRecordsPlan]) -> Partial[list[DeleteRecordsPlan]]:
     import dataclasses
 
     from confluent_kafka import TopicPartition
@@ -245,4 +245,4 @@ def delete_records(session: AdminSession, plans: Sequence[DeleteRecordsPlan]) ->
             results.append(dataclasses.replace(plan, status="failed", error=outcome.message))
         else:
             results.append(dataclasses.replace(plan, status="deleted", low_watermark=outcome.low_watermark))
-    return results, errors
+    return Partial(results, errors)

@@ -12,7 +12,7 @@ from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
 from kctl.messages.errors import error_code
 from kctl.polling import poll
-from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, Resource, UsageError
+from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, Partial, Resource, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
 # letters, digits, '.', '_' and '-', and neither "." nor "..".
@@ -211,7 +211,7 @@ def _describe_action(names: Sequence[str]) -> str:
 
 def describe_topics(
     session: AdminSession, names: Sequence[str], *, detail: bool = False
-) -> tuple[list[TopicDescription], dict[str, KctlError]]:
+) -> Partial[list[TopicDescription]]:
     """Descriptions in the order asked, and the errors of topics that could not be described.
 
     Offsets come from ListOffsets; with `detail`, replica sizes and in-progress
@@ -237,7 +237,7 @@ def describe_topics(
     details = _detail(session, [t.name for t in layouts], leaders) if detail and layouts else {}
     live = set(metadata.brokers)
     found = [_described(t, live=live, offsets=offsets.get(t.name), detail=details.get(t.name)) for t in layouts]
-    return found, errors
+    return Partial(found, errors)
 
 
 def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]) -> list[str]:
@@ -248,18 +248,16 @@ def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]
     if not topics:
         return []
     try:
-        policies = session.kafka.describe_configs([(TOPIC, t.name) for t in topics], "describe topic configs", keys=["cleanup.policy"])
-        compacted = {name for (_kind, name), found in policies.items()
-                     if not isinstance(found, KctlError) and "compact" in (getattr(found.get("cleanup.policy"), "value", None) or "")}
+        policies, _unread = session.kafka.describe_configs([(TOPIC, t.name) for t in topics], "describe topic configs", keys=["cleanup.policy"])
+        compacted = {name for (_kind, name), found in policies.items() if "compact" in (getattr(found.get("cleanup.policy"), "value", None) or "")}
         if not compacted:
             return []
         replicas_of = {t.name: {r for p in t.partitions for r in p.replicas} for t in topics if t.name in compacted}
         brokers = sorted(set().union(*replicas_of.values()))
-        cleaners = session.kafka.describe_configs([(BROKER, str(b)) for b in brokers], "describe broker configs", keys=["log.cleaner.enable"])
+        cleaners, _unread = session.kafka.describe_configs([(BROKER, str(b)) for b in brokers], "describe broker configs", keys=["log.cleaner.enable"])
     except KctlError:
         return []  # best effort: not allowed to read configs, say
-    cleaner_off = {int(name) for (_kind, name), found in cleaners.items()
-                   if not isinstance(found, KctlError) and getattr(found.get("log.cleaner.enable"), "value", None) == "false"}
+    cleaner_off = {int(name) for (_kind, name), found in cleaners.items() if getattr(found.get("log.cleaner.enable"), "value", None) == "false"}
     return sorted(name for name, replicas in replicas_of.items() if replicas & cleaner_off)
 
 
@@ -269,7 +267,7 @@ def create_topics(
     *,
     validate_only: bool = False,
     if_not_exists: bool = False,
-) -> tuple[list[TopicResult], dict[str, KctlError]]:
+) -> Partial[list[TopicResult]]:
     """One result per topic, and the errors of those that failed."""
     from confluent_kafka.admin import NewTopic
 
@@ -318,7 +316,7 @@ def create_topics(
                     replication_factor=description.replication_factor if description else spec.replication_factor,
                 )
             )
-    return results, errors
+    return Partial(results, errors)
 
 
 def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDescription]:
@@ -369,10 +367,10 @@ def match_topics(session: AdminSession, names: Sequence[str], regex: re.Pattern[
 
 def delete_topics(
     session: AdminSession, names: Sequence[str], *, if_exists: bool = False
-) -> tuple[list[TopicResult], dict[str, KctlError]]:
+) -> Partial[list[TopicResult]]:
     """One result per topic, and the errors of those that failed."""
     if not names:
-        return [], {}
+        return Partial([], {})
     futures = session.client.delete_topics(list(names), operation_timeout=session.timeout, request_timeout=session.timeout)
     outcomes = session.wait_all(futures, "delete topic", resource_type="topic")
     _await_gone(session, [n for n in names if not isinstance(outcomes[n], KctlError)])
@@ -387,7 +385,7 @@ def delete_topics(
             results.append(TopicResult(name=name, status="failed", error=outcome.message))
         else:
             results.append(TopicResult(name=name, status="deleted"))
-    return results, errors
+    return Partial(results, errors)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -408,7 +406,7 @@ def add_partitions(
     add: int | None = None,
     replica_assignment: tuple[tuple[int, ...], ...] | None = None,
     validate_only: bool = False,
-) -> tuple[list[PartitionsResult], dict[str, KctlError]]:
+) -> Partial[list[PartitionsResult]]:
     """Grow topics to `total` partitions (or by `add`); Kafka never removes partitions."""
     from confluent_kafka.admin import NewPartitions
 
@@ -446,8 +444,8 @@ def add_partitions(
         outcomes = session.wait_all(futures, "add partitions")
         for name, outcome in outcomes.items():
             if isinstance(outcome, KctlError):
-                failure = type(outcome)(outcome.message.replace("unable to add partitions", f"unable to add partitions to {name}", 1))
+                failure = outcome.but(action=f"add partitions to {name}")
                 errors[name] = failure
                 old = results[name]
                 results[name] = PartitionsResult(name=name, status="failed", partitions_before=old.partitions_before, partitions_after=old.partitions_before, error=failure.message)
-    return [results[n] for n in names], errors
+    return Partial([results[n] for n in names], errors)
