@@ -13,6 +13,8 @@ error for a WARNING/CRITICAL verdict.
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Mapping
 from typing import Any, Generic, NamedTuple, TypeVar
 
 R = TypeVar("R")
@@ -57,6 +59,23 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.CONFIG: "the configuration is invalid: config file, context, -X property",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C) before the command finished; a --follow or --watch run stopped with Ctrl-C ends as it would on its own (0; cluster health --watch: its last status)",
 }
+
+
+# A hint names a setting the user can change as `{name}`, the name the library gives it (a
+# keyword argument, a setting: `{timeout}`, `{allow_new_group}`); the CLI renders it as its
+# flag (`--timeout`), other callers as words (render_hint).
+_SETTING = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+
+
+def render_hint(hint: str, names: Mapping[str, str] | None = None) -> str:
+    """`hint` with each `{setting}` named as `names` says (a flag, for the CLI), else in
+    words (`allow_new_group` -> `allow new group`)."""
+    return _SETTING.sub(lambda m: (names or {}).get(m.group(1)) or m.group(1).replace("_", " "), hint)
+
+
+def settings_in(hint: str) -> list[str]:
+    """The `{setting}` names a hint mentions."""
+    return _SETTING.findall(hint)
 
 
 class Resource(NamedTuple):

@@ -15,7 +15,8 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kctl.errors import ExitCode, KctlError, NotFoundError
 
@@ -63,24 +64,131 @@ def status(data_dir: Path) -> LocalStatus:
                        str(data_dir / LOG_FILE))
 
 
-def start(data_dir: Path, host: str, port: int, timeout: float, broker_args: list[str] = (),
-          broker_env: dict[str, str] | None = None) -> LocalStatus:
-    """Start a detached broker on data_dir (`broker_args`: more `python -m kctl.broker`
-    options, the security ones; `broker_env`: its users), or return the one already running
-    there."""
+@dataclass(frozen=True, kw_only=True)
+class BrokerOptions:
+    """How to run an instance: where it listens, and its security (kctl local start's flags)."""
+
+    host: str = "127.0.0.1"
+    port: int = 9092
+    # SASL mechanisms on the main listener ("plain,scram-sha-512"), None for none.
+    sasl: str | None = None
+    # NAME:PASSWORD; they reach a detached broker through its environment, never its argv.
+    users: tuple[str, ...] = ()
+    users_file: Path | None = None
+    tls: bool = False
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    # More listeners, PROTOCOL://HOST:PORT.
+    listeners: tuple[str, ...] = ()
+    authorizer: bool = False
+    # Principals allowed everything; with the authorizer and none given: the first user,
+    # or User:ANONYMOUS without SASL.
+    super_users: tuple[str, ...] = ()
+
+    @property
+    def secured(self) -> bool:
+        return bool(self.sasl or self.users or self.users_file or self.tls or self.tls_cert or self.tls_key or self.listeners
+                    or self.authorizer or self.super_users)
+
+
+def _security_args(options: BrokerOptions) -> list[str]:
+    """The `python -m kctl.broker` options for the security settings (the users aside)."""
+    args = ["--sasl", options.sasl] if options.sasl else []
+    args += ["--users-file", str(options.users_file.absolute())] if options.users_file else []
+    args += ["--tls"] if options.tls else []
+    args += ["--tls-cert", str(options.tls_cert.absolute())] if options.tls_cert else []
+    args += ["--tls-key", str(options.tls_key.absolute())] if options.tls_key else []
+    for listener in options.listeners:
+        args += ["--listener", listener]
+    super_users = options.super_users
+    if options.authorizer:
+        args.append("--authorizer")
+        if not super_users:
+            first = options.users[0].partition(":")[0] if options.users else _first_user_in(options.users_file)
+            super_users = (f"User:{first}",) if options.sasl and first else ("User:ANONYMOUS",)
+    for principal in super_users:
+        args += ["--super-user", principal]
+    return args
+
+
+def _first_user_in(users_file: Path | None) -> str | None:
+    """The first user a users file names (an unreadable file is reported by the check)."""
+    from kctl.broker.security.options import read_users_file
+
+    try:
+        return next(iter(read_users_file(users_file)), None) if users_file else None
+    except ValueError:
+        return None
+
+
+def checked_config(data_dir: Path, options: BrokerOptions) -> Any:
+    """The broker's configuration (kctl.broker.main's), checked before anything starts: a
+    setting it refuses is a UsageError."""
+    from kctl.broker.main import config_from_args, parse_args
+    from kctl.errors import UsageError
+
+    args = parse_args(["--data-dir", str(data_dir), "--host", options.host, "--port", str(options.port), *_security_args(options),
+                       *[f"--user={user}" for user in options.users]])
+    try:
+        return config_from_args(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def start(data_dir: Path, options: BrokerOptions, timeout: float) -> LocalStatus:
+    """Start a detached broker on data_dir, or return the one already running there."""
     from kctl.broker.process import BrokerProcess, BrokerProcessError
 
     current = status(data_dir)
     if current.state == "running":
         return _listening(data_dir, current, timeout)
-    process = BrokerProcess(data_dir, port=port, host=host, detach=True, extra_args=list(broker_args),
-                            env=broker_env)
+    # The users go in the broker's environment, not its argv: `ps` shows argv to everyone.
+    env = {"KCTL_BROKER_USERS": "".join(f"{user}\n" for user in options.users)} if options.users else None
+    process = BrokerProcess(data_dir, port=options.port, host=options.host, detach=True, extra_args=_security_args(options), env=env)
     try:
         process.start(timeout)
     except BrokerProcessError as exc:
         raise LocalBrokerError(f"unable to start the local broker: {exc}",
                                hint=f"see {process.log_path}") from None
     return status(data_dir)
+
+
+def serve_foreground(config: Any, ready: Callable[[str], None]) -> None:
+    """Run the broker of `config` in this process until interrupted; `ready(bootstrap)`
+    once it listens."""
+    import asyncio
+
+    from kctl.broker.main import serve
+    from kctl.broker.storage.manager import StorageError
+
+    try:
+        asyncio.run(serve(config, lambda broker: ready("%s:%d" % config.advertised)))
+    except StorageError as exc:
+        raise LocalBrokerError(f"unable to start the local broker: {exc}") from None
+
+
+# The client properties client_properties sets: a restart without security drops them again.
+CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location")
+
+
+def client_properties(config: Any) -> list[tuple[str, str]]:
+    """What a client needs on the first listener of a broker run with `config` (None: a
+    plain one): its security protocol, the strongest SASL mechanism as the first user, and
+    the generated CA to verify the broker with."""
+    if config is None:
+        return []
+    from kctl.broker.security.tls import generated_paths
+
+    properties = []
+    if config.security_protocol != "PLAINTEXT":
+        properties.append(("security.protocol", config.security_protocol))
+    if config.security_protocol.startswith("SASL_"):
+        mechanism = next(m for m in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN") if m in config.sasl_mechanisms)
+        user = next(iter(config.users))  # the first user (else the users file's first)
+        properties += [("sasl.mechanism", mechanism), ("sasl.username", user), ("sasl.password", config.users[user])]
+    if config.security_protocol.endswith("SSL") and config.tls_cert is None:
+        properties.append(("ssl.ca.location", str(generated_paths(config.data_dir)[0])))
+    return properties
 
 
 def _listening(data_dir: Path, current: LocalStatus, timeout: float) -> LocalStatus:

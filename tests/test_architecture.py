@@ -183,3 +183,23 @@ def test_heavy_packages_stay_where_they_belong(package):
 
 def test_every_module_has_a_part():
     assert all(part_of(m) for m in modules())
+
+
+def command_module_imports(edges: dict[str, set[str]]) -> list[str]:
+    """A command module (kctl.cli.<noun>) importing another one: shared CLI code belongs
+    in kctl.cli._* (the root, kctl.cli.main, loads the nouns by name)."""
+    def command(name: str) -> bool:
+        parts = name.split(".")
+        return len(parts) == 3 and parts[:2] == ["kctl", "cli"] and not parts[2].startswith("_") and parts[2] not in ("main", "entry")
+
+    return [f"{name} imports {target}" for name, targets in sorted(edges.items()) if command(name)
+            for target in sorted(targets) if command(target)]
+
+
+def test_command_modules_do_not_import_each_other():
+    assert command_module_imports(kctl_edges()) == []
+
+
+def test_the_command_module_check_finds_one():
+    edges = {"kctl.cli.topic": {"kctl.cli.config", "kctl.cli._configs"}, "kctl.cli.main": {"kctl.cli.topic"}}
+    assert command_module_imports(edges) == ["kctl.cli.topic imports kctl.cli.config"]

@@ -11,6 +11,8 @@ import importlib
 
 import click
 
+from kctl.errors import KctlError
+
 
 class LazyGroup(click.Group):
     def __init__(
@@ -52,6 +54,22 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context):
+        """A library error's hint, its settings named as the failed command's flags."""
+        try:
+            return super().invoke(ctx)
+        except KctlError as exc:
+            from kctl.cli._hints import in_flags
+
+            name = ctx.invoked_subcommand
+            command = self.get_command(ctx, name) if name else None
+            if isinstance(command, click.Group):
+                raise  # its own invoke named them
+            rendered = in_flags(exc, command)
+            if rendered is exc:
+                raise
+            raise rendered from exc
 
     def _load(self, name: str) -> click.Command:
         target, _summary = self.lazy_commands[name]

@@ -5,20 +5,10 @@ from __future__ import annotations
 import click
 
 from kctl.cli._app import App, pass_app
+from kctl.cli._brokers import BROKER_TABLE
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options
 from kctl.output.spec import Column, TableSpec
-
-BROKER_TABLE = TableSpec(
-    (
-        Column("id", "ID", align="right"),
-        Column("host", "HOST"),
-        Column("port", "PORT", align="right"),
-        Column("rack", "RACK"),
-        Column("is_controller", "CONTROLLER"),
-    )
-)
-
 
 @click.group(cls=LazyGroup, aliases={"ls": "list"})
 def broker():

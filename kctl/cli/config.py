@@ -7,8 +7,9 @@ import click
 
 from kctl.cli._app import App, pass_app
 from kctl.cli._batch import report, report_documents
+from kctl.cli._configs import ALTER_TABLE, change_options, run_alter
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import KeyValueType, global_options, yes_option
+from kctl.cli._options import global_options, yes_option
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger", "group", "client-metrics")
@@ -27,39 +28,6 @@ CONFIG_DOCUMENT = DocumentSpec(
     fields=(Field("entity_type", "ENTITY-TYPE"), Field("entity_name", "ENTITY-NAME", get=lambda r: r.entity_name or "(cluster default)")),
     sections=(Section("configs", "CONFIGS", CONFIG_TABLE),),
 )
-ALTER_TABLE = TableSpec(
-    (
-        Column("entity_type", "ENTITY-TYPE"),
-        Column("entity_name", "ENTITY-NAME", get=lambda r: r.entity_name or "(cluster default)"),
-        Column("status", "STATUS"),
-        Column("changes", "CHANGES", get=lambda r: " ".join(r.changes)),
-        Column("error", "ERROR", wide=True),
-    )
-)
-
-
-def change_options(command):
-    """--set/--delete/--append/--subtract, shared by `config alter` and `topic alter-config`."""
-    decorators = [
-        click.option("--set", "sets", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="Set a config (repeatable)."),
-        click.option("--delete", "deletes", multiple=True, metavar="KEY", help="Remove an override, back to the default (repeatable)."),
-        click.option("--append", "appends", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="Add a value to a list config (repeatable)."),
-        click.option("--subtract", "subtracts", type=KeyValueType(), multiple=True, metavar="KEY=VALUE", help="Remove a value from a list config (repeatable)."),
-        click.option("--dry-run", is_flag=True, help="Ask the brokers to validate the change without applying it."),
-    ]
-    for decorator in reversed(decorators):
-        command = decorator(command)
-    return command
-
-
-def run_alter(app: App, entity_type: str, names, sets, deletes, appends, subtracts, dry_run) -> None:
-    from kctl.admin.topics.configs import alter_configs, parse_changes
-
-    changes = parse_changes(sets, deletes, appends, subtracts)
-    results, errors = alter_configs(app.session, entity_type, names, changes, validate_only=dry_run)
-    report(app, results, errors, ALTER_TABLE, f"alter {entity_type} configs")
-
-
 @click.group(cls=LazyGroup)
 def config():
     """Describe and alter configs: topics, brokers, groups, client-metrics subscriptions."""

@@ -317,7 +317,7 @@ def _wait(app: App, waits, wait: bool, wait_timeout: float | None) -> None:
     if not wait:
         app.note("reassignments started; `kctl replication reassign list` shows them (throttles stay until they finish and are verified)")
         return
-    from kctl.cli.replication import finish, wait_for_moves
+    from kctl.cli._moves import finish, wait_for_moves
 
     for session, moves in waits:
         finish(app, wait_for_moves(app, moves, wait_timeout=wait_timeout, session=session), "reassign partitions")

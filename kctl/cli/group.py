@@ -9,7 +9,7 @@ from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import RegexType, global_options, yes_option
 from kctl.cli._resets import run_reset
-from kctl.cli.progress import progress
+from kctl.cli._progress import progress
 from kctl.errors import PartialFailure
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
@@ -233,7 +233,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
         found, errors = lag_watch.sample(app.session, ids, topics=topics, isolation=isolation, time_lag=time_lag, history=history_file)
     _render_lag(app, found, time_lag)
     if isolation == "read_committed":
-        from kctl.cli.transaction import note_held_back
+        from kctl.cli._transactions import note_held_back
 
         note_held_back(app, sorted({(p.topic, p.partition) for g in found for p in g.partitions}))
     if late:

@@ -108,61 +108,19 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
     from kctl import local as lib
 
     directory = _data_dir(app, data_dir)
-    broker_args = _security_args(sasl, users, users_file, tls, tls_cert, tls_key, listeners, authorizer, super_users)
+    options = lib.BrokerOptions(host=host, port=port, sasl=sasl, users=tuple(users), users_file=users_file, tls=tls,
+                                tls_cert=tls_cert, tls_key=tls_key, listeners=tuple(listeners), authorizer=authorizer,
+                                super_users=tuple(super_users))
     # Checked here, so bad flags are a usage error before anything starts (the broker's
     # modules are imported only when there is something to check).
-    config = _checked_config(directory, host, port, broker_args, users) if broker_args or foreground else None
+    config = lib.checked_config(directory, options) if options.secured or foreground else None
     if foreground:
         _run_foreground(app, config, context_name, no_context)
         return
-    # The users go in the broker's environment, not its argv: `ps` shows argv to everyone.
-    env = {"KCTL_BROKER_USERS": "".join(f"{user}\n" for user in users)} if users else None
-    state = lib.start(directory, host, port, _wait(app), broker_args, env)
+    state = lib.start(directory, options, _wait(app))
     if not no_context:
         _save_context(app, context_name, state.bootstrap, config)
     _report_started(app, state)
-
-
-def _security_args(sasl, users, users_file, tls, tls_cert, tls_key, listeners, authorizer, super_users) -> list[str]:
-    """The `python -m kctl.broker` options for the security flags."""
-    args = ["--sasl", sasl] if sasl else []
-    args += ["--users-file", str(users_file.absolute())] if users_file else []
-    args += ["--tls"] if tls else []
-    args += ["--tls-cert", str(tls_cert.absolute())] if tls_cert else []
-    args += ["--tls-key", str(tls_key.absolute())] if tls_key else []
-    for listener in listeners:
-        args += ["--listener", listener]
-    if authorizer:
-        args.append("--authorizer")
-        if not super_users:
-            first = users[0].partition(":")[0] if users else _first_user_in(users_file)
-            super_users = (f"User:{first}",) if sasl and first else ("User:ANONYMOUS",)
-    for principal in super_users:
-        args += ["--super-user", principal]
-    return args
-
-
-def _first_user_in(users_file: Path | None) -> str | None:
-    """The first user a --users-file names (an unreadable file is reported by the check)."""
-    from kctl.broker.security.options import read_users_file
-
-    try:
-        return next(iter(read_users_file(users_file)), None) if users_file else None
-    except ValueError:
-        return None
-
-
-def _checked_config(directory: Path, host: str, port: int, broker_args: list[str], users):
-    """The broker's configuration, checked before anything starts (bad flags: usage error)."""
-    from kctl.broker.main import config_from_args, parse_args
-    from kctl.errors import UsageError
-
-    args = parse_args(["--data-dir", str(directory), "--host", host, "--port", str(port), *broker_args,
-                       *[f"--user={user}" for user in users]])
-    try:
-        return config_from_args(args)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _report_started(app: App, state) -> None:
@@ -176,60 +134,29 @@ def _report_started(app: App, state) -> None:
 def _save_context(app: App, name: str, bootstrap: str, config) -> None:
     from kctl.config.contexts import set_context
     from kctl.config.file import save
+    from kctl.local import CLIENT_KEYS, client_properties
 
     save(app.config_path, set_context(app.config_file, name, bootstrap_servers=bootstrap,
-                                      properties=_client_properties(config),
-                                      unset=_CLIENT_KEYS))
-
-
-# The properties _client_properties sets: a restart without security drops them again.
-_CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location")
-
-
-def _client_properties(config) -> list[tuple[str, str]]:
-    """What a client needs on the first listener: its security protocol, the strongest
-    SASL mechanism as the first user, and the generated CA to verify the broker with."""
-    if config is None:
-        return []
-    from kctl.broker.security.tls import generated_paths
-
-    properties = []
-    if config.security_protocol != "PLAINTEXT":
-        properties.append(("security.protocol", config.security_protocol))
-    if config.security_protocol.startswith("SASL_"):
-        mechanism = next(m for m in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN") if m in config.sasl_mechanisms)
-        user = next(iter(config.users))  # the first --user (else the users file's first)
-        password = config.users[user]
-        properties += [("sasl.mechanism", mechanism), ("sasl.username", user), ("sasl.password", password)]
-    if config.security_protocol.endswith("SSL") and config.tls_cert is None:
-        properties.append(("ssl.ca.location", str(generated_paths(config.data_dir)[0])))
-    return properties
+                                      properties=client_properties(config), unset=CLIENT_KEYS))
 
 
 def _run_foreground(app: App, config, context_name: str, no_context: bool) -> None:
-    import asyncio
     import logging
 
-    from kctl.broker.main import serve
-    from kctl.broker.storage.manager import StorageError
-    from kctl.local import LocalBrokerError
+    from kctl.local import serve_foreground
 
     handler = logging.StreamHandler(app.stderr)
     handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.DEBUG if app.debug else logging.INFO)
 
-    def ready(broker):
-        bootstrap = "%s:%d" % config.advertised
+    def ready(bootstrap: str) -> None:
         if not no_context:
             _save_context(app, context_name, bootstrap, config)
         app.out.raw(f"{bootstrap}\n")
         app.stdout.flush()
 
-    try:
-        asyncio.run(serve(config, ready))
-    except StorageError as exc:
-        raise LocalBrokerError(f"unable to start the local broker: {exc}") from None
+    serve_foreground(config, ready)
 
 
 @local.command("stop")

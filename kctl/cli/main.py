@@ -160,7 +160,12 @@ def _truthy(value: str | None) -> bool:
 def _render_error(message: str, hint: str | None) -> None:
     click.echo(f"error: {message}", file=sys.stderr)
     if hint:
-        click.echo(f"hint: {hint}", file=sys.stderr)
+        from kctl.cli._hints import GLOBAL_FLAGS
+        from kctl.errors import render_hint, settings_in
+
+        # A setting no command named (an error before one ran): its flag by its name.
+        named = {name: GLOBAL_FLAGS.get(name) or "--" + name.replace("_", "-") for name in settings_in(hint)}
+        click.echo(f"hint: {render_hint(hint, named)}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

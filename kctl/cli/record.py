@@ -10,7 +10,7 @@ from kctl.cli._app import App, pass_app
 from kctl.cli._batch import report
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import BytesRegexType, global_options, yes_option
-from kctl.cli.progress import progress
+from kctl.cli._progress import progress
 from kctl.output.spec import Column, DocumentSpec, Field, TableSpec
 
 DELETE_TABLE = TableSpec(
@@ -371,7 +371,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
 
 def _note_held_back(app: App, selectors) -> None:
     from kctl.admin.topics.offsets import resolve_partitions
-    from kctl.cli.transaction import note_held_back
+    from kctl.cli._transactions import note_held_back
 
     note_held_back(app, resolve_partitions(app.session, selectors, action="consume"))
 

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import click
 
 from kctl.cli._app import App, pass_app
 from kctl.cli._batch import report
 from kctl.cli._lazy import LazyGroup
+from kctl.cli._moves import MOVE_TABLE, finish, wait_for_moves
 from kctl.cli._options import global_options, yes_option
 from kctl.output.spec import Column, TableSpec
 
-MOVE_TABLE = TableSpec(
-    (
-        Column("topic", "TOPIC"),
-        Column("partition", "PARTITION", align="right"),
-        Column("current_replicas", "CURRENT"),
-        Column("target_replicas", "TARGET"),
-        Column("adding", "ADDING"),
-        Column("removing", "REMOVING"),
-        Column("status", "STATUS"),
-        Column("error", "ERROR", wide=True),
-    )
-)
 ONGOING_TABLE = TableSpec(
     (
         Column("topic", "TOPIC"),
@@ -64,43 +52,6 @@ def _rate(text: str | None) -> int | None:
     from kctl.sizes import parse_bytes
 
     return parse_bytes(text, "--throttle") if text is not None else None
-
-
-def wait_for_moves(app: App, moves, *, wait_timeout: float | None, preserve_throttles: bool = False, session=None):
-    """Poll until every partition is done (or the wait times out), with progress on stderr;
-    on `session` when the moves are on another cluster than the command's."""
-    from kctl.admin.cluster.replication import verify
-    from kctl.cli.progress import progress
-
-    with progress(app, "reassignment", total=len(moves), unit="partitions") as shown:
-        while True:
-            rows = verify(session or app.session, moves, clear=not preserve_throttles)
-            done = sum(1 for r in rows if r.status == "done")
-            shown.update(done)
-            shown.summary = f"reassignment: {done}/{len(rows)} partition(s) done in {shown.seconds:.0f}s"
-            if done == len(rows) or any(r.status == "failed" for r in rows):
-                return rows
-            if wait_timeout is not None and shown.seconds > wait_timeout:
-                return rows
-            time.sleep(1.0)
-
-
-def finish(app: App, rows, action: str) -> None:
-    """Render the final rows; anything not done is an error for the exit status."""
-    from kctl.errors import KctlError, TimeoutError_
-
-    app.out.table(rows, MOVE_TABLE)
-    failed = [r for r in rows if r.status == "failed"]
-    pending = [r for r in rows if r.status == "in-progress"]
-    if failed:
-        for r in failed:
-            app.error_line(f"unable to {action} {r.topic}-{r.partition}: {r.error}")
-        raise KctlError(f"unable to {action}: {len(failed)} partition(s) failed")
-    if pending:
-        raise TimeoutError_(
-            f"unable to {action}: {len(pending)} partition(s) still moving",
-            hint="kctl replication reassign verify PLAN shows progress; throttles stay until it reports done",
-        )
 
 
 @click.group(cls=LazyGroup)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
@@ -117,7 +116,7 @@ def _live_progress(app: App, label: str, more=None):
     if app.quiet or not app.stderr_is_tty:
         yield None
         return
-    from kctl.cli.progress import progress
+    from kctl.cli._progress import progress
     from kctl.sizes import format_bytes
 
     def report(done, total, size):
@@ -312,14 +311,6 @@ REPLAY_SPEC = DocumentSpec(
 )
 
 
-def _replay_manifest_path(app: App, to_topic: str, given: str | None) -> Path:
-    if given:
-        return Path(given)
-    from kctl.config.file import state_dir
-
-    return state_dir(app.env) / "replays" / f"{to_topic}.json"
-
-
 @spark.command("replay")
 @click.option("--from-topic", metavar="TOPIC", help="Replay this topic's records.")
 @click.option("--from-dump", type=click.Path(file_okay=False), metavar="DIR", help="Replay a kctl spark dump.")
@@ -353,19 +344,25 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
       kctl spark replay --to-topic orders --resume     # finish an interrupted replay into orders
     """
     from kctl.errors import InvalidError, UsageError
-    from kctl.spark.replay import PARTITION_MAPS, ReplayRequest, check_destination, load_partition_map, parse_timestamps
+    from kctl.spark.replay import (
+        PARTITION_MAPS,
+        ReplayRequest,
+        check_destination,
+        load_partition_map,
+        parse_timestamps,
+        replay_manifest_path,
+        resumed,
+    )
     from kctl.spark.replay import replay as run_replay
     from kctl.timespec import parse_instant
 
     factory = _session_factory(app, master, spark_conf, packages, ship_env)
-    manifest_path = _replay_manifest_path(app, to_topic, manifest_file)
+    manifest_path = Path(manifest_file) if manifest_file else replay_manifest_path(app.env, to_topic)
     previous = None
     if resume:
         if from_topic or from_dump or since or until or partition_map != "same" or timestamps != "preserve" or exactly_once:
             raise UsageError("unable to resume: the plan comes from the replay manifest; give only --to-topic (and --manifest)")
-        previous = _previous_replay(manifest_path, to_topic)
-        kept = previous["request"]
-        request = ReplayRequest(**{k: v for k, v in kept.items() if k != "explicit_map"}, explicit_map={int(k): v for k, v in kept["explicit_map"].items()})
+        previous, request = resumed(manifest_path, to_topic)
     else:
         if (from_topic is None) == (from_dump is None):
             raise UsageError("unable to replay: give exactly one of --from-topic and --from-dump")
@@ -399,24 +396,6 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
     resumed = f" ({manifest['skipped']:,} already there)" if manifest.get("skipped") else ""
     app.note(f"replayed {manifest['records']:,} record(s) into {to_topic}{resumed}; manifest {manifest_path}")
     _show(app, {**manifest, "manifest": str(manifest_path), "ranges": manifest["destination"]["ranges"]}, REPLAY_SPEC)
-
-
-def _previous_replay(path: Path, to_topic: str) -> dict:
-    from kctl.errors import InvalidError, NotFoundError
-
-    try:
-        previous = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NotFoundError(f"unable to resume: no replay manifest at {path}", hint="--manifest names the manifest of the replay to resume") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidError(f"unable to resume: {path} is not a replay manifest ({exc})") from None
-    if not isinstance(previous, dict) or previous.get("kind") != "kctl-replay" or "request" not in previous:
-        raise InvalidError(f"unable to resume: {path} is not a replay manifest")
-    if previous["request"].get("to_topic") != to_topic:
-        raise InvalidError(f"unable to resume: {path} is a replay into {previous['request'].get('to_topic')}, not {to_topic}")
-    if previous.get("status") == "complete":
-        raise InvalidError(f"unable to resume: the replay in {path} is already complete")
-    return previous
 
 
 def _partition_counts(app: App, topic: str) -> dict[str, int]:

@@ -8,7 +8,7 @@ from kctl.cli._app import App, pass_app
 from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import KeyValueType, RegexType, global_options, yes_option
-from kctl.cli.config import change_options, run_alter
+from kctl.cli._configs import change_options, run_alter
 from kctl.errors import NotFoundError, Resource
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
@@ -289,7 +289,7 @@ def set_replication_factor(app: App, name, replication_factor, throttle, wait, w
     """
     from kctl.admin.cluster.replication import execute, generate_plan, preview
     from kctl.admin.topics.topics import validate_topic_name
-    from kctl.cli.replication import MOVE_TABLE, finish, wait_for_moves
+    from kctl.cli._moves import MOVE_TABLE, finish, wait_for_moves
     from kctl.sizes import parse_bytes
 
     validate_topic_name(name)

@@ -76,19 +76,6 @@ OPEN_TABLE = TableSpec(
 )
 
 
-def note_held_back(app: App, pairs) -> None:
-    """read_committed stops at a partition's last stable offset; when that is behind the
-    log end an open transaction holds it there, and the user should know where to look
-    (record consume and group lag with --isolation read_committed)."""
-    from kctl.admin.cluster.transactions import held_back
-
-    for topic, partition, stable, end in held_back(app.session, pairs):
-        app.note(
-            f"note: {topic}:{partition}: read_committed stops at offset {stable}, {end - stable} before the log end: "
-            f"an open transaction holds it (kctl transaction find-hanging -t {topic})"
-        )
-
-
 @click.group(cls=LazyGroup, aliases={"ls": "list"})
 def transaction():
     """Transactions: list and describe them, find those that block partitions, abort one."""

@@ -430,4 +430,4 @@ def _lacks_consumer_protocol(session: AdminSession) -> bool:
 def _no_consumer_protocol(topic: str | None) -> ConfigError:
     return ConfigError(f"unable to consume {topic or ''}".rstrip() + ": the cluster does not support the consumer group protocol "
                        "(KIP-848, Apache Kafka 4.0 or newer)",
-                       hint="use -X group.protocol=classic (Apache Kafka 4.x brokers and kctl's bundled broker support both)")
+                       hint="use {properties} group.protocol=classic (Apache Kafka 4.x brokers and kctl's bundled broker support both)")

@@ -108,7 +108,7 @@ def _partition_count(session: AdminSession, topic: str, action: str) -> int:
         from kctl.admin.client.errors import missing_topic
 
         raise missing_topic(topic, found.error if found is not None else None, action,
-                            hint=f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
+                            hint=f"create it first (kctl topic create {topic}), or let the broker create it: {{allow_auto_topic_creation}}")
     return len(found.partitions)
 
 
@@ -122,7 +122,7 @@ def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple
         from kctl.admin.client.errors import missing_topic
 
         hint = (f"the cluster did not create it (auto.create.topics.enable=false?): kctl topic create {topic}" if auto_create
-                else f"create it first (kctl topic create {topic}), or let the broker create it: --allow-auto-topic-creation")
+                else f"create it first (kctl topic create {topic}), or let the broker create it: {{allow_auto_topic_creation}}")
         raise missing_topic(topic, found.error if found is not None else None, f"produce to {topic}", hint=hint)
     from kctl.admin.topics.configs import describe_configs
 
@@ -272,7 +272,7 @@ def _checked_partitions(topic: str, chunks: Iterable[Sequence[bytes]], parse, pa
         spool.close()
         raise InvalidError(
             f"unable to produce to {topic}: line {where}: partition {highest} does not exist (the topic has {partitions}); nothing was written",
-            hint="give the topic as many partitions as the source, or leave out --keep-partitions to partition by key")
+            hint="give the topic as many partitions as the source, or leave out {keep_partitions} to partition by key")
     return _unspooled(spool)
 
 
@@ -375,7 +375,7 @@ def _produce_records(producer, topic, chunks, parse, options, partitions, failur
                     continue
                 return InvalidError(
                     f"unable to produce to {topic}: line {state.line}: {exc}",
-                    hint="--skip-invalid skips such lines",
+                    hint="{skip_invalid} skips such lines",
                 )
             try:
                 produce(topic, value, key, partition, timestamp=timestamp, headers=headers)

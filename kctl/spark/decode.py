@@ -67,7 +67,7 @@ def plan_decode(registry, topic: str) -> DecodePlan:
         found = registry.version(subject)
     except NotFoundError:
         raise NotFoundError(f"unable to decode {topic}: the schema registry has no subject {subject}",
-                            hint="--decode reads values registered under TOPIC-value (TopicNameStrategy)") from None
+                            hint="{decode} reads values registered under TOPIC-value (TopicNameStrategy)") from None
     plan = DecodePlan(registry.settings, subject, found.id, found.version, found.type, found.schema, tuple(found.references))
     arrow_type(plan)  # a schema kctl cannot type fails here, on the driver
     return plan

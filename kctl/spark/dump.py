@@ -53,7 +53,7 @@ def check_out(out: Path, overwrite: bool, *, manifest: str = DUMP_MANIFEST, acti
         raise InvalidError(f"unable to {action} to {out}: it exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise AlreadyExistsError(f"unable to {action} to {out}: the directory exists and is not empty", hint=f"use --overwrite to replace an earlier {kind}")
+            raise AlreadyExistsError(f"unable to {action} to {out}: the directory exists and is not empty", hint=f"use {{overwrite}} to replace an earlier {kind}")
         if not (out / manifest).exists():
             raise InvalidError(f"unable to overwrite {out}: it is not a kctl {kind} (no {manifest}); refusing to delete it")
         return True

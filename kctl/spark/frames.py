@@ -79,7 +79,7 @@ def choose_engine(spark, engine: str) -> str:
     if engine == "jvm" and not available:
         raise InvalidError(
             "unable to use --engine jvm: the spark-sql-kafka-0-10 connector is not on Spark's classpath",
-            hint="add it with --packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, or use --engine python",
+            hint="add it with {packages} org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, or use {engine} python",
         )
     return "jvm" if available else "python"
 
@@ -139,7 +139,7 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
         # kctl's own errors (kctl.errors.NotFoundError: ...) keep their class, so their exit status.
         kind = getattr(errors, name.rpartition(".")[2], None) if name.startswith("kctl.errors.") else None
         kind = kind if isinstance(kind, type) and issubclass(kind, KctlError) else KctlError
-        return kind(f"unable to {action}: {message or name}", hint="--debug shows Spark's full error")
+        return kind(f"unable to {action}: {message or name}", hint="{debug} shows Spark's full error")
     if "Cannot run program" in text and "kctlenv/bin/python" in text:
         # --ship-env's virtualenv links to the interpreter it was made from.
         interpreter = os.path.realpath(os.path.join(sys.prefix, "bin", "python"))
@@ -151,7 +151,7 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
     # every write to Parquet names its py4j call `.parquet`).
     if any(words in text for words in ("FAILED_READ_FILE", "not a Parquet file", "Malformed", "FAILFAST")):
         return InvalidError(f"unable to {action}: a data file is corrupt or not in the dump's format", hint=_first_line(text))
-    return KctlError(f"unable to {action}: Spark job failed: {_java_cause(text)}", hint="--debug shows Spark's full error")
+    return KctlError(f"unable to {action}: Spark job failed: {_java_cause(text)}", hint="{debug} shows Spark's full error")
 
 
 def _java_cause(text: str) -> str:
@@ -187,7 +187,7 @@ def _first_line(text: str) -> str:
 
 
 # report(records done, records in all, bytes of keys and values done or None): what a
-# job tells a progress display while it runs (kctl.cli.progress draws it).
+# job tells a progress display while it runs (kctl.cli._progress draws it).
 Report = Callable[[int, int, "int | None"], None]
 
 

@@ -61,6 +61,6 @@ def read_dump_manifest(directory: Path, *, require_complete: bool = True) -> dic
     if require_complete and (manifest.get("status") != "complete" or not (directory / SUCCESS).exists()):
         raise InvalidError(
             f"unable to read dump {directory}: the dump is incomplete (status {manifest.get('status')!r})",
-            hint="the dump that wrote it failed or is still running; dump again with --overwrite",
+            hint="the dump that wrote it failed or is still running; dump again with {overwrite}",
         )
     return manifest

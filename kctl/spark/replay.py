@@ -16,7 +16,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +144,34 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: 
     return lambda: in_window(frames.load_topic(spark, engine, options, bounds)), {"topics": [request.from_topic], "engine": engine, "partitions": ranges, "ordered": True}
 
 
+def replay_manifest_path(env: Mapping[str, str], to_topic: str) -> Path:
+    """Where a replay into `to_topic` keeps its manifest unless told: the state directory."""
+    from kctl.config.file import state_dir
+
+    return state_dir(env) / "replays" / f"{to_topic}.json"
+
+
+def resumed(path: Path, to_topic: str) -> tuple[dict, ReplayRequest]:
+    """The manifest of the interrupted replay into `to_topic` at `path`, and its request:
+    what --resume finishes. A missing, foreign or complete manifest is refused."""
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotFoundError(f"unable to resume: no replay manifest at {path}", hint="{manifest} names the manifest of the replay to resume") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidError(f"unable to resume: {path} is not a replay manifest ({exc})") from None
+    if not isinstance(previous, dict) or previous.get("kind") != "kctl-replay" or "request" not in previous:
+        raise InvalidError(f"unable to resume: {path} is not a replay manifest")
+    if previous["request"].get("to_topic") != to_topic:
+        raise InvalidError(f"unable to resume: {path} is a replay into {previous['request'].get('to_topic')}, not {to_topic}")
+    if previous.get("status") == "complete":
+        raise InvalidError(f"unable to resume: the replay in {path} is already complete")
+    kept = previous["request"]
+    request = ReplayRequest(**{k: v for k, v in kept.items() if k != "explicit_map"},
+                            explicit_map={int(k): v for k, v in kept["explicit_map"].items()})
+    return previous, request
+
+
 def check_destination(partition_counts: dict[int, int], request: ReplayRequest, source_partitions: list[int]) -> int:
     """The destination's partition count, after checking the map fits it."""
     if request.to_topic not in partition_counts:
@@ -152,7 +180,7 @@ def check_destination(partition_counts: dict[int, int], request: ReplayRequest, 
     if request.partition_map == "same" and source_partitions and max(source_partitions) >= count:
         raise InvalidError(
             f"unable to replay into {request.to_topic}: --partition-map same needs {max(source_partitions) + 1} partitions, it has {count}",
-            hint="add partitions (kctl topic add-partitions) or use --partition-map modulo|hash",
+            hint="add partitions (kctl topic add-partitions) or use {partition_map} modulo|hash",
         )
     if request.explicit_map:
         missing = sorted(set(source_partitions) - set(request.explicit_map))

@@ -72,7 +72,7 @@ def packed_environment(cache: Path, note: Callable[[str], None] = lambda _: None
     if sys.prefix == sys.base_prefix:
         raise ConfigError(
             f"unable to ship the environment: kctl is not running in a virtual environment ({sys.executable})",
-            hint="install kctl in one (python -m venv ENV && ENV/bin/pip install 'kctl[spark]'), or install kctl[spark] on every worker and leave out --ship-env",
+            hint="install kctl in one (python -m venv ENV && ENV/bin/pip install 'kctl[spark]'), or install kctl[spark] on every worker and leave out {ship_env}",
         )
     try:
         env = Env(sys.prefix)

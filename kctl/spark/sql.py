@@ -169,7 +169,7 @@ def check_read_only(spark, query: str) -> None:
             statement = node.getClass().getSimpleName()
             raise UsageError(
                 f"unable to run the query: kctl spark sql only reads (SELECT, WITH, VALUES, TABLE, FROM ... |>), and this statement does more ({statement})",
-                hint="kctl spark replay writes records to a topic; --out writes the query's result to files",
+                hint="kctl spark replay writes records to a topic; {out} writes the query's result to files",
             )
         if node.getClass().getSimpleName() == "UnresolvedRelation":
             parts = _scala_list(node.multipartIdentifier())
@@ -324,11 +324,11 @@ def infer_json_schema(spark, options: dict[str, str], topic: str, note: Callable
     newest = [PartitionBounds(b.topic, b.partition, b.log_start, b.high_watermark, max(b.start, b.end - share), b.end) for b in bounds]
     values = [row[0] for row in frames.load_topic(spark, "python", sample_options, newest).selectExpr("CAST(value AS STRING)").collect() if row[0]]
     if not values:
-        raise InvalidError(f"unable to infer a JSON schema for {topic}: its newest records have no values", hint="give one with --schema 'id BIGINT, name STRING'")
+        raise InvalidError(f"unable to infer a JSON schema for {topic}: its newest records have no values", hint="give one with {schema} 'id BIGINT, name STRING'")
     schema = spark.read.json(spark.sparkContext.parallelize(values, 1)).schema
     fields = [f for f in schema.fields if f.name != "_corrupt_record"]
     if not fields:
-        raise InvalidError(f"unable to infer a JSON schema for {topic}: none of its newest {len(values):,} values is a JSON object", hint="give one with --schema 'id BIGINT, name STRING'")
+        raise InvalidError(f"unable to infer a JSON schema for {topic}: none of its newest {len(values):,} values is a JSON object", hint="give one with {schema} 'id BIGINT, name STRING'")
     from pyspark.sql.types import StructType
 
     inferred = StructType(fields)
@@ -380,7 +380,7 @@ def check_size(plan: Plan, max_records: int | None) -> None:
     if max_records and plan.records > max_records:
         raise KctlError(
             f"unable to run the query: it would read {plan.records:,} records from topics, more than --max-records {max_records:,}",
-            hint="narrow it with WHERE on timestamp, partition or offset (--explain shows what it reads), or raise --max-records",
+            hint="narrow it with WHERE on timestamp, partition or offset ({explain} shows what it reads), or raise {max_records}",
             exit_code=ExitCode.ABORTED,
         )
 

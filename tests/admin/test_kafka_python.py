@@ -28,7 +28,13 @@ def test_plaintext_defaults():
     }
 
 
-def test_sasl_scram_over_ssl():
+def test_sasl_scram_over_ssl(tmp_path):
+    """TLS through kctl's one context builder (kctl.admin.client.tls): the CA and the
+    client certificate of librdkafka's ssl.* properties in an SSLContext kafka-python
+    takes as it is."""
+    from tests.security.tls import make_certificates
+
+    ca, certificate, key = make_certificates(tmp_path, "127.0.0.1")
     config = translate_config(
         settings(
             **{
@@ -36,27 +42,26 @@ def test_sasl_scram_over_ssl():
                 "sasl.mechanism": "SCRAM-SHA-512",
                 "sasl.username": "u",
                 "sasl.password": "p",
-                "ssl.ca.location": "/ca.pem",
-                "ssl.certificate.location": "/c.pem",
-                "ssl.key.location": "/k.pem",
-                "ssl.key.password": "kp",
+                "ssl.ca.location": str(ca),
+                "ssl.certificate.location": str(certificate),
+                "ssl.key.location": str(key),
                 "client.id": "me",
                 "socket.timeout.ms": "1000",
                 "debug": "broker",
             }
         )
     )
+    context = config.pop("ssl_context")
     assert {k: v for k, v in config.items() if k not in ("bootstrap_servers", "request_timeout_ms", "bootstrap_timeout_ms")} == {
         "client_id": "me",
         "security_protocol": "SASL_SSL",
         "sasl_mechanism": "SCRAM-SHA-512",
         "sasl_plain_username": "u",
         "sasl_plain_password": "p",
-        "ssl_cafile": "/ca.pem",
-        "ssl_certfile": "/c.pem",
-        "ssl_keyfile": "/k.pem",
-        "ssl_password": "kp",
+        "ssl_check_hostname": True,
     }
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert [c["subject"] for c in context.get_ca_certs()] == [c["subject"] for c in ssl.create_default_context(cafile=str(ca)).get_ca_certs()]
 
 
 def test_relaxed_tls_verification():

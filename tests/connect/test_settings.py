@@ -17,7 +17,7 @@ def test_the_only_cluster_is_used_and_several_need_a_choice():
     assert connect_settings({"main": CLUSTERS["main"]}, {}, None, 5).url == "http://main:8083"
     with pytest.raises(ConfigError) as several:
         connect_settings(CLUSTERS, {}, None, 5)
-    assert "cdc, main" in several.value.message and "--connect NAME" in several.value.hint
+    assert "cdc, main" in several.value.message and "{connect} NAME" in several.value.hint
     chosen = connect_settings(CLUSTERS, {}, "cdc", 5)
     assert (chosen.name, chosen.url, chosen.basic_auth) == ("cdc", "https://cdc:8083", None)
     assert connect_settings(CLUSTERS, {}, None, 5, env_name="main").basic_auth == "admin:secret"

@@ -21,12 +21,12 @@ installed version that lacks one of them):
 from __future__ import annotations
 
 import logging
-import ssl
 from collections.abc import Callable
 from typing import Any
 
 from kctl.admin.client.errors import BY_KAFKA_NAME
-from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, ignored
+from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, SSL_PROPERTIES, ignored
+from kctl.admin.client.tls import TlsSettings, client_context
 from kctl.config.model import ClientSettings
 from kctl.errors import (
     ConfigError,
@@ -46,11 +46,6 @@ _DIRECT = {
     "client.id": "client_id",
     "sasl.username": "sasl_plain_username",
     "sasl.password": "sasl_plain_password",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.crl.location": "ssl_crlfile",
     "sasl.kerberos.service.name": "sasl_kerberos_service_name",
 }
 # SASL mechanisms kafka-python carries; any other is refused, never replaced by another.
@@ -86,21 +81,17 @@ def translate_config(settings: ClientSettings, tokens: Callable[[], Any] | None 
     for key, value in properties.items():
         if key in _DIRECT:
             config[_DIRECT[key]] = value
-        elif key in ("sasl.mechanisms",) or key in OAUTHBEARER_PROPERTIES:
+        elif key in ("sasl.mechanisms",) or key in OAUTHBEARER_PROPERTIES or key in SSL_PROPERTIES:
             continue
         elif not ignored(key):
             raise ConfigError(
                 f"unable to configure the kafka-python client: property {key!r} has no kafka-python equivalent",
                 hint="this command uses kafka-python for an API librdkafka lacks; it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM/OAUTHBEARER settings",
             )
-    if properties.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
-        config["ssl_check_hostname"] = False
-    if properties.get("enable.ssl.certificate.verification", "true").lower() == "false":
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        config["ssl_context"] = context
-        config["ssl_check_hostname"] = False
+    if protocol.endswith("SSL"):
+        tls = TlsSettings.from_properties(properties)
+        config["ssl_context"] = client_context(tls)  # kafka-python's own ssl_* settings then do not apply
+        config["ssl_check_hostname"] = tls.check_hostname and tls.verify
     return config
 
 
@@ -166,7 +157,7 @@ def _bootstrap_error(causes: list[BaseException], bootstrap: str | None, mechani
         )
     return UnreachableError(
         f"unable to connect: cluster unreachable at {bootstrap}: {causes[-1]}",
-        hint="check -b/--bootstrap-server, the context, and that the brokers are up",
+        hint="check {bootstrap}, the context, and that the brokers are up",
     )
 
 
@@ -188,10 +179,10 @@ def translate_error(exc: BaseException, action: str, bootstrap: str | None = Non
     if isinstance(exc, connection_errors):
         return UnreachableError(
             f"unable to {action}: cluster unreachable at {bootstrap}: {exc}",
-            hint="check -b/--bootstrap-server, the context, and that the brokers are up",
+            hint="check {bootstrap}, the context, and that the brokers are up",
         )
     if isinstance(exc, getattr(errors, "KafkaTimeoutError", ())):
-        return TimeoutError_(f"unable to {action}: no answer within the timeout", hint="raise --timeout if the cluster is slow")
+        return TimeoutError_(f"unable to {action}: no answer within the timeout", hint="raise {timeout} if the cluster is slow")
     if isinstance(exc, errors.KafkaConfigurationError):
         return ConfigError(f"unable to configure the kafka-python client: {exc}")
     if isinstance(exc, errors.BrokerResponseError):

@@ -47,7 +47,7 @@ def build_client(factory: Callable[..., Any], config: dict[str, Any], role: str)
         text = error.str() if error is not None else str(exc)
         raise ConfigError(
             f"unable to configure the Kafka {role}: {text}",
-            hint="-X takes librdkafka properties; kctl -X help lists the common ones",
+            hint="{properties} takes librdkafka properties; kctl -X help lists the common ones",
         ) from exc
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"unable to configure the Kafka {role}: {exc}") from exc
@@ -95,11 +95,11 @@ class LibrdkafkaAdmin:
         if any(e.name() == "_AUTHENTICATION" for e in causes):
             return NotAuthorizedError(
                 f"unable to {action}: authentication failed at {self.settings.bootstrap_servers}: {cause}",
-                hint="check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* (-X, the context, KCTL_X_*)",
+                hint="check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* ({properties}, the context, KCTL_X_*)",
             )
         return UnreachableError(
             f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {cause}",
-            hint="check -b/--bootstrap-server, the context, and that the brokers are up",
+            hint="check {bootstrap}, the context, and that the brokers are up",
         )
 
     def wait(self, future: concurrent.futures.Future, action: str) -> Any:
@@ -167,7 +167,7 @@ class LibrdkafkaAdmin:
             return self._unreachable(action)
         return TimeoutError_(
             f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
-            hint="raise --timeout if the cluster is slow",
+            hint="raise {timeout} if the cluster is slow",
         )
 
     def list_all_topics(self, action: str) -> Any:

@@ -118,10 +118,11 @@ def parse_unsecured_config(text: str) -> tuple[str, int, list[str], dict[str, st
 def oidc_client_credentials(properties: Mapping[str, str]) -> Callable[[], tuple[str, float]]:
     """A fetch of an access token from the OIDC token endpoint with the client
     credentials grant, as librdkafka's sasl.oauthbearer.method=oidc does."""
-    import ssl
     import urllib.error
     import urllib.parse
     import urllib.request
+
+    from kctl.admin.client.tls import TlsSettings, client_context
 
     url = properties.get("sasl.oauthbearer.token.endpoint.url")
     client_id = properties.get("sasl.oauthbearer.client.id")
@@ -135,7 +136,7 @@ def oidc_client_credentials(properties: Mapping[str, str]) -> Callable[[], tuple
         form["scope"] = properties["sasl.oauthbearer.scope"]
     body = urllib.parse.urlencode(form).encode()
     basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
-    context = ssl.create_default_context(cafile=properties.get("https.ca.location") or None) if url.startswith("https:") else None
+    context = client_context(TlsSettings(ca_location=properties.get("https.ca.location") or None)) if url.startswith("https:") else None
 
     def fetch() -> tuple[str, float]:
         request = urllib.request.Request(

@@ -12,6 +12,13 @@ OAUTHBEARER_PROPERTIES = frozenset({
     "enable.sasl.oauthbearer.unsecure.jwt",
 })
 
+# The ssl.* properties kctl's own TLS contexts honour (kctl.admin.client.tls); its own
+# clients refuse any other ssl.* by name.
+SSL_PROPERTIES = frozenset({
+    "ssl.ca.location", "ssl.ca.pem", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+    "ssl.crl.location", "ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification",
+})
+
 # Properties that only tune librdkafka itself; the other clients have their own defaults.
 IGNORED_PREFIXES = (
     "debug",

@@ -58,7 +58,7 @@ class AdminSession:
         if not settings.bootstrap_servers:
             raise ConfigError(
                 "unable to connect: no bootstrap servers given",
-                hint="use -b HOST:PORT, KCTL_BOOTSTRAP_SERVERS, or a context (kctl context set NAME -b HOST:PORT)",
+                hint="use {bootstrap} HOST:PORT, KCTL_BOOTSTRAP_SERVERS, or a context (kctl context set NAME -b HOST:PORT)",
             )
         self.settings = settings
         self.timeout = settings.timeout

@@ -26,18 +26,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, ignored
+from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, SSL_PROPERTIES, ignored
 from kctl.config.model import ClientSettings
 from kctl.errors import ConfigError, InvalidError, KctlError, NotAuthorizedError, TimeoutError_, UnreachableError
 from kctl.messages import codec
 from kctl.messages.errors import error_name
 
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-# The ssl.* properties the wire client honours (any other ssl.* is refused by name).
-_SSL_PROPERTIES = frozenset({
-    "ssl.ca.location", "ssl.ca.pem", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
-    "ssl.crl.location", "ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification",
-})
 # Every request sent, at DEBUG (--debug shows them; tests count them).
 log = logging.getLogger("kctl.wire")
 _SIZE = struct.Struct(">i")
@@ -77,7 +72,7 @@ class Security:
         for key in properties:
             if key in ("client.id", "sasl.username", "sasl.password", "sasl.mechanisms") or key in OAUTHBEARER_PROPERTIES:
                 continue
-            if key in _SSL_PROPERTIES or ignored(key):
+            if key in SSL_PROPERTIES or ignored(key):
                 continue
             raise ConfigError(
                 f"unable to connect: property {key!r} is not supported by kctl's own client",
@@ -92,25 +87,9 @@ class Security:
     def ssl_context(self) -> Any:
         """The TLS context from librdkafka's ssl.* properties (built once)."""
         if self._ssl_context is None:
-            import ssl
+            from kctl.admin.client.tls import TlsSettings, client_context
 
-            p = self._properties
-            location = p.get("ssl.ca.location")
-            context = ssl.create_default_context(
-                cafile=location if location and not os.path.isdir(location) else None,
-                capath=location if location and os.path.isdir(location) else None,
-                cadata=p.get("ssl.ca.pem"))
-            if p.get("ssl.certificate.location"):
-                context.load_cert_chain(p["ssl.certificate.location"], p.get("ssl.key.location"), p.get("ssl.key.password"))
-            if p.get("ssl.crl.location"):
-                context.load_verify_locations(p["ssl.crl.location"])
-                context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
-            if p.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
-                context.check_hostname = False
-            if p.get("enable.ssl.certificate.verification", "true").lower() == "false":
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-            self._ssl_context = context
+            self._ssl_context = client_context(TlsSettings.from_properties(self._properties))
         return self._ssl_context
 
     def token(self) -> tuple[str, dict[str, str]]:
@@ -371,7 +350,7 @@ class WireClient:
             raise self._unreachable(action, exc.causes) from exc
         except socket.timeout as exc:
             raise TimeoutError_(f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
-                                hint="raise --timeout if the cluster is slow") from exc
+                                hint="raise {timeout} if the cluster is slow") from exc
         except codec.CodecError as exc:
             raise KctlError(f"unable to {action}: malformed answer from the cluster: {exc}") from exc
         except OSError as exc:
@@ -457,5 +436,5 @@ def ask_every_broker(wire: WireClient, action: str, api: str, fields: dict[str, 
     found = poll(lambda: wire.call(action, ask), lambda answer: answer is not None, timeout=wire.timeout,
                  interval=RETRY_BACKOFF, stop_before=True)
     if found is None:
-        raise TimeoutError_(f"unable to {action}: {loading} at the timeout", hint="raise --timeout if the cluster is starting or electing")
+        raise TimeoutError_(f"unable to {action}: {loading} at the timeout", hint="raise {timeout} if the cluster is starting or electing")
     return found

@@ -377,7 +377,7 @@ def delete(client: ConnectClient, name: str) -> StateChange:
                 timeout=client.settings.timeout, interval=0.2)
     if not gone:
         raise TimeoutError_(f"unable to see connector {name!r} deleted: Connect still lists it after {client.settings.timeout:g} s",
-                            hint="kctl connect list shows it; a longer --timeout waits longer")
+                            hint="kctl connect list shows it; a longer {timeout} waits longer")
     return StateChange(connector=name, action="deleted", state=None)
 
 
@@ -390,7 +390,7 @@ def _settled(client: ConnectClient, name: str, action: str, done, wait: bool) ->
     answer = poll(ask, done, timeout=client.settings.timeout, interval=0.2) if wait else ask()
     if wait and not done(answer):
         raise TimeoutError_(f"unable to see connector {name!r} {action}: it is {state_of(answer)} after {client.settings.timeout:g} s",
-                            hint="kctl connect describe shows where it is; a longer --timeout waits longer")
+                            hint="kctl connect describe shows where it is; a longer {timeout} waits longer")
     return StateChange(connector=name, action=action, state=state_of(answer), tasks=_tasks(answer))
 
 

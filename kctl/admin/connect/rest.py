@@ -71,10 +71,10 @@ def connect_settings(clusters: Mapping[str, Mapping[str, str]], env: Mapping[str
         name, configured = next(iter(clusters.items()))
     elif clusters:
         raise ConfigError(f"unable to choose a Connect cluster: the context has {len(clusters)} ({', '.join(sorted(clusters))})",
-                          hint="pick one with --connect NAME or KCTL_CONNECT=NAME")
+                          hint="pick one with {connect} NAME or KCTL_CONNECT=NAME")
     else:
         raise NoConnectCluster("unable to reach Kafka Connect: no Connect cluster is configured",
-                          hint="give --connect URL, set KCTL_CONNECT_URL, or kctl context set NAME --connect-url URL")
+                          hint="give {connect} URL, set KCTL_CONNECT_URL, or kctl context set NAME --connect-url URL")
     values = {**env, **configured} if given_url else {**configured, **env}
     url = values["url"]
     parts = urlsplit(url)
@@ -136,11 +136,11 @@ class ConnectClient:
         if self._connection is None:
             timeout = self.settings.timeout
             if self._https:
-                import ssl
+                from kctl.admin.client.tls import TlsSettings, client_context
 
-                context = ssl.create_default_context(cafile=_expand(self.settings.ssl_ca_location))
-                if self.settings.ssl_certificate_location:
-                    context.load_cert_chain(_expand(self.settings.ssl_certificate_location), _expand(self.settings.ssl_key_location))
+                context = client_context(TlsSettings(ca_location=self.settings.ssl_ca_location,
+                                                     certificate_location=self.settings.ssl_certificate_location,
+                                                     key_location=self.settings.ssl_key_location))
                 self._connection = http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=context)
             else:
                 self._connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
@@ -179,7 +179,7 @@ class ConnectClient:
                 raise error
             if time.monotonic() + pause > deadline:
                 raise TimeoutError_(f"unable to {action}: Connect at {self.url} was still rebalancing after {self.settings.timeout:g} s "
-                                    f"({_message(answer) or status})", hint="try again, or give a longer --timeout")
+                                    f"({_message(answer) or status})", hint="try again, or give a longer {timeout}")
             time.sleep(pause)
             attempt += 1
 
@@ -207,14 +207,14 @@ class ConnectClient:
             except TimeoutError:
                 self.close()
                 raise TimeoutError_(f"unable to {action}: Connect at {self.url} did not answer within {self.settings.timeout:g} s",
-                                    hint="give a longer --timeout") from None
+                                    hint="give a longer {timeout}") from None
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
                 reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
                 if isinstance(exc, socket.gaierror):
                     reason = f"cannot resolve {self._host}"
                 raise UnreachableError(f"unable to {action}: Connect at {self.url} is unreachable: {reason}",
-                                       hint="check the URL (--connect, KCTL_CONNECT_URL or the context's connect settings)") from None
+                                       hint="check the URL ({connect}, KCTL_CONNECT_URL or the context's connect settings)") from None
         if not data:
             return response.status, None
         try:

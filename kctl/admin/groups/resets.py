@@ -175,7 +175,7 @@ def plan(
         if group not in described and not allow_new_group:
             raise NotFoundError(
                 f"unable to reset offsets of group {group}: GROUP_ID_NOT_FOUND: no such group",
-                hint="--allow-new-group creates it with these offsets", kafka_error="GROUP_ID_NOT_FOUND",
+                hint="{allow_new_group} creates it with these offsets", kafka_error="GROUP_ID_NOT_FOUND",
                 resource=Resource("group", group),
             )
         pairs: list[tuple[str, int]] = []

@@ -80,15 +80,15 @@ def find_pair(target: AdminSession, source: AdminSession | None, *, source_alias
         raise NotMirrored(
             f"unable to find MirrorMaker 2 on {target_name}: it has no *{policy.separator}checkpoints{policy.separator}internal "
             f"topic, so MM2 does not seem to replicate into it",
-            hint="MM2's checkpoint connector writes <source alias>.checkpoints.internal on the target; check --target and MM2's flows")
+            hint="MM2's checkpoint connector writes <source alias>.checkpoints.internal on the target; check {target} and MM2's flows")
     if source_alias is None:
         if len(aliases) > 1:
             raise UsageError(f"unable to choose the source alias: {target_name} has checkpoints from {', '.join(aliases)}",
-                             hint="pass --source-alias NAME")
+                             hint="pass {source_alias} NAME")
         source_alias = aliases[0]
     elif source_alias not in aliases:
         raise NotMirrored(f"unable to find MM2 checkpoints from alias {source_alias!r} on {target_name}: it has checkpoints from "
-                          f"{', '.join(aliases)}", hint="--source-alias is MM2's name of the source cluster (its `clusters` list)")
+                          f"{', '.join(aliases)}", hint="{source_alias} is MM2's name of the source cluster (its `clusters` list)")
     if target_alias is None:
         target_alias = _target_alias(target, source_topics, target_topics, source_alias, policy)
     offset_syncs_on = None
@@ -148,7 +148,7 @@ def read_topic(session: AdminSession, topic: str, decode: Callable[[bytes | None
         while pending:
             if time.monotonic() > deadline:
                 raise TimeoutError_(f"unable to read {topic}: timed out after {session.timeout:g} s with "
-                                    f"{len(pending)} partition(s) unread", hint="raise --timeout")
+                                    f"{len(pending)} partition(s) unread", hint="raise {timeout}")
             for message in consumer.consume(10_000, 0.2):
                 error = message.error()
                 if error is not None:

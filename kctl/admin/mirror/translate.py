@@ -225,7 +225,7 @@ def require_idle(session: AdminSession, groups: Sequence[str], where: str) -> No
         if d.state not in INACTIVE_STATES:
             members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in d.members)) or "none listed"
             raise GroupActiveError(f"unable to fail over group {d.group}: it is {d.state} on {where} ({members})",
-                                   hint="stop its consumers there first, or leave out --require-idle-source")
+                                   hint="stop its consumers there first, or leave out {require_idle_source}")
 
 
 def failover_plan(pair: MirrorPair, translations: Sequence[Translation]) -> list[PlannedReset]:
@@ -235,7 +235,7 @@ def failover_plan(pair: MirrorPair, translations: Sequence[Translation]) -> list
     groups = sorted({g for g, _t, _p in offsets})
     if not groups:
         raise NotFoundError("unable to fail over: nothing to commit (no checkpoints, and --fallback none)",
-                            hint="--fallback timestamp|earliest|latest commits partitions MM2 has not checkpointed")
+                            hint="{fallback} timestamp|earliest|latest commits partitions MM2 has not checkpointed")
     return plan(pair.target, groups, ResetSpec(mode="explicit", offsets=offsets), allow_new_group=True)
 
 

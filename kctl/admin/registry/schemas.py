@@ -90,7 +90,7 @@ def registry_settings(configured: Mapping[str, str], url_flag: str | None, timeo
     if not url:
         raise ConfigError(
             "unable to reach a schema registry: none is configured",
-            hint="give --registry-url URL, set KCTL_SCHEMA_REGISTRY_URL, or kctl context set NAME --schema-registry-url URL",
+            hint="give {registry_url} URL, set KCTL_SCHEMA_REGISTRY_URL, or kctl context set NAME --schema-registry-url URL",
         )
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"unable to use schema registry {url!r}: expected an http:// or https:// URL")

@@ -1,0 +1,15 @@
+"""The brokers table, shown by `broker list` and `cluster info`."""
+
+from __future__ import annotations
+
+from kctl.output.spec import Column, TableSpec
+
+BROKER_TABLE = TableSpec(
+    (
+        Column("id", "ID", align="right"),
+        Column("host", "HOST"),
+        Column("port", "PORT", align="right"),
+        Column("rack", "RACK"),
+        Column("is_controller", "CONTROLLER"),
+    )
+)
