@@ -4,8 +4,9 @@ codes).
 
 kctl's wire client (kctl.admin.client.wire) encodes and decodes every message it sends
 with codec.py from these definitions: ApiVersions, SaslHandshake and SaslAuthenticate,
-Metadata, FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, ListOffsets,
-ListTransactions, the consumer protocol's assignment, and the newer group APIs
+Metadata, FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, OffsetCommit,
+OffsetDelete, ListOffsets, DescribeConfigs, InitProducerId, Produce, ListTransactions,
+DescribeQuorum, DescribeCluster, the consumer protocol's assignment, and the newer group APIs
 (ConsumerGroupDescribe, ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets,
 StreamsGroupDescribe). The bundled broker serves the share group APIs (ShareGroupHeartbeat,
 ShareFetch, ShareAcknowledge and the ones above) with this codec, and builds kafka-python's

@@ -164,13 +164,12 @@ def delete_groups(session: AdminSession, ids: Sequence[str]) -> Partial[list[Gro
 def delete_offsets(
     session: AdminSession, group: str, topics: Sequence[tuple[str, tuple[int, ...] | None]]
 ) -> Partial[list[OffsetDeletion]]:
-    """Delete a group's committed offsets for topics (or some of their partitions), through
-    kafka-python: librdkafka has OffsetDelete but confluent-kafka does not expose it. A share
-    group's start offsets are forgotten per topic (DeleteShareGroupOffsets)."""
-    from kafka import TopicPartition
-
+    """Delete a group's committed offsets for topics (or some of their partitions):
+    OffsetDelete to the group's coordinator. A share group's start offsets are forgotten
+    per topic (DeleteShareGroupOffsets)."""
+    from kctl.admin.client.errors import for_kafka_code
     from kctl.admin.groups import share
-    from kctl.admin.client.kafka_python import for_code, kafka_error_name
+    from kctl.messages.errors import error_name
 
     if share.share_groups(session, [group]):
         return share.delete_offsets(session, group, topics)
@@ -190,23 +189,21 @@ def delete_offsets(
                 raise NotFoundError(f"unable to delete offsets of group {group}: {topic} has no partition {p}")
             pairs.append((topic, p))
     wanted = [(t, p) for t, p in pairs if (t, p) in committed]
-    outcome = {}
-    if wanted:
-        outcome = session.run_kafka_python(
-            lambda c: c.delete_group_offsets(group, [TopicPartition(t, p) for t, p in wanted]), f"delete offsets of group {group}"
-        )
+    code, outcome = protocol.offset_delete(session, group, wanted, f"delete offsets of group {group}") if wanted else (0, {})
+    if code:
+        raise for_kafka_code(code, None, f"delete offsets of group {group}", Resource("group", group))
     rows, errors = [], {}
     for topic, partition in pairs:
         if (topic, partition) not in committed:
             rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="not-committed"))
             continue
-        error = outcome.get(TopicPartition(topic, partition))
-        if error is None or kafka_error_name(error) == "NO_ERROR":
+        failed = outcome.get((topic, partition), 0)
+        if not failed:
             rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="deleted"))
             continue
-        failure = for_code(error, f"delete the offset of group {group} for {topic}-{partition}")
-        if kafka_error_name(error) == "GROUP_SUBSCRIBED_TO_TOPIC":
-            failure = GroupActiveError(failure.message, hint="a member of the group consumes this topic; stop it first")
+        failure = for_kafka_code(failed, None, f"delete the offset of group {group} for {topic}-{partition}")
+        if error_name(failed) == "GROUP_SUBSCRIBED_TO_TOPIC":
+            failure = failure.but(kind=GroupActiveError, hint="a member of the group consumes this topic; stop it first")
         errors[f"{topic}-{partition}"] = failure
         rows.append(OffsetDeletion(group=group, topic=topic, partition=partition, status="failed", error=failure.message))
     return Partial(rows, errors)

@@ -4,7 +4,9 @@ with Kafka's state names; librdkafka lists only classic and consumer groups), De
 and OffsetFetch v8 batched per coordinator (librdkafka sends one request per group, the cost
 that dominated `group list` and `group lag --all` on many groups), ConsumerGroupDescribe
 (KIP-848 epochs and target assignments), ShareGroupDescribe and Describe/Alter/Delete-
-ShareGroupOffsets (KIP-932), StreamsGroupDescribe (KIP-1071).
+ShareGroupOffsets (KIP-932), StreamsGroupDescribe (KIP-1071); and the group writes of offset resets:
+OffsetCommit as an admin commits (no member) and OffsetDelete, so a reset (and its undo)
+talks to the coordinators through one client.
 
 Requests go to each group's coordinator, one per coordinator for all the groups it owns,
 every coordinator's request sent before any answer is read. Answers are kctl.messages.codec
@@ -175,3 +177,40 @@ def delete_share_group_offsets(session: AdminSession, group_id: str, topics: Seq
     response, _node = per_group(session, [group_id], lambda _ids: ("DeleteShareGroupOffsets", fields, None, None), lambda r: [(group_id, r)],
                                 f"delete offsets of share group {group_id}")[group_id]
     return response.error_code, {t.topic_name: t.error_code for t in response.responses}
+
+
+class _Answer:
+    """An answer whose errors are per partition, as per_group reads a group's part: the
+    error that says to ask the coordinator again (any partition's), else none."""
+
+    def __init__(self, response: Any):
+        self.response = response
+        codes = [p.error_code for t in response.topics for p in t.partitions]
+        self.error_code = next((c for c in codes if error_name(c) in COORDINATOR_RETRIABLE), 0)
+
+
+def offset_commit(session: AdminSession, group_id: str, offsets: dict[tuple[str, int], int], action: str) -> dict[tuple[str, int], int]:
+    """Commit `offsets` as an admin does (no member, generation -1: Kafka's
+    AlterConsumerGroupOffsets, which the coordinator refuses while the group has members):
+    each partition's error code, 0 where committed."""
+    by_topic: dict[str, list] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1,
+                                               "committed_metadata": None})
+    fields = {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+              "retention_time_ms": -1, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+    # v10 names topics by id only; v2-v9 by name.
+    answer, _node = per_group(session, [group_id], lambda _ids: ("OffsetCommit", fields, 2, 9), lambda r: [(group_id, _Answer(r))],
+                              action)[group_id]
+    return {(t.name, p.partition_index): p.error_code for t in answer.response.topics for p in t.partitions}
+
+
+def offset_delete(session: AdminSession, group_id: str, partitions: Sequence[tuple[str, int]], action: str) -> tuple[int, dict[tuple[str, int], int]]:
+    """Forget a group's committed offsets of `partitions` (OffsetDelete): the group's
+    error code and each partition's (GROUP_SUBSCRIBED_TO_TOPIC while a member reads it)."""
+    by_topic: dict[str, list] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append({"partition_index": partition})
+    fields = {"group_id": group_id, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+    response, _node = per_group(session, [group_id], lambda _ids: ("OffsetDelete", fields, 0, 0), lambda r: [(group_id, r)], action)[group_id]
+    return response.error_code, {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}

@@ -291,30 +291,18 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
 
 
 def _commit(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
-    by_group: dict[str, list[PlannedReset]] = {}
+    """Commit each group's new offsets (OffsetCommit to its coordinator, as an admin)."""
+    by_group: dict[str, dict[tuple[str, int], int]] = {}
     for p in plans:
-        by_group.setdefault(p.group, []).append(p)
-    futures = {}
-    for group, items in by_group.items():
-        request = ConsumerGroupTopicPartitions(group, [TopicPartition(p.topic, p.partition, p.new) for p in items])
-        (future,) = session.client.alter_consumer_group_offsets([request], request_timeout=session.timeout).values()
-        futures[group] = future
-    results = session.wait_all(futures, "commit offsets")
-    failures = {g: r for g, r in results.items() if isinstance(r, KctlError)}
-    for group, result in results.items():
-        if isinstance(result, KctlError):
-            continue
-        bad = [tp for tp in result.topic_partitions if tp.error is not None]
+        if p.new is not None:
+            by_group.setdefault(p.group, {})[(p.topic, p.partition)] = p.new
+    for group, offsets in by_group.items():
+        codes = protocol.offset_commit(session, group, offsets, f"reset offsets of group {group}")
+        bad = [(key, code) for key, code in sorted(codes.items()) if code]
         if bad:
-            from kctl.admin.client.errors import describe, kafka_name
-
-            failures[group] = KctlError(action="commit offsets", cause=f"{bad[0].topic}-{bad[0].partition}: {describe(bad[0].error)}",
-                                        kafka_error=kafka_name(bad[0].error))
-    if failures:
-        group, error = next(iter(failures.items()))
-        raise refused_reset(group, error.cause, error.kafka_error)
+            (topic, partition), code = bad[0]
+            name = error_name(code)
+            raise refused_reset(group, f"{topic}-{partition}: {name}: {ERRORS.get(code, (name, ''))[1]}", name)
 
 
 def _reset_share_group(session: AdminSession, group_id: str, plans: Sequence) -> None:
