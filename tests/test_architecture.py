@@ -203,3 +203,85 @@ def test_command_modules_do_not_import_each_other():
 def test_the_command_module_check_finds_one():
     edges = {"kctl.cli.topic": {"kctl.cli.config", "kctl.cli._configs"}, "kctl.cli.main": {"kctl.cli.topic"}}
     assert command_module_imports(edges) == ["kctl.cli.topic imports kctl.cli.config"]
+
+
+# -- ARCHITECTURE.md names only what exists ------------------------------------------------
+
+ROOT = PACKAGE.parent
+DOC = ROOT / "ARCHITECTURE.md"
+
+
+def named_in_doc() -> list[str]:
+    """Every `backticked` text of ARCHITECTURE.md."""
+    import re
+
+    return re.findall(r"`([^`\n]+)`", DOC.read_text())
+
+
+def missing_paths(texts: list[str]) -> list[str]:
+    """The texts that name a file or directory (a/b/, x.py, kctl.x.y) that does not exist,
+    under the repository or kctl/ (a glob must match something)."""
+    import re
+
+    missing = []
+    for text in texts:
+        for word in text.split():
+            word = word.strip("(),;:")
+            if re.fullmatch(r"kctl(\.[a-z_0-9]+)+", word):
+                path = ROOT / word.replace(".", "/")
+                if not (path.with_suffix(".py").exists() or path.is_dir()):
+                    missing.append(word)
+            elif re.fullmatch(r"[\w.*/-]+(/|\.py|\.md|\.json|\.toml)", word) and ("/" in word or word.endswith(".py")):
+                # From the repository, or (a path in its package's row: groups/resets.py,
+                # handlers/access.py) anywhere below kctl/ or tests/.
+                name = word.rstrip("/")
+                found = bool(list(ROOT.glob(name))) or any(PACKAGE.rglob(name)) or any((ROOT / "tests").rglob(name))
+                if not found:
+                    missing.append(word)
+    return missing
+
+
+def missing_commands(texts: list[str], tree: dict[str, set[str]]) -> list[str]:
+    """The texts that name a kctl command (`kctl topic list`, `group reset-offsets`,
+    `mirror failover|failback`) whose noun or verb the click tree lacks."""
+    missing = []
+    for text in texts:
+        words = text.split()
+        if words[:1] == ["kctl"]:
+            words = words[1:]
+        if not words or words[0] not in tree:
+            continue
+        verbs = words[1].split("|") if len(words) > 1 and not words[1].startswith("-") and not words[1].isupper() else []
+        if tree[words[0]] and any(v not in tree[words[0]] for v in verbs):
+            missing.append(text)
+    return missing
+
+
+def command_tree() -> dict[str, set[str]]:
+    import click
+
+    from kctl.cli.main import cli
+
+    context = click.Context(cli)
+    tree: dict[str, set[str]] = {}
+    for name in cli.list_commands(context):
+        command = cli.get_command(context, name)
+        if command is None:
+            continue
+        tree[name] = set(command.list_commands(context)) if isinstance(command, click.Group) else set()
+    return tree
+
+
+def test_every_path_and_command_architecture_md_names_exists():
+    texts = named_in_doc()
+    assert len(texts) > 100  # the scan reads the page
+    assert missing_paths(texts) == []
+    assert missing_commands(texts, command_tree()) == []
+
+
+def test_the_page_checks_find_what_is_gone():
+    assert missing_paths(["admin/client/nowhere.py", "cli/_*.py", "kctl.admin.nothing", "admin/client/", "session.py", "gone.py"]) == [
+        "admin/client/nowhere.py", "kctl.admin.nothing", "gone.py"]
+    tree = {"offset": {"get", "delete"}, "mirror": {"failover", "failback"}, "top": set()}
+    assert missing_commands(["offset list", "kctl offset get -o json", "mirror failover|failback", "top", "kafka-acls --list"], tree) == [
+        "offset list"]
