@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 from common import rss_mb  # (importing common also puts the repository on sys.path)
-
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -48,7 +47,7 @@ def start_kafka(workdir: Path):
     from tests.backends.kafka import KafkaCluster
 
     cluster = KafkaCluster(nodes=1, workdir=workdir / "kafka")
-    cluster.classpath  # resolve jars before the clock starts
+    _ = cluster.classpath  # resolve jars before the clock starts
     started = time.perf_counter()
     cluster.start()
     ready = wait_for_metadata(cluster.bootstrap, started)

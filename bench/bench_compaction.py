@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import common  # noqa: F401 - puts the repository on sys.path
-
 from bench_broker import latency, wait_for_metadata
 from common import kctl_argv
 from confluent_kafka import Producer

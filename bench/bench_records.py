@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import common
-
 from confluent_kafka.admin import AdminClient, NewTopic
 
 KAFKA_JVM = ("-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true")

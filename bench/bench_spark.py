@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on sys.path)
-
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 

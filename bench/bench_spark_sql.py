@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on sys.path)
-
 from bench_spark import KAFKA_JVM, PARTITIONS, create
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient

@@ -108,8 +108,8 @@ def run_top(bootstrap: str, *, interval: float, idle: float) -> tuple[float, flo
 
 def refresh_seconds(bootstrap: str, runs: int) -> float:
     from kctl.admin.client.session import AdminSession
-    from kctl.config.model import ClientSettings
     from kctl.admin.groups.lag_time import TimeLagEstimator
+    from kctl.config.model import ClientSettings
     from kctl.top.model import Window, take
 
     session = AdminSession(ClientSettings(bootstrap_servers=bootstrap, properties={}, timeout=60, context=None))

@@ -15,7 +15,7 @@ from kctl.errors import InvalidError, NotFoundError
 
 def write(directory: Path, entry: dict) -> str:
     """Record `entry` (with an id and its time added) atomically; returns the id."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     journal_id = now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{journal_id}.json"

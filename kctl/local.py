@@ -13,9 +13,9 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from kctl.errors import ExitCode, KctlError, NotFoundError
@@ -162,7 +162,7 @@ def serve_foreground(config: Any, ready: Callable[[str], None]) -> None:
     from kctl.broker.storage.manager import StorageError
 
     try:
-        asyncio.run(serve(config, lambda broker: ready("%s:%d" % config.advertised)))
+        asyncio.run(serve(config, lambda broker: ready("{}:{}".format(*config.advertised))))
     except StorageError as exc:
         raise LocalBrokerError(f"unable to start the local broker: {exc}") from None
 

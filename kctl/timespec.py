@@ -56,7 +56,7 @@ def parse_instant(text: str, *, now: Callable[[], float] = time.time) -> int:
             f"unable to parse time {text!r}: expected ISO-8601 (2026-11-22T10:00:00Z), epoch milliseconds, now, or -1h"
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)  # Kafka's tools append Z
+        parsed = parsed.replace(tzinfo=dt.UTC)  # Kafka's tools append Z
     return int(parsed.timestamp() * 1000)
 
 
@@ -64,5 +64,5 @@ def format_instant(ms: int | None) -> str | None:
     """ISO-8601 in UTC with milliseconds, e.g. 2026-11-22T10:00:00.000Z."""
     if ms is None or ms < 0:
         return None
-    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

@@ -43,11 +43,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import help_outputs, help_world
 from tests.backends.plugin import BackendUnavailable, _required, selected_backends
+from tests.spark import selection
+from tests.support import help_outputs, help_world
 from tests.support.eventually import eventually
 from tests.support.help_outputs import NOT_COMPARED
-from tests.spark import selection
 from tests.support.terminal import kctl_noun
 from tests.test_readme import Shell, commands, expected_exit, fresh_env, spark_ready
 

@@ -53,9 +53,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.terminal import kctl_noun, run_in_terminal
-
 from tests.spark import selection
+from tests.support.terminal import kctl_noun, run_in_terminal
 from tests.support.venvs import virtualenv_with_our_dependencies
 
 pytestmark = pytest.mark.integration

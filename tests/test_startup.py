@@ -81,9 +81,9 @@ def test_the_console_script_prints_clicks_help_without_click(args, columns):
 
 
 def test_every_command_has_help(kctl):
-    from kctl.cli.main import cli
-
     import click
+
+    from kctl.cli.main import cli
 
     def visit(command: click.Command, path: tuple[str, ...], parent: click.Context | None) -> None:
         ctx = click.Context(command, info_name=path[-1] if path else "kctl", parent=parent)

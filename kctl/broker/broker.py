@@ -14,20 +14,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .coordinator.consumer import ConsumerGroupCoordinator
-from .coordinator.groups import GroupCoordinator
-from .coordinator.offsets import OffsetStore
-from .coordinator.producer_ids import ProducerIdManager
-from .coordinator.share import ShareGroupCoordinator
-from .coordinator.streams import StreamsGroupCoordinator
-from .coordinator.transactions import TransactionCoordinator
-from .quotas import QuotaManager
-from .security.authorizer import Authorizer
-from .security.listeners import Listener
-from .security.sasl import MECHANISMS, SaslConfig
-from .security.store import SecurityStore
-from .storage.cleaner import LogCleaner
-from .storage.manager import LogManager
+from kctl.broker.coordinator.consumer import ConsumerGroupCoordinator
+from kctl.broker.coordinator.groups import GroupCoordinator
+from kctl.broker.coordinator.offsets import OffsetStore
+from kctl.broker.coordinator.producer_ids import ProducerIdManager
+from kctl.broker.coordinator.share import ShareGroupCoordinator
+from kctl.broker.coordinator.streams import StreamsGroupCoordinator
+from kctl.broker.coordinator.transactions import TransactionCoordinator
+from kctl.broker.quotas import QuotaManager
+from kctl.broker.security.authorizer import Authorizer
+from kctl.broker.security.listeners import Listener
+from kctl.broker.security.sasl import MECHANISMS, SaslConfig
+from kctl.broker.security.store import SecurityStore
+from kctl.broker.storage.cleaner import LogCleaner
+from kctl.broker.storage.manager import LogManager
 
 log = logging.getLogger("kctl.broker")
 
@@ -133,7 +133,8 @@ class Broker:
         """A configured user gets a SCRAM credential for each enabled SCRAM mechanism it
         has none for (as `kafka-storage format --add-scram` gives users before the first
         client); a password changed since through AlterUserScramCredentials is kept."""
-        from .security.scram import MECHANISMS as SCRAM, new_credential
+        from kctl.broker.security.scram import MECHANISMS as SCRAM
+        from kctl.broker.security.scram import new_credential
 
         missing = {(user, mechanism): new_credential(mechanism, password)
                    for user, password in self.config.users.items()
@@ -197,5 +198,5 @@ class Broker:
             return
         try:
             await asyncio.wait_for(event.wait(), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass

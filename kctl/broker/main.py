@@ -17,16 +17,16 @@ import signal
 import sys
 from pathlib import Path
 
-from .broker import Broker, BrokerConfig
-from .process import READY_PREFIX, read_ready_file
-from .storage.manager import StorageError
+from kctl.broker.broker import Broker, BrokerConfig
+from kctl.broker.process import READY_PREFIX, read_ready_file
+from kctl.broker.storage.manager import StorageError
 
 log = logging.getLogger("kctl.broker")
 
 
 async def serve(config: BrokerConfig, ready=None, stop: asyncio.Event | None = None) -> dict:
     """Open the data directory, listen, call ready(broker) and run until `stop` is set."""
-    from .server import BrokerServer
+    from kctl.broker.server import BrokerServer
 
     broker = Broker(config)
     report = broker.open()
@@ -108,9 +108,9 @@ def config_from_args(args) -> BrokerConfig:
 
 def security_settings(args) -> dict:
     """BrokerConfig's security fields from the options (ValueError: one line)."""
-    from .security import options
-    from .security.listeners import Listener, protocol_for
-    from .security.sasl import MECHANISMS
+    from kctl.broker.security import options
+    from kctl.broker.security.listeners import Listener, protocol_for
+    from kctl.broker.security.sasl import MECHANISMS
 
     named = dict(options.parse_user(text) for text in args.user)
     named.update(options.parse_users_text(os.environ.get(USERS_ENV, ""), USERS_ENV))

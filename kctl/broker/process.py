@@ -17,11 +17,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from .storage.lock import holder
+from kctl.broker.storage.lock import holder
 
 READY_PREFIX = "kctl-broker listening on "
 LOG_FILE = "broker.log"

@@ -20,15 +20,15 @@ import struct
 import time
 from dataclasses import dataclass
 
-from . import quotas
-from .broker import Broker
-from .handlers import HANDLERS, access
-from .protocol import apis, errors, frames
-from .protocol.errors import ProtocolError
-from .security.listeners import Listener
-from .security import sasl
-from .security.sasl import Session
-from .storage.manager import StorageError
+from kctl.broker import quotas
+from kctl.broker.broker import Broker
+from kctl.broker.handlers import HANDLERS, access
+from kctl.broker.protocol import apis, errors, frames
+from kctl.broker.protocol.errors import ProtocolError
+from kctl.broker.security import sasl
+from kctl.broker.security.listeners import Listener
+from kctl.broker.security.sasl import Session
+from kctl.broker.storage.manager import StorageError
 
 log = logging.getLogger("kctl.broker.server")
 _SIZE = struct.Struct(">i")
@@ -74,12 +74,12 @@ class BrokerServer:
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
         tls = None
         if any(listener.tls for listener in config.listeners):
-            from .security import tls as tls_files
+            from kctl.broker.security import tls as tls_files
 
             cert, key = config.tls_cert, config.tls_key
             if cert is None:
                 cert, key = tls_files.ensure_generated(
-                    config.data_dir, [l.host for l in config.listeners] + [config.advertised_host or ""])
+                    config.data_dir, [listener.host for listener in config.listeners] + [config.advertised_host or ""])
             try:
                 tls = tls_files.server_context(cert, key)
             except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError

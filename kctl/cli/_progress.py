@@ -75,7 +75,8 @@ class Progress:
     def _start_live(self) -> None:
         # rich is imported only here: a command that shows no progress never pays for it.
         from rich.console import Console
-        from rich.progress import BarColumn, Progress as Live, ProgressColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as Live
         from rich.text import Text
 
         unit = self.unit

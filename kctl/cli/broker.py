@@ -10,6 +10,7 @@ from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options
 from kctl.output.spec import Column, TableSpec
 
+
 @click.group(cls=LazyGroup, aliases={"ls": "list"})
 def broker():
     """List the cluster's brokers."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from kctl.cli._app import App, pass_app
+from kctl.cli._brokers import BROKER_TABLE
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options
-from kctl.cli._brokers import BROKER_TABLE
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 

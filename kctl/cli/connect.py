@@ -176,7 +176,8 @@ def validate(app: App, class_name, file, connect_choice):
       kctl connect validate -f orders-sink.json
       kctl connect validate FileStreamSink -f sink.properties -o json
     """
-    from kctl.admin.connect.connectors import read_connector_file, validate as check
+    from kctl.admin.connect.connectors import read_connector_file
+    from kctl.admin.connect.connectors import validate as check
     from kctl.errors import ExitCode
 
     spec = read_connector_file(file, named=False)
@@ -262,7 +263,8 @@ def create(app: App, file, name, initial_state, connect_choice):
     """
     import dataclasses
 
-    from kctl.admin.connect.connectors import create as make, read_connector_file
+    from kctl.admin.connect.connectors import create as make
+    from kctl.admin.connect.connectors import read_connector_file
 
     spec = read_connector_file(file, name)
     if initial_state:
@@ -287,7 +289,8 @@ def update(app: App, name, file, dry_run, yes, connect_choice):
       kctl connect update orders-sink -f orders-sink.json --dry-run -o json
       kctl connect update orders-sink -f orders-sink.json --yes
     """
-    from kctl.admin.connect.connectors import config, config_changes, read_connector_file, update as put
+    from kctl.admin.connect.connectors import config, config_changes, read_connector_file
+    from kctl.admin.connect.connectors import update as put
 
     client = app.connect(connect_choice)
     spec = read_connector_file(file, name)
@@ -319,7 +322,8 @@ def patch(app: App, name, sets, deletes, connect_choice):
       kctl connect patch orders-sink --set tasks.max=4
       kctl connect patch orders-sink --set errors.tolerance=all --delete transforms
     """
-    from kctl.admin.connect.connectors import config, config_changes, patch as send
+    from kctl.admin.connect.connectors import config, config_changes
+    from kctl.admin.connect.connectors import patch as send
     from kctl.errors import UsageError
 
     if not sets and not deletes:
@@ -409,7 +413,8 @@ def restart(app: App, name, include_tasks, only_failed, task, no_wait, connect_c
       kctl connect restart orders-sink --include-tasks --only-failed
       kctl connect restart orders-sink --task 0
     """
-    from kctl.admin.connect.connectors import restart as again, restart_task
+    from kctl.admin.connect.connectors import restart as again
+    from kctl.admin.connect.connectors import restart_task
     from kctl.errors import UsageError
 
     client = app.connect(connect_choice)
@@ -436,7 +441,8 @@ def delete(app: App, name, yes, connect_choice):
       kctl connect delete orders-sink          # asks first
       kctl connect delete file-source --yes
     """
-    from kctl.admin.connect.connectors import config, delete as remove
+    from kctl.admin.connect.connectors import config
+    from kctl.admin.connect.connectors import delete as remove
 
     client = app.connect(connect_choice)
     config(client, name)  # unknown: exit 5 before asking
@@ -459,7 +465,8 @@ def topics(app: App, name, reset, yes, connect_choice):
       kctl connect topics orders-sink
       kctl connect topics orders-sink --reset --yes
     """
-    from kctl.admin.connect.connectors import reset_topics, topics as read
+    from kctl.admin.connect.connectors import reset_topics
+    from kctl.admin.connect.connectors import topics as read
 
     client = app.connect(connect_choice)
     found = read(client, name)
@@ -503,7 +510,8 @@ def offsets_get(app: App, name, connect_choice):
 
 
 def _offsets_change(app: App, plan, execute: bool, resume: bool, client) -> None:
-    from kctl.admin.connect.offsets import execute as run, journal_dir
+    from kctl.admin.connect.offsets import execute as run
+    from kctl.admin.connect.offsets import journal_dir
 
     app.out.table(list(plan.changes), OFFSET_PLAN_TABLE)
     if not plan.changes:

@@ -229,7 +229,7 @@ def diff(app: App, files, prune, topic_regex, connect_choice):
     resources = _load(app, files)
     every = []
     plans = _plans(app, resources, prune, topic_regex, connect_choice)
-    for context, _session_, owned, changes, _connect_ in plans:
+    for context, _session, owned, changes, _connect in plans:
         if owned is not None:
             owned.close()
         every += changes
@@ -305,7 +305,7 @@ def apply(app: App, files, validate, dry_run, prune, topic_regex, throttle, wait
         app.out.table(results, RESULT_TABLE)
         _wait(app, waits, wait, wait_timeout)
     finally:
-        for _context, _session_, owned, _changes, _connect_ in plans:
+        for _context, _session, owned, _changes, _connect in plans:
             if owned is not None:
                 owned.close()
     _finish(app, results)

@@ -8,8 +8,8 @@ from kctl.cli._app import App, pass_app, until_stopped
 from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import RegexType, global_options, yes_option
-from kctl.cli._resets import run_reset
 from kctl.cli._progress import progress
+from kctl.cli._resets import run_reset
 from kctl.errors import PartialFailure
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 

@@ -129,9 +129,9 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
       kctl record produce invoices -K : --value-schema-file invoice.avsc --file invoices.txt
       echo '{"cents":"250","currency":"EUR"}' | kctl record produce prices --value-schema-file money.proto
     """
+    from kctl.errors import UsageError
     from kctl.records.produce import READ_AHEAD_BYTES, ProduceOptions
     from kctl.records.produce import produce as produce_records
-    from kctl.errors import UsageError
     from kctl.records.reader import read_ahead, split_records
     from kctl.records.template import InputTemplate, TemplateError
     from kctl.timespec import parse_instant
@@ -304,11 +304,11 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
       kctl record consume invoices --value-format auto -o jsonl
       kctl record consume invoices --value-format avro --format '%o %v\\n' -n 3
     """
-    from kctl.records.consume import ConsumeOptions
-    from kctl.records.consume import consume as consume_records
     from kctl.admin.topics.offsets import PartitionSelector, parse_selector
     from kctl.errors import UsageError
     from kctl.records import filters
+    from kctl.records.consume import ConsumeOptions
+    from kctl.records.consume import consume as consume_records
     from kctl.records.position import (
         COMMITTED,
         EARLIEST,

@@ -239,8 +239,8 @@ def elect_leaders(app: App, selectors, kind, all_, yes):
       kctl replication elect-leaders --preferred orders:0-3
       kctl replication elect-leaders --unclean orders:2 --yes
     """
-    from kctl.admin.topics.offsets import parse_selector, resolve_partitions
     from kctl.admin.cluster.replication import elect_leaders as elect
+    from kctl.admin.topics.offsets import parse_selector, resolve_partitions
 
     if kind is None:
         raise click.UsageError("choose --preferred or --unclean")

@@ -573,9 +573,8 @@ def _query_text(query: str, app: App) -> str:
 def _sql_rows(columns, rows):
     """Result rows for kctl's output: nested values as JSON text in tables, binary as
     UTF-8 text when it is (base64 otherwise); JSON output keeps structures and base64."""
-    from decimal import Decimal
-
     import datetime as dt
+    from decimal import Decimal
 
     def plain(value):
         if isinstance(value, Decimal):

@@ -6,9 +6,9 @@ import click
 
 from kctl.cli._app import App, pass_app
 from kctl.cli._batch import report, report_documents
+from kctl.cli._configs import change_options, run_alter
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import KeyValueType, RegexType, global_options, yes_option
-from kctl.cli._configs import change_options, run_alter
 from kctl.errors import NotFoundError, Resource
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 

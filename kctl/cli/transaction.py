@@ -181,8 +181,9 @@ def abort(app: App, where, producer_id, start_offset, yes):
       kctl transaction abort payments:0                                 # asks first
       kctl transaction abort payments:0 --yes
     """
+    from kctl.admin.cluster.transactions import abort as abort_transaction
+    from kctl.admin.cluster.transactions import find_open
     from kctl.admin.topics.offsets import parse_selector, resolve_partitions
-    from kctl.admin.cluster.transactions import abort as abort_transaction, find_open
 
     selector = parse_selector(where)
     if len(selector.ranges) != 1 or selector.ranges[0][0] != selector.ranges[0][1]:
@@ -219,8 +220,8 @@ def producer_list(app: App, selectors):
       kctl producer list payments
       kctl producer list payments:0-2 orders -o json
     """
-    from kctl.admin.topics.offsets import parse_selector, resolve_partitions
     from kctl.admin.cluster.transactions import list_producers
+    from kctl.admin.topics.offsets import parse_selector, resolve_partitions
 
     pairs = resolve_partitions(app.session, [parse_selector(s) for s in selectors], action="list producers of")
     app.out.table(list_producers(app.session, pairs), PRODUCER_TABLE)

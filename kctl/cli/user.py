@@ -97,7 +97,8 @@ def set_password(app: App, name, extra, mechanisms, iterations, password_stdin):
       kctl user set-password alice --password-stdin < alice.pass
       kctl user set-password bob -m scram-sha-256 -m scram-sha-512 --iterations 4096 --password-stdin < bob.pass
     """
-    from kctl.admin.security.users import parse_mechanism, set_password as set_user_password
+    from kctl.admin.security.users import parse_mechanism
+    from kctl.admin.security.users import set_password as set_user_password
 
     if extra:
         # Never echo the extra words: one of them may well be the password.

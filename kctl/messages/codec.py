@@ -21,7 +21,7 @@ import json
 import re
 import struct
 from collections.abc import Callable
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -474,13 +474,13 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
 
 # -- messages ---------------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
+@cache
 def has_definition(name: str) -> bool:
     """Whether this package holds the message's definition (e.g. "MetadataResponse")."""
     return (_HERE / f"{name}.json").is_file()
 
 
-@lru_cache(maxsize=None)
+@cache
 def definition(name: str) -> dict:
     """A message's JSON definition from this package (e.g. "MetadataResponse")."""
     text = (_HERE / f"{name}.json").read_text(encoding="utf-8")
@@ -516,7 +516,7 @@ class Message:
         return self._struct.read(reader), reader.pos
 
 
-@lru_cache(maxsize=None)
+@cache
 def message(name: str, version: int) -> Message:
     return Message(name, version)
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kctl.admin.client.errors import translate
-from kctl.admin.topics.offsets import PartitionSelector, list_offsets, offsets_for_time, resolve_partitions
 from kctl.admin.client.session import AdminSession, build_client
+from kctl.admin.topics.offsets import PartitionSelector, list_offsets, offsets_for_time, resolve_partitions
 from kctl.errors import ConfigError, KctlError, TimeoutError_, UsageError
 from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
 

@@ -35,7 +35,8 @@ def record_writer(stream: BinaryIO, output_format: str, template: str | None, de
     value and a newline); `decoder` (records.schemas.RecordDecoder) decodes keys and
     values with schemas. Raises TemplateError for a template that does not parse."""
     if output_format in ("json", "jsonl"):
-        from kctl.records.envelope import encode as plain, encode_decoded
+        from kctl.records.envelope import encode as plain
+        from kctl.records.envelope import encode_decoded
 
         encode = plain if decoder is None else (lambda message: encode_decoded(message, decoder))
         if output_format == "jsonl":

@@ -318,8 +318,7 @@ class RecordEncoder:
         from kctl.records.model import RecordError
 
         if self.schema.type == "AVRO":
-            from fastavro.validation import ValidationError
-            from fastavro.validation import validate
+            from fastavro.validation import ValidationError, validate
 
             try:
                 validate(datum, self.parsed, raise_errors=True)
@@ -353,7 +352,7 @@ def _from_avro_json(datum, schema, named: dict):
                 if tag == _branch_name(branch):
                     return _from_avro_json(inner, branch, named)
         for branch in schema:  # an untagged value: the first branch it can be
-            if branch != "null" and not (datum is None):
+            if branch != "null" and datum is not None:
                 converted = _from_avro_json(datum, branch, named)
                 if converted is not datum:
                     return converted

@@ -136,8 +136,12 @@ def compile_output(template: str) -> Callable[[ConsumedRecord], bytes]:
     return _render(parse(template))
 
 
+def _constant(text: bytes) -> Callable[[Any], bytes]:
+    return lambda _m: text
+
+
 def _render(parts: list[Part]) -> Callable[[Any], bytes]:
-    getters = [(lambda _m, text=p.encode(): text) if isinstance(p, str) else _getter(p) for p in parts]
+    getters = [_constant(p.encode()) if isinstance(p, str) else _getter(p) for p in parts]
     return lambda m: b"".join([g(m) for g in getters])
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _COMPARISONS = {"EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual", "In"}
 _SYMBOLS = {"EqualTo": "=", "EqualNullSafe": "<=>", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "LessThan": "<", "LessThanOrEqual": "<="}
 
@@ -61,7 +61,7 @@ def _micros(value) -> int | None:
     if not isinstance(value, dt.datetime):
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
+        value = value.replace(tzinfo=dt.UTC)
     return (value - _EPOCH) // dt.timedelta(microseconds=1)
 
 
@@ -119,7 +119,7 @@ def _tighter(low: int | None, end: int | None, new: tuple[int | None, int | None
 
 def describe_filter(kind: str, column: str, value) -> str:
     if isinstance(value, dt.datetime):
-        text = value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        text = value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
     elif kind == "In":
         return f"{column} IN ({', '.join(describe_filter('EqualTo', column, v).split(' = ', 1)[1] for v in value)})"
     else:

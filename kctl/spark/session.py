@@ -63,8 +63,8 @@ def parse_conf(pairs: Sequence[str]) -> dict[str, str]:
 
 def check_requirements() -> None:
     try:
-        import pyspark  # noqa: F401
         import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
     except ImportError as exc:
         raise SparkUnavailable(
             f"unable to start Spark: {exc.name} is not installed",

@@ -121,7 +121,7 @@ def replay_dump_parts(options: dict[str, str], window: dict, parts):
     half the replay's CPU)."""
     from kctl.spark.reading import replay_batches
 
-    for topic, partition, files in parts:
+    for _topic, partition, files in parts:
         yield write_task(_options(options), replay_batches(files, partition, **window))
 
 

@@ -35,9 +35,8 @@ class KafkaDataSource(DataSource):
         return NAME
 
     def schema(self) -> str:
-        from kctl.spark.reading import HEADERS_DDL, SCHEMA_DDL
-
         from kctl.spark.decode import columns_ddl, plan_from_options
+        from kctl.spark.reading import HEADERS_DDL, SCHEMA_DDL
 
         headers = str(self.options.get("includeHeaders", "false")).lower() == "true"
         decode = plan_from_options(self.options)
@@ -82,8 +81,8 @@ class KafkaReader(DataSourceReader):
 
     def read(self, partition: KafkaRange):
         from kctl.spark import options as parser
-        from kctl.spark.planning import OffsetRange
         from kctl.spark.decode import decode_batches, plan_from_options
+        from kctl.spark.planning import OffsetRange
         from kctl.spark.reading import read_range, reporting
 
         if not isinstance(partition, KafkaRange):

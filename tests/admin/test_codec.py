@@ -150,8 +150,8 @@ def test_versioned_consumer_assignment():
 def test_error_names_are_kafkas_and_every_name_kctl_acts_on_is_one():
     """The table is Kafka's Errors enum (4.x names, not older clients' aliases): a set of
     names the wire paths retry on that named an alias would never match an answer."""
-    from kctl.admin.client.over_wire import RETRIABLE_OFFSETS
     from kctl.admin.client import wire_producer
+    from kctl.admin.client.over_wire import RETRIABLE_OFFSETS
     from kctl.messages.errors import ERRORS, error_name
 
     assert [error_name(c) for c in (6, 10, 17, 39, 133)] == [

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.admin.security.acls import Acl
 from kctl.admin.declarative.plan import plan, summary
 from kctl.admin.declarative.resources import ResourceFileError, parse
 from kctl.admin.declarative.state import ClusterState, LiveTopic
+from kctl.admin.security.acls import Acl
 from kctl.admin.security.quotas import Entity
 
 

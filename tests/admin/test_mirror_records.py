@@ -7,8 +7,16 @@ import pytest
 
 from kctl.admin.mirror.policy import ReplicationPolicy
 from kctl.admin.mirror.records import (
-    Checkpoint, Heartbeat, MalformedRecord, OffsetSync, decode_checkpoint, decode_heartbeat, decode_offset_sync,
-    encode_checkpoint, encode_heartbeat, encode_offset_sync,
+    Checkpoint,
+    Heartbeat,
+    MalformedRecord,
+    OffsetSync,
+    decode_checkpoint,
+    decode_heartbeat,
+    decode_offset_sync,
+    encode_checkpoint,
+    encode_heartbeat,
+    encode_offset_sync,
 )
 
 # Kafka's Struct serialisation: int16-length strings, big-endian integers.

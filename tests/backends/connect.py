@@ -29,7 +29,8 @@ import uuid
 from pathlib import Path
 
 from tests.backends.jars import JarResolutionError, _base, resolve_pom
-from tests.backends.kafka import LOG4J2 as KAFKA_LOG4J2, TEST_JVM_OPTIONS, free_port, stop_group
+from tests.backends.kafka import LOG4J2 as KAFKA_LOG4J2
+from tests.backends.kafka import TEST_JVM_OPTIONS, free_port, stop_group
 
 POM = Path(__file__).with_name("connect-pom.xml")
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"

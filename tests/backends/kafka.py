@@ -23,11 +23,11 @@ import base64
 import functools
 import hashlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import shutil
 import tempfile
 import time
 import uuid

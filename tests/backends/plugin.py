@@ -341,7 +341,7 @@ def kafka_tools(tmp_path_factory):
 
     tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("kafka-tools"), tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
     try:
-        tools.classpath
+        _ = tools.classpath
     except (JarResolutionError, OSError) as exc:
         if _required():
             pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and Kafka's jars are missing: {exc}", pytrace=False)

@@ -10,11 +10,11 @@ import os
 import pytest
 
 from kctl.broker.configs import TOPIC_CONFIGS, LogConfig
-from kctl.messages import records
-from kctl.messages.records import BatchHeader
 from kctl.broker.storage.cleaner import SUFFIX, LogCleaner, clean
 from kctl.broker.storage.log import Log
 from kctl.broker.storage.segment import file_name
+from kctl.messages import records
+from kctl.messages.records import BatchHeader
 
 
 class Clock:

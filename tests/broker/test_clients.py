@@ -12,7 +12,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from .test_recovery import _consume_all, _create
+from tests.broker.test_recovery import _consume_all, _create
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
@@ -172,7 +172,7 @@ def java_tools(tmp_path_factory):
 
     tools = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("java-tools"), tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
     try:
-        tools.classpath
+        _ = tools.classpath
     except (JarResolutionError, OSError) as exc:
         if os.environ.get("KCTL_REQUIRE_BROKERS"):
             pytest.fail(f"Kafka's jars are needed for the Java clients: {exc}")

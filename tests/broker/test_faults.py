@@ -129,7 +129,10 @@ def test_running_out_of_descriptors_is_retriable_and_loses_nothing(tmp_path):
         producer = Producer({"bootstrap.servers": process.bootstrap, "acks": "all",
                              "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 60000})
         acked = []
-        report = lambda err, msg: acked.append(msg.value()) if err is None else None
+        def report(err, msg):
+            if err is None:
+                acked.append(msg.value())
+
         producer.produce("few", b"first", partition=0, on_delivery=report)
         assert producer.flush(10) == 0  # connected before the descriptors run out
         host, port = process.bootstrap.rsplit(":", 1)

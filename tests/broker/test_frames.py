@@ -7,12 +7,12 @@ import socket
 import struct
 
 from confluent_kafka.admin import AdminClient
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kctl.broker.protocol import apis, frames
 from kctl.broker.protocol.errors import ProtocolError
-
-from .conftest import request_frame, roundtrip
+from tests.broker.conftest import request_frame, roundtrip
 
 API_VERSIONS_V0 = request_frame(18, 0, b"")
 

@@ -9,7 +9,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from kctl.broker.quotas import WINDOWS, WINDOW_MS, quota_for
+from kctl.broker.quotas import WINDOW_MS, WINDOWS, quota_for
 from tests.broker.clients import _create
 
 pytestmark = pytest.mark.integration

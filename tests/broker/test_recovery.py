@@ -16,8 +16,6 @@ from tests.broker.clients import _consume_all, _create, _produce
 from tests.support.eventually import eventually
 
 
-
-
 def test_restart_keeps_records_and_committed_offsets(broker):
     _create(broker.bootstrap, "durable", 2)
     _produce(broker.bootstrap, "durable", [b"a%d" % i for i in range(50)])
@@ -153,7 +151,7 @@ def test_unusable_data_dirs_fail_with_one_clear_line(tmp_path):
 
 def test_port_in_use_is_reported(broker, tmp_path):
     port = int(broker.bootstrap.rsplit(":", 1)[1])
-    with pytest.raises(BrokerProcessError, match="cannot listen on 127.0.0.1:%d" % port):
+    with pytest.raises(BrokerProcessError, match=f"cannot listen on 127.0.0.1:{port}"):
         BrokerProcess(tmp_path / "other", port=port).start()
 
 

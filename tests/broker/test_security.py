@@ -18,9 +18,19 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic,
-                                   ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
-                                   UserScramCredentialDeletion, UserScramCredentialUpsertion)
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
 
 from kctl.broker.process import BrokerProcess
 from tests.broker.conftest import request_frame
@@ -277,7 +287,7 @@ def _exchange(address: str, frames: list[bytes], timeout: float = 5.0) -> bool:
                     size -= len(chunk)
         except (ConnectionResetError, BrokenPipeError):
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False
 
 

@@ -12,8 +12,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.broker.coordinator.share import ConfigError, simple_assignment, validate_config
-from kctl.broker.coordinator.share_partitions import (ACCEPT, ACKNOWLEDGED, ARCHIVED, AVAILABLE, RELEASE, REJECT,
-                                                      InvalidRecordState, SharePartition)
+from kctl.broker.coordinator.share_partitions import ACCEPT, ACKNOWLEDGED, ARCHIVED, AVAILABLE, REJECT, RELEASE, InvalidRecordState, SharePartition
 
 pytestmark = pytest.mark.integration
 

@@ -12,11 +12,11 @@ import pytest
 
 from kctl.broker.configs import TOPIC_CONFIGS, LogConfig
 from kctl.broker.protocol import errors
-from kctl.messages import records
-from kctl.messages.records import InvalidBatch
 from kctl.broker.storage.files import FilePool
 from kctl.broker.storage.index import OffsetIndex, TimeIndex
 from kctl.broker.storage.log import Log
+from kctl.messages import records
+from kctl.messages.records import InvalidBatch
 
 
 def batch(count: int = 1, timestamp: int = 1000, pid: int = -1, epoch: int = 0, seq: int = -1,

@@ -14,8 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kctl.broker.coordinator.streams import (MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS, StreamsMember, Topology,
-                                              configure, sticky_assignment)
+from kctl.broker.coordinator.streams import MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS, StreamsMember, Topology, configure, sticky_assignment
 
 pytestmark = pytest.mark.integration
 

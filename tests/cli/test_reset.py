@@ -193,8 +193,8 @@ def test_a_consumer_joining_after_the_plan_makes_the_reset_fail(kctl, cluster, s
     """The race kafka-consumer-groups users hit: the group is Empty when checked, a
     consumer joins before the commit, and the broker refuses it. kctl must not report
     the reset as done."""
-    from kctl.admin.groups.resets import GroupActiveError, ResetIncompleteError, ResetSpec, apply, plan
     from kctl.admin.client.session import AdminSession
+    from kctl.admin.groups.resets import GroupActiveError, ResetIncompleteError, ResetSpec, apply, plan
     from kctl.config.model import ClientSettings
 
     topic, group = setup

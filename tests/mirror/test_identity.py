@@ -10,9 +10,9 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.backends.mirror import java_translate
-from tests.support.eventually import eventually
 from tests.backends.plugin import start_mirror
 from tests.mirror.test_mirror import committed, consume, create, produce
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -18,8 +18,8 @@ import pytest
 
 from kctl.errors import ExitCode
 from tests.spark.jvm import EXECUTOR_CONF
-from tests.spark.standalone import event_log_options, task_executors
 from tests.spark.records import content, read_dump, read_topic
+from tests.spark.standalone import event_log_options, task_executors
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_node, pytest.mark.spark_standalone]
 

@@ -70,7 +70,7 @@ def test_avro_values_become_typed_columns(spark, kctl, cluster, schema_registry,
     old = AvroSerializer(client, json.dumps(ORDER_V1), conf={"auto.register.schemas": False, "use.schema.id": v1})
     new = AvroSerializer(client, json.dumps(ORDER_V2), conf={"auto.register.schemas": False, "use.schema.id": v2})
     base = {"id": "o1", "cents": 1250, "status": "PAID", "lines": [{"sku": "a", "qty": 2}], "tags": {"src": "web"}}
-    placed = datetime.datetime(2026, 11, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    placed = datetime.datetime(2026, 11, 1, 12, 0, tzinfo=datetime.UTC)
     values = [old(base, ctx), new({**base, "id": "o2", "note": "gift", "placed": placed, "either": "x"}, ctx), b"not avro", None]
     assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "1").exit_code == 0
     producer = Producer({"bootstrap.servers": cluster.bootstrap})
@@ -90,7 +90,7 @@ def test_avro_values_become_typed_columns(spark, kctl, cluster, schema_registry,
     rows = dumped(out)
     assert [r["value"] for r in rows] == values  # the bytes stay: the dump still replays
     assert [r["value_schema_id"] for r in rows] == [v1, v2, None, None]
-    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
     assert rows[0]["value_decoded"] == {**base, "tags": [("src", "web")], "note": None, "placed": epoch, "either": None}
     assert rows[1]["value_decoded"] == {**base, "id": "o2", "tags": [("src", "web")], "note": "gift", "placed": placed, "either": '"x"'}
     assert [r["value_decoded"] for r in rows[2:]] == [None, None]

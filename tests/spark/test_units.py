@@ -319,7 +319,7 @@ def test_pushed_predicates_become_read_limits():
 
     from kctl.spark.pushdown import Limits, limits_of, narrowed
 
-    utc = dt.timezone.utc
+    utc = dt.UTC
     at = dt.datetime(2026, 11, 1, 12, 0, 0, 250_500, tzinfo=utc)  # 250.5 ms past the second
     ms = int(dt.datetime(2026, 11, 1, 12, 0, tzinfo=utc).timestamp() * 1000) + 250
     limits = limits_of([

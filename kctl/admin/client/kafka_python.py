@@ -112,8 +112,7 @@ class _BootstrapFailures(logging.Handler):
 
 def connect(settings: ClientSettings, tokens: Callable[[], Any] | None = None) -> Any:
     """A connected kafka.KafkaAdminClient, or the KctlError for why there is none."""
-    from kafka import KafkaAdminClient
-    from kafka import errors
+    from kafka import KafkaAdminClient, errors
 
     config = translate_config(settings, tokens)
     failures = _BootstrapFailures()

@@ -30,6 +30,7 @@ from kctl.admin.client.over_wire import RETRIABLE_OFFSETS, RETRY_BACKOFF, leader
 from kctl.errors import KctlError, Partial, Resource
 from kctl.polling import poll
 
+
 class LibrdkafkaKafka:
     name = "librdkafka"
 

@@ -250,7 +250,7 @@ class Connection:
 def _remaining(deadline: float) -> float:
     left = deadline - time.monotonic()
     if left <= 0:
-        raise socket.timeout("deadline passed")
+        raise TimeoutError("deadline passed")
     return left
 
 
@@ -348,7 +348,7 @@ class WireClient:
             raise exc.but(action=action, cause=exc.message) from exc
         except ConnectFailed as exc:
             raise self._unreachable(action, exc.causes) from exc
-        except socket.timeout as exc:
+        except TimeoutError as exc:
             raise TimeoutError_(f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
                                 hint="raise {timeout} if the cluster is slow") from exc
         except codec.CodecError as exc:

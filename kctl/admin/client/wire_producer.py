@@ -51,7 +51,7 @@ _RETRIABLE = frozenset({
     "CONCURRENT_TRANSACTIONS",
     # Not an answer: the connection dropped or no leader was known; whether a batch was
     # written is unknown, which is what sending it again unchanged is for.
-    "_TRANSPORT", "LEADER_NOT_AVAILABLE",
+    "_TRANSPORT",
 })
 _BACKOFF = 0.1
 

@@ -265,7 +265,7 @@ def describe_quorum(session: AdminSession) -> Quorum:
     if partition.get("error"):
         raise KctlError(f"unable to describe the metadata quorum: {partition['error']}")
     endpoints = {
-        node["node_id"]: tuple(f"{l['name']}://{l['host']}:{l['port']}" for l in node.get("listeners", ()))
+        node["node_id"]: tuple(f"{e['name']}://{e['host']}:{e['port']}" for e in node.get("listeners", ()))
         for node in raw.get("nodes") or ()
     }
     leader, end = partition["leader_id"], None

@@ -26,8 +26,8 @@ from typing import Any
 
 from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession
-from kctl.polling import poll
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial
+from kctl.polling import poll
 
 THROTTLE_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")

@@ -21,7 +21,14 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from kctl.config.secrets import read_secret
 from kctl.errors import (
-    AlreadyExistsError, ConfigError, InvalidError, KctlError, NotAuthorizedError, NotFoundError, TimeoutError_, UnreachableError,
+    AlreadyExistsError,
+    ConfigError,
+    InvalidError,
+    KctlError,
+    NotAuthorizedError,
+    NotFoundError,
+    TimeoutError_,
+    UnreachableError,
 )
 
 # While the workers rebalance, Connect answers 409 (or 503 while a worker starts, or 500

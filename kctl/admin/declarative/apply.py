@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kctl.admin.declarative.plan import Change
 from kctl.admin.client.session import AdminSession
+from kctl.admin.declarative.plan import Change
 from kctl.errors import KctlError
 
 

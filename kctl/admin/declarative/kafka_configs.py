@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 from importlib import resources
+from typing import Any
 
 # Topic configs a reassignment sets and clears; never part of a resource's desired state.
 MANAGED_BY_REASSIGNMENT = frozenset({"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"})

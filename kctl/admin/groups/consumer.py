@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kctl.admin.groups.models import committed_rows, GroupDescription, MemberInfo
+from kctl.admin.groups.models import GroupDescription, MemberInfo, committed_rows
 
 
 def partitions_of(assignment: Any) -> tuple[str, ...]:

@@ -16,12 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol
 from kctl.admin.groups.models import TYPES, GroupDescription, GroupResult, GroupSummary, OffsetDeletion
-from kctl.admin.client.errors import no_such_topic
 from kctl.errors import GroupActiveError, KctlError, NotFoundError, Partial, Resource
-
 
 # The API that describes each newer group type, and the Apache Kafka release that has it
 # on by default (a 3.9 cluster, or kctl's bundled broker, has neither share nor streams groups).

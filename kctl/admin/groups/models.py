@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 # Every group type's states as Kafka's ListGroups names them: classic groups rebalance
 # (PreparingRebalance, CompletingRebalance), consumer and streams groups reconcile
 # (Assigning, Reconciling; streams groups are NotReady until their topics exist).

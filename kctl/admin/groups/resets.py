@@ -16,16 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-
-from kctl.messages.errors import ERRORS, error_name
+from kctl import journal
 from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol, share
 from kctl.admin.groups.groups import committed_offsets, delete_offsets, describe_groups
 from kctl.admin.groups.lag import log_offsets
 from kctl.config.file import state_dir
-from kctl import journal
 from kctl.errors import ExitCode, GroupActiveError, InvalidError, KctlError, NotFoundError, Resource, UsageError
+from kctl.messages.errors import ERRORS, error_name
 
 INACTIVE_STATES = ("Empty", "Dead")
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-
-from kctl.messages.errors import ERRORS, error_name
 from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol
 from kctl.admin.groups.consumer import partitions_of
 from kctl.admin.groups.models import CommittedOffset, GroupDescription, MemberInfo, OffsetDeletion
 from kctl.errors import GroupActiveError, KctlError, UsageError
+from kctl.messages.errors import ERRORS, error_name
 
 
 def start_offsets(raw_offsets: Any) -> dict[tuple[str, int], tuple[int | None, int | None]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kctl.admin.groups.models import committed_rows, GroupDescription, MemberInfo, Subtopology
+from kctl.admin.groups.models import GroupDescription, MemberInfo, Subtopology, committed_rows
 
 
 def tasks_of(assignment: Any) -> tuple[str, ...]:

@@ -18,7 +18,13 @@ from typing import Any, TypeVar
 from kctl.admin.client.session import AdminSession
 from kctl.admin.mirror.policy import HEARTBEATS, ReplicationPolicy
 from kctl.admin.mirror.records import (
-    Checkpoint, Heartbeat, MalformedRecord, OffsetSync, decode_checkpoint, decode_heartbeat, decode_offset_sync,
+    Checkpoint,
+    Heartbeat,
+    MalformedRecord,
+    OffsetSync,
+    decode_checkpoint,
+    decode_heartbeat,
+    decode_offset_sync,
 )
 from kctl.errors import NotFoundError, TimeoutError_, UsageError
 
@@ -69,8 +75,12 @@ def _topics_and_id(session: AdminSession, action: str) -> tuple[frozenset[str], 
     return frozenset(metadata.topics), metadata.cluster_id
 
 
+# MM2's default replication policy (a frozen dataclass: one instance serves every call).
+DEFAULT_POLICY = ReplicationPolicy()
+
+
 def find_pair(target: AdminSession, source: AdminSession | None, *, source_alias: str | None = None,
-              target_alias: str | None = None, policy: ReplicationPolicy = ReplicationPolicy(),
+              target_alias: str | None = None, policy: ReplicationPolicy = DEFAULT_POLICY,
               target_name: str = "the target", source_name: str = "the source") -> MirrorPair:
     """The pair, with the aliases taken from the topics (or checked against them)."""
     target_topics, target_id = _topics_and_id(target, "list topics of the target cluster")

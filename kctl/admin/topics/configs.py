@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession, unknown_topic, unknown_topic_in
 from kctl.config.secrets import MASK
-from kctl.admin.client.errors import no_such_topic
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial, UsageError
 
 # kctl's entity types -> Kafka's ConfigResource type names.

@@ -10,9 +10,9 @@ from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.kafka import TopicLayout
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResult, TopicSummary
+from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, Partial, Resource, UsageError
 from kctl.messages.errors import error_code
 from kctl.polling import poll
-from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, Partial, Resource, UsageError
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
 # letters, digits, '.', '_' and '-', and neither "." nor "..".

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..protocol import errors
+from kctl.broker.protocol import errors
 
 log = logging.getLogger("kctl.broker.coordinator")
 

@@ -15,11 +15,11 @@ import asyncio
 import logging
 import struct
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from ..protocol import errors
-from .offsets import CommittedOffset, OffsetStore
+from kctl.broker.coordinator.offsets import CommittedOffset, OffsetStore
+from kctl.broker.protocol import errors
 
 log = logging.getLogger("kctl.broker.coordinator")
 
@@ -297,7 +297,7 @@ class GroupCoordinator:
 
     def _record(self, group: Group) -> None:
         """The group's generation, in __consumer_offsets as Kafka records it."""
-        from .offsets_topic import GroupMember
+        from kctl.broker.coordinator.offsets_topic import GroupMember
 
         members = [GroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
                                m.session_timeout_ms, m.metadata_for(group.protocol_name or ""), m.assignment)

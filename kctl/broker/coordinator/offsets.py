@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kctl.broker.coordinator import offsets_topic as topic
 from kctl.messages import records
 from kctl.messages.records import BatchHeader, InvalidBatch
-from . import offsets_topic as topic
 
 log = logging.getLogger("kctl.broker.coordinator")
 

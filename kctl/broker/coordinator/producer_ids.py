@@ -27,7 +27,7 @@ class ProducerIdManager:
 
     def allocate(self) -> int:
         if self._next >= self._block_end:
-            from ..storage.manager import atomic_write
+            from kctl.broker.storage.manager import atomic_write
             self._block_end = self._next + BLOCK
             atomic_write(self.path, f"{self._block_end}\n")
         pid = self._next

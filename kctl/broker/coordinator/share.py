@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..protocol import errors
-from ..storage.journal import Journal
-from .share_partitions import InvalidRecordState, SharePartition
+from kctl.broker.coordinator.share_partitions import InvalidRecordState, SharePartition
+from kctl.broker.protocol import errors
+from kctl.broker.storage.journal import Journal
 
 log = logging.getLogger("kctl.broker.coordinator")
 
@@ -377,7 +377,7 @@ class ShareGroupCoordinator:
         group = self.groups.get(session.group_id)
         limit = group.config_int("share.delivery.count.limit") if group else 5
         released = False
-        for (g, topic, partition), sp in self.partitions.items():
+        for (g, _topic, _partition), sp in self.partitions.items():
             if g == session.group_id and sp.release(session.member_id, None, limit):
                 released = True
                 self._persist_quietly(sp)

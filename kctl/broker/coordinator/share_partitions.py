@@ -239,7 +239,7 @@ class SharePartition:
                 "next": self.next_offset, "epoch": self.state_epoch, "runs": runs}
 
     @classmethod
-    def from_snapshot(cls, data: dict) -> "SharePartition":
+    def from_snapshot(cls, data: dict) -> SharePartition:
         sp = cls(data["g"], data["t"], int(data["p"]), int(data["spso"]), int(data["next"]),
                  state_epoch=int(data.get("epoch", 0)))
         for first, last, state, count in data["runs"]:

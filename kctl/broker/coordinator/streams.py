@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..protocol import errors
+from kctl.broker.protocol import errors
 
 log = logging.getLogger("kctl.broker.coordinator")
 
@@ -55,7 +55,7 @@ class Topology:
     subtopologies: tuple[Subtopology, ...]
 
     @classmethod
-    def from_request(cls, t) -> "Topology":
+    def from_request(cls, t) -> Topology:
         def info(i):
             return TopicInfo(i.name, i.partitions, i.replication_factor,
                              tuple(sorted((c.key, c.value) for c in i.topic_configs or [])))

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..protocol import errors
+from kctl.broker.coordinator.offsets import CommittedOffset
+from kctl.broker.protocol import errors
+from kctl.broker.storage.journal import Journal
 from kctl.messages.records import InvalidBatch
-from ..storage.journal import Journal
-from .offsets import CommittedOffset
 
 log = logging.getLogger("kctl.broker.transactions")
 

@@ -16,12 +16,26 @@ from __future__ import annotations
 
 import copy
 
-from ..protocol import errors
-from ..security import authorizer as az
-from ..security.authorizer import (ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, CREATE, DELETE,
-                                   DESCRIBE, DESCRIBE_CONFIGS, GROUP, IDEMPOTENT_WRITE, READ, TOPIC,
-                                   TRANSACTIONAL_ID, WRITE)
-from .common import NO_OPERATIONS, ZERO_UUID, topic_name
+from kctl.broker.handlers.common import NO_OPERATIONS, ZERO_UUID, topic_name
+from kctl.broker.protocol import errors
+from kctl.broker.security import authorizer as az
+from kctl.broker.security.authorizer import (
+    ALTER,
+    ALTER_CONFIGS,
+    CLUSTER,
+    CLUSTER_ACTION,
+    CLUSTER_NAME,
+    CREATE,
+    DELETE,
+    DESCRIBE,
+    DESCRIBE_CONFIGS,
+    GROUP,
+    IDEMPOTENT_WRITE,
+    READ,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+)
 
 TOPIC_DENIED = errors.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = errors.GROUP_AUTHORIZATION_FAILED
@@ -585,7 +599,7 @@ async def _streams_group_heartbeat(handler, broker, context, request):
     if not _can(broker, context, READ, GROUP, request.group_id):
         denied = (GROUP_DENIED, _MESSAGE)
     elif request.topology is not None:
-        from ..coordinator.streams import Topology
+        from kctl.broker.coordinator.streams import Topology
 
         hidden = sorted(t for t in Topology.from_request(request.topology).topics()
                         if not _can(broker, context, DESCRIBE, TOPIC, t))

@@ -9,10 +9,10 @@ tools say "ACLs are not enabled" instead of waiting or guessing.
 
 from __future__ import annotations
 
-from ..protocol import errors
-from ..security import authorizer as az
-from ..security.store import Acl
-from .common import answer_storage_errors
+from kctl.broker.handlers.common import answer_storage_errors
+from kctl.broker.protocol import errors
+from kctl.broker.security import authorizer as az
+from kctl.broker.security.store import Acl
 
 # Kafka's own words (AclApis.scala) for the same answer.
 _MESSAGE = "No Authorizer is configured."

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import uuid
 
-from ..protocol import errors
-from ..storage.manager import topic_name_problem
+from kctl.broker.protocol import errors
+from kctl.broker.storage.manager import topic_name_problem
 
 log = logging.getLogger("kctl.broker")
 

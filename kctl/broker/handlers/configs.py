@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from .. import configs as cfg
-from ..protocol import errors
-from .common import storage_error_message
+from kctl.broker import configs as cfg
+from kctl.broker.handlers.common import storage_error_message
+from kctl.broker.protocol import errors
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -28,8 +28,8 @@ def _static_broker_configs(broker) -> dict[str, str]:
         "node.id": str(c.node_id), "broker.id": str(c.node_id),
         "process.roles": "broker,controller",
         "listeners": ",".join(str(listener) for listener in c.listeners),
-        "advertised.listeners": ",".join(f"{l.protocol}://{c.advertised_host or l.host}:{l.port}"
-                                         for l in c.listeners),
+        "advertised.listeners": ",".join(f"{listener.protocol}://{c.advertised_host or listener.host}:{listener.port}"
+                                         for listener in c.listeners),
         "sasl.enabled.mechanisms": ",".join(c.sasl_mechanisms),
         "super.users": ";".join(c.super_users),
         "allow.everyone.if.no.acl.found": str(c.allow_everyone_if_no_acl_found).lower(),
@@ -241,7 +241,7 @@ def _apply(broker, resource, new_values: dict[str, str | None], incremental_ops,
 
 def _apply_group(broker, name, new_values, incremental_ops, validate_only):
     """A group's dynamic configs (the share.* ones the share coordinator reads)."""
-    from ..coordinator.share import ConfigError, validate_config
+    from kctl.broker.coordinator.share import ConfigError, validate_config
 
     current = dict(broker.share_groups.configs.get(name, {}))
     changes: dict[str, str | None] = {} if incremental_ops else {key: None for key in current}
@@ -261,7 +261,7 @@ def _apply_group(broker, name, new_values, incremental_ops, validate_only):
 
 
 def _describe_group(broker, name):
-    from ..coordinator.share import CONFIGS
+    from kctl.broker.coordinator.share import CONFIGS
 
     own = broker.share_groups.configs.get(name, {})
     return [_entry(key, own.get(key, default), cfg.DYNAMIC_GROUP_CONFIG if key in own else cfg.DEFAULT_CONFIG,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from ..protocol import errors
-from .common import leader_epoch_error, topic_name
+from kctl.broker.handlers.common import leader_epoch_error, topic_name
+from kctl.broker.protocol import errors
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from ..coordinator.groups import DEAD, EMPTY, MAX_METADATA_BYTES
-from ..coordinator.offsets import CommittedOffset
-from ..protocol import errors
-from .common import GROUP_OPERATIONS, NO_OPERATIONS, storage_error_message, topic_name
+from kctl.broker.coordinator.groups import DEAD, EMPTY, MAX_METADATA_BYTES
+from kctl.broker.coordinator.offsets import CommittedOffset
+from kctl.broker.handlers.common import GROUP_OPERATIONS, NO_OPERATIONS, storage_error_message, topic_name
+from kctl.broker.protocol import errors
 
 log = logging.getLogger("kctl.broker.groups")
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from ..protocol import apis, errors
-from .common import (CLUSTER_OPERATIONS, INTERNAL_TOPICS, NO_OPERATIONS, TOPIC_OPERATIONS, ZERO_UUID,
-                     topic_for_name)
+from kctl.broker.handlers.common import CLUSTER_OPERATIONS, INTERNAL_TOPICS, NO_OPERATIONS, TOPIC_OPERATIONS, ZERO_UUID, topic_for_name
+from kctl.broker.protocol import apis, errors
 
 log = logging.getLogger("kctl.broker")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from ..protocol import errors
+from kctl.broker.handlers.common import INTERNAL_TOPICS, answer_storage_error, topic_for_name, topic_name
+from kctl.broker.protocol import errors
 from kctl.messages.records import InvalidBatch
-from .common import INTERNAL_TOPICS, answer_storage_error, topic_for_name, topic_name
 
 log = logging.getLogger("kctl.broker.produce")
 

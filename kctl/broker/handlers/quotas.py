@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ipaddress
 
-from ..protocol import errors
-from ..security import authorizer as az
-from .common import answer_storage_errors
+from kctl.broker.handlers.common import answer_storage_errors
+from kctl.broker.protocol import errors
+from kctl.broker.security import authorizer as az
 
 USER_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 IP_KEYS = ("connection_creation_rate",)

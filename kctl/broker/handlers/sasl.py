@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 
-from ..protocol import errors
-from ..security.sasl import SaslFailed
+from kctl.broker.protocol import errors
+from kctl.broker.security.sasl import SaslFailed
 
 log = logging.getLogger("kctl.broker.sasl")
 

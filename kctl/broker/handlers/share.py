@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import time
 
-from ..protocol import errors
-from ..coordinator.share import HeartbeatResult
-from ..coordinator.share_partitions import GAP, RENEW
-from .common import ZERO_UUID, other_group_type
+from kctl.broker.coordinator.share import HeartbeatResult
+from kctl.broker.coordinator.share_partitions import GAP, RENEW
+from kctl.broker.handlers.common import ZERO_UUID, other_group_type
+from kctl.broker.protocol import errors
 
 _MAX_WAIT_S = 30.0
 
@@ -190,7 +190,7 @@ def _acquire(broker, group, member_id, partitions, request, answers) -> int:
             continue
         acquired = sum(last - first + 1 for first, last, _count in ranges)
         answer["records"] = data
-        answer["acquired_records"] = [{"first_offset": f, "last_offset": l, "delivery_count": c} for f, l, c in ranges]
+        answer["acquired_records"] = [{"first_offset": first, "last_offset": last, "delivery_count": count} for first, last, count in ranges]
         remaining -= acquired
         budget -= len(data)
         total += acquired
@@ -199,7 +199,6 @@ def _acquire(broker, group, member_id, partitions, request, answers) -> int:
 
 async def share_fetch(broker, context, request):
     coordinator = broker.share_groups
-    version = context.version
     group = coordinator.groups.get(request.group_id) if request.group_id else None
     lock_ms = group.config_int("share.record.lock.duration.ms") if group else 30000
     answer = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
@@ -246,7 +245,7 @@ async def share_fetch(broker, context, request):
             if info is not None:
                 answers.setdefault((info.topic_id, index), _partition_answer(index, True))
     by_topic: dict = {}
-    for (topic_id, index), partition in sorted(answers.items(), key=lambda item: (str(item[0][0]), item[0][1])):
+    for (topic_id, _index), partition in sorted(answers.items(), key=lambda item: (str(item[0][0]), item[0][1])):
         by_topic.setdefault(topic_id, []).append(partition)
     answer["responses"] = [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]
     return answer

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from .. import configs as cfg
-from ..coordinator.streams import TopicInfo
-from ..protocol import errors
-from .common import other_group_type
+from kctl.broker import configs as cfg
+from kctl.broker.coordinator.streams import TopicInfo
+from kctl.broker.handlers.common import other_group_type
+from kctl.broker.protocol import errors
 
 log = logging.getLogger("kctl.broker.streams")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import shutil
 
-from .. import configs as cfg
-from ..protocol import errors
-from ..storage.manager import TopicInfo, topic_name_problem
-from .common import INTERNAL_TOPICS, ZERO_UUID, answer_storage_error, topic_name
+from kctl.broker import configs as cfg
+from kctl.broker.handlers.common import INTERNAL_TOPICS, ZERO_UUID, answer_storage_error, topic_name
+from kctl.broker.protocol import errors
+from kctl.broker.storage.manager import TopicInfo, topic_name_problem
 
 
 def _replication_error(broker, factor: int) -> str | None:

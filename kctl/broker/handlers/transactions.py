@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import logging
 
-from ..coordinator.offsets import CommittedOffset
-from ..coordinator.transactions import STATES
-from ..protocol import errors
-from .groups import streams_commit_check
+from kctl.broker.coordinator.offsets import CommittedOffset
+from kctl.broker.coordinator.transactions import STATES
+from kctl.broker.handlers.common import storage_error_message
+from kctl.broker.handlers.groups import streams_commit_check
+from kctl.broker.protocol import errors
 from kctl.messages.records import InvalidBatch
-from .common import storage_error_message
 
 log = logging.getLogger("kctl.broker.transactions")
 

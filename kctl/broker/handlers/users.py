@@ -6,10 +6,10 @@ SaltedPassword) as StoredKey/ServerKey, never a password."""
 
 from __future__ import annotations
 
-from ..protocol import errors
-from ..security import authorizer as az
-from ..security import scram
-from .common import answer_storage_errors
+from kctl.broker.handlers.common import answer_storage_errors
+from kctl.broker.protocol import errors
+from kctl.broker.security import authorizer as az
+from kctl.broker.security import scram
 
 _DENIED = "Cluster authorization failed."
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .errors import ProtocolError
+from kctl.broker.protocol.errors import ProtocolError
 
 _HEADER = struct.Struct(">hhih")
 _SIZE = struct.Struct(">i")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .listeners import Listener, parse_listener
-from .sasl import MECHANISMS
+from kctl.broker.security.listeners import Listener, parse_listener
+from kctl.broker.security.sasl import MECHANISMS
 
 
 def parse_mechanisms(text: str) -> tuple[str, ...]:
@@ -61,11 +61,11 @@ def parse_principal(text: str) -> str:
 
 def check(listeners: list[Listener], sasl: bool, users: dict[str, str], tls_cert, tls_key) -> None:
     """The combinations Kafka would refuse to start with, said before anything starts."""
-    if any(l.sasl for l in listeners) and not users:
+    if any(listener.sasl for listener in listeners) and not users:
         raise ValueError("a SASL listener needs at least one --user NAME:PASSWORD (or --users-file)")
     if (tls_cert is None) != (tls_key is None):
         raise ValueError("--tls-cert and --tls-key go together")
-    ports = [l.port for l in listeners if l.port]
+    ports = [listener.port for listener in listeners if listener.port]
     if len(ports) != len(set(ports)):
         raise ValueError("two listeners on one port")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass, field
 
-from .scram import MECHANISMS as SCRAM_MECHANISMS
-from .scram import ScramError, ScramServer
+from kctl.broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from kctl.broker.security.scram import ScramError, ScramServer
 
 ANONYMOUS = "User:ANONYMOUS"
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -77,7 +77,7 @@ class Session:
         # [authzid] NUL authcid NUL passwd (RFC 4616)
         parts = token.split(b"\x00")
         if len(parts) != 3:
-            raise SaslFailed("Invalid SASL/PLAIN response: expected 3 tokens, got %d" % len(parts))
+            raise SaslFailed(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
         try:
             authzid, user, password = (p.decode("utf-8") for p in parts)
         except UnicodeDecodeError:

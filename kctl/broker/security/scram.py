@@ -38,7 +38,7 @@ class Credential:
                 "server_key": _b64(self.server_key), "iterations": self.iterations}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Credential":
+    def from_json(cls, data: dict) -> Credential:
         return cls(base64.b64decode(data["salt"]), base64.b64decode(data["stored_key"]),
                    base64.b64decode(data["server_key"]), int(data["iterations"]))
 

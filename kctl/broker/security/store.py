@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..storage.manager import StorageError, atomic_write
-from .scram import Credential
+from kctl.broker.security.scram import Credential
+from kctl.broker.storage.manager import StorageError, atomic_write
 
 FILE = "security.json"
 

@@ -35,7 +35,7 @@ def _generate(ca_path: Path, cert_path: Path, key_path: Path, hosts: list[str]) 
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     valid_from, valid_to = now - datetime.timedelta(hours=1), now + datetime.timedelta(days=3650)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kctl local broker CA")])

@@ -40,9 +40,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kctl.broker.storage.files import FilePool
+from kctl.broker.storage.segment import LogSegment, file_name
 from kctl.messages import records
-from .files import FilePool
-from .segment import LogSegment, file_name
 
 log = logging.getLogger("kctl.broker.cleaner")
 
@@ -252,7 +252,7 @@ class LogCleaner:
         return self.manager.dir / CHECKPOINT
 
     def open(self) -> None:
-        from .manager import read_checkpoint
+        from kctl.broker.storage.manager import read_checkpoint
 
         self.checkpoints = read_checkpoint(self.path)
 
@@ -385,7 +385,7 @@ class LogCleaner:
         file; then make the renames durable and checkpoint the cleaned range."""
         import time
 
-        from .log import fsync_directory
+        from kctl.broker.storage.log import fsync_directory
 
         started = time.perf_counter()
         key = (plog.topic, plog.partition)
@@ -409,7 +409,7 @@ class LogCleaner:
                  result.bytes_after, (time.perf_counter() - started) * 1000)
 
     def _save_checkpoints(self) -> None:
-        from .manager import write_checkpoint
+        from kctl.broker.storage.manager import write_checkpoint
 
         live = {k: v for k, v in self.checkpoints.items() if k in self.manager.logs}
         try:

@@ -18,7 +18,7 @@ import os
 import struct
 from pathlib import Path
 
-from .files import FilePool, write_all
+from kctl.broker.storage.files import FilePool, write_all
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")

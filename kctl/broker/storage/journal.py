@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .files import write_all
+from kctl.broker.storage.files import write_all
 
 log = logging.getLogger("kctl.broker.storage")
 

@@ -12,18 +12,17 @@ import json
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from kctl.broker.configs import LogConfig
+from kctl.broker.protocol import errors
+from kctl.broker.storage.files import FilePool
+from kctl.broker.storage.producer_state import ProducerStateManager
+from kctl.broker.storage.segment import LogSegment, file_name
+from kctl.broker.storage.txn_index import AbortedTxn, append_entry, read_index, write_index
 from kctl.messages import records
 from kctl.messages.records import InvalidBatch
-
-from ..configs import LogConfig
-from ..protocol import errors
-from .files import FilePool
-from .producer_state import ProducerStateManager
-from .segment import LogSegment, file_name
-from .txn_index import AbortedTxn, append_entry, read_index, write_index
 
 log = logging.getLogger("kctl.broker.storage")
 
@@ -427,7 +426,7 @@ class Log:
         Returns the old log, kept under a `.deleted` link for the caller to delete later:
         freeing a large file's blocks takes long, and must not hold up requests (Kafka
         defers it the same way). Leftover `.deleted` files are removed on start."""
-        from .segment import file_name
+        from kctl.broker.storage.segment import file_name
 
         index = next((i for i, s in enumerate(self.segments) if s.base_offset == base_offset), None)
         cleaned = {ext: self.dir / file_name(base_offset, ext + suffix) for ext in (".log", ".index", ".timeindex")}
@@ -472,7 +471,9 @@ class Log:
             return 0
         deleted = 0
         if self.config.retention_ms >= 0:
-            expired = lambda s, nxt: s.max_timestamp >= 0 and now - s.max_timestamp > self.config.retention_ms
+            def expired(s, nxt):
+                return s.max_timestamp >= 0 and now - s.max_timestamp > self.config.retention_ms
+
             if len(self.segments) == 1 and self.active.size and expired(self.active, None):
                 self.roll(now)
             deleted += self._delete_segments(lambda s, nxt: nxt is not None and expired(s, nxt))

@@ -25,15 +25,15 @@ import os
 import re
 import shutil
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from ..configs import TOPIC_CONFIGS, LogConfig
-from .files import FilePool
-from .lock import DataDirectoryLock, DataDirectoryLocked
-from .log import Log
+from kctl.broker.configs import TOPIC_CONFIGS, LogConfig
+from kctl.broker.storage.files import FilePool
+from kctl.broker.storage.lock import DataDirectoryLock, DataDirectoryLocked
+from kctl.broker.storage.log import Log
 
 log = logging.getLogger("kctl.broker.storage")
 

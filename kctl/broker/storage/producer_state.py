@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..protocol import errors
+from kctl.broker.protocol import errors
 from kctl.messages.records import BatchHeader, InvalidBatch
 
 RETAINED_BATCHES = 5

@@ -16,9 +16,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from kctl.broker.storage.files import FilePool, write_all
+from kctl.broker.storage.index import OffsetIndex, TimeIndex
 from kctl.messages import records
-from .files import FilePool, write_all
-from .index import OffsetIndex, TimeIndex
 
 log = logging.getLogger("kctl.broker.storage")
 

@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import write_all
+from kctl.broker.storage.files import write_all
 
 ENTRY = struct.Struct(">hqqqq")
 
