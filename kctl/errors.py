@@ -100,10 +100,12 @@ class KctlError(Exception):
     kafka_error: str | None = None
     # The topic, group or context the error is about (a NotFoundError: the one missing).
     resource: Resource | None = None
+    # The code a service with codes of its own answered with (the Schema Registry's 40401).
+    service_code: int | None = None
 
     def __init__(self, message: str | None = None, *, action: str | None = None, cause: str | None = None,
                  hint: str | None = None, exit_code: ExitCode | None = None, kafka_error: str | None = None,
-                 resource: Resource | None = None):
+                 resource: Resource | None = None, service_code: int | None = None):
         if message is None:
             if action is None or cause is None:
                 raise TypeError("KctlError needs a message, or an action and a cause")
@@ -119,6 +121,8 @@ class KctlError(Exception):
             self.kafka_error = kafka_error
         if resource is not None:
             self.resource = resource
+        if service_code is not None:
+            self.service_code = service_code
 
     @property
     def cause(self) -> str:
@@ -143,7 +147,8 @@ class KctlError(Exception):
         cls = kind or type(self)
         exit_code = self.exit_code if kind is None else None
         return cls(message, action=new_action, cause=new_cause, hint=hint if hint is not None else self.hint,
-                   exit_code=exit_code, kafka_error=self.kafka_error, resource=resource or self.resource)
+                   exit_code=exit_code, kafka_error=self.kafka_error, resource=resource or self.resource,
+                   service_code=self.service_code)
 
 
 class UsageError(KctlError):

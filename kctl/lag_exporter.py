@@ -89,12 +89,12 @@ class LagSampler:
         latest = self.sampler.latest
         snapshot = latest.value if latest is not None else None
         now = self.clock()
-        own = [
+        own: list[tuple[str, str, float]] = [
             ("kctl_lag_exporter_up", "1 when the last sample succeeded, 0 when it failed (the lag shown is older)", int(bool(self.sampler.last_attempt_ok))),
             ("kctl_lag_exporter_samples_total", "Samples taken", self.sampler.samples_total),
             ("kctl_lag_exporter_sample_failures_total", "Samples that failed (the cluster could not be read)", self.sampler.failures_total),
         ]
-        if snapshot is not None:
+        if latest is not None and snapshot is not None:
             own += [
                 ("kctl_lag_exporter_sample_age_seconds", "Seconds since the lag shown was measured", round(now - latest.taken_at, 3)),
                 ("kctl_lag_exporter_sample_duration_seconds", "Seconds the last sample took", round(latest.duration, 3)),

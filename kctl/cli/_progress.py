@@ -25,7 +25,7 @@ def amount(value: float, unit: str) -> str:
     if unit == "bytes":
         from kctl.sizes import format_bytes
 
-        return format_bytes(int(value))
+        return format_bytes(int(value)) or "0 B"
     return f"{value:,.0f}"
 
 

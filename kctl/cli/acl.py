@@ -63,7 +63,7 @@ def _filters(topics, groups, transactional_ids, cluster, principals, hosts, oper
     from kctl.admin.security.acls import OPERATIONS, PATTERN_FILTERS, PERMISSION_TYPES, AclFilter, parse_choice, parse_principal
 
     pattern_type = parse_choice(pattern, PATTERN_FILTERS, "pattern type")
-    resources = _resources(topics, groups, transactional_ids, cluster) or [(None, None)]
+    resources: list[tuple[str | None, str | None]] = [*_resources(topics, groups, transactional_ids, cluster)] or [(None, None)]
     principals = [parse_principal(p) for p in principals] or [None]
     operations = [parse_choice(o, OPERATIONS, "operation") for o in _split(operations)] or [None]
     permission_type = parse_choice(permission, PERMISSION_TYPES, "permission type") if permission else None

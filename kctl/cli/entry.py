@@ -69,7 +69,8 @@ def help_width(env) -> int:
         columns = 0
     if columns <= 0:
         try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            # sys.__stdout__ is None without a stdout: the AttributeError below.
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
         except (AttributeError, ValueError, OSError):
             columns = 0
         columns = columns or 80

@@ -116,7 +116,7 @@ def _run_update(app: App, current, targets: dict[str, int], *, downgrade: bool, 
     app.out.table(results, UPDATE_TABLE)
     failed = [r for r in results if r.status == "failed"]
     for result in failed:
-        app.error_line(result.error)
+        app.error_line(result.error or f"unable to update feature {result.feature}")
     if failed:
         raise PartialFailure(f"unable to update features: {len(failed)} of {len(changes)} failed")
 

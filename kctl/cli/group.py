@@ -295,7 +295,7 @@ def _serve(app: App, groups, topics, isolation, interval: float, address: str) -
 
     sampler = LagSampler(app.session, app.settings.context or app.settings.bootstrap_servers or "", interval=interval, groups=groups, topics=topics, isolation=isolation, notify=app.warn)
     server = serve(sampler, parse_address(address))
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), server.server_address[1]
     sampler.start()
     app.note(f"serving lag metrics on http://{host}:{port}/metrics every {interval:g}s; Ctrl-C stops")
     # SIGTERM (Kubernetes, systemd, kill) is a normal stop too, as Ctrl-C is.

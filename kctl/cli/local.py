@@ -118,7 +118,7 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
         _run_foreground(app, config, context_name, no_context)
         return
     state = lib.start(directory, options, _wait(app))
-    if not no_context:
+    if not no_context and state.bootstrap is not None:
         _save_context(app, context_name, state.bootstrap, config)
     _report_started(app, state)
 

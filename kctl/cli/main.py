@@ -210,12 +210,12 @@ def main(argv: list[str] | None = None) -> None:
     # The last line of defence against tracebacks. Bare, because confluent-kafka can raise
     # its KafkaError, which is no exception class, past `except Exception`.
     except:  # noqa: E722
-        exc = sys.exc_info()[1]
+        failure = sys.exc_info()[1]
         if debug:
             import traceback
 
             traceback.print_exc()
-        _render_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug for the traceback")
+        _render_error(f"internal error: {type(failure).__name__}: {failure}", "rerun with --debug for the traceback")
         code = ExitCode.ERROR
     if code == ExitCode.INTERRUPTED:
         # Ctrl-C: what stdout still buffers is dropped, not written to a reader that may

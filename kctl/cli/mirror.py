@@ -120,7 +120,7 @@ def _pair(app: App, source: str | None, target: str | None, source_alias, target
     policy_ = ReplicationPolicy(policy, separator)
     pair = find_pair(target_session, source_session, source_alias=source_alias, target_alias=target_alias, policy=policy_,
                      target_name=target_session.settings.bootstrap_servers or "the target",
-                     source_name=source_session.settings.bootstrap_servers if source_session else "the source")
+                     source_name=(source_session.settings.bootstrap_servers if source_session else None) or "the source")
     if pair.source_cluster_id is not None and pair.source_cluster_id == pair.target_cluster_id:
         raise UsageError(f"unable to use cluster {pair.target_cluster_id} as both the source and the target",
                          hint="--source and --target reach the same cluster")

@@ -24,12 +24,12 @@ _VALUE_FLAGS = {"-b": "bootstrap", "--bootstrap-server": "bootstrap", "--context
 def command_line_settings(words: tuple[str, ...]) -> dict:
     """-b / --bootstrap-server / --context / -X values in the words being completed."""
     found: dict = {"properties": []}
-    words = list(words)
-    for index, word in enumerate(words):
+    given = list(words)
+    for index, word in enumerate(given):
         flag, eq, inline = word.partition("=")
         if flag not in _VALUE_FLAGS:
             continue
-        value = inline if eq else (words[index + 1] if index + 1 < len(words) else None)
+        value = inline if eq else (given[index + 1] if index + 1 < len(given) else None)
         if value is None:
             continue
         kind = _VALUE_FLAGS[flag]

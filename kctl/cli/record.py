@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +14,10 @@ from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import BytesRegexType, global_options, yes_option
 from kctl.cli._progress import progress
 from kctl.output.spec import Column, DocumentSpec, Field, TableSpec
+
+if TYPE_CHECKING:
+    from kctl.records.model import ProducerRecord
+    from kctl.records.position import Position
 
 DELETE_TABLE = TableSpec(
     (
@@ -141,7 +147,7 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
     if not delimiter:
         raise UsageError("unable to produce: --delimiter must not be empty")
     marker = null_marker.encode() if null_marker is not None else None
-    parse = None
+    parse: Callable[[bytes], ProducerRecord | None] | None = None
     try:
         if key_separator is not None:
             if not key_separator:
@@ -206,7 +212,8 @@ def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_fil
 
     if value_schema is not None and value_schema_file is not None:
         raise UsageError("unable to produce: --value-schema and --value-schema-file exclude each other")
-    subject, version = value_schema, "latest"
+    subject = value_schema
+    version: int | str = "latest"
     if value_schema is not None:
         head, _, tail = value_schema.rpartition(":")
         if head and (tail.isdigit() or tail == "latest"):
@@ -323,6 +330,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
             raise UsageError("unable to consume: give partitions either as TOPIC:PARTITIONS or with --partition, not both")
         parsed = [PartitionSelector(topic=s.topic, ranges=tuple((p, p) for p in sorted(set(partitions)))) for s in parsed]
     start_at = parse_from(start) if start is not None else Position(COMMITTED if group else EARLIEST)
+    end_at: Position | None
     if end is not None:
         end_at = parse_to(end)
     else:

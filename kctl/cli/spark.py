@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable
 from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import click
 
@@ -351,9 +353,9 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
         load_partition_map,
         parse_timestamps,
         replay_manifest_path,
-        resumed,
     )
     from kctl.spark.replay import replay as run_replay
+    from kctl.spark.replay import resumed as resumed_replay
     from kctl.timespec import parse_instant
 
     factory = _session_factory(app, master, spark_conf, packages, ship_env)
@@ -362,7 +364,7 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
     if resume:
         if from_topic or from_dump or since or until or partition_map != "same" or timestamps != "preserve" or exactly_once:
             raise UsageError("unable to resume: the plan comes from the replay manifest; give only --to-topic (and --manifest)")
-        previous, request = resumed(manifest_path, to_topic)
+        previous, request = resumed_replay(manifest_path, to_topic)
     else:
         if (from_topic is None) == (from_dump is None):
             raise UsageError("unable to replay: give exactly one of --from-topic and --from-dump")
@@ -590,6 +592,10 @@ def _sql_rows(columns, rows):
     return [{c: plain(row[c]) for c in columns} for row in rows]
 
 
+def _sql_getter(column: str) -> Callable[[Any], str]:
+    return lambda row: _sql_cell(row[column])
+
+
 def _sql_cell(value):
     import base64
 
@@ -751,7 +757,7 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
         if app.out.format in ("json", "jsonl"):
             app.out.table(rows, TableSpec([Column(c, c) for c in columns]))
         else:
-            app.out.table(rows, TableSpec([Column(c, c, get=lambda r, c=c: _sql_cell(r[c])) for c in columns]))
+            app.out.table(rows, TableSpec([Column(c, c, get=_sql_getter(c)) for c in columns]))
     read_text = f"{read:,}" if read is not None else "an unknown number of"
     scans = len(plan.scans)
     where = f" to {out}" if out is not None else ""

@@ -111,17 +111,17 @@ def resolve(
 
     aws_msk_iam = dict(context.aws_msk_iam) if context else {}
     for key in MSK_IAM_KEYS:
-        value = env.get(MSK_IAM_ENV_PREFIX + key.upper().replace("-", "_"))
-        if value:
-            aws_msk_iam[key] = value
+        given = env.get(MSK_IAM_ENV_PREFIX + key.upper().replace("-", "_"))
+        if given:
+            aws_msk_iam[key] = given
     if aws_msk_iam and not aws_msk_iam.get("region"):
         raise ConfigError("unable to use AWS MSK IAM: no region set", hint="set KCTL_AWS_MSK_IAM_REGION or the context's aws-msk-iam region")
 
     schema_registry = dict(context.schema_registry) if context else {}
     for key in SCHEMA_REGISTRY_KEYS:
-        value = env.get(SCHEMA_REGISTRY_ENV_PREFIX + key.upper().replace("-", "_"))
-        if value:
-            schema_registry[key] = value
+        given = env.get(SCHEMA_REGISTRY_ENV_PREFIX + key.upper().replace("-", "_"))
+        if given:
+            schema_registry[key] = given
 
     connect_env = {key: env[CONNECT_ENV_PREFIX + key.upper().replace("-", "_")] for key in CONNECT_KEYS
                    if env.get(CONNECT_ENV_PREFIX + key.upper().replace("-", "_"))}

@@ -136,7 +136,8 @@ def describe(command: click.Command, path: tuple[str, ...], ctx: click.Context) 
     )
     if isinstance(command, click.Group):
         lazy = getattr(command, "lazy_commands", {})
-        info.subcommands = [n for n in command.list_commands(ctx) if n in lazy or not command.get_command(ctx, n).hidden]
+        info.subcommands = [n for n in command.list_commands(ctx)
+                            if n in lazy or not getattr(command.get_command(ctx, n), "hidden", True)]
         info.aliases = dict(getattr(command, "aliases", {}))
         if not path and lazy:
             info.summary = "Administer Kafka clusters"
@@ -146,7 +147,9 @@ def describe(command: click.Command, path: tuple[str, ...], ctx: click.Context) 
 def walk(root: click.Group | None = None) -> list[CommandInfo]:
     """Every command, parents before children, in the order `--help` lists them."""
     if root is None:
-        from kctl.cli.main import cli as root
+        from kctl.cli.main import cli
+
+        root = cli
     out: list[CommandInfo] = []
 
     def visit(command: click.Command, path: tuple[str, ...], parent: click.Context | None) -> None:

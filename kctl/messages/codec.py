@@ -40,6 +40,11 @@ class Struct:
     def __init__(self, **fields: Any):
         self.__dict__.update(fields)
 
+    def __getattr__(self, name: str) -> Any:
+        # Only for attributes the message lacks (its fields are in __dict__): said to type
+        # checkers, which cannot know a message's fields, as "any field may be read".
+        raise AttributeError(name)
+
     def __repr__(self) -> str:
         return f"Struct({', '.join(f'{k}={v!r}' for k, v in self.__dict__.items())})"
 
@@ -381,9 +386,9 @@ class _Compiled:
         for tag, f in sorted(self.tagged.items()):
             v = get(f.name, _MISSING)
             if v is not _MISSING and v != f.default:
-                chunk: list = []
-                f.write(chunk, v)
-                present.append((tag, b"".join(chunk)))
+                parts: list = []
+                f.write(parts, v)
+                present.append((tag, b"".join(parts)))
         write_uvarint(out, len(present))
         for tag, chunk in present:
             write_uvarint(out, tag)
@@ -399,7 +404,7 @@ def _fresh(default: Any) -> Any:
     return [] if isinstance(default, list) else default
 
 
-def _compile_fields(specs: list[dict], version: int, flexible: bool, common: dict[str, dict]) -> _Compiled:
+def _compile_fields(specs: list[dict], version: int, flexible: bool, common: dict[str, list[dict]]) -> _Compiled:
     fields = []
     for spec in specs:
         name = snake(spec["name"])
@@ -418,7 +423,7 @@ def _compile_fields(specs: list[dict], version: int, flexible: bool, common: dic
     return _Compiled(fields, flexible)
 
 
-def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: bool, common: dict[str, dict]):
+def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: bool, common: dict[str, list[dict]]):
     if kind in _PRIMITIVES:
         read, write, _ = _PRIMITIVES[kind]
         return read, write

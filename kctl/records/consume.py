@@ -80,25 +80,25 @@ def _bounds(session: AdminSession, options: ConsumeOptions, pairs: Sequence[Key]
         elif start.kind == LATEST:
             offset = row.latest
         elif start.kind == "offset":
-            offset = min(max(start.offset, row.earliest), row.latest)
+            offset = min(max(start.offset or 0, row.earliest), row.latest)
         elif start.kind == "tail":
-            offset = max(row.earliest, row.latest - start.tail)
-        elif start.kind == "time":
-            offset = row.offset_at
+            offset = max(row.earliest, row.latest - (start.tail or 0))
+        elif start.kind == "time":  # the offset at the time, the log end when none is that recent
+            offset = row.offset_at if row.offset_at is not None else row.latest
         else:  # committed; a partition the group never committed starts at the earliest
-            offset = committed.get(key, -1)
-            offset = row.earliest if offset < 0 else min(max(offset, row.earliest), row.latest)
+            known = committed.get(key, -1)
+            offset = row.earliest if known < 0 else min(max(known, row.earliest), row.latest)
         starts[key] = offset
     ends: dict[Key, int] = {}
     if end is None or (follow and end.kind != "offset"):
         return starts, ends
-    at_end = offsets_for_time(session, pairs, end.at_ms, isolation=options.isolation) if end.kind == "time" else {}
+    at_end = offsets_for_time(session, pairs, end.at_ms or 0, isolation=options.isolation) if end.kind == "time" else {}
     for key in pairs:
         latest = rows[key].latest
         if end.kind == LATEST:
             ends[key] = latest
         elif end.kind == "offset":
-            ends[key] = end.offset if follow else min(end.offset, latest)
+            ends[key] = (end.offset or 0) if follow else min(end.offset or 0, latest)
         else:  # no record at or after the time: everything up to the end is before it
             ends[key] = latest if at_end[key] < 0 else at_end[key]
     return starts, ends
@@ -305,8 +305,9 @@ def _take(run: _Run, messages: list, keep, end_ms: int | None, room: int | None)
     # error is always true.)
     if end_ms is None and not any(map(Message.error, messages)):
         keys = zip(map(Message.topic, messages), map(Message.partition, messages))
-        # Offsets ascend within a partition, so the last one seen is the highest.
-        last = dict(zip(keys, map(Message.offset, messages)))
+        # Offsets ascend within a partition, so the last one seen is the highest. (A
+        # record without an error has its topic, partition and offset: never None here.)
+        last: dict[Key, int] = dict(zip(keys, map(Message.offset, messages)))  # type: ignore[arg-type]
         ends, live = run.ends, run.live
         if all(k in live and (k not in ends or o < ends[k]) for k, o in last.items()):
             out = messages if keep is None else [m for m in messages if keep(m)]

@@ -393,7 +393,7 @@ def _produce_records(producer, topic, chunks, parse, options, partitions, failur
     return None
 
 
-def _local_error(exc: Exception, topic: str, line: int) -> KctlError:
+def _local_error(exc: BaseException, topic: str, line: int) -> KctlError:
     """A record librdkafka refused before sending it (too large, unknown partition)."""
     error = error_of(exc)
     if error is None:

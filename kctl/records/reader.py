@@ -7,12 +7,20 @@ written by a slow producer is sent at once instead of waiting for a full buffer.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 CHUNK = 1 << 20
 
 
-def split_records(stream: BinaryIO, delimiter: bytes = b"\n") -> Iterator[list[bytes]]:
+class ByteStream(Protocol):
+    """What records are read from: a binary file or pipe, or one read ahead (_Replay)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+    def fileno(self) -> int: ...
+    def close(self) -> None: ...
+
+
+def split_records(stream: ByteStream, delimiter: bytes = b"\n") -> Iterator[list[bytes]]:
     """Lists of records (delimiter removed), in input order. A last record without a
     trailing delimiter is still a record; nothing after a final delimiter is."""
     read = getattr(stream, "read1", stream.read)
@@ -29,7 +37,7 @@ def split_records(stream: BinaryIO, delimiter: bytes = b"\n") -> Iterator[list[b
         yield [pending]
 
 
-def read_ahead(stream: BinaryIO, limit: int, grace: float = 0.01) -> tuple[BinaryIO, bool]:
+def read_ahead(stream: BinaryIO, limit: int, grace: float = 0.01) -> tuple[ByteStream, bool]:
     """(a stream with the same bytes, whether they are all of the input and at most
     `limit`): a regular file by its size; a pipe by reading what is already in it and
     waiting up to `grace` seconds for its end (`echo x | kctl ...` has ended before kctl

@@ -24,8 +24,6 @@ FORMATS = {"avro": "AVRO", "protobuf": "PROTOBUF", "json-schema": "JSON", "auto"
 ENCODINGS = {"AVRO": "avro", "PROTOBUF": "protobuf", "JSON": "json-schema"}
 
 
-_UNKNOWN = object()
-
 
 class DecodeError(ValueError):
     """A key or value that is not what --key-format/--value-format says."""
@@ -105,9 +103,8 @@ class RecordDecoder:
             decoded = self._protobuf(found, data)
         else:
             decoded = self._deserialized(kind, found, message, field, data)
-        subject = self._subjects.get((found, message.topic(), field), _UNKNOWN)
-        if subject is _UNKNOWN:
-            subject = self._subject(found, message.topic(), field)
+        key = (found, message.topic(), field)
+        subject = self._subjects[key] if key in self._subjects else self._subject(found, message.topic(), field)
         return Decoded(decoded, found, kind, subject)
 
     def _protobuf(self, found: int, data: bytes):
@@ -306,7 +303,8 @@ class RecordEncoder:
             except ProtobufError as exc:
                 raise RecordError(str(exc)) from None
         if self.schema.type == "AVRO":
-            datum = _from_avro_json(datum, self.parsed, self.parsed.get("__named_schemas", {}))
+            named = self.parsed.get("__named_schemas", {}) if isinstance(self.parsed, dict) else {}
+            datum = _from_avro_json(datum, self.parsed, named)
         self._validate(datum)
         try:
             value = self.serializer(datum, self.context)

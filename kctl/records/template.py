@@ -282,7 +282,7 @@ class InputTemplate:
             position = end
         value: bytes | None = fields["v"]
         key: bytes | None = fields.get("k")
-        value = None if value == self.null_marker else _decode(value, encodings["v"], "value")
+        value = None if value is None or value == self.null_marker else _decode(value, encodings["v"], "value")
         if key is not None:
             key = None if key == self.null_marker else _decode(key, encodings["k"], "key")
         partition = _int(fields["p"], "partition") if "p" in fields else ANY_PARTITION

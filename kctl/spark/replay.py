@@ -172,7 +172,7 @@ def resumed(path: Path, to_topic: str) -> tuple[dict, ReplayRequest]:
     return previous, request
 
 
-def check_destination(partition_counts: dict[int, int], request: ReplayRequest, source_partitions: list[int]) -> int:
+def check_destination(partition_counts: dict[str, int], request: ReplayRequest, source_partitions: list[int]) -> int:
     """The destination's partition count, after checking the map fits it."""
     if request.to_topic not in partition_counts:
         raise NotFoundError(f"unable to replay into {request.to_topic}: the topic does not exist", hint=f"create it first: kctl topic create {request.to_topic} --partitions N")
@@ -232,7 +232,7 @@ def replay(
     kafka: dict[str, Any],
     request: ReplayRequest,
     *,
-    destination_partitions: Callable[[str], dict[int, int]],
+    destination_partitions: Callable[[str], dict[str, int]],
     high_watermarks: Callable[[str, int], dict[int, int]],
     manifest_path: Path,
     resume_from: dict[str, Any] | None,

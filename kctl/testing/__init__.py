@@ -22,6 +22,7 @@ a test grants them), and ACLs enforced:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def kafka_bootstrap(kafka_broker) -> str:
 
 
 @pytest.fixture(scope="session")
-def kafka_secured(tmp_path_factory) -> SecuredBroker:
+def kafka_secured(tmp_path_factory) -> Iterator[SecuredBroker]:
     secured = start_secured(tmp_path_factory.mktemp("kctl-secured") / "data")
     yield secured
     secured.process.stop()

@@ -295,7 +295,8 @@ class TopApp(App[int]):
         if table is not None:
             table.focus()
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
+        # Textual's App has an (async) action_back of its own: escape is the views' here.
         prompt = self.prompt
         if prompt.has_class("shown"):
             if self.prompt_kind == "/":

@@ -162,4 +162,5 @@ def for_kafka_code(code: int, message: str | None, action: str, resource: Resour
                                               resource=resource)
 
 
-_MISSING = {("UNKNOWN_TOPIC_OR_PARTITION", "topic"): "no such topic", ("GROUP_ID_NOT_FOUND", "group"): "no such group"}
+_MISSING: dict[tuple[str, str | None], str] = {("UNKNOWN_TOPIC_OR_PARTITION", "topic"): "no such topic",
+                                               ("GROUP_ID_NOT_FOUND", "group"): "no such group"}

@@ -104,8 +104,9 @@ class _BootstrapFailures(logging.Handler):
         self.causes: list[BaseException] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.msg.startswith("Bootstrap connection to") and len(record.args or ()) >= 2:
-            cause = record.args[1]
+        args = record.args if isinstance(record.args, tuple) else ()
+        if str(record.msg).startswith("Bootstrap connection to") and len(args) >= 2:
+            cause = args[1]
             if isinstance(cause, BaseException):
                 self.causes.append(cause)
 

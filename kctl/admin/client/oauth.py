@@ -129,7 +129,7 @@ def oidc_client_credentials(properties: Mapping[str, str]) -> Callable[[], tuple
     secret = properties.get("sasl.oauthbearer.client.secret")
     missing = [k for k, v in (("sasl.oauthbearer.token.endpoint.url", url), ("sasl.oauthbearer.client.id", client_id),
                               ("sasl.oauthbearer.client.secret", secret)) if not v]
-    if missing:
+    if missing or url is None:
         raise ConfigError(f"unable to configure OAUTHBEARER (oidc): {', '.join(missing)} not set")
     form = {"grant_type": "client_credentials"}
     if properties.get("sasl.oauthbearer.scope"):

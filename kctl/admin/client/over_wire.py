@@ -125,7 +125,7 @@ class WireKafka:
         its own configs (a broker answers only for itself), all at once."""
         wire = self.wire
         wanted = list(dict.fromkeys(resources))
-        requests = []
+        requests: list[tuple[int | None, list[tuple[str, str]]]] = []
         topics = [name for kind, name in wanted if kind == TOPIC]
         if topics:
             requests.append((None, [(TOPIC, name) for name in topics]))

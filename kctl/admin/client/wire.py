@@ -93,6 +93,8 @@ class Security:
         return self._ssl_context
 
     def token(self) -> tuple[str, dict[str, str]]:
+        if self._tokens is None:
+            raise ConfigError("unable to authenticate with OAUTHBEARER: no token source")
         source = self._tokens()
         return source.current()[0], dict(source.extensions)
 
@@ -105,7 +107,8 @@ class Connection:
         self.address = f"{host}:{port}"
         self._client_id = client_id.encode()
         self._correlation = 0
-        self._pending: dict[int, codec.Message] = {}
+        # correlation id -> (the answer's message, whether its header is flexible)
+        self._pending: dict[int, tuple[codec.Message, bool]] = {}
         self._deadline = deadline
         sock = socket.create_connection((host, port), timeout=_remaining(deadline))
         try:
@@ -196,7 +199,7 @@ class Connection:
     # -- SASL ---------------------------------------------------------------------------
 
     def _authenticate(self, security: Security) -> None:
-        mechanism = security.mechanism
+        mechanism = security.mechanism or ""
         handshake = self.request("SaslHandshake", 1, {"mechanism": mechanism})
         if handshake.error_code:
             raise NotAuthorizedError(
@@ -361,9 +364,9 @@ class WireClient:
     def _unreachable(self, action: str, causes: Sequence[BaseException]) -> KctlError:
         for cause in causes:
             if isinstance(cause, KctlError):
-                return type(cause)(f"unable to {action}: {cause.message}", hint=cause.hint)
-        cause = _describe(causes[-1]) if causes else "no bootstrap server given"
-        return UnreachableError(f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {cause}", hint=_REACH_HINT)
+                return cause.but(action=action, cause=cause.message)
+        why = _describe(causes[-1]) if causes else "no bootstrap server given"
+        return UnreachableError(action=action, cause=f"cluster unreachable at {self.settings.bootstrap_servers}: {why}", hint=_REACH_HINT)
 
     def fan_out(self, requests: Sequence[tuple[Any, str, dict[str, Any], int | None, int | None]], deadline: float) -> list[codec.Struct]:
         """Send every request — (node id or None for any broker, API name, fields, lowest

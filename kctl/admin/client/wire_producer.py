@@ -169,8 +169,9 @@ class WireProducer:
                 answer, cause = None, _Outcome("_TRANSPORT", f"connection lost: {exc}")
             except KctlError as exc:
                 raise _Failed(_Outcome(exc.kafka_error or "_AUTHENTICATION", exc.message)) from exc
-            if cause is None:
+            if cause is None and answer is not None:
                 return answer.producer_id, answer.producer_epoch
+            assert cause is not None
             if not cause.retriable or time.monotonic() + _BACKOFF >= deadline:
                 raise _Failed(cause)
             time.sleep(_BACKOFF)

@@ -161,9 +161,9 @@ def describe_features(session: AdminSession) -> list[Feature]:
         from kctl.admin.client.kafka_python import raise_for_code
 
         raise_for_code(response.error_code, None, "describe features")
-        ranges = {f.name: (f.min_version, f.max_version) for f in response.supported_features or ()}
-        for name in ranges.keys() | supported.keys():
-            supported.setdefault(name, [None] * index).append(ranges.get(name))
+        answered = {f.name: (f.min_version, f.max_version) for f in response.supported_features or ()}
+        for name in answered.keys() | supported.keys():
+            supported.setdefault(name, [None] * index).append(answered.get(name))
         # The finalized levels of the broker with the newest metadata (highest epoch).
         this_epoch = response.finalized_features_epoch if response.finalized_features_epoch is not None and response.finalized_features_epoch >= 0 else None
         if epoch is None or (this_epoch is not None and this_epoch > epoch):

@@ -141,22 +141,23 @@ def open_transactions(session: AdminSession, pairs: Sequence[tuple[str, int]], m
     from kctl.admin.topics.offsets import list_offsets
 
     now = int(time.time() * 1000)
-    stale = [p for p in list_producers(session, pairs)
-             if p.current_transaction_start_offset is not None and now - p.last_timestamp >= max_age_ms]
+    # (producer, the start offset of its open transaction)
+    stale = [(p, start) for p in list_producers(session, pairs)
+             if (start := p.current_transaction_start_offset) is not None and now - p.last_timestamp >= max_age_ms]
     if not stale:
         return []
-    blocked = sorted({(p.topic, p.partition) for p in stale})
+    blocked = sorted({(p.topic, p.partition) for p, _start in stale})
     committed = {(r.topic, r.partition): r.latest for r in list_offsets(session, blocked, isolation="read_committed")}
     ends = {(r.topic, r.partition): r.latest for r in list_offsets(session, blocked)}
-    known = _coordinator_view(session, {p.producer_id for p in stale})
+    known = _coordinator_view(session, {p.producer_id for p, _start in stale})
     return [
         OpenTransaction(
             p.topic, p.partition, p.producer_id, p.producer_epoch, p.coordinator_epoch,
-            p.current_transaction_start_offset, p.last_timestamp, now - p.last_timestamp,
+            start, p.last_timestamp, now - p.last_timestamp,
             committed.get((p.topic, p.partition)), ends.get((p.topic, p.partition)),
             *known.get(p.producer_id, (None, None)),
         )
-        for p in stale
+        for p, start in stale
     ]
 
 

@@ -64,7 +64,9 @@ def connect_settings(clusters: Mapping[str, Mapping[str, str]], env: Mapping[str
     one. KCTL_CONNECT_* settings (`env`) apply over the chosen cluster's."""
     choice = choice or env_name
     given_url = bool(choice and choice.startswith(("http://", "https://")))
-    if given_url:
+    name: str | None
+    configured: Mapping[str, str]
+    if given_url and choice:
         name, configured = None, {"url": choice}
     elif choice:
         if choice not in clusters:

@@ -204,8 +204,8 @@ def _replication(topic: Topic, live: LiveTopic, brokers: dict[int, str | None]) 
         return []
     if not topic.policy.allow_replication_change:
         return [_refused(topic, f"{what}: the topic's policy does not allow reassignments")]
-    moves = [{"partition": p, "current": list(current[(t, p)]), "target": list(targets[(t, p)])} for t, p in moving]
-    return [Change("reassign", "Topic", topic.name, f"{what} ({len(moves)} partition(s) move)", topic.where, data={"moves": moves})]
+    shifts = [{"partition": p, "current": list(current[(t, p)]), "target": list(targets[(t, p)])} for t, p in moving]
+    return [Change("reassign", "Topic", topic.name, f"{what} ({len(shifts)} partition(s) move)", topic.where, data={"moves": shifts})]
 
 
 def _off_rack(current: dict[tuple[str, int], tuple[int, ...]], brokers: dict[int, str | None]) -> list[tuple[str, int]]:
@@ -216,7 +216,8 @@ def _off_rack(current: dict[tuple[str, int], tuple[int, ...]], brokers: dict[int
     return sorted(key for key, replicas in current.items() if len({brokers.get(b) for b in replicas}) < min(len(replicas), len(racks)))
 
 
-def _config_change(kind: str, name: str, where: str, desired: dict[str, str], live: dict[str, str], *, allow_delete: bool, scope: str = "topic") -> Change | None:
+def _config_change(kind: str, name: str, where: str, desired: Mapping[str, str], live: Mapping[str, str], *, allow_delete: bool,
+                   scope: str = "topic") -> Change | None:
     set_ = {k: [live.get(k), v] for k, v in sorted(desired.items()) if not _same(scope, k, live.get(k), v)}
     delete = {k: v for k, v in sorted(live.items()) if k not in desired} if allow_delete else {}
     if not set_ and not delete:
@@ -255,9 +256,10 @@ def _same(scope: str, key: str, live: str | None, desired: str) -> bool:
 
 
 def _cluster_config(config: ClusterConfig, state: ClusterState) -> list[Change]:
-    live = state.cluster_configs.get(config.name)
+    configs = state.cluster_configs or {}
+    live = configs.get(config.name)
     if live is None:
-        return [_refused(config, f"the cluster has no broker {config.name} (brokers: {', '.join(sorted(n for n in state.cluster_configs if n != 'default'))})")]
+        return [_refused(config, f"the cluster has no broker {config.name} (brokers: {', '.join(sorted(n for n in configs if n != 'default'))})")]
     change = _config_change("ClusterConfig", config.name, config.where, dict(config.configs), live, allow_delete=True, scope="broker")
     return [change] if change else []
 
@@ -349,13 +351,14 @@ def _connectors(connectors: Sequence[Connector], live: Mapping, env: Mapping[str
     out = []
     for connector in connectors:
         current = live.get(connector.name)
-        wanted, missing = dict(connector.config), []
+        wanted: dict[str, str] = dict(connector.config)
+        missing: list[tuple[str, str]] = []
         for key, variable in sorted(connector.secrets.items()):
             if env.get(variable):
                 wanted[key] = env[variable]
             else:
                 missing.append((key, variable))
-        data = {"config": dict(sorted(wanted.items())), "state": connector.state, "missing": [list(m) for m in missing]}
+        data: dict[str, Any] = {"config": dict(sorted(wanted.items())), "state": connector.state, "missing": [list(m) for m in missing]}
         if current is None:
             detail = f"{wanted.get('connector.class', '?')}; {len(wanted)} config key(s); {connector.state}"
             out.append(_needs_secrets(Change("create", "Connector", connector.name, detail, connector.where, data=data), missing))

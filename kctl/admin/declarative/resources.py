@@ -226,7 +226,8 @@ def _record_lines(node, path: tuple, lines: dict[tuple, int]) -> None:
 def _label(document: Any) -> str:
     if not isinstance(document, dict):
         return "document"
-    kind = document.get("kind") if isinstance(document.get("kind"), str) else "document"
+    found = document.get("kind")
+    kind = found if isinstance(found, str) else "document"
     metadata = document.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
     return f"{kind} {name}" if isinstance(name, str) else kind

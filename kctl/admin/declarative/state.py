@@ -10,7 +10,7 @@ round trips.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kctl.admin.client.session import AdminSession, unknown_topic
@@ -60,7 +60,8 @@ def read(session: AdminSession, kinds: Sequence[str], *, topic_regex: re.Pattern
     support (no authorizer, no quota API, no Connect cluster configured) is recorded in
     `skipped` instead of raised. `connect`: the Kafka Connect client, for Connector."""
     state = ClusterState()
-    readers = {"Topic": _topics, "ClusterConfig": _cluster_configs, "Acl": _acls, "Quota": _quotas, "User": _users}
+    readers: dict[str, Callable[[AdminSession, ClusterState], None]] = {
+        "ClusterConfig": _cluster_configs, "Acl": _acls, "Quota": _quotas, "User": _users}
     for kind in kinds:
         try:
             if kind == "Topic":

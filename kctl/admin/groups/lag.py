@@ -62,6 +62,12 @@ def partition_lag(group: str, topic: str, partition: int, committed: int | None,
     )
 
 
+def next_offset(p: PartitionLag) -> int:
+    """Where a group reads a partition next: its committed offset, or the log start when
+    retention deleted the records before it."""
+    return max(p.committed or 0, p.log_start or 0)
+
+
 def record_timestamps(session: AdminSession, positions: Sequence[tuple[str, int, int]], *, timeout: float) -> dict[tuple[str, int, int], int]:
     """Timestamps of the records at (topic, partition, offset), read with a consumer that
     is assigned partitions directly: it never joins or commits to any group."""
@@ -160,22 +166,22 @@ def _lag(
     log = log_offsets(session, sorted(partitions), isolation, leaders)
     results = []
     for group_id in ids:
-        item = inputs.get(group_id)
-        if item is None:
+        found = inputs.get(group_id)
+        if found is None:
             continue
-        keys = sorted({k for k in (*item.offsets, *item.owners) if not topics or k[0] in topics})
+        keys = sorted({k for k in (*found.offsets, *found.owners) if not topics or k[0] in topics})
         rows = []
         for t, p in keys:
-            row = partition_lag(group_id, t, p, item.offsets.get((t, p)), *log.get((t, p), (None, None)), owner=item.owners.get((t, p)))
-            if item.kafka_lag is not None and (t, p) in item.kafka_lag:
-                row = replace(row, lag=item.kafka_lag[(t, p)])
+            row = partition_lag(group_id, t, p, found.offsets.get((t, p)), *log.get((t, p), (None, None)), owner=found.owners.get((t, p)))
+            if found.kafka_lag is not None and (t, p) in found.kafka_lag:
+                row = replace(row, lag=found.kafka_lag[(t, p)])
             rows.append(row)
         lags = [r.lag for r in rows if r.lag is not None]
         results.append(
             GroupLag(
                 group=group_id,
-                state=item.state,
-                members=item.members,
+                state=found.state,
+                members=found.members,
                 lag_sum=sum(lags),
                 lag_max=max(lags, default=0),
                 lag_seconds_max=None,
@@ -265,12 +271,12 @@ def interpolated(results: list[GroupLag], histories: dict, now_ms: int) -> list[
         rows = []
         for p in g.partitions:
             if p.lag_seconds is None and p.committed is not None:
-                seconds = 0.0 if p.lag == 0 else interpolated_lag_seconds(histories.get((p.group, p.topic, p.partition), []), max(p.committed, p.log_start or 0), now_ms)
-                if seconds is not None:
-                    p = dataclasses.replace(p, lag_seconds=seconds, lag_seconds_source="caught_up" if p.lag == 0 else "interp")
+                dated = 0.0 if p.lag == 0 else interpolated_lag_seconds(histories.get((p.group, p.topic, p.partition), []), next_offset(p), now_ms)
+                if dated is not None:
+                    p = dataclasses.replace(p, lag_seconds=dated, lag_seconds_source="caught_up" if p.lag == 0 else "interp")
             rows.append(p)
-        seconds = [r.lag_seconds for r in rows if r.lag_seconds is not None]
-        updated.append(dataclasses.replace(g, partitions=tuple(rows), lag_seconds_max=max(seconds) if seconds else None))
+        known = [r.lag_seconds for r in rows if r.lag_seconds is not None]
+        updated.append(dataclasses.replace(g, partitions=tuple(rows), lag_seconds_max=max(known) if known else None))
     return updated
 
 
@@ -281,9 +287,7 @@ def _with_record_time_lag(session: AdminSession, results: list[GroupLag], now_ms
     import time
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    positions = sorted(
-        {(p.topic, p.partition, max(p.committed, p.log_start or 0)) for g in results for p in g.partitions if p.lag}
-    )
+    positions = sorted({(p.topic, p.partition, next_offset(p)) for g in results for p in g.partitions if p.lag})
     stamps = record_timestamps(session, positions, timeout=min(session.timeout, 10.0))
     updated = []
     for g in results:
@@ -292,7 +296,7 @@ def _with_record_time_lag(session: AdminSession, results: list[GroupLag], now_ms
             if p.lag == 0:
                 rows.append(dataclasses.replace(p, lag_seconds=0.0, lag_seconds_source="caught_up"))
             elif p.lag:
-                ts = stamps.get((p.topic, p.partition, max(p.committed, p.log_start or 0)))
+                ts = stamps.get((p.topic, p.partition, next_offset(p)))
                 rows.append(dataclasses.replace(p, lag_seconds=max(0.0, (now - ts) / 1000) if ts is not None and ts >= 0 else None, lag_seconds_source="record" if ts is not None and ts >= 0 else "none"))
             else:
                 rows.append(p)

@@ -68,7 +68,7 @@ def record(path: Path, samples: Mapping[tuple[str, str, int], Sample]) -> dict[t
         tmp.write_text(json.dumps(data, separators=(",", ":")))
         os.replace(tmp, path)
     return {
-        tuple(k.split("\t")[:2]) + (int(k.split("\t")[2]),): [Sample(t=s[0], committed=s[1], log_end=s[2]) for s in v]  # type: ignore[misc]
+        tuple(k.split("\t")[:2]) + (int(k.split("\t")[2]),): [Sample(t=s[0], committed=s[1], log_end=s[2]) for s in v]
         for k, v in data.items()
     }
 
@@ -106,11 +106,11 @@ def partition_status(window: Sequence[Sample], members: int, size: int, backlog:
         if backlog <= 0:
             return "OK"
         return "STALL" if members else "STOP"
-    samples = [s for s in window if s.committed is not None and s.log_end is not None]
-    if len(samples) < 2:
+    known = [(s.committed, s.log_end) for s in window if s.committed is not None and s.log_end is not None]
+    if len(known) < 2:
         return "OK"
-    lags = [max(0, s.log_end - s.committed) for s in samples]
-    commits = [s.committed for s in samples]
+    lags = [max(0, end - committed) for committed, end in known]
+    commits = [committed for committed, _end in known]
     if any(b < a for a, b in zip(commits, commits[1:])):
         return "REWIND"
     if 0 in lags:

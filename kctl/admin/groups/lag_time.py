@@ -25,6 +25,7 @@ from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kctl.admin.groups.lag import next_offset
 from kctl.admin.groups.lag_history import lag_seconds_at
 from kctl.admin.groups.models import GroupLag, PartitionLag
 
@@ -150,6 +151,4 @@ class TimeLagEstimator:
 
 
 def _position(p: PartitionLag) -> Position:
-    """Where the group reads next: the committed offset, or the log start when retention
-    deleted the records before it."""
-    return (p.topic, p.partition, max(p.committed or 0, p.log_start or 0))
+    return (p.topic, p.partition, next_offset(p))

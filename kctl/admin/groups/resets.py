@@ -107,7 +107,7 @@ def plan_partition(
 
 def parse_topic_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] | None]]:
     """`topic` or `topic:0,1,2` (kafka-consumer-groups' --topic syntax)."""
-    out = []
+    out: list[tuple[str, tuple[int, ...] | None]] = []
     for scope in scopes:
         topic, sep, parts = scope.partition(":")
         if not topic:
@@ -376,6 +376,8 @@ def undo_plan(session: AdminSession, entry: dict, on_active: Callable[[GroupActi
     for p in recorded:
         now = committed.get(p.group, {}).get((p.topic, p.partition), (None,))[0]
         start, end = log[(p.topic, p.partition)]
+        if start is None or end is None:
+            raise KctlError(f"unable to undo the reset of group {p.group}: {p.topic}-{p.partition} has no leader to read offsets from")
         if p.current is None:
             plans.append(PlannedReset(group=p.group, topic=p.topic, partition=p.partition, current=now, new=None,
                                       delta=None, log_start=start, log_end=end, note="restore_no_commit"))
@@ -446,7 +448,7 @@ def copy_offsets(session: AdminSession, source: str, groups: Sequence[str], topi
     chosen = {
         (t, p): o
         for (t, p), (o, _md) in committed.items()
-        if scope is None or (t in scope and (parts.get(t) is None or p in parts[t]))
+        if scope is None or (t in scope and (parts.get(t) is None or p in (parts.get(t) or ())))
     }
     if not chosen:
         raise NotFoundError(f"unable to copy offsets from group {source}: it has no committed offsets" + (" for those topics" if topics else ""))

@@ -56,7 +56,7 @@ def share_groups(session: AdminSession, group_ids: Iterable[str]) -> set[str]:
             if g["group_id"] in wanted and (g.get("group_type") or "").lower() == "share"}
 
 
-def start_offsets_of(session: AdminSession, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, None]]]:
+def start_offsets_of(session: AdminSession, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], tuple[int, str | None]]]:
     """Start offsets of share groups in the shape of committed offsets: (offset, metadata)
     per share-partition that has one."""
     raw = protocol.share_group_offsets(session, group_ids)

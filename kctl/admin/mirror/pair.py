@@ -161,11 +161,13 @@ def read_topic(session: AdminSession, topic: str, decode: Callable[[bytes | None
                                     f"{len(pending)} partition(s) unread", hint="raise {timeout}")
             for message in consumer.consume(10_000, 0.2):
                 error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF and message.partition() in pending and message.offset() >= pending[message.partition()]:
-                        del pending[message.partition()]
-                    continue
                 partition, offset = message.partition(), message.offset()
+                if partition is None or offset is None:
+                    continue  # an error of the whole consumer, not of a partition: the deadline judges
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF and partition in pending and offset >= pending[partition]:
+                        del pending[partition]
+                    continue
                 end = pending.get(partition)
                 if end is None or offset >= end:
                     continue

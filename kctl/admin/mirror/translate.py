@@ -193,7 +193,7 @@ def _by_timestamp(pair: MirrorPair, wanted: list[tuple[str, str, str, int, int]]
 
     assert pair.source is not None
     ends = log_offsets(pair.source, sorted({(t, p) for _g, t, _r, p, _o in wanted}), "read_uncommitted")
-    positions = sorted({(t, p, o) for _g, t, _r, p, o in wanted if ends[(t, p)][1] is not None and o < ends[(t, p)][1]})
+    positions = sorted({(t, p, o) for _g, t, _r, p, o in wanted if (end := ends[(t, p)][1]) is not None and o < end})
     stamps = record_timestamps(pair.source, positions, timeout=pair.source.timeout)
     found: dict[tuple[str, str, int], int] = {}
     by_time: dict[int, list[tuple[str, int]]] = {}
@@ -205,8 +205,8 @@ def _by_timestamp(pair: MirrorPair, wanted: list[tuple[str, str, str, int, int]]
         for (remote, p), offset in offsets_for_time(pair.target, sorted(set(pairs)), at_ms).items():
             answers[(at_ms, remote, p)] = offset
     for g, t, remote, p, o in wanted:
-        at_ms = stamps.get((t, p, o))
-        offset = answers.get((at_ms, remote, p), -1) if at_ms is not None else -1
+        stamp = stamps.get((t, p, o))
+        offset = answers.get((stamp, remote, p), -1) if stamp is not None else -1
         if offset >= 0:
             found[(g, remote, p)] = offset
     return found

@@ -144,9 +144,7 @@ class Registry:
         try:
             return function(*args, **kwargs)
         except SchemaRegistryError as exc:
-            error = registry_error(action, exc, self.settings.url)
-            error.registry_code = exc.error_code
-            raise error from None
+            raise registry_error(action, exc, self.settings.url) from None
         except httpx.TimeoutException:
             raise KctlError(f"unable to {action}: the schema registry at {self.settings.url} did not answer within {self.settings.timeout:g} s", exit_code=ExitCode.TIMEOUT) from None
         except httpx.HTTPError as exc:
@@ -232,7 +230,7 @@ class Registry:
             try:
                 return ModeSetting(subject=subject, mode=self._call(action, self.client.get_mode, subject), source="subject")
             except NotFoundError as exc:  # no mode of its own (Confluent's 40409): the global one
-                if getattr(exc, "registry_code", None) == 40401:
+                if exc.service_code == 40401:
                     raise
         return ModeSetting(subject=subject, mode=self._call(action, self.client.get_global_mode), source="global")
 
@@ -270,12 +268,12 @@ def registry_error(action: str, exc, url: str) -> KctlError:
     """The registry's error (HTTP status, its error code, its message) as a KctlError."""
     status, code, message = exc.http_status_code, exc.error_code, exc.error_message
     if status in (401, 403):
-        return NotAuthorizedError(f"unable to {action}: the schema registry at {url} refused the credentials ({message})")
+        return NotAuthorizedError(action=action, cause=f"the schema registry at {url} refused the credentials ({message})", service_code=code)
     if status == 404:
-        return NotFoundError(f"unable to {action}: {message}")
+        return NotFoundError(action=action, cause=message, service_code=code)
     if status in (409, 422) or code in (42201, 42202, 409):
-        return InvalidError(f"unable to {action}: {message}")
-    return KctlError(f"unable to {action}: the schema registry answered {message} (HTTP {status}, error code {code})")
+        return InvalidError(action=action, cause=message, service_code=code)
+    return KctlError(action=action, cause=f"the schema registry answered {message} (HTTP {status}, error code {code})", service_code=code)
 
 
 def read_schema_file(path: Path, schema_type: str | None) -> tuple[str, str]:

@@ -193,9 +193,10 @@ def _binding(acl: Acl) -> Any:
 def _binding_filter(f: AclFilter) -> Any:
     from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType
 
+    # None matches any name, principal or host (confluent-kafka's hints say str).
     return AclBindingFilter(
-        _resource_type(f.resource_type), f.resource_name, ResourcePatternType[f.pattern_type],
-        f.principal, f.host,
+        _resource_type(f.resource_type), f.resource_name, ResourcePatternType[f.pattern_type],  # type: ignore[arg-type]
+        f.principal, f.host,  # type: ignore[arg-type]
         AclOperation[f.operation] if f.operation else AclOperation.ANY,
         AclPermissionType[f.permission_type] if f.permission_type else AclPermissionType.ANY,
     )

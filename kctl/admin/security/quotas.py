@@ -162,7 +162,7 @@ def effective_quotas(session: AdminSession, entity: Entity) -> list[EffectiveQuo
     following Kafka's precedence, and where it comes from ("-": no quota, unlimited)."""
     if entity.ip is not None:
         candidates = [Entity(ip=entity.ip)] + ([Entity(ip=DEFAULT)] if entity.ip != DEFAULT else [])
-        keys = IP_KEYS
+        keys: tuple[str, ...] = IP_KEYS
         components: list[tuple[str, str | None]] = [(IP, None)]
     else:
         candidates = _user_client_chain(entity)

@@ -187,7 +187,8 @@ def _describe_kafka_python(session, entity_type, names):
     kind = ConfigResourceType[_KAFKA_PYTHON_TYPES[entity_type]]
     # Kafka describes any subscription name, existing or not, with default values.
     existing = set(list_subscriptions(session)) if entity_type == "client-metrics" else None
-    found, errors = [], {}
+    found: list[ResourceConfig] = []
+    errors: dict[str, KctlError] = {}
     for name in names:
         action = f"describe configs of {_display_name(entity_type, name)}"
         if existing is not None and name not in existing:

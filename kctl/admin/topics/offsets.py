@@ -88,9 +88,9 @@ def resolve_partitions(
                 )
         selected += [(selector.topic, p) for p in chosen]
     if regex is not None:
-        for name in sorted(layout):
-            if regex.fullmatch(name) and not name.startswith("__") and not isinstance(layout[name], KctlError):
-                selected += [(name, p) for p in layout[name]]
+        for name, found in sorted(layout.items()):
+            if regex.fullmatch(name) and not name.startswith("__") and not isinstance(found, KctlError):
+                selected += [(name, p) for p in found]
     return list(dict.fromkeys(selected))
 
 
@@ -135,7 +135,8 @@ def _answers(session: AdminSession, pairs: Sequence[tuple[str, int]], timestamps
     for key in pairs:
         if key in errors:
             raise errors[key]
-    return found  # type: ignore[return-value] - every answer is there when no partition failed
+    # Every answer is there when no partition failed.
+    return {key: [a for a in answers if a is not None] for key, answers in found.items()}
 
 
 def list_offsets(
