@@ -233,6 +233,7 @@ def test_bad_input(spark, kctl, cluster, source, unique_name, tmp_path):
     assert [r["offset"] for r in json.loads(result.stdout)] == [0, 1, 2], result.stderr
 
 
+@pytest.mark.spark_processes
 def test_ctrl_c_leaves_no_result_claiming_to_be_complete(cluster, make_topic, tmp_path, config_home):
     if cluster.backend != "bundled":
         pytest.skip("one backend is enough for the interrupt")
