@@ -128,7 +128,7 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
     OAUTHBEARER takes librdkafka's sasl.oauthbearer.* properties (OIDC client
     credentials, or unsecured JWTs for development); AWS MSK IAM takes
     --aws-msk-iam-region (security.protocol SASL_SSL and sasl.mechanism OAUTHBEARER are
-    implied). Every command honours them, those served by kafka-python too.
+    implied). Every command honours them, whichever client serves it.
 
     \b
     Examples:

@@ -85,7 +85,7 @@ def _lookup(app, kind: str, registry_url: str | None, connect: str | None) -> li
     if kind == "subject":
         return [s.subject for s in app.registry(registry_url).subjects()]
     if kind == "group":
-        # Kafka's ListGroups through kafka-python, as `group list`: groups of every type
+        # Kafka's ListGroups through kctl's wire client, as `group list`: groups of every type
         # (librdkafka's list sees classic and consumer groups only).
         from kctl.admin.groups.protocol import list_groups
 

@@ -5,10 +5,12 @@ codes).
 kctl's wire client (kctl.admin.client.wire) encodes and decodes every message it sends
 with codec.py from these definitions: ApiVersions, SaslHandshake and SaslAuthenticate,
 Metadata, FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, OffsetCommit,
-OffsetDelete, ListOffsets, DescribeConfigs, InitProducerId, Produce, ListTransactions,
-DescribeQuorum, DescribeCluster, the consumer protocol's assignment, and the newer group APIs
-(ConsumerGroupDescribe, ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets,
-StreamsGroupDescribe). The bundled broker serves the share group APIs (ShareGroupHeartbeat,
+OffsetDelete, ListOffsets, DescribeConfigs, IncrementalAlterConfigs, ListConfigResources,
+InitProducerId, Produce, ListTransactions, DescribeTransactions, DescribeProducers,
+WriteTxnMarkers, DescribeQuorum, DescribeCluster, DescribeLogDirs, Alter/List-
+PartitionReassignments, UpdateFeatures, Describe/AlterClientQuotas, DescribeAcls, the
+consumer protocol's assignment, and the newer group APIs (ConsumerGroupDescribe,
+ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets, StreamsGroupDescribe). The bundled broker serves the share group APIs (ShareGroupHeartbeat,
 ShareFetch, ShareAcknowledge and the ones above) with this codec, and builds kafka-python's
 codec from ConsumerGroupHeartbeat's
 (kctl.broker.protocol.kip848), which kafka-python 3.0 ships no schema for. No wire format

@@ -158,7 +158,7 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
         # py4j logs a connection torn down by Ctrl-C with a traceback on the root logger
         # (logging.exception, which gives root a stderr handler when it has none). A
         # handler that drops records keeps that off stderr without touching any logger's
-        # level: kctl's kafka-python bridge reads refused logins from log records.
+        # level.
         root = logging.getLogger()
         if not root.handlers:
             root.addHandler(logging.NullHandler())

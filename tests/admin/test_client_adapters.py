@@ -1,7 +1,7 @@
-"""kctl's use of its two clients' private APIs: all of it in one adapter module per client,
-every piece of it present in the installed versions, and those versions within the pins
-of pyproject.toml. An upgrade that drops a private attribute fails here, naming the
-adapter, rather than for a user."""
+"""kctl's use of confluent-kafka's private API: all of it in one adapter module, every
+piece of it present in the installed version, and that version (and kafka-python's, the
+bundled broker's codec) within the pins of pyproject.toml. An upgrade that drops a
+private attribute fails here, naming the adapter, rather than for a user."""
 
 from __future__ import annotations
 
@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from kctl.admin.client import confluent, kafka_python
-from kctl.admin.client.session import AdminSession
-from kctl.config.model import ClientSettings
+from kctl.admin.client import confluent
 
 ROOT = Path(__file__).resolve().parents[2]
-ADAPTERS = {"kafka": "kctl/admin/client/kafka_python.py", "confluent_kafka": "kctl/admin/client/confluent.py"}
-PRIVATE_NAMES = {a.split(".")[i] for _owner, a in (*kafka_python.PRIVATE_API, *confluent.PRIVATE_API)
+ADAPTERS = {"confluent_kafka": "kctl/admin/client/confluent.py"}
+PRIVATE_NAMES = {a.split(".")[i] for _owner, a in confluent.PRIVATE_API
                  for i in range(len(a.split("."))) if a.split(".")[i].startswith("_")}
 
 
@@ -48,27 +46,11 @@ def test_only_the_adapters_touch_the_clients_private_api():
 
 def test_the_scan_finds_a_private_use(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("from kafka.admin._transactions import X\nfrom confluent_kafka.schema_registry.common._httpx_compat import httpx\n"
-                      "def f(client):\n    return client._manager.run(None)\n")
-    assert private_uses(module) == ["1: from kafka.admin._transactions import _transactions",
-                                    "2: from confluent_kafka.schema_registry.common._httpx_compat import _httpx_compat",
-                                    "4: ._manager"]
-
-
-def test_kafka_python_has_what_the_adapter_needs():
-    missing = kafka_python.missing_private_api()
-    assert not missing, f"{ADAPTERS['kafka']} relies on {', '.join(missing)}, which kafka-python {version('kafka-python')} lacks"
-
-
-@pytest.mark.integration
-def test_a_connected_kafka_python_client_has_what_the_adapter_needs(cluster):
-    session = AdminSession(ClientSettings(bootstrap_servers=cluster.bootstrap, properties={}, timeout=10, context=None))
-    try:
-        missing = kafka_python.missing_private_api(session.kafka_python)
-        assert len(kafka_python.broker_ids(session.kafka_python)) == cluster.nodes
-    finally:
-        session.close()
-    assert not missing, f"{ADAPTERS['kafka']} relies on {', '.join(missing)}, which kafka-python {version('kafka-python')} lacks"
+    attribute = next(n for n in sorted(PRIVATE_NAMES))
+    module.write_text("from confluent_kafka.schema_registry.common._httpx_compat import httpx\n"
+                      f"def f(client):\n    return client.{attribute}\n")
+    assert private_uses(module) == ["1: from confluent_kafka.schema_registry.common._httpx_compat import _httpx_compat",
+                                    f"3: .{attribute}"]
 
 
 def test_confluent_kafka_has_what_the_adapter_needs():
@@ -77,16 +59,17 @@ def test_confluent_kafka_has_what_the_adapter_needs():
 
 
 def test_a_missing_private_attribute_is_reported(monkeypatch):
-    monkeypatch.setattr(kafka_python, "PRIVATE_API", (*kafka_python.PRIVATE_API, ("kafka.admin.KafkaAdminClient", "_gone_in_a_new_release")))
-    assert kafka_python.missing_private_api() == ["kafka.admin.KafkaAdminClient._gone_in_a_new_release"]
+    monkeypatch.setattr(confluent, "PRIVATE_API", (("confluent_kafka.admin.AdminClient", "_gone_in_a_new_release"),))
+    assert confluent.missing_private_api() == ["confluent_kafka.admin.AdminClient._gone_in_a_new_release"]
     monkeypatch.setattr(confluent, "PRIVATE_API", (("instance", "_rest_client.gone"),))
     assert confluent.missing_private_api() == ["instance._rest_client.gone"]
 
 
 @pytest.mark.parametrize("distribution", ["confluent-kafka", "kafka-python"])
 def test_the_clients_are_pinned_below_the_next_untested_release(distribution):
-    """Both have an upper bound (a release may change what the adapters use), and the
-    installed version, the one this suite passes with, is inside the pins."""
+    """Both have an upper bound (a release may change what the adapter or the broker's
+    codec uses), and the installed version, the one this suite passes with, is inside the
+    pins."""
     from packaging.specifiers import SpecifierSet
 
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]

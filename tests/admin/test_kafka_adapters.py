@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 def adapters(cluster):
     session = AdminSession(ClientSettings(bootstrap_servers=cluster.bootstrap, properties={}, timeout=10, context=None))
     try:
-        yield WireKafka(session.wire, session.timeout), LibrdkafkaKafka(session.librdkafka, session.run_kafka_python)
+        yield WireKafka(session.wire, session.timeout), LibrdkafkaKafka(session.librdkafka)
     finally:
         session.close()
 
@@ -102,16 +102,6 @@ def test_describe_configs_is_the_same_through_both(adapters, written, cluster):
     assert isinstance(ours, NotFoundError) and isinstance(theirs, NotFoundError)
     assert (ours.kafka_error, ours.resource, ours.action) == (theirs.kafka_error, theirs.resource, theirs.action) == (
         "UNKNOWN_TOPIC_OR_PARTITION", (TOPIC, missing), f"describe configs of topic {missing}")
-
-
-def test_list_transactions_is_the_same_through_both(adapters, cluster, unique_name):
-    transactional_id = unique_name("tx")
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id})
-    producer.init_transactions(30)
-    wire, librdkafka = adapters
-    ours = [t for t in wire.list_transactions("list transactions") if t.transactional_id == transactional_id]
-    theirs = [t for t in librdkafka.list_transactions("list transactions") if t.transactional_id == transactional_id]
-    assert ours == theirs and len(ours) == 1 and ours[0].state == "Empty"
 
 
 def test_only_the_wire_client_has_a_producer_for_small_inputs(adapters):

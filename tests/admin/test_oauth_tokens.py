@@ -1,6 +1,6 @@
 """OAUTHBEARER token sources without a broker: AWS MSK IAM's callback is handed to
-librdkafka and called again before each token expires, kafka-python's provider reuses a
-token until 80% of its lifetime, and the OIDC fetch sends the client credentials grant.
+librdkafka and called again before each token expires, a token source (the wire client's)
+reuses a token until 80% of its lifetime, and the OIDC fetch sends the client credentials grant.
 (Against a real broker: tests/cli/test_oauth.py.)"""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_librdkafka_renews_the_msk_iam_token_before_it_expires(fake_signer, monk
     assert len(fake_signer.CALLS) >= 3, fake_signer.CALLS
 
 
-def test_kafka_pythons_provider_reuses_a_token_until_80_percent_of_its_life():
+def test_a_token_source_reuses_a_token_until_80_percent_of_its_life():
     calls = []
     now = [1000.0]
 
@@ -55,12 +55,12 @@ def test_kafka_pythons_provider_reuses_a_token_until_80_percent_of_its_life():
         calls.append(now[0])
         return f"token-{len(calls)}", now[0] + 1.0
 
-    provider = TokenSource(fetch, {"traceId": "7"}, clock=lambda: now[0]).kafka_python_provider()
-    assert (provider.token(), provider.token(), provider.extensions()) == ("token-1", "token-1", {"traceId": "7"})
+    source = TokenSource(fetch, {"traceId": "7"}, clock=lambda: now[0])
+    assert (source.current()[0], source.current()[0], source.extensions) == ("token-1", "token-1", {"traceId": "7"})
     now[0] += 0.79
-    assert provider.token() == "token-1"
+    assert source.current()[0] == "token-1"
     now[0] += 0.02
-    assert provider.token() == "token-2"
+    assert source.current()[0] == "token-2"
 
 
 def test_oidc_client_credentials_request():

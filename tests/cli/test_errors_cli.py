@@ -36,14 +36,14 @@ def test_unreachable_fails_within_timeout():
     assert hint == "hint: check -b/--bootstrap-server, the context, and that the brokers are up"
 
 
-def test_unreachable_through_the_kafka_python_bridge():
+def test_unreachable_through_kctls_wire_client():
     address = f"127.0.0.1:{_closed_port()}"
     started = time.monotonic()
     result = run_cli("-b", address, "--timeout", "2", "quota", "list")
     assert time.monotonic() - started < 4
     assert (result.returncode, result.stdout) == (ExitCode.UNREACHABLE, "")
     assert result.stderr == (
-        f"error: unable to connect: cluster unreachable at {address}: KafkaConnectionError: 111 ECONNREFUSED\n"
+        f"error: unable to describe client quotas: cluster unreachable at {address}: _TRANSPORT: Connection refused\n"
         "hint: check -b/--bootstrap-server, the context, and that the brokers are up\n"
     )
 

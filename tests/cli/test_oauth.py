@@ -1,6 +1,6 @@
 """OAUTHBEARER against a real Kafka node (the secured node's unsecured-JWT validator), on
-both of kctl's clients: librdkafka (cluster describe, SCRAM users) and the kafka-python
-bridge (quotas, the metadata quorum). Tokens come from librdkafka's unsecured JWT config,
+both of kctl's clients: librdkafka (SCRAM users, topic creation) and kctl's wire client
+(cluster describe, quotas, the metadata quorum). Tokens come from librdkafka's unsecured JWT config,
 from an OIDC token endpoint (client credentials), and from AWS MSK IAM's signer, which
 is replaced by a stand-in that records its calls (no AWS here)."""
 
@@ -29,7 +29,7 @@ def unsecured(cluster, principal: str) -> list[str]:
 
 def test_unsecured_jwt_reaches_both_clients(kctl, secured_kafka, unique_name):
     admin = unsecured(secured_kafka, "admin")
-    info = kctl(*admin, "cluster", "info", "-o", "json")  # librdkafka, then the quorum through kafka-python
+    info = kctl(*admin, "cluster", "info", "-o", "json")  # the wire client: DescribeCluster, then the quorum
     assert info.exit_code == 0, info.stderr
     assert json.loads(info.stdout)["controller_id"] == 1
     quorum = kctl(*admin, "cluster", "quorum", "-o", "json")
@@ -59,15 +59,15 @@ def test_oidc_client_credentials_on_every_client(kctl, secured_kafka):
 
         info = kctl(*flags("s3cret"), "cluster", "info", "-o", "json")  # kctl's wire client
         assert info.exit_code == 0, info.stderr
-        topics = kctl(*flags("s3cret"), "topic", "list", "-o", "json")  # librdkafka
-        assert topics.exit_code == 0, topics.stderr
-        quotas = kctl(*flags("s3cret"), "quota", "list", "-o", "json")  # kafka-python
+        users = kctl(*flags("s3cret"), "user", "list", "-o", "json")  # librdkafka (DescribeUserScramCredentials)
+        assert users.exit_code == 0, users.stderr
+        quotas = kctl(*flags("s3cret"), "quota", "list", "-o", "json")  # the wire client
         assert (quotas.exit_code, quotas.stdout) == (0, "[]\n"), quotas.stderr
         # Each client asked once per command, with the same credentials.
         assert len(endpoint.requests) >= 3
         assert set(endpoint.requests) == {("kctl", "client_credentials", "kafka")}
 
-        for command in (("topic", "list"), ("quota", "list")):
+        for command in (("user", "list"), ("quota", "list")):
             refused = kctl(*flags("wrong"), "--timeout", "10", *command)
             assert refused.exit_code == ExitCode.NOT_AUTHORIZED, (command, refused.stderr)
             assert refused.stderr.startswith("error: unable to "), refused.stderr
@@ -94,9 +94,9 @@ def test_aws_msk_iam_tokens_reach_both_clients(kctl, secured_kafka, fake_signer)
     shown = kctl("--context", "msk", "context", "show", "-o", "json")
     assert json.loads(shown.stdout)["aws_msk_iam"] == {"region": "eu-west-1", "profile": "analytics"}
 
-    # kafka-python (quotas) and librdkafka (topics) both authenticate with the signer's token.
+    # the wire client (quotas) and librdkafka (SCRAM users) both authenticate with the signer's token.
     assert kctl("--context", "msk", "quota", "list").exit_code == 0
-    assert kctl("--context", "msk", "topic", "list").exit_code == 0
+    assert kctl("--context", "msk", "user", "list").exit_code == 0
     assert {call for call in fake_signer.CALLS} == {("generate_auth_token_from_profile", ("eu-west-1", "analytics"))}
     assert len(fake_signer.CALLS) == 2
     # Renewal before expiry is tested without a broker (tests/admin/test_oauth_tokens.py):

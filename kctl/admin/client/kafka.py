@@ -8,10 +8,12 @@ librdkafka client costs 20-40 ms to build and bootstrap), librdkafka otherwise (
 librdkafka-only property such as GSSAPI's). Both adapters answer alike, which
 tests/admin/test_kafka_adapters.py checks operation by operation on one broker:
 
-- over_wire.WireKafka: Metadata, ListOffsets, DescribeConfigs and ListTransactions
-  requests sent by kctl.admin.client.wire, every broker asked at once;
-- over_librdkafka.LibrdkafkaKafka: confluent-kafka's AdminClient, and kafka-python's
-  for the one API librdkafka lacks here (ListTransactions).
+- over_wire.WireKafka: Metadata, ListOffsets and DescribeConfigs requests sent by
+  kctl.admin.client.wire, every broker asked at once;
+- over_librdkafka.LibrdkafkaKafka: confluent-kafka's AdminClient.
+
+The APIs librdkafka lacks are not here: kctl's wire client is their one path
+(AdminSession.ask and ask_every_broker, kctl.admin.client.coordinators).
 
 An operation that fails for the whole batch raises its KctlError; one that fails for some
 items answers those items with theirs.
@@ -108,17 +110,6 @@ class ConfigValue:
 
 
 @dataclass(frozen=True, slots=True)
-class TransactionListing:
-    """A transactional id a coordinator holds (ListTransactions)."""
-
-    transactional_id: str
-    producer_id: int
-    # Kafka's TransactionState name: Ongoing, PrepareCommit, CompleteAbort, Empty...
-    state: str
-    coordinator_id: int | None
-
-
-@dataclass(frozen=True, slots=True)
 class DeliveryFailure:
     """A record a producer could not deliver: Kafka's error name (or librdkafka's local one,
     _MSG_TIMED_OUT, _TRANSPORT...) and its text, the record's partition and value size."""
@@ -136,6 +127,13 @@ INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__sha
 
 # Kafka's ConfigResource types, by name.
 TOPIC, BROKER = "topic", "broker"
+# Kafka's ConfigSource by its code in a DescribeConfigs answer (librdkafka's ConfigSource
+# has the same values), named as Kafka's Admin API names them.
+CONFIG_SOURCES: Mapping[int, str] = {
+    0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "DYNAMIC_CLIENT_METRICS_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
+}
 
 
 class Kafka(Protocol):
@@ -165,11 +163,6 @@ class Kafka(Protocol):
         """The configs (all, or only `keys`) of each (resource type, name): TOPIC or
         BROKER; a broker's own configs are asked of that broker. Each resource that could
         not be read has its error instead."""
-        ...
-
-    def list_transactions(self, action: str) -> list[TransactionListing]:
-        """Every transactional id the coordinators hold, every broker asked; a coordinator
-        still loading is asked again until --timeout, as Kafka's admin client does."""
         ...
 
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],

@@ -2,13 +2,13 @@
 
 librdkafka gets its tokens itself for the two mechanisms it knows (an unsecured JWT from
 `sasl.oauthbearer.config`, OIDC client credentials from `sasl.oauthbearer.method=oidc`);
-kafka-python, which serves the APIs librdkafka lacks, gets the same tokens from a
-provider built here from the same properties, so a context means the same thing to both
-clients. AWS MSK IAM is a token source of kctl's own (AWS's signer, the `msk` extra),
-handed to librdkafka as its `oauth_cb` and to kafka-python as its provider.
+kctl's wire client gets the same tokens from a source built here from the same
+properties, so a context means the same thing to both clients. AWS MSK IAM is a token
+source of kctl's own (AWS's signer, the `msk` extra), handed to librdkafka as its
+`oauth_cb` and to the wire client.
 
-A setting the kafka-python side cannot honour is a ConfigError naming it: the bridge
-never falls back to another mechanism.
+A setting the wire client cannot honour is a ConfigError naming it: it never falls back
+to another mechanism.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _REFRESH_AT = 0.8
 
 class TokenSource:
     """A cached token from `fetch` (-> token, expiry in epoch seconds), renewed after 80%
-    of its lifetime; thread-safe, because kafka-python authenticates from its own thread."""
+    of its lifetime; thread-safe, because librdkafka calls its callback from its own thread."""
 
     def __init__(self, fetch: Callable[[], tuple[str, float]], extensions: Mapping[str, str] | None = None,
                  clock: Callable[[], float] = time.time):
@@ -54,20 +54,6 @@ class TokenSource:
         with self._lock:
             self._token = None  # librdkafka decides when to renew; never hand back a stale one
         return self.current()
-
-    def kafka_python_provider(self):
-        from kafka.net.sasl.oauth import AbstractTokenProvider
-
-        source = self
-
-        class Provider(AbstractTokenProvider):
-            def token(self):
-                return source.current()[0]
-
-            def extensions(self):
-                return dict(source.extensions)
-
-        return Provider()
 
 
 # -- the token kinds ------------------------------------------------------------------------
@@ -194,18 +180,18 @@ def msk_iam(settings: Mapping[str, str]) -> Callable[[], tuple[str, float]]:
 # -- choosing ---------------------------------------------------------------------------------
 
 
-def kafka_python_source(properties: Mapping[str, str], aws_msk_iam: Mapping[str, str] | None) -> TokenSource:
-    """The token source kafka-python needs for OAUTHBEARER with these settings."""
+def token_source(properties: Mapping[str, str], aws_msk_iam: Mapping[str, str] | None) -> TokenSource:
+    """The token source kctl's wire client needs for OAUTHBEARER with these settings."""
     if aws_msk_iam:
         return TokenSource(msk_iam(aws_msk_iam))
     if properties.get("sasl.oauthbearer.grant.type", "client_credentials") != "client_credentials":
         raise ConfigError(
-            f"unable to configure the kafka-python client: sasl.oauthbearer.grant.type={properties['sasl.oauthbearer.grant.type']} is not supported",
-            hint="this command uses kafka-python for an API librdkafka lacks; it supports OIDC client credentials and unsecured JWTs",
+            f"unable to connect: sasl.oauthbearer.grant.type={properties['sasl.oauthbearer.grant.type']} is not supported by kctl's own client",
+            hint="it supports OIDC client credentials and unsecured JWTs",
         )
     for key in ("sasl.oauthbearer.metadata.authentication.type", "sasl.oauthbearer.assertion.private.key.file"):
         if properties.get(key) and properties[key].lower() != "none":
-            raise ConfigError(f"unable to configure the kafka-python client: {key} is not supported", hint="kctl's bridge supports OIDC client credentials and unsecured JWTs")
+            raise ConfigError(f"unable to connect: {key} is not supported by kctl's own client", hint="it supports OIDC client credentials and unsecured JWTs")
     method = properties.get("sasl.oauthbearer.method", "default").lower()
     if method == "oidc":
         extensions = dict(item.split("=", 1) for item in properties.get("sasl.oauthbearer.extensions", "").split(",") if "=" in item)

@@ -1,6 +1,6 @@
 """The Kafka operations (kctl.admin.client.kafka) through confluent-kafka's AdminClient:
 the path for settings only librdkafka honours. Its waiting (timeouts, connection errors)
-is LibrdkafkaAdmin's; ListTransactions, which librdkafka lacks, goes through kafka-python."""
+is LibrdkafkaAdmin's."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from kctl.admin.client.kafka import (
     PartitionLayout,
     TopicLayout,
     TopicPartition,
-    TransactionListing,
 )
 from kctl.admin.client.librdkafka import LibrdkafkaAdmin
 from kctl.admin.client.over_wire import RETRIABLE_OFFSETS, RETRY_BACKOFF, leaderless
@@ -34,9 +33,8 @@ from kctl.polling import poll
 class LibrdkafkaKafka:
     name = "librdkafka"
 
-    def __init__(self, admin: LibrdkafkaAdmin, run_kafka_python: Callable[..., Any]):
+    def __init__(self, admin: LibrdkafkaAdmin):
         self.session = admin
-        self.run_kafka_python = run_kafka_python
 
     def metadata(self, topics: Sequence[str] | None, action: str, *, topic_ids: bool = True) -> ClusterMetadata:
         """Every topic is listed (librdkafka's Metadata for one topic may create it on a
@@ -154,13 +152,6 @@ class LibrdkafkaKafka:
                                    for e in result.values() if keys is None or e.name in keys}
         return Partial(found, errors)
 
-    def list_transactions(self, action: str) -> list[TransactionListing]:
-        by_broker = self.run_kafka_python(
-            lambda c: c.list_transactions(), action,
-            needs="the transaction admin APIs (ListTransactions, DescribeTransactions, DescribeProducers: KIP-664)")
-        return [TransactionListing(t.transactional_id, t.producer_id, t.state.value, broker)
-                for broker, listings in by_broker.items() for t in listings]
-
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
                              timeout: float) -> Any | None:
         return None  # librdkafka's own producer serves every input on this path
@@ -189,7 +180,7 @@ def _has_leader(metadata: ClusterMetadata, key: TopicPartition) -> bool:
 
 def _source_name(source: Any) -> str:
     """Kafka's ConfigSource name of a librdkafka ConfigSource (an enum, or its code)."""
-    from kctl.admin.client.over_wire import CONFIG_SOURCES
+    from kctl.admin.client.kafka import CONFIG_SOURCES
 
     return CONFIG_SOURCES.get(int(getattr(source, "value", source)), "UNKNOWN")
 

@@ -10,6 +10,7 @@ from typing import Any
 from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.kafka import (
     BROKER,
+    CONFIG_SOURCES,
     MAX_TIMESTAMP,
     TOPIC,
     Broker,
@@ -20,9 +21,8 @@ from kctl.admin.client.kafka import (
     PartitionLayout,
     TopicLayout,
     TopicPartition,
-    TransactionListing,
 )
-from kctl.admin.client.wire import WireClient, ask_every_broker
+from kctl.admin.client.wire import WireClient
 from kctl.errors import KctlError, Partial, Resource
 from kctl.messages.errors import error_name
 from kctl.polling import poll
@@ -37,13 +37,8 @@ RETRIABLE_OFFSETS = frozenset({
 RETRY_BACKOFF = 0.1
 # Kafka's LEADER_NOT_AVAILABLE: what a partition no live broker leads is answered with.
 NO_LEADER = 5
-# DescribeConfigs' resource types, and Kafka's ConfigSource by its code.
+# DescribeConfigs' resource types.
 _RESOURCE_TYPES = {TOPIC: 2, BROKER: 4}
-CONFIG_SOURCES = {
-    0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG",
-    8: "GROUP_CONFIG",
-}
 
 
 class WireKafka:
@@ -150,11 +145,6 @@ class WireKafka:
                 found[key] = {c.name: ConfigValue(c.name, c.value, CONFIG_SOURCES.get(c.config_source, "UNKNOWN"), bool(c.is_sensitive),
                                                   bool(c.read_only)) for c in result.configs}
         return Partial(found, errors)
-
-    def list_transactions(self, action: str) -> list[TransactionListing]:
-        answers = ask_every_broker(self.wire, action, "ListTransactions", {}, 0, 2, "a transaction coordinator was still loading")
-        return [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state, node)
-                for node, answer in answers for t in answer.transaction_states]
 
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
                              timeout: float) -> Any | None:

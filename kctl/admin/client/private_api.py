@@ -1,5 +1,5 @@
 """Checking that an installed client still has the private attributes an adapter
-(kafka_python.py, confluent.py) relies on: each adapter lists them as (owner, dotted
+(confluent.py) relies on: each adapter lists them as (owner, dotted
 attribute) pairs, an owner being a module, a module's class, or "instance" (an object of
 the adapter's choosing)."""
 

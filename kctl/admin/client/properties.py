@@ -1,6 +1,6 @@
-"""Which librdkafka properties matter to kctl's clients that are not librdkafka (the wire
-client and the kafka-python bridge): the ones that only tune librdkafka are ignored by
-them; a security property they cannot honour is refused by name, never dropped."""
+"""Which librdkafka properties matter to kctl's wire client: the ones that only tune
+librdkafka are ignored by it; a security property it cannot honour is refused by name,
+never dropped."""
 
 from __future__ import annotations
 

@@ -1,20 +1,20 @@
 """AdminSession: everything kctl's library needs to talk to one cluster, built lazily from
 ClientSettings: the Kafka operations (`kafka`, served by the client chosen once here),
 librdkafka's AdminClient and its waiting (`client`, `wait_all`: kctl.admin.client.
-librdkafka), kctl's wire client (`wire`) and kafka-python's admin client (`kafka_python`)
-for the APIs only they serve."""
+librdkafka) and kctl's wire client (`wire`, and `ask`/`ask_all` for the APIs only it
+serves)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kctl.admin.client.librdkafka import LibrdkafkaAdmin, build_client, librdkafka_log, log
+from kctl.admin.client.librdkafka import LibrdkafkaAdmin, build_client, librdkafka_log
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
-from kctl.errors import ConfigError, KctlError
+from kctl.errors import ConfigError, InvalidError, KctlError
 
 if TYPE_CHECKING:  # the wire client's commands never wait on a future: not imported for them
     import concurrent.futures
@@ -85,11 +85,11 @@ class AdminSession:
 
     @cached_property
     def tokens(self) -> Any:
-        """The session's OAUTHBEARER token source for kafka-python, shared with librdkafka
-        for AWS MSK IAM (one signer, one cached token)."""
-        from kctl.admin.client.oauth import kafka_python_source
+        """The session's OAUTHBEARER token source for the wire client, shared with
+        librdkafka for AWS MSK IAM (one signer, one cached token)."""
+        from kctl.admin.client.oauth import token_source
 
-        return kafka_python_source(self.settings.properties, self.settings.aws_msk_iam)
+        return token_source(self.settings.properties, self.settings.aws_msk_iam)
 
     def debug_config(self) -> Mapping[str, Any]:
         return mask({k: ("(kctl's token callback)" if callable(v) else str(v)) for k, v in self.client_config().items()})
@@ -120,21 +120,9 @@ class AdminSession:
     # -- the other clients -------------------------------------------------------------------
 
     @cached_property
-    def kafka_python(self) -> Any:
-        """kafka-python's admin client, for the APIs librdkafka lacks (see kafka_python.py)."""
-        from kctl.admin.client.kafka_python import connect
-
-        return connect(self.settings, tokens=lambda: self.tokens)
-
-    def run_kafka_python(self, fn: Callable[[Any], Any], action: str, needs: str | None = None) -> Any:
-        from kctl.admin.client.kafka_python import run
-
-        return run(self.kafka_python, fn, action, self.settings.bootstrap_servers, needs)
-
-    @cached_property
     def wire(self) -> Any:
-        """kctl's own client (kctl.admin.client.wire) for the group reads: the same
-        settings and token source as the other two."""
+        """kctl's own client (kctl.admin.client.wire): the same settings as librdkafka's,
+        and the session's token source."""
         from kctl.admin.client.wire import WireClient
 
         return WireClient(self.settings, tokens=lambda: self.tokens)
@@ -158,7 +146,7 @@ class AdminSession:
             return WireKafka(self.wire, self.timeout)
         from kctl.admin.client.over_librdkafka import LibrdkafkaKafka
 
-        return LibrdkafkaKafka(self.librdkafka, self.run_kafka_python)
+        return LibrdkafkaKafka(self.librdkafka)
 
     @cached_property
     def api_versions(self) -> dict[int, tuple[int, int]]:
@@ -171,11 +159,6 @@ class AdminSession:
         self.__dict__.pop("kafka", None)
         if "wire" in self.__dict__:
             self.__dict__.pop("wire").close()
-        if "kafka_python" in self.__dict__:
-            try:
-                self.__dict__.pop("kafka_python").close()
-            except Exception:  # noqa: BLE001 - closing must not mask the command's outcome
-                log.debug("closing kafka-python client failed", exc_info=True)
 
     def metadata(self, action: str, topics: Collection[str] = ()) -> ClusterMetadata:
         """The brokers and the layout of `topics` (every topic when none is named), through
@@ -199,6 +182,26 @@ class AdminSession:
             brokers = len(self.brokers("describe cluster"))
         if brokers > 1:
             time.sleep(SETTLE_SECONDS)
+
+    def ask(self, action: str, api: str, fields: Any, low: int | None = None, high: int | None = None, *,
+            node: int | None = None, needs: str | None = None) -> Any:
+        """The answer of one request through the wire client to broker `node` (None: any).
+        `fields` are the request's fields (or a function of the version giving them);
+        `needs` names what the request needs of the cluster, for the error of a cluster
+        without the API ("unable to <action>: the cluster does not support <needs>")."""
+        return self.ask_all(action, [(node, api, fields, low, high)], needs=needs)[0]
+
+    def ask_all(self, action: str, requests: Sequence[tuple[int | None, str, Any, int | None, int | None]], *,
+                needs: str | None = None) -> list[Any]:
+        """The answers of several requests — (node or None, API, fields, lowest and highest
+        version) — all sent before any answer is read (WireClient.fan_out)."""
+        wire = self.wire
+        try:
+            return wire.call(action, lambda: wire.fan_out(requests, wire.deadline()))
+        except KctlError as exc:
+            if needs and exc.kafka_error == "UNSUPPORTED_VERSION":
+                raise InvalidError(action=action, cause=f"the cluster does not support {needs}", kafka_error="UNSUPPORTED_VERSION") from exc
+            raise
 
     def ask_every_broker(self, action: str, api: str, fields: dict[str, Any], low: int, high: int, loading: str) -> list[tuple[int, Any]]:
         """(broker id, answer) of every broker to `api` through the wire client (wire.

@@ -1,5 +1,5 @@
 """The one TLS context builder for every connection kctl's library opens as a client: to
-brokers (the wire client, kafka-python), to an OAuth token endpoint, to Kafka Connect's
+brokers (the wire client), to an OAuth token endpoint, to Kafka Connect's
 REST API. Settings come in librdkafka's `ssl.*` names (TlsSettings.from_properties) or
 as a service's own (a context's connect ssl-* keys)."""
 

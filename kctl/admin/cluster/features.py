@@ -8,16 +8,17 @@ they differ, and the level a cluster can move to is the one all of them support.
 The quorum: DescribeQuorum on the `__cluster_metadata` partition names the leader, its
 epoch and high watermark, and each voter's and observer's log end offset and last fetch.
 
-librdkafka has neither API; both go through kafka-python's protocol classes.
+librdkafka has neither API; both go through kctl's wire client.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
-from kctl.errors import InvalidError, KctlError, UsageError
+from kctl.errors import InvalidError, UsageError
 
 # Kafka's MetadataVersion levels and names (server-common MetadataVersion, production
 # versions of Apache Kafka 4.4). tests/admin/test_feature_tables.py checks both tables
@@ -148,19 +149,16 @@ def release_levels(release: str) -> dict[str, int]:
 
 def describe_features(session: AdminSession) -> list[Feature]:
     """Every feature any broker supports or the cluster has finalized, by name."""
-    from kctl.admin.client.kafka_python import api_versions_response, broker_ids
-
-    def ask(client):
-        return {node: api_versions_response(client, node) for node in broker_ids(client)}
-
-    responses = session.run_kafka_python(ask, "describe features", needs=_NEEDS_FEATURES)
+    action = "describe features"
+    nodes = session.brokers(action)
+    fields = {"client_software_name": "kctl", "client_software_version": "1"}
+    responses = dict(zip(nodes, session.ask_all(action, [(node, "ApiVersions", fields, 3, 4) for node in nodes], needs=_NEEDS_FEATURES)))
     supported: dict[str, list[tuple[int, int] | None]] = {}
     finalized: dict[str, int] = {}
     epoch = None
     for index, response in enumerate(responses.values()):
-        from kctl.admin.client.kafka_python import raise_for_code
-
-        raise_for_code(response.error_code, None, "describe features")
+        if response.error_code:
+            raise for_kafka_code(response.error_code, None, action)
         answered = {f.name: (f.min_version, f.max_version) for f in response.supported_features or ()}
         for name in answered.keys() | supported.keys():
             supported.setdefault(name, [None] * index).append(answered.get(name))
@@ -212,32 +210,23 @@ def plan_updates(current: Sequence[Feature], targets: Mapping[str, int], *, down
 
 def update_features(session: AdminSession, plan: Sequence[FeatureUpdate], *, validate_only: bool) -> list[FeatureUpdate]:
     """Send the planned changes in one UpdateFeatures request (Kafka applies all or none)."""
-    from dataclasses import replace
-
-    from kafka.protocol.admin import UpdateFeaturesRequest
-
-    from kctl.admin.client.kafka_python import raise_for_code, send_request
-
     changes = [u for u in plan if u.status == "planned"]
     if not changes:
         return list(plan)
     codes = {"upgrade": 1, "safe-downgrade": 2, "unsafe-downgrade": 3}
-    request = UpdateFeaturesRequest(
-        timeout_ms=int(session.timeout * 1000),
-        feature_updates=[
-            UpdateFeaturesRequest.FeatureUpdateKey(
-                feature=u.feature, max_version_level=u.to_level, allow_downgrade=u.upgrade_type != "upgrade", upgrade_type=codes[u.upgrade_type]
-            )
-            for u in changes
-        ],
-        validate_only=validate_only,
-        # validate_only and upgrade_type need v1; a broker without it cannot dry-run safely.
-        min_version=1,
-    )
+    fields = {
+        "timeout_ms": int(session.timeout * 1000),
+        "feature_updates": [{"feature": u.feature, "max_version_level": u.to_level, "upgrade_type": codes[u.upgrade_type]} for u in changes],
+        "validate_only": validate_only,
+    }
     action = "validate feature updates" if validate_only else "update features"
-    # Any broker forwards UpdateFeatures to the active controller.
-    response = session.run_kafka_python(lambda c: send_request(c, request), action, needs=_NEEDS_FEATURES)
-    raise_for_code(response.error_code, response.error_message, action)
+    # Any broker forwards UpdateFeatures to the active controller. Version 1: validate_only
+    # and upgrade_type need it (a broker without it cannot dry-run safely), and version 2
+    # answers for the whole request only, where 1 says which feature failed. Sent again
+    # after a dropped connection, it asks for the same levels: no harm.
+    response = session.ask(action, "UpdateFeatures", fields, 1, 1, needs=_NEEDS_FEATURES)
+    if response.error_code:
+        raise for_kafka_code(response.error_code, response.error_message, action)
     failed = {r.feature: (r.error_code, r.error_message) for r in response.results or () if r.error_code}
     done = "validated" if validate_only else "updated"
     out = []
@@ -246,10 +235,7 @@ def update_features(session: AdminSession, plan: Sequence[FeatureUpdate], *, val
             out.append(update)
         elif update.feature in failed:
             code, message = failed[update.feature]
-            try:
-                raise_for_code(code, message, f"update {update.feature}")
-            except KctlError as exc:
-                out.append(replace(update, status="failed", error=exc.message))
+            out.append(replace(update, status="failed", error=for_kafka_code(code, message, f"update {update.feature}").message))
         else:
             out.append(replace(update, status=done))
     return out
@@ -260,36 +246,37 @@ def update_features(session: AdminSession, plan: Sequence[FeatureUpdate], *, val
 
 def describe_quorum(session: AdminSession) -> Quorum:
     """The metadata quorum as its leader sees it."""
-    raw = session.run_kafka_python(lambda c: c.describe_metadata_quorum(), "describe the metadata quorum", needs=_NEEDS_QUORUM)
-    partition = raw["topics"][0]["partitions"][0]
-    if partition.get("error"):
-        raise KctlError(f"unable to describe the metadata quorum: {partition['error']}")
-    endpoints = {
-        node["node_id"]: tuple(f"{e['name']}://{e['host']}:{e['port']}" for e in node.get("listeners", ()))
-        for node in raw.get("nodes") or ()
-    }
-    leader, end = partition["leader_id"], None
-    for voter in partition["current_voters"]:
-        if voter["replica_id"] == leader:
-            end = voter["log_end_offset"]
-    end = end if end is not None else partition["high_watermark"]
+    action = "describe the metadata quorum"
+    request = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+    # Any broker forwards DescribeQuorum to the active controller.
+    answer = session.ask(action, "DescribeQuorum", request, 0, 2, needs=_NEEDS_QUORUM)
+    if answer.error_code:
+        raise for_kafka_code(answer.error_code, getattr(answer, "error_message", None), action)
+    partition = answer.topics[0].partitions[0]
+    if partition.error_code:
+        raise for_kafka_code(partition.error_code, getattr(partition, "error_message", None), action)
+    endpoints = {node.node_id: tuple(f"{e.name}://{e.host}:{e.port}" for e in node.listeners) for node in getattr(answer, "nodes", ())}
+    leader, end = partition.leader_id, None
+    for voter in partition.current_voters:
+        if voter.replica_id == leader:
+            end = voter.log_end_offset
+    end = end if end is not None else partition.high_watermark
 
-    def replica(raw_replica, observer: bool) -> QuorumReplica:
-        node = raw_replica["replica_id"]
-        directory = raw_replica.get("replica_directory_id")
+    def replica(state, observer: bool) -> QuorumReplica:
+        node = state.replica_id
         return QuorumReplica(
             node_id=node,
             status="Observer" if observer else ("Leader" if node == leader else "Follower"),
-            directory_id=_uuid_text(directory),
-            log_end_offset=raw_replica["log_end_offset"],
-            lag=end - raw_replica["log_end_offset"],
-            last_fetch_timestamp=_timestamp(raw_replica.get("last_fetch_timestamp")),
-            last_caught_up_timestamp=_timestamp(raw_replica.get("last_caught_up_timestamp")),
+            directory_id=_uuid_text(getattr(state, "replica_directory_id", None)),
+            log_end_offset=state.log_end_offset,
+            lag=end - state.log_end_offset,
+            last_fetch_timestamp=_timestamp(getattr(state, "last_fetch_timestamp", None)),
+            last_caught_up_timestamp=_timestamp(getattr(state, "last_caught_up_timestamp", None)),
             endpoints=endpoints.get(node, ()),
         )
 
-    voters = tuple(sorted((replica(v, False) for v in partition["current_voters"]), key=lambda r: r.node_id))
-    observers = tuple(sorted((replica(o, True) for o in partition["observers"]), key=lambda r: r.node_id))
+    voters = tuple(sorted((replica(v, False) for v in partition.current_voters), key=lambda r: r.node_id))
+    observers = tuple(sorted((replica(o, True) for o in partition.observers), key=lambda r: r.node_id))
     # As kafka-metadata-quorum computes them: the voter furthest behind the leader's log
     # end, and how long before the leader it last caught up (-1: unknown).
     head = next((v for v in voters if v.node_id == leader), None)
@@ -302,8 +289,8 @@ def describe_quorum(session: AdminSession) -> Quorum:
         lag_time = -1
     return Quorum(
         leader_id=leader,
-        leader_epoch=partition["leader_epoch"],
-        high_watermark=partition["high_watermark"],
+        leader_epoch=partition.leader_epoch,
+        high_watermark=partition.high_watermark,
         max_follower_lag=slowest.lag if slowest is not None else 0,
         max_follower_lag_time_ms=lag_time,
         voters=voters,

@@ -1,4 +1,4 @@
-"""Log directories (DescribeLogDirs, through kafka-python): sizes per broker, directory,
+"""Log directories (DescribeLogDirs, through kctl's wire client): sizes per broker, directory,
 topic and partition replica, and each directory's capacity."""
 
 from __future__ import annotations
@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kctl.admin.client.errors import no_such_topic
+from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.session import AdminSession
+from kctl.errors import NotFoundError
+from kctl.messages.errors import error_name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,52 +37,42 @@ class LogDir:
 
 
 def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brokers: Sequence[int] = ()) -> tuple[list[LogDir], list[ReplicaSize]]:
-    from kafka import errors as kafka_errors
-
-    from kctl.errors import NotFoundError
-
-    metadata = session.metadata("describe log dirs", topics)
+    """Every log directory of `brokers` (all when none is named), with the sizes of the
+    replicas of `topics` in it (every replica when none is named): one DescribeLogDirs to
+    each broker, all sent at once."""
+    action = "describe log dirs"
+    metadata = session.metadata(action, topics)
     for broker in brokers:
         if broker not in metadata.brokers:
             raise NotFoundError(f"unable to describe log dirs of broker {broker}: no such broker (brokers: {', '.join(map(str, sorted(metadata.brokers)))})")
     for topic in topics:
         if not metadata.has(topic):
             raise no_such_topic(f"describe log dirs of topic {topic}", topic)
-    raw = session.run_kafka_python(
-        lambda c: c.describe_log_dirs(topic_partitions=list(topics) or None, brokers=list(brokers) or None), "describe log dirs"
-    )
+    asked = [{"topic": t, "partitions": sorted(metadata.topics[t].partitions)} for t in dict.fromkeys(topics)] if topics else None
+    nodes = sorted(brokers or metadata.brokers)
+    answers = session.ask_all(action, [(node, "DescribeLogDirs", {"topics": asked}, 1, 5) for node in nodes])
     dirs, replicas = [], []
-    for broker_entry in sorted(raw, key=lambda e: e["broker"]):
-        broker = broker_entry["broker"]
-        for d in sorted(broker_entry["log_dirs"], key=lambda d: d["log_dir"]):
-            mine = [
-                ReplicaSize(
-                    broker=broker,
-                    log_dir=d["log_dir"],
-                    topic=t["name"],
-                    partition=p["partition_index"],
-                    size_bytes=p["partition_size"],
-                    offset_lag=p["offset_lag"],
-                    is_future=bool(p["is_future_key"]),
-                )
-                for t in d.get("topics", [])
-                for p in t["partitions"]
-            ]
-            mine.sort(key=lambda r: (r.topic, r.partition))
+    for broker, answer in zip(nodes, answers):
+        if getattr(answer, "error_code", 0):
+            raise for_kafka_code(answer.error_code, None, f"{action} of broker {broker}")
+        for d in sorted(answer.results, key=lambda d: d.log_dir):
+            mine = sorted(
+                (ReplicaSize(broker=broker, log_dir=d.log_dir, topic=t.name, partition=p.partition_index, size_bytes=p.partition_size,
+                             offset_lag=p.offset_lag, is_future=bool(p.is_future_key))
+                 for t in d.topics for p in t.partitions),
+                key=lambda r: (r.topic, r.partition),
+            )
             replicas += mine
-            error = None
-            if d.get("error_code"):
-                error = getattr(kafka_errors.for_code(d["error_code"]), "message", str(d["error_code"]))
-            total, usable = d.get("total_bytes"), d.get("usable_bytes")
+            total, usable = getattr(d, "total_bytes", -1), getattr(d, "usable_bytes", -1)
             dirs.append(
                 LogDir(
                     broker=broker,
-                    log_dir=d["log_dir"],
+                    log_dir=d.log_dir,
                     size_bytes=sum(r.size_bytes for r in mine),
                     replicas=len(mine),
-                    total_bytes=total if total is not None and total >= 0 else None,
-                    usable_bytes=usable if usable is not None and usable >= 0 else None,
-                    error=error,
+                    total_bytes=total if total >= 0 else None,
+                    usable_bytes=usable if usable >= 0 else None,
+                    error=error_name(d.error_code) if d.error_code else None,
                 )
             )
     return dirs, replicas

@@ -12,7 +12,7 @@ and keeps the current leader first when it stays. Executing sets the same replic
 throttles Kafka's tool sets (rates on the brokers involved, throttled replica lists on
 the topics) and verifying removes them once every partition has finished.
 
-Reassignment APIs go through kafka-python (librdkafka has none); elections through
+Reassignment APIs go through kctl's wire client (librdkafka has none); elections through
 librdkafka.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.admin.client.errors import no_such_topic
+from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial
 from kctl.polling import poll
@@ -292,30 +292,39 @@ def clear_throttles(session: AdminSession, moves: Sequence[PartitionMove]) -> No
 
 def execute(session: AdminSession, moves: Sequence[PartitionMove], *, throttle: int | None = None) -> Partial[list[MoveRow]]:
     """Start the reassignment of every partition whose replicas change."""
-    from kafka import TopicPartition
-
-    from kctl.admin.client.kafka_python import for_code
-
     changing = [m for m in moves if m.target != m.current]
     if throttle is not None and changing:
         set_throttles(session, changing, throttle)
-    outcome = {}
+    outcome: dict[tuple[str, int], KctlError] = {}
     if changing:
-        request = {TopicPartition(m.topic, m.partition): list(m.target) for m in changing}
-        outcome = session.run_kafka_python(lambda c: c.alter_partition_reassignments(request, timeout_ms=int(session.timeout * 1000)), "reassign partitions")
+        outcome = _alter_reassignments(session, {(m.topic, m.partition): list(m.target) for m in changing}, "reassign partitions")
     rows, errors = [], {}
     for m in moves:
         if m.target == m.current:
             rows.append(_row(m, "unchanged"))
             continue
-        error = outcome.get(TopicPartition(m.topic, m.partition))
-        if error is not None:
-            failure = for_code(error, f"reassign {m.topic}-{m.partition}")
+        failure = outcome.get((m.topic, m.partition))
+        if failure is not None:
             errors[f"{m.topic}-{m.partition}"] = failure
             rows.append(_row(m, "failed", failure.message))
         else:
             rows.append(_row(m, "started"))
     return Partial(rows, errors)
+
+
+def _alter_reassignments(session: AdminSession, targets: dict[tuple[str, int], list[int] | None], action: str) -> dict[tuple[str, int], KctlError]:
+    """AlterPartitionReassignments (to the controller, through any broker): each partition's
+    new replicas, or None to cancel its move. The partitions Kafka refused, with why. A
+    request sent again after a dropped connection asks for the same replicas: no harm."""
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, partition), replicas in targets.items():
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "replicas": replicas})
+    fields = {"timeout_ms": int(session.timeout * 1000), "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+    answer = session.ask(action, "AlterPartitionReassignments", fields, 0, 1, needs="partition reassignment (KIP-455)")
+    if answer.error_code:
+        raise for_kafka_code(answer.error_code, answer.error_message, action)
+    return {(t.name, p.partition_index): for_kafka_code(p.error_code, p.error_message, f"{action.split()[0]} {t.name}-{p.partition_index}")
+            for t in answer.responses for p in t.partitions if p.error_code}
 
 
 def _row(m: PartitionMove, status: str, error: str | None = None) -> MoveRow:
@@ -336,17 +345,18 @@ def preview(moves: Sequence[PartitionMove]) -> list[MoveRow]:
 
 
 def list_reassignments(session: AdminSession) -> list[Reassignment]:
-    raw = session.run_kafka_python(lambda c: c.list_partition_reassignments(timeout_ms=int(session.timeout * 1000)), "list reassignments")
-    return [
-        Reassignment(
-            topic=tp.topic,
-            partition=tp.partition,
-            replicas=tuple(info["replicas"]),
-            adding_replicas=tuple(info["adding_replicas"]),
-            removing_replicas=tuple(info["removing_replicas"]),
-        )
-        for tp, info in sorted(raw.items(), key=lambda item: (item[0].topic, item[0].partition))
-    ]
+    """The cluster's reassignments in progress (ListPartitionReassignments)."""
+    action = "list reassignments"
+    answer = session.ask(action, "ListPartitionReassignments", {"timeout_ms": int(session.timeout * 1000), "topics": None}, 0, 0,
+                         needs="partition reassignment (KIP-455)")
+    if answer.error_code:
+        raise for_kafka_code(answer.error_code, answer.error_message, action)
+    return sorted(
+        (Reassignment(topic=t.name, partition=p.partition_index, replicas=tuple(p.replicas),
+                      adding_replicas=tuple(p.adding_replicas), removing_replicas=tuple(p.removing_replicas))
+         for t in answer.topics for p in t.partitions),
+        key=lambda r: (r.topic, r.partition),
+    )
 
 
 # How long a partition may look finished-but-wrong before verify calls it failed: the
@@ -383,15 +393,16 @@ def _where_moves_stand(session: AdminSession, moves: Sequence[PartitionMove]) ->
 
 def cancel(session: AdminSession, moves: Sequence[PartitionMove] | None = None) -> list[Reassignment]:
     """Cancel in-progress reassignments (of `moves`, or all); returns what was cancelled."""
-    from kafka import TopicPartition
-
     ongoing = list_reassignments(session)
     if moves is not None:
         wanted = {(m.topic, m.partition) for m in moves}
         ongoing = [r for r in ongoing if (r.topic, r.partition) in wanted]
     if ongoing:
-        request = {TopicPartition(r.topic, r.partition): None for r in ongoing}
-        session.run_kafka_python(lambda c: c.alter_partition_reassignments(request, timeout_ms=int(session.timeout * 1000)), "cancel reassignments")
+        refused = _alter_reassignments(session, {(r.topic, r.partition): None for r in ongoing}, "cancel reassignments")
+        # A move that ended between the listing and the cancel has nothing left to cancel.
+        refused = {key: error for key, error in refused.items() if error.kafka_error != "NO_REASSIGNMENT_IN_PROGRESS"}
+        if refused:
+            raise next(iter(refused.values()))
     return ongoing
 
 

@@ -8,9 +8,10 @@ there and a compacted topic is not cleaned past it. The partition leader knows e
 transaction's start offset (DescribeProducers); aborting writes an ABORT marker there
 (WriteTxnMarkers, as kafka-transactions does), after which the LSO moves on.
 
-librdkafka has none of these APIs. ListTransactions goes through the session's client
-(kctl.admin.client.kafka, which asks a coordinator that is still loading again, as
-Kafka's admin client does); the others through kafka-python's admin client.
+librdkafka has none of these APIs: they go through kctl's wire client. ListTransactions
+to every broker (one still loading is asked again), DescribeTransactions to each id's transaction
+coordinator (kctl.admin.client.coordinators: one still loading is asked again, as Kafka's
+admin client does), DescribeProducers and WriteTxnMarkers to each partition's leader.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kctl.admin.client.coordinators import TRANSACTION, per_coordinator
+from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, NotFoundError, Partial
+from kctl.errors import InvalidError, KctlError, NotFoundError, Partial
+from kctl.messages.errors import error_name
 
 
 @dataclass(frozen=True)
@@ -80,59 +84,102 @@ class OpenTransaction:
     coordinator_state: str | None
 
 
-def _run(session: AdminSession, fn, action: str):
-    return session.run_kafka_python(
-        fn, action, needs="the transaction admin APIs (ListTransactions, DescribeTransactions, DescribeProducers: KIP-664)"
-    )
+_NEEDS = "the transaction admin APIs (ListTransactions, DescribeTransactions, DescribeProducers: KIP-664)"
 
 
 def list_transactions(session: AdminSession) -> list[Transaction]:
     """Every transactional id the coordinators hold (ListTransactions to every broker)."""
-    rows = [Transaction(t.transactional_id, t.producer_id, t.state, t.coordinator_id)
-            for t in session.kafka.list_transactions("list transactions")]
+    try:
+        answers = session.ask_every_broker("list transactions", "ListTransactions", {}, 0, 2, "a transaction coordinator was still loading")
+    except KctlError as exc:
+        raise _without_api(exc, "list transactions") from exc
+    rows = [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node) for node, answer in answers for t in answer.transaction_states]
     return sorted(rows, key=lambda t: t.transactional_id)
 
 
 def describe_transactions(session: AdminSession, transactional_ids: Sequence[str]) -> Partial[list[TransactionDescription]]:
-    found, errors = [], {}
+    found: list[TransactionDescription] = []
+    errors: dict[str, KctlError] = {}
     now = int(time.time() * 1000)
-    for transactional_id in dict.fromkeys(transactional_ids):
-        # One at a time: kafka-python raises for the whole batch on one unknown id.
-        try:
-            described = _run(session, lambda c, t=transactional_id: c.describe_transactions([t]), f"describe transaction {transactional_id}")
-        except KctlError as exc:
-            if exc.kafka_error == "TRANSACTIONAL_ID_NOT_FOUND":
-                exc = NotFoundError(f"unable to describe transaction {transactional_id}: no such transactional id")
-            errors[transactional_id] = exc
+    ids = list(dict.fromkeys(transactional_ids))
+    try:
+        described = per_coordinator(session, TRANSACTION, ids, lambda ids: ("DescribeTransactions", {"transactional_ids": ids}, 0, 0),
+                                    lambda r: ((t.transactional_id, t) for t in r.transaction_states), "describe transactions")
+    except KctlError as exc:
+        raise _without_api(exc, "describe transactions") from exc
+    for transactional_id in ids:
+        d, coordinator = described[transactional_id]
+        action = f"describe transaction {transactional_id}"
+        if d.error_code:
+            if error_name(d.error_code) == "TRANSACTIONAL_ID_NOT_FOUND":
+                errors[transactional_id] = NotFoundError(action=action, cause="no such transactional id", kafka_error="TRANSACTIONAL_ID_NOT_FOUND")
+            else:
+                errors[transactional_id] = for_kafka_code(d.error_code, None, action)
             continue
-        d = described[transactional_id]
         start = d.transaction_start_time_ms
         found.append(
             TransactionDescription(
-                transactional_id, d.coordinator_id, d.state.value, d.producer_id, d.producer_epoch,
+                transactional_id, coordinator, d.transaction_state, d.producer_id, d.producer_epoch,
                 d.transaction_timeout_ms, start, now - start if start >= 0 else None,
-                tuple(sorted(f"{tp.topic}:{tp.partition}" for tp in d.topic_partitions)),
+                tuple(sorted(f"{t.topic}:{p}" for t in d.topics for p in t.partitions)),
             )
         )
     return Partial(found, errors)
 
 
-def list_producers(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> list[Producer]:
-    """The active producers of each partition, as its leader knows them."""
-    from kafka.structs import TopicPartition
+def _without_api(error: KctlError, action: str) -> KctlError:
+    """A cluster without the API (UNSUPPORTED_VERSION): said as what it lacks."""
+    if error.kafka_error == "UNSUPPORTED_VERSION":
+        return InvalidError(action=action, cause=f"the cluster does not support {_NEEDS}", kafka_error="UNSUPPORTED_VERSION")
+    return error
 
+
+def _leaders(session: AdminSession, pairs: Sequence[tuple[str, int]], action: str) -> dict[int, list[tuple[str, int]]]:
+    """The partitions by the broker that leads them."""
+    metadata = session.metadata(action, sorted({t for t, _ in pairs}))
+    by_leader: dict[int, list[tuple[str, int]]] = {}
+    for topic, partition in dict.fromkeys(pairs):
+        if metadata.lacks(topic):
+            raise no_such_topic(action, topic)
+        layout = metadata.topics[topic].partitions.get(partition)
+        if layout is None:
+            raise NotFoundError(action=action, cause=f"UNKNOWN_TOPIC_OR_PARTITION: topic {topic} has no partition {partition}",
+                                kafka_error="UNKNOWN_TOPIC_OR_PARTITION")
+        if layout.leader is None:
+            raise KctlError(action=action, cause=f"LEADER_NOT_AVAILABLE: partition {topic}:{partition} has no leader",
+                            kafka_error="LEADER_NOT_AVAILABLE")
+        by_leader.setdefault(layout.leader, []).append((topic, partition))
+    return by_leader
+
+
+def _by_topic(pairs: Sequence[tuple[str, int]]) -> dict[str, list[int]]:
+    topics: dict[str, list[int]] = {}
+    for topic, partition in pairs:
+        topics.setdefault(topic, []).append(partition)
+    return topics
+
+
+def list_producers(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> list[Producer]:
+    """The active producers of each partition, as its leader knows them (DescribeProducers
+    to every leader at once)."""
     if not pairs:
         return []
-    states = _run(session, lambda c: c.describe_producers([TopicPartition(t, p) for t, p in pairs]), "describe producers")
+    action = "describe producers"
+    by_leader = _leaders(session, pairs, action)
+    requests = [(leader, "DescribeProducers", {"topics": [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(owned).items()]}, 0, 0)
+                for leader, owned in by_leader.items()]
+    answers = session.ask_all(action, requests, needs=_NEEDS)
     rows = []
-    for (topic, partition), state in sorted(((tp.topic, tp.partition), s) for tp, s in states.items()):
-        for p in state.active_producers:
-            start = p.current_transaction_start_offset
-            rows.append(
-                Producer(topic, partition, p.producer_id, p.producer_epoch, p.last_sequence, p.last_timestamp,
-                         p.coordinator_epoch, start if start >= 0 else None)
-            )
-    return rows
+    for answer in answers:
+        for t in answer.topics:
+            for part in t.partitions:
+                if part.error_code:
+                    raise for_kafka_code(part.error_code, part.error_message, f"{action} of {t.name}:{part.partition_index}")
+                for p in part.active_producers:
+                    start = p.current_txn_start_offset
+                    rows.append(Producer(t.name, part.partition_index, p.producer_id, p.producer_epoch, p.last_sequence,
+                                         p.last_timestamp, p.coordinator_epoch, start if start >= 0 else None))
+    return sorted(rows, key=lambda p: (p.topic, p.partition))
 
 
 def open_transactions(session: AdminSession, pairs: Sequence[tuple[str, int]], max_age_ms: int) -> list[OpenTransaction]:
@@ -200,14 +247,22 @@ def find_open(session: AdminSession, topic: str, partition: int, *, producer_id:
 
 
 def abort(session: AdminSession, producer: Producer) -> None:
-    """Write an ABORT marker for the producer's open transaction on its partition."""
-    from kafka.admin import AbortTransactionSpec
-    from kafka.structs import TopicPartition
-
-    spec = AbortTransactionSpec(
-        TopicPartition(producer.topic, producer.partition), producer.producer_id, producer.producer_epoch, producer.coordinator_epoch
-    )
-    _run(session, lambda c: c.abort_transaction(spec), f"abort the transaction of producer {producer.producer_id} on {producer.topic}:{producer.partition}")
+    """Write an ABORT marker for the producer's open transaction on its partition
+    (WriteTxnMarkers to the partition's leader, as Kafka's Admin.abortTransaction does; the
+    leader checks the producer id and epoch first). Sent again after a dropped connection,
+    it finds the transaction already aborted: no harm."""
+    where = (producer.topic, producer.partition)
+    action = f"abort the transaction of producer {producer.producer_id} on {producer.topic}:{producer.partition}"
+    (leader,) = _leaders(session, [where], action)
+    marker = {"producer_id": producer.producer_id, "producer_epoch": producer.producer_epoch, "transaction_result": False,
+              "topics": [{"name": producer.topic, "partition_indexes": [producer.partition]}],
+              "coordinator_epoch": producer.coordinator_epoch}
+    answer = session.ask(action, "WriteTxnMarkers", {"markers": [marker]}, 1, 1, node=leader, needs=_NEEDS)
+    for result in answer.markers:
+        for t in result.topics:
+            for part in t.partitions:
+                if part.error_code:
+                    raise for_kafka_code(part.error_code, None, action)
 
 
 def max_transaction_timeout_ms(session: AdminSession) -> int:

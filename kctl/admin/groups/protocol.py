@@ -18,15 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF
+from kctl.admin.client.coordinators import GROUP, Request, per_coordinator
+from kctl.admin.client.errors import COORDINATOR_RETRIABLE
 from kctl.admin.client.session import AdminSession
-from kctl.errors import TimeoutError_
 from kctl.messages.errors import error_name
-from kctl.polling import poll
-
-# A request to send: (API name, its fields or a function of the version giving them,
-# lowest and highest version kctl can read the answer of).
-Request = tuple[str, Any, int | None, int | None]
 
 
 def list_groups(session: AdminSession) -> list[dict]:
@@ -42,75 +37,13 @@ def list_groups(session: AdminSession) -> list[dict]:
     return list(groups.values())
 
 
-def _error(code: int, message: str | None, action: str):
-    from kctl.admin.client.errors import for_kafka_code
-
-    return for_kafka_code(code, message, action)
-
-
 def per_group(
     session: AdminSession, group_ids: Sequence[str], request: Callable[[list[str]], Request],
     parts: Callable[[Any], Iterable[tuple[str, Any]]], action: str,
 ) -> dict[str, tuple[Any, int]]:
-    """Send request(ids) to each coordinator for the groups it owns (one request per
-    coordinator, all groups in it); each group's part of the answer (parts(response) yields
-    (group id, part with an error_code)) and its coordinator's id. Groups whose coordinator
-    is loading, not available or has moved are asked again until the session's timeout."""
-    wire = session.wire
-    found: dict[str, tuple[Any, int]] = {}
-    pending = list(dict.fromkeys(group_ids))
-
-    def run() -> tuple[dict[str, Any], dict[str, tuple[Any, int]]]:
-        deadline = wire.deadline()
-        coordinators = find_coordinators(session, pending, deadline)
-        if coordinators is None:  # no coordinator found yet for some of the groups
-            return {g: None for g in pending}, {}
-        owned: dict[int, list[str]] = {}
-        for group_id, node in coordinators.items():
-            owned.setdefault(node, []).append(group_id)
-        nodes = list(owned)
-        answers = wire.fan_out([(node, *request(owned[node])) for node in nodes], deadline)
-        retry: dict[str, Any] = {}
-        done: dict[str, tuple[Any, int]] = {}
-        for node, response in zip(nodes, answers):
-            for group_id, part in parts(response):
-                if part.error_code and error_name(part.error_code) in COORDINATOR_RETRIABLE:
-                    retry[group_id] = (part, node)
-                else:
-                    done[group_id] = (part, node)
-        return retry, done
-
-    def ask() -> dict[str, Any]:
-        nonlocal pending
-        retry, done = wire.call(action, run)
-        found.update(done)
-        pending = list(retry)
-        return retry
-
-    if not pending:
-        return found
-    retry = poll(ask, lambda retry: not retry, timeout=session.timeout, interval=RETRY_BACKOFF, stop_before=True)
-    if None in retry.values():
-        raise TimeoutError_(f"unable to {action}: no group coordinator available within the timeout",
-                            hint="raise {timeout} if the cluster is starting or electing")
-    found.update(retry)  # the retriable answers are the result; callers report them
-    return found
-
-
-def find_coordinators(session: AdminSession, group_ids: Sequence[str], deadline: float) -> dict[str, int] | None:
-    """{group id: coordinator node id} (FindCoordinator v4, all groups in one request), or
-    None while one of them has no coordinator yet."""
-    wire = session.wire
-    (answer,) = wire.fan_out([(None, "FindCoordinator", {"key_type": 0, "coordinator_keys": list(group_ids)}, 4, 6)], deadline)
-    found = {}
-    for c in answer.coordinators:
-        if c.error_code:
-            if error_name(c.error_code) in COORDINATOR_RETRIABLE:
-                return None
-            raise _error(c.error_code, c.error_message, f"find the coordinator of group {c.key}")
-        wire.learn(c.node_id, c.host, c.port)
-        found[c.key] = c.node_id
-    return found
+    """Send request(ids) to each group coordinator for the groups it owns; each group's
+    part of the answer and its coordinator's id (coordinators.per_coordinator)."""
+    return per_coordinator(session, GROUP, group_ids, request, parts, action)
 
 
 def _described(response) -> Iterable[tuple[str, Any]]:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, UsageError
 
@@ -257,23 +258,18 @@ def _check_authorizer(session: AdminSession) -> None:
     """Raise the SECURITY_DISABLED error when the cluster has no authorizer.
 
     librdkafka reports a DescribeAcls answered with SECURITY_DISABLED as an empty list,
-    which would read as "no ACLs"; kafka-python raises it. So an empty answer is asked
-    again through kafka-python, with a filter that matches next to nothing: the broker
-    checks for an authorizer before it filters.
+    which would read as "no ACLs". So an empty answer is asked again through kctl's wire
+    client, with a filter that matches next to nothing: the broker checks for an
+    authorizer before it filters.
     """
-    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePatternFilter
-    from kafka.admin import ResourceType as KafkaResourceType
-
-    probe = ACLFilter(
-        None, None, ACLOperation.ANY, ACLPermissionType.ANY,
-        ResourcePatternFilter(KafkaResourceType.TOPIC, "__kctl_authorizer_probe", ACLResourcePatternType.LITERAL),
-    )
-    try:
-        session.run_kafka_python(lambda client: client.describe_acls(probe), "list ACLs")
-    except KctlError as exc:
-        if exc.kafka_error == "SECURITY_DISABLED":
-            raise _not_enabled(exc) from exc
-        raise
+    action = "list ACLs"
+    # Kafka's codes: resource type TOPIC, pattern LITERAL, operation and permission ANY.
+    probe = {"resource_type_filter": 2, "resource_name_filter": "__kctl_authorizer_probe", "pattern_type_filter": 3,
+             "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}
+    answer = session.ask(action, "DescribeAcls", probe, 1, 3)
+    if answer.error_code:
+        error = for_kafka_code(answer.error_code, answer.error_message, action)
+        raise _not_enabled(error)
 
 
 def create_acls(session: AdminSession, acls: Sequence[Acl]) -> list[AclResult]:

@@ -2,7 +2,7 @@
 resolved to what applies to a client, and altered incrementally as kafka-configs does.
 
 librdkafka has no quota API, so DescribeClientQuotas and AlterClientQuotas go through
-kafka-python's protocol classes and the kafka-python bridge.
+kctl's wire client.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kctl.admin.client.kafka_python import raise_for_code, send_request
+from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.errors import UsageError
 
@@ -107,23 +107,20 @@ def parse_value(key: str, text: str) -> float:
 # -- describe --------------------------------------------------------------------------------
 
 
-def _component(kind: str, name: str | None):
-    from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
-
-    Component = DescribeClientQuotasRequest.ComponentData
+def _component(kind: str, name: str | None) -> dict:
     if name is None:
-        return Component(entity_type=kind, match_type=MATCH_ANY, match=None)
+        return {"entity_type": kind, "match_type": MATCH_ANY, "match": None}
     if name == DEFAULT:
-        return Component(entity_type=kind, match_type=MATCH_DEFAULT, match=None)
-    return Component(entity_type=kind, match_type=MATCH_EXACT, match=name)
+        return {"entity_type": kind, "match_type": MATCH_DEFAULT, "match": None}
+    return {"entity_type": kind, "match_type": MATCH_EXACT, "match": name}
 
 
 def _describe(session: AdminSession, components: Sequence[tuple[str, str | None]], strict: bool) -> list[Quota]:
-    from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
-
-    request = DescribeClientQuotasRequest(components=[_component(k, n) for k, n in components], strict=strict)
-    response = session.run_kafka_python(lambda client: send_request(client, request), "describe client quotas", needs=_NEEDS)
-    raise_for_code(response.error_code, response.error_message, "describe client quotas")
+    action = "describe client quotas"
+    fields = {"components": [_component(k, n) for k, n in components], "strict": strict}
+    response = session.ask(action, "DescribeClientQuotas", fields, 0, 1, needs=_NEEDS)
+    if response.error_code:
+        raise for_kafka_code(response.error_code, response.error_message, action)
     quotas = []
     for entry in response.entries or []:
         names = {e.entity_type: (DEFAULT if e.entity_name is None else e.entity_name) for e in entry.entity}
@@ -208,17 +205,16 @@ def _user_client_chain(entity: Entity) -> list[Entity]:
 def alter_quotas(session: AdminSession, entity: Entity, set_values: Mapping[str, float], remove: Sequence[str], dry_run: bool) -> None:
     """Set and remove quotas of one entity; every other quota of it stays as it is.
     With dry_run the broker validates the change (validate_only) and applies nothing."""
-    from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest
-
-    Entry = AlterClientQuotasRequest.EntryData
-    ops = [Entry.OpData(key=k, value=v, remove=False) for k, v in set_values.items()]
-    ops += [Entry.OpData(key=k, value=0.0, remove=True) for k in remove]
-    entity_data = [Entry.EntityData(entity_type=k, entity_name=n) for k, n in entity.parts()]
-    request = AlterClientQuotasRequest(entries=[Entry(entity=entity_data, ops=ops)], validate_only=dry_run)
+    ops = [{"key": k, "value": v, "remove": False} for k, v in set_values.items()]
+    ops += [{"key": k, "value": 0.0, "remove": True} for k in remove]
+    entity_data = [{"entity_type": k, "entity_name": n} for k, n in entity.parts()]
     action = f"alter the quotas of {entity}"
-    response = session.run_kafka_python(lambda client: send_request(client, request), action, needs=_NEEDS)
+    # Sent again after a dropped connection, it sets the same values: no harm.
+    response = session.ask(action, "AlterClientQuotas", {"entries": [{"entity": entity_data, "ops": ops}], "validate_only": dry_run},
+                           0, 1, needs=_NEEDS)
     for entry in response.entries:
-        raise_for_code(entry.error_code, entry.error_message, action)
+        if entry.error_code:
+            raise for_kafka_code(entry.error_code, entry.error_message, action)
 
 
 def quotas_of(session: AdminSession, entity: Entity) -> dict[str, float]:

@@ -3,7 +3,7 @@ groups (KIP-848 group configs) and client-metrics subscriptions (KIP-714): descr
 their sources, and alter incrementally (set, delete, append, subtract).
 
 Topics and brokers go through librdkafka; the others, which librdkafka cannot address,
-through kafka-python. A client-metrics subscription exists while it has configs: it is
+through kctl's wire client. A client-metrics subscription exists while it has configs: it is
 created by setting them and removed by deleting them all. Sensitive values are never
 shown: Kafka does not send them, and kctl masks any it is given.
 """
@@ -13,29 +13,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kctl.admin.client.errors import no_such_topic
+from kctl.admin.client.errors import for_kafka_code, no_such_topic
+from kctl.admin.client.kafka import CONFIG_SOURCES
 from kctl.admin.client.session import AdminSession, unknown_topic, unknown_topic_in
 from kctl.config.secrets import MASK
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial, UsageError
 
 # kctl's entity types -> Kafka's ConfigResource type names.
 ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger", "group", "client-metrics")
-# The types librdkafka cannot address, and their kafka-python ConfigResourceType names.
-_KAFKA_PYTHON_TYPES = {"broker-default": "BROKER", "broker-logger": "BROKER_LOGGER", "group": "GROUP", "client-metrics": "CLIENT_METRICS"}
+# The types librdkafka cannot address, by their ConfigResource type codes: kctl's wire
+# client serves them (the cluster default is a broker resource named "").
+_RESOURCE_TYPES = {"broker-default": 4, "broker-logger": 8, "group": 32, "client-metrics": 16}
+# IncrementalAlterConfigs' operations, in the order of their codes (SET=0 ... SUBTRACT=3).
 OPERATIONS = ("set", "delete", "append", "subtract")
-
-# Kafka's ConfigSource names, by librdkafka's ConfigSource value.
-_SOURCES = {
-    0: "UNKNOWN",
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-    7: "DYNAMIC_CLIENT_METRICS_CONFIG",
-    8: "DYNAMIC_GROUP_CONFIG",
-}
+DEFAULT_CONFIG = 5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,7 +98,7 @@ def _value(entry) -> ConfigValue:
     return ConfigValue(
         name=entry.name,
         value=MASK if sensitive and entry.value is not None else entry.value,
-        source=_SOURCES.get(int(entry.source.value if hasattr(entry.source, "value") else entry.source), "UNKNOWN"),
+        source=CONFIG_SOURCES.get(int(entry.source.value if hasattr(entry.source, "value") else entry.source), "UNKNOWN"),
         is_default=bool(entry.is_default),
         read_only=bool(entry.is_read_only),
         sensitive=sensitive,
@@ -124,8 +115,8 @@ def describe_configs(
         if not names:
             return Partial([], {})
     resolved = [resource_name(entity_type, n) for n in names]
-    if entity_type in _KAFKA_PYTHON_TYPES:
-        found, errors = _describe_kafka_python(session, entity_type, resolved)
+    if entity_type in _RESOURCE_TYPES:
+        found, errors = _describe_on_wire(session, entity_type, resolved)
     else:
         found, errors = _describe_confluent(session, entity_type, resolved)
     out = []
@@ -169,52 +160,55 @@ def _not_found_for_unknown(error: KctlError, entity_type: str, name: str) -> Kct
 
 
 def list_subscriptions(session: AdminSession) -> list[str]:
-    """Names of the cluster's client-metrics subscriptions (ListConfigResources, KIP-714)."""
-    listed = session.run_kafka_python(
-        lambda c: c.list_config_resources(["CLIENT_METRICS"]),
-        "list client-metrics subscriptions",
-        needs="client metrics (KIP-714, Kafka 3.7+)",
-    )
-    return sorted(listed.get("client_metrics", []))
+    """Names of the cluster's client-metrics subscriptions (ListConfigResources, KIP-714 and
+    KIP-1142; version 0 is Kafka 3.7-4.0's ListClientMetricsResources)."""
+    answer = session.ask("list client-metrics subscriptions", "ListConfigResources",
+                         {"resource_types": [_RESOURCE_TYPES["client-metrics"]]}, 0, 1, needs=_needs("client-metrics"))
+    if answer.error_code:
+        raise for_kafka_code(answer.error_code, None, "list client-metrics subscriptions")
+    return sorted(r.resource_name for r in answer.config_resources
+                  if getattr(r, "resource_type", _RESOURCE_TYPES["client-metrics"]) == _RESOURCE_TYPES["client-metrics"])
 
 
-def _describe_kafka_python(session, entity_type, names):
-    """The types librdkafka cannot address (see _KAFKA_PYTHON_TYPES)."""
-    from kafka.admin import ConfigResource, ConfigResourceType
+def _node(entity_type: str, name: str) -> int | None:
+    """The broker a request about the entity goes to: a broker's loggers are its own; any
+    broker answers for the others (the controller's view, forwarded)."""
+    return int(name) if entity_type == "broker-logger" else None
 
-    from kctl.admin.client.kafka_python import describe_cluster_default_configs
 
-    kind = ConfigResourceType[_KAFKA_PYTHON_TYPES[entity_type]]
+def _describe_on_wire(session, entity_type, names):
+    """The types librdkafka cannot address (see _RESOURCE_TYPES), through kctl's wire client."""
     # Kafka describes any subscription name, existing or not, with default values.
     existing = set(list_subscriptions(session)) if entity_type == "client-metrics" else None
     found: list[ResourceConfig] = []
     errors: dict[str, KctlError] = {}
     for name in names:
         action = f"describe configs of {_display_name(entity_type, name)}"
+        key = name or "cluster-default"
         if existing is not None and name not in existing:
-            errors[name] = NotFoundError(f"unable to {action}: no such subscription")
+            errors[key] = NotFoundError(f"unable to {action}: no such subscription")
             continue
+        fields = {"resources": [{"resource_type": _RESOURCE_TYPES[entity_type], "resource_name": name, "configuration_keys": None}]}
         try:
-            if entity_type == "broker-default":
-                entries = session.run_kafka_python(describe_cluster_default_configs, action)
-            else:
-                resource = ConfigResource(kind, name)
-                raw = session.run_kafka_python(lambda c, r=resource: c.describe_configs([r], config_filter="all"), action, needs=_needs(entity_type))
-                entries = raw.get(kind.name.lower(), {}).get(name, {})
+            answer = session.ask(action, "DescribeConfigs", fields, 1, 4, node=_node(entity_type, name), needs=_needs(entity_type))
         except KctlError as exc:
-            errors[name or "cluster-default"] = exc
+            errors[key] = exc
+            continue
+        result = answer.results[0]
+        if result.error_code:
+            errors[key] = for_kafka_code(result.error_code, result.error_message, action)
             continue
         values = sorted(
             (
                 ConfigValue(
-                    name=key,
-                    value=MASK if data.get("is_sensitive") and data.get("value") is not None else data.get("value"),
-                    source=str(data.get("config_source") or "UNKNOWN"),
-                    is_default=data.get("config_source") == "DEFAULT_CONFIG",
-                    read_only=bool(data.get("read_only", False)),
-                    sensitive=bool(data.get("is_sensitive", False)),
+                    name=c.name,
+                    value=MASK if c.is_sensitive and c.value is not None else c.value,
+                    source=CONFIG_SOURCES.get(c.config_source, "UNKNOWN"),
+                    is_default=c.config_source == DEFAULT_CONFIG,
+                    read_only=bool(c.read_only),
+                    sensitive=bool(c.is_sensitive),
                 )
-                for key, data in entries.items()
+                for c in result.configs
             ),
             key=lambda c: c.name,
         )
@@ -250,8 +244,8 @@ def alter_configs(
 ) -> Partial[list[AlterResult]]:
     resolved = [resource_name(entity_type, n) for n in names]
     described = [_describe_change(c) for c in changes]
-    if entity_type in _KAFKA_PYTHON_TYPES:
-        outcomes = _alter_kafka_python(session, entity_type, resolved, changes, validate_only)
+    if entity_type in _RESOURCE_TYPES:
+        outcomes = _alter_on_wire(session, entity_type, resolved, changes, validate_only)
     else:
         outcomes = _alter_confluent(session, entity_type, resolved, changes, validate_only)
     results, errors = [], {}
@@ -294,52 +288,29 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
     return results
 
 
-def _alter_kafka_python(session, entity_type, names, changes, validate_only):
-    from kafka.admin import ConfigResource, ConfigResourceType
-
-    from kctl.admin.client.kafka_python import alter_cluster_default_configs
-
+def _alter_on_wire(session, entity_type, names, changes, validate_only):
+    """IncrementalAlterConfigs of the types librdkafka cannot address, one request per
+    entity (a broker's loggers are altered on that broker), all sent at once."""
     if entity_type == "broker-logger" and any(c.operation in ("append", "subtract") for c in changes):
         raise InvalidError("unable to alter broker-logger configs: loggers take --set and --delete only")
-    configs = {c.name: (c.operation.upper(), c.value) for c in changes}
+    configs = [{"name": c.name, "config_operation": OPERATIONS.index(c.operation), "value": c.value} for c in changes]
+    action = f"alter {entity_type} configs"
+    requests = [(_node(entity_type, name), "IncrementalAlterConfigs",
+                 {"resources": [{"resource_type": _RESOURCE_TYPES[entity_type], "resource_name": name, "configs": configs}],
+                  "validate_only": validate_only}, 0, 1)
+                for name in names]
+    try:
+        # Altering configs is idempotent, so the wire client's one retry on a dropped
+        # connection changes nothing twice.
+        answers = session.ask_all(action, requests, needs=_needs(entity_type))
+    except KctlError as exc:
+        return {name: exc.but(action=f"alter configs of {_display_name(entity_type, name)}") for name in names}
     results: dict[str, KctlError | None] = {}
-    for name in names:
-        action = f"alter configs of {_display_name(entity_type, name)}"
-        try:
-            if entity_type == "broker-default":
-                outcome = session.run_kafka_python(lambda c: alter_cluster_default_configs(c, configs, validate_only), action)
-            else:
-                kind = ConfigResourceType[_KAFKA_PYTHON_TYPES[entity_type]]
-                resource = ConfigResource(kind, name, configs=configs)
-                response = session.run_kafka_python(
-                    lambda c, r=resource: c.alter_configs([r], validate_only=validate_only, raise_on_unknown=False, incremental=True),
-                    action,
-                    needs=_needs(entity_type),
-                )
-                outcome = response.get(kind.name.lower(), {}).get(name)
-        except KctlError as exc:
-            results[name] = exc
-            continue
-        results[name] = _alter_outcome(outcome, action)
+    for name, answer in zip(names, answers):
+        result = answer.responses[0]
+        results[name] = for_kafka_code(result.error_code, result.error_message,
+                                       f"alter configs of {_display_name(entity_type, name)}") if result.error_code else None
     return results
-
-
-def _alter_outcome(outcome: object, action: str) -> KctlError | None:
-    """kafka-python reports 'OK' or '[Error N] ClassName: message' per resource."""
-    import re as _re
-
-    from kafka import errors as kafka_errors
-
-    if outcome in (None, "OK"):
-        return None
-    text = str(outcome)
-    match = _re.match(r"\[Error (-?\d+)\] \w+: ?(.*)", text)
-    if not match:
-        return KctlError(f"unable to {action}: {text}")
-    error = kafka_errors.for_code(int(match.group(1)))
-    name = getattr(error, "message", None) or error.__name__
-    kind = {"INVALID_REQUEST": InvalidError, "INVALID_CONFIG": InvalidError, "POLICY_VIOLATION": InvalidError}.get(name, KctlError)
-    return kind(f"unable to {action}: {name}: {match.group(2) or getattr(error, 'description', '')}")
 
 
 def delete_subscriptions(session: AdminSession, subscriptions: Sequence[ResourceConfig], *, validate_only: bool = False) -> Partial[list[AlterResult]]:

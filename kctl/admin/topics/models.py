@@ -34,7 +34,7 @@ class PartitionInfo:
     # The log start offset and log end offset (high watermark).
     earliest_offset: int | None
     latest_offset: int | None
-    # With --detail (these need kafka-python): the leader replica's size on disk and an
+    # With --detail (two more requests): the leader replica's size on disk and an
     # in-progress reassignment's replicas; null otherwise.
     size_bytes: int | None = None
     adding_replicas: tuple[int, ...] | None = None

@@ -120,7 +120,7 @@ def _described(topic: TopicLayout, *, live: set[int] | None, offsets: dict | Non
 
 
 def _detail(session: AdminSession, names: Sequence[str], leaders: dict[tuple[str, int], int | None]) -> dict[str, dict[int, tuple]]:
-    """Leader replica sizes and in-progress reassignments (kafka-python)."""
+    """Leader replica sizes (DescribeLogDirs) and in-progress reassignments."""
     from kctl.admin.cluster.logdirs import describe_log_dirs
     from kctl.admin.cluster.replication import list_reassignments
 
@@ -215,7 +215,7 @@ def describe_topics(
     """Descriptions in the order asked, and the errors of topics that could not be described.
 
     Offsets come from ListOffsets; with `detail`, replica sizes and in-progress
-    reassignments too (through kafka-python, which costs ~150 ms of start-up).
+    reassignments too (a DescribeLogDirs to every broker and a ListPartitionReassignments).
     """
     for name in names:
         validate_topic_name(name)
