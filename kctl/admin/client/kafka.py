@@ -22,7 +22,6 @@ items answers those items with theirs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kctl.errors import Partial
@@ -33,44 +32,73 @@ TopicPartition = tuple[str, int]
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
 
 
-@dataclass(frozen=True, slots=True)
-class Broker:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None
+class _Value:
+    """A value object: its fields are its __slots__, set once by its __init__; equal when
+    of the same type with equal fields. Plain slotted classes, not dataclasses or
+    NamedTuples: these load on every command's path, and defining a frozen dataclass costs
+    ~0.3 ms, a NamedTuple ~0.05 ms, one of these ~0.01 ms (measured: seven dataclasses were
+    2.9 ms of `topic list`)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, *self._fields()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionLayout:
-    partition: int
-    # None when no live broker leads it (Kafka's -1).
-    leader: int | None
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
+class Broker(_Value):
+    __slots__ = ("node_id", "host", "port", "rack")
+
+    def __init__(self, node_id: int, host: str, port: int, rack: str | None):
+        self.node_id, self.host, self.port, self.rack = node_id, host, port, rack
 
 
-@dataclass(frozen=True, slots=True)
-class TopicLayout:
-    name: str
-    # Kafka's form (URL-safe base64); None when the answer carried none.
-    topic_id: str | None
-    internal: bool
-    # By partition, in order; empty when `error` says why there are none.
-    partitions: Mapping[int, PartitionLayout]
-    # Kafka's error name for the topic (UNKNOWN_TOPIC_OR_PARTITION,
-    # TOPIC_AUTHORIZATION_FAILED, LEADER_NOT_AVAILABLE...), None when fine.
-    error: str | None = None
+class PartitionLayout(_Value):
+    __slots__ = ("partition", "leader", "replicas", "isr")
+
+    def __init__(self, partition: int, leader: int | None, replicas: tuple[int, ...], isr: tuple[int, ...]):
+        self.partition = partition
+        # None when no live broker leads it (Kafka's -1).
+        self.leader = leader
+        self.replicas = replicas
+        self.isr = isr
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterMetadata:
-    cluster_id: str | None
-    controller_id: int | None
-    brokers: Mapping[int, Broker]
-    # The topics asked for (every topic the caller may describe when none were named); a
-    # named topic the answer lacked is there with its error.
-    topics: Mapping[str, TopicLayout]
+class TopicLayout(_Value):
+    __slots__ = ("name", "topic_id", "internal", "partitions", "error")
+
+    def __init__(self, name: str, topic_id: str | None, internal: bool, partitions: Mapping[int, PartitionLayout],
+                 error: str | None = None):
+        self.name = name
+        # Kafka's form (URL-safe base64); None when the answer carried none.
+        self.topic_id = topic_id
+        self.internal = internal
+        # By partition, in order; empty when `error` says why there are none.
+        self.partitions = partitions
+        # Kafka's error name for the topic (UNKNOWN_TOPIC_OR_PARTITION,
+        # TOPIC_AUTHORIZATION_FAILED, LEADER_NOT_AVAILABLE...), None when fine.
+        self.error = error
+
+
+class ClusterMetadata(_Value):
+    __slots__ = ("cluster_id", "controller_id", "brokers", "topics")
+
+    def __init__(self, cluster_id: str | None, controller_id: int | None, brokers: Mapping[int, Broker],
+                 topics: Mapping[str, TopicLayout]):
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = brokers
+        # The topics asked for (every topic the caller may describe when none were named);
+        # a named topic the answer lacked is there with its error.
+        self.topics = topics
 
     def has(self, topic: str) -> bool:
         """Whether the answer holds `topic` with partitions (not an error)."""
@@ -84,40 +112,41 @@ class ClusterMetadata:
         return not self.has(topic) and (found is None or found.error != "TOPIC_AUTHORIZATION_FAILED")
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetAnswer:
+class OffsetAnswer(_Value):
     """One ListOffsets answer for one partition and one timestamp: the offset (-1 when
     no record is that recent), the record's timestamp (-1 for the special timestamps),
     and the leader's epoch when the broker said it."""
 
-    offset: int
-    timestamp: int
-    leader_epoch: int | None
+    __slots__ = ("offset", "timestamp", "leader_epoch")
+
+    def __init__(self, offset: int, timestamp: int, leader_epoch: int | None):
+        self.offset, self.timestamp, self.leader_epoch = offset, timestamp, leader_epoch
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigValue:
+class ConfigValue(_Value):
     """One config of a resource, as DescribeConfigs answers it (kctl's full view, with
     synonyms and documentation, is kctl.admin.topics.configs')."""
 
-    name: str
-    value: str | None
-    # Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG,
-    # DEFAULT_CONFIG...
-    source: str
-    sensitive: bool
-    read_only: bool
+    __slots__ = ("name", "value", "source", "sensitive", "read_only")
+
+    def __init__(self, name: str, value: str | None, source: str, sensitive: bool, read_only: bool):
+        self.name = name
+        self.value = value
+        # Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+        # STATIC_BROKER_CONFIG, DEFAULT_CONFIG...
+        self.source = source
+        self.sensitive = sensitive
+        self.read_only = read_only
 
 
-@dataclass(frozen=True, slots=True)
-class DeliveryFailure:
+class DeliveryFailure(_Value):
     """A record a producer could not deliver: Kafka's error name (or librdkafka's local one,
     _MSG_TIMED_OUT, _TRANSPORT...) and its text, the record's partition and value size."""
 
-    error: str
-    message: str
-    partition: int
-    value_size: int
+    __slots__ = ("error", "message", "partition", "value_size")
+
+    def __init__(self, error: str, message: str, partition: int, value_size: int):
+        self.error, self.message, self.partition, self.value_size = error, message, partition, value_size
 
 
 # The topics Kafka's brokers flag internal in Metadata: Kafka decides by name alone

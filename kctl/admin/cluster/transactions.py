@@ -9,9 +9,9 @@ transaction's start offset (DescribeProducers); aborting writes an ABORT marker 
 (WriteTxnMarkers, as kafka-transactions does), after which the LSO moves on.
 
 librdkafka has none of these APIs: they go through kctl's wire client. ListTransactions
-to every broker (one still loading is asked again), DescribeTransactions to each id's transaction
-coordinator (kctl.admin.client.coordinators: one still loading is asked again, as Kafka's
-admin client does), DescribeProducers and WriteTxnMarkers to each partition's leader.
+goes to every broker, DescribeTransactions to each id's transaction coordinator (a
+coordinator still loading is asked again, as Kafka's admin client does), DescribeProducers
+and WriteTxnMarkers to each partition's leader.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def abort(session: AdminSession, producer: Producer) -> None:
     it finds the transaction already aborted: no harm."""
     where = (producer.topic, producer.partition)
     action = f"abort the transaction of producer {producer.producer_id} on {producer.topic}:{producer.partition}"
-    (leader,) = _leaders(session, [where], action)
+    leader = next(iter(_leaders(session, [where], action)))
     marker = {"producer_id": producer.producer_id, "producer_epoch": producer.producer_epoch, "transaction_result": False,
               "topics": [{"name": producer.topic, "partition_indexes": [producer.partition]}],
               "coordinator_epoch": producer.coordinator_epoch}
