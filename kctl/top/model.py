@@ -68,7 +68,7 @@ def take(session: Any, *, isolation: str = "read_uncommitted", clock: Callable[[
 
     info = describe_cluster(session)
     partitions = snapshot(session, include_internal=True)
-    groups, errors, log, listed = cluster_lag(
+    (groups, errors), log, listed = cluster_lag(
         session, [(p.topic, p.partition) for p in partitions.partitions], isolation=isolation,
         leaders={(p.topic, p.partition): p.leader for p in partitions.partitions if p.leader is not None})
     taken_at = clock()

@@ -73,7 +73,7 @@ def until_caught_up(session: AdminSession, groups: Sequence[str] | None, *, max_
 
 def watch(session: AdminSession, groups: Sequence[str] | None, *, interval: float, limit: float | None = None, topics: Sequence[str] = (),
           isolation: str = "read_uncommitted", clock: Callable[[], float] = time.monotonic,
-          sleep: Callable[[float], None] = time.sleep) -> Iterator[tuple[list[LagRate], dict[str, KctlError]]]:
+          sleep: Callable[[float], None] = time.sleep) -> Iterator[Partial[list[LagRate]]]:
     """Every `interval` seconds, lag with the rates since the previous sample (consumed
     and produced per second, time to catch up), and the groups that failed; ends when
     the next sample would come after `limit` seconds (never, without one)."""
@@ -82,7 +82,7 @@ def watch(session: AdminSession, groups: Sequence[str] | None, *, interval: floa
     while True:
         found, errors = group_lag(session, groups, topics=topics, isolation=isolation)
         now = clock()
-        yield rates(found, previous, now - previous_at if previous_at is not None else None), errors
+        yield Partial(rates(found, previous, now - previous_at if previous_at is not None else None), errors)
         previous, previous_at = found, now
         if limit is not None and now - started + interval > limit:
             return
