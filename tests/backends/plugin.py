@@ -36,7 +36,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -68,6 +68,14 @@ def selected_backends() -> list[str]:
 
 def _required() -> bool:
     return os.environ.get("KCTL_REQUIRE_BROKERS", "").strip().lower() in ("1", "true", "yes")
+
+
+def _unavailable(what: str, why: object) -> NoReturn:
+    """Skip the test because `what` could not start (`why`); fail it instead with
+    KCTL_REQUIRE_BROKERS=1, as CI runs."""
+    if _required():
+        pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and {what} failed: {why}", pytrace=False)
+    pytest.skip(f"{what}: {why}")
 
 
 class Backends:
@@ -227,9 +235,7 @@ def secured_kafka(tmp_path_factory):
         cluster.start()
     except (JarResolutionError, KafkaStartError, OSError) as exc:
         cluster.stop()
-        if _required():
-            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and the secured cluster failed: {exc}", pytrace=False)
-        pytest.skip(f"secured cluster: {exc}")
+        _unavailable("the secured cluster", exc)
     cluster.backend = "kafka"
     yield cluster
     cluster.stop()
@@ -260,9 +266,7 @@ def secured_bundled(tmp_path_factory):
     try:
         bootstrap = process.start()
     except BrokerProcessError as exc:
-        if _required():
-            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and the secured bundled broker failed: {exc}", pytrace=False)
-        pytest.skip(f"secured bundled broker: {exc}")
+        _unavailable("the secured bundled broker", exc)
     secured = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("secured-bundled-tools"),
                            ports=[int(bootstrap.rsplit(":", 1)[1])], sasl_users=SECURED_PLAIN_USERS,
                            scram_users=SECURED_SCRAM_USERS, tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
@@ -292,9 +296,7 @@ def start_connect(workdir: Path, bootstrap: str, *, workers: int = 1, replicatio
         started.start()
     except (ConnectStartError, JarResolutionError, OSError) as exc:
         started.stop()
-        if _required():
-            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and Kafka Connect failed on {where}: {exc}", pytrace=False)
-        pytest.skip(f"Kafka Connect on {where}: {exc}")
+        _unavailable(f"Kafka Connect on {where}", exc)
     return started
 
 
@@ -316,9 +318,7 @@ def start_mirror(workdir: Path, clusters: dict[str, str], *, where: str = "the t
         mm2.start()
     except (MirrorStartError, JarResolutionError, OSError) as exc:
         mm2.stop()
-        if _required():
-            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and MirrorMaker 2 failed on {where}: {exc}", pytrace=False)
-        pytest.skip(f"MirrorMaker 2 on {where}: {exc}")
+        _unavailable(f"MirrorMaker 2 on {where}", exc)
     return mm2
 
 
@@ -343,9 +343,7 @@ def kafka_tools(tmp_path_factory):
     try:
         _ = tools.classpath
     except (JarResolutionError, OSError) as exc:
-        if _required():
-            pytest.fail(f"KCTL_REQUIRE_BROKERS=1 and Kafka's jars are missing: {exc}", pytrace=False)
-        pytest.skip(f"Kafka's jars are needed for Kafka's tools: {exc}")
+        _unavailable("resolving Kafka's jars (for Kafka's tools)", exc)
     return tools
 
 

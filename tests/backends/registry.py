@@ -79,7 +79,9 @@ def _unpack(directory: Path) -> None:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
         raise RegistryError(f"mvn could not resolve {artifact}:\n{tail}")
     with tarfile.open(archives[0]) as archive:
-        archive.extractall(directory, filter="data")
+        # Python 3.11.4+ checks members with the "data" filter; older 3.11s lack it (the
+        # archive is Maven Central's, as the jars the tests run are).
+        archive.extractall(directory, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     shutil.rmtree(download)
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from confluent_kafka import Consumer, TopicPartition
 from rich.console import Console
 
 from kctl.admin.client.session import AdminSession
@@ -89,3 +90,13 @@ def groups_shown(bootstrap: str, groups: list[str], *, timeout: float = 30) -> d
 
     drive(bootstrap, scenario)
     return found
+
+
+def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit `offsets` for `group` as a consumer of the classic protocol does (the group
+    then exists, empty, with these commits)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()

@@ -12,18 +12,10 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.top.pilot import drive, until
+from tests.top.pilot import commit, drive, until
 
 pytestmark = pytest.mark.integration
 INTERVAL = 0.3
-
-
-def _commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-    finally:
-        consumer.close()
 
 
 def _log_end(bootstrap: str, topic: str, partition: int) -> int:
@@ -75,7 +67,7 @@ def test_an_idle_topic_dates_the_commit_by_its_record(kctl, cluster, two_partiti
     for i in range(5):
         producer.produce(topic, value=b"%d" % i, partition=1)
     assert producer.flush(30) == 0
-    _commit(cluster.bootstrap, group, {(topic, 0): 10, (topic, 1): 5})
+    commit(cluster.bootstrap, group, {(topic, 0): 10, (topic, 1): 5})
 
     async def scenario(app, pilot):
         await until(pilot, lambda: app.frame and any(g.group == group for g in app.frame.groups), what=f"{group} sampled")
@@ -108,7 +100,7 @@ def test_a_written_topic_interpolates_the_commit_top_saw_written(kctl, cluster, 
     stops at an offset written after top started: top interpolates when the log end passed
     it, and agrees with the record's own timestamp."""
     topic, group = two_partitions
-    _commit(cluster.bootstrap, group, {(topic, 1): 0})
+    commit(cluster.bootstrap, group, {(topic, 1): 0})
     stop, thread = _writer(cluster.bootstrap, topic, pause, burst)
 
     async def scenario(app, pilot):
@@ -116,7 +108,7 @@ def test_a_written_topic_interpolates_the_commit_top_saw_written(kctl, cluster, 
         seen = _log_end(cluster.bootstrap, topic, 0)
         # An offset written after top's first samples, while it watched.
         await until(pilot, lambda: _log_end(cluster.bootstrap, topic, 0) > seen + burst, what="more records", timeout=20)
-        _commit(cluster.bootstrap, group, {(topic, 0): seen + 1})
+        commit(cluster.bootstrap, group, {(topic, 0): seen + 1})
         await until(pilot, lambda: any(g.group == group and g.lag_seconds for g in app.sampler.latest.value.groups),
                     what=f"{group}'s LAG-TIME")
         await pilot.pause(3 * INTERVAL)

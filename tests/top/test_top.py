@@ -8,20 +8,12 @@ import json
 import threading
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from kctl.top.app import GroupScreen, PeekScreen
-from tests.top.pilot import drive, ordered_keys, rows, until
+from tests.top.pilot import commit, drive, ordered_keys, rows, until
 
 pytestmark = pytest.mark.integration
-
-
-def _commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-    finally:
-        consumer.close()
 
 
 @pytest.fixture
@@ -34,7 +26,7 @@ def lagging(kctl, cluster, unique_name):
         for i in range(count):
             producer.produce(topic, value=b"%d" % i, partition=partition)
     assert producer.flush(30) == 0
-    _commit(cluster.bootstrap, group, {(topic, 0): 6, (topic, 1): 12, (topic, 2): 18})
+    commit(cluster.bootstrap, group, {(topic, 0): 6, (topic, 1): 12, (topic, 2): 18})
     return topic, group
 
 
