@@ -21,7 +21,8 @@ from tests.support.kafka_proxy import serve_each
 
 
 def make_certificates(directory: Path, address: str) -> tuple[Path, Path, Path]:
-    """(CA certificate, server certificate, server key), PEM files in `directory`."""
+    """(CA certificate, server certificate, server key), PEM files in `directory`, for a
+    server at `address` (an IP address or a host name)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -43,7 +44,7 @@ def make_certificates(directory: Path, address: str) -> tuple[Path, Path, Path]:
     server = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, address)]))
               .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-              .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(address))]), critical=False)
+              .add_extension(x509.SubjectAlternativeName([_alternative_name(address)]), critical=False)
               .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
               .sign(ca_key, hashes.SHA256()))
@@ -53,6 +54,16 @@ def make_certificates(directory: Path, address: str) -> tuple[Path, Path, Path]:
     paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return paths
+
+
+def _alternative_name(address: str):
+    """The certificate's subject alternative name for a server at `address` (an IP, or a host name)."""
+    from cryptography import x509
+
+    try:
+        return x509.IPAddress(ipaddress.ip_address(address))
+    except ValueError:
+        return x509.DNSName(address)
 
 
 class TlsFront:

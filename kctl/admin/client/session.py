@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kctl.admin.client.librdkafka import LibrdkafkaAdmin, build_client, librdkafka_log
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
-from kctl.errors import ConfigError, InvalidError, KctlError
+from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError
 
 if TYPE_CHECKING:  # the wire client's commands never wait on a future: not imported for them
     import concurrent.futures
@@ -65,7 +65,49 @@ class AdminSession:
         self.librdkafka = LibrdkafkaAdmin(settings, self.client_config, self.debug_config)
 
     def client_config(self) -> dict[str, Any]:
-        """librdkafka properties for any client of this session (admin, consumer, producer)."""
+        """librdkafka properties for any client of this session (admin, consumer, producer).
+        With SASL GSSAPI, which confluent-kafka's wheels lack, the client connects through
+        the session's loopback bridge (kctl.admin.client.bridge)."""
+        config = self._librdkafka_properties()
+        if self.gssapi:
+            bridge, addresses = self.bridge
+            return bridge.librdkafka_config(config, addresses)
+        return config
+
+    @property
+    def gssapi(self) -> bool:
+        """Whether the session authenticates with SASL GSSAPI (Kerberos)."""
+        properties = self.settings.properties
+        mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or "GSSAPI"
+        return properties.get("security.protocol", "").upper().startswith("SASL") and mechanism.upper() == "GSSAPI"
+
+    @cached_property
+    def bridge(self) -> tuple[Any, list[str]]:
+        """The loopback bridge librdkafka's clients reach a GSSAPI cluster through, its first
+        connection to the cluster made (and authenticated) now, and its bootstrap addresses."""
+        from kctl.admin.client.bridge import Bridge
+        from kctl.admin.client.wire import ConnectFailed, _split_address
+
+        wire = self.wire
+        bootstrap = [_split_address(a) for a in (self.settings.bootstrap_servers or "").split(",")]
+
+        def open_upstream(host: str, port: int) -> Any:
+            return wire.connect(host, port, "connect")
+
+        bridge = Bridge(open_upstream)
+        causes: list[BaseException] = []
+        for index in range(len(bootstrap)):  # the first bootstrap server that answers leads
+            try:
+                return bridge, bridge.start(bootstrap[index:] + bootstrap[:index])
+            except KctlError as exc:
+                if exc.exit_code != ExitCode.UNREACHABLE:
+                    bridge.close()
+                    raise
+                causes.append(exc)
+        bridge.close()
+        raise causes[-1] if causes else ConnectFailed([])
+
+    def _librdkafka_properties(self) -> dict[str, Any]:
         config: dict[str, Any] = {"bootstrap.servers": self.settings.bootstrap_servers}
         # Give up on a silent (black-holed) address within --timeout so the failure is
         # reported as unreachable rather than as a timeout.
@@ -92,7 +134,8 @@ class AdminSession:
         return token_source(self.settings.properties, self.settings.aws_msk_iam)
 
     def debug_config(self) -> Mapping[str, Any]:
-        return mask({k: ("(kctl's token callback)" if callable(v) else str(v)) for k, v in self.client_config().items()})
+        """The client properties as the user gave them (secrets masked; not the bridge's)."""
+        return mask({k: ("(kctl's token callback)" if callable(v) else str(v)) for k, v in self._librdkafka_properties().items()})
 
     # -- librdkafka's AdminClient (the admin writes, and `kafka` when it is librdkafka) -------
 
@@ -157,6 +200,8 @@ class AdminSession:
 
     def close(self) -> None:
         self.__dict__.pop("kafka", None)
+        if "bridge" in self.__dict__:
+            self.__dict__.pop("bridge")[0].close()
         if "wire" in self.__dict__:
             self.__dict__.pop("wire").close()
 
@@ -221,4 +266,3 @@ class AdminSession:
             pause = min(2 * pause, 0.2)
             answer = ask()
         return answer
-

@@ -11,9 +11,10 @@ before any answer is read).
 
 Security is the same as the other clients' and read from the same settings: TLS (`ssl`,
 with librdkafka's ssl.* properties), SASL PLAIN, SCRAM-SHA-256/512 (RFC 5802, written
-here: the scramp package costs 115 ms to import) and OAUTHBEARER (the session's token
-source: unsecured JWTs, OIDC client credentials, AWS MSK IAM). A property it cannot
-honour is a ConfigError naming it, never ignored.
+here: the scramp package costs 115 ms to import), OAUTHBEARER (the session's token
+source: unsecured JWTs, OIDC client credentials, AWS MSK IAM) and GSSAPI (Kerberos:
+kctl.admin.client.kerberos). A property it cannot honour is a ConfigError naming it,
+never ignored.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from kctl.errors import ConfigError, InvalidError, KctlError, NotAuthorizedError
 from kctl.messages import codec
 from kctl.messages.errors import error_name
 
-_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 # Every request sent, at DEBUG (--debug shows them; tests count them).
 log = logging.getLogger("kctl.wire")
 _SIZE = struct.Struct(">i")
@@ -65,6 +66,11 @@ class Security:
             raise ConfigError(f"unable to use AWS MSK IAM with sasl.mechanism={mechanism}: MSK IAM authenticates with OAUTHBEARER")
         if self.mechanism == "OAUTHBEARER" and tokens is not None:
             tokens()  # the token source's settings are checked now, before any connection
+        self.kerberos = None
+        if self.mechanism == "GSSAPI":
+            from kctl.admin.client.kerberos import Kerberos
+
+            self.kerberos = Kerberos(properties)
         self.username = properties.get("sasl.username", "")
         self.password = properties.get("sasl.password", "")
         self._tokens = tokens
@@ -72,11 +78,16 @@ class Security:
         for key in properties:
             if key in ("client.id", "sasl.username", "sasl.password", "sasl.mechanisms") or key in OAUTHBEARER_PROPERTIES:
                 continue
+            if key.startswith("sasl.kerberos."):
+                from kctl.admin.client.kerberos import KERBEROS_PROPERTIES
+
+                if key in KERBEROS_PROPERTIES:
+                    continue
             if key in SSL_PROPERTIES or ignored(key):
                 continue
             raise ConfigError(
                 f"unable to connect: property {key!r} is not supported by kctl's own client",
-                hint="it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM/OAUTHBEARER settings",
+                hint="it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM/OAUTHBEARER/GSSAPI settings",
             )
         self._ssl_context: Any = None
 
@@ -105,6 +116,7 @@ class Connection:
 
     def __init__(self, host: str, port: int, security: Security, client_id: str, deadline: float):
         self.address = f"{host}:{port}"
+        self.host = host
         self._client_id = client_id.encode()
         self._correlation = 0
         # correlation id -> (the answer's message, whether its header is flexible)
@@ -175,6 +187,12 @@ class Connection:
         except OSError:
             pass
 
+    def detach_socket(self) -> socket.socket:
+        """The authenticated socket, handed over (kctl.admin.client.bridge relays on it)."""
+        if self._pending:
+            raise RuntimeError(f"{self.address} has answers still to read")
+        return self._sock
+
     # -- versions -----------------------------------------------------------------------
 
     def _api_versions(self) -> dict[int, tuple[int, int]]:
@@ -210,6 +228,8 @@ class Connection:
             self._sasl_round(version, b"\x00" + security.username.encode() + b"\x00" + security.password.encode())
         elif mechanism.startswith("SCRAM-"):
             self._scram(version, mechanism, security.username, security.password)
+        elif mechanism == "GSSAPI" and security.kerberos is not None:
+            security.kerberos.authenticate(self.host, lambda data: self._sasl_round(version, data))
         else:
             token, extensions = security.token()
             pairs = "".join(f"{k}={v}\x01" for k, v in sorted(extensions.items()))
@@ -280,6 +300,18 @@ class WireClient:
 
     def _open(self, host: str, port: int, deadline: float) -> Connection:
         return Connection(host, port, self.security, self._client_id, deadline)
+
+    def connect(self, host: str, port: int, action: str) -> Connection:
+        """A connection of the caller's own to host:port, authenticated (not pooled: the
+        GSSAPI bridge relays on it); what fails is said as call() says it."""
+        try:
+            return self._open(host, port, self.deadline())
+        except KctlError as exc:
+            raise exc if exc.message.startswith("unable to ") else exc.but(action=action, cause=exc.message) from exc
+        except codec.CodecError as exc:
+            raise KctlError(f"unable to {action}: malformed answer from {host}:{port}: {exc}") from exc
+        except OSError as exc:  # refused, unresolvable, or silent until the deadline
+            raise self._unreachable(action, [exc]) from exc
 
     def bootstrap(self, deadline: float) -> Connection:
         """A connection to the first bootstrap server that answers."""
