@@ -154,9 +154,34 @@ def _refuse_msk_iam(app: App) -> None:
         )
 
 
-def _kafka(app: App) -> dict:
+def _kafka(app: App, master: str | None, engine: str = "python") -> dict:
+    """The client settings the job's readers and writers get: librdkafka's, through the
+    session's GSSAPI bridge on a Kerberos cluster."""
     _refuse_msk_iam(app)
+    if _gssapi(app):
+        from kctl.errors import ConfigError
+        from kctl.spark.session import resolved_master
+
+        # The bridge is this process's loopback: executors on this machine (a local
+        # master's) reach it; a cluster's executors and the JVM connector cannot.
+        if not resolved_master(master).startswith("local"):
+            raise ConfigError("unable to run a Spark job on a Kerberos (GSSAPI) cluster with a cluster master: kctl's executors "
+                              "reach a GSSAPI cluster through this machine's loopback bridge", hint="use --master local[*]")
+        if engine == "jvm":
+            raise ConfigError("unable to run a Spark job on a Kerberos (GSSAPI) cluster with --engine jvm: kctl does not pass "
+                              "Kerberos settings to Spark's Kafka connector", hint="use --engine python (the default)")
     return dict(app.session.client_config())
+
+
+def _engine(app: App, engine: str) -> str:
+    """--engine auto is kctl's reader on a Kerberos cluster (the JVM connector gets no Kerberos settings)."""
+    return "python" if engine == "auto" and _gssapi(app) else engine
+
+
+def _gssapi(app: App) -> bool:
+    from kctl.admin.client.properties import uses_gssapi
+
+    return not app.settings.aws_msk_iam and uses_gssapi(app.settings.properties)
 
 
 def _item(key: str, title: str, **kwargs) -> Column:
@@ -254,6 +279,7 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url
       kctl spark dump -t clicks --master spark://spark:7077 --ship-env --spark-conf spark.executor.memory=1g --out /mnt/shared/clicks
       kctl spark dump -t invoices --decode --out invoices-typed
     """
+    engine = _engine(app, engine)
     from kctl.errors import UsageError
     from kctl.spark.audit_inputs import compacted_topics
     from kctl.spark.dump import DumpRequest
@@ -280,7 +306,7 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url
     )
     with _interruptible(f"the dump in {out} is partial (its manifest says so)", "run the same command with --overwrite to dump again"), \
             _live_progress(app, "dump") as report:
-        manifest = run_dump(factory, _kafka(app), request, report)
+        manifest = run_dump(factory, _kafka(app, master, engine), request, report)
     app.note(f"dumped {manifest['records']:,} record(s) from {len(manifest['partitions'])} partition(s) to {out}")
     _show(app, {"out": str(out), **manifest}, DUMP_SPEC)
     undecoded = manifest.get("decoded", {}).get("undecoded", 0)
@@ -345,6 +371,7 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
       kctl spark replay --from-dump /data/orders --to-topic orders-test --timestamps now
       kctl spark replay --to-topic orders --resume     # finish an interrupted replay into orders
     """
+    engine = _engine(app, engine)
     from kctl.errors import InvalidError, UsageError
     from kctl.spark.replay import (
         PARTITION_MAPS,
@@ -390,7 +417,7 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
                         f"kctl spark replay --to-topic {to_topic}{manifest_option} --resume finishes it"), \
             _live_progress(app, "replay") as report:
         manifest = run_replay(
-            factory, _kafka(app), request,
+            factory, _kafka(app, master, engine), request,
             destination_partitions=lambda topic: _partition_counts(app, topic),
             high_watermarks=lambda topic, count: _high_watermarks(app, topic, count),
             manifest_path=manifest_path, resume_from=previous, report=report,
@@ -460,6 +487,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
       kctl spark audit -t orders --compare-to orders-mirror
       kctl spark audit --dump /data/orders --compare-to orders-copy -o json
     """
+    engine = _engine(app, engine)
     from kctl.errors import ExitCode, KctlError, UsageError
     from kctl.spark import frames
     from kctl.spark.audit import audit as run_audit
@@ -472,7 +500,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
     json_schema = _json_schema(schema_file) if schema_file else None
     sides = [(dump_dir or topic, dump_dir is not None)] + ([(compare_to, is_dump(compare_to))] if compare_to is not None else [])
     compacted = check_topics(app.session, [name for name, dump in sides if not dump])
-    kafka = _kafka(app) if any(not dump for _name, dump in sides) else {}
+    kafka = _kafka(app, master, engine) if any(not dump for _name, dump in sides) else {}
     source = f"dump {dump_dir}" if dump_dir else topic
     with _interruptible(), _live_progress(app, "audit") as progress_report, _scratch_directory(progress_report is not None) as progress_dir:
         planned = [plan_input(name, dump=dump, kafka=kafka, compacted=compacted) for name, dump in sides]
@@ -686,7 +714,7 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
         max_records=max_records or None, out=Path(out).absolute() if out else None,
         out_format=out_format, overwrite=overwrite,
     )
-    kafka = _kafka(app)
+    kafka = _kafka(app, master)
     # Asked when the query names its first topic: a query of dumps alone needs no cluster.
     known = functools.cache(lambda: app.session.metadata("run the query"))
     registry = functools.cache(lambda: app.registry(registry_url))

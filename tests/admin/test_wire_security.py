@@ -52,9 +52,11 @@ def test_relaxed_tls_verification():
 
 
 @pytest.mark.parametrize(("properties", "message"), [
-    ({"sasl.kerberos.keytab": "/k"}, "property 'sasl.kerberos.keytab' is not supported by kctl's own client"),
+    ({"sasl.kerberos.ticket": "/k"}, "property 'sasl.kerberos.ticket' is not supported by kctl's own client"),
     ({"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"}, "sasl.mechanism AWS_MSK_IAM is not supported by kctl's own client"),
-    ({"security.protocol": "SASL_PLAINTEXT"}, "sasl.mechanism GSSAPI is not supported by kctl's own client"),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.keytab": "/k"}, "sasl.kerberos.keytab without sasl.kerberos.principal"),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.keytab": "/no/such.keytab", "sasl.kerberos.principal": "a@R"},
+     "sasl.kerberos.keytab /no/such.keytab: no such file"),
     ({"security.protocol": "TLS"}, "security.protocol TLS is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
 ])
 def test_what_it_cannot_honour_is_refused_by_name(properties, message):

@@ -6,6 +6,12 @@ keytab, are the oracle."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
 
 
 def kerberos_flags(kerberos_kafka, **extra: str) -> list[str]:
@@ -58,3 +64,134 @@ def test_sasl_ssl_with_a_keytab_alone(kctl, kerberos_kafka):
     assert run.exit_code == 0, run.stderr
     assert json.loads(run.stdout)["value"] == "over tls"
     assert not (kerberos_kafka.directory / "no-such-cache").exists()
+
+
+def _unreachable_kdc(kerberos_kafka, tmp_path) -> str:
+    """A krb5.conf like the realm's whose KDC is a port nothing listens on."""
+    from tests.backends.kafka import free_port
+
+    text = kerberos_kafka.realm.krb5_conf.read_text().replace(f"127.0.0.1:{kerberos_kafka.realm.port}", f"127.0.0.1:{free_port()}")
+    path = tmp_path / "krb5.conf"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("case", ["no ticket", "expired ticket", "wrong principal", "unknown service", "kdc unreachable"])
+def test_kerberos_failures_are_one_line(kctl, kerberos_kafka, tmp_path, case):
+    """Each Kerberos failure is one line naming it, exit 77 (or 69 for the KDC), on the
+    wire client's path (topic list) and librdkafka's (record consume, through the bridge)."""
+    flags = kerberos_flags(kerberos_kafka)
+    env = kerberos_kafka.env(None)
+    expected = {"no ticket": (77, "no Kerberos ticket"), "expired ticket": (77, "Kerberos ticket expired"),
+                "wrong principal": (77, "Kerberos authentication as bob@KCTL.TEST failed"),
+                "unknown service": (77, "the Kerberos KDC knows no service principal nosuch/localhost"),
+                "kdc unreachable": (69, "Kerberos KDC unreachable")}[case]
+    if case == "expired ticket":
+        env = kerberos_kafka.env(kerberos_kafka.ticket_cache("alice", lifetime="2s"))
+        time.sleep(3)
+    elif case == "wrong principal":  # alice's keytab, bob's name
+        flags += ["-X", f"sasl.kerberos.keytab={kerberos_kafka.keytab('alice')}", "-X", f"sasl.kerberos.principal={kerberos_kafka.principal('bob')}"]
+    elif case == "unknown service":
+        env = kerberos_kafka.env(kerberos_kafka.ticket_cache("alice"))
+        flags += ["-X", "sasl.kerberos.service.name=nosuch"]
+    elif case == "kdc unreachable":
+        env = {**env, "KRB5_CONFIG": _unreachable_kdc(kerberos_kafka, tmp_path)}
+        flags += ["-X", f"sasl.kerberos.keytab={kerberos_kafka.keytab('alice')}", "-X", f"sasl.kerberos.principal={kerberos_kafka.principal('alice')}"]
+    for command in (["topic", "list"], ["record", "consume", "kerb-tool", "-n", "1", "--timeout", "5"]):
+        run = kctl(*flags, *command, env=env)
+        assert run.exit_code == expected[0], (command, run.stderr)
+        assert expected[1] in run.stderr, (command, run.stderr)
+        assert "Traceback" not in run.stderr
+        assert run.stderr.startswith("error: ") and len(run.stderr.strip().splitlines()) <= 2, run.stderr  # the error and its hint
+
+
+def test_without_the_gssapi_binding_says_how_to_install_it(kctl, kerberos_kafka, monkeypatch):
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # import gssapi raises ImportError
+    run = kctl(*kerberos_flags(kerberos_kafka), "topic", "list", env=kerberos_kafka.env(None))
+    assert run.exit_code == 78, run.stderr
+    assert "the gssapi package is not installed" in run.stderr and "pip install 'kctl[kerberos]'" in run.stderr
+
+
+def test_group_commands_resets_and_top_with_kerberos(kctl, kerberos_kafka, monkeypatch):
+    """A KIP-848 consumer and a classic one through the bridge; describe, lag, a reset
+    (dry run, then executed and read back), delete; `kctl top` shows the group; Kafka's
+    own ConsumerGroupCommand, with alice's keytab, sees what kctl committed."""
+    from tests.top.pilot import groups_shown
+
+    env = kerberos_kafka.env(kerberos_kafka.ticket_cache("alice"))
+    flags = kerberos_flags(kerberos_kafka)
+    assert kctl(*flags, "topic", "create", "kerb-groups", "--partitions", "2", env=env).exit_code == 0
+    lines = "".join(f"record {i}\n" for i in range(40))
+    assert kctl(*flags, "record", "produce", "kerb-groups", input=lines, env=env).exit_code == 0
+    for group, protocol in (("kerb-classic", "classic"), ("kerb-848", "consumer")):
+        run = kctl(*flags, "-X", f"group.protocol={protocol}", "record", "consume", "kerb-groups", "--from", "earliest",
+                   "-n", "30", "--group", group, env=env)
+        assert run.exit_code == 0, run.stderr
+    run = kctl(*flags, "group", "describe", "kerb-848", "kerb-classic", "-o", "json", env=env)
+    assert run.exit_code == 0, run.stderr
+    assert {g["type"] for g in json.loads(run.stdout)} == {"consumer", "classic"}
+    run = kctl(*flags, "group", "lag", "kerb-classic", "-o", "json", env=env)
+    assert run.exit_code == 0, run.stderr
+    assert json.loads(run.stdout)[0]["lag_sum"] == 10
+    oracle = kerberos_kafka.run_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+                                     kerberos_kafka.bootstrap, "--command-config", str(kerberos_kafka.tool_properties("alice")),
+                                     "--describe", "--group", "kerb-classic")
+    assert oracle.returncode == 0, oracle.stderr
+    committed = sum(int(line.split()[3]) for line in oracle.stdout.splitlines() if line.startswith("kerb-classic "))
+    assert committed == 30, oracle.stdout
+    assert kctl(*flags, "group", "reset-offsets", "kerb-classic", "-t", "kerb-groups", "--to-earliest", env=env).exit_code == 0
+    run = kctl(*flags, "group", "reset-offsets", "kerb-classic", "-t", "kerb-groups", "--to-earliest", "--execute", "--yes", env=env)
+    assert run.exit_code == 0, run.stderr
+    run = kctl(*flags, "group", "lag", "kerb-classic", "-o", "json", env=env)
+    assert json.loads(run.stdout)[0]["lag_sum"] == 40, run.stdout
+    properties = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI"}
+    monkeypatch.setenv("KRB5_CONFIG", env["KRB5_CONFIG"])
+    monkeypatch.setenv("KRB5CCNAME", env["KRB5CCNAME"])
+    shown = groups_shown(kerberos_kafka.bootstrap, ["kerb-classic"], properties=properties)
+    assert shown["kerb-classic"]
+    run = kctl(*flags, "group", "delete", "kerb-classic", "--yes", env=env)
+    assert run.exit_code == 0, run.stderr
+
+
+def test_spark_dump_on_a_kerberos_cluster(kctl, kerberos_kafka, spark, tmp_path):
+    """kctl's reader on a local master reads through the bridge; a cluster master and the
+    JVM connector are refused in one line each."""
+    env = kerberos_kafka.env(kerberos_kafka.ticket_cache("alice"))
+    flags = kerberos_flags(kerberos_kafka)
+    assert kctl(*flags, "topic", "create", "kerb-spark", "--partitions", "2", env=env).exit_code == 0
+    assert kctl(*flags, "record", "produce", "kerb-spark", input="".join(f"r{i}\n" for i in range(20)), env=env).exit_code == 0
+    run = kctl(*flags, "spark", "dump", "-t", "kerb-spark", "--out", str(tmp_path / "dump"), "-o", "json", env=env)
+    assert run.exit_code == 0, run.stderr
+    assert json.loads(run.stdout)["records"] == 20
+    for extra, says in ((["--master", "spark://127.0.0.1:7077"], "with a cluster master"), (["--engine", "jvm"], "with --engine jvm")):
+        run = kctl(*flags, "spark", "dump", "-t", "kerb-spark", "--out", str(tmp_path / "refused"), *extra, env=env)
+        assert run.exit_code == 78 and says in run.stderr, run.stderr
+
+
+def test_the_binding_is_imported_only_with_gssapi_and_reads_need_no_bridge(kerberos_kafka):
+    """A group read on the Kerberos listener imports the binding and kctl's Kerberos
+    module, not the bridge nor any client library (the wire client serves it); on the
+    plaintext listener, not even the binding (tests/test_startup.py asserts that for every
+    everyday read)."""
+    from tests.test_startup import PROBE
+
+    watched = ["gssapi", "kctl.admin.client.kerberos", "kctl.admin.client.bridge", "confluent_kafka"]
+    env = {**os.environ, **kerberos_kafka.env(kerberos_kafka.ticket_cache("alice"))}
+    loaded = {}
+    for name, argv in (("kerberos", kerberos_flags(kerberos_kafka)), ("plaintext", ["-b", kerberos_kafka.plaintext])):
+        proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps([*argv, "group", "list"]), json.dumps(watched)],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        line = [line for line in proc.stderr.splitlines() if line.startswith("LOADED=")][-1]
+        loaded[name] = {m.split(".")[0] if m.startswith("gssapi") else m for m in json.loads(line.removeprefix("LOADED="))}
+    assert loaded == {"kerberos": {"gssapi", "kctl.admin.client.kerberos"}, "plaintext": set()}
+
+
+def test_the_bundled_broker_answers_gssapi_with_its_mechanisms(kctl, secured_bundled):
+    """The bundled broker does not serve GSSAPI: a Kerberos client is told which mechanisms
+    it enables, in one line, on the wire client's path and on librdkafka's (the bridge)."""
+    flags = ["-b", secured_bundled.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=GSSAPI"]
+    for command in (["topic", "list"], ["record", "consume", "anything", "-n", "1"]):
+        run = kctl(*flags, *command)
+        assert run.exit_code == 77, run.stderr
+        assert "does not enable SASL GSSAPI (it enables: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)" in run.stderr, run.stderr

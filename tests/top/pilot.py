@@ -18,10 +18,10 @@ from kctl.top.run import build
 
 
 def drive(bootstrap: str, scenario: Callable[[Any, Any], Awaitable[None]], *, interval: float = 0.3, window: float = 10.0,
-          size: tuple[int, int] = (120, 40), connect: Any = None) -> Any:
-    """Run `scenario(app, pilot)` in a headless `kctl top` on `bootstrap` (and `connect`,
-    a Kafka Connect client); the app after it."""
-    session = AdminSession(ClientSettings(bootstrap_servers=bootstrap, properties={}, timeout=5, context=None))
+          size: tuple[int, int] = (120, 40), connect: Any = None, properties: dict[str, str] | None = None) -> Any:
+    """Run `scenario(app, pilot)` in a headless `kctl top` on `bootstrap` (with client
+    `properties`, and `connect`, a Kafka Connect client); the app after it."""
+    session = AdminSession(ClientSettings(bootstrap_servers=bootstrap, properties=dict(properties or {}), timeout=5, context=None))
     app, sampler = build(session, target=bootstrap, interval=interval, window=window, connect=connect)
 
     async def main() -> None:
@@ -76,7 +76,8 @@ def screen_text(app: Any) -> str:
     return console.export_text()
 
 
-def groups_shown(bootstrap: str, groups: list[str], *, timeout: float = 30) -> dict[str, dict[str, str]]:
+def groups_shown(bootstrap: str, groups: list[str], *, timeout: float = 30,
+                 properties: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
     """The groups view's rows of `groups`, once every one is shown."""
     found: dict[str, dict[str, str]] = {}
 
@@ -88,7 +89,7 @@ def groups_shown(bootstrap: str, groups: list[str], *, timeout: float = 30) -> d
         found.update({g: shown[g] for g in groups})
         await pilot.press("q")
 
-    drive(bootstrap, scenario)
+    drive(bootstrap, scenario, properties=properties)
     return found
 
 

@@ -14,6 +14,7 @@ the Kerberos library itself. `gssapi` is imported only when GSSAPI is configured
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -31,6 +32,7 @@ _INSTALL_HINT = "install the Kerberos binding: pip install 'kctl[kerberos]' (it 
 _NO_TICKET_HINT = "run kinit (KRB5CCNAME names the ticket cache), or set sasl.kerberos.keytab and sasl.kerberos.principal"
 # "Minor (2529639053): No Kerberos credentials available (default cache: ...)"
 _MINOR = re.compile(r"Minor \(\d+\): (.*)$", re.DOTALL)
+_MAJOR = re.compile(r"Major \(\d+\): (.*?)(?:, Minor \(|$)", re.DOTALL)
 
 
 class Kerberos:
@@ -46,6 +48,8 @@ class Kerberos:
         if self.keytab and not self.principal:
             raise ConfigError("unable to use sasl.kerberos.keytab without sasl.kerberos.principal",
                               hint="set sasl.kerberos.principal to the keytab's principal (klist -k KEYTAB lists them)")
+        if self.keytab and not os.path.isfile(self.keytab):
+            raise ConfigError(f"unable to use sasl.kerberos.keytab {self.keytab}: no such file")
         self._gssapi = _import_gssapi()
         self._credentials: Any = None
         self._lock = threading.Lock()
@@ -99,9 +103,12 @@ class Kerberos:
         """One line for what Kerberos refused: no ticket, an expired one, a principal the
         keytab lacks, a service principal the KDC does not know, an unreachable KDC."""
         text = str(exc)
-        match = _MINOR.search(text)
-        detail = " ".join((match.group(1) if match else text).split())
+        major, minor = _MAJOR.search(text), _MINOR.search(text)
+        detail = minor.group(1) if minor and minor.group(1).strip() not in ("", "Success") else (major.group(1) if major else text)
+        detail = " ".join(detail.split()).rstrip(",")
         lowered = detail.lower()
+        if isinstance(exc, self._gssapi.exceptions.ExpiredCredentialsError):
+            lowered += " expired"
         where = f" for {self.service}/{host}" if host else ""
         if "cannot contact any kdc" in lowered or "cannot find kdc" in lowered or "unable to reach any kdc" in lowered:
             return UnreachableError(f"Kerberos KDC unreachable{where}: {detail}",
@@ -115,6 +122,9 @@ class Kerberos:
                 hint="connect to the broker by the host name in its principal (-b), and check sasl.kerberos.service.name")
         if "no key table entry" in lowered or "client" in lowered and "not found in kerberos database" in lowered or "keytab" in lowered:
             return NotAuthorizedError(f"Kerberos authentication as {self.principal} failed: {detail}",
+                                      hint="check sasl.kerberos.principal against the keytab (klist -k KEYTAB)")
+        if self.keytab and host is None:  # the keytab gave no ticket for the principal
+            return NotAuthorizedError(f"Kerberos authentication as {self.principal} failed: no key for it in {self.keytab} ({detail})",
                                       hint="check sasl.kerberos.principal against the keytab (klist -k KEYTAB)")
         if "credentials" in lowered or "credential cache" in lowered or "ccache" in lowered:
             return NotAuthorizedError(f"no Kerberos ticket ({detail})", hint=_NO_TICKET_HINT)

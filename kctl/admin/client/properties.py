@@ -63,3 +63,10 @@ IGNORED_PREFIXES = (
 
 def ignored(key: str) -> bool:
     return key.startswith(IGNORED_PREFIXES)
+
+
+def uses_gssapi(properties: dict[str, str]) -> bool:
+    """Whether client `properties` authenticate with SASL GSSAPI (Kerberos): librdkafka's
+    default mechanism once security.protocol is SASL_*."""
+    mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or "GSSAPI"
+    return properties.get("security.protocol", "").upper().startswith("SASL") and mechanism.upper() == "GSSAPI"

@@ -77,9 +77,9 @@ class AdminSession:
     @property
     def gssapi(self) -> bool:
         """Whether the session authenticates with SASL GSSAPI (Kerberos)."""
-        properties = self.settings.properties
-        mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or "GSSAPI"
-        return properties.get("security.protocol", "").upper().startswith("SASL") and mechanism.upper() == "GSSAPI"
+        from kctl.admin.client.properties import uses_gssapi
+
+        return not self.settings.aws_msk_iam and uses_gssapi(self.settings.properties)
 
     @cached_property
     def bridge(self) -> tuple[Any, list[str]]:
