@@ -241,116 +241,27 @@ def secured_kafka(tmp_path_factory):
     cluster.stop()
 
 
-class KerberosKafka:
-    """A Kafka node behind a Kerberos realm: `bootstrap` is its GSSAPI listener
-    (SASL_PLAINTEXT at localhost, the host in its principal kafka/localhost),
-    `plaintext` a PLAINTEXT listener beside it for the brokers and the tests' setup.
-    `tls_bootstrap` its SASL_SSL listener (a certificate for localhost signed by `ca`).
-    Users alice and bob, each with a password and a keytab."""
-
-    def __init__(self, realm: Any, cluster: Any, port: int, directory: Path):
-        self.realm = realm
-        self.cluster = cluster
-        self.bootstrap = f"localhost:{port}"
-        self.plaintext = cluster.bootstrap
-        self.directory = directory
-
-    def keytab(self, user: str) -> Path:
-        return self.directory / f"{user}.keytab"
-
-    def principal(self, user: str) -> str:
-        from tests.support.kerberos import REALM
-
-        return f"{user}@{REALM}"
-
-    def ticket_cache(self, user: str = "alice", lifetime: str | None = None) -> Path:
-        """A new ticket cache for `user`, as `kinit` makes it."""
-        cache = self.directory / f"cache-{user}-{uuid.uuid4().hex[:8]}"
-        self.realm.kinit(self.principal(user), KERBEROS_PASSWORDS[user], cache, lifetime)
-        return cache
-
-    def env(self, cache: Path | None = None) -> dict[str, str]:
-        """A client's environment: the realm's krb5.conf, and the ticket cache (none: a
-        cache that does not exist)."""
-        return {**self.realm.env, "KRB5CCNAME": f"FILE:{cache or self.directory / 'no-such-cache'}"}
-
-    def tool_properties(self, user: str = "alice") -> Path:
-        """Kafka's tools' client properties for `user`'s keytab (--command-config)."""
-        path = self.directory / f"tool-{user}.properties"
-        jaas = (f'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
-                f'keyTab="{self.keytab(user)}" principal="{self.principal(user)}";')
-        path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\nsasl.jaas.config={jaas}\n")
-        return path
-
-    def run_tool(self, main_class: str, *args: str, timeout: float = 60):
-        return self.cluster.run_tool(main_class, *args, timeout=timeout)
-
-
-KERBEROS_PASSWORDS = {"alice": "alice-kerberos", "bob": "bob-kerberos"}
-
-
 @pytest.fixture(scope="session")
 def kerberos_kafka(tmp_path_factory):
-    """A real MIT Kerberos realm (krb5kdc on loopback, tests.support.kerberos) and a Kafka
-    node with a GSSAPI listener (KerberosKafka). Started only when a test asks and the
-    `kafka` backend is selected; skipped where the KDC's packages are missing."""
+    """A real MIT Kerberos realm (krb5kdc on loopback) and a Kafka node with GSSAPI
+    listeners (tests.support.kerberos.KerberosKafka). Started only when a test asks and the
+    `kafka` backend is selected; skipped where the binding or the KDC's packages are missing
+    (a failure with KCTL_REQUIRE_BROKERS=1)."""
     if "kafka" not in selected_backends():
         pytest.skip("the Kerberos cluster runs with the kafka backend")
     from tests.backends.jars import JarResolutionError
-    from tests.backends.kafka import TEST_JVM_OPTIONS, TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError, free_port
-    from tests.security.tls import make_certificates
-    from tests.support.kerberos import Realm, missing_tools
+    from tests.backends.kafka import KafkaStartError
+    from tests.support.kerberos import start_kerberos_kafka, unavailable
 
+    why = unavailable()
+    if why:
+        _unavailable("the Kerberos tests", why)
     try:
-        import gssapi  # noqa: F401
-    except ImportError:
-        _unavailable("the Kerberos tests", "the gssapi binding is not installed (pip install -e '.[kerberos]')")
-    missing = missing_tools()
-    if missing:
-        _unavailable("the Kerberos realm", f"{', '.join(missing)} not installed (Debian: krb5-kdc krb5-admin-server krb5-user)")
-    directory = tmp_path_factory.mktemp("kerberos")
-    realm = Realm(directory / "realm")
-    try:
-        realm.start()
-        service = realm.principal("kafka/localhost", keytab=directory / "kafka.keytab")
-        for user, password in KERBEROS_PASSWORDS.items():
-            realm.principal(user, password=password, keytab=directory / f"{user}.keytab")
-    except (RuntimeError, OSError) as exc:
-        realm.stop()
-        _unavailable("the Kerberos realm", exc)
-    krb5 = f"-Djava.security.krb5.conf={realm.krb5_conf}"
-    cluster = KafkaCluster(nodes=1, workdir=directory / "kafka", jvm_options=(*TEST_JVM_OPTIONS, krb5),
-                           tool_jvm_options=(*TEST_TOOL_JVM_OPTIONS, krb5))
-    port, tls_port = free_port(), free_port()
-    node = cluster.nodes[0]
-    ca, certificate, key = make_certificates(directory, "localhost")
-    keystore = directory / "server-keystore.pem"  # Kafka's PEM key store: the key, then the certificate
-    keystore.write_text(key.read_text() + certificate.read_text())
-    jaas = realm.jaas_server(directory / "kafka.keytab", service)
-    cluster.overrides.update({
-        "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port},"
-                     f"SASL_PLAINTEXT://localhost:{port},SASL_SSL://localhost:{tls_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://localhost:{port},SASL_SSL://localhost:{tls_port}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-        "sasl.enabled.mechanisms": "GSSAPI",
-        "sasl.kerberos.service.name": "kafka",
-        "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": jaas,
-        "listener.name.sasl_ssl.gssapi.sasl.jaas.config": jaas,
-        "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
-        "listener.name.sasl_ssl.ssl.keystore.location": str(keystore),
-    })
-    try:
-        cluster.start()
-    except (JarResolutionError, KafkaStartError, OSError) as exc:
-        cluster.stop()
-        realm.stop()
+        kerberos = start_kerberos_kafka(tmp_path_factory.mktemp("kerberos"))
+    except (JarResolutionError, KafkaStartError, RuntimeError, OSError) as exc:
         _unavailable("the Kerberos Kafka node", exc)
-    cluster.backend = "kafka"
-    kerberos = KerberosKafka(realm, cluster, port, directory)
-    kerberos.tls_bootstrap, kerberos.ca = f"localhost:{tls_port}", ca
     yield kerberos
-    cluster.stop()
-    realm.stop()
+    kerberos.stop()
 
 
 SECURED_PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}

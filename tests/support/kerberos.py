@@ -13,7 +13,9 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 from tests.backends.kafka import free_port
 
@@ -152,3 +154,111 @@ class Realm:
                 os.killpg(self._process.pid, signal.SIGKILL)
                 self._process.wait()
         self._process = None
+
+
+def unavailable() -> str | None:
+    """Why Kerberos tests cannot run here (None: they can)."""
+    try:
+        import gssapi  # noqa: F401
+    except ImportError:
+        return "the gssapi binding is not installed (pip install -e '.[kerberos]')"
+    missing = missing_tools()
+    if missing:
+        return f"{', '.join(missing)} not installed (Debian: krb5-kdc krb5-admin-server krb5-user)"
+    return None
+
+
+PASSWORDS = {"alice": "alice-kerberos", "bob": "bob-kerberos"}
+
+
+class KerberosKafka:
+    """A Kafka node behind a Kerberos realm: `bootstrap` is its GSSAPI listener
+    (SASL_PLAINTEXT at localhost, the host in its principal kafka/localhost),
+    `tls_bootstrap` its SASL_SSL one (a certificate for localhost signed by `ca`),
+    `plaintext` a PLAINTEXT listener for the brokers and the tests' setup. Users alice
+    and bob, each with a password and a keytab."""
+
+    def __init__(self, realm: Realm, cluster: Any, port: int, tls_port: int, ca: Path, directory: Path):
+        self.realm = realm
+        self.cluster = cluster
+        self.bootstrap = f"localhost:{port}"
+        self.tls_bootstrap = f"localhost:{tls_port}"
+        self.ca = ca
+        self.plaintext = cluster.bootstrap
+        self.directory = directory
+
+    def keytab(self, user: str) -> Path:
+        return self.directory / f"{user}.keytab"
+
+    def principal(self, user: str) -> str:
+        return f"{user}@{REALM}"
+
+    def ticket_cache(self, user: str = "alice", lifetime: str | None = None) -> Path:
+        """A new ticket cache for `user`, as `kinit` makes it."""
+        cache = self.directory / f"cache-{user}-{uuid.uuid4().hex[:8]}"
+        self.realm.kinit(self.principal(user), PASSWORDS[user], cache, lifetime)
+        return cache
+
+    def env(self, cache: Path | None = None) -> dict[str, str]:
+        """A client's environment: the realm's krb5.conf, and the ticket cache (none: a
+        cache that does not exist)."""
+        return {**self.realm.env, "KRB5CCNAME": f"FILE:{cache or self.directory / 'no-such-cache'}"}
+
+    def tool_properties(self, user: str = "alice") -> Path:
+        """Kafka's tools' client properties for `user`'s keytab (--command-config)."""
+        path = self.directory / f"tool-{user}.properties"
+        jaas = (f'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
+                f'keyTab="{self.keytab(user)}" principal="{self.principal(user)}";')
+        path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\nsasl.jaas.config={jaas}\n")
+        return path
+
+    def run_tool(self, main_class: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return self.cluster.run_tool(main_class, *args, timeout=timeout)
+
+    def stop(self) -> None:
+        self.cluster.stop()
+        self.realm.stop()
+
+
+def start_kerberos_kafka(directory: Path, *, jvm_options: tuple[str, ...] | None = None) -> KerberosKafka:
+    """A realm and a Kafka node (the tests' jars) with GSSAPI listeners, started; stopped
+    again when either fails to start."""
+    from tests.backends.kafka import TEST_JVM_OPTIONS, TEST_TOOL_JVM_OPTIONS, KafkaCluster
+    from tests.security.tls import make_certificates
+
+    realm = Realm(directory / "realm")
+    cluster = None
+    try:
+        realm.start()
+        service = realm.principal("kafka/localhost", keytab=directory / "kafka.keytab")
+        for user, password in PASSWORDS.items():
+            realm.principal(user, password=password, keytab=directory / f"{user}.keytab")
+        krb5 = f"-Djava.security.krb5.conf={realm.krb5_conf}"
+        cluster = KafkaCluster(nodes=1, workdir=directory / "kafka", jvm_options=(*(jvm_options or TEST_JVM_OPTIONS), krb5),
+                               tool_jvm_options=(*TEST_TOOL_JVM_OPTIONS, krb5))
+        port, tls_port = free_port(), free_port()
+        node = cluster.nodes[0]
+        ca, certificate, key = make_certificates(directory, "localhost")
+        keystore = directory / "server-keystore.pem"  # Kafka's PEM key store: the key, then the certificate
+        keystore.write_text(key.read_text() + certificate.read_text())
+        jaas = realm.jaas_server(directory / "kafka.keytab", service)
+        cluster.overrides.update({
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port},"
+                         f"SASL_PLAINTEXT://localhost:{port},SASL_SSL://localhost:{tls_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://localhost:{port},SASL_SSL://localhost:{tls_port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+            "sasl.enabled.mechanisms": "GSSAPI",
+            "sasl.kerberos.service.name": "kafka",
+            "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": jaas,
+            "listener.name.sasl_ssl.gssapi.sasl.jaas.config": jaas,
+            "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
+            "listener.name.sasl_ssl.ssl.keystore.location": str(keystore),
+        })
+        cluster.start()
+    except BaseException:
+        if cluster is not None:
+            cluster.stop()
+        realm.stop()
+        raise
+    cluster.backend = "kafka"
+    return KerberosKafka(realm, cluster, port, tls_port, ca, directory)
