@@ -428,17 +428,24 @@ def _reader_gone(stream):
 
 def _stop_on_sigterm() -> None:
     """SIGTERM stops consuming like Ctrl-C: offsets are committed and the consumer leaves
-    its group at once instead of after session.timeout.ms."""
+    its group at once instead of after session.timeout.ms. Both say so to the consume loop
+    (consume.INTERRUPTED) before they interrupt it."""
     import signal
     import threading
 
+    from kctl.records.consume import INTERRUPTED
+
+    INTERRUPTED.clear()
     if threading.current_thread() is not threading.main_thread():
         return
 
     def interrupt(_signum, _frame):
+        INTERRUPTED.set()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
 
 
 @record.command("delete")

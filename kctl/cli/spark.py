@@ -170,7 +170,7 @@ def _kafka(app: App, master: str | None, engine: str = "python") -> dict:
         if engine == "jvm":
             raise ConfigError("unable to run a Spark job on a Kerberos (GSSAPI) cluster with --engine jvm: kctl does not pass "
                               "Kerberos settings to Spark's Kafka connector", hint="use --engine python (the default)")
-    return dict(app.session.client_config())
+    return dict(app.session.client_config(portable=True))
 
 
 def _engine(app: App, engine: str) -> str:

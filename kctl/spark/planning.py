@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from kctl.admin.client.errors import describe, error_class, error_of
 from kctl.errors import InvalidError, KctlError, NotFoundError, UnreachableError
@@ -46,7 +47,7 @@ class OffsetRange:
         return self.end - self.start
 
 
-def consumer_config(options: SourceOptions, role: str) -> dict[str, str]:
+def consumer_config(options: SourceOptions, role: str) -> dict[str, Any]:
     config = {
         "group.id": f"{options.group_id_prefix}-{uuid.uuid4()}-{role}",
         "enable.auto.commit": "false",
@@ -54,7 +55,9 @@ def consumer_config(options: SourceOptions, role: str) -> dict[str, str]:
         "isolation.level": "read_uncommitted",
     }
     config.update(options.kafka)
-    return config
+    from kctl.admin.client.oauth import with_token_program
+
+    return with_token_program(config)  # a token command runs where the consumer does
 
 
 def _fail(exc_or_error) -> KctlError:

@@ -171,7 +171,9 @@ class _TaskWriter:
         config.update(self.kafka)
         if self.exactly_once:
             config["transactional.id"] = f"kctl-replay-{self.run_id}-{self.topic}-{partition}"
-        return config
+        from kctl.admin.client.oauth import with_token_program
+
+        return with_token_program(config)  # a token command runs on the executor
 
     def _on_delivery(self, error, message) -> None:
         if error is not None and self.failure is None:
@@ -199,7 +201,9 @@ class _TaskWriter:
         base = self.baseline.get(partition, 0)
         config = {"group.id": f"kctl-replay-{self.run_id}-check", "enable.auto.commit": "false", "enable.partition.eof": "true", "isolation.level": "read_committed"}
         config.update(self.kafka)
-        consumer = Consumer(config)
+        from kctl.admin.client.oauth import with_token_program
+
+        consumer = Consumer(with_token_program(config))
         try:
             _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=30, cached=False)
             if not self.exactly_once:

@@ -223,14 +223,18 @@ def kafka_cluster(cluster, request) -> Cluster:
 @pytest.fixture(scope="session")
 def secured_kafka(tmp_path_factory):
     """A single Kafka node with SASL and ACLs: PLAIN users admin (super user) and alice
-    (no ACLs), SCRAM user bob (no ACLs), OAUTHBEARER with unsecured JWTs. Started only when a test asks and the `kafka` backend is selected."""
+    (no ACLs), SCRAM user bob (no ACLs), OAUTHBEARER with unsecured JWTs (sessions of at
+    most 10 s). Started only when a test asks and the `kafka` backend is selected."""
     if "kafka" not in selected_backends():
         pytest.skip("the secured cluster runs with the kafka backend")
     from tests.backends.jars import JarResolutionError
     from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
 
+    # OAUTHBEARER sessions end after 10 s unless the client authenticates again (KIP-368), as
+    # production listeners set it: a client that fetched one token and kept it is cut off.
     cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users=SECURED_PLAIN_USERS,
-                           scram_users=SECURED_SCRAM_USERS, tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
+                           scram_users=SECURED_SCRAM_USERS, tool_jvm_options=TEST_TOOL_JVM_OPTIONS,
+                           overrides={"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": "10000"})
     try:
         cluster.start()
     except (JarResolutionError, KafkaStartError, OSError) as exc:

@@ -1,5 +1,11 @@
 """OAUTHBEARER tokens for both of kctl's Kafka clients.
 
+A token program is kctl's own: `sasl.oauthbearer.token.command` (a shell command whose
+stdout is the token) or `sasl.oauthbearer.token.file` (a file a sidecar keeps fresh),
+read again before the token expires (its JWT `exp`, or `sasl.oauthbearer.token.lifetime`
+seconds). librdkafka gets it through its `oauth_cb` (with_token_program), the wire client
+through the session's token source; Spark's executors run the same command themselves.
+
 librdkafka gets its tokens itself for the two mechanisms it knows (an unsecured JWT from
 `sasl.oauthbearer.config`, OIDC client credentials from `sasl.oauthbearer.method=oidc`);
 kctl's wire client gets the same tokens from a source built here from the same
@@ -177,6 +183,112 @@ def msk_iam(settings: Mapping[str, str]) -> Callable[[], tuple[str, float]]:
     return fetch
 
 
+# -- token programs: a command or a file ----------------------------------------------------------
+
+TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME = "sasl.oauthbearer.token.command", "sasl.oauthbearer.token.file", "sasl.oauthbearer.token.lifetime"
+TOKEN_PROGRAM_PROPERTIES = (TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME)
+_PROGRAM_HINT = f"{TOKEN_COMMAND} must print the token (a JWT, or set {TOKEN_LIFETIME}) on stdout and exit 0"
+
+
+def uses_token_program(properties: Mapping[str, str]) -> bool:
+    return bool(properties.get(TOKEN_COMMAND) or properties.get(TOKEN_FILE))
+
+
+def token_program(properties: Mapping[str, str], timeout: float = 30.0) -> Callable[[], tuple[str, float]]:
+    """A fetch of the token from the command or the file the settings name."""
+    command, path = properties.get(TOKEN_COMMAND), properties.get(TOKEN_FILE)
+    if command and path:
+        raise ConfigError(f"unable to configure OAUTHBEARER: set one of {TOKEN_COMMAND} and {TOKEN_FILE}, not both")
+    lifetime_text = properties.get(TOKEN_LIFETIME)
+    lifetime = None
+    if lifetime_text is not None:
+        try:
+            lifetime = float(lifetime_text)
+        except ValueError:
+            lifetime = -1.0
+        if not lifetime > 0:
+            raise ConfigError(f"unable to configure OAUTHBEARER: {TOKEN_LIFETIME}={lifetime_text!r} is not a positive number of seconds")
+
+    def fetch() -> tuple[str, float]:
+        if command:
+            text, where = _run_token_command(command, timeout), f"{TOKEN_COMMAND}"
+        else:
+            try:
+                with open(path or "", encoding="utf-8") as handle:
+                    text = handle.read()
+            except OSError as exc:
+                raise NotAuthorizedError(f"unable to read the OAUTHBEARER token file {path}: {exc.strerror or exc}") from exc
+            where = f"the token file {path}"
+        token = text.strip()
+        if not token or len(token.split()) != 1:
+            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: {where} gave {'nothing' if not token else 'more than one word'}",
+                                     hint=_PROGRAM_HINT)
+        expiry = _jwt_expiry(token)
+        if lifetime is not None:
+            expiry = time.time() + lifetime if expiry is None else min(expiry, time.time() + lifetime)
+        if expiry is None:
+            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: the token from {where} is not a JWT with an exp claim, "
+                                     f"so kctl cannot tell when to renew it", hint=f"set {TOKEN_LIFETIME}=SECONDS")
+        return token, expiry
+
+    return fetch
+
+
+def _run_token_command(command: str, timeout: float) -> str:
+    """The command's stdout; a failure in one line: its status and the first line of its
+    stderr (the token, on stdout, is never shown)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)  # noqa: S602 - the user's own command line, as a shell runs it
+    except subprocess.TimeoutExpired as exc:
+        raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: {TOKEN_COMMAND} did not finish within {timeout:g}s") from exc
+    except OSError as exc:
+        raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: {TOKEN_COMMAND} could not start: {exc.strerror or exc}") from exc
+    if proc.returncode != 0:
+        first = next((line.strip() for line in proc.stderr.splitlines() if line.strip()), "no output on stderr")
+        raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: {TOKEN_COMMAND} exited with status {proc.returncode}: {first}",
+                                 hint=_PROGRAM_HINT)
+    return proc.stdout
+
+
+def _jwt_expiry(token: str) -> float | None:
+    """A JWT's exp claim (epoch seconds), or None when the token is not a JWT with one."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, TypeError):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+
+
+# One source per process and settings: every librdkafka client of a process (Spark's
+# executors build several) shares one token and runs the command once per renewal.
+_PROGRAM_SOURCES: dict[tuple, TokenSource] = {}
+_PROGRAM_LOCK = threading.Lock()
+
+
+def with_token_program(config: Mapping[str, object], source: TokenSource | None = None) -> dict:
+    """librdkafka `config` with a token program's properties (which librdkafka does not
+    know) replaced by its `oauth_cb`, served by `source` (else one shared per process)."""
+    if not uses_token_program({k: v for k, v in config.items() if isinstance(v, str)}):
+        return dict(config)
+    if source is None:
+        key = tuple(str(config.get(k)) for k in TOKEN_PROGRAM_PROPERTIES)
+        with _PROGRAM_LOCK:
+            source = _PROGRAM_SOURCES.get(key)
+            if source is None:
+                properties = {k: str(v) for k, v in config.items() if k in TOKEN_PROGRAM_PROPERTIES}
+                source = _PROGRAM_SOURCES[key] = TokenSource(token_program(properties))
+    bridged = {k: v for k, v in config.items() if k not in TOKEN_PROGRAM_PROPERTIES and k != "sasl.mechanisms"}
+    bridged["sasl.mechanism"] = "OAUTHBEARER"
+    bridged["oauth_cb"] = source.librdkafka_callback
+    return bridged
+
+
 # -- choosing ---------------------------------------------------------------------------------
 
 
@@ -184,6 +296,8 @@ def token_source(properties: Mapping[str, str], aws_msk_iam: Mapping[str, str] |
     """The token source kctl's wire client needs for OAUTHBEARER with these settings."""
     if aws_msk_iam:
         return TokenSource(msk_iam(aws_msk_iam))
+    if uses_token_program(properties):
+        return TokenSource(token_program(properties))
     if properties.get("sasl.oauthbearer.grant.type", "client_credentials") != "client_credentials":
         raise ConfigError(
             f"unable to connect: sasl.oauthbearer.grant.type={properties['sasl.oauthbearer.grant.type']} is not supported by kctl's own client",
@@ -201,6 +315,6 @@ def token_source(properties: Mapping[str, str], aws_msk_iam: Mapping[str, str] |
         return TokenSource(lambda: unsecured_jwt(principal, life, scope), extensions)
     raise ConfigError(
         "unable to configure OAUTHBEARER: no token source",
-        hint="set sasl.oauthbearer.method=oidc with its client id, secret and token endpoint, "
+        hint=f"set {TOKEN_COMMAND} or {TOKEN_FILE}, sasl.oauthbearer.method=oidc with its client id, secret and token endpoint, "
         "enable.sasl.oauthbearer.unsecure.jwt=true with sasl.oauthbearer.config=principal=NAME, or a context's aws-msk-iam",
     )

@@ -10,6 +10,8 @@ OAUTHBEARER_PROPERTIES = frozenset({
     "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope",
     "sasl.oauthbearer.extensions", "sasl.oauthbearer.grant.type", "https.ca.location",
     "enable.sasl.oauthbearer.unsecure.jwt",
+    # kctl's own: a token from a command or a file (kctl.admin.client.oauth).
+    "sasl.oauthbearer.token.command", "sasl.oauthbearer.token.file", "sasl.oauthbearer.token.lifetime",
 })
 
 # The ssl.* properties kctl's own TLS contexts honour (kctl.admin.client.tls); its own
@@ -68,5 +70,13 @@ def ignored(key: str) -> bool:
 def uses_gssapi(properties: dict[str, str]) -> bool:
     """Whether client `properties` authenticate with SASL GSSAPI (Kerberos): librdkafka's
     default mechanism once security.protocol is SASL_*."""
-    mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or "GSSAPI"
+    mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or default_mechanism(properties)
     return properties.get("security.protocol", "").upper().startswith("SASL") and mechanism.upper() == "GSSAPI"
+
+
+def default_mechanism(properties: dict[str, str]) -> str:
+    """The SASL mechanism when none is set: OAUTHBEARER with a token command or file
+    (kctl's own settings), else librdkafka's default, GSSAPI."""
+    if properties.get("sasl.oauthbearer.token.command") or properties.get("sasl.oauthbearer.token.file"):
+        return "OAUTHBEARER"
+    return "GSSAPI"

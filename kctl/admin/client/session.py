@@ -33,6 +33,8 @@ NEW_TOPIC_GRACE = 1.0
 # so the next command sees it wherever it asks.
 SETTLE_SECONDS = 0.3
 T = TypeVar("T")
+# kctl's token program properties (kctl.admin.client.oauth; not imported for every command).
+TOKEN_COMMAND, TOKEN_FILE = "sasl.oauthbearer.token.command", "sasl.oauthbearer.token.file"
 
 
 def topic_missing(metadata: Any, name: str) -> bool:
@@ -64,11 +66,20 @@ class AdminSession:
         self.timeout = settings.timeout
         self.librdkafka = LibrdkafkaAdmin(settings, self.client_config, self.debug_config)
 
-    def client_config(self) -> dict[str, Any]:
+    def client_config(self, *, portable: bool = False) -> dict[str, Any]:
         """librdkafka properties for any client of this session (admin, consumer, producer).
         With SASL GSSAPI, which confluent-kafka's wheels lack, the client connects through
-        the session's loopback bridge (kctl.admin.client.bridge)."""
+        the session's loopback bridge (kctl.admin.client.bridge). A token command or file
+        becomes the session's token callback, unless `portable` (settings for another
+        process, Spark's executors, which run the command themselves: oauth.with_token_program)."""
         config = self._librdkafka_properties()
+        if not portable and (TOKEN_COMMAND in config or TOKEN_FILE in config):
+            from kctl.admin.client.oauth import with_token_program
+
+            config = with_token_program(config, self.tokens)
+            # The first token now: a failing command is kctl's one line, not librdkafka's
+            # "OAuth token not set" after its timeout.
+            self.tokens.current()
         if self.gssapi:
             bridge, addresses = self.bridge
             return bridge.librdkafka_config(config, addresses)
@@ -134,7 +145,8 @@ class AdminSession:
         return token_source(self.settings.properties, self.settings.aws_msk_iam)
 
     def debug_config(self) -> Mapping[str, Any]:
-        """The client properties as the user gave them (secrets masked; not the bridge's)."""
+        """The client properties as the user gave them (secrets masked; not the bridge's;
+        a token command is shown, never a token)."""
         return mask({k: ("(kctl's token callback)" if callable(v) else str(v)) for k, v in self._librdkafka_properties().items()})
 
     # -- librdkafka's AdminClient (the admin writes, and `kafka` when it is librdkafka) -------

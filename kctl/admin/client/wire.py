@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, SSL_PROPERTIES, ignored
+from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, SSL_PROPERTIES, default_mechanism, ignored
 from kctl.config.model import ClientSettings
 from kctl.errors import ConfigError, InvalidError, KctlError, NotAuthorizedError, TimeoutError_, UnreachableError
 from kctl.messages import codec
@@ -55,7 +55,8 @@ class Security:
         self.protocol = properties.get("security.protocol", default_protocol).upper()
         if self.protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
             raise ConfigError(f"unable to connect: security.protocol {self.protocol} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
-        mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or ("OAUTHBEARER" if settings.aws_msk_iam else "GSSAPI")
+        mechanism = (properties.get("sasl.mechanism") or properties.get("sasl.mechanisms")
+                     or ("OAUTHBEARER" if settings.aws_msk_iam else default_mechanism(properties)))
         self.mechanism = mechanism.upper() if self.protocol.startswith("SASL") else None
         if self.mechanism and self.mechanism not in _MECHANISMS:
             raise ConfigError(
