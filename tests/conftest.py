@@ -83,6 +83,9 @@ def config_home(tmp_path, monkeypatch):
     for name in ("KCTL_CONFIG", "KCTL_CONTEXT", "KCTL_BOOTSTRAP_SERVERS", "KCTL_OUTPUT", "KCTL_TIMEOUT", "KCTL_DEBUG", "NO_COLOR",
                  "KCTL_CONNECT", "KCTL_CONNECT_URL", "KCTL_CONNECT_BASIC_AUTH", "KCTL_CONNECT_BEARER_TOKEN"):
         monkeypatch.delenv(name, raising=False)
+    # No test reaches the user's own keyring: the keyring tests bring a Secret Service of
+    # their own (tests/support/secret_service.py) and pass its address.
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
     # The terminal type of the shell running the tests (TERM=dumb in some) must not decide
     # whether a test's "terminal" gets colours.
     monkeypatch.setenv("TERM", "xterm-256color")

@@ -140,6 +140,7 @@ BEFORE = {
     "kctl acl create --file acls.json":
         "kctl acl create --principal User:carol --operation read --topic orders && kctl acl list -o json > acls.json",
     "kctl user set-password alice --password-stdin < alice.pass": "printf 'alice-pw\\n' > alice.pass",
+    "kctl context set prod --password-stdin < prod.pass": "printf 'prod-pw\\n' > prod.pass",
     "kctl user set-password bob -m scram-sha-256 -m scram-sha-512 --iterations 4096 --password-stdin < bob.pass":
         "printf 'bob-pw\\n' > bob.pass",
     "kctl user describe alice": SET_ALICE_AND_BOB,

@@ -21,6 +21,7 @@ CONTEXT_DOCUMENT = DocumentSpec(
         Field("schema_registry", "SCHEMA-REGISTRY", get=lambda c: " ".join(f"{k}={v}" for k, v in sorted(c.schema_registry.items())) or None),
         Field("connect", "CONNECT", get=lambda c: "; ".join(
             f"{name}: " + " ".join(f"{k}={v}" for k, v in sorted(values.items())) for name, values in sorted(c.connect.items())) or None),
+        Field("secrets", "SECRETS", get=lambda c: " ".join(f"{k}={v}" for k, v in sorted(c.secrets.items())) or None),
     ),
     sections=(Section("properties", "PROPERTIES", TableSpec((Column("key", "KEY"), Column("value", "VALUE")))),),
 )
@@ -66,7 +67,8 @@ def show(app: App, name):
     """Show a stored context, or without NAME the settings in effect now.
 
     The settings in effect include -b, -X, --timeout and KCTL_* variables. Secrets
-    (passwords, client secrets, JAAS configs) are always masked.
+    (passwords, client secrets, JAAS configs) are always masked; SECRETS says where
+    each lives: the OS keyring, the config file, or the environment or -X.
 
     \b
     Examples:
@@ -76,7 +78,7 @@ def show(app: App, name):
     """
     from kctl.config.contexts import view_effective, view_stored
 
-    view = view_stored(app.config_file, name) if name else view_effective(app.settings)
+    view = view_stored(app.config_file, name) if name else view_effective(app.settings, app.config_file)
     app.out.document(view, CONTEXT_DOCUMENT)
 
 
@@ -116,14 +118,21 @@ def use(app: App, name):
 @click.option("--connect-basic-auth-file", metavar="PATH", help="A file holding the Connect cluster's user:password (or set KCTL_CONNECT_BASIC_AUTH).")
 @click.option("--connect-bearer-token-file", metavar="PATH", help="A file holding a bearer token for the Connect cluster (or set KCTL_CONNECT_BEARER_TOKEN).")
 @click.option("--connect-ca", metavar="PATH", help="CA certificates to verify the Connect cluster's TLS certificate with.")
+@click.option("--password-stdin", is_flag=True, help="Read sasl.password from the first line of stdin (kept off the command line and the shell's history).")
+@click.option("--secrets-in", type=click.Choice(["auto", "keyring", "file"]), default="auto", show_default=True,
+              help="Where passwords and client secrets given now are kept: the OS keyring (auto: when one is available, else the file, with a note) or config.toml (mode 600).")
 @pass_app
 def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aws_msk_iam_region, aws_msk_iam_profile, aws_msk_iam_role_arn,
          schema_registry_url, schema_registry_basic_auth_file, schema_registry_bearer_token_file, schema_registry_ca,
-         connect_url, connect_name, connect_basic_auth_file, connect_bearer_token_file, connect_ca):
+         connect_url, connect_name, connect_basic_auth_file, connect_bearer_token_file, connect_ca, password_stdin, secrets_in):
     """Create or update a context.
 
-    The first context created becomes the current one. Prefer KCTL_X_SASL_PASSWORD
-    (or a credentials file) to storing passwords on the command line.
+    The first context created becomes the current one. Passwords and client secrets
+    (sasl.password, sasl.oauthbearer.client.secret, ssl.key.password, ...) go to the OS
+    keyring when one is available (the Secret Service on Linux, Keychain on macOS,
+    Credential Manager on Windows) and config.toml names them; --secrets-in file keeps
+    them in config.toml, as a machine without a keyring does. --password-stdin keeps
+    the password off the command line.
 
     OAUTHBEARER takes librdkafka's sasl.oauthbearer.* properties (OIDC client
     credentials, or unsecured JWTs for development); AWS MSK IAM takes
@@ -135,6 +144,7 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
       kctl context set local -b 127.0.0.1:9092
       kctl context set prod -b b1:9092,b2:9092 -X security.protocol=SASL_SSL \\
           -X sasl.mechanism=SCRAM-SHA-512 -X sasl.username=admin --use
+      kctl context set prod --password-stdin < prod.pass
       kctl context set prod --unset sasl.username
       kctl context set sso -b b1:9093 -X security.protocol=SASL_SSL -X sasl.mechanism=OAUTHBEARER \
           -X sasl.oauthbearer.method=oidc -X sasl.oauthbearer.client.id=kctl \
@@ -148,12 +158,18 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
     """
     from kctl.config.contexts import set_context
 
+    properties = tuple(properties)
+    if password_stdin:
+        properties += (("sasl.password", _password_from_stdin()),)
+    stored = _store_secrets(app, name, properties, secrets_in)
+    old = app.config_file.contexts.get(name)
     config = set_context(
         app.config_file,
         name,
+        in_keyring=stored,
         bootstrap_servers=bootstrap,
         timeout=timeout,
-        properties=properties,
+        properties=tuple((k, v) for k, v in properties if k not in stored),
         unset=unset,
         make_current=make_current,
         aws_msk_iam={"region": aws_msk_iam_region, "profile": aws_msk_iam_profile, "role-arn": aws_msk_iam_role_arn},
@@ -164,7 +180,56 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
                  "ssl-ca-location": connect_ca},
     )
     _save(app, config)
-    app.note(f"context {name!r} saved to {app.config_path}")
+    # Keyring entries the context no longer names (set in the file now, or unset).
+    _forget(app, name, set(old.keyring if old else ()) - set(config.contexts[name].keyring))
+    app.note(f"context {name!r} saved to {app.config_path}" + (f" ({', '.join(stored)} in the OS keyring)" if stored else ""))
+
+
+def _password_from_stdin() -> str:
+    import sys
+
+    from kctl.errors import UsageError
+
+    line = sys.stdin.readline()
+    password = line.rstrip("\r\n")
+    if not password:
+        raise UsageError("unable to read --password-stdin: stdin holds no password (an empty first line)")
+    return password
+
+
+def _store_secrets(app: App, name: str, properties: tuple, secrets_in: str) -> tuple[str, ...]:
+    """Store the secrets among `properties` in the OS keyring as --secrets-in says; the
+    keys stored (the others stay in the file)."""
+    from kctl.config.contexts import stored_secret
+
+    secrets = [(k, v) for k, v in properties if stored_secret(k)]
+    if not secrets or secrets_in == "file":
+        return ()
+    from kctl.config.os_keyring import KeyringUnavailable, store
+    from kctl.errors import ConfigError
+
+    stored: list[str] = []
+    for key, value in secrets:
+        try:
+            store(name, key, value)
+        except KeyringUnavailable as exc:
+            if secrets_in == "keyring":
+                raise ConfigError(f"unable to store {key} of context {name!r} in the OS keyring: {exc}",
+                                  hint="unlock or start the keyring, or keep it in config.toml (mode 600): --secrets-in file") from exc
+            app.note(f"note: {exc}: {', '.join(k for k, _ in secrets if k not in stored)} kept in {app.config_path} (mode 600)")
+            return tuple(stored)
+        stored.append(key)
+    return tuple(stored)
+
+
+def _forget(app: App, name: str, keys) -> None:
+    """Remove `keys` of context `name` from the OS keyring, saying what could not be."""
+    from kctl.config.os_keyring import forget
+
+    for key in sorted(keys):
+        why = forget(name, key)
+        if why:
+            app.note(f"note: {key} of context {name!r} is still in the OS keyring ({why}): remove it there")
 
 
 @context.command("delete")
@@ -173,7 +238,7 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
 @global_options
 @pass_app
 def delete(app: App, name, yes):
-    """Delete a context from the config file.
+    """Delete a context from the config file, and its secrets from the OS keyring.
 
     \b
     Examples:
@@ -183,5 +248,7 @@ def delete(app: App, name, yes):
 
     config = delete_context(app.config_file, name)
     app.confirm(f"Delete context {name!r}?", yes=yes, action=f"delete context {name!r}")
+    in_keyring = app.config_file.contexts[name].keyring
     _save(app, config)
-    app.note(f"context {name!r} deleted")
+    _forget(app, name, in_keyring)
+    app.note(f"context {name!r} deleted" + (f", and its {', '.join(in_keyring)} from the OS keyring" if in_keyring else ""))

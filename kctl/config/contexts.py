@@ -38,6 +38,9 @@ class ContextView:
     schema_registry: dict[str, str]
     # The Connect clusters by name (url, basic-auth masked, ...); empty: none.
     connect: dict[str, dict[str, str]]
+    # Where each secret property lives: "keyring" (the OS keyring), "config file", or
+    # "environment or -X" (the settings in effect only).
+    secrets: dict[str, str]
 
 
 def summaries(config: ConfigFile) -> list[ContextSummary]:
@@ -53,27 +56,45 @@ def _properties(values: Mapping[str, str]) -> tuple[Property, ...]:
 
 def view_stored(config: ConfigFile, name: str) -> ContextView:
     context = get(config, name)
+    in_keyring = dict.fromkeys(context.keyring, MASK)
     return ContextView(
         name=context.name,
         bootstrap_servers=context.bootstrap_servers,
         timeout=context.timeout,
-        properties=_properties(context.properties),
+        properties=_properties({**context.properties, **in_keyring}),
         aws_msk_iam=dict(context.aws_msk_iam),
         schema_registry=_shown(context.schema_registry),
         connect={name: _shown(values) for name, values in sorted(context.connect.items())},
+        secrets={**{k: "config file" for k in context.properties if stored_secret(k)}, **dict.fromkeys(context.keyring, "keyring")},
     )
 
 
-def view_effective(settings: ClientSettings) -> ContextView:
+def view_effective(settings: ClientSettings, config: ConfigFile | None = None) -> ContextView:
+    """The settings in effect; `config` tells a secret of the context's file from one the
+    environment or -X gave."""
+    stored = config.contexts.get(settings.context) if config is not None and settings.context else None
+    in_keyring = dict.fromkeys(settings.keyring, MASK)
+    secrets = {}
+    for key, value in settings.properties.items():
+        if stored_secret(key):
+            from_file = stored is not None and stored.properties.get(key) == value
+            secrets[key] = "config file" if from_file else "environment or -X"
     return ContextView(
         name=settings.context,
         bootstrap_servers=settings.bootstrap_servers,
         timeout=settings.timeout,
-        properties=_properties(settings.properties),
+        properties=_properties({**settings.properties, **in_keyring}),
         aws_msk_iam=dict(settings.aws_msk_iam),
         schema_registry=_shown(settings.schema_registry),
         connect={name: _shown(values) for name, values in sorted(settings.connect.items())},
+        secrets={**secrets, **dict.fromkeys(settings.keyring, "keyring")},
     )
+
+
+def stored_secret(key: str) -> bool:
+    """Whether property `key` holds a secret that may go to the OS keyring (a password, a
+    client secret, a JAAS config; not a token command, a file or a location naming one)."""
+    return is_secret(key) and not key.endswith((".command", ".file", ".lifetime", ".location", "-file", ".endpoint.url"))
 
 
 def _shown(registry: Mapping[str, str]) -> dict[str, str]:
@@ -107,14 +128,19 @@ def set_context(
     schema_registry: Mapping[str, str | None] | None = None,
     connect_name: str = "default",
     connect: Mapping[str, str | None] | None = None,
+    in_keyring: Sequence[str] = (),
 ) -> ConfigFile:
     """Create or update a context; the first context ever created becomes the current one.
     `unset` names properties, bootstrap-servers, timeout, aws-msk-iam, schema-registry
     (all of it), connect (every Connect cluster) or connect.NAME (one). `connect` sets
-    the Connect cluster `connect_name`."""
+    the Connect cluster `connect_name`. `in_keyring` names properties just stored in the
+    OS keyring (their values are not kept in the file); a property set in `properties`
+    or unset leaves the keyring list."""
     old = config.contexts.get(name) or Context(name=name)
-    values = {k: v for k, v in old.properties.items() if k not in unset}
+    values = {k: v for k, v in old.properties.items() if k not in unset and k not in in_keyring}
     values.update(dict(properties))
+    keyring = tuple(k for k in old.keyring if k not in unset and k not in values) + tuple(
+        k for k in in_keyring if k not in old.keyring)
     msk = {} if "aws-msk-iam" in unset else dict(old.aws_msk_iam)
     msk.update({k: v for k, v in (aws_msk_iam or {}).items() if v})
     if msk and not msk.get("region"):
@@ -136,6 +162,7 @@ def set_context(
         aws_msk_iam=msk,
         schema_registry=registry,
         connect=clusters,
+        keyring=keyring,
     )
     updated = config.with_context(new)
     if make_current or config.current_context is None:

@@ -88,7 +88,7 @@ def _parse(data: dict, path: Path) -> ConfigFile:
     for name, raw in raw_contexts.items():
         if not isinstance(raw, dict):
             raise bad(f"context {name!r} must be a table")
-        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam", "schema-registry", "connect"}
+        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam", "schema-registry", "connect", "keyring"}
         if unknown:
             raise bad(f"context {name!r} has unknown key {sorted(unknown)[0]!r}")
         bootstrap = raw.get("bootstrap-servers")
@@ -120,8 +120,12 @@ def _parse(data: dict, path: Path) -> ConfigFile:
                 raise bad(f"context {name!r}: connect.{cluster} has unknown key {sorted(set(table) - set(CONNECT_KEYS))[0]!r} (known: {', '.join(CONNECT_KEYS)})")
             if not table.get("url"):
                 raise bad(f"context {name!r}: connect.{cluster} needs a url")
+        keyring = raw.get("keyring", [])
+        if not isinstance(keyring, list) or any(not isinstance(k, str) for k in keyring):
+            raise bad(f"context {name!r}: keyring must be a list of property names (those whose values are in the OS keyring)")
         contexts[name] = Context(
             name=name,
+            keyring=tuple(dict.fromkeys(keyring)),
             bootstrap_servers=bootstrap,
             timeout=float(timeout) if timeout is not None else None,
             properties={str(k): _property_value(v) for k, v in properties.items()},
@@ -168,6 +172,10 @@ def dumps(config: ConfigFile, existing: str = "") -> str:
                             ("schema-registry", context.schema_registry)):
             _set_strings(table, key, values)
         _set_connect(table, context.connect)
+        if not context.keyring:
+            table.pop("keyring", None)
+        elif list(table.get("keyring", [])) != list(context.keyring):
+            table["keyring"] = list(context.keyring)
     return tomlkit.dumps(document)
 
 

@@ -33,6 +33,9 @@ class Context:
     schema_registry: dict[str, str] = field(default_factory=dict)
     # The Kafka Connect clusters beside it, by name (each CONNECT_KEYS); empty: none.
     connect: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Properties whose values are in the OS keyring (kctl.config.os_keyring), not in
+    # `properties`.
+    keyring: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,3 +66,6 @@ class ClientSettings:
     connect: dict[str, dict[str, str]] = field(default_factory=dict)
     connect_env: dict[str, str] = field(default_factory=dict)
     connect_name: str | None = None
+    # The context's properties whose values are still to be read from the OS keyring
+    # (AdminSession reads them when it is built; nothing else needs them).
+    keyring: tuple[str, ...] = ()

@@ -79,6 +79,7 @@ def resolve(
         context = select_context(config, None, "config file")
 
     properties: dict[str, str] = dict(context.properties) if context else {}
+    in_keyring = context.keyring if context else ()
     for key, value in sorted(env.items()):
         if key.startswith(PROPERTY_ENV_PREFIX) and len(key) > len(PROPERTY_ENV_PREFIX):
             properties[key[len(PROPERTY_ENV_PREFIX):].lower().replace("_", ".")] = value
@@ -136,6 +137,8 @@ def resolve(
         connect={name: dict(values) for name, values in context.connect.items()} if context else {},
         connect_env=connect_env,
         connect_name=env.get("KCTL_CONNECT") or None,
+        # A keyring secret the environment or a flag replaced is not read.
+        keyring=tuple(k for k in in_keyring if k not in properties),
     )
 
 

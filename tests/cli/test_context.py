@@ -21,7 +21,8 @@ def test_context_lifecycle(kctl, config_home):
     assert kctl("context", "use", "prod").exit_code == 0
     shown = kctl("context", "show")
     assert shown.stdout == (
-        "CONTEXT\tprod\nBOOTSTRAP-SERVERS\tp:9092\nTIMEOUT\t20\nAWS-MSK-IAM\t\nSCHEMA-REGISTRY\t\nCONNECT\t\n\nPROPERTIES\nKEY\tVALUE\n"
+        "CONTEXT\tprod\nBOOTSTRAP-SERVERS\tp:9092\nTIMEOUT\t20\nAWS-MSK-IAM\t\nSCHEMA-REGISTRY\t\nCONNECT\t\n"
+        "SECRETS\tsasl.password=config file\n\nPROPERTIES\nKEY\tVALUE\n"
         "sasl.password\t[hidden]\nsecurity.protocol\tSASL_SSL\n"
     )
     assert "s3cret" not in kctl("context", "show", "prod", "-o", "json").stdout
@@ -43,7 +44,8 @@ def test_effective_settings_layer_env_and_flags(kctl):
     result = kctl("-X", "client.id=flag", "context", "show", "-o", "json", env={"KCTL_X_SASL_PASSWORD": "pw", "KCTL_TIMEOUT": "3"})
     assert result.stdout == (
         '{"name":"dev","bootstrap_servers":"dev:9092","timeout":3.0,"properties":'
-        '[{"key":"client.id","value":"flag"},{"key":"sasl.password","value":"[hidden]"}],"aws_msk_iam":{},"schema_registry":{},"connect":{}}\n'
+        '[{"key":"client.id","value":"flag"},{"key":"sasl.password","value":"[hidden]"}],"aws_msk_iam":{},"schema_registry":{},"connect":{},'
+        '"secrets":{"sasl.password":"environment or -X"}}\n'
     )
 
 

@@ -62,6 +62,13 @@ class AdminSession:
                 "unable to connect: no bootstrap servers given",
                 hint="use {bootstrap} HOST:PORT, KCTL_BOOTSTRAP_SERVERS, or a context (kctl context set NAME -b HOST:PORT)",
             )
+        if settings.keyring and settings.context:  # the context's secrets in the OS keyring, read once
+            from dataclasses import replace
+
+            from kctl.config.os_keyring import load
+
+            secrets = {key: load(settings.context, key) for key in settings.keyring}
+            settings = replace(settings, properties={**settings.properties, **secrets}, keyring=())
         self.settings = settings
         self.timeout = settings.timeout
         self.librdkafka = LibrdkafkaAdmin(settings, self.client_config, self.debug_config)
