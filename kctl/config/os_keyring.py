@@ -14,7 +14,7 @@ from typing import Any
 from kctl.errors import ConfigError
 
 SERVICE = "kctl"
-_HEADLESS_HINT = "unlock the keyring (or start one), or keep the secret in config.toml (mode 600): --secrets-in file"
+_HEADLESS_HINT = "unlock the keyring (or start one), or keep the secret in config.toml (mode 600): kctl context set CONTEXT --secrets-in file"
 
 
 class KeyringUnavailable(Exception):
@@ -67,7 +67,7 @@ def load(context: str, key: str) -> str:
         raise ConfigError(f"{where}: {_reason(exc)}", hint=_HEADLESS_HINT) from exc
     if secret is None:
         raise ConfigError(f"{where}: it holds no entry {SERVICE}/{_user(context, key)}",
-                          hint=f"store it again: kctl context set {context} --password-stdin (or -X {key}=...)")
+                          hint=f"store it again: kctl context set {context} --password-stdin")
     return secret
 
 

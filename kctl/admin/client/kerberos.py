@@ -47,7 +47,7 @@ class Kerberos:
         self.keytab = properties.get("sasl.kerberos.keytab") or None
         if self.keytab and not self.principal:
             raise ConfigError("unable to use sasl.kerberos.keytab without sasl.kerberos.principal",
-                              hint="set sasl.kerberos.principal to the keytab's principal (klist -k KEYTAB lists them)")
+                              hint="set sasl.kerberos.principal to the keytab's principal (klist lists a keytab's principals)")
         if self.keytab and not os.path.isfile(self.keytab):
             raise ConfigError(f"unable to use sasl.kerberos.keytab {self.keytab}: no such file")
         self._gssapi = _import_gssapi()
@@ -119,13 +119,13 @@ class Kerberos:
         if "server" in lowered and "not found in kerberos database" in lowered:
             return NotAuthorizedError(
                 f"the Kerberos KDC knows no service principal {self.service}/{host} ({detail})",
-                hint="connect to the broker by the host name in its principal (-b), and check sasl.kerberos.service.name")
+                hint="connect to the broker by the host name in its principal ({bootstrap}), and check sasl.kerberos.service.name")
         if "no key table entry" in lowered or "client" in lowered and "not found in kerberos database" in lowered or "keytab" in lowered:
             return NotAuthorizedError(f"Kerberos authentication as {self.principal} failed: {detail}",
-                                      hint="check sasl.kerberos.principal against the keytab (klist -k KEYTAB)")
+                                      hint="check sasl.kerberos.principal against the keytab's principals (klist lists them)")
         if self.keytab and host is None:  # the keytab gave no ticket for the principal
             return NotAuthorizedError(f"Kerberos authentication as {self.principal} failed: no key for it in {self.keytab} ({detail})",
-                                      hint="check sasl.kerberos.principal against the keytab (klist -k KEYTAB)")
+                                      hint="check sasl.kerberos.principal against the keytab's principals (klist lists them)")
         if "credentials" in lowered or "credential cache" in lowered or "ccache" in lowered:
             return NotAuthorizedError(f"no Kerberos ticket ({detail})", hint=_NO_TICKET_HINT)
         return NotAuthorizedError(f"Kerberos authentication{where} failed: {detail}", hint=_NO_TICKET_HINT)

@@ -152,8 +152,8 @@ class AdminSession:
         return token_source(self.settings.properties, self.settings.aws_msk_iam)
 
     def debug_config(self) -> Mapping[str, Any]:
-        """The client properties as the user gave them (secrets masked; not the bridge's;
-        a token command is shown, never a token)."""
+        """The client properties as the user gave them (secrets, and token commands and
+        files, masked; not the GSSAPI bridge's)."""
         return mask({k: ("(kctl's token callback)" if callable(v) else str(v)) for k, v in self._librdkafka_properties().items()})
 
     # -- librdkafka's AdminClient (the admin writes, and `kafka` when it is librdkafka) -------
