@@ -187,9 +187,13 @@ def test_the_binding_is_imported_only_with_gssapi_and_reads_need_no_bridge(kerbe
     assert loaded == {"kerberos": {"gssapi", "kctl.admin.client.kerberos"}, "plaintext": set()}
 
 
-def test_the_bundled_broker_answers_gssapi_with_its_mechanisms(kctl, secured_bundled):
+@pytest.mark.parametrize("binding", ["installed", "missing"])
+def test_the_bundled_broker_answers_gssapi_with_its_mechanisms(kctl, secured_bundled, monkeypatch, binding):
     """The bundled broker does not serve GSSAPI: a Kerberos client is told which mechanisms
-    it enables, in one line, on the wire client's path and on librdkafka's (the bridge)."""
+    it enables, in one line, on the wire client's path and on librdkafka's (the bridge),
+    before the binding is needed (so also where it is not installed)."""
+    if binding == "missing":
+        monkeypatch.setitem(sys.modules, "gssapi", None)  # import gssapi raises ImportError
     flags = ["-b", secured_bundled.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=GSSAPI"]
     for command in (["topic", "list"], ["record", "consume", "anything", "-n", "1"]):
         run = kctl(*flags, *command)

@@ -18,6 +18,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import Any
 
 from kctl.errors import ConfigError, KctlError, NotAuthorizedError, UnreachableError
@@ -50,9 +51,14 @@ class Kerberos:
                               hint="set sasl.kerberos.principal to the keytab's principal (klist lists a keytab's principals)")
         if self.keytab and not os.path.isfile(self.keytab):
             raise ConfigError(f"unable to use sasl.kerberos.keytab {self.keytab}: no such file")
-        self._gssapi = _import_gssapi()
         self._credentials: Any = None
         self._lock = threading.Lock()
+
+    @cached_property
+    def _gssapi(self) -> Any:
+        """The binding, imported at the first exchange: a broker that does not enable GSSAPI
+        says so first (its SaslHandshake answer), whether or not the binding is installed."""
+        return _import_gssapi()
 
     def credentials(self) -> Any:
         with self._lock:
