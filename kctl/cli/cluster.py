@@ -135,6 +135,8 @@ QUORUM_DOCUMENT = DocumentSpec(
         Field("high_watermark", "HIGH-WATERMARK"),
         Field("max_follower_lag", "MAX-FOLLOWER-LAG"),
         Field("max_follower_lag_time_ms", "MAX-FOLLOWER-LAG-TIME-MS"),
+        Field("kraft_version", "KRAFT-VERSION"),
+        Field("dynamic", "DYNAMIC"),
     ),
     sections=(Section("voters", "VOTERS", REPLICA_TABLE), Section("observers", "OBSERVERS", REPLICA_TABLE)),
 )
@@ -150,6 +152,10 @@ def quorum(app: App, replication):
 
     LAG is the leader's log end offset minus the replica's. MAX-FOLLOWER-LAG-TIME-MS is
     how long before the leader the furthest-behind voter last caught up (-1: unknown).
+    KRAFT-VERSION is the finalized kraft.version: 1 is a dynamic quorum (DYNAMIC true:
+    controllers can be added and removed at run time, Kafka 3.9+ formatted with
+    --standalone or --initial-controllers), 0 a static one (controller.quorum.voters),
+    empty before Kafka 3.9.
     Timestamps show as "N ms ago"; -o json has them as epoch milliseconds.
 
     \b

@@ -164,6 +164,7 @@ class KafkaCluster:
         scram_users: dict[str, str] | None = None,
         authorizer: bool = False,
         version: str | None = None,
+        standalone: bool = False,
     ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kctl-kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -179,6 +180,11 @@ class KafkaCluster:
         # An authorizer on a plaintext cluster: ACL commands work, and every client (the
         # ANONYMOUS principal) is a super user, so nothing else changes.
         self.authorizer = authorizer
+        # A dynamic quorum (KIP-853, kraft.version 1): one node formatted --standalone,
+        # found through controller.quorum.bootstrap.servers instead of a static voter list.
+        self.standalone = standalone
+        if standalone and nodes != 1:
+            raise ValueError("a standalone (dynamic) quorum starts from one node")
         if self.sasl_users or self.scram_users:
             self.sasl_users.setdefault("admin", "admin-secret")
         self.nodes = [
@@ -254,6 +260,9 @@ class KafkaCluster:
             # Transaction timeout tests: abort an expired transaction within a second, not 10 s.
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         }
+        if self.standalone:
+            del properties["controller.quorum.voters"]
+            properties["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{node.controller_port}"
         if self.authorizer:
             properties.update(
                 {
@@ -394,7 +403,7 @@ class KafkaCluster:
         command = self._java(
             TEST_JVM_OPTIONS, "tools-log4j2.properties", "kafka.tools.StorageTool",
             "format", "-t", self.cluster_id, "-c", str(node.properties_path),
-            *self._scram_format_args(),
+            *self._scram_format_args(), *(["--standalone"] if self.standalone else []),
         )
         proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:

@@ -248,3 +248,31 @@ def test_bundled_broker_has_no_features_or_quorum(kctl, cluster):
     assert (metrics.exit_code, metrics.stderr) == (
         ExitCode.INVALID, "error: unable to list client-metrics subscriptions: the cluster does not support client metrics (KIP-714, Kafka 3.7+)\n"
     )
+
+
+def test_quorum_says_whether_it_is_dynamic(kctl, kafka_cluster, tmp_path):
+    """kraft.version as Kafka's FeatureCommand describes it: 0 (static) on the suite's
+    clusters, formatted with controller.quorum.voters; 1 (dynamic) on a node formatted
+    --standalone (KIP-853)."""
+    def kraft_version(cluster) -> int:
+        described = cluster.run_tool("org.apache.kafka.tools.FeatureCommand", "--bootstrap-server", cluster.bootstrap, "describe")
+        assert described.returncode == 0, described.stderr
+        line = next(line for line in described.stdout.splitlines() if "kraft.version" in line)
+        return int(re.search(r"FinalizedVersionLevel:\s*(\d+)", line).group(1))
+
+    static = as_json(kctl, kafka_cluster, "cluster", "quorum")
+    assert (static["kraft_version"], static["dynamic"]) == (kraft_version(kafka_cluster.kafka), False)
+    if kafka_cluster.kafka.version < "3.9":
+        return
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
+
+    dynamic = KafkaCluster(nodes=1, workdir=tmp_path / "standalone", standalone=True, tool_jvm_options=TEST_TOOL_JVM_OPTIONS,
+                           version=kafka_cluster.kafka.version)
+    try:
+        dynamic.start()
+        quorum = kctl("-b", dynamic.bootstrap, "cluster", "quorum")
+        assert quorum.exit_code == 0, quorum.stderr
+        assert "KRAFT-VERSION\t1\nDYNAMIC\ttrue\n" in quorum.stdout, quorum.stdout
+        assert kraft_version(dynamic) == 1
+    finally:
+        dynamic.stop()

@@ -99,6 +99,11 @@ class Quorum:
     max_follower_lag_time_ms: int
     voters: tuple[QuorumReplica, ...]
     observers: tuple[QuorumReplica, ...]
+    # The finalized kraft.version: 1 is a dynamic quorum (KIP-853: controllers added and
+    # removed at run time), 0 a static one (controller.quorum.voters); None before Kafka
+    # 3.9, which has no kraft.version and only static quorums.
+    kraft_version: int | None = None
+    dynamic: bool = False
 
 
 # -- features -------------------------------------------------------------------------------
@@ -248,8 +253,11 @@ def describe_quorum(session: AdminSession) -> Quorum:
     """The metadata quorum as its leader sees it."""
     action = "describe the metadata quorum"
     request = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
-    # Any broker forwards DescribeQuorum to the active controller.
-    answer = session.ask(action, "DescribeQuorum", request, 0, 2, needs=_NEEDS_QUORUM)
+    # Any broker forwards DescribeQuorum to the active controller; the same broker's
+    # ApiVersions (sent before either answer is read) has the finalized kraft.version.
+    versions = {"client_software_name": "kctl", "client_software_version": "1"}
+    answer, features = session.ask_all(action, [(None, "DescribeQuorum", request, 0, 2), (None, "ApiVersions", versions, 3, 4)],
+                                       needs=_NEEDS_QUORUM)
     if answer.error_code:
         raise for_kafka_code(answer.error_code, getattr(answer, "error_message", None), action)
     partition = answer.topics[0].partitions[0]
@@ -287,6 +295,7 @@ def describe_quorum(session: AdminSession) -> Quorum:
         lag_time = head.last_caught_up_timestamp - slowest.last_caught_up_timestamp
     else:
         lag_time = -1
+    kraft_version = _kraft_version(features)
     return Quorum(
         leader_id=leader,
         leader_epoch=partition.leader_epoch,
@@ -295,7 +304,17 @@ def describe_quorum(session: AdminSession) -> Quorum:
         max_follower_lag_time_ms=lag_time,
         voters=voters,
         observers=observers,
+        kraft_version=kraft_version,
+        dynamic=bool(kraft_version),
     )
+
+
+def _kraft_version(features) -> int | None:
+    """kraft.version's finalized level from an ApiVersions answer (0 when supported but not
+    finalized: Kafka lists only finalized levels above 0); None when brokers do not know it."""
+    if features.error_code or not any(f.name == "kraft.version" for f in features.supported_features or ()):
+        return None
+    return next((f.max_version_level for f in features.finalized_features or () if f.name == "kraft.version"), 0)
 
 
 def _timestamp(value) -> int | None:
