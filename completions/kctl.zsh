@@ -221,7 +221,7 @@ __kctl_opts=(
     'kctl apply' '--bootstrap-server --connect --context --debug --dry-run --file --help --no-headers --no-wait --output --prune --quiet --throttle --timeout --topic-regex --validate --wait --wait-timeout --yes -X -b -f -h -o -q -y'
     'kctl broker' '--help -h'
     'kctl broker balance' '--bootstrap-server --context --debug --help --internal --no-headers --output --quiet --timeout -X -b -h -i -o -q'
-    'kctl broker list' '--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -h -o -q'
+    'kctl broker list' '--bootstrap-server --context --debug --help --include-fenced --no-headers --output --quiet --timeout -X -b -h -o -q'
     'kctl broker log-dirs' '--bootstrap-server --broker --context --debug --help --no-headers --output --quiet --replicas --timeout --topic -X -b -h -o -q -t'
     'kctl cluster' '--help -h'
     'kctl cluster health' '--bootstrap-server --context --debug --exit-when-healthy --help --interval --max-wait --no-headers --output --quiet --timeout --watch -X -b -h -o -q -w'

@@ -13,3 +13,5 @@ BROKER_TABLE = TableSpec(
         Column("is_controller", "CONTROLLER"),
     )
 )
+# `broker list --include-fenced`: the same, and each broker's state.
+BROKER_STATE_TABLE = TableSpec((*BROKER_TABLE.columns, Column("state", "STATE")))

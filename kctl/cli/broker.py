@@ -17,16 +17,28 @@ def broker():
 
 
 @broker.command("list")
+@click.option("--include-fenced", is_flag=True, help="Also the brokers the controller has fenced (stopped, starting, or shut down but still registered), with a STATE column (Kafka 4.0+).")
 @global_options
 @pass_app
-def list_(app: App):
+def list_(app: App, include_fenced):
     """List brokers: id, host, port, rack, and which one is the controller.
+
+    A fenced broker is registered but takes no traffic: it stopped heartbeating, or is
+    starting or shutting down. Only --include-fenced lists them (STATE fenced or unfenced),
+    as kafka-cluster list-endpoints --include-fenced-brokers does.
 
     \b
     Examples:
       kctl broker list
       kctl broker list -o plain --no-headers | cut -f2,3
+      kctl broker list --include-fenced
     """
+    if include_fenced:
+        from kctl.admin.cluster.brokers import registered_brokers
+        from kctl.cli._brokers import BROKER_STATE_TABLE
+
+        app.out.table(registered_brokers(app.session), BROKER_STATE_TABLE)
+        return
     from kctl.admin.cluster.brokers import describe_cluster
 
     app.out.table(describe_cluster(app.session).brokers, BROKER_TABLE)

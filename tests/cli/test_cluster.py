@@ -89,3 +89,53 @@ def test_bootstrap_from_environment_and_context(kctl, cluster):
     result = kctl("--context", "here", "broker", "list", "-o", "json")
     assert result.exit_code == 0, result.stderr
     assert len(json.loads(result.stdout)) == cluster.nodes
+
+
+@pytest.mark.min_nodes(3)
+def test_broker_list_includes_fenced_brokers_as_kafka_cluster_does(kctl, cluster):
+    """A stopped broker leaves `broker list` once the controller fences it; `--include-fenced`
+    still lists it, STATE fenced, as Kafka's `kafka-cluster list-endpoints
+    --include-fenced-brokers` does; once restarted it is unfenced again."""
+    from tests.support.eventually import eventually
+
+    if cluster.kafka is None:
+        pytest.skip("needs Apache Kafka")
+    stopped = 3
+
+    def states() -> dict[int, str]:
+        run = kctl("-b", cluster.bootstrap, "broker", "list", "--include-fenced", "-o", "json")
+        assert run.exit_code == 0, run.stderr
+        return {b["id"]: b["state"] for b in json.loads(run.stdout)}
+
+    def theirs() -> dict[int, str]:
+        proc = cluster.kafka.run_tool("org.apache.kafka.tools.ClusterTool", "list-endpoints", "--bootstrap-server", cluster.bootstrap,
+                                      "--include-fenced-brokers")
+        assert proc.returncode == 0, proc.stderr
+        header, *rows = [line.split() for line in proc.stdout.splitlines() if line.strip()]
+        return {int(row[0]): row[header.index("STATE")] for row in rows}
+
+    cluster.kafka.stop_node(stopped)
+    try:
+        def fenced() -> dict[int, str]:
+            listed = kctl("-b", cluster.bootstrap, "broker", "list", "-o", "json")
+            ids = [b["id"] for b in json.loads(listed.stdout)]
+            found = states()
+            assert stopped not in ids and found[stopped] == "fenced", (ids, found)
+            return found
+        found = eventually(fenced, timeout=60)
+        assert found == {1: "unfenced", 2: "unfenced", 3: "fenced"}
+        assert theirs() == found
+    finally:
+        cluster.kafka.start_node(stopped)
+
+    def unfenced() -> None:
+        assert states() == {1: "unfenced", 2: "unfenced", 3: "unfenced"}
+    eventually(unfenced, timeout=60)
+
+
+def test_broker_list_include_fenced_on_a_cluster_without_it_is_one_line(kctl, cluster):
+    if cluster.kafka is None or not cluster.kafka.version.startswith("3."):
+        pytest.skip("Kafka 4.x and the bundled broker list fenced brokers")
+    run = kctl("-b", cluster.bootstrap, "broker", "list", "--include-fenced")
+    assert run.exit_code == 65 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "the cluster does not support listing fenced brokers (DescribeCluster v2, Kafka 4.0+)" in run.stderr

@@ -19,6 +19,20 @@ class BrokerInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerState:
+    """A registered broker and whether the controller has fenced it (KIP-1073: a broker
+    that stopped heartbeating, or is starting or shutting down, is registered but fenced)."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    is_controller: bool
+    # fenced | unfenced
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterInfo:
     cluster_id: str | None
     controller_id: int | None
@@ -78,3 +92,19 @@ def describe_cluster(session: AdminSession) -> ClusterInfo:
         )
     )
     return ClusterInfo(cluster_id=result.cluster_id, controller_id=controller_id, brokers=brokers)
+
+
+def registered_brokers(session: AdminSession) -> list[BrokerState]:
+    """Every registered broker, fenced ones included (DescribeCluster v2, Kafka 4.0+: the
+    answer `kafka-cluster list-endpoints --include-fenced-brokers` prints)."""
+    from kctl.admin.client.errors import for_kafka_code
+
+    action = "list brokers with the fenced ones"
+    result = session.ask(action, "DescribeCluster", {"include_fenced_brokers": True}, 2, 2,
+                         needs="listing fenced brokers (DescribeCluster v2, Kafka 4.0+)")
+    if result.error_code:
+        raise for_kafka_code(result.error_code, result.error_message, action)
+    controller_id = active_controller(session, result.controller_id if result.controller_id >= 0 else None)
+    return sorted((BrokerState(id=node.broker_id, host=node.host, port=node.port, rack=node.rack or None,
+                               is_controller=node.broker_id == controller_id, state="fenced" if node.is_fenced else "unfenced")
+                   for node in result.brokers), key=lambda b: b.id)
