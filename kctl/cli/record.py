@@ -342,7 +342,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         selectors=parsed, start=start_at, end=end_at, follow=follow, max_records=max_records,
         group=group, commit=commit, isolation=isolation,
     )
-    _stop_on_sigterm()
+    _stop_on_signals()
     # Records going to a file or a pipe: progress on stderr (a live display on a terminal).
     with progress(app, "consume", unit="records", enabled=not app.stdout_is_tty) as shown:
         report = consume_records(app.session, options, writer.write, keep, gone=_reader_gone(app.stdout),
@@ -426,7 +426,7 @@ def _reader_gone(stream):
     return lambda: any(event & select.POLLERR for _, event in poller.poll(0))
 
 
-def _stop_on_sigterm() -> None:
+def _stop_on_signals() -> None:
     """SIGTERM stops consuming like Ctrl-C: offsets are committed and the consumer leaves
     its group at once instead of after session.timeout.ms. Both say so to the consume loop
     (consume.INTERRUPTED) before they interrupt it."""

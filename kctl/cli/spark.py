@@ -181,7 +181,7 @@ def _engine(app: App, engine: str) -> str:
 def _gssapi(app: App) -> bool:
     from kctl.admin.client.properties import uses_gssapi
 
-    return not app.settings.aws_msk_iam and uses_gssapi(app.settings.properties)
+    return uses_gssapi(app.settings.properties, app.settings.aws_msk_iam)
 
 
 def _item(key: str, title: str, **kwargs) -> Column:

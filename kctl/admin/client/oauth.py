@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from kctl.admin.client.properties import TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME, TOKEN_PROGRAM_PROPERTIES, uses_token_program
 from kctl.errors import ConfigError, NotAuthorizedError, UnreachableError
 
 # Tokens are renewed once this share of their lifetime has passed, as librdkafka does.
@@ -185,13 +186,7 @@ def msk_iam(settings: Mapping[str, str]) -> Callable[[], tuple[str, float]]:
 
 # -- token programs: a command or a file ----------------------------------------------------------
 
-TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME = "sasl.oauthbearer.token.command", "sasl.oauthbearer.token.file", "sasl.oauthbearer.token.lifetime"
-TOKEN_PROGRAM_PROPERTIES = (TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME)
 _PROGRAM_HINT = f"{TOKEN_COMMAND} must print the token (a JWT, or set {TOKEN_LIFETIME}) on stdout and exit 0"
-
-
-def uses_token_program(properties: Mapping[str, str]) -> bool:
-    return bool(properties.get(TOKEN_COMMAND) or properties.get(TOKEN_FILE))
 
 
 def token_program(properties: Mapping[str, str], timeout: float = 30.0) -> Callable[[], tuple[str, float]]:
@@ -274,7 +269,7 @@ _PROGRAM_LOCK = threading.Lock()
 def with_token_program(config: Mapping[str, object], source: TokenSource | None = None) -> dict:
     """librdkafka `config` with a token program's properties (which librdkafka does not
     know) replaced by its `oauth_cb`, served by `source` (else one shared per process)."""
-    if not uses_token_program({k: v for k, v in config.items() if isinstance(v, str)}):
+    if not uses_token_program(config):
         return dict(config)
     if source is None:
         key = tuple(str(config.get(k)) for k in TOKEN_PROGRAM_PROPERTIES)

@@ -4,14 +4,18 @@ never dropped."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+# kctl's own OAUTHBEARER settings: a token from a command or a file (kctl.admin.client.oauth).
+TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME = "sasl.oauthbearer.token.command", "sasl.oauthbearer.token.file", "sasl.oauthbearer.token.lifetime"
+TOKEN_PROGRAM_PROPERTIES = (TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME)
+
 # OAUTHBEARER's settings, read by kctl.admin.client.oauth to build a token source.
 OAUTHBEARER_PROPERTIES = frozenset({
     "sasl.oauthbearer.config", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
     "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope",
     "sasl.oauthbearer.extensions", "sasl.oauthbearer.grant.type", "https.ca.location",
-    "enable.sasl.oauthbearer.unsecure.jwt",
-    # kctl's own: a token from a command or a file (kctl.admin.client.oauth).
-    "sasl.oauthbearer.token.command", "sasl.oauthbearer.token.file", "sasl.oauthbearer.token.lifetime",
+    "enable.sasl.oauthbearer.unsecure.jwt", *TOKEN_PROGRAM_PROPERTIES,
 })
 
 # The ssl.* properties kctl's own TLS contexts honour (kctl.admin.client.tls); its own
@@ -67,16 +71,21 @@ def ignored(key: str) -> bool:
     return key.startswith(IGNORED_PREFIXES)
 
 
-def uses_gssapi(properties: dict[str, str]) -> bool:
+def uses_gssapi(properties: Mapping[str, object], aws_msk_iam: Mapping[str, str] | None = None) -> bool:
     """Whether client `properties` authenticate with SASL GSSAPI (Kerberos): librdkafka's
-    default mechanism once security.protocol is SASL_*."""
+    default mechanism once security.protocol is SASL_* (AWS MSK IAM is OAUTHBEARER)."""
+    if aws_msk_iam:
+        return False
     mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or default_mechanism(properties)
-    return properties.get("security.protocol", "").upper().startswith("SASL") and mechanism.upper() == "GSSAPI"
+    return str(properties.get("security.protocol", "")).upper().startswith("SASL") and str(mechanism).upper() == "GSSAPI"
 
 
-def default_mechanism(properties: dict[str, str]) -> str:
+def uses_token_program(properties: Mapping[str, object]) -> bool:
+    """Whether the settings name a token command or file."""
+    return bool(properties.get(TOKEN_COMMAND) or properties.get(TOKEN_FILE))
+
+
+def default_mechanism(properties: Mapping[str, object]) -> str:
     """The SASL mechanism when none is set: OAUTHBEARER with a token command or file
     (kctl's own settings), else librdkafka's default, GSSAPI."""
-    if properties.get("sasl.oauthbearer.token.command") or properties.get("sasl.oauthbearer.token.file"):
-        return "OAUTHBEARER"
-    return "GSSAPI"
+    return "OAUTHBEARER" if uses_token_program(properties) else "GSSAPI"

@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kctl.admin.client.librdkafka import LibrdkafkaAdmin, build_client, librdkafka_log
+from kctl.admin.client.properties import uses_gssapi, uses_token_program
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
 from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError
@@ -33,8 +34,6 @@ NEW_TOPIC_GRACE = 1.0
 # so the next command sees it wherever it asks.
 SETTLE_SECONDS = 0.3
 T = TypeVar("T")
-# kctl's token program properties (kctl.admin.client.oauth; not imported for every command).
-TOKEN_COMMAND, TOKEN_FILE = "sasl.oauthbearer.token.command", "sasl.oauthbearer.token.file"
 
 
 def topic_missing(metadata: Any, name: str) -> bool:
@@ -80,7 +79,7 @@ class AdminSession:
         becomes the session's token callback, unless `portable` (settings for another
         process, Spark's executors, which run the command themselves: oauth.with_token_program)."""
         config = self._librdkafka_properties()
-        if not portable and (TOKEN_COMMAND in config or TOKEN_FILE in config):
+        if not portable and uses_token_program(config):
             from kctl.admin.client.oauth import with_token_program
 
             config = with_token_program(config, self.tokens)
@@ -95,19 +94,17 @@ class AdminSession:
     @property
     def gssapi(self) -> bool:
         """Whether the session authenticates with SASL GSSAPI (Kerberos)."""
-        from kctl.admin.client.properties import uses_gssapi
-
-        return not self.settings.aws_msk_iam and uses_gssapi(self.settings.properties)
+        return uses_gssapi(self.settings.properties, self.settings.aws_msk_iam)
 
     @cached_property
     def bridge(self) -> tuple[Any, list[str]]:
         """The loopback bridge librdkafka's clients reach a GSSAPI cluster through, its first
         connection to the cluster made (and authenticated) now, and its bootstrap addresses."""
         from kctl.admin.client.bridge import Bridge
-        from kctl.admin.client.wire import ConnectFailed, _split_address
+        from kctl.admin.client.wire import ConnectFailed, split_address
 
         wire = self.wire
-        bootstrap = [_split_address(a) for a in (self.settings.bootstrap_servers or "").split(",")]
+        bootstrap = [split_address(a) for a in (self.settings.bootstrap_servers or "").split(",")]
 
         def open_upstream(host: str, port: int) -> Any:
             return wire.connect(host, port, "connect")

@@ -278,7 +278,7 @@ def _remaining(deadline: float) -> float:
     return left
 
 
-def _split_address(address: str) -> tuple[str, int]:
+def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.strip().rpartition(":")
     if not host or not port.isdigit():
         raise ConfigError(f"unable to connect: bootstrap server {address!r} is not HOST:PORT")
@@ -320,7 +320,7 @@ class WireClient:
             return self._connections["bootstrap"]
         causes: list[BaseException] = []
         for address in (self.settings.bootstrap_servers or "").split(","):
-            host, port = _split_address(address)
+            host, port = split_address(address)
             try:
                 connection = self._open(host, port, deadline)
             except (OSError, codec.CodecError) as exc:
