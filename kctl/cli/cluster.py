@@ -59,6 +59,8 @@ HEALTH_DOCUMENT = DocumentSpec(
         _count("under_min_isr_partitions", "UNDER-MIN-ISR"),
         _count("under_replicated_partitions", "UNDER-REPLICATED"),
         _count("at_min_isr_partitions", "AT-MIN-ISR"),
+        _count("elr_recoverable_partitions", "ELR-RECOVERABLE"),
+        _count("elr_unrecoverable_partitions", "ELR-UNRECOVERABLE"),
     ),
 )
 

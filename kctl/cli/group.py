@@ -170,7 +170,9 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
     when that happened (BELOW_LOG_START), when a partition has no committed offset
     (NO_COMMIT; LAG is empty) and when the commit is past the log end (AHEAD_OF_END).
     RAW-LAG (-o wide, JSON) is log end minus committed, unclamped. Groups without
-    members are included: a stopped consumer is when lag matters most.
+    members are included: a stopped consumer is when lag matters most. On topics with
+    tiered storage, a group whose next offset is below the earliest local offset reads
+    from remote storage: a note says so, and remote_read is true in JSON.
 
     --time-lag record reads the timestamp of each lagging partition's next record
     (without joining the group); interp estimates it from the history of earlier runs
@@ -323,6 +325,12 @@ def _state_file(app: App, path: str | None):
 
 def _render_lag(app: App, found, time_lag: str) -> None:
     rows = [p for g in found for p in g.partitions]
+    for g in found:
+        remote = sorted({p.topic for p in g.partitions if p.remote_read})
+        for topic in remote:
+            below = [str(p.partition) for p in g.partitions if p.topic == topic and p.remote_read]
+            app.note(f"note: {g.group} reads {topic} from remote storage: its next offset on partition(s) {','.join(below)} "
+                     "is below the earliest local offset (tiered storage)")
     if app.out.format == "prom":
         from kctl.output.prometheus import render_lag
 

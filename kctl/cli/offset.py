@@ -41,7 +41,8 @@ def offset():
 @offset.command("get")
 @click.argument("selectors", nargs=-1, metavar="TOPIC[:PARTITIONS]...")
 @click.option("-r", "--regex", type=RegexType(), help="Also every topic whose whole name matches.")
-@click.option("--at", "at", metavar="TIME", help="Also the first offset at or after TIME (ISO-8601, epoch ms, now, -1h).")
+@click.option("--at", "at", metavar="TIME", help="Also the first offset at or after TIME (ISO-8601, epoch ms, now, -1h), "
+              "or the tiered storage position earliest-local or latest-tiered.")
 @click.option("--max-timestamp", is_flag=True, help="Also the offset and timestamp of the record with the largest timestamp.")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed makes LATEST the last stable offset.")
 @global_options
@@ -54,23 +55,34 @@ def get(app: App, selectors, regex, at, max_timestamp, isolation):
     is where a consumer seeking to that time would start (the log end when no record is
     that recent); the resolved instant is printed on stderr.
 
+    On topics with tiered storage (remote.storage.enable=true), --at earliest-local is
+    the first offset still on the leader's disk (the records below it are read from
+    remote storage) and --at latest-tiered the last offset uploaded (blank: none yet),
+    as kafka-get-offsets --time -4 and -5 answer them. Without tiered storage Kafka
+    answers the log start and blank.
+
     \b
     Examples:
       kctl offset get orders
       kctl offset get orders:0-3,7 payments -o json
       kctl offset get orders --at 2026-11-22T09:00:00Z
       kctl offset get orders --at -1h --max-timestamp
+      kctl offset get orders --at earliest-local
       kctl offset get -r 'logs\\..*' --isolation read_committed
     """
-    from kctl.admin.topics.offsets import list_offsets, parse_selector, resolve_partitions
+    from kctl.admin.topics.offsets import TIERED_POSITIONS, list_offsets, parse_selector, resolve_partitions
     from kctl.timespec import format_instant, parse_instant
 
     if not selectors and regex is None:
         raise click.UsageError("name at least one TOPIC[:PARTITIONS], or give --regex")
     parsed = [parse_selector(s) for s in selectors]
-    at_ms = parse_instant(at) if at is not None else None
-    if at_ms is not None:
-        app.note(f"--at {at} is {format_instant(at_ms)} ({at_ms})")
+    at_ms: int | None
+    if at in TIERED_POSITIONS:
+        at_ms = TIERED_POSITIONS[at]
+    else:
+        at_ms = parse_instant(at) if at is not None else None
+        if at_ms is not None:
+            app.note(f"--at {at} is {format_instant(at_ms)} ({at_ms})")
     pairs = resolve_partitions(app.session, parsed, regex)
     rows = list_offsets(app.session, pairs, at_ms=at_ms, max_timestamp=max_timestamp, isolation=isolation)
     columns = BASE_COLUMNS + (AT_COLUMNS if at_ms is not None else ()) + (MAX_COLUMNS if max_timestamp else ())

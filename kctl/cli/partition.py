@@ -13,7 +13,7 @@ from kctl.output.spec import Column, TableSpec
 def _status(p) -> str:
     flags = [
         name.replace("_", "-")
-        for name in ("offline", "unavailable", "under_min_isr", "under_replicated", "at_min_isr")
+        for name in ("offline", "unavailable", "elr_recoverable", "elr_unrecoverable", "under_min_isr", "under_replicated", "at_min_isr")
         if getattr(p, name)
     ]
     # unavailable is implied by offline; say the stronger one once.
@@ -22,6 +22,8 @@ def _status(p) -> str:
     return ",".join(flags) or "ok"
 
 
+# Shown where the cluster reports eligible leader replicas (Kafka 3.8+).
+ELR_COLUMNS = (Column("elr", "ELR"), Column("last_known_elr", "LAST-KNOWN-ELR"))
 PARTITION_TABLE = TableSpec(
     (
         Column("topic", "TOPIC"),
@@ -37,6 +39,8 @@ PARTITION_TABLE = TableSpec(
         Column("at_min_isr", "AT-MIN-ISR", wide=True),
         Column("unavailable", "UNAVAILABLE", wide=True),
         Column("offline", "OFFLINE", wide=True),
+        Column("elr_recoverable", "ELR-RECOVERABLE", wide=True),
+        Column("elr_unrecoverable", "ELR-UNRECOVERABLE", wide=True),
     )
 )
 
@@ -54,6 +58,10 @@ def partition():
 @click.option("--at-min-isr", "filters", flag_value="at_min_isr", multiple=True, help="Exactly min.insync.replicas in sync (one failure from refusing writes).")
 @click.option("--unavailable", "filters", flag_value="unavailable", multiple=True, help="No leader, or a leader that is not a live broker.")
 @click.option("--offline", "filters", flag_value="offline", multiple=True, help="No leader at all.")
+@click.option("--elr-recoverable", "filters", flag_value="elr_recoverable", multiple=True,
+              help="Empty ISR, and an eligible leader replica to lead again cleanly once it is back.")
+@click.option("--elr-unrecoverable", "filters", flag_value="elr_unrecoverable", multiple=True,
+              help="Empty ISR and no eligible leader replica: only an unclean election recovers it.")
 @click.option("--leader", type=int, metavar="BROKER", help="Only partitions led by this broker.")
 @click.option("-i", "--internal", is_flag=True, help="Include internal topics (__consumer_offsets, ...).")
 @global_options
@@ -66,14 +74,27 @@ def list_(app: App, topics, regex, filters, leader, internal):
     select; several filters select partitions matching any of them. STATUS sums up
     each partition (ok, or the conditions it is in).
 
+    ELR and LAST-KNOWN-ELR are the eligible leader replicas of KIP-966 (on by default
+    since Kafka 4.1): replicas that left the ISR below min.insync.replicas but hold every
+    committed record, so one is elected cleanly when the ISR empties; the last known ELR
+    names the replicas an unclean election should prefer. Both are left out where the
+    cluster does not report them (before Kafka 3.8, and on the bundled broker; null in
+    JSON); the ELR filters then fail with exit status 65.
+
     \b
     Examples:
       kctl partition list orders
       kctl partition list --under-replicated --unavailable
       kctl partition list --leader 2 -o json
       kctl partition list --under-min-isr --no-headers | wc -l
+      kctl partition list --elr-recoverable --elr-unrecoverable
     """
     from kctl.admin.cluster.partitions import snapshot
 
-    taken = snapshot(app.session, topics=topics, regex=regex, include_internal=internal or bool(topics), filters=filters, leader=leader)
-    app.out.table(taken.partitions, PARTITION_TABLE)
+    taken = snapshot(app.session, topics=topics, regex=regex, include_internal=internal or bool(topics), filters=filters, leader=leader,
+                     with_elr=True)
+    spec = PARTITION_TABLE
+    if any(p.elr is not None for p in taken.partitions):
+        visible = [c for c in spec.columns if not c.wide]
+        spec = TableSpec((*visible, *ELR_COLUMNS, *(c for c in spec.columns if c.wide)))
+    app.out.table(taken.partitions, spec)

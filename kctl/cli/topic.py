@@ -51,6 +51,23 @@ DETAIL_COLUMNS = (
     Column("removing_replicas", "REMOVING"),
 )
 
+
+
+# Shown where the cluster reports eligible leader replicas (KIP-966).
+ELR_COLUMNS = (Column("elr", "ELR"), Column("last_known_elr", "LAST-KNOWN-ELR"))
+# Shown when a described topic has tiered storage.
+TIERED_COLUMNS = (
+    Column("earliest_local_offset", "EARLIEST-LOCAL", align="right"),
+    Column("latest_tiered_offset", "LATEST-TIERED", align="right"),
+)
+LOCAL_SIZE = Column("size_bytes", "LOCAL-SIZE", get=_size, align="right")
+TIERED_FIELDS = (
+    Field("retention_ms", "RETENTION-MS"),
+    Field("retention_bytes", "RETENTION-BYTES"),
+    Field("local_retention_ms", "LOCAL-RETENTION-MS"),
+    Field("local_retention_bytes", "LOCAL-RETENTION-BYTES"),
+)
+
 TOPIC_DOCUMENT = DocumentSpec(
     fields=(
         Field("name", "NAME"),
@@ -58,6 +75,7 @@ TOPIC_DOCUMENT = DocumentSpec(
         Field("internal", "INTERNAL"),
         Field("partitions", "PARTITIONS", get=lambda t: len(t.partitions)),
         Field("replication_factor", "REPLICATION-FACTOR"),
+        Field("remote_storage", "REMOTE-STORAGE"),
     ),
     sections=(Section("partitions", "PARTITIONS", PARTITION_TABLE),),
 )
@@ -88,10 +106,11 @@ def topic():
 @click.option("--unavailable", "filters", flag_value="unavailable", multiple=True, help="Only topics with partitions without a live leader.")
 @click.option("--offline", "filters", flag_value="offline", multiple=True, help="Only topics with partitions without any leader.")
 @click.option("--with-overrides", is_flag=True, help="Only topics with config overrides.")
+@click.option("--tiered", is_flag=True, help="Only topics with tiered storage (remote.storage.enable=true).")
 @click.option("--overrides", "count_overrides", is_flag=True, help="Count each topic's config overrides (always with -o wide).")
 @global_options
 @pass_app
-def list_(app: App, regex, internal, filters, with_overrides, count_overrides):
+def list_(app: App, regex, internal, filters, with_overrides, tiered, count_overrides):
     """List topics: partitions, replication factor, config overrides.
 
     The health filters keep topics having at least one partition in that condition
@@ -107,13 +126,14 @@ def list_(app: App, regex, internal, filters, with_overrides, count_overrides):
       kctl topic list --under-replicated --unavailable
       kctl topic list --with-overrides -o wide
       kctl topic list --overrides -o json
+      kctl topic list --tiered
     """
     from kctl.admin.topics.topics import list_topics
 
     count = count_overrides or app.out.format == "wide"
     topics = list_topics(
         app.session, regex=regex, include_internal=internal, filters=filters, with_overrides=with_overrides, count_overrides=count,
-        with_topic_ids=app.out.shows(TOPIC_TABLE, "topic_id"),
+        with_topic_ids=app.out.shows(TOPIC_TABLE, "topic_id"), tiered=tiered,
     )
     app.out.table(topics, TOPIC_TABLE)
 
@@ -133,6 +153,14 @@ def describe(app: App, names, detail):
     on brokers whose log cleaner is off (log.cleaner.enable=false) gets a note on
     stderr: its records are not compacted.
 
+    ELR and LAST-KNOWN-ELR (KIP-966) are shown where the cluster reports them (Kafka
+    3.8+; see `kctl partition list`). A topic with tiered storage (REMOTE-STORAGE true)
+    also shows its retention in all and on local disk (-2: as retention) and per
+    partition EARLIEST-LOCAL (the first offset on the leader's disk: a consumer below
+    it reads from remote storage), LATEST-TIERED (the last offset uploaded; blank: none
+    yet) and LOCAL-SIZE. Kafka does not report the size kept in remote storage through
+    its API (a note says where to read it: the brokers' RemoteLogSizeBytes metric).
+
     \b
     Examples:
       kctl topic describe orders
@@ -147,10 +175,19 @@ def describe(app: App, names, detail):
         if len(errors) == 1:
             raise error
         raise error.but(action=f"describe topics {', '.join(errors)}")
-    spec = TOPIC_DOCUMENT
+    tiered = [t.name for t in found if t.remote_storage]
+    columns = PARTITION_TABLE.columns
+    if any(p.elr is not None for t in found for p in t.partitions):
+        columns += ELR_COLUMNS
     if detail:
-        table = TableSpec(PARTITION_TABLE.columns + DETAIL_COLUMNS)
-        spec = DocumentSpec(fields=TOPIC_DOCUMENT.fields, sections=(Section("partitions", "PARTITIONS", table),))
+        columns += DETAIL_COLUMNS
+    if tiered:
+        columns += TIERED_COLUMNS + (() if detail else (LOCAL_SIZE,))
+    fields = TOPIC_DOCUMENT.fields + (TIERED_FIELDS if tiered else ())
+    spec = DocumentSpec(fields=fields, sections=(Section("partitions", "PARTITIONS", TableSpec(columns)),))
+    for name in tiered:
+        app.note(f"note: {name} keeps older segments in remote storage, whose size Kafka does not report through its API "
+                 f"(the brokers' JMX metric kafka.server:type=BrokerTopicMetrics,name=RemoteLogSizeBytes,topic={name})")
     for name in uncompacted_topics(app.session, found):
         app.note(f"note: {name} has cleanup.policy=compact but its brokers run no log cleaner "
                  "(log.cleaner.enable=false): its records are not compacted")

@@ -47,26 +47,32 @@ def _base() -> Path:
     return Path(os.environ.get("KCTL_TEST_CACHE") or Path.home() / ".cache" / "kctl-test")
 
 
-def _mvn_args(version: str | None) -> list[str]:
+# The newest release whose LocalTieredStorage (kafka-storage's test jar) Maven Central
+# serves: the tiered storage tests run it.
+KAFKA_TIERED = "4.3.1"
+
+
+def _mvn_args(version: str | None, tiered_storage: bool = False) -> list[str]:
     """What mvn is told beyond the POM: nothing for the POM's own (newest) version, which
-    gets Kafka Streams; an older release is pinned and resolved without it."""
-    if kafka_version(version) == kafka_version():
-        return []
-    return [f"-Dkafka.version={version}", "-Dno.streams.examples"]
+    gets Kafka Streams; an older release is pinned and resolved without it; with
+    `tiered_storage`, Kafka's LocalTieredStorage too."""
+    args = [] if kafka_version(version) == kafka_version() else [f"-Dkafka.version={version}", "-Dno.streams.examples"]
+    return args + (["-Dtiered.storage"] if tiered_storage else [])
 
 
-def cache_dir(version: str | None = None) -> Path:
+def cache_dir(version: str | None = None, tiered_storage: bool = False) -> Path:
     # The key covers everything that decides the jars (the POM, the version, mvn's
     # arguments): one directory per resolution, whichever of them runs first on an empty cache.
-    key = POM.read_bytes() + kafka_version(version).encode() + " ".join(_mvn_args(version)).encode()
+    key = POM.read_bytes() + kafka_version(version).encode() + " ".join(_mvn_args(version, tiered_storage)).encode()
     digest = hashlib.sha256(key).hexdigest()[:12]
     return _base() / f"kafka-{kafka_version(version)}-{digest}"
 
 
-def resolve_classpath(version: str | None = None) -> list[Path]:
+def resolve_classpath(version: str | None = None, tiered_storage: bool = False) -> list[Path]:
     """Every jar of Kafka's broker and tools runtime (`version`, or the newest), resolving
-    them on first use."""
-    return resolve_pom(POM, cache_dir(version), f"Apache Kafka {kafka_version(version)}", _mvn_args(version))
+    them on first use; with `tiered_storage`, LocalTieredStorage's test jar too."""
+    return resolve_pom(POM, cache_dir(version, tiered_storage), f"Apache Kafka {kafka_version(version)}",
+                       _mvn_args(version, tiered_storage))
 
 
 def resolve_pom(pom: Path, target: Path, what: str, args: list[str] | tuple[str, ...] = ()) -> list[Path]:

@@ -165,6 +165,8 @@ class KafkaCluster:
         authorizer: bool = False,
         version: str | None = None,
         standalone: bool = False,
+        roles: dict[int, str] | None = None,
+        tiered_storage: bool = False,
     ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kctl-kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -183,8 +185,19 @@ class KafkaCluster:
         # A dynamic quorum (KIP-853, kraft.version 1): one node formatted --standalone,
         # found through controller.quorum.bootstrap.servers instead of a static voter list.
         self.standalone = standalone
-        if standalone and nodes != 1:
-            raise ValueError("a standalone (dynamic) quorum starts from one node")
+        # process.roles of the nodes that are not "broker,controller": with standalone, node
+        # 1 forms the quorum and a "controller" node joins it as an observer (formatted
+        # --no-initial-controllers, controller.quorum.auto.join.enable=false: the operator
+        # decides when it becomes a voter); "broker" nodes find it through node 1.
+        self.roles = dict(roles or {})
+        if standalone and any(i not in self.roles for i in range(2, nodes + 1)):
+            raise ValueError("a standalone (dynamic) quorum starts from node 1; name the others' roles")
+        if not standalone and nodes != 1 and self.roles:
+            raise ValueError("roles are for a standalone (dynamic) quorum")
+        # Tiered storage (KIP-405) with Kafka's own LocalTieredStorage (the kafka-storage
+        # test jar the POM adds) in one directory every broker shares, and the topic-based
+        # remote log metadata manager; tasks run every second, so tests see uploads soon.
+        self.tiered_storage = tiered_storage
         if self.sasl_users or self.scram_users:
             self.sasl_users.setdefault("admin", "admin-secret")
         self.nodes = [
@@ -204,7 +217,7 @@ class KafkaCluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes if "broker" in self.role(n.node_id))
 
     @property
     def node_ids(self) -> list[int]:
@@ -223,12 +236,19 @@ class KafkaCluster:
         if self._classpath is None:
             # Kafka 3.x brings SLF4J's reload4j binding beside the POM's log4j2 one: drop
             # it, so the log4j2 configuration written here is the one used.
-            jars = [p for p in resolve_classpath(self.version) if not p.name.startswith("slf4j-reload4j")]
+            jars = [p for p in resolve_classpath(self.version, self.tiered_storage) if not p.name.startswith("slf4j-reload4j")]
             self._classpath = os.pathsep.join(str(p) for p in jars)
         return self._classpath
 
+    def role(self, node_id: int) -> str:
+        return self.roles.get(node_id, "broker,controller")
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.nodes if "broker" in self.role(n.node_id)]
+
     def _properties(self, node: KafkaNode) -> dict[str, str]:
-        replication = str(min(3, len(self.nodes)))
+        replication = str(min(3, len(self.broker_ids)))
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         properties = {
             "process.roles": "broker,controller",
@@ -262,7 +282,30 @@ class KafkaCluster:
         }
         if self.standalone:
             del properties["controller.quorum.voters"]
-            properties["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{node.controller_port}"
+            properties["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{self.nodes[0].controller_port}"
+            role = self.role(node.node_id)
+            properties["process.roles"] = role
+            if role == "controller":
+                properties.update({"listeners": f"CONTROLLER://127.0.0.1:{node.controller_port}",
+                                   "advertised.listeners": f"CONTROLLER://127.0.0.1:{node.controller_port}",
+                                   "controller.quorum.auto.join.enable": "false"})
+                del properties["inter.broker.listener.name"]
+            elif role == "broker":
+                properties.update({"listeners": f"PLAINTEXT://127.0.0.1:{node.port}"})
+        if self.tiered_storage:
+            properties.update(
+                {
+                    "remote.log.storage.system.enable": "true",
+                    "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+                    "rsm.config.dir": str(self.workdir / "remote-storage"),
+                    "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+                    "rlmm.config.remote.log.metadata.topic.replication.factor": replication,
+                    "rlmm.config.remote.log.metadata.topic.min.isr": "1",
+                    "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+                    "remote.log.manager.task.interval.ms": "1000",
+                    "log.retention.check.interval.ms": "1000",
+                }
+            )
         if self.authorizer:
             properties.update(
                 {
@@ -403,11 +446,18 @@ class KafkaCluster:
         command = self._java(
             TEST_JVM_OPTIONS, "tools-log4j2.properties", "kafka.tools.StorageTool",
             "format", "-t", self.cluster_id, "-c", str(node.properties_path),
-            *self._scram_format_args(), *(["--standalone"] if self.standalone else []),
+            *self._scram_format_args(), *self._quorum_format_args(node),
         )
         proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise KafkaStartError(f"formatting node {node.node_id} failed:\n{proc.stdout}{proc.stderr}")
+
+    def _quorum_format_args(self, node: KafkaNode) -> list[str]:
+        if not self.standalone:
+            return []
+        if node is self.nodes[0]:
+            return ["--standalone"]
+        return ["--no-initial-controllers"] if self.role(node.node_id) == "controller" else []
 
     def _scram_format_args(self) -> list[str]:
         # SCRAM credentials live in the metadata log; formatting is the one way to have
@@ -428,7 +478,7 @@ class KafkaCluster:
         """Until every running node is registered and answers Metadata."""
         from confluent_kafka.admin import AdminClient
 
-        running = [n for n in self.nodes if n.process and n.process.poll() is None]
+        running = [n for n in self.nodes if n.process and n.process.poll() is None and "broker" in self.role(n.node_id)]
         deadline = time.monotonic() + timeout
         admin = AdminClient({**self.client_config(), "log_level": 0, "logger": _quiet_logger()})
         last_error = "no answer"
@@ -463,8 +513,11 @@ class KafkaCluster:
     def kill_node(self, node_id: int) -> None:
         self._signal(self.node(node_id), signal.SIGKILL, 30)
 
-    def start_node(self, node_id: int, timeout: float = 60) -> None:
-        self._launch(self.node(node_id))
+    def start_node(self, *node_ids: int, timeout: float = 60) -> None:
+        """Start stopped nodes again (all of them before waiting: a node still stopped
+        counts as one that exited)."""
+        for node_id in node_ids:
+            self._launch(self.node(node_id))
         self.wait_until_ready(timeout)
 
     def _signal(self, node: KafkaNode, sig: int, timeout: float) -> None:

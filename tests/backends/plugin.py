@@ -359,6 +359,56 @@ def connect(cluster, tmp_path_factory):
     started.stop()
 
 
+def _start_dedicated(what: str, cluster):
+    """Start a dedicated Kafka cluster for a module's tests (skipped, or failed with
+    KCTL_REQUIRE_BROKERS=1, when it cannot start)."""
+    from tests.backends.jars import JarResolutionError
+    from tests.backends.kafka import KafkaStartError
+
+    try:
+        cluster.start()
+    except (JarResolutionError, KafkaStartError, OSError) as exc:
+        cluster.stop()
+        _unavailable(what, exc)
+    cluster.backend = "kafka"
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def operated_kafka(tmp_path_factory):
+    """A Kafka 4.x cluster to operate on (issue 57): a dynamic quorum (KIP-853) formed by
+    node 1 (broker and controller, formatted --standalone), node 2 a controller that runs
+    as an observer until added as a voter, nodes 3 and 4 brokers only. Internal topics have
+    two replicas, so one broker can be drained and unregistered. Started for the module
+    that asks, when the `kafka` backend is selected; tests stop and restart its brokers."""
+    if "kafka" not in selected_backends():
+        pytest.skip("the operated cluster runs with the kafka backend")
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
+
+    two = {key: "2" for key in ("offsets.topic.replication.factor", "transaction.state.log.replication.factor",
+                                "share.coordinator.state.topic.replication.factor", "default.replication.factor")}
+    cluster = KafkaCluster(nodes=4, workdir=tmp_path_factory.mktemp("operated"), standalone=True,
+                           roles={2: "controller", 3: "broker", 4: "broker"}, tool_jvm_options=TEST_TOOL_JVM_OPTIONS, overrides=two)
+    yield _start_dedicated("the operated cluster (a dynamic quorum)", cluster)
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def tiered_kafka(tmp_path_factory):
+    """A Kafka node with tiered storage (KIP-405): Kafka's LocalTieredStorage in a local
+    directory and the topic-based remote log metadata manager. Kafka 4.3.1, the newest
+    release whose LocalTieredStorage Maven Central serves (tests.backends.jars.KAFKA_TIERED)."""
+    if "kafka" not in selected_backends():
+        pytest.skip("the tiered storage cluster runs with the kafka backend")
+    from tests.backends.jars import KAFKA_TIERED
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
+
+    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("tiered"), version=KAFKA_TIERED, tiered_storage=True,
+                           tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
+    yield _start_dedicated("the tiered storage cluster", cluster)
+    cluster.stop()
+
+
 @pytest.fixture(scope="session")
 def kafka_tools(tmp_path_factory):
     """Kafka's own command-line tools (`.run_tool(main_class, *args)`), from the jars the

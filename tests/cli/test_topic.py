@@ -82,6 +82,7 @@ def test_create_then_list_and_describe(kctl, cluster, topic_name):
     assert topic["name"] == topic_name
     assert topic["topic_id"] == kafka_uuid(described.topic_id)
     assert topic["replication_factor"] == rf
+    assert (topic["remote_storage"], topic["local_retention_ms"]) == (False, None if cluster.kafka is None else -2)
     epochs = [p["leader_epoch"] for p in topic["partitions"]]
     assert all(isinstance(e, int) and e >= 0 for e in epochs)
     assert topic["partitions"] == [
@@ -99,6 +100,11 @@ def test_create_then_list_and_describe(kctl, cluster, topic_name):
             "size_bytes": None,
             "adding_replicas": None,
             "removing_replicas": None,
+            # Kafka 3.8+ reports eligible leader replicas (none here); the bundled broker does not.
+            "elr": [] if cluster.kafka is not None else None,
+            "last_known_elr": [] if cluster.kafka is not None else None,
+            "earliest_local_offset": None,
+            "latest_tiered_offset": None,
         }
         for p, epoch in zip(sorted(described.partitions, key=lambda p: p.id), epochs)
     ]
@@ -113,24 +119,27 @@ def test_describe_text_layout(kctl, cluster, topic_name):
     result = kctl("-b", cluster.bootstrap, "topic", "describe", topic_name)
     partitions = sorted(described.partitions, key=lambda p: p.id)
     epochs = [p["leader_epoch"] for p in json.loads(kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, "-o", "json").stdout)[0]["partitions"]]
+    # Kafka 3.8+ reports eligible leader replicas (none here); the bundled broker does not.
+    elr_titles, elr_cells = ("\tELR\tLAST-KNOWN-ELR", "\t\t") if cluster.kafka is not None else ("", "")
     expected = [
         f"NAME\t{topic_name}",
         f"TOPIC-ID\t{kafka_uuid(described.topic_id)}",
         "INTERNAL\tfalse",
         "PARTITIONS\t2",
         "REPLICATION-FACTOR\t1",
+        "REMOTE-STORAGE\tfalse",
         "",
         "PARTITIONS",
-        "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE-REPLICAS\tLOG-START-OFFSET\tLOG-END-OFFSET",
-    ] + [f"{p.id}\t{p.leader.id}\t{e}\t{p.leader.id}\t{p.leader.id}\t\t0\t0" for p, e in zip(partitions, epochs)]
+        "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE-REPLICAS\tLOG-START-OFFSET\tLOG-END-OFFSET" + elr_titles,
+    ] + [f"{p.id}\t{p.leader.id}\t{e}\t{p.leader.id}\t{p.leader.id}\t\t0\t0" + elr_cells for p, e in zip(partitions, epochs)]
     assert result.stdout == "\n".join(expected) + "\n"
 
     table = kctl("-b", cluster.bootstrap, "topic", "describe", topic_name, tty=True, env={"NO_COLOR": "1"})
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["NAME", topic_name]
-    assert lines[7].split() == ["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE-REPLICAS", "LOG-START-OFFSET", "LOG-END-OFFSET"]
+    assert lines[8].split() == ["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE-REPLICAS", "LOG-START-OFFSET", "LOG-END-OFFSET"] + elr_titles.split()
     leader = str(partitions[0].leader.id)
-    assert lines[8].split() == ["0", leader, str(epochs[0]), leader, leader, "-", "0", "0"]
+    assert lines[9].split() == ["0", leader, str(epochs[0]), leader, leader, "-", "0", "0"] + ["-"] * len(elr_titles.split())
 
 
 def test_list_hides_internal_topics_unless_asked(kctl, cluster, topic_name):

@@ -30,6 +30,9 @@ TopicPartition = tuple[str, int]
 
 # ListOffsets' special timestamps (any other is a time in ms).
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
+# Tiered storage (KIP-405, KIP-1005): the first offset still on the leader's disk, and the
+# last offset uploaded to remote storage (-1 when none is, or without tiered storage).
+EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -4, -5
 
 
 class _Value:

@@ -10,8 +10,10 @@ from typing import Any
 from kctl.admin.client.errors import kafka_name
 from kctl.admin.client.kafka import (
     BROKER,
+    EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     INTERNAL_TOPICS,
+    LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     TOPIC,
@@ -26,7 +28,7 @@ from kctl.admin.client.kafka import (
 )
 from kctl.admin.client.librdkafka import LibrdkafkaAdmin
 from kctl.admin.client.over_wire import RETRIABLE_OFFSETS, RETRY_BACKOFF, leaderless
-from kctl.errors import KctlError, Partial, Resource
+from kctl.errors import InvalidError, KctlError, Partial, Resource
 from kctl.polling import poll
 
 
@@ -87,6 +89,10 @@ class LibrdkafkaKafka:
         from confluent_kafka import IsolationLevel
         from confluent_kafka import TopicPartition as Confluent
 
+        if EARLIEST_LOCAL_TIMESTAMP in timestamps or LATEST_TIERED_TIMESTAMP in timestamps:
+            # librdkafka sends ListOffsets at a version that takes neither spec.
+            raise InvalidError(action=action, cause="tiered storage offsets are asked through kctl's own client, "
+                               "which these client settings rule out (a property only librdkafka knows)")
         session = self.session
         level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
         values: dict[TopicPartition, list[OffsetAnswer | None]] = {p: [None] * len(timestamps) for p in partitions}

@@ -11,6 +11,8 @@ from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.kafka import (
     BROKER,
     CONFIG_SOURCES,
+    EARLIEST_LOCAL_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
     MAX_TIMESTAMP,
     TOPIC,
     Broker,
@@ -63,8 +65,10 @@ class WireKafka:
         codes: dict[TopicPartition, int] = {}
         todo = set(values)
         level = 1 if isolation == "read_committed" else 0
-        # read_committed needs version 2, the max-timestamp spec version 7.
-        low = 7 if MAX_TIMESTAMP in timestamps else 2 if level else 1
+        # read_committed needs version 2, the max-timestamp spec version 7, the earliest
+        # local one 8 and the latest tiered one 9.
+        low = (9 if LATEST_TIERED_TIMESTAMP in timestamps else 8 if EARLIEST_LOCAL_TIMESTAMP in timestamps
+               else 7 if MAX_TIMESTAMP in timestamps else 2 if level else 1)
         given = leaders
 
         def ask() -> set:

@@ -6,6 +6,10 @@
             CRITICAL), or brokers hosting replicas that are not alive
   OK        none of the above
   UNKNOWN   the state could not be read completely
+
+Offline partitions whose ISR is empty are told apart by their eligible leader replicas
+(KIP-966, where the cluster reports them): those an ELR member will lead again cleanly
+once it returns, and those only an unclean election can bring back.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ class ClusterHealth:
     under_min_isr_partitions: tuple[PartitionRef, ...]
     under_replicated_partitions: tuple[PartitionRef, ...]
     at_min_isr_partitions: tuple[PartitionRef, ...]
+    # Empty ISR: an eligible leader replica can lead again cleanly, or none can.
+    elr_recoverable_partitions: tuple[PartitionRef, ...] = ()
+    elr_unrecoverable_partitions: tuple[PartitionRef, ...] = ()
 
     @property
     def healthy(self) -> bool:
@@ -57,6 +64,8 @@ def evaluate(snapshot: PartitionSnapshot, *, cluster_id: str | None, controller_
     under_min_isr = _refs(parts, "under_min_isr")
     under_replicated = _refs(parts, "under_replicated")
     at_min_isr = _refs(parts, "at_min_isr")
+    recoverable = _refs(parts, "elr_recoverable")
+    unrecoverable = _refs(parts, "elr_unrecoverable")
     # A partition at min ISR is only a warning when losing one replica would matter:
     # with replication factor 1 and min.insync.replicas 1 it is the normal state.
     at_risk = tuple(
@@ -71,6 +80,10 @@ def evaluate(snapshot: PartitionSnapshot, *, cluster_id: str | None, controller_
         status = CRITICAL
         if offline:
             reasons.append(f"{len(offline)} offline partition(s) (no leader)")
+        if recoverable:
+            reasons.append(f"{len(recoverable)} partition(s) with an empty ISR that an eligible leader replica can lead again once it returns")
+        if unrecoverable:
+            reasons.append(f"{len(unrecoverable)} partition(s) with an empty ISR and no eligible leader replica (only an unclean election brings them back)")
         if len(unavailable) > len(offline):
             reasons.append(f"{len(unavailable) - len(offline)} partition(s) led by a broker that is not alive")
         if under_min_isr:
@@ -96,6 +109,8 @@ def evaluate(snapshot: PartitionSnapshot, *, cluster_id: str | None, controller_
         under_min_isr_partitions=under_min_isr,
         under_replicated_partitions=under_replicated,
         at_min_isr_partitions=at_min_isr,
+        elr_recoverable_partitions=recoverable,
+        elr_unrecoverable_partitions=unrecoverable,
     )
 
 
@@ -105,4 +120,4 @@ def check(session) -> ClusterHealth:
     from kctl.admin.cluster.partitions import snapshot
 
     info = describe_cluster(session)
-    return evaluate(snapshot(session, include_internal=True), cluster_id=info.cluster_id, controller_id=info.controller_id)
+    return evaluate(snapshot(session, include_internal=True, with_elr=True), cluster_id=info.cluster_id, controller_id=info.controller_id)

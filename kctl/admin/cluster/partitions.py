@@ -9,6 +9,14 @@ follow kafka-topics.sh (TopicCommand) so the filters select the same partitions:
   at-min-isr        exactly min.insync.replicas in sync (one more failure stops acks=all writes)
   unavailable       no leader, or a leader that is not a live broker
   offline           no leader at all
+  elr-recoverable   an empty ISR, and an eligible leader replica (KIP-966) that the
+                    controller elects cleanly once it is back
+  elr-unrecoverable an empty ISR and no eligible leader replica: only an unclean
+                    election brings it back (the last known ELR says which replica
+                    to prefer)
+
+ELR and last known ELR come from DescribeTopicPartitions (kctl.admin.cluster.elr) where
+the cluster answers it, else they are None (unknown).
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ from dataclasses import dataclass, field
 
 from kctl.admin.client.kafka import ClusterMetadata, PartitionLayout
 from kctl.admin.client.session import AdminSession
+from kctl.admin.cluster import elr
 
-FILTERS = ("under_replicated", "under_min_isr", "at_min_isr", "unavailable", "offline")
+FILTERS = ("under_replicated", "under_min_isr", "at_min_isr", "unavailable", "offline", "elr_recoverable", "elr_unrecoverable")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +47,11 @@ class PartitionHealth:
     at_min_isr: bool
     unavailable: bool
     offline: bool
+    # Eligible leader replicas and the last known ELR; None where the cluster does not say.
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    elr_recoverable: bool = False
+    elr_unrecoverable: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +91,7 @@ def snapshot(
     metadata: ClusterMetadata | None = None,
     filters: Sequence[str] = (),
     leader: int | None = None,
+    with_elr: bool = False,
 ) -> PartitionSnapshot:
     """A snapshot from a fresh Metadata request, or from `metadata` the caller just fetched.
 
@@ -84,6 +99,8 @@ def snapshot(
     they do not depend on min.insync.replicas, only those partitions' topics have their
     configs read (on a healthy cluster, none: `--under-replicated` of 18,000 partitions
     then costs one Metadata request instead of a DescribeConfigs of every topic too).
+    Eligible leader replicas are asked of the same topics where the cluster reports them
+    (`with_elr`, or an ELR filter, which fails on a cluster that does not).
     """
     if metadata is None:
         metadata = session.metadata("list partitions", topics)
@@ -103,24 +120,44 @@ def snapshot(
         raise no_such_topic(f"list partitions of {', '.join(missing)}", missing[0])
     live_set = set(live)
     candidates = [(name, p) for name in names for p in metadata.topics[name].partitions.values()]
+    wants_elr = bool(set(filters) & _NEEDS_ELR)
+    if wants_elr and not elr.supported(session):
+        from kctl.errors import InvalidError
+
+        raise InvalidError(action="list partitions by eligible leader replicas", cause=f"the cluster does not support {elr.NEEDS_ELR}")
     if (filters or leader is not None) and not set(filters) & _NEEDS_MIN_ISR and not overrides:
-        candidates = [(name, p) for name, p in candidates if select([health_of(name, p, None, live_set)], filters=filters, leader=leader)]
+        candidates = [(name, p) for name, p in candidates if _could_match(health_of(name, p, None, live_set), filters, leader)]
         names = sorted({name for name, _ in candidates})
     min_isr, override_counts = topic_configs(session, names)
-    partitions = [health_of(name, p, min_isr.get(name), live_set) for name, p in candidates]
+    eligible = None
+    if candidates and (wants_elr or with_elr) and elr.supported(session):
+        eligible = elr.eligible_leaders(session, {name: len(metadata.topics[name].partitions) for name in names})
+    partitions = [health_of(name, p, min_isr.get(name), live_set, None if eligible is None else eligible.get((name, p.partition), ((), ())))
+                  for name, p in candidates]
     if filters or leader is not None:
         partitions = select(partitions, filters=filters, leader=leader)
     return PartitionSnapshot(live_brokers=live, partitions=tuple(partitions), overrides=override_counts if overrides else {})
 
 
-# The health conditions that depend on a topic's min.insync.replicas.
+# The health conditions that depend on a topic's min.insync.replicas, and on ELR.
 _NEEDS_MIN_ISR = frozenset({"under_min_isr", "at_min_isr"})
+_NEEDS_ELR = frozenset({"elr_recoverable", "elr_unrecoverable"})
 
 
-def health_of(topic: str, layout: PartitionLayout, min_isr: int | None, live: set[int]) -> PartitionHealth:
-    """Health of one partition from its layout in a Metadata answer."""
+def _could_match(health: PartitionHealth, filters: Sequence[str], leader: int | None) -> bool:
+    """Whether a partition may match once its ELR is known (an ELR filter needs an empty ISR)."""
+    if leader is not None and health.leader != leader:
+        return False
+    return not filters or any(not health.isr if f in _NEEDS_ELR else getattr(health, f) for f in filters)
+
+
+def health_of(topic: str, layout: PartitionLayout, min_isr: int | None, live: set[int],
+              eligible: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> PartitionHealth:
+    """Health of one partition from its layout in a Metadata answer, and its (ELR, last
+    known ELR) where known."""
     leader, replicas, isr = layout.leader, layout.replicas, layout.isr
     has_leader = leader is not None
+    elr_, last_known = eligible if eligible is not None else (None, None)
     return PartitionHealth(
         topic=topic,
         partition=layout.partition,
@@ -134,6 +171,10 @@ def health_of(topic: str, layout: PartitionLayout, min_isr: int | None, live: se
         at_min_isr=min_isr is not None and len(isr) == min_isr,
         unavailable=not has_leader or leader not in live,
         offline=not has_leader,
+        elr=elr_,
+        last_known_elr=last_known,
+        elr_recoverable=not isr and bool(elr_),
+        elr_unrecoverable=not isr and elr_ is not None and not elr_,
     )
 
 

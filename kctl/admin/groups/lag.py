@@ -135,9 +135,31 @@ def group_lag(
     offset not yet acknowledged."""
     listed = {g["group_id"]: g for g in protocol.list_groups(session)}
     results, errors, _log = _lag(session, listed, sorted(listed) if ids is None else ids, topics, isolation, ())
+    results = _with_remote_reads(session, results)
     if time_lag == "record":
         results = _with_record_time_lag(session, results, now_ms)
     return Partial(results, errors)
+
+
+def _with_remote_reads(session: AdminSession, results: list[GroupLag]) -> list[GroupLag]:
+    """Marks the partitions of topics with tiered storage whose next offset to read is below
+    the earliest local offset (remote_read). One DescribeConfigs of the groups' topics; the
+    tiered ones' earliest local offsets in one ListOffsets round."""
+    from kctl.admin.topics.offsets import tiered_offsets
+    from kctl.admin.topics.topics import storage_configs
+
+    topics = sorted({p.topic for g in results for p in g.partitions})
+    tiered = {name for name, found in storage_configs(session, topics).items() if found.get("remote.storage.enable")}
+    keys = sorted({(p.topic, p.partition) for g in results for p in g.partitions if p.topic in tiered and p.committed is not None})
+    if not keys:
+        return results
+    local = tiered_offsets(session, keys)
+    out = []
+    for g in results:
+        rows = tuple(replace(p, remote_read=True) if (earliest := local.get((p.topic, p.partition), (None, None))[0]) is not None
+                     and p.committed is not None and next_offset(p) < earliest else p for p in g.partitions)
+        out.append(replace(g, partitions=rows))
+    return out
 
 
 class ClusterLag(NamedTuple):

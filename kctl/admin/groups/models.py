@@ -99,6 +99,9 @@ class PartitionLag:
     # how that was measured: record (its timestamp), caught_up, or none.
     lag_seconds: float | None = None
     lag_seconds_source: str = "none"
+    # Tiered storage: the next offset to read is below the earliest local offset, so the
+    # group's next reads are served from remote storage (false on topics without it).
+    remote_read: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -39,6 +39,14 @@ class PartitionInfo:
     size_bytes: int | None = None
     adding_replicas: tuple[int, ...] | None = None
     removing_replicas: tuple[int, ...] | None = None
+    # Eligible leader replicas and the last known ELR (KIP-966); null where the cluster
+    # does not report them (DescribeTopicPartitions, Kafka 3.8+).
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    # Tiered storage (topics with remote.storage.enable=true, else null): the first offset
+    # on the leader's disk, the last offset uploaded to remote storage (null: none yet).
+    earliest_local_offset: int | None = None
+    latest_tiered_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +56,14 @@ class TopicDescription:
     internal: bool
     replication_factor: int
     partitions: tuple[PartitionInfo, ...]
+    # Tiered storage: remote.storage.enable, and the retention in all and on local disk
+    # (retention.ms/.bytes, local.retention.ms/.bytes; -1 unlimited, -2 as retention);
+    # null where the topic's configs could not be read.
+    remote_storage: bool | None = None
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
+    local_retention_ms: int | None = None
+    local_retention_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,11 +13,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kctl.admin.client.errors import missing_topic
-from kctl.admin.client.kafka import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, ClusterMetadata, OffsetAnswer
+from kctl.admin.client.kafka import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    ClusterMetadata,
+    OffsetAnswer,
+)
 from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError, NotFoundError, Partial, UsageError
 
 _PARTITIONS = re.compile(r"(\d+)(?:-(\d*))?")
+# Positions of tiered storage that ListOffsets answers (kafka-get-offsets --time's names).
+TIERED_POSITIONS = {"earliest-local": EARLIEST_LOCAL_TIMESTAMP, "latest-tiered": LATEST_TIERED_TIMESTAMP}
+NEEDS_TIERED = "tiered storage offsets (ListOffsets v9, Kafka 3.9+)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,11 +138,34 @@ def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], is
             for key, (start, end) in found.items()}
 
 
+def tiered_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]],
+                   leaders: Mapping[tuple[str, int], int] | None = None) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    """(earliest local offset, latest tiered offset) per partition: the first offset still
+    on the leader's disk, and the last one uploaded to remote storage (None: none is, or
+    the leader could not say)."""
+    found, _errors = _list(session, partitions, (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP), "read_uncommitted",
+                           "list tiered storage offsets", leaders)
+    return {key: (local.offset if local and local.offset >= 0 else None, tiered.offset if tiered and tiered.offset >= 0 else None)
+            for key, (local, tiered) in found.items()}
+
+
+def _list(session: AdminSession, pairs: Sequence[tuple[str, int]], timestamps: Sequence[int], isolation: str, action: str,
+          leaders: Mapping[tuple[str, int], int] | None = None) -> Partial[dict[tuple[str, int], list[OffsetAnswer | None]]]:
+    """ListOffsets through the session's client; a cluster too old for the tiered storage
+    positions is said so."""
+    try:
+        return session.kafka.list_offsets(pairs, timestamps, isolation, action, leaders)
+    except KctlError as exc:
+        if exc.kafka_error == "UNSUPPORTED_VERSION" and set(timestamps) & set(TIERED_POSITIONS.values()):
+            raise exc.but(cause=f"the cluster does not support {NEEDS_TIERED}") from exc
+        raise
+
+
 def _answers(session: AdminSession, pairs: Sequence[tuple[str, int]], timestamps: Sequence[int], isolation: str,
              action: str) -> dict[tuple[str, int], list[OffsetAnswer]]:
     """ListOffsets for each of `timestamps` per partition; the first failed partition's
     error (in `pairs`' order) is raised."""
-    found, errors = session.kafka.list_offsets(pairs, timestamps, isolation, action)
+    found, errors = _list(session, pairs, timestamps, isolation, action)
     for key in pairs:
         if key in errors:
             raise errors[key]
@@ -158,13 +192,20 @@ def list_offsets(
         start, end, *more = found[key]
         at = more.pop(0) if at_ms is not None else None
         peak = more.pop(0) if max_timestamp else None
+        if at is not None and at_ms in TIERED_POSITIONS.values():
+            # A position, not a time: -1 is "nothing uploaded yet" (latest-tiered).
+            offset_at, timestamp_at = (at.offset if at.offset >= 0 else None), None
+        elif at is not None:
+            # No record at or after the instant: Kafka answers -1; the next record
+            # to arrive will be at the log end, which is what a consumer would use.
+            offset_at, timestamp_at = (end.offset if at.offset < 0 else at.offset), (at.timestamp if at.offset >= 0 else None)
+        else:
+            offset_at = timestamp_at = None
         rows.append(
             PartitionOffsets(
                 topic=key[0], partition=key[1], earliest=start.offset, latest=end.offset, span=end.offset - start.offset,
-                # No record at or after the instant: Kafka answers -1; the next record
-                # to arrive will be at the log end, which is what a consumer would use.
-                offset_at=(end.offset if at.offset < 0 else at.offset) if at else None,
-                timestamp_at=(at.timestamp if at.offset >= 0 else None) if at else None,
+                offset_at=offset_at,
+                timestamp_at=timestamp_at,
                 max_timestamp_offset=(peak.offset if peak.offset >= 0 else None) if peak else None,
                 max_timestamp=(peak.timestamp if peak.offset >= 0 else None) if peak else None,
             )

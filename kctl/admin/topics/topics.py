@@ -85,14 +85,21 @@ def _layout_error(topic: TopicLayout) -> KctlError | None:
     return for_kafka_code(error_code(topic.error), None, f"describe topic {topic.name}", Resource("topic", topic.name))
 
 
-def _described(topic: TopicLayout, *, live: set[int] | None, offsets: dict | None = None, detail: dict | None = None) -> TopicDescription:
+def _described(topic: TopicLayout, *, live: set[int] | None, offsets: dict | None = None, detail: dict | None = None,
+               eligible: dict | None = None, storage: dict | None = None, tiered: dict | None = None,
+               sizes: dict | None = None) -> TopicDescription:
     """A TopicDescription from a topic's layout, its offsets and details when read."""
     partitions = []
     offsets = offsets or {}
     detail = detail or {}
+    eligible = eligible or {}
+    tiered = tiered or {}
+    sizes = sizes or {}
     for p in topic.partitions.values():
         earliest, latest, epoch = offsets.get(p.partition, (None, None, None))
-        size, adding, removing = detail.get(p.partition, (None, None, None))
+        size, adding, removing = detail.get(p.partition, (sizes.get(p.partition), None, None))
+        elr, last_known = eligible.get((topic.name, p.partition), (None, None))
+        local, uploaded = tiered.get((topic.name, p.partition), (None, None))
         partitions.append(
             PartitionInfo(
                 partition=p.partition,
@@ -108,30 +115,80 @@ def _described(topic: TopicLayout, *, live: set[int] | None, offsets: dict | Non
                 size_bytes=size,
                 adding_replicas=adding,
                 removing_replicas=removing,
+                elr=elr,
+                last_known_elr=last_known,
+                earliest_local_offset=local,
+                latest_tiered_offset=uploaded,
             )
         )
+    storage = storage or {}
     return TopicDescription(
         name=topic.name,
         topic_id=topic.topic_id,
         internal=topic.internal,
         replication_factor=max((len(p.replicas) for p in partitions), default=0),
         partitions=tuple(partitions),
+        remote_storage=storage.get("remote.storage.enable"),
+        retention_ms=storage.get("retention.ms"),
+        retention_bytes=storage.get("retention.bytes"),
+        local_retention_ms=storage.get("local.retention.ms"),
+        local_retention_bytes=storage.get("local.retention.bytes"),
     )
+
+
+# The configs that say how a topic is stored, read for every described topic.
+STORAGE_CONFIGS = ("remote.storage.enable", "retention.ms", "retention.bytes", "local.retention.ms", "local.retention.bytes")
+
+
+def storage_configs(session: AdminSession, names: Sequence[str]) -> dict[str, dict]:
+    """{topic: {config: value}} of STORAGE_CONFIGS (remote.storage.enable as a bool, the
+    others as ints); a topic whose configs cannot be read is left out."""
+    from kctl.admin.client.kafka import TOPIC
+
+    if not names:
+        return {}
+    try:
+        found, _unread = session.kafka.describe_configs([(TOPIC, n) for n in names], "describe topic configs", keys=list(STORAGE_CONFIGS))
+    except KctlError:
+        return {}  # not allowed to read configs: the description has everything else
+    out: dict[str, dict] = {}
+    for (_kind, name), entries in found.items():
+        values: dict = {}
+        for key in STORAGE_CONFIGS:
+            value = getattr(entries.get(key), "value", None)
+            if value is None:
+                continue
+            values[key] = value == "true" if key == "remote.storage.enable" else int(value)
+        # Brokers that predate tiered storage know no remote.storage.enable: it is off.
+        values.setdefault("remote.storage.enable", False)
+        out[name] = values
+    return out
+
+
+def _leader_sizes(session: AdminSession, names: Sequence[str], leaders: dict[tuple[str, int], int | None]) -> dict[str, dict[int, int | None]]:
+    """Each partition's leader replica size on disk (DescribeLogDirs)."""
+    from kctl.admin.cluster.logdirs import describe_log_dirs
+
+    _dirs, replicas = describe_log_dirs(session, topics=names)
+    sizes = {(r.topic, r.partition, r.broker): r.size_bytes for r in replicas if not r.is_future}
+    out: dict[str, dict[int, int | None]] = {}
+    for (topic, partition), leader in leaders.items():
+        if topic in names:
+            out.setdefault(topic, {})[partition] = sizes.get((topic, partition, leader)) if leader is not None else None
+    return out
 
 
 def _detail(session: AdminSession, names: Sequence[str], leaders: dict[tuple[str, int], int | None]) -> dict[str, dict[int, tuple]]:
     """Leader replica sizes (DescribeLogDirs) and in-progress reassignments."""
-    from kctl.admin.cluster.logdirs import describe_log_dirs
     from kctl.admin.cluster.replication import list_reassignments
 
-    _dirs, replicas = describe_log_dirs(session, topics=names)
-    sizes = {(r.topic, r.partition, r.broker): r.size_bytes for r in replicas if not r.is_future}
+    sizes = _leader_sizes(session, names, leaders)
     moving = {(r.topic, r.partition): r for r in list_reassignments(session)}
     out: dict[str, dict[int, tuple]] = {}
-    for (topic, partition), leader in leaders.items():
+    for topic, partition in leaders:
         r = moving.get((topic, partition))
         out.setdefault(topic, {})[partition] = (
-            sizes.get((topic, partition, leader)) if leader is not None else None,
+            sizes.get(topic, {}).get(partition),
             r.adding_replicas if r else (),
             r.removing_replicas if r else (),
         )
@@ -147,11 +204,13 @@ def list_topics(
     with_overrides: bool = False,
     count_overrides: bool = False,
     with_topic_ids: bool = True,
+    tiered: bool = False,
 ) -> list[TopicSummary]:
     """Topics sorted by name; `regex` must match the whole name, as in kafka-topics.sh.
 
     `filters` (partition health conditions, see kctl.admin.cluster.partitions) keep topics with
-    at least one such partition; `with_overrides` keeps topics with config overrides.
+    at least one such partition; `with_overrides` keeps topics with config overrides,
+    `tiered` those with tiered storage (remote.storage.enable=true).
     Counting overrides needs every topic's configs, which costs more than everything
     else together on large clusters, so it is done only when asked for (or needed by a
     filter); `config_overrides` is None otherwise. Topic ids need a DescribeTopics
@@ -170,6 +229,9 @@ def list_topics(
         # Imported only when used: a plain listing is mostly start-up time.
         from kctl.admin.cluster.partitions import health_of, topic_configs
     min_isr, overrides = topic_configs(session, shown) if need_configs else ({}, {})
+    if tiered:  # only topics with remote.storage.enable=true (one DescribeConfigs of that key)
+        storage = storage_configs(session, shown)
+        shown = [n for n in shown if storage.get(n, {}).get("remote.storage.enable")]
     live = set(metadata.brokers)
     summaries = []
     for name in shown:
@@ -216,6 +278,10 @@ def describe_topics(
 
     Offsets come from ListOffsets; with `detail`, replica sizes and in-progress
     reassignments too (a DescribeLogDirs to every broker and a ListPartitionReassignments).
+    Every topic's storage configs are read (one DescribeConfigs), and its eligible leader
+    replicas where the cluster reports them (DescribeTopicPartitions); a topic with
+    tiered storage also gets its earliest local and latest tiered offsets and its leader
+    replicas' sizes.
     """
     for name in names:
         validate_topic_name(name)
@@ -235,8 +301,22 @@ def describe_topics(
     for (name, partition), answer in log_offsets(session, [k for k, leader in leaders.items() if leader is not None]).items():
         offsets.setdefault(name, {})[partition] = answer
     details = _detail(session, [t.name for t in layouts], leaders) if detail and layouts else {}
+    from kctl.admin.cluster import elr
+
+    eligible = elr.eligible_leaders(session, {t.name: len(t.partitions) for t in layouts}) if layouts and elr.supported(session) else {}
+    storage = storage_configs(session, [t.name for t in layouts])
+    remote = [t.name for t in layouts if storage.get(t.name, {}).get("remote.storage.enable")]
+    tiered, sizes = {}, {}
+    if remote:
+        from kctl.admin.topics.offsets import tiered_offsets
+
+        led = {k: leader for k, leader in leaders.items() if leader is not None and k[0] in remote}
+        tiered = tiered_offsets(session, sorted(led), led)
+        if not detail:
+            sizes = _leader_sizes(session, remote, leaders)
     live = set(metadata.brokers)
-    found = [_described(t, live=live, offsets=offsets.get(t.name), detail=details.get(t.name)) for t in layouts]
+    found = [_described(t, live=live, offsets=offsets.get(t.name), detail=details.get(t.name), eligible=eligible,
+                        storage=storage.get(t.name), tiered=tiered, sizes=sizes.get(t.name)) for t in layouts]
     return Partial(found, errors)
 
 

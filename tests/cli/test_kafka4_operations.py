@@ -1,0 +1,181 @@
+"""Operating a Kafka 4.x cluster (issue 57): eligible leader replicas on a cluster whose
+brokers the tests stop and restart, and tiered storage with Kafka's LocalTieredStorage.
+Kafka's own tools are the oracle: kafka-topics --describe for ELR, kafka-get-offsets
+--time -4/-5 for the tiered offsets."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.support.eventually import eventually
+
+pytestmark = pytest.mark.integration
+
+
+def run_json(kctl, bootstrap: str, *args: str):
+    run = kctl("-b", bootstrap, *args, "-o", "json")
+    assert run.exit_code == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def kafka_elr(cluster, topic: str) -> dict[int, tuple[list[int], list[int]]]:
+    """{partition: (ELR, last known ELR)} as kafka-topics --describe prints them."""
+    proc = cluster.run_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", topic)
+    assert proc.returncode == 0, proc.stderr
+    found = {}
+    for line in proc.stdout.splitlines():
+        match = re.search(r"Partition: (\d+).*\bElr: ([\d,]*)\s+LastKnownElr: ([\d,]*)", line)
+        if match:
+            found[int(match.group(1))] = tuple(sorted(int(b) for b in group.split(",") if b) for group in match.group(2, 3))
+    return found
+
+
+def test_eligible_leader_replicas_as_kafka_reports_them(kctl, operated_kafka, unique_name):
+    """A partition on brokers 3 and 4 with min.insync.replicas 2: a clean stop of 4 puts it
+    in the ELR; a stop of 3 too empties the ISR, and the partition is one an ELR member
+    will lead again (--elr-recoverable, counted by cluster health, exit 2); with both back
+    it is led again and its ELR empty."""
+    cluster = operated_kafka
+    topic = unique_name("elr")
+    created = kctl("-b", cluster.bootstrap, "topic", "create", topic, "--replica-assignment", "3:4", "-c", "min.insync.replicas=2")
+    assert created.exit_code == 0, created.stderr
+
+    def partition() -> dict:
+        (row,) = run_json(kctl, cluster.bootstrap, "partition", "list", topic)
+        return row
+
+    assert (partition()["elr"], partition()["last_known_elr"]) == ([], [])
+    cluster.stop_node(4)
+    try:
+        def in_elr() -> dict:
+            row = partition()
+            assert row["isr"] == [3] and row["elr"] == [4], row
+            return row
+        eventually(in_elr, timeout=30)
+        assert kafka_elr(cluster, topic)[0][0] == [4]
+        described = run_json(kctl, cluster.bootstrap, "topic", "describe", topic)
+        assert described[0]["partitions"][0]["elr"] == [4]
+
+        cluster.stop_node(3)
+
+        def leaderless() -> dict:
+            row = partition()
+            assert row["isr"] == [] and row["leader"] is None, row
+            return row
+        row = eventually(leaderless, timeout=30)
+        assert sorted(row["elr"]) == [3, 4] and row["elr_recoverable"] and not row["elr_unrecoverable"], row
+        elr, last_known = kafka_elr(cluster, topic)[0]
+        assert (elr, last_known) == (sorted(row["elr"]), sorted(row["last_known_elr"]))
+        listed = kctl("-b", cluster.bootstrap, "partition", "list", "--elr-recoverable", "--no-headers")
+        assert listed.exit_code == 0 and f"{topic}\t0\t" in listed.stdout, listed.stdout + listed.stderr
+        assert kctl("-b", cluster.bootstrap, "partition", "list", "--elr-unrecoverable", "--no-headers").stdout.strip() == ""
+        health = kctl("-b", cluster.bootstrap, "cluster", "health", "-o", "json")
+        assert health.exit_code == 2, health.stderr
+        verdict = json.loads(health.stdout)
+        assert {"topic": topic, "partition": 0} in verdict["elr_recoverable_partitions"]
+        assert any("eligible leader replica can lead again" in r for r in verdict["reasons"])
+    finally:
+        cluster.start_node(3, 4)
+
+    def led_again() -> None:
+        row = partition()
+        assert row["leader"] in (3, 4) and row["elr"] == [] and not row["elr_recoverable"], row
+    eventually(led_again, timeout=60)
+
+
+def test_elr_filters_on_a_cluster_without_elr_are_one_line(kctl, cluster):
+    """The bundled broker and Kafka 3.x before 3.8 report no ELR: blank columns, and the
+    filters fail with one line (exit 65)."""
+    if cluster.kafka is not None:
+        pytest.skip("Kafka 3.8+ reports ELR")
+    listed = kctl("-b", cluster.bootstrap, "partition", "list", "-o", "json")
+    assert listed.exit_code == 0, listed.stderr
+    assert all(p["elr"] is None for p in json.loads(listed.stdout))
+    run = kctl("-b", cluster.bootstrap, "partition", "list", "--elr-recoverable")
+    assert run.exit_code == 65 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "the cluster does not support eligible leader replicas (DescribeTopicPartitions, Kafka 3.8+)" in run.stderr
+
+
+# -- tiered storage ----------------------------------------------------------------------------
+
+
+def kafka_offsets(cluster, topic: str, time: int) -> dict[int, int]:
+    """kafka-get-offsets --time T: {partition: offset}."""
+    proc = cluster.run_tool("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", cluster.bootstrap, "--topic", topic,
+                            "--time", str(time))
+    assert proc.returncode == 0, proc.stderr
+    return {int(p): int(o) for _t, p, o in (line.rsplit(":", 2) for line in proc.stdout.split())}
+
+
+def fill(bootstrap: str, topic: str, partitions: int, megabytes: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i in range(megabytes * 1024):
+        producer.produce(topic, value=b"x" * 1000, partition=i % partitions)
+        if i % 500 == 0:
+            producer.poll(0)
+    assert producer.flush(30) == 0
+
+
+def test_tiered_storage_offsets_and_sizes_as_kafka_reports_them(kctl, tiered_kafka, unique_name):
+    """A topic with remote.storage.enable=true, 1 MiB segments and 1 MiB kept locally:
+    once segments are uploaded and deleted locally, EARLIEST-LOCAL and LATEST-TIERED are
+    kafka-get-offsets --time -4 and -5, the retention configs and local sizes are shown,
+    --tiered lists the topic, and a group committed below the earliest local offset is
+    told its next reads come from remote storage."""
+    cluster = tiered_kafka
+    topic, plain, group = unique_name("tiered"), unique_name("plain"), unique_name("g")
+    created = kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-c", "remote.storage.enable=true",
+                   "-c", "segment.bytes=1048576", "-c", "local.retention.bytes=1048576", "-c", "retention.ms=-1")
+    assert created.exit_code == 0, created.stderr
+    assert kctl("-b", cluster.bootstrap, "topic", "create", plain).exit_code == 0
+    fill(cluster.bootstrap, topic, 2, 6)
+
+    def tiered() -> list[dict]:
+        (described,) = run_json(kctl, cluster.bootstrap, "topic", "describe", topic)
+        rows = described["partitions"]
+        assert all(p["latest_tiered_offset"] is not None and p["earliest_local_offset"] > p["earliest_offset"] for p in rows), rows
+        return described
+    described = eventually(tiered, timeout=60)
+    assert (described["remote_storage"], described["retention_ms"], described["local_retention_bytes"]) == (True, -1, 1048576)
+    rows = {p["partition"]: p for p in described["partitions"]}
+    # Kafka's answers, asked after kctl's: uploads only move them forward.
+    local, uploaded = kafka_offsets(cluster, topic, -4), kafka_offsets(cluster, topic, -5)
+    for partition, row in rows.items():
+        assert row["earliest_local_offset"] <= local[partition] and row["latest_tiered_offset"] <= uploaded[partition]
+        assert row["size_bytes"] > 0
+    at = {r["partition"]: r["offset_at"] for r in run_json(kctl, cluster.bootstrap, "offset", "get", topic, "--at", "earliest-local")}
+    assert at == kafka_offsets(cluster, topic, -4)
+    at = {r["partition"]: r["offset_at"] for r in run_json(kctl, cluster.bootstrap, "offset", "get", topic, "--at", "latest-tiered")}
+    assert at == kafka_offsets(cluster, topic, -5)
+    text = kctl("-b", cluster.bootstrap, "topic", "describe", topic)
+    assert "EARLIEST-LOCAL\tLATEST-TIERED\tLOCAL-SIZE" in text.stdout and "RemoteLogSizeBytes" in text.stderr, text.stdout
+
+    # A topic without tiered storage: -4 is the log start, -5 none, as Kafka answers.
+    at = run_json(kctl, cluster.bootstrap, "offset", "get", plain, "--at", "latest-tiered")
+    # kafka-get-offsets leaves out a partition answered -1.
+    assert [r["offset_at"] for r in at] == [None] and kafka_offsets(cluster, plain, -5).get(0, -1) == -1
+    assert [t["name"] for t in run_json(kctl, cluster.bootstrap, "topic", "list", "--tiered")] == [topic]
+
+    committed = kctl("-b", cluster.bootstrap, "group", "reset-offsets", group, "-t", topic, "--to-earliest", "--execute", "--yes", "--allow-new-group")
+    assert committed.exit_code == 0, committed.stderr
+    lag = kctl("-b", cluster.bootstrap, "group", "lag", group, "-o", "json")
+    assert lag.exit_code == 0, lag.stderr
+    assert f"{group} reads {topic} from remote storage" in lag.stderr, lag.stderr
+    assert all(p["remote_read"] for p in json.loads(lag.stdout)[0]["partitions"]), lag.stdout
+
+
+def test_tiered_offsets_on_the_bundled_broker_answer_as_kafka_without_tiered_storage(kctl, cluster, unique_name):
+    if cluster.kafka is not None and cluster.kafka.version.startswith("3."):
+        pytest.skip("the bundled broker and Kafka 4.x")
+    topic = unique_name("t")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", topic).exit_code == 0
+    local = run_json(kctl, cluster.bootstrap, "offset", "get", topic, "--at", "earliest-local")
+    tiered = run_json(kctl, cluster.bootstrap, "offset", "get", topic, "--at", "latest-tiered")
+    assert [r["offset_at"] for r in local] == [r["earliest"] for r in local] and [r["offset_at"] for r in tiered] == [None]
+    (described,) = run_json(kctl, cluster.bootstrap, "topic", "describe", topic)
+    assert described["remote_storage"] is False
