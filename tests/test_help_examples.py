@@ -105,7 +105,14 @@ RETRIED = {
 }
 # Example text -> shell lines run just before it (what the example assumes exists), one
 # per line, each exiting 0 unless its `# exit N` says otherwise.
+# Commands that change the voters of a dynamic quorum (KIP-853): run on the operated
+# cluster (tests/backends/plugin.py: node 2 a controller observing node 1's quorum).
+DYNAMIC_QUORUM = {("cluster", "add-controller"), ("cluster", "remove-controller")}
+
 BEFORE = {
+    # Each command's examples start from node 2 observing (add) or voting (remove).
+    "kctl cluster add-controller 2 --dry-run": "kctl cluster remove-controller 2 --yes > /dev/null 2>&1 || true",
+    "kctl cluster remove-controller 2 --dry-run": "kctl cluster add-controller 2 --yes > /dev/null 2>&1 || true",
     "kctl connect create -f orders-sink.json": "kctl connect delete orders-sink --yes",
     # A failback needs the group moved to the target first.
     "kctl mirror failback billing --source primary --target backup --fallback timestamp":
@@ -395,13 +402,15 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
     if path in THREE_BROKERS:
         cluster = request.getfixturevalue("kafka3")
         bootstrap, nodes = cluster.bootstrap, cluster.nodes
+    elif path in DYNAMIC_QUORUM:
+        bootstrap, nodes = request.getfixturevalue("operated_kafka").bootstrap, 0
     elif path[:1] == ("connect",):
         (bootstrap, connect, connect_data), nodes = request.getfixturevalue("connect_world"), 1
     elif path[:1] == ("mirror",):
         (bootstrap, mirror), nodes = request.getfixturevalue("mirror_world"), 1
     else:
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
-    if connect is None and mirror is None:
+    if connect is None and mirror is None and path not in DYNAMIC_QUORUM:  # changing voters needs no topics
         help_world.reset(bootstrap, nodes)
     if needs_spark(path):
         request.getfixturevalue("spark")  # the local session the in-process lines share
@@ -481,6 +490,8 @@ def never_the_same(example: Example) -> str | None:
         return "a Connect worker's commit, its cluster's id, the loggers its JVM has made"
     if example.path[:1] == ("mirror",):
         return "MM2's checkpoints, offset syncs and heartbeats depend on when it ran"
+    if example.path in DYNAMIC_QUORUM:
+        return "directory ids and ports are the test cluster's own"
     if example.path == ("top",):
         return "a full-screen terminal application (run in a pseudo-terminal until its first data, then q)"
     if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):

@@ -7,7 +7,7 @@ import click
 from kctl.cli._app import App, pass_app
 from kctl.cli._brokers import BROKER_TABLE
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options
+from kctl.cli._options import global_options, yes_option
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 
@@ -173,3 +173,86 @@ def quorum(app: App, replication):
         app.out.table([*found.voters, *found.observers], REPLICA_TABLE)
     else:
         app.out.document(found, QUORUM_DOCUMENT)
+
+
+CONTROLLER_CHANGE_DOCUMENT = DocumentSpec(
+    fields=(
+        Field("change", "CHANGE"),
+        Field("node_id", "NODE-ID"),
+        Field("directory_id", "DIRECTORY-ID"),
+        Field("endpoints", "ENDPOINTS", get=lambda c: ",".join(c.endpoints) or None),
+        Field("voters_before", "VOTERS-BEFORE"),
+        Field("voters", "VOTERS"),
+        Field("status", "STATUS"),
+    ),
+)
+
+
+def _change_voters(app: App, plan, *, dry_run: bool, no_wait: bool, yes: bool) -> None:
+    from kctl.admin.cluster.controllers import apply
+
+    if dry_run:
+        app.out.document(plan, CONTROLLER_CHANGE_DOCUMENT)
+        app.note("dry run: nothing was changed")
+        return
+    verb = "Add" if plan.change == "add" else "Remove"
+    app.confirm(f"{verb} controller {plan.node_id} ({plan.directory_id}): the voters become {', '.join(map(str, plan.voters))}?",
+                yes=yes, action=f"{plan.change} controller {plan.node_id}")
+    app.out.document(apply(app.session, plan, wait=not no_wait), CONTROLLER_CHANGE_DOCUMENT)
+
+
+@cluster.command("add-controller")
+@click.argument("node_id", type=int, metavar="ID")
+@click.option("--dry-run", is_flag=True, help="Show the change (directory id, endpoints, voters) without making it.")
+@click.option("--no-wait", is_flag=True, help="Return once the controller accepted the change, before the quorum shows it.")
+@yes_option
+@global_options
+@pass_app
+def add_controller(app: App, node_id, dry_run, no_wait, yes):
+    """Make a controller that observes the metadata quorum one of its voters (KIP-853).
+
+    The controller must be running as an observer of a dynamic quorum (Kafka 3.9+,
+    kraft.version 1): process.roles=controller, formatted --no-initial-controllers, with
+    controller.quorum.bootstrap.servers. Its directory id comes from the quorum and its
+    endpoints from the controllers' own registrations: no config file is needed, unlike
+    kafka-metadata-quorum add-controller. Waits until the quorum lists it as a voter
+    (--timeout) unless --no-wait. A static quorum, a node that is not an observing
+    controller, or Kafka before 3.9: one line, exit 65 (or 5 when absent, 6 when it is
+    already a voter).
+
+    \b
+    Examples:
+      kctl cluster add-controller 2 --dry-run
+      kctl cluster add-controller 2 --yes
+    """
+    from kctl.admin.cluster.controllers import plan_add
+
+    _change_voters(app, plan_add(app.session, node_id), dry_run=dry_run, no_wait=no_wait, yes=yes)
+
+
+@cluster.command("remove-controller")
+@click.argument("node_id", type=int, metavar="ID")
+@click.option("--directory-id", metavar="ID", help="The controller's directory id, for a voter the quorum no longer describes "
+              "(default: the one the quorum reports).")
+@click.option("--dry-run", is_flag=True, help="Show the change without making it.")
+@click.option("--no-wait", is_flag=True, help="Return once the controller accepted the change, before the quorum shows it.")
+@yes_option
+@global_options
+@pass_app
+def remove_controller(app: App, node_id, directory_id, dry_run, no_wait, yes):
+    """Remove a voter from the metadata quorum (KIP-853); it may go on as an observer.
+
+    Its directory id comes from the quorum (--directory-id for one it no longer
+    describes). The last voter is refused: the cluster would have no controller. Waits
+    until the quorum no longer lists it (--timeout) unless --no-wait. A static quorum,
+    or Kafka before 3.9: one line, exit 65.
+
+    \b
+    Examples:
+      kctl cluster remove-controller 2 --dry-run
+      kctl cluster remove-controller 2 --yes
+    """
+    from kctl.admin.cluster.controllers import parse_directory_id, plan_remove
+
+    given = parse_directory_id(directory_id) if directory_id is not None else None
+    _change_voters(app, plan_remove(app.session, node_id, given), dry_run=dry_run, no_wait=no_wait, yes=yes)

@@ -179,3 +179,59 @@ def test_tiered_offsets_on_the_bundled_broker_answer_as_kafka_without_tiered_sto
     assert [r["offset_at"] for r in local] == [r["earliest"] for r in local] and [r["offset_at"] for r in tiered] == [None]
     (described,) = run_json(kctl, cluster.bootstrap, "topic", "describe", topic)
     assert described["remote_storage"] is False
+
+
+# -- controller membership (KIP-853) --------------------------------------------------------------
+
+
+def kafka_voters(cluster) -> list[int]:
+    """The voters as kafka-metadata-quorum describe --status prints them."""
+    proc = cluster.run_tool("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", cluster.bootstrap, "describe", "--status")
+    assert proc.returncode == 0, proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("CurrentVoters:"))
+    return sorted(v["id"] for v in json.loads(line.split(":", 1)[1]))
+
+
+def test_controllers_are_added_and_removed_by_node_id(kctl, operated_kafka):
+    """Node 2, a controller observing node 1's dynamic quorum, becomes a voter with no
+    config file (its directory id from DescribeQuorum, its endpoint from the controllers'
+    DescribeCluster), then is removed again; kafka-metadata-quorum agrees each time. The
+    last voter, a broker, an unknown node and a second add are refused with one line."""
+    cluster = operated_kafka
+    bootstrap = cluster.bootstrap
+    plan = run_json(kctl, bootstrap, "cluster", "add-controller", "2", "--dry-run")
+    assert (plan["status"], plan["voters_before"], plan["voters"]) == ("planned", [1], [1, 2])
+    assert plan["endpoints"] == [f"CONTROLLER://127.0.0.1:{cluster.node(2).controller_port}"]
+    quorum = run_json(kctl, bootstrap, "cluster", "quorum")
+    assert plan["directory_id"] == next(o["directory_id"] for o in quorum["observers"] if o["node_id"] == 2)
+    assert kafka_voters(cluster) == [1]
+
+    refused = kctl("-b", bootstrap, "cluster", "add-controller", "2")  # no terminal, no --yes
+    assert refused.exit_code == 7 and kafka_voters(cluster) == [1], refused.stderr
+    added = run_json(kctl, bootstrap, "cluster", "add-controller", "2", "--yes")
+    assert (added["status"], added["voters"]) == ("added", [1, 2])
+    assert kafka_voters(cluster) == [1, 2]
+    again = kctl("-b", bootstrap, "cluster", "add-controller", "2", "--yes")
+    assert again.exit_code == 6 and "node 2 is already a voter" in again.stderr, again.stderr
+
+    removed = run_json(kctl, bootstrap, "cluster", "remove-controller", "2", "--yes")
+    assert (removed["status"], removed["voters"]) == ("removed", [1])
+    assert kafka_voters(cluster) == [1]
+    for args, code, says in ((("remove-controller", "1", "--yes"), 65, "node 1 is the last voter"),
+                             (("add-controller", "3", "--yes"), 65, "node 3 is not a controller"),
+                             (("add-controller", "9", "--yes"), 5, "node 9 is not an observer"),
+                             (("remove-controller", "2", "--directory-id", "nope", "--yes"), 64, "unable to parse directory id")):
+        run = kctl("-b", bootstrap, "cluster", *args)
+        assert run.exit_code == code and says in run.stderr and len(run.stderr.splitlines()) <= 2, (args, run.stderr)
+    assert kafka_voters(cluster) == [1]
+
+
+def test_controllers_of_a_static_quorum_are_one_line(kctl, cluster):
+    """The suite's clusters are formatted with controller.quorum.voters (static); before
+    Kafka 3.9 there is no kraft.version; the bundled broker has no quorum."""
+    run = kctl("-b", cluster.bootstrap, "cluster", "add-controller", "2", "--yes")
+    assert run.exit_code == 65, run.stderr
+    if cluster.kafka is None:
+        assert run.stderr.splitlines()[0].startswith("error: unable to describe the metadata quorum"), run.stderr
+    else:
+        assert "the metadata quorum is static (kraft.version 0" in run.stderr, run.stderr
