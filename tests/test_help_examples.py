@@ -105,9 +105,13 @@ RETRIED = {
 }
 # Example text -> shell lines run just before it (what the example assumes exists), one
 # per line, each exiting 0 unless its `# exit N` says otherwise.
-# Commands that change the voters of a dynamic quorum (KIP-853): run on the operated
-# cluster (tests/backends/plugin.py: node 2 a controller observing node 1's quorum).
+# Commands that change the voters of a dynamic quorum (KIP-853), drain or unregister
+# brokers: run on the operated cluster (tests/backends/plugin.py: node 2 a controller
+# observing node 1's quorum, brokers 1, 3 and 4), the world on two replicas for the drains.
 DYNAMIC_QUORUM = {("cluster", "add-controller"), ("cluster", "remove-controller")}
+OPERATED = DYNAMIC_QUORUM | {("broker", "drain"), ("broker", "unregister")}
+# Nodes of the operated cluster an example assumes stopped (and its broker drained).
+STOPPED_BEFORE = {"kctl broker unregister 3 --yes": 3}
 
 BEFORE = {
     # Each command's examples start from node 2 observing (add) or voting (remove).
@@ -402,15 +406,19 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
     if path in THREE_BROKERS:
         cluster = request.getfixturevalue("kafka3")
         bootstrap, nodes = cluster.bootstrap, cluster.nodes
-    elif path in DYNAMIC_QUORUM:
-        bootstrap, nodes = request.getfixturevalue("operated_kafka").bootstrap, 0
+    elif path in OPERATED:
+        operated = request.getfixturevalue("operated_kafka")
+        bootstrap, nodes = operated.bootstrap, 2
     elif path[:1] == ("connect",):
         (bootstrap, connect, connect_data), nodes = request.getfixturevalue("connect_world"), 1
     elif path[:1] == ("mirror",):
         (bootstrap, mirror), nodes = request.getfixturevalue("mirror_world"), 1
     else:
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
-    if connect is None and mirror is None and path not in DYNAMIC_QUORUM:  # changing voters needs no topics
+    if path in OPERATED:
+        if path not in DYNAMIC_QUORUM:  # changing voters needs no topics
+            help_world.reset(bootstrap, nodes, acls=False)
+    elif connect is None and mirror is None:
         help_world.reset(bootstrap, nodes)
     if needs_spark(path):
         request.getfixturevalue("spark")  # the local session the in-process lines share
@@ -440,6 +448,8 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
                 continue
 
             def run_example(example=example):
+                if example.text in STOPPED_BEFORE:
+                    stop_drained(shell, operated, STOPPED_BEFORE[example.text])
                 for line, comment in commands(localised(BEFORE.get(example.text, ""), bootstrap, master)):
                     shell.run(line, comment, f"{where}: before `{example.text}`")
                 text = localised(example.text, bootstrap, master)
@@ -492,6 +502,8 @@ def never_the_same(example: Example) -> str | None:
         return "MM2's checkpoints, offset syncs and heartbeats depend on when it ran"
     if example.path in DYNAMIC_QUORUM:
         return "directory ids and ports are the test cluster's own"
+    if example.path == ("broker", "drain"):
+        return "which brokers take the replicas depends on where the topics were placed"
     if example.path == ("top",):
         return "a full-screen terminal application (run in a pseudo-terminal until its first data, then q)"
     if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):
@@ -501,6 +513,14 @@ def never_the_same(example: Example) -> str | None:
         # kafka3 tests leave (quotas, users, configs, transactions, producer ids).
         return "the three brokers are shared with the other kafka3 tests"
     return None
+
+
+def stop_drained(shell: Shell, cluster, node_id: int) -> None:
+    """Drain broker `node_id` of the operated cluster, stop it and wait until it is fenced."""
+    shell.run(f"kctl broker drain {node_id} --execute --yes > /dev/null", "", "setup")
+    cluster.stop_node(node_id)
+    shell.run(f"for _ in $(seq 100); do kctl broker list --include-fenced -o plain --no-headers | grep -q '^{node_id}\t.*\tfenced$' "
+              "&& break; sleep 0.3; done", "", "setup")
 
 
 def stop_local_brokers(shell: Shell) -> None:

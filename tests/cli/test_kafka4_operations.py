@@ -235,3 +235,68 @@ def test_controllers_of_a_static_quorum_are_one_line(kctl, cluster):
         assert run.stderr.splitlines()[0].startswith("error: unable to describe the metadata quorum"), run.stderr
     else:
         assert "the metadata quorum is static (kraft.version 0" in run.stderr, run.stderr
+
+
+# -- draining and unregistering a broker ----------------------------------------------------------
+
+
+def kafka_replicas(cluster, topic: str) -> dict[int, list[int]]:
+    proc = cluster.run_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", topic)
+    assert proc.returncode == 0, proc.stderr
+    return {int(m.group(1)): [int(b) for b in m.group(2).split(",")]
+            for m in re.finditer(r"Partition: (\d+)\s.*?Replicas: ([\d,]+)", proc.stdout)}
+
+
+def test_a_drained_broker_holds_nothing_and_is_unregistered(kctl, operated_kafka, unique_name):
+    """Broker 4 is drained: the dry run plans every partition holding it (replication
+    factor kept, nothing moved onto 4); --execute --no-wait with a slow throttle starts it,
+    a second drain resumes it (the partitions in flight shown in-progress, not planned
+    twice) and, with a fast throttle, waits until kafka-topics shows no replica on 4 and no
+    partition under-replicated, the throttles removed. Alive, 4 cannot be unregistered;
+    stopped, it is, and kafka-cluster lists it no more."""
+    cluster = operated_kafka
+    bootstrap = cluster.bootstrap
+    topic = unique_name("drain")
+    assert kctl("-b", bootstrap, "topic", "create", topic, "-p", "12", "--rf", "2").exit_code == 0
+    fill(bootstrap, topic, 12, 3)
+    before = kafka_replicas(cluster, topic)
+    held = {p for p, replicas in before.items() if 4 in replicas}
+    assert held
+
+    plan = run_json(kctl, bootstrap, "broker", "drain", "4")
+    mine = {r["partition"]: r for r in plan if r["topic"] == topic}
+    assert set(mine) == held
+    for row in mine.values():
+        assert 4 not in row["target_replicas"] and len(row["target_replicas"]) == 2 and row["status"] == "move", row
+    assert kafka_replicas(cluster, topic) == before  # a dry run
+
+    started = kctl("-b", bootstrap, "broker", "drain", "4", "--execute", "--no-wait", "--throttle", "1KB/s", "--yes")
+    assert started.exit_code == 0, started.stderr
+    resumed = run_json(kctl, bootstrap, "broker", "drain", "4")
+    assert any(r["status"] == "in-progress" for r in resumed) and all(4 not in r["target_replicas"] for r in resumed), resumed
+    finished = kctl("-b", bootstrap, "broker", "drain", "4", "--execute", "--throttle", "100MB/s", "--yes", "--wait-timeout", "90")
+    assert finished.exit_code == 0, finished.stderr
+    after = kafka_replicas(cluster, topic)
+    assert all(4 not in replicas and len(replicas) == 2 for replicas in after.values()), after
+    assert kctl("-b", bootstrap, "partition", "list", "--under-replicated", "--no-headers").stdout == ""
+    (broker,) = run_json(kctl, bootstrap, "config", "describe", "broker", "1")
+    assert not any(c["name"] == "leader.replication.throttled.rate" for c in broker["configs"]), broker
+    assert run_json(kctl, bootstrap, "broker", "drain", "4") == []
+
+    alive = kctl("-b", bootstrap, "broker", "unregister", "4", "--yes")
+    assert alive.exit_code == 65 and "broker 4 is alive" in alive.stderr, alive.stderr
+    cluster.stop_node(4)
+
+    def fenced() -> None:
+        states = {b["id"]: b["state"] for b in run_json(kctl, bootstrap, "broker", "list", "--include-fenced")}
+        assert states.get(4) == "fenced", states
+    eventually(fenced, timeout=30)
+    refused = kctl("-b", bootstrap, "broker", "unregister", "4")  # no terminal, no --yes
+    assert refused.exit_code == 7, refused.stderr
+    gone = kctl("-b", bootstrap, "broker", "unregister", "4", "--yes")
+    assert gone.exit_code == 0, gone.stderr
+    assert 4 not in {b["id"] for b in run_json(kctl, bootstrap, "broker", "list", "--include-fenced")}
+    listed = cluster.run_tool("org.apache.kafka.tools.ClusterTool", "list-endpoints", "--bootstrap-server", bootstrap, "--include-fenced-brokers")
+    assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()] == ["1", "3"], listed.stdout
+    again = kctl("-b", bootstrap, "broker", "unregister", "4", "--yes")
+    assert again.exit_code == 5 and "broker 4 is not registered" in again.stderr, again.stderr

@@ -35,10 +35,12 @@ def order(number: int) -> tuple[bytes, bytes]:
     return f"o-{number}".encode(), json.dumps(value, separators=(",", ":")).encode()
 
 
-def reset(bootstrap: str, nodes: int) -> None:
+def reset(bootstrap: str, nodes: int, *, acls: bool = True) -> None:
+    """The world, on `nodes` brokers (topics get at most that many replicas); its ACLs
+    deleted on clusters of several nodes unless `acls` is false (no authorizer)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     _delete(admin)
-    if nodes > 1:
+    if nodes > 1 and acls:
         _delete_acls(admin)
     _create(admin, nodes)
     _produce(bootstrap)

@@ -186,14 +186,16 @@ def generate(
     brokers: Mapping[int, str | None],
     *,
     replication_factor: int | None = None,
+    base_load: Mapping[int, int] | None = None,
 ) -> list[PartitionMove]:
-    """A balanced, rack-aware plan placing every partition on `brokers` (id -> rack).
+    """A balanced, rack-aware plan placing every partition on `brokers` (id -> rack);
+    `base_load` counts the replicas brokers hold besides these partitions'.
 
     Pure: the same input gives the same plan, so a plan can be reviewed and re-created.
     """
     if not brokers:
         raise InvalidError("unable to generate a plan: no brokers to place replicas on")
-    load: Counter[int] = Counter({b: 0 for b in brokers})
+    load: Counter[int] = Counter({b: (base_load or {}).get(b, 0) for b in brokers})
     leaders: Counter[int] = Counter({b: 0 for b in brokers})
     kept: dict[tuple[str, int], list[int]] = {}
     # First pass: keep what can stay, so loads reflect the data that will not move.

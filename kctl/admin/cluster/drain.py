@@ -1,0 +1,99 @@
+"""Decommissioning brokers: moving every replica off them (a drain), and removing the
+registration of a broker that is gone (UnregisterBroker, KIP-631).
+
+A drain is a reassignment that places every partition holding a drained broker on the
+other live brokers, keeping its replication factor and rack spread, choosing the least
+loaded brokers (kctl.admin.cluster.replication.generate over the whole cluster, so the
+load counted is every partition's); partitions without a drained broker do not move.
+Leadership leaves with the replicas: a partition whose leader is removed from its replica
+set elects the next preferred replica.
+
+It is resumable: planned again while it runs, a partition whose in-progress reassignment
+already leaves the drained brokers is waited for, not moved a second time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kctl.admin.client.errors import for_kafka_code
+from kctl.admin.client.session import AdminSession
+from kctl.admin.cluster.replication import PartitionMove, _assignments, generate, list_reassignments
+from kctl.errors import InvalidError, NotFoundError
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrainPlan:
+    brokers: tuple[int, ...]
+    # Partitions to reassign now.
+    moves: tuple[PartitionMove, ...]
+    # Partitions whose in-progress reassignment already takes them off the brokers.
+    moving: tuple[PartitionMove, ...]
+
+
+def plan_drain(session: AdminSession, brokers: Sequence[int]) -> DrainPlan:
+    """The reassignment that leaves `brokers` without replicas."""
+    drained = tuple(sorted(set(brokers)))
+    action = f"drain broker(s) {', '.join(map(str, drained))}"
+    current, racks = _assignments(session)
+    known = set(racks) | {b for replicas in current.values() for b in replicas}
+    unknown = [b for b in drained if b not in known]
+    if unknown:
+        raise NotFoundError(action=action, cause=f"broker(s) {', '.join(map(str, unknown))} not in the cluster "
+                                                f"(brokers: {', '.join(map(str, sorted(racks)))})")
+    targets = {b: rack for b, rack in racks.items() if b not in drained}
+    in_flight = {(r.topic, r.partition): r for r in list_reassignments(session)}
+    moving, settled = [], {}
+    for key, replicas in current.items():
+        flight = in_flight.get(key)
+        if flight is not None:
+            target = tuple(b for b in flight.replicas if b not in flight.removing_replicas)
+            original = tuple(b for b in flight.replicas if b not in flight.adding_replicas)
+            if not set(target) & set(drained):
+                moving.append(PartitionMove(topic=key[0], partition=key[1], current=original, target=target))
+                continue
+            replicas = original
+        settled[key] = replicas
+    affected = {key: replicas for key, replicas in settled.items() if set(replicas) & set(drained)}
+    needed = max((len(r) for r in affected.values()), default=0)
+    if needed > len(targets):
+        raise InvalidError(action=action, cause=f"a partition has {needed} replicas and only {len(targets)} other live broker(s) "
+                                                "would be left to hold them",
+                           hint="add brokers, or lower the replication factor of those topics first")
+    # Targets are chosen by the load of every partition, but only the affected ones move.
+    load = Counter(b for key, replicas in settled.items() if key not in affected for b in replicas)
+    planned = generate(affected, targets, base_load=load) if affected else []
+    moves = tuple(m for m in planned if m.target != m.current)
+    return DrainPlan(brokers=drained, moves=moves, moving=tuple(sorted(moving, key=lambda m: (m.topic, m.partition))))
+
+
+def unregister(session: AdminSession, broker: int, *, force: bool = False, confirm: Callable[[], None] | None = None) -> None:
+    """Remove `broker`'s registration (UnregisterBroker, Kafka 3.0+ in KRaft mode). Refused,
+    unless `force`, for a broker that is alive or still named as a replica; `confirm` is
+    called once those checks pass, before anything changes."""
+    from kctl.admin.cluster.brokers import registered_brokers
+
+    action = f"unregister broker {broker}"
+    try:
+        registered = {b.id: b.state for b in registered_brokers(session)}
+    except InvalidError:
+        registered = None  # before Kafka 4.0 only the live ones are listed
+    metadata = session.metadata(action)
+    if not force:
+        if broker in metadata.brokers or (registered is not None and registered.get(broker) == "unfenced"):
+            raise InvalidError(action=action, cause=f"broker {broker} is alive",
+                               hint="stop it first: a running broker registers again at once")
+        holding = sum(1 for t in metadata.topics.values() for p in t.partitions.values() if broker in p.replicas)
+        if holding:
+            raise InvalidError(action=action, cause=f"broker {broker} still holds replicas of {holding} partition(s)",
+                               hint="drain it first; --force unregisters it anyway, and those replicas stay offline")
+    if registered is not None and broker not in registered:
+        raise NotFoundError(action=action, cause=f"broker {broker} is not registered")
+    if confirm is not None:
+        confirm()
+    answer = session.ask(action, "UnregisterBroker", {"broker_id": broker}, 0, 0,
+                         needs="unregistering brokers (UnregisterBroker, Kafka 3.0+ in KRaft mode)")
+    if answer.error_code:
+        raise for_kafka_code(answer.error_code, answer.error_message, action)
