@@ -300,3 +300,19 @@ def test_a_drained_broker_holds_nothing_and_is_unregistered(kctl, operated_kafka
     assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()] == ["1", "3"], listed.stdout
     again = kctl("-b", bootstrap, "broker", "unregister", "4", "--yes")
     assert again.exit_code == 5 and "broker 4 is not registered" in again.stderr, again.stderr
+
+
+def test_drain_and_unregister_where_they_cannot_be_are_one_line(kctl, cluster, unique_name):
+    """The bundled broker (one broker: nowhere to drain to, no registrations to remove) and
+    the suite's Kafka clusters (an unknown broker; a live one)."""
+    topic = unique_name("t")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", topic).exit_code == 0
+    unknown = kctl("-b", cluster.bootstrap, "broker", "drain", "42")
+    assert unknown.exit_code == 5 and "broker(s) 42 not in the cluster" in unknown.stderr, unknown.stderr
+    if cluster.kafka is None:
+        drained = kctl("-b", cluster.bootstrap, "broker", "drain", "1")
+        assert drained.exit_code == 65 and "only 0 other live broker(s)" in drained.stderr, drained.stderr
+        assert len(drained.stderr.splitlines()) <= 2
+    live = kctl("-b", cluster.bootstrap, "broker", "unregister", "1", "--yes")
+    assert live.exit_code == 65 and len(live.stderr.splitlines()) <= 2, live.stderr
+    assert "broker 1 is alive" in live.stderr, live.stderr
