@@ -35,6 +35,9 @@ LONG_GROUPS = (
     "mirror",  # ~130 s: tests/mirror, MirrorMaker 2 between bundled brokers and from a Kafka node
     "kafka",  # ~100 s: tests on the single Apache Kafka node, and on the secured one
     "kafka39",  # ~90 s: tests on the Apache Kafka 3.9 node
+    # ~90 s: issue 57's dynamic-quorum cluster (brokers stopped and drained) and the
+    # tiered storage node
+    "tests/cli/test_kafka4_operations.py",
     "connect-help",  # ~60 s: the `kctl connect` --help examples, on one Connect worker
     "mirror-help",  # ~50 s: the `kctl mirror` --help examples, on one MirrorMaker 2
     "connect",  # ~40 s: tests/connect on the bundled broker, one Connect worker at a time
