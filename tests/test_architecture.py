@@ -20,9 +20,11 @@ ALLOWED = {
     "kctl.timespec": {"kctl.errors"},
     "kctl.sizes": {"kctl.errors"},
     "kctl.messages": set(),
+    # Where keyed records go (murmur2, CRC-32): kctl's producer, consume --key, copy, replay.
+    "kctl.partitioner": set(),
     "kctl.config": {"kctl.errors"},
     "kctl.broker": {"kctl.errors", "kctl.sizes", "kctl.messages"},
-    "kctl.admin.client": {"kctl.errors", "kctl.config", "kctl.messages"},
+    "kctl.admin.client": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.partitioner"},
     # Cluster and topics are concerns, not layers: a topic's --detail asks for log dirs and
     # reassignments, replication throttles are configs (no module cycle all the same).
     "kctl.admin.cluster": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.topics"},
@@ -39,7 +41,7 @@ ALLOWED = {
                                "kctl.admin.security", "kctl.admin.connect"},
     "kctl.admin": set(),  # the package's own __init__: a docstring
     "kctl.records": {"kctl.errors", "kctl.timespec", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.topics",
-                     "kctl.admin.registry"},
+                     "kctl.admin.registry", "kctl.partitioner"},
     "kctl.output": {"kctl.errors", "kctl.timespec", "kctl.sizes"},
     "kctl.sampling": {"kctl.errors"},
     "kctl.lag_exporter": {"kctl.errors", "kctl.admin.client", "kctl.admin.groups", "kctl.output", "kctl.sampling"},
@@ -49,7 +51,7 @@ ALLOWED = {
                  "kctl.sampling"},
     "kctl.local": {"kctl.errors", "kctl.broker"},
     "kctl.spark": {"kctl.errors", "kctl.timespec", "kctl.sizes", "kctl.config", "kctl.admin.client", "kctl.admin.topics",
-                   "kctl.admin.registry", "kctl.records", "kctl.output"},
+                   "kctl.admin.registry", "kctl.records", "kctl.output", "kctl.partitioner"},
     "kctl.testing": {"kctl.errors", "kctl.broker"},
     "kctl.polling": set(),
     "kctl.journal": {"kctl.errors"},
@@ -63,8 +65,10 @@ OWNED = {
     "click": ("kctl.cli", "kctl.devtools"),
     # kafka-python: the bundled broker's codec of the APIs kctl/messages does not define,
     # and the Java client's partitioner hash; no client of kctl's goes through it.
-    "kafka": ("kctl.broker", "kctl.spark.partitioner"),
+    "kafka": ("kctl.broker", "kctl.partitioner"),
     "pyspark": ("kctl.spark",),
+    # CEL (common-expression-language) evaluates --where; loaded only when one is given.
+    "cel": ("kctl.records.where",),
     "rich": ("kctl.output", "kctl.cli", "kctl.top"),
     "textual": ("kctl.top",),
     "tabulate": ("kctl.output",),

@@ -114,6 +114,10 @@ OPERATED = DYNAMIC_QUORUM | {("broker", "drain"), ("broker", "unregister")}
 STOPPED_BEFORE = {"kctl broker unregister 3 --yes": 3}
 
 BEFORE = {
+    # A second cluster to copy to (port 19092 is replaced by a free one; kctl local stops after).
+    "kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000":
+        "kctl local start --data-dir kafka2 --port 19092 --no-context > /dev/null && "
+        "kctl -b localhost:19092 topic create payments -p 3 > /dev/null",
     # Each command's examples start from node 2 observing (add) or voting (remove).
     "kctl cluster add-controller 2 --dry-run": "kctl cluster remove-controller 2 --yes > /dev/null 2>&1 || true",
     "kctl cluster remove-controller 2 --dry-run": "kctl cluster add-controller 2 --yes > /dev/null 2>&1 || true",

@@ -36,7 +36,7 @@ DELETE_TABLE = TableSpec(
 
 @click.group(cls=LazyGroup)
 def record():
-    """Produce, consume and delete records."""
+    """Produce, consume, copy and delete records."""
 
 
 COMPRESSION = click.Choice(["none", "gzip", "snappy", "lz4", "zstd"])
@@ -78,6 +78,8 @@ def _header_pairs(values, *, value_required: bool):
 @click.option("-k", "--key", metavar="KEY", help="Key for every record that has none.")
 @click.option("-H", "--header", "headers", multiple=True, metavar="KEY=VALUE", help="Header added to every record (repeatable).")
 @click.option("-p", "--partition", type=click.IntRange(min=0), help="Write every record to this partition (default: the partitioner chooses by key).")
+@click.option("--partitioner", type=click.Choice(["murmur2", "consistent"]), default="murmur2", show_default=True,
+              help="Where keyed records go: murmur2 as Kafka's Java producers, or consistent (CRC-32) as librdkafka's default.")
 @click.option("--timestamp", metavar="TIME", help="CreateTime for every record without one (ISO-8601, epoch ms, -1h); default now.")
 @click.option("--null-marker", metavar="TEXT", help="A value (or key) equal to TEXT is sent as null: a tombstone. --null-marker '' makes empty lines tombstones.")
 @click.option("-z", "--compression", type=COMPRESSION, default="none", show_default=True, help="Compression codec for record batches.")
@@ -93,14 +95,17 @@ def _header_pairs(values, *, value_required: bool):
 @click.option("--registry-url", metavar="URL", help="The schema registry; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @global_options
 @pass_app
-def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, timestamp, null_marker, compression, acks, idempotent, skip_invalid, keep_partitions, allow_auto_topic_creation,
+def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, partitioner, timestamp, null_marker, compression, acks, idempotent, skip_invalid, keep_partitions, allow_auto_topic_creation,
             value_schema, value_schema_file, value_message, subject_strategy, registry_url):
     """Write records to TOPIC from stdin or a file, one per line.
 
     Each line is a value unless --key-separator, --format or --input jsonl says how to
-    read keys, partitions, timestamps and headers. JSON lines (what consume -o jsonl
-    writes) are partitioned by key like any produced record, so a copy fits a topic of
-    any partition count; --keep-partitions keeps each line's partition instead. A
+    read keys, partitions, timestamps and headers. A keyed record goes to the partition
+    Kafka's Java producers would choose (murmur2 of the key; --partitioner consistent
+    for librdkafka's default, CRC-32), a record without a key to any. JSON lines (what
+    consume -o jsonl writes) are partitioned by key like any produced record, so a copy
+    fits a topic of any partition count; --keep-partitions keeps each line's partition
+    instead. A
     missing TOPIC is an error unless --allow-auto-topic-creation. The count of records
     written goes to stderr (or stdout with -o json). Every record is acknowledged
     before kctl exits 0; if any is not, the error says how many were written and where
@@ -173,6 +178,7 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
         idempotence=idempotent,
         compression=compression,
         partition=partition,
+        partitioner=partitioner,
         key=key.encode() if key is not None else None,
         headers=tuple((k, v.encode()) for k, v in _header_pairs(headers, value_required=True)),
         timestamp=parse_instant(timestamp) if timestamp is not None else None,
@@ -271,8 +277,11 @@ def _open_input(path: str, app: App):
 @click.option("-g", "--group", metavar="GROUP", help="Consume as a member of GROUP: share its partitions, start from its committed offsets, commit progress.")
 @click.option("--commit/--no-commit", default=True, show_default=True, help="With --group: commit the offsets of records written.")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed hides records of aborted transactions and stops at the last stable offset.")
-@click.option("--key", "key_filter", metavar="KEY", help="Only records whose key is exactly KEY.")
+@click.option("--key", "key_filter", metavar="KEY", help="Only records whose key is exactly KEY, read from the partition --partitioner maps it to.")
+@click.option("--partitioner", type=click.Choice(["murmur2", "consistent", "all"]), default="murmur2", show_default=True,
+              help="With --key: the partition to read is murmur2's (Java producers, kctl), consistent's (librdkafka's default), or all of them.")
 @click.option("--grep", type=BytesRegexType(), metavar="REGEX", help="Only records whose value matches REGEX.")
+@click.option("--where", "where", metavar="EXPR", help="Only records for which the CEL expression EXPR is true, over key, value (JSON fields), headers, timestamp, partition, offset, topic.")
 @click.option("-H", "--header", "headers", multiple=True, metavar="KEY[=VALUE]", help="Only records with this header (and value); repeatable, all must match.")
 @click.option("--format", "template", metavar="TEMPLATE", help="Output per record: %t topic %p partition %o offset %k key %v value %h headers %T timestamp ms %d ISO time %K/%S key/value size; %v{hex} %k{base64}; \\n \\t. [default: '%v\\n']")
 @click.option("--value-format", type=click.Choice(["auto", "avro", "json-schema", "protobuf"]), help="Decode values written with a schema registry's serializers (magic byte, schema id) as JSON; auto: whichever schema type the id has, bytes when a value has none.")
@@ -280,8 +289,8 @@ def _open_input(path: str, app: App):
 @click.option("--registry-url", metavar="URL", help="The schema registry for --value-format/--key-format; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @global_options
 @pass_app
-def consume(app: App, selectors, start, end, partitions, max_records, follow, group, commit, isolation, key_filter, grep, headers, template,
-            value_format, key_format, registry_url):
+def consume(app: App, selectors, start, end, partitions, max_records, follow, group, commit, isolation, key_filter, partitioner, grep, where,
+            headers, template, value_format, key_format, registry_url):
     """Read records from topics and write them to stdout.
 
     Reads every partition from --from (the earliest offset, or the group's committed
@@ -300,12 +309,24 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
     and default values included (int64 as strings), its schema compiled by protoc. A record that
     cannot be decoded is written as bytes with a warning, and the exit status is 4.
 
+    --where selects records with a CEL expression (Common Expression Language, as
+    kafbat UI's filters): `key` and `timestamp` (epoch ms), `value` (its JSON parsed:
+    value.amount > 400; else its text), `headers` (headers["source"] == "web"),
+    `partition`, `offset`, `topic`; && || ! and functions such as startsWith, contains,
+    matches, size. A record the expression fails on (a missing field, another type) does
+    not match, and is counted on stderr. A syntax error is one line with its column,
+    exit 64. --key reads only the partition the key maps to (Java's murmur2, as kctl
+    produces; --partitioner consistent for librdkafka's default, all for every
+    partition), and says which; named partitions are read as given.
+
     \b
     Examples:
       kctl record consume orders
       kctl record consume orders:0 --from -10 --format '%p:%o %k=%v\\n'
       kctl record consume orders --from @-1h --to @-30m -o jsonl
       kctl record consume orders --grep 'status":"failed' -n 5
+      kctl record consume payments --where 'value.payment >= 25 && partition == 0' -o jsonl
+      kctl record consume payments --key p-7 --format '%p:%o %v\n'
       kctl record consume orders --group audit --follow   # Ctrl-C stops it (exit 0)
       kctl record consume blobs --format '%k{base64}\\t%v{base64}\\n' > blobs.tsv
       kctl record consume invoices --value-format auto -o jsonl
@@ -337,7 +358,14 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         end_at = None if follow else parse_to("end")
     decoder = _decoder(app, registry_url, key_format=key_format, value_format=value_format)
     writer = _writer(app, template, decoder)
-    keep = filters.build(key=key_filter, grep=grep, headers=_header_pairs(headers, value_required=False))
+    selection = None
+    if where is not None:
+        from kctl.records.where import compile_where
+
+        selection = compile_where(where)
+    if key_filter is not None and partitioner != "all" and not partitions and not any(s.ranges for s in parsed):
+        parsed = _partitions_of_key(app, parsed, key_filter.encode(), partitioner)
+    keep = filters.build(key=key_filter, grep=grep, headers=_header_pairs(headers, value_required=False), where=selection)
     options = ConsumeOptions(
         selectors=parsed, start=start_at, end=end_at, follow=follow, max_records=max_records,
         group=group, commit=commit, isolation=isolation,
@@ -353,6 +381,9 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
     if not interrupted:
         writer.close()
     filtered = f" ({report.filtered} filtered out)" if report.filtered else ""
+    if selection is not None and selection.errors:  # type: ignore[attr-defined]
+        app.note(f"note: --where failed on {selection.errors} record(s), which did not match; "  # type: ignore[attr-defined]
+                 f"the first: {selection.first_error}")  # type: ignore[attr-defined]
     before = " before the interrupt" if interrupted else ""
     app.note(f"consumed {report.records} record(s) from {report.partitions} partition(s){filtered}{before}")
     if group and report.stopped == "interrupted":
@@ -375,6 +406,27 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
             f"unable to commit offsets for group {group}: {report.commit_error}",
             hint="the records were written, but the group will read them again; is another member consuming these partitions?",
         )
+
+
+def _partitions_of_key(app: App, selectors, key: bytes, partitioner: str):
+    """Each topic's selector narrowed to the partition `partitioner` maps `key` to, said
+    on stderr (an empty key under the consistent partitioner has none: every partition)."""
+    from kctl.admin.topics.offsets import PartitionSelector
+    from kctl.partitioner import partition_of
+
+    metadata = app.session.metadata("consume", [s.topic for s in selectors])
+    narrowed = []
+    for selector in selectors:
+        layout = metadata.topics.get(selector.topic)
+        count = len(layout.partitions) if layout is not None else 0
+        chosen = partition_of(key, count, partitioner) if count else None
+        if chosen is None:
+            narrowed.append(selector)
+            continue
+        app.note(f"reading only {selector.topic}:{chosen}, where {partitioner} puts key {key.decode('utf-8', 'replace')!r} "
+                 "(--partitioner all reads every partition)")
+        narrowed.append(PartitionSelector(topic=selector.topic, ranges=((chosen, chosen),)))
+    return narrowed
 
 
 def _note_held_back(app: App, selectors) -> None:
@@ -446,6 +498,94 @@ def _stop_on_signals() -> None:
     signal.signal(signal.SIGTERM, interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupt)
+
+
+COPY_DOCUMENT = DocumentSpec(
+    fields=(
+        Field("source", "SOURCE"),
+        Field("target", "TARGET"),
+        Field("records", "RECORDS"),
+        Field("bytes", "BYTES"),
+        Field("filtered", "FILTERED"),
+        Field("seconds", "SECONDS", get=lambda r: f"{r.seconds:.2f}"),
+        Field("guarantee", "GUARANTEE"),
+        Field("placement", "PLACEMENT"),
+    ),
+)
+
+
+@record.command("copy")
+@click.argument("source", metavar="SOURCE[:PARTITIONS]")
+@click.argument("target", metavar="TARGET")
+@click.option("--to-context", "to_cluster", metavar="CONTEXT", help="Write to this cluster (a context, or HOST:PORT with the -X settings given) instead of SOURCE's.")
+@click.option("--from", "start", metavar="POSITION", help="earliest, latest, committed, OFFSET, -N, @TIME, as consume takes it. [default: earliest; committed with --group]")
+@click.option("--to", "end", metavar="POSITION", help="Stop before OFFSET or @TIME. [default: the log end when the copy starts]")
+@click.option("-g", "--group", metavar="GROUP", help="Read as GROUP and commit its offsets with what is written: a rerun goes on where the last one stopped.")
+@click.option("--where", "where", metavar="EXPR", help="Only records for which the CEL expression is true (see record consume).")
+@click.option("-n", "--limit", type=click.IntRange(min=1), help="Stop after this many records.")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="N", help="Write at most N records per second.")
+@click.option("--partitioner", type=click.Choice(["murmur2", "consistent"]), default="murmur2", show_default=True,
+              help="When the partition counts differ: place keys as Java producers (murmur2) or librdkafka's default (consistent).")
+@global_options
+@pass_app
+def copy(app: App, source, target, to_cluster, start, end, group, where, limit, rate, partitioner):
+    """Copy records from SOURCE to TARGET, on this cluster or another.
+
+    Keys, values, headers and timestamps are kept; a record keeps its partition when
+    both topics have as many partitions, and goes where its key maps to otherwise.
+    TARGET must exist (kctl topic create, or kctl topic clone for the same layout).
+
+    With --group the copy reads as that group and is resumable: a rerun goes on from the
+    group's committed offsets. On one Kafka cluster it is then exactly-once: records and
+    the group's offsets are committed in one transaction, so after a crash (even kill -9)
+    and a rerun a read_committed consumer of TARGET sees every copied record once. Across
+    clusters (--to-context), or without transactions, it is at-least-once: offsets are
+    committed after the records are acknowledged, so a failure may write some twice;
+    each record then carries a kctl-copy-source header (topic/partition/offset) to find
+    them by. Source records of aborted transactions are not copied. The summary goes to
+    stderr (stdout with -o json: per partition too).
+
+    \b
+    Examples:
+      kctl record copy orders orders-copy
+      kctl record copy orders orders-12 --group copy-orders --where 'value.status == "failed"'
+      kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000
+    """
+    from kctl.admin.topics.offsets import parse_selector
+    from kctl.records.copy import CopyOptions
+    from kctl.records.copy import copy as copy_records
+    from kctl.records.position import COMMITTED, EARLIEST, Position, parse_from, parse_to
+
+    selector = parse_selector(source)
+    selection = None
+    if where is not None:
+        from kctl.records.where import compile_where
+
+        selection = compile_where(where)
+    options = CopyOptions(
+        source=selector, target=target, start=parse_from(start) if start is not None else Position(COMMITTED if group else EARLIEST),
+        end=parse_to(end) if end is not None else parse_to("end"), group=group, where=selection, limit=limit, rate=rate,
+        partitioner=partitioner,
+    )
+    other = app.session_for(to_cluster, "--to-context") if to_cluster is not None else None
+    _stop_on_signals()
+    with progress(app, "copy", unit="records") as shown:
+        done = copy_records(app.session, other, options, on_batch=lambda read, planned: shown.update(read, total=planned))
+    if app.out.format in ("json", "jsonl"):
+        app.out.document(done, COPY_DOCUMENT)
+    else:
+        filtered = f" ({done.filtered} filtered out)" if done.filtered else ""
+        where_to = f" on {app.settings.bootstrap_servers if other is None else other.settings.bootstrap_servers}"
+        app.note(f"copied {done.records} record(s) ({done.bytes} bytes) from {done.source} to {done.target}{where_to} in "
+                 f"{done.seconds:.2f}s{filtered}: {done.guarantee}, partitions {'kept' if done.placement == 'same' else 'by key'}")
+    if selection is not None and selection.errors:  # type: ignore[attr-defined]
+        app.note(f"note: --where failed on {selection.errors} record(s), which were not copied; "  # type: ignore[attr-defined]
+                 f"the first: {selection.first_error}")  # type: ignore[attr-defined]
+    if done.stopped == "interrupted":
+        from kctl.errors import ExitCode, KctlError
+
+        raise KctlError(f"unable to copy {source} to {target}: interrupted after {done.records} record(s)"
+                        + (f"; rerun with --group {group} to go on" if group else ""), exit_code=ExitCode.INTERRUPTED)
 
 
 @record.command("delete")

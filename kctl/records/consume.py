@@ -47,6 +47,9 @@ class ConsumeOptions:
     group: str | None = None
     commit: bool = True
     isolation: str = "read_uncommitted"
+    # With a group: read the partitions by assignment, the group only keeping offsets (no
+    # member to wait out after a crash; `record copy`, whose transactions fence a second run).
+    assign: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,13 +241,19 @@ def consume(
     keep: Callable[[Any], bool] | None = None,
     gone: Callable[[], bool] = lambda: False,
     on_batch: Callable[[int, int | None], None] | None = None,
+    after_sink: Callable[[Any, dict[Key, int]], None] | None = None,
+    before_close: Callable[[Any], None] | None = None,
 ) -> ConsumeReport:
     """Read records and hand them to `sink` in batches (confluent_kafka.Message objects,
     in offset order per partition). `keep` filters before the sink and --max-records.
     `gone` is asked while no records arrive: True (the reader of a pipe went away)
     stops consuming as a closed pipe does when written to. `on_batch(read, planned)`
     follows each batch: records read so far (kept or not) and the offsets between the
-    start and end of the partitions (None without an end), for a progress display."""
+    start and end of the partitions (None without an end), for a progress display.
+    `after_sink(consumer, positions)` follows the sink with the next offset of each
+    partition the batch read (filtered records included), and `before_close(consumer)`
+    runs once reading has ended, before the consumer closes: how `record copy` commits
+    the positions of what it wrote, itself (kctl.records.copy)."""
     from confluent_kafka import Consumer
 
     if options.start.kind == COMMITTED and not options.group:
@@ -262,7 +271,7 @@ def consume(
     consumer = run.consumer = build_client(Consumer, config, "consumer")
     started = time.monotonic()
     try:
-        if options.group and not explicit:
+        if options.group and not explicit and not options.assign:
             topics = list(dict.fromkeys(t for t, _ in pairs))
             consumer.subscribe(topics, on_assign=run.on_assign, on_revoke=run.on_revoke)
         else:
@@ -273,7 +282,9 @@ def consume(
                 consumer.list_topics(name, timeout=session.timeout)
             consumer.assign(run.start_partitions(pairs))
             run.assigned = True
-        records, filtered, stopped = _loop(run, sink, keep, gone, on_batch)
+        records, filtered, stopped = _loop(run, sink, keep, gone, on_batch, after_sink)
+        if before_close is not None:
+            before_close(consumer)
     finally:
         run.closing = True
         _close(consumer)
@@ -363,7 +374,8 @@ def _take_slowly(run: _Run, messages: list, keep, end_ms: int | None, room: int 
 
 
 def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, gone: Callable[[], bool],
-          on_batch: Callable[[int, int | None], None] | None) -> tuple[int, int, str]:
+          on_batch: Callable[[int, int | None], None] | None,
+          after_sink: Callable[[Any, dict[Key, int]], None] | None = None) -> tuple[int, int, str]:
     from confluent_kafka import TopicPartition
 
     options, consumer = run.options, run.consumer
@@ -394,6 +406,8 @@ def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bo
             filtered += dropped
             if out:
                 sink(out)
+            if after_sink is not None and positions:
+                after_sink(consumer, positions)
             if on_batch is not None:
                 on_batch(records + filtered, run.planned)
             if store and positions:

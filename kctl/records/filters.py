@@ -1,4 +1,4 @@
-"""Record filters for consume: --key, --grep and --header, all of which must match."""
+"""Record filters for consume: --key, --grep, --header and --where, all of which must match."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from kctl.records.model import ConsumedRecord
 Filter = Callable[[ConsumedRecord], bool]
 
 
-def build(key: str | None = None, grep: re.Pattern[bytes] | None = None, headers: Sequence[tuple[str, str | None]] = ()) -> Filter | None:
-    """A predicate over consumed records, or None when nothing filters."""
+def build(key: str | None = None, grep: re.Pattern[bytes] | None = None, headers: Sequence[tuple[str, str | None]] = (),
+          where: Filter | None = None) -> Filter | None:
+    """A predicate over consumed records, or None when nothing filters; `where` (kctl.
+    records.where) is asked last, after the cheap checks."""
     checks: list[Filter] = []
     if key is not None:
         wanted = key.encode()
@@ -21,6 +23,8 @@ def build(key: str | None = None, grep: re.Pattern[bytes] | None = None, headers
         checks.append(lambda m: (v := m.value()) is not None and search(v) is not None)
     for name, value in headers:
         checks.append(_header_check(name, None if value is None else value.encode()))
+    if where is not None:
+        checks.append(where)
     if not checks:
         return None
     if len(checks) == 1:

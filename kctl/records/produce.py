@@ -51,6 +51,9 @@ class ProduceOptions:
     # Read the whole input first and refuse it, writing nothing, when a record names a
     # partition the topic does not have (--keep-partitions).
     check_partitions_first: bool = False
+    # Where keyed records go: murmur2 (Java's producers) or consistent (librdkafka's
+    # default), kctl.partitioner.
+    partitioner: str = "murmur2"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,10 +76,13 @@ def producer_config(session: AdminSession, options: ProduceOptions, max_message_
         raise UsageError(f"unable to produce: --idempotent needs --acks all, not {options.acks}")
     if idempotence is None:
         idempotence = acks == "all"
+    from kctl.partitioner import PARTITIONERS
+
     config = {
         "message.timeout.ms": DEFAULT_MESSAGE_TIMEOUT_MS,
         "linger.ms": 5,
         "allow.auto.create.topics": "false",
+        "partitioner": PARTITIONERS[options.partitioner],
     }
     if max_message_bytes is not None:
         config["message.max.bytes"] = max(1_000_000, max_message_bytes + _BATCH_OVERHEAD)
@@ -206,7 +212,7 @@ def produce(
     producer = None
     if input_complete and _defaults(options):
         partitions = _partition_count(session, topic, f"produce to {topic}")
-        producer = session.kafka.small_input_producer(topic, partitions, failures, DEFAULT_MESSAGE_TIMEOUT_MS / 1000)
+        producer = session.kafka.small_input_producer(topic, partitions, failures, DEFAULT_MESSAGE_TIMEOUT_MS / 1000, options.partitioner)
     if producer is None:
         from confluent_kafka import Producer
 

@@ -89,7 +89,7 @@ def _hash_placement(partitions: int):
     with its source partition (modulo the destination's count)."""
 
     def place(key, source_partition):
-        from kctl.spark.partitioner import partition_for
+        from kctl.partitioner import partition_for
 
         return partition_for(key, partitions) if key is not None else source_partition % partitions
 

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
-from kctl.spark.partitioner import partition_for
+from kctl.partitioner import partition_for
 from tests.spark.records import BASE_MS, MINUTE, content, produce, read_dump, read_topic, records_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_node]

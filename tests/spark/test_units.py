@@ -8,10 +8,10 @@ import json
 import pytest
 
 from kctl.errors import InvalidError, UsageError
+from kctl.partitioner import murmur2, partition_for
 from kctl.spark import options as source_options
 from kctl.spark.manifest import DUMP_MANIFEST, SUCCESS, new_dump_manifest, read_dump_manifest, write_json
 from kctl.spark.options import OptionError
-from kctl.spark.partitioner import murmur2, partition_for
 from kctl.spark.planning import OffsetRange, PartitionBounds, split
 
 BOOTSTRAP = {"kafka.bootstrap.servers": "localhost:9092"}

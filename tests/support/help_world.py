@@ -104,7 +104,8 @@ def _produce(bootstrap: str) -> None:
     # Nothing leaves before flush() (which sends at once, whatever linger.ms says): each
     # partition's records in one batch, so the sizes examples print are the same every run
     # (a CI run under load sent orders in several batches: 1.0 KiB where 645 B was recorded).
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 60000})
+    # Keys placed as Java producers and kctl place them (murmur2), as `consume --key` expects.
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 60000, "partitioner": "murmur2_random"})
     for number in range(ORDERS):
         key, value = order(number)
         partition = number % TOPICS["orders"][0]

@@ -198,7 +198,7 @@ class Kafka(Protocol):
         ...
 
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
-                             timeout: float) -> Any | None:
+                             timeout: float, partitioner: str = "murmur2") -> Any | None:
         """A producer for a small input held in memory, sent at once with acks=all and
         idempotence (kctl.admin.client.wire_producer), or None where this client has none
         faster than librdkafka's own (kctl.records.produce then uses librdkafka's)."""

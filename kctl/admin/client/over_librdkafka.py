@@ -159,7 +159,7 @@ class LibrdkafkaKafka:
         return Partial(found, errors)
 
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
-                             timeout: float) -> Any | None:
+                             timeout: float, partitioner: str = "murmur2") -> Any | None:
         return None  # librdkafka's own producer serves every input on this path
 
     def close(self) -> None:

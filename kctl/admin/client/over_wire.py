@@ -151,10 +151,10 @@ class WireKafka:
         return Partial(found, errors)
 
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
-                             timeout: float) -> Any | None:
+                             timeout: float, partitioner: str = "murmur2") -> Any | None:
         from kctl.admin.client.wire_producer import WireProducer
 
-        return WireProducer(self.wire, topic, partitions, on_failure, timeout)
+        return WireProducer(self.wire, topic, partitions, on_failure, timeout, partitioner)
 
     def close(self) -> None:
         pass  # the wire client is the session's

@@ -23,17 +23,16 @@ librdkafka as before.
 Failed records are reported as kctl's DeliveryFailure (Kafka's error names), as
 kctl.records.produce reports librdkafka's.
 
-Partitions are chosen as librdkafka's default partitioner does (consistent_random: CRC-32
-of the key modulo the partition count; records with no key or an empty one go to a random
-partition, here one for the whole input as librdkafka's sticky partitioning does),
-so a key lands where librdkafka would put it.
+Partitions are chosen as librdkafka's would be with the same `partitioner`
+(kctl.partitioner: murmur2 as Java's producers, or librdkafka's consistent CRC-32);
+records a partitioner spreads at random (no key) go to one partition for the whole input,
+as librdkafka's sticky partitioning does, so a key lands where librdkafka would put it.
 """
 
 from __future__ import annotations
 
 import random
 import time
-import zlib
 from collections.abc import Callable
 
 from kctl.admin.client.kafka import DeliveryFailure
@@ -42,6 +41,7 @@ from kctl.errors import KctlError
 from kctl.messages import codec
 from kctl.messages import records as batches
 from kctl.messages.errors import ERRORS, error_name
+from kctl.partitioner import partition_of
 
 # Answers after which the same batch is sent again (Kafka's retriable Produce errors).
 _RETRIABLE = frozenset({
@@ -84,12 +84,13 @@ class WireProducer:
     local_errors: tuple[type[BaseException], ...] = ()
 
     def __init__(self, wire: WireClient, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
-                 timeout: float):
+                 timeout: float, partitioner: str = "murmur2"):
         self._wire = wire
         self._topic = topic
         self._partitions = partitions
         self._on_failure = on_failure
         self._timeout = timeout
+        self._partitioner = partitioner
         self._sticky = random.randrange(partitions)  # records without a key, as librdkafka's sticky partitioner
         self._queued: dict[int, list[tuple]] = {}
         self._count = 0
@@ -97,8 +98,8 @@ class WireProducer:
     def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
                 timestamp: int = 0, headers: list | None = None) -> None:
         if partition is None or partition < 0:
-            # librdkafka's consistent_random: an empty key is no key (random, here sticky).
-            partition = zlib.crc32(key) % self._partitions if key else self._sticky
+            chosen = partition_of(key, self._partitions, self._partitioner)
+            partition = self._sticky if chosen is None else chosen
         self._queued.setdefault(partition, []).append((key, value, timestamp or 0, headers))
         self._count += 1
 
