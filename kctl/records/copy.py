@@ -234,7 +234,7 @@ class _State:
         if self.failure is not None or remaining:
             why = self.failure or f"{remaining} record(s) not acknowledged"
             raise KctlError(f"unable to {self.action}: {why}", exit_code=ExitCode.PARTIAL_FAILURE,
-                            hint="what was acknowledged is committed; a rerun with the same --group goes on from there")
+                            hint="what was acknowledged is committed; a rerun with the same {group} goes on from there")
         if offsets and self.options.group:
             consumer.commit(offsets=offsets, asynchronous=False)
         self.pending.clear()

@@ -48,8 +48,8 @@ def _dynamic(session: AdminSession, action: str) -> Quorum:
     if not quorum.dynamic:
         raise InvalidError(action=action,
                            cause="the metadata quorum is static (kraft.version 0: its voters are fixed by controller.quorum.voters)",
-                           hint="a quorum formatted by Kafka 3.9+ with --standalone or --initial-controllers is dynamic, and Kafka "
-                                "4.1+ makes a static one dynamic when its kraft.version feature is upgraded to 1")
+                           hint="a quorum whose storage Kafka 3.9+ formatted with a standalone controller or initial controllers is "
+                                "dynamic, and Kafka 4.1+ makes a static one dynamic when its kraft.version feature is upgraded to 1")
     return quorum
 
 
@@ -85,8 +85,8 @@ def plan_add(session: AdminSession, node_id: int) -> VoterChange:
     observer = next((o for o in quorum.observers if o.node_id == node_id), None)
     if observer is None:
         raise NotFoundError(action=action, cause=f"node {node_id} is not an observer of the metadata quorum",
-                            hint="start it as a controller (process.roles=controller, formatted --no-initial-controllers, "
-                                 "with controller.quorum.bootstrap.servers) and add it once it has caught up")
+                            hint="start it as a controller (process.roles=controller, its storage formatted without initial "
+                                 "controllers, with controller.quorum.bootstrap.servers) and add it once it has caught up")
     endpoints = _controller_endpoints(session, quorum, node_id, action)
     if not endpoints:
         raise InvalidError(action=action, cause=f"node {node_id} is not a controller (it registered no controller endpoint: a broker "

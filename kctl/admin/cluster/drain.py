@@ -88,7 +88,7 @@ def unregister(session: AdminSession, broker: int, *, force: bool = False, confi
         holding = sum(1 for t in metadata.topics.values() for p in t.partitions.values() if broker in p.replicas)
         if holding:
             raise InvalidError(action=action, cause=f"broker {broker} still holds replicas of {holding} partition(s)",
-                               hint="drain it first; --force unregisters it anyway, and those replicas stay offline")
+                               hint="drain it first; {force} unregisters it anyway, and those replicas stay offline")
     if registered is not None and broker not in registered:
         raise NotFoundError(action=action, cause=f"broker {broker} is not registered")
     if confirm is not None:
