@@ -34,6 +34,7 @@ README's blocks all do; tests/spark/test_cluster.py runs `kctl spark` in its own
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -250,14 +251,20 @@ def all_examples() -> dict[tuple[str, ...], list[Example]]:
 EXAMPLES = all_examples()
 
 
+@functools.cache
+def second_port() -> int:
+    """The free port that stands for 19092, the examples' second local broker."""
+    from tests.backends.kafka import free_port
+
+    return free_port()
+
+
 def localised(text: str, bootstrap: str, spark_master: str | None) -> str:
     text = text.replace("localhost:9092", bootstrap)
     for absolute, relative in DIRECTORIES.items():
         text = text.replace(absolute, relative)
-    if "--port 19092" in text:
-        from tests.backends.kafka import free_port
-
-        text = text.replace("--port 19092", f"--port {free_port()}")
+    if "19092" in text:  # one free port per test, the same in its BEFORE lines and its examples
+        text = text.replace("--port 19092", f"--port {second_port()}").replace("localhost:19092", f"localhost:{second_port()}")
     if spark_master:
         text = text.replace("spark://spark:7077", spark_master)
     return text

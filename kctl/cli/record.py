@@ -325,8 +325,8 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
       kctl record consume orders:0 --from -10 --format '%p:%o %k=%v\\n'
       kctl record consume orders --from @-1h --to @-30m -o jsonl
       kctl record consume orders --grep 'status":"failed' -n 5
-      kctl record consume payments --where 'value.payment >= 25 && partition == 0' -o jsonl
-      kctl record consume payments --key p-7 --format '%p:%o %v\n'
+      kctl record consume payments --where 'value.payment >= 25' -o jsonl
+      kctl record consume payments --key p-7 --format '%p:%o %v\\n'
       kctl record consume orders --group audit --follow   # Ctrl-C stops it (exit 0)
       kctl record consume blobs --format '%k{base64}\\t%v{base64}\\n' > blobs.tsv
       kctl record consume invoices --value-format auto -o jsonl
