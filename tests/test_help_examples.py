@@ -115,6 +115,12 @@ OPERATED = DYNAMIC_QUORUM | {("broker", "drain"), ("broker", "unregister")}
 STOPPED_BEFORE = {"kctl broker unregister 3 --yes": 3}
 
 BEFORE = {
+    # A dead-letter topic as Kafka Connect writes one: each record names its topic in a header.
+    "kctl record redrive orders-dlq --dry-run":
+        "kctl topic create orders-dlq > /dev/null && printf '%s\\n' "
+        "'__connect.errors.topic=orders,__connect.errors.exception.message=timeout\to-900\t{\"order_id\":\"o-900\",\"status\":\"failed\"}' "
+        "'__connect.errors.topic=orders\to-901\t{\"order_id\":\"o-901\",\"status\":\"paid\"}' "
+        "| kctl record produce orders-dlq --format '%h\\t%k\\t%v'",
     # A second cluster to copy to (port 19092 is replaced by a free one; kctl local stops after).
     "kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000":
         "kctl local start --data-dir kafka2 --port 19092 --no-context > /dev/null && "

@@ -36,7 +36,7 @@ DELETE_TABLE = TableSpec(
 
 @click.group(cls=LazyGroup)
 def record():
-    """Produce, consume, copy and delete records."""
+    """Produce, consume, copy, redrive and delete records."""
 
 
 COMPRESSION = click.Choice(["none", "gzip", "snappy", "lz4", "zstd"])
@@ -586,6 +586,87 @@ def copy(app: App, source, target, to_cluster, start, end, group, where, limit, 
 
         raise KctlError(f"unable to copy {source} to {target}: interrupted after {done.records} record(s)"
                         + (f"; rerun with --group {group} to go on" if group else ""), exit_code=ExitCode.INTERRUPTED)
+
+
+REDRIVE_TABLE = TableSpec((Column("topic", "TOPIC"), Column("records", "RECORDS", align="right"), Column("status", "STATUS")))
+
+
+@record.command("redrive")
+@click.argument("dlq", metavar="DLQ[:PARTITIONS]")
+@click.option("--header", "headers", multiple=True, metavar="NAME",
+              help="The header naming each record's topic (repeatable; the first present wins). "
+                   "[default: __connect.errors.topic, kafka_dlt-original-topic]")
+@click.option("--where", "where", metavar="EXPR", help="Only records for which the CEL expression is true (see record consume).")
+@click.option("--strip-error-headers", is_flag=True, help="Drop the dead-letter writers' error headers (__connect.errors.*, kafka_dlt-*).")
+@click.option("--create-topics", is_flag=True, help="Create a topic a header names that does not exist (default: count its records, send none).")
+@click.option("-g", "--group", metavar="GROUP", help="The group whose offsets mark what was sent. [default: kctl-redrive-DLQ]")
+@click.option("--from", "start", metavar="POSITION", help="Where to start, as consume takes it. [default: committed: after what was sent before]")
+@click.option("--to", "end", metavar="POSITION", help="Stop before OFFSET or @TIME. [default: the log end when it starts]")
+@click.option("-n", "--limit", type=click.IntRange(min=1), help="Stop after this many records.")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="N", help="Send at most N records per second.")
+@click.option("--dry-run", is_flag=True, help="Count the records per target topic; send nothing, commit nothing.")
+@global_options
+@pass_app
+def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, group, start, end, limit, rate, dry_run):
+    """Send a dead-letter topic's records back to the topics they came from.
+
+    Each record goes to the topic its header names: Kafka Connect's
+    __connect.errors.topic or Spring Kafka's kafka_dlt-original-topic unless --header
+    says which, placed by key, with its key, value, timestamp and headers (the error
+    headers dropped with --strip-error-headers); --where sends only the records a fix
+    covers. What was sent is marked by the group's offsets (kctl-redrive-DLQ unless
+    --group), so a second run sends nothing again; on one Kafka cluster records and
+    offsets are committed in one transaction (exactly-once, as record copy). A record
+    without the header, or naming a topic that does not exist (unless --create-topics),
+    is counted and not sent; the table says how many went to each topic.
+
+    \b
+    Examples:
+      kctl record redrive orders-dlq --dry-run
+      kctl record redrive orders-dlq --where 'value.status == "failed"' --strip-error-headers
+    """
+    from kctl.admin.topics.offsets import parse_selector
+    from kctl.records.copy import DLQ_TOPIC_HEADERS, CopyOptions
+    from kctl.records.copy import copy as copy_records
+    from kctl.records.position import COMMITTED, Position, parse_from, parse_to
+
+    selector = parse_selector(dlq)
+    selection = None
+    if where is not None:
+        from kctl.records.where import compile_where
+
+        selection = compile_where(where)
+    options = CopyOptions(
+        source=selector, target=None, start=parse_from(start) if start is not None else Position(COMMITTED),
+        end=parse_to(end) if end is not None else parse_to("end"), group=group or f"kctl-redrive-{selector.topic}",
+        where=selection, limit=limit, rate=rate, route_headers=tuple(headers) or DLQ_TOPIC_HEADERS,
+        strip_error_headers=strip_error_headers, create_topics=create_topics, dry_run=dry_run,
+    )
+    _stop_on_signals()
+    with progress(app, "redrive", unit="records") as shown:
+        done = copy_records(app.session, None, options, on_batch=lambda read, planned: shown.update(read, total=planned))
+    if app.out.format in ("json", "jsonl"):
+        app.out.document(done, DocumentSpec())
+    else:
+        app.out.table(done.topics, REDRIVE_TABLE)
+        verb = "would send" if dry_run else "sent"
+        reached = [t for t in done.topics if t.status != "no-such-topic"]
+        app.note(f"{verb} {sum(t.records for t in reached)} record(s) of {done.source} back to {len(reached)} topic(s)"
+                 + ("" if dry_run else f": {done.guarantee}"))
+    if done.without_topic:
+        app.note(f"note: {done.without_topic} record(s) name no topic ({', '.join(options.route_headers)}): not sent")
+    missing = [t for t in done.topics if t.status == "no-such-topic"]
+    if missing:
+        app.note(f"note: {sum(t.records for t in missing)} record(s) name topics that do not exist "
+                 f"({', '.join(t.topic for t in missing)}): not sent (--create-topics creates them)")
+    if selection is not None and selection.errors:  # type: ignore[attr-defined]
+        app.note(f"note: --where failed on {selection.errors} record(s), which were not sent; "  # type: ignore[attr-defined]
+                 f"the first: {selection.first_error}")  # type: ignore[attr-defined]
+    if done.stopped == "interrupted":
+        from kctl.errors import ExitCode, KctlError
+
+        raise KctlError(f"unable to redrive {dlq}: interrupted after {done.records} record(s); a rerun goes on from there",
+                        exit_code=ExitCode.INTERRUPTED)
 
 
 @record.command("delete")

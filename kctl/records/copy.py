@@ -20,6 +20,12 @@ one group at once fence each other through their transactional id). How the offs
   flushed before the offsets of what it wrote are committed, so a failure can write some
   records twice, never lose one; each record carries a `kctl-copy-source` header
   (topic/partition/offset in the source) by which duplicates are found.
+
+A redrive (`record redrive`) is a copy whose target is each record's own: the topic a
+header names (Kafka Connect's and Spring's dead-letter headers by default), placed by key,
+optionally without the error headers. A record without such a header, or naming a topic
+that does not exist (unless topics may be created), is counted and not sent. Its group is
+kept by default, so a second run sends nothing again.
 """
 
 from __future__ import annotations
@@ -40,10 +46,18 @@ COMMIT_SECONDS = 0.5
 _END_TXN = 26  # EndTxn's API key: a cluster without it has no transactions
 
 
+# The headers dead-letter queues name a record's original topic with: Kafka Connect's
+# (errors.deadletterqueue.context.headers.enable) and Spring Kafka's DeadLetterPublishingRecoverer.
+DLQ_TOPIC_HEADERS = ("__connect.errors.topic", "kafka_dlt-original-topic")
+# Headers a redrive strips with --strip-error-headers: those writers' error context.
+ERROR_HEADER_PREFIXES = ("__connect.errors.", "kafka_dlt-")
+
+
 @dataclass(frozen=True, kw_only=True)
 class CopyOptions:
     source: PartitionSelector
-    target: str
+    # The target topic; None routes each record to the topic its header names (a redrive).
+    target: str | None
     start: Position
     end: Position | None
     group: str | None = None
@@ -52,6 +66,16 @@ class CopyOptions:
     # Records per second, at most.
     rate: float | None = None
     partitioner: str = "murmur2"
+    # A redrive: the headers naming each record's topic (the first present wins), whether
+    # the error headers are dropped and missing topics created; a dry run only counts.
+    route_headers: tuple[str, ...] = DLQ_TOPIC_HEADERS
+    strip_error_headers: bool = False
+    create_topics: bool = False
+    dry_run: bool = False
+
+    @property
+    def what(self) -> str:
+        return f"copy {self.source.topic} to {self.target}" if self.target else f"redrive {self.source.topic}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,9 +86,19 @@ class PartitionCopied:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TopicRedriven:
+    topic: str
+    records: int
+    # sent | would-send (a dry run) | no-such-topic (the header names a topic that does not
+    # exist: nothing sent)
+    status: str = "sent"
+
+
+@dataclass(frozen=True, kw_only=True)
 class CopyReport:
     source: str
-    target: str
+    # The target topic; null for a redrive (see topics).
+    target: str | None
     records: int
     # Key and value bytes of the records written.
     bytes: int
@@ -76,11 +110,15 @@ class CopyReport:
     placement: str
     stopped: str
     partitions: tuple[PartitionCopied, ...] = field(default_factory=tuple)
+    # A redrive: the records per target topic, and those with no topic header.
+    topics: tuple[TopicRedriven, ...] = field(default_factory=tuple)
+    without_topic: int = 0
+    dry_run: bool = False
 
 
-def transactional_id(group: str, target: str) -> str:
+def transactional_id(group: str, target: str | None) -> str:
     """The same for every run of one copy: the rerun fences and aborts what a killed run left."""
-    return f"kctl-copy-{group}-{target}"
+    return f"kctl-copy-{group}-{target}" if target else f"kctl-redrive-{group}"
 
 
 def copy(source: AdminSession, target: AdminSession | None, options: CopyOptions,
@@ -88,34 +126,36 @@ def copy(source: AdminSession, target: AdminSession | None, options: CopyOptions
     """Copy as the module docstring says; `target` None is the source's own cluster."""
     from confluent_kafka import Producer
 
-    from kctl.records.consume import ConsumeOptions, consume
     from kctl.partitioner import PARTITIONERS
+    from kctl.records.consume import ConsumeOptions, consume
 
     same_cluster = target is None
     writer = source if target is None else target
-    action = f"copy {options.source.topic} to {options.target}"
+    action = options.what
     if options.start.kind == COMMITTED and not options.group:
         raise UsageError(f"unable to {action}: --from committed needs --group")
-    layout = writer.metadata(action, [options.target]).topics.get(options.target)
-    if layout is None or not layout.partitions:
-        from kctl.admin.client.errors import missing_topic
+    same_partitions = False
+    if options.target is not None:
+        layout = writer.metadata(action, [options.target]).topics.get(options.target)
+        if layout is None or not layout.partitions:
+            from kctl.admin.client.errors import missing_topic
 
-        raise missing_topic(options.target, layout.error if layout is not None else None, action,
-                            hint="create it first (kctl topic create, or kctl topic clone for the same layout)")
-    source_layout = source.metadata(action, [options.source.topic]).topics.get(options.source.topic)
-    same_partitions = source_layout is not None and len(source_layout.partitions) == len(layout.partitions) \
-        and not options.source.ranges
-    exactly_once = same_cluster and options.group is not None and _END_TXN in source.api_versions
+            raise missing_topic(options.target, layout.error if layout is not None else None, action,
+                                hint="create it first (kctl topic create, or kctl topic clone for the same layout)")
+        source_layout = source.metadata(action, [options.source.topic]).topics.get(options.source.topic)
+        same_partitions = source_layout is not None and len(source_layout.partitions) == len(layout.partitions) \
+            and not options.source.ranges
+    exactly_once = same_cluster and options.group is not None and _END_TXN in source.api_versions and not options.dry_run
     config: dict[str, Any] = {"linger.ms": 5, "partitioner": PARTITIONERS[options.partitioner],
                               "message.timeout.ms": int(max(30, writer.timeout) * 1000)}
     config.update(writer.client_config())
     config.update({"acks": "all", "enable.idempotence": "true"})
     if exactly_once:
         config["transactional.id"] = transactional_id(options.group or "", options.target)
-    state = _State(options, same_partitions, exactly_once)
+    state = _State(options, same_partitions, exactly_once, writer)
     config["on_delivery"] = state.delivered
-    producer = state.producer = build_client(Producer, config, "producer")
-    if exactly_once:
+    producer = state.producer = None if options.dry_run else build_client(Producer, config, "producer")
+    if exactly_once and producer is not None:
         # Before the group's offsets are read: it aborts what a killed run left open.
         _transaction(action, lambda: producer.init_transactions(writer.timeout))
     consume_options = ConsumeOptions(selectors=[options.source], start=options.start, end=options.end, follow=False,
@@ -134,6 +174,10 @@ def copy(source: AdminSession, target: AdminSession | None, options: CopyOptions
         guarantee="exactly-once" if exactly_once else "at-least-once", placement="same" if same_partitions else "key",
         stopped=report.stopped,
         partitions=tuple(PartitionCopied(partition=p, records=n, bytes=b) for p, (n, b) in sorted(state.per_partition.items())),
+        topics=tuple(TopicRedriven(topic=t, records=n, status=("would-send" if options.dry_run else "sent")
+                                   if state.exists.get(t, True) else "no-such-topic")
+                     for t, n in sorted(state.per_topic.items())) if options.target is None else (),
+        without_topic=state.without_topic, dry_run=options.dry_run,
     )
 
 
@@ -150,8 +194,13 @@ def _transaction(action: str, call: Callable[[], Any]) -> Any:
 class _State:
     """What one copy has written, and the positions waiting to be committed with it."""
 
-    def __init__(self, options: CopyOptions, same_partitions: bool, exactly_once: bool):
+    def __init__(self, options: CopyOptions, same_partitions: bool, exactly_once: bool, writer: AdminSession):
         self.options = options
+        self.writer = writer
+        # A redrive: records per target topic, whether each exists, and those without one.
+        self.per_topic: dict[str, int] = {}
+        self.exists: dict[str, bool] = {}
+        self.without_topic = 0
         self.same_partitions = same_partitions
         self.exactly_once = exactly_once
         self.producer: Any = None
@@ -163,27 +212,60 @@ class _State:
         self.since = time.monotonic()
         self.failure: str | None = None
         self.started = time.monotonic()
-        self.action = f"copy {options.source.topic} to {options.target}"
+        self.action = options.what
 
     def delivered(self, error: Any, _message: Any) -> None:
         if error is not None and self.failure is None:
             self.failure = f"{error.name()}: {error.str()}"
 
+    def route(self, headers: list | None) -> str | None:
+        """A redrive's target: the topic the first routing header names, if it exists (or
+        may be created); None counts the record as not sent."""
+        found = dict(headers or ())
+        name = next((found[h] for h in self.options.route_headers if found.get(h)), None)
+        if name is None:
+            self.without_topic += 1
+            return None
+        topic = name.decode("utf-8", "replace")
+        self.per_topic[topic] = self.per_topic.get(topic, 0) + 1
+        if topic not in self.exists:
+            self.exists[topic] = self._exists(topic)
+        return topic if self.exists[topic] else None
+
+    def _exists(self, topic: str) -> bool:
+        layout = self.writer.metadata(self.action, [topic]).topics.get(topic)
+        if layout is not None and layout.partitions:
+            return True
+        if not self.options.create_topics or self.options.dry_run:
+            return False
+        from kctl.admin.topics.topics import NewTopicSpec, create_topics
+
+        _created, errors = create_topics(self.writer, [NewTopicSpec(name=topic, partitions=None, replication_factor=None, config={},
+                                                                     replica_assignment=None)], if_not_exists=True)
+        if errors:
+            raise next(iter(errors.values()))
+        return True
+
     def write(self, messages: list) -> None:
         producer, target = self.producer, self.options.target
-        if self.exactly_once and not self.in_transaction:
+        if producer is not None and self.exactly_once and not self.in_transaction:
             _transaction(self.action, producer.begin_transaction)
             self.in_transaction = True
         for m in messages:
             key, value = m.key(), m.value()
             headers = m.headers()
+            destination = target or self.route(headers)
+            if destination is None or producer is None:
+                continue
+            if self.options.strip_error_headers:
+                headers = [(k, v) for k, v in headers or () if not k.startswith(ERROR_HEADER_PREFIXES)] or None
             if not self.exactly_once:
                 headers = [*(headers or ()), (SOURCE_HEADER, f"{m.topic()}/{m.partition()}/{m.offset()}".encode())]
             partition = m.partition() if self.same_partitions else -1
             kind, timestamp = m.timestamp()
             while True:
                 try:
-                    producer.produce(target, value=value, key=key, partition=partition,
+                    producer.produce(destination, value=value, key=key, partition=partition,
                                      timestamp=timestamp if kind else 0, headers=headers)
                     break
                 except BufferError:
@@ -193,13 +275,16 @@ class _State:
             self.bytes += size
             n, b = self.per_partition.get(m.partition(), (0, 0))
             self.per_partition[m.partition()] = (n + 1, b + size)
-        producer.poll(0)
+        if producer is not None:
+            producer.poll(0)
         if self.options.rate:
             ahead = self.records / self.options.rate - (time.monotonic() - self.started)
             if ahead > 0:
                 time.sleep(ahead)
 
     def after_batch(self, consumer: Any, positions: dict[tuple[str, int], int]) -> None:
+        if self.producer is None:
+            return
         self.pending.update(positions)
         if self.metadata is None:
             self.metadata = consumer.consumer_group_metadata()
@@ -207,6 +292,8 @@ class _State:
             self.commit(consumer)
 
     def finish(self, consumer: Any) -> None:
+        if self.producer is None:  # a dry run: nothing to commit
+            return
         if self.metadata is None and self.options.group:
             self.metadata = consumer.consumer_group_metadata()
         self.commit(consumer)

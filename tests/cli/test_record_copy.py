@@ -149,3 +149,55 @@ def test_copy_across_clusters_is_at_least_once_with_source_positions(kctl, clust
         assert more.exit_code == 0 and "copied 10 record(s)" in more.stderr, more.stderr
     finally:
         other.stop()
+
+
+def test_redrive_sends_each_record_back_once(kctl, cluster, unique_name):
+    """A dead-letter topic written as Kafka Connect and Spring Kafka write them: each
+    record goes back to the topic its header names (--where: only those a fix covers;
+    --strip-error-headers: without the error context); a record without the header or
+    naming a topic that does not exist is counted, not sent; a second run sends nothing,
+    and --create-topics creates the missing topic."""
+    dlq, first, second = unique_name("dlq"), unique_name("a"), unique_name("b")
+    missing = unique_name("missing")
+    for topic in (dlq, first, second):
+        assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "2").exit_code == 0
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(40):
+        if i % 10 == 9:
+            headers = [("__connect.errors.topic", missing.encode())]
+        elif i % 10 == 8:
+            headers = []
+        elif i % 2:
+            headers = [("__connect.errors.topic", first.encode()), ("__connect.errors.exception.message", b"boom")]
+        else:
+            headers = [("kafka_dlt-original-topic", second.encode()), ("kafka_dlt-exception-message", b"bang")]
+        producer.produce(dlq, key=f"k{i}".encode(), value=json.dumps({"n": i, "fixed": i < 30}).encode(), headers=headers)
+    assert producer.flush(30) == 0
+
+    dry = kctl("-b", cluster.bootstrap, "record", "redrive", dlq, "--where", "value.fixed", "-o", "json")
+    assert dry.exit_code == 0, dry.stderr
+    dry = kctl("-b", cluster.bootstrap, "record", "redrive", dlq, "--where", "value.fixed", "--dry-run", "-o", "json")
+    planned = json.loads(dry.stdout)
+    # The first run (not a dry run) sent the fixed ones already: the dry run after it has nothing left.
+    assert planned["topics"] == [] and planned["dry_run"], planned
+    sent = {t: sorted(json.loads(v)["n"] for _p, _k, v, _h, _ts in read_all(cluster.bootstrap, t)) for t in (first, second)}
+    assert sent == {first: [i for i in range(30) if i % 2 and i % 10 not in (9, 8)],
+                    second: [i for i in range(30) if not i % 2 and i % 10 != 8]}
+    # Error headers kept without --strip-error-headers.
+    assert all(any(k.startswith("__connect.errors.") for k, _v in h) for *_, h, _ts in read_all(cluster.bootstrap, first))
+
+    # The rest (not fixed before) with another group from the start: counted per topic first.
+    counted = json.loads(kctl("-b", cluster.bootstrap, "record", "redrive", dlq, "--group", unique_name("g"), "--from", "earliest",
+                              "--dry-run", "-o", "json").stdout)
+    assert {t["topic"]: (t["records"], t["status"]) for t in counted["topics"]} == {
+        first: (16, "would-send"), second: (16, "would-send"), missing: (4, "no-such-topic")}
+    assert counted["without_topic"] == 4
+    assert read_all(cluster.bootstrap, first) and len(read_all(cluster.bootstrap, first)) == 12  # the dry run sent nothing
+
+    rest = kctl("-b", cluster.bootstrap, "record", "redrive", dlq, "--from", "earliest", "--where", "!value.fixed", "--strip-error-headers",
+                "--create-topics", "--group", unique_name("g2"))
+    assert rest.exit_code == 0, rest.stderr
+    copied = read_all(cluster.bootstrap, missing)
+    assert sorted(json.loads(v)["n"] for _p, _k, v, _h, _ts in copied) == [39]
+    later = [r for r in read_all(cluster.bootstrap, first) if json.loads(r[2])["n"] >= 30]
+    assert later and all(not any(k.startswith("__connect.errors.") for k, _v in h) for *_, h, _ts in later)

@@ -24,7 +24,7 @@ TOPICS = {
     "orders-test": (8, 1), "load-test": (3, 1), "tmp-1": (1, 1), "tmp-2": (1, 1), "invoices": (1, 1), "prices": (1, 1),
 }
 # Topics examples create; reset() deletes them too.
-CREATED_BY_EXAMPLES = ("demo", "new-topic", "orders-v2")
+CREATED_BY_EXAMPLES = ("demo", "new-topic", "orders-v2", "orders-dlq")
 GROUPS = ("billing", "audit", "old-consumer", "billing-v2")
 ORDERS = 80
 
