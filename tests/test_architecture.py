@@ -40,8 +40,9 @@ ALLOWED = {
     "kctl.admin.declarative": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.admin.topics",
                                "kctl.admin.security", "kctl.admin.connect"},
     "kctl.admin": set(),  # the package's own __init__: a docstring
+    # topic clone (records/clone.py) maps the groups' offsets onto the records it copies.
     "kctl.records": {"kctl.errors", "kctl.timespec", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.topics",
-                     "kctl.admin.registry", "kctl.partitioner"},
+                     "kctl.admin.registry", "kctl.admin.groups", "kctl.partitioner"},
     "kctl.output": {"kctl.errors", "kctl.timespec", "kctl.sizes"},
     "kctl.sampling": {"kctl.errors"},
     "kctl.lag_exporter": {"kctl.errors", "kctl.admin.client", "kctl.admin.groups", "kctl.output", "kctl.sampling"},

@@ -239,6 +239,77 @@ def create(app: App, names, partitions, replication_factor, configs, replica_ass
     report(app, results, errors, RESULT_TABLE, "create topics")
 
 
+CLONE_DOCUMENT = DocumentSpec(
+    fields=(
+        Field("source", "SOURCE"),
+        Field("target", "TARGET"),
+        Field("status", "STATUS"),
+        Field("partitions", "PARTITIONS"),
+        Field("replication_factor", "REPLICATION-FACTOR"),
+        Field("configs", "CONFIGS", get=lambda r: ",".join(f"{k}={v}" for k, v in sorted(r.configs.items())) or None),
+        Field("records", "RECORDS"),
+    ),
+    sections=(Section("groups", "GROUPS", TableSpec((Column("group", "GROUP"), Column("status", "STATUS"),
+                                                     Column("offsets", "OFFSETS", get=lambda g: ",".join(f"{p}:{o}" for p, o in sorted(g.offsets.items()))),
+                                                     Column("error", "ERROR")))),),
+)
+
+
+@topic.command("clone")
+@click.argument("source", metavar="SOURCE")
+@click.argument("target", metavar="TARGET")
+@click.option("--to-context", "to_cluster", metavar="CONTEXT", help="Create TARGET on this cluster (a context, or HOST:PORT) instead of SOURCE's.")
+@click.option("--replication-factor", "--rf", "replication_factor", type=click.IntRange(min=1), metavar="N",
+              help="Replicas per partition (default: SOURCE's, or the target's default when it has fewer brokers).")
+@click.option("--with-records", is_flag=True, help="Copy the records too (record copy, partitions kept; exactly-once on one cluster).")
+@click.option("--with-groups", is_flag=True, help="With --with-records: commit, for each group reading SOURCE, its offsets mapped onto TARGET.")
+@click.option("--dry-run", is_flag=True, help="Show what would be created; change nothing.")
+@global_options
+@pass_app
+def clone(app: App, source, target, to_cluster, replication_factor, with_records, with_groups, dry_run):
+    """Create TARGET as a copy of SOURCE: partitions, replication factor, configs.
+
+    The configs are those set on SOURCE itself (defaults stay the target's). With
+    --with-records its records are copied (kctl record copy, partitions kept), and with
+    --with-groups each group that committed offsets on SOURCE gets them on TARGET, mapped
+    record for record (a source offset becomes the target offset of the first record
+    copied at or after it: retention, compaction and transaction markers make them
+    differ). A group with members takes no offsets from outside: it is reported failed
+    (exit 4) and the rest goes on.
+
+    \b
+    Examples:
+      kctl topic clone orders orders-v2 --dry-run
+      kctl topic clone orders orders-v2 --with-records --with-groups
+    """
+    from kctl.records.clone import check_options, plan_clone
+    from kctl.records.clone import clone as clone_topic
+
+    check_options(with_groups, with_records)
+    other = app.session_for(to_cluster, "--to-context") if to_cluster is not None else None
+    plan = plan_clone(app.session, other or app.session, source, target, replication_factor=replication_factor, with_groups=with_groups)
+    if plan.note:
+        app.note(f"note: {plan.note}")
+    if dry_run:
+        from kctl.records.clone import CloneReport, GroupCloned
+
+        planned = CloneReport(source=plan.source, target=plan.target, partitions=plan.partitions, replication_factor=plan.replication_factor,
+                              configs=plan.configs, status="planned",
+                              groups=tuple(GroupCloned(group=g, offsets=o, status="planned") for g, o in sorted(plan.groups.items())))
+        app.out.document(planned, CLONE_DOCUMENT)
+        return
+    from kctl.cli._progress import progress
+
+    with progress(app, "clone", unit="records", enabled=with_records) as shown:
+        done = clone_topic(app.session, other, plan, with_records=with_records, on_batch=lambda read, planned: shown.update(read, total=planned))
+    app.out.document(done, CLONE_DOCUMENT)
+    failed = [g for g in done.groups if g.status == "failed"]
+    if failed:
+        from kctl.errors import PartialFailure
+
+        raise PartialFailure(f"unable to clone the offsets of {len(failed)} group(s) onto {target}: {failed[0].group}: {failed[0].error}")
+
+
 @topic.command("delete")
 @click.argument("names", nargs=-1, metavar="[TOPIC...]")
 @click.option("-r", "--regex", type=RegexType(), help="Also delete every topic whose whole name matches.")

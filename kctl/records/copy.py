@@ -31,6 +31,7 @@ kept by default, so a second run sends nothing again.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,9 @@ class CopyOptions:
     strip_error_headers: bool = False
     create_topics: bool = False
     dry_run: bool = False
+    # Source offsets (per partition) whose place in the target is wanted (topic clone's
+    # group offsets): the target offset of the first record copied at or after each.
+    track: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def what(self) -> str:
@@ -114,6 +118,9 @@ class CopyReport:
     topics: tuple[TopicRedriven, ...] = field(default_factory=tuple)
     without_topic: int = 0
     dry_run: bool = False
+    # CopyOptions.track's answers: {(partition, source offset): target offset}; a tracked
+    # offset past the last record copied is not here (its place is the target's end).
+    tracked: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
 def transactional_id(group: str, target: str | None) -> str:
@@ -177,7 +184,7 @@ def copy(source: AdminSession, target: AdminSession | None, options: CopyOptions
         topics=tuple(TopicRedriven(topic=t, records=n, status=("would-send" if options.dry_run else "sent")
                                    if state.exists.get(t, True) else "no-such-topic")
                      for t, n in sorted(state.per_topic.items())) if options.target is None else (),
-        without_topic=state.without_topic, dry_run=options.dry_run,
+        without_topic=state.without_topic, dry_run=options.dry_run, tracked=dict(state.tracked),
     )
 
 
@@ -212,11 +219,23 @@ class _State:
         self.since = time.monotonic()
         self.failure: str | None = None
         self.started = time.monotonic()
+        # Tracking (options.track): the source offsets of the records in flight per target
+        # partition, in the order sent (librdkafka reports deliveries of a partition in
+        # that order), and the tracked offsets still waiting for a record.
+        self.in_flight: dict[int, deque[int]] = {}
+        self.waiting = {p: list(offsets) for p, offsets in options.track.items()}
+        self.tracked: dict[tuple[int, int], int] = {}
         self.action = options.what
 
-    def delivered(self, error: Any, _message: Any) -> None:
+    def delivered(self, error: Any, message: Any) -> None:
         if error is not None and self.failure is None:
             self.failure = f"{error.name()}: {error.str()}"
+        if self.waiting and message is not None:
+            sent = self.in_flight.get(message.partition())
+            source = sent.popleft() if sent else None
+            waiting = self.waiting.get(message.partition())
+            while error is None and source is not None and waiting and waiting[0] <= source:
+                self.tracked[(message.partition(), waiting.pop(0))] = message.offset()
 
     def route(self, headers: list | None) -> str | None:
         """A redrive's target: the topic the first routing header names, if it exists (or
@@ -262,6 +281,8 @@ class _State:
             if not self.exactly_once:
                 headers = [*(headers or ()), (SOURCE_HEADER, f"{m.topic()}/{m.partition()}/{m.offset()}".encode())]
             partition = m.partition() if self.same_partitions else -1
+            if self.waiting:  # tracking needs the partitions kept: the source's is the target's
+                self.in_flight.setdefault(m.partition(), deque()).append(m.offset())
             kind, timestamp = m.timestamp()
             while True:
                 try:

@@ -56,6 +56,26 @@ def read_all(bootstrap: str, topic: str, *, committed: bool = True) -> list:
         consumer.close()
 
 
+def read_from(bootstrap: str, topic: str, partition: int, offset: int) -> list[tuple]:
+    """(key, value) of the records of one partition from `offset` on (read_committed)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kctl-test-reader", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        out = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                break
+            out.append((m.key(), m.value()))
+        return out
+    finally:
+        consumer.close()
+
+
 def test_copy_keeps_records_and_partitions_or_places_by_key(kctl, cluster, unique_name):
     source, same, other = unique_name("src"), unique_name("same"), unique_name("other")
     assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "4").exit_code == 0
@@ -201,3 +221,44 @@ def test_redrive_sends_each_record_back_once(kctl, cluster, unique_name):
     assert sorted(json.loads(v)["n"] for _p, _k, v, _h, _ts in copied) == [39]
     later = [r for r in read_all(cluster.bootstrap, first) if json.loads(r[2])["n"] >= 30]
     assert later and all(not any(k.startswith("__connect.errors.") for k, _v in h) for *_, h, _ts in later)
+
+
+def test_topic_clone_with_records_and_groups(kctl, cluster, unique_name):
+    """A clone has SOURCE's partitions and the configs set on it; its records; and each
+    group's offset mapped record for record: records deleted from SOURCE's start (so its
+    offsets and the clone's differ) still leave the group reading the clone from the same
+    record it would read next in SOURCE."""
+    source, target, group = unique_name("src"), unique_name("clone"), unique_name("g")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "3", "-c", "retention.ms=86400000").exit_code == 0
+    seed(cluster.bootstrap, source, 300)
+    deleted = kctl("-b", cluster.bootstrap, "record", "delete", f"{source}:0", "--before", "10", "--yes")
+    assert deleted.exit_code == 0, deleted.stderr
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    committed = [TopicPartition(source, 0, 40), TopicPartition(source, 1, 7), TopicPartition(source, 2, 0)]
+    consumer.commit(offsets=committed, asynchronous=False)
+    consumer.close()
+
+    planned = json.loads(kctl("-b", cluster.bootstrap, "topic", "clone", source, target, "--dry-run", "-o", "json").stdout)
+    assert (planned["status"], planned["partitions"], planned["configs"]) == ("planned", 3, {"retention.ms": "86400000"})
+    refused = kctl("-b", cluster.bootstrap, "topic", "clone", source, target, "--with-groups")
+    assert refused.exit_code == 64, refused.stderr
+    run = kctl("-b", cluster.bootstrap, "topic", "clone", source, target, "--with-records", "--with-groups", "-o", "json")
+    assert run.exit_code == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["status"] == "created" and report["records"] == 290
+    described = json.loads(kctl("-b", cluster.bootstrap, "config", "describe", "topic", target, "-o", "json").stdout)[0]
+    assert {c["name"]: c["value"] for c in described["configs"]}.get("retention.ms") == "86400000"
+
+    mapped = next(g for g in report["groups"] if g["group"] == group)
+    assert mapped["status"] == "committed", mapped
+    offsets = {int(p): o for p, o in mapped["offsets"].items()}
+    for tp in committed:
+        # What the group reads next on each side: the same records, from the same one on.
+        reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+        assert reader.committed([TopicPartition(target, tp.partition)], timeout=10)[0].offset == offsets[tp.partition]
+        reader.close()
+        theirs = read_from(cluster.bootstrap, source, tp.partition, tp.offset)
+        mine = read_from(cluster.bootstrap, target, tp.partition, offsets[tp.partition])
+        assert mine == theirs and theirs, (tp, len(mine), len(theirs))
+    exists = kctl("-b", cluster.bootstrap, "topic", "clone", source, target)
+    assert exists.exit_code == 6, exists.stderr
