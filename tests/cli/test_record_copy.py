@@ -262,3 +262,20 @@ def test_topic_clone_with_records_and_groups(kctl, cluster, unique_name):
         assert mine == theirs and theirs, (tp, len(mine), len(theirs))
     exists = kctl("-b", cluster.bootstrap, "topic", "clone", source, target)
     assert exists.exit_code == 6, exists.stderr
+
+
+def test_copy_to_a_target_that_refuses_records_is_one_line_and_commits_nothing(kctl, cluster, unique_name):
+    """A target whose max.message.bytes is below the records' size refuses them: one line,
+    exit 4, and the group has nothing committed (nothing is reported as copied)."""
+    source, target, group = unique_name("src"), unique_name("small"), unique_name("g")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", source).exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", target, "-c", "max.message.bytes=1000").exit_code == 0
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for _ in range(5):
+        producer.produce(source, key=b"k", value=b"x" * 4000)
+    assert producer.flush(30) == 0
+    run = kctl("-b", cluster.bootstrap, "record", "copy", source, target, "--group", group, "--to-context", cluster.bootstrap)
+    assert run.exit_code == 4, run.stderr
+    assert "MSG_SIZE_TOO_LARGE" in run.stderr and "copied" not in run.stderr, run.stderr
+    lag = json.loads(kctl("-b", cluster.bootstrap, "group", "lag", group, "-o", "json").stdout or "[]")
+    assert all(p["committed"] is None for g in lag for p in g["partitions"]), lag
