@@ -358,11 +358,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         end_at = None if follow else parse_to("end")
     decoder = _decoder(app, registry_url, key_format=key_format, value_format=value_format)
     writer = _writer(app, template, decoder)
-    selection = None
-    if where is not None:
-        from kctl.records.where import compile_where
-
-        selection = compile_where(where)
+    selection = _where(where)
     if key_filter is not None and partitioner != "all" and not partitions and not any(s.ranges for s in parsed):
         parsed = _partitions_of_key(app, parsed, key_filter.encode(), partitioner)
     keep = filters.build(key=key_filter, grep=grep, headers=_header_pairs(headers, value_required=False), where=selection)
@@ -381,9 +377,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
     if not interrupted:
         writer.close()
     filtered = f" ({report.filtered} filtered out)" if report.filtered else ""
-    if selection is not None and selection.errors:  # type: ignore[attr-defined]
-        app.note(f"note: --where failed on {selection.errors} record(s), which did not match; "  # type: ignore[attr-defined]
-                 f"the first: {selection.first_error}")  # type: ignore[attr-defined]
+    _note_where_failures(app, selection, "did not match")
     before = " before the interrupt" if interrupted else ""
     app.note(f"consumed {report.records} record(s) from {report.partitions} partition(s){filtered}{before}")
     if group and report.stopped == "interrupted":
@@ -406,6 +400,21 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
             f"unable to commit offsets for group {group}: {report.commit_error}",
             hint="the records were written, but the group will read them again; is another member consuming these partitions?",
         )
+
+
+def _where(expression: str | None):
+    """--where's predicate (kctl.records.where), or None without one."""
+    if expression is None:
+        return None
+    from kctl.records.where import compile_where
+
+    return compile_where(expression)
+
+
+def _note_where_failures(app: App, selection, outcome: str) -> None:
+    """Say how many records --where could not be evaluated on (they do not match)."""
+    if selection is not None and selection.errors:
+        app.note(f"note: --where failed on {selection.errors} record(s), which {outcome}; the first: {selection.first_error}")
 
 
 def _partitions_of_key(app: App, selectors, key: bytes, partitioner: str):
@@ -557,11 +566,7 @@ def copy(app: App, source, target, to_cluster, start, end, group, where, limit, 
     from kctl.records.position import COMMITTED, EARLIEST, Position, parse_from, parse_to
 
     selector = parse_selector(source)
-    selection = None
-    if where is not None:
-        from kctl.records.where import compile_where
-
-        selection = compile_where(where)
+    selection = _where(where)
     options = CopyOptions(
         source=selector, target=target, start=parse_from(start) if start is not None else Position(COMMITTED if group else EARLIEST),
         end=parse_to(end) if end is not None else parse_to("end"), group=group, where=selection, limit=limit, rate=rate,
@@ -578,9 +583,7 @@ def copy(app: App, source, target, to_cluster, start, end, group, where, limit, 
         where_to = f" on {app.settings.bootstrap_servers if other is None else other.settings.bootstrap_servers}"
         app.note(f"copied {done.records} record(s) ({done.bytes} bytes) from {done.source} to {done.target}{where_to} in "
                  f"{done.seconds:.2f}s{filtered}: {done.guarantee}, partitions {'kept' if done.placement == 'same' else 'by key'}")
-    if selection is not None and selection.errors:  # type: ignore[attr-defined]
-        app.note(f"note: --where failed on {selection.errors} record(s), which were not copied; "  # type: ignore[attr-defined]
-                 f"the first: {selection.first_error}")  # type: ignore[attr-defined]
+    _note_where_failures(app, selection, "were not copied")
     if done.stopped == "interrupted":
         from kctl.errors import ExitCode, KctlError
 
@@ -631,11 +634,7 @@ def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, g
     from kctl.records.position import COMMITTED, Position, parse_from, parse_to
 
     selector = parse_selector(dlq)
-    selection = None
-    if where is not None:
-        from kctl.records.where import compile_where
-
-        selection = compile_where(where)
+    selection = _where(where)
     options = CopyOptions(
         source=selector, target=None, start=parse_from(start) if start is not None else Position(COMMITTED),
         end=parse_to(end) if end is not None else parse_to("end"), group=group or f"kctl-redrive-{selector.topic}",
@@ -659,9 +658,7 @@ def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, g
     if missing:
         app.note(f"note: {sum(t.records for t in missing)} record(s) name topics that do not exist "
                  f"({', '.join(t.topic for t in missing)}): not sent (--create-topics creates them)")
-    if selection is not None and selection.errors:  # type: ignore[attr-defined]
-        app.note(f"note: --where failed on {selection.errors} record(s), which were not sent; "  # type: ignore[attr-defined]
-                 f"the first: {selection.first_error}")  # type: ignore[attr-defined]
+    _note_where_failures(app, selection, "were not sent")
     if done.stopped == "interrupted":
         from kctl.errors import ExitCode, KctlError
 
