@@ -93,18 +93,6 @@ def _confluent_type(entity_type: str):
     return ResourceType.TOPIC if entity_type == "topic" else ResourceType.BROKER
 
 
-def _value(entry) -> ConfigValue:
-    sensitive = bool(entry.is_sensitive)
-    return ConfigValue(
-        name=entry.name,
-        value=MASK if sensitive and entry.value is not None else entry.value,
-        source=CONFIG_SOURCES.get(int(entry.source.value if hasattr(entry.source, "value") else entry.source), "UNKNOWN"),
-        is_default=bool(entry.is_default),
-        read_only=bool(entry.is_read_only),
-        sensitive=sensitive,
-    )
-
-
 def describe_configs(
     session: AdminSession, entity_type: str, names: Sequence[str | None], *, include_defaults: bool = False, keys: Sequence[str] = ()
 ) -> Partial[list[ResourceConfig]]:
@@ -118,7 +106,7 @@ def describe_configs(
     if entity_type in _RESOURCE_TYPES:
         found, errors = _describe_on_wire(session, entity_type, resolved)
     else:
-        found, errors = _describe_confluent(session, entity_type, resolved)
+        found, errors = _describe_kafka(session, entity_type, resolved)
     out = []
     for resource in found:
         configs = [
@@ -131,24 +119,23 @@ def describe_configs(
     return Partial(out, errors)
 
 
-def _describe_confluent(session, entity_type, names):
-    from confluent_kafka.admin import ConfigResource
+def _describe_kafka(session: AdminSession, entity_type: str, names: Sequence[str]) -> tuple[list[ResourceConfig], dict[str, KctlError]]:
+    """Topics' and brokers' configs through the session's Kafka operations (kctl's wire
+    client unless a setting needs librdkafka: one DescribeConfigs for the topics, one to
+    each broker asked), asked again while a topic just created is unknown."""
+    from kctl.admin.client.kafka import BROKER, TOPIC
 
-    def ask():
-        futures = {}
-        for name in names:
-            futures[name] = session.client.describe_configs([ConfigResource(_confluent_type(entity_type), name)], request_timeout=session.timeout)
-        flat = {name: next(iter(f.values())) for name, f in futures.items()}
-        return session.wait_all(flat, f"describe {entity_type} configs")
-
-    results = session.ask_until_found(ask, unknown_topic_in)
+    kind = TOPIC if entity_type == "topic" else BROKER
+    answer = session.ask_until_found(lambda: session.kafka.describe_configs([(kind, n) for n in names], f"describe {entity_type} configs"),
+                                     lambda asked: unknown_topic_in(asked.errors))
     found, errors = [], {}
     for name in names:
-        result = results[name]
-        if isinstance(result, KctlError):
-            errors[name] = _not_found_for_unknown(result, entity_type, name)
+        if (kind, name) in answer.errors:
+            errors[name] = _not_found_for_unknown(answer.errors[(kind, name)], entity_type, name)
             continue
-        values = sorted((_value(e) for e in result.values()), key=lambda c: c.name)
+        values = sorted((ConfigValue(name=c.name, value=MASK if c.sensitive and c.value is not None else c.value, source=c.source,
+                                     is_default=c.source == "DEFAULT_CONFIG", read_only=c.read_only, sensitive=c.sensitive)
+                         for c in answer.results.get((kind, name), {}).values()), key=lambda c: c.name)
         found.append(ResourceConfig(entity_type=entity_type, entity_name=name, configs=tuple(values)))
     return found, errors
 
