@@ -402,6 +402,15 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         )
 
 
+def _run_copy(app: App, other, options, label: str):
+    """A copy or redrive (kctl.records.copy) with progress on stderr, stopped by SIGTERM as by Ctrl-C."""
+    from kctl.records.copy import copy
+
+    _stop_on_signals()
+    with progress(app, label, unit="records") as shown:
+        return copy(app.session, other, options, on_batch=lambda read, planned: shown.update(read, total=planned))
+
+
 def _where(expression: str | None):
     """--where's predicate (kctl.records.where), or None without one."""
     if expression is None:
@@ -562,7 +571,6 @@ def copy(app: App, source, target, to_cluster, start, end, group, where, limit, 
     """
     from kctl.admin.topics.offsets import parse_selector
     from kctl.records.copy import CopyOptions
-    from kctl.records.copy import copy as copy_records
     from kctl.records.position import COMMITTED, EARLIEST, Position, parse_from, parse_to
 
     selector = parse_selector(source)
@@ -573,9 +581,7 @@ def copy(app: App, source, target, to_cluster, start, end, group, where, limit, 
         partitioner=partitioner,
     )
     other = app.session_for(to_cluster, "--to-context") if to_cluster is not None else None
-    _stop_on_signals()
-    with progress(app, "copy", unit="records") as shown:
-        done = copy_records(app.session, other, options, on_batch=lambda read, planned: shown.update(read, total=planned))
+    done = _run_copy(app, other, options, "copy")
     if app.out.format in ("json", "jsonl"):
         app.out.document(done, COPY_DOCUMENT)
     else:
@@ -630,7 +636,6 @@ def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, g
     """
     from kctl.admin.topics.offsets import parse_selector
     from kctl.records.copy import DLQ_TOPIC_HEADERS, CopyOptions
-    from kctl.records.copy import copy as copy_records
     from kctl.records.position import COMMITTED, Position, parse_from, parse_to
 
     selector = parse_selector(dlq)
@@ -641,9 +646,7 @@ def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, g
         where=selection, limit=limit, rate=rate, route_headers=tuple(headers) or DLQ_TOPIC_HEADERS,
         strip_error_headers=strip_error_headers, create_topics=create_topics, dry_run=dry_run,
     )
-    _stop_on_signals()
-    with progress(app, "redrive", unit="records") as shown:
-        done = copy_records(app.session, None, options, on_batch=lambda read, planned: shown.update(read, total=planned))
+    done = _run_copy(app, None, options, "redrive")
     if app.out.format in ("json", "jsonl"):
         app.out.document(done, DocumentSpec())
     else:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
-from kctl.admin.cluster.replication import PartitionMove, _assignments, generate, list_reassignments
+from kctl.admin.cluster.replication import PartitionMove, assignments, generate, list_reassignments
 from kctl.errors import InvalidError, NotFoundError
 
 
@@ -37,7 +37,7 @@ def plan_drain(session: AdminSession, brokers: Sequence[int]) -> DrainPlan:
     """The reassignment that leaves `brokers` without replicas."""
     drained = tuple(sorted(set(brokers)))
     action = f"drain broker(s) {', '.join(map(str, drained))}"
-    current, racks = _assignments(session)
+    current, racks = assignments(session)
     known = set(racks) | {b for replicas in current.values() for b in replicas}
     unknown = [b for b in drained if b not in known]
     if unknown:

@@ -139,7 +139,7 @@ def parse_plan(text: str, source: str) -> dict[tuple[str, int], tuple[int, ...]]
 # -- cluster state ----------------------------------------------------------------------
 
 
-def _assignments(session: AdminSession, topics: Iterable[str] | None = None) -> tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]]:
+def assignments(session: AdminSession, topics: Iterable[str] | None = None) -> tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]]:
     """Current replicas per partition (of `topics`, or all), and live brokers with their racks."""
     wanted = set(topics) if topics is not None else None
     metadata = session.metadata("describe partitions", wanted or ())
@@ -232,7 +232,7 @@ def generate(
 def generate_plan(
     session: AdminSession, topics: Sequence[str], broker_ids: Sequence[int] | None = None, *, replication_factor: int | None = None, rack_aware: bool = True
 ) -> list[PartitionMove]:
-    current, racks = _assignments(session, topics)
+    current, racks = assignments(session, topics)
     if broker_ids:
         unknown = sorted(set(broker_ids) - set(racks))
         if unknown:
@@ -245,7 +245,7 @@ def generate_plan(
 
 def load_plan(session: AdminSession, text: str, source: str) -> list[PartitionMove]:
     targets = parse_plan(text, source)
-    current, racks = _assignments(session, {t for t, _ in targets})
+    current, racks = assignments(session, {t for t, _ in targets})
     return moves_for(current, targets, racks)
 
 
@@ -379,7 +379,7 @@ def verify(session: AdminSession, moves: Sequence[PartitionMove], *, clear: bool
 
 def _where_moves_stand(session: AdminSession, moves: Sequence[PartitionMove]) -> list[MoveRow]:
     in_progress = {(r.topic, r.partition) for r in list_reassignments(session)}
-    current, _racks = _assignments(session, {m.topic for m in moves})
+    current, _racks = assignments(session, {m.topic for m in moves})
     rows = []
     for m in moves:
         key = (m.topic, m.partition)

@@ -141,6 +141,9 @@ def group_lag(
     return Partial(results, errors)
 
 
+_LIST_OFFSETS = 2  # ListOffsets' API key
+
+
 def _with_remote_reads(session: AdminSession, results: list[GroupLag]) -> list[GroupLag]:
     """Marks the partitions of topics with tiered storage whose next offset to read is below
     the earliest local offset (remote_read). One DescribeConfigs of the groups' topics; the
@@ -148,6 +151,10 @@ def _with_remote_reads(session: AdminSession, results: list[GroupLag]) -> list[G
     from kctl.admin.topics.offsets import tiered_offsets
     from kctl.admin.topics.topics import storage_configs
 
+    # A cluster whose ListOffsets cannot ask for the earliest local offset (v8, Kafka 3.6+)
+    # has no tiered storage: nothing to read. (The versions are the wire client's, known.)
+    if not session.wire_available() or session.api_versions.get(_LIST_OFFSETS, (0, 0))[1] < 8:
+        return results
     topics = sorted({p.topic for g in results for p in g.partitions})
     tiered = {name for name, found in storage_configs(session, topics).items() if found.get("remote.storage.enable")}
     keys = sorted({(p.topic, p.partition) for g in results for p in g.partitions if p.topic in tiered and p.committed is not None})
