@@ -1,6 +1,7 @@
 """App: what the root command resolved (global options, environment, streams), handed to
-every command with `@pass_app`. Expensive things (config file, admin client, output) are
-built on first use so `--help` and the context commands never connect to anything."""
+every command (`@pass_app`, kctl.cli._options). Expensive things (config file, admin
+client, output) are built on first use so `--help` and the context commands never
+connect to anything. Free of click: the everyday reads run without it (kctl.cli.direct)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TextIO
-
-import click
 
 if TYPE_CHECKING:
     from kctl.admin.client.session import AdminSession
@@ -36,6 +35,8 @@ class App:
     stdin: TextIO = field(default_factory=lambda: sys.stdin)
     # The sessions of other clusters a command names (session_for), by name.
     _other_sessions: dict = field(default_factory=dict, repr=False)
+    # What to close when the command ends (clients), last opened first: close().
+    _to_close: list = field(default_factory=list, repr=False)
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -47,9 +48,9 @@ class App:
 
     @cached_property
     def config_file(self) -> ConfigFile:
-        from kctl.config.file import load
+        from kctl.config.file import default_location, load
 
-        return load(self.config_path)
+        return load(default_location(self.env))
 
     @cached_property
     def settings(self) -> ClientSettings:
@@ -69,9 +70,7 @@ class App:
         from kctl.admin.client.session import AdminSession
 
         session = AdminSession(self.settings)
-        context = click.get_current_context(silent=True)
-        if context is not None:
-            context.call_on_close(session.close)
+        self.on_close(session.close)
         if self.debug:
             self.note(f"connecting to {self.settings.bootstrap_servers} (context: {self.settings.context or '-'})")
             self.note(f"client properties: {dict(session.debug_config())}")
@@ -90,13 +89,19 @@ class App:
         settings = resolve_cluster(self.config_file, self.env, name, source=option, property_flags=self.properties,
                                    timeout_flag=self.timeout)
         session = AdminSession(settings)
-        context = click.get_current_context(silent=True)
-        if context is not None:
-            context.call_on_close(session.close)
+        self.on_close(session.close)
         if self.debug:
             self.note(f"{option}: connecting to {settings.bootstrap_servers} (context: {settings.context or '-'})")
         self._other_sessions[name] = session
         return session
+
+    def on_close(self, close) -> None:
+        """Call `close` when the command ends (click's context closing, or kctl.cli.direct)."""
+        self._to_close.append(close)
+
+    def close(self) -> None:
+        while self._to_close:
+            self._to_close.pop()()
 
     def registry(self, url_flag: str | None = None):
         """The schema registry client for this command (--registry-url, else the
@@ -104,9 +109,7 @@ class App:
         from kctl.admin.registry.schemas import Registry, registry_settings
 
         registry = Registry(registry_settings(self.settings.schema_registry, url_flag, self.settings.timeout))
-        context = click.get_current_context(silent=True)
-        if context is not None:
-            context.call_on_close(registry.close)
+        self.on_close(registry.close)
         return registry
 
     def connect(self, choice: str | None = None):
@@ -117,9 +120,7 @@ class App:
         settings = self.settings
         client = ConnectClient(connect_settings(settings.connect, settings.connect_env, choice, settings.timeout,
                                                 env_name=settings.connect_name))
-        context = click.get_current_context(silent=True)
-        if context is not None:
-            context.call_on_close(client.close)
+        self.on_close(client.close)
         return client
 
     # -- streams ---------------------------------------------------------------------------
@@ -161,14 +162,14 @@ class App:
     def note(self, message: str) -> None:
         """Progress and information, on stderr; silenced by -q."""
         if not self.quiet:
-            click.echo(message, file=self.stderr)
+            _echo(message, self.stderr)
 
     def warn(self, message: str) -> None:
-        click.echo(f"warning: {message}", file=self.stderr)
+        _echo(f"warning: {message}", self.stderr)
 
     def error_line(self, message: str) -> None:
         """A per-item failure inside a batch; the command still exits with its status."""
-        click.echo(f"error: {message}", file=self.stderr)
+        _echo(f"error: {message}", self.stderr)
 
     def confirm(self, question: str, *, yes: bool, action: str) -> None:
         """Go on only when confirmed: --yes, or 'y' at a terminal prompt.
@@ -185,11 +186,16 @@ class App:
                 f"unable to {action}: confirmation required and stdin is not a terminal",
                 hint="pass --yes to confirm",
             )
+        import click
+
         if not click.confirm(question, default=False, err=True):
             raise AbortedError(f"unable to {action}: not confirmed")
 
 
-pass_app = click.make_pass_decorator(App)
+def _echo(message: str, stream: TextIO) -> None:
+    """A line on `stream`, flushed: what click.echo does with a str."""
+    stream.write(message + "\n")
+    stream.flush()
 
 
 def until_stopped() -> contextlib.suppress:

@@ -4,7 +4,7 @@ failed, or the global option."""
 
 from __future__ import annotations
 
-import click
+from collections.abc import Mapping
 
 from kctl.errors import KctlError, render_hint, settings_in
 
@@ -21,21 +21,12 @@ GLOBAL_FLAGS = {
 }
 
 
-def flags_of(command: click.Command | None) -> dict[str, str]:
-    """Setting name -> flag: the command's own options (the long form), then the globals."""
-    flags: dict[str, str] = {}
-    for param in command.params if command is not None else ():
-        if isinstance(param, click.Option) and param.name:
-            flags[param.name] = max(param.opts, key=len)
-    flags.update(GLOBAL_FLAGS)
-    return flags
-
-
-def in_flags(error: KctlError, command: click.Command | None) -> KctlError:
-    """`error` with its hint's settings named as `command`'s flags (a setting the command
-    lacks as `--its-name`)."""
+def in_flags(error: KctlError, options: Mapping[str, str]) -> KctlError:
+    """`error` with its hint's settings named as the failed command's flags (`options`:
+    each option's name -> its longest flag), or the global options; a setting the command
+    lacks is named `--its-name`."""
     if not error.hint or not settings_in(error.hint):
         return error
-    flags = flags_of(command)
+    flags = {**options, **GLOBAL_FLAGS}
     named = {name: flags.get(name) or "--" + name.replace("_", "-") for name in settings_in(error.hint)}
     return error.but(hint=render_hint(error.hint, named))

@@ -66,7 +66,8 @@ class LazyGroup(click.Group):
             command = self.get_command(ctx, name) if name else None
             if isinstance(command, click.Group):
                 raise  # its own invoke named them
-            rendered = in_flags(exc, command)
+            options = {p.name: max(p.opts, key=len) for p in command.params if isinstance(p, click.Option) and p.name} if command else {}
+            rendered = in_flags(exc, options)
             if rendered is exc:
                 raise
             raise rendered from exc

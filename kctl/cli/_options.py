@@ -7,6 +7,8 @@ value given on the command wins over the root's.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 
 import click
@@ -36,6 +38,28 @@ def _set(attribute: str):
         return value
 
     return callback
+
+
+pass_app = click.make_pass_decorator(App)
+
+
+def runs(body: str):
+    """The command's body is the function `body` ("module:name") of a module free of click,
+    called with the App and the command's parameters by name; its return value is the exit
+    status (None: 0). The console script runs such a command without click when it can
+    (kctl.cli.direct, from the parameters `python -m kctl.devtools gen-docs` records in
+    kctl/cli/_direct_params.py); here, click parses and calls it."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def callback(app: App, **params):
+            module, name = body.split(":")
+            return getattr(importlib.import_module(module), name)(app, **params)
+
+        callback.kctl_body = body  # type: ignore[attr-defined]
+        return pass_app(callback)
+
+    return decorate
 
 
 def global_option_decorators(*, on_root: bool) -> list:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
-from kctl.cli._brokers import BROKER_TABLE
+from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options, yes_option
+from kctl.cli._options import global_options, pass_app, runs, yes_option
 from kctl.output.spec import Column, TableSpec
 
 
@@ -19,8 +18,8 @@ def broker():
 @broker.command("list")
 @click.option("--include-fenced", is_flag=True, help="Also the brokers the controller has fenced (stopped, starting, or shut down but still registered), with a STATE column (Kafka 4.0+).")
 @global_options
-@pass_app
-def list_(app: App, include_fenced):
+@runs("kctl.cli.reads.broker:list_")
+def list_():
     """List brokers: id, host, port, rack, and which one is the controller.
 
     A fenced broker is registered but takes no traffic: it stopped heartbeating, or is
@@ -33,15 +32,7 @@ def list_(app: App, include_fenced):
       kctl broker list -o plain --no-headers | cut -f2,3
       kctl broker list --include-fenced
     """
-    if include_fenced:
-        from kctl.admin.cluster.brokers import registered_brokers
-        from kctl.cli._brokers import BROKER_STATE_TABLE
 
-        app.out.table(registered_brokers(app.session), BROKER_STATE_TABLE)
-        return
-    from kctl.admin.cluster.brokers import describe_cluster
-
-    app.out.table(describe_cluster(app.session).brokers, BROKER_TABLE)
 
 
 BALANCE_TABLE = TableSpec(

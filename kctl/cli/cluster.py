@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
-from kctl.cli._brokers import BROKER_TABLE
+from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options, yes_option
+from kctl.cli._options import global_options, pass_app, runs, yes_option
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 
@@ -16,16 +15,10 @@ def cluster():
     """Show the cluster: id, controller, brokers, health, the metadata quorum."""
 
 
-CLUSTER_DOCUMENT = DocumentSpec(
-    fields=(Field("cluster_id", "CLUSTER-ID"), Field("controller_id", "CONTROLLER-ID")),
-    sections=(Section("brokers", "BROKERS", BROKER_TABLE),),
-)
-
-
 @cluster.command("info")
 @global_options
-@pass_app
-def info(app: App):
+@runs("kctl.cli.reads.cluster:info")
+def info():
     """Show the cluster id, the controller and every broker with host:port and rack.
 
     In KRaft clusters the controller shown is the broker DescribeCluster names;
@@ -36,9 +29,7 @@ def info(app: App):
       kctl cluster info
       kctl cluster info -o json | jq -r .cluster_id
     """
-    from kctl.admin.cluster.brokers import describe_cluster
 
-    app.out.document(describe_cluster(app.session), CLUSTER_DOCUMENT)
 
 
 def _count(name: str, title: str) -> Field:

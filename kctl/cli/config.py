@@ -5,29 +5,14 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
-from kctl.cli._batch import report, report_documents
+from kctl.cli._app import App
+from kctl.cli._batch import report
 from kctl.cli._configs import ALTER_TABLE, change_options, run_alter
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options, yes_option
-from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
+from kctl.cli._options import global_options, pass_app, runs, yes_option
 
 ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger", "group", "client-metrics")
 
-CONFIG_TABLE = TableSpec(
-    (
-        Column("name", "NAME"),
-        Column("value", "VALUE"),
-        Column("source", "SOURCE"),
-        Column("read_only", "READ-ONLY", wide=True),
-        Column("sensitive", "SENSITIVE", wide=True),
-        Column("is_default", "DEFAULT", wide=True),
-    )
-)
-CONFIG_DOCUMENT = DocumentSpec(
-    fields=(Field("entity_type", "ENTITY-TYPE"), Field("entity_name", "ENTITY-NAME", get=lambda r: r.entity_name or "(cluster default)")),
-    sections=(Section("configs", "CONFIGS", CONFIG_TABLE),),
-)
 @click.group(cls=LazyGroup)
 def config():
     """Describe and alter configs: topics, brokers, groups, client-metrics subscriptions."""
@@ -39,8 +24,8 @@ def config():
 @click.option("-a", "--all", "include_defaults", is_flag=True, help="Every config, defaults and static ones included.")
 @click.option("-k", "--key", "keys", multiple=True, metavar="NAME", help="Only this config (repeatable); shown even when default.")
 @global_options
-@pass_app
-def describe(app: App, entity_type, names, include_defaults, keys):
+@runs("kctl.cli.reads.config:describe")
+def describe():
     """Show configs with their source.
 
     TYPE is topic, broker (NAME is a broker id), broker-default (the cluster-wide
@@ -62,13 +47,7 @@ def describe(app: App, entity_type, names, include_defaults, keys):
       kctl config describe group billing --all
       kctl config describe client-metrics
     """
-    from kctl.admin.topics.configs import describe_configs
 
-    targets = list(names) or [None]
-    found, errors = describe_configs(app.session, entity_type, targets, include_defaults=include_defaults, keys=keys)
-    report_documents(app, found, errors, CONFIG_DOCUMENT, "describe configs", len(found) + len(errors))
-    if entity_type == "client-metrics" and not names and not found:
-        app.note("no client-metrics subscriptions")
 
 
 @config.command("alter")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from kctl.cli._app import App, pass_app
-from kctl.cli._options import RegexType, global_options, yes_option
+from kctl.cli._app import App
+from kctl.cli._options import RegexType, global_options, pass_app, yes_option
 from kctl.errors import ExitCode, KctlError, PartialFailure, UsageError
 from kctl.output.spec import Column, TableSpec
 

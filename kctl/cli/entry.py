@@ -1,5 +1,6 @@
-"""The `kctl` console script: a `--help` page straight from the generated pages, every
-other command through click (kctl.cli.main).
+"""The `kctl` console script: a `--help` page straight from the generated pages, the
+everyday reads without click (kctl.cli.direct), every other command through click
+(kctl.cli.main).
 
 Importing click alone takes ~40 ms here, most of `kctl --help`'s time (issue 37 asks
 for 50 ms). The pages in kctl/cli/pages/ are click's own rendering of every command's
@@ -25,9 +26,17 @@ MARK = "\f"
 def main() -> None:
     page = help_page(sys.argv[1:], os.environ)
     if page is None:
-        from kctl.cli.main import main as run
+        from kctl.cli.direct import run as run_direct
 
-        run()
+        status = run_direct(sys.argv[1:], os.environ)
+        if status is None:
+            from kctl.cli.main import main as run
+
+            run()
+            return
+        from kctl.cli._exit import finish
+
+        finish(status, console_script=True)
         return
     try:
         sys.stdout.buffer.write(page)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from kctl.cli._app import App, pass_app, until_stopped
+from kctl.cli._app import App, until_stopped
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options, yes_option
+from kctl.cli._options import global_options, pass_app, yes_option
 from kctl.output.spec import DocumentSpec, Field
 
 STATUS_DOCUMENT = DocumentSpec(

@@ -1,5 +1,5 @@
-"""The root `kctl` command and main(): the one place errors are rendered and exit
-statuses chosen."""
+"""The root `kctl` command and main(), which runs the click tree; errors are rendered and exit
+statuses chosen in kctl.cli._exit (shared with kctl.cli.direct)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import click
 
 from kctl import __version__
 from kctl.cli._app import App
+from kctl.cli._exit import failure_status, finish, render_error
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_option_decorators
-from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, KctlError, NotFoundError
+from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, NotFoundError
 
 # noun -> (module:attribute, one-line summary). Order is the order of `kctl --help`.
 NOUNS: dict[str, tuple[str, str]] = {
@@ -142,6 +143,7 @@ def cli(ctx: click.Context, bootstrap, context, properties, output_format, no_he
         properties=tuple(properties),
         timeout=timeout,
     )
+    ctx.call_on_close(ctx.obj.close)
 
 
 def _add_hidden_commands() -> None:
@@ -155,17 +157,6 @@ _add_hidden_commands()
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _render_error(message: str, hint: str | None) -> None:
-    click.echo(f"error: {message}", file=sys.stderr)
-    if hint:
-        from kctl.cli._hints import GLOBAL_FLAGS
-        from kctl.errors import render_hint, settings_in
-
-        # A setting no command named (an error before one ran): its flag by its name.
-        named = {name: GLOBAL_FLAGS.get(name) or "--" + name.replace("_", "-") for name in settings_in(hint)}
-        click.echo(f"hint: {render_hint(hint, named)}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -183,75 +174,25 @@ def main(argv: list[str] | None = None) -> None:
         code = ExitCode.OK
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "kctl"
-        _render_error(_one_line(exc.format_message()), f"see '{command} --help'")
+        render_error(_one_line(exc.format_message()), f"see '{command} --help'")
         code = ExitCode.USAGE
     except click.ClickException as exc:
-        _render_error(_one_line(exc.format_message()), None)
+        render_error(_one_line(exc.format_message()), None)
         code = ExitCode.ERROR
     except click.exceptions.Abort:
-        click.echo("error: interrupted", file=sys.stderr)
+        render_error("interrupted", None)
         code = ExitCode.INTERRUPTED
-    except KctlError as exc:
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        _render_error(exc.message, exc.hint)
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        click.echo("error: interrupted", file=sys.stderr)
-        code = ExitCode.INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (`kctl ... | head`): stop quietly, as other Unix tools do.
-        _silence_stdout()
-        code = ExitCode.OK
     except SystemExit:
         raise
-    # The last line of defence against tracebacks. Bare, because confluent-kafka can raise
-    # its KafkaError, which is no exception class, past `except Exception`.
+    # The last line of defence against tracebacks (kctl.cli._exit). Bare, because
+    # confluent-kafka can raise its KafkaError, which is no exception class, past
+    # `except Exception`.
     except:  # noqa: E722
-        failure = sys.exc_info()[1]
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        _render_error(f"internal error: {type(failure).__name__}: {failure}", "rerun with --debug for the traceback")
-        code = ExitCode.ERROR
-    if code == ExitCode.INTERRUPTED:
-        # Ctrl-C: what stdout still buffers is dropped, not written to a reader that may
-        # not read it for a long time (a slow pipe, a paused pager): the exit is now.
-        _silence_stdout()
-    if argv is None:
-        _fast_exit(int(code))
-    sys.exit(int(code))
-
-
-def _fast_exit(code: int) -> None:
-    """Exit without tearing down the interpreter and librdkafka's threads (~15 ms).
-
-    Only for the console script: every client is closed or flushed by its command
-    before this point, and nothing registered with atexit needs to run.
-    """
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, ValueError):
-        _silence_stdout()
-    try:
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
-        pass
-    os._exit(code)
+        code = failure_status(sys.exc_info()[1], debug)  # type: ignore[arg-type]
+    finish(code, console_script=argv is None)
 
 
 def _one_line(text: str) -> str:
     # click's messages start with a capital and may span lines; kctl's errors are one line.
     text = " ".join(text.split())
     return text[:1].lower() + text[1:]
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass

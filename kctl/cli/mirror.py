@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import RegexType, global_options, yes_option
+from kctl.cli._options import RegexType, global_options, pass_app, yes_option
 from kctl.cli._resets import run_reset
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 

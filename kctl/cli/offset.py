@@ -4,33 +4,8 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import RegexType, global_options
-from kctl.output.spec import Column, TableSpec
-
-
-def _iso(key: str):
-    def get(row):
-        from kctl.timespec import format_instant
-
-        return format_instant(getattr(row, key))
-
-    return get
-
-
-BASE_COLUMNS = (
-    Column("topic", "TOPIC"),
-    Column("partition", "PARTITION", align="right"),
-    Column("earliest", "EARLIEST", align="right"),
-    Column("latest", "LATEST", align="right"),
-    Column("span", "SPAN", align="right"),
-)
-AT_COLUMNS = (Column("offset_at", "OFFSET-AT", align="right"), Column("timestamp_at", "TIMESTAMP-AT", get=_iso("timestamp_at")))
-MAX_COLUMNS = (
-    Column("max_timestamp_offset", "MAX-TIMESTAMP-OFFSET", align="right"),
-    Column("max_timestamp", "MAX-TIMESTAMP", get=_iso("max_timestamp")),
-)
+from kctl.cli._options import RegexType, global_options, runs
 
 
 @click.group(cls=LazyGroup)
@@ -46,8 +21,8 @@ def offset():
 @click.option("--max-timestamp", is_flag=True, help="Also the offset and timestamp of the record with the largest timestamp.")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed makes LATEST the last stable offset.")
 @global_options
-@pass_app
-def get(app: App, selectors, regex, at, max_timestamp, isolation):
+@runs("kctl.cli.reads.offset:get")
+def get():
     """Show earliest (log start) and latest (log end) offsets per partition.
 
     PARTITIONS takes kafka-get-offsets' syntax: 0-3, 5, 7- (open-ended), comma-separated.
@@ -70,20 +45,5 @@ def get(app: App, selectors, regex, at, max_timestamp, isolation):
       kctl offset get orders --at earliest-local
       kctl offset get -r 'logs\\..*' --isolation read_committed
     """
-    from kctl.admin.topics.offsets import TIERED_POSITIONS, list_offsets, parse_selector, resolve_partitions
-    from kctl.timespec import format_instant, parse_instant
 
-    if not selectors and regex is None:
-        raise click.UsageError("name at least one TOPIC[:PARTITIONS], or give --regex")
-    parsed = [parse_selector(s) for s in selectors]
-    at_ms: int | None
-    if at in TIERED_POSITIONS:
-        at_ms = TIERED_POSITIONS[at]
-    else:
-        at_ms = parse_instant(at) if at is not None else None
-        if at_ms is not None:
-            app.note(f"--at {at} is {format_instant(at_ms)} ({at_ms})")
-    pairs = resolve_partitions(app.session, parsed, regex)
-    rows = list_offsets(app.session, pairs, at_ms=at_ms, max_timestamp=max_timestamp, isolation=isolation)
-    columns = BASE_COLUMNS + (AT_COLUMNS if at_ms is not None else ()) + (MAX_COLUMNS if max_timestamp else ())
-    app.out.table(rows, TableSpec(columns))
+

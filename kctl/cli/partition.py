@@ -4,45 +4,8 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import RegexType, global_options
-from kctl.output.spec import Column, TableSpec
-
-
-def _status(p) -> str:
-    flags = [
-        name.replace("_", "-")
-        for name in ("offline", "unavailable", "elr_recoverable", "elr_unrecoverable", "under_min_isr", "under_replicated", "at_min_isr")
-        if getattr(p, name)
-    ]
-    # unavailable is implied by offline; say the stronger one once.
-    if "offline" in flags and "unavailable" in flags:
-        flags.remove("unavailable")
-    return ",".join(flags) or "ok"
-
-
-# Shown where the cluster reports eligible leader replicas (Kafka 3.8+).
-ELR_COLUMNS = (Column("elr", "ELR"), Column("last_known_elr", "LAST-KNOWN-ELR"))
-PARTITION_TABLE = TableSpec(
-    (
-        Column("topic", "TOPIC"),
-        Column("partition", "PARTITION", align="right"),
-        Column("leader", "LEADER", align="right"),
-        Column("replicas", "REPLICAS"),
-        Column("isr", "ISR"),
-        Column("min_isr", "MIN-ISR", align="right"),
-        Column("status", "STATUS", get=_status),
-        Column("offline_replicas", "OFFLINE-REPLICAS", wide=True),
-        Column("under_replicated", "UNDER-REPLICATED", wide=True),
-        Column("under_min_isr", "UNDER-MIN-ISR", wide=True),
-        Column("at_min_isr", "AT-MIN-ISR", wide=True),
-        Column("unavailable", "UNAVAILABLE", wide=True),
-        Column("offline", "OFFLINE", wide=True),
-        Column("elr_recoverable", "ELR-RECOVERABLE", wide=True),
-        Column("elr_unrecoverable", "ELR-UNRECOVERABLE", wide=True),
-    )
-)
+from kctl.cli._options import RegexType, global_options, runs
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list"})
@@ -65,8 +28,8 @@ def partition():
 @click.option("--leader", type=int, metavar="BROKER", help="Only partitions led by this broker.")
 @click.option("-i", "--internal", is_flag=True, help="Include internal topics (__consumer_offsets, ...).")
 @global_options
-@pass_app
-def list_(app: App, topics, regex, filters, leader, internal):
+@runs("kctl.cli.reads.partition:list_")
+def list_():
     """List partitions with leader, replicas, ISR and health.
 
     The filters select what kafka-topics.sh's --under-replicated-partitions,
@@ -89,12 +52,5 @@ def list_(app: App, topics, regex, filters, leader, internal):
       kctl partition list --under-min-isr --no-headers | wc -l
       kctl partition list --elr-recoverable --elr-unrecoverable
     """
-    from kctl.admin.cluster.partitions import snapshot
 
-    taken = snapshot(app.session, topics=topics, regex=regex, include_internal=internal or bool(topics), filters=filters, leader=leader,
-                     with_elr=True)
-    spec = PARTITION_TABLE
-    if any(p.elr is not None for p in taken.partitions):
-        visible = [c for c in spec.columns if not c.wide]
-        spec = TableSpec((*visible, *ELR_COLUMNS, *(c for c in spec.columns if c.wide)))
-    app.out.table(taken.partitions, spec)
+

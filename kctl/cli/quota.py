@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import KeyValueType, global_options, yes_option
+from kctl.cli._options import KeyValueType, global_options, pass_app, yes_option
 from kctl.errors import NotFoundError, UsageError
 from kctl.output.spec import Column, TableSpec
 

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App
 from kctl.cli._batch import report
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import BytesRegexType, global_options, yes_option
+from kctl.cli._options import BytesRegexType, global_options, pass_app, yes_option
 from kctl.cli._progress import progress
 from kctl.output.spec import Column, DocumentSpec, Field, TableSpec
 

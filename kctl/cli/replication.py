@@ -6,11 +6,11 @@ import sys
 
 import click
 
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App
 from kctl.cli._batch import report
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._moves import MOVE_TABLE, finish, wait_for_moves
-from kctl.cli._options import global_options, yes_option
+from kctl.cli._options import global_options, pass_app, yes_option
 from kctl.output.spec import Column, TableSpec
 
 ONGOING_TABLE = TableSpec(

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from kctl.admin.registry.schemas import COMPATIBILITY_LEVELS, MODES
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options, yes_option
+from kctl.cli._options import global_options, pass_app, yes_option
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 SUBJECT_TABLE = TableSpec((Column("subject", "SUBJECT"),))

@@ -16,9 +16,9 @@ from typing import Any
 
 import click
 
-from kctl.cli._app import App, pass_app
+from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options
+from kctl.cli._options import global_options, pass_app
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
-from kctl.cli._options import global_options
+from kctl.cli._app import App
+from kctl.cli._options import global_options, pass_app
 from kctl.errors import UsageError
 
 

@@ -4,81 +4,13 @@ from __future__ import annotations
 
 import click
 
-from kctl.cli._app import App, pass_app
-from kctl.cli._batch import report, report_documents
+from kctl.cli._app import App
+from kctl.cli._batch import report
 from kctl.cli._configs import change_options, run_alter
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import KeyValueType, RegexType, global_options, yes_option
+from kctl.cli._options import KeyValueType, RegexType, global_options, pass_app, runs, yes_option
 from kctl.errors import NotFoundError, Resource
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
-
-TOPIC_TABLE = TableSpec(
-    (
-        Column("name", "NAME"),
-        Column("partitions", "PARTITIONS", align="right"),
-        Column("replication_factor", "REPLICATION-FACTOR", align="right"),
-        Column("internal", "INTERNAL"),
-        Column("config_overrides", "OVERRIDES", align="right", wide=True),
-        Column("under_replicated_partitions", "UNDER-REPLICATED", align="right", wide=True),
-        Column("offline_partitions", "OFFLINE", align="right", wide=True),
-        Column("topic_id", "TOPIC-ID", wide=True),
-    )
-)
-
-def _size(p):
-    from kctl.sizes import format_bytes
-
-    return format_bytes(p.size_bytes)
-
-
-PARTITION_TABLE = TableSpec(
-    (
-        Column("partition", "PARTITION", align="right"),
-        Column("leader", "LEADER", align="right"),
-        Column("leader_epoch", "EPOCH", align="right"),
-        Column("replicas", "REPLICAS"),
-        Column("isr", "ISR"),
-        Column("offline_replicas", "OFFLINE-REPLICAS"),
-        Column("earliest_offset", "LOG-START-OFFSET", align="right"),
-        Column("latest_offset", "LOG-END-OFFSET", align="right"),
-        Column("under_replicated", "UNDER-REPLICATED", wide=True),
-        Column("offline", "OFFLINE", wide=True),
-    )
-)
-DETAIL_COLUMNS = (
-    Column("size_bytes", "SIZE", get=_size, align="right"),
-    Column("adding_replicas", "ADDING"),
-    Column("removing_replicas", "REMOVING"),
-)
-
-
-
-# Shown where the cluster reports eligible leader replicas (KIP-966).
-ELR_COLUMNS = (Column("elr", "ELR"), Column("last_known_elr", "LAST-KNOWN-ELR"))
-# Shown when a described topic has tiered storage.
-TIERED_COLUMNS = (
-    Column("earliest_local_offset", "EARLIEST-LOCAL", align="right"),
-    Column("latest_tiered_offset", "LATEST-TIERED", align="right"),
-)
-LOCAL_SIZE = Column("size_bytes", "LOCAL-SIZE", get=_size, align="right")
-TIERED_FIELDS = (
-    Field("retention_ms", "RETENTION-MS"),
-    Field("retention_bytes", "RETENTION-BYTES"),
-    Field("local_retention_ms", "LOCAL-RETENTION-MS"),
-    Field("local_retention_bytes", "LOCAL-RETENTION-BYTES"),
-)
-
-TOPIC_DOCUMENT = DocumentSpec(
-    fields=(
-        Field("name", "NAME"),
-        Field("topic_id", "TOPIC-ID"),
-        Field("internal", "INTERNAL"),
-        Field("partitions", "PARTITIONS", get=lambda t: len(t.partitions)),
-        Field("replication_factor", "REPLICATION-FACTOR"),
-        Field("remote_storage", "REMOTE-STORAGE"),
-    ),
-    sections=(Section("partitions", "PARTITIONS", PARTITION_TABLE),),
-)
 
 RESULT_TABLE = TableSpec(
     (
@@ -109,8 +41,8 @@ def topic():
 @click.option("--tiered", is_flag=True, help="Only topics with tiered storage (remote.storage.enable=true).")
 @click.option("--overrides", "count_overrides", is_flag=True, help="Count each topic's config overrides (always with -o wide).")
 @global_options
-@pass_app
-def list_(app: App, regex, internal, filters, with_overrides, tiered, count_overrides):
+@runs("kctl.cli.reads.topic:list_")
+def list_():
     """List topics: partitions, replication factor, config overrides.
 
     The health filters keep topics having at least one partition in that condition
@@ -128,22 +60,14 @@ def list_(app: App, regex, internal, filters, with_overrides, tiered, count_over
       kctl topic list --overrides -o json
       kctl topic list --tiered
     """
-    from kctl.admin.topics.topics import list_topics
-
-    count = count_overrides or app.out.format == "wide"
-    topics = list_topics(
-        app.session, regex=regex, include_internal=internal, filters=filters, with_overrides=with_overrides, count_overrides=count,
-        with_topic_ids=app.out.shows(TOPIC_TABLE, "topic_id"), tiered=tiered,
-    )
-    app.out.table(topics, TOPIC_TABLE)
 
 
 @topic.command("describe")
 @click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
 @click.option("-d", "--detail", is_flag=True, help="Also each leader replica's size and in-progress reassignments (ADDING, REMOVING).")
 @global_options
-@pass_app
-def describe(app: App, names, detail):
+@runs("kctl.cli.reads.topic:describe")
+def describe():
     """Show topics partition by partition: leader and epoch, replicas, ISR, offsets.
 
     OFFLINE-REPLICAS are replicas on brokers that are not alive. LOG-START-OFFSET and
@@ -167,31 +91,6 @@ def describe(app: App, names, detail):
       kctl topic describe orders --detail
       kctl topic describe orders payments -o json
     """
-    from kctl.admin.topics.topics import describe_topics, uncompacted_topics
-
-    found, errors = describe_topics(app.session, names, detail=detail)
-    if errors and not found:
-        error = next(iter(errors.values()))
-        if len(errors) == 1:
-            raise error
-        raise error.but(action=f"describe topics {', '.join(errors)}")
-    tiered = [t.name for t in found if t.remote_storage]
-    columns = PARTITION_TABLE.columns
-    if any(p.elr is not None for t in found for p in t.partitions):
-        columns += ELR_COLUMNS
-    if detail:
-        columns += DETAIL_COLUMNS
-    if tiered:
-        columns += TIERED_COLUMNS + (() if detail else (LOCAL_SIZE,))
-    fields = TOPIC_DOCUMENT.fields + (TIERED_FIELDS if tiered else ())
-    spec = DocumentSpec(fields=fields, sections=(Section("partitions", "PARTITIONS", TableSpec(columns)),))
-    for name in tiered:
-        app.note(f"note: {name} keeps older segments in remote storage, whose size Kafka does not report through its API "
-                 f"(the brokers' JMX metric kafka.server:type=BrokerTopicMetrics,name=RemoteLogSizeBytes,topic={name})")
-    for name in uncompacted_topics(app.session, found):
-        app.note(f"note: {name} has cleanup.policy=compact but its brokers run no log cleaner "
-                 "(log.cleaner.enable=false): its records are not compacted")
-    report_documents(app, found, errors, spec, "describe topics", len(names))
 
 
 @topic.command("create")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from kctl.errors import ConfigError
 
@@ -30,9 +30,10 @@ def read_secret(configured: Mapping[str, str], key: str, owner: str) -> str | No
     content of the file `key`-file names, read when used."""
     value = configured.get(key)
     if not value and configured.get(f"{key}-file"):
-        path = Path(configured[f"{key}-file"]).expanduser()
+        path = os.path.expanduser(configured[f"{key}-file"])
         try:
-            value = path.read_text(encoding="utf-8").strip()
+            with open(path, encoding="utf-8") as file:
+                value = file.read().strip()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"unable to read {owner}'s {key}-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     return value or None

@@ -1,7 +1,8 @@
 """python -m kctl.devtools gen-docs [--check] [--root DIR]
 
 Writes completions/kctl.{bash,zsh,fish}, man/*.1 and the `--help` pages kctl serves
-without click (kctl/cli/pages/) from the command tree. With
+without click (kctl/cli/pages/), and the parameters of the reads kctl.cli.direct runs
+without click (kctl/cli/_direct_params.py), from the command tree. With
 --check nothing is written; the exit status is 1 when any file is stale, missing or
 no longer generated.
 """
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from kctl.devtools.completions import FILENAMES, render_completion
+from kctl.devtools.directparams import render_direct_params
 from kctl.devtools.helppages import render_help_pages
 from kctl.devtools.manpages import render_pages
 from kctl.devtools.tree import walk
@@ -26,6 +28,7 @@ def expected_files() -> dict[str, str]:
     files = {f"completions/{FILENAMES[shell]}": render_completion(shell, commands) for shell in FILENAMES}
     files.update({f"man/{name}": text for name, text in render_pages(commands).items()})
     files.update(render_help_pages(commands))
+    files.update(render_direct_params(commands))
     return files
 
 

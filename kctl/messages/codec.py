@@ -18,14 +18,14 @@ keyword arguments with the same names, and a field left out takes its default.
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 from collections.abc import Callable
 from functools import cache, cached_property
-from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).parent
+_HERE = os.path.dirname(__file__)
 _COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -482,13 +482,14 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
 @cache
 def has_definition(name: str) -> bool:
     """Whether this package holds the message's definition (e.g. "MetadataResponse")."""
-    return (_HERE / f"{name}.json").is_file()
+    return os.path.isfile(os.path.join(_HERE, f"{name}.json"))
 
 
 @cache
 def definition(name: str) -> dict:
     """A message's JSON definition from this package (e.g. "MetadataResponse")."""
-    text = (_HERE / f"{name}.json").read_text(encoding="utf-8")
+    with open(os.path.join(_HERE, f"{name}.json"), encoding="utf-8") as file:
+        text = file.read()
     return json.loads(_COMMENT.sub("", text))
 
 

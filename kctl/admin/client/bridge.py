@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import collections
 import hmac
-import logging
 import secrets
 import selectors
 import socket
@@ -33,9 +32,10 @@ import struct
 import threading
 from typing import Any
 
+from kctl.admin.client.librdkafka import kctl_logger
 from kctl.messages import codec
 
-log = logging.getLogger("kctl.bridge")
+log = kctl_logger("kctl.bridge")
 _SIZE = struct.Struct(">i")
 _REQUEST = struct.Struct(">hhi")
 _USER = "kctl"

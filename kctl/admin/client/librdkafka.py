@@ -5,7 +5,7 @@ over_librdkafka when the wire client cannot honour the session's settings)."""
 
 from __future__ import annotations
 
-import logging
+import sys
 import time
 from collections.abc import Callable, Mapping
 from functools import cached_property
@@ -18,11 +18,32 @@ from kctl.errors import ConfigError, KctlError, NotAuthorizedError, Resource, Ti
 if TYPE_CHECKING:
     import concurrent.futures
 
-log = logging.getLogger("kctl.admin")
-# librdkafka's own log lines go here instead of straight to stderr; --debug shows them.
-librdkafka_log = logging.getLogger("kctl.librdkafka")
-# Without a handler, Python's last-resort handler would print librdkafka's warnings.
-logging.getLogger("kctl").addHandler(logging.NullHandler())
+
+
+def kctl_logger(name: str) -> Any:
+    """The logger `name` (under "kctl"), logging imported only by what logs: clients of
+    librdkafka (confluent-kafka imports it anyway), not every read (~5 ms)."""
+    import logging
+
+    kctl = logging.getLogger("kctl")
+    if not kctl.handlers:
+        # Without a handler, Python's last-resort handler would print kctl's and
+        # librdkafka's warnings on stderr.
+        kctl.addHandler(logging.NullHandler())
+    return logging.getLogger(name)
+
+
+def librdkafka_log() -> Any:
+    """The logger librdkafka's own log lines go to instead of straight to stderr; --debug
+    shows them."""
+    return kctl_logger("kctl.librdkafka")
+
+
+def _debug(message: str, *args: Any) -> None:
+    """At DEBUG on kctl.admin, when logging is in use (--debug, tests)."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger("kctl.admin").debug(message, *args)
 
 _CONNECTION_ERRORS = frozenset({"_TRANSPORT", "_RESOLVE", "_ALL_BROKERS_DOWN", "_SSL", "_AUTHENTICATION"})
 _POLL_INTERVAL = 0.05
@@ -41,7 +62,7 @@ def build_client(factory: Callable[..., Any], config: dict[str, Any], role: str)
     from confluent_kafka import KafkaException
 
     try:
-        return factory(config, logger=librdkafka_log)
+        return factory(config, logger=librdkafka_log())
     except KafkaException as exc:
         error = error_of(exc)
         text = error.str() if error is not None else str(exc)
@@ -69,11 +90,11 @@ class LibrdkafkaAdmin:
 
         config = self._config()
         config["error_cb"] = self._on_error
-        log.debug("admin client config: %s", dict(self._debug_config()))
+        _debug("admin client config: %s", dict(self._debug_config()))
         return build_client(AdminClient, config, "client")
 
     def _on_error(self, error: Any) -> None:
-        log.debug("client error: %s", error)
+        _debug("client error: %s", error)
         if error.name() in _CONNECTION_ERRORS:
             self._connection_errors.append(error)
 

@@ -19,10 +19,10 @@ never ignored.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import struct
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,9 +33,16 @@ from kctl.errors import ConfigError, InvalidError, KctlError, NotAuthorizedError
 from kctl.messages import codec
 from kctl.messages.errors import error_name
 
+
+def _debug(message: str, *args: Any) -> None:
+    """Every request sent, at DEBUG on kctl.wire (--debug shows them; tests count them),
+    when logging is in use: a read that nobody logs does not import it (~5 ms)."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger("kctl.wire").debug(message, *args)
+
+
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
-# Every request sent, at DEBUG (--debug shows them; tests count them).
-log = logging.getLogger("kctl.wire")
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")
 _AUTH_HINT = "check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* (-X, the context, KCTL_X_*)"
@@ -150,7 +157,7 @@ class Connection:
         frame = b"".join(header + client_id + tagged + [body])
         self._sock.settimeout(_remaining(deadline or self._deadline))
         self._sock.sendall(_SIZE.pack(len(frame)) + frame)
-        log.debug("send %s v%d to %s", name, version, self.address)
+        _debug("send %s v%d to %s", name, version, self.address)
         # ApiVersions answers with header v0 at every version (KIP-511).
         self._pending[self._correlation] = (response, response.flexible and name != "ApiVersions")
         return self._correlation
@@ -374,7 +381,7 @@ class WireClient:
             except OSError as exc:
                 if isinstance(exc, (ConnectFailed, socket.timeout)) or not self._connections:
                     raise
-                log.debug("connection lost (%s): reconnecting", exc)
+                _debug("connection lost (%s): reconnecting", exc)
                 self.close()
                 return body()
         except KctlError as exc:

@@ -104,7 +104,7 @@ def record_timestamps(session: AdminSession, positions: Sequence[tuple[str, int,
 def session_logger():
     from kctl.admin.client.session import librdkafka_log
 
-    return librdkafka_log
+    return librdkafka_log()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,120 @@
+"""The everyday reads the console script runs without click (kctl/cli/direct.py) answer
+exactly as the click tree does: the same stdout, stderr and exit status for the same
+command line, whether it is served directly or handed back to click (issue 59)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+# The console script (kctl/cli/entry.py), telling on stderr's last line whether click was
+# imported: kctl ends with os._exit.
+ENTRY = """
+import os, sys
+def loaded(code=0, exit=os._exit):
+    sys.stderr.write("CLICK=%s\\n" % ("click" in sys.modules))
+    sys.stderr.flush()
+    exit(code)
+os._exit = loaded
+from kctl.cli.entry import main
+main()
+loaded()
+"""
+CLICK = "from kctl.cli.main import main; main()"
+
+# (command line, served without click); {b} is the broker, {t} a topic with records, {g}
+# a group with offsets committed on it.
+LINES = [
+    ("-b {b} topic list", True),
+    ("topic list -b {b} -o json --regex {t}", True),
+    ("-b {b} topics ls -r {t} --no-headers", True),
+    ("-b {b} topic describe {t}", True),
+    ("-b {b} topic describe {t} -o json --detail", True),
+    ("-b {b} topic describe {t}x", True),  # unknown, with the closest name as a hint
+    ("-b {b} topic describe {t} nosuch-topic", True),  # exit 4, both reported
+    ("-b {b} partition list {t} -o wide", True),
+    ("-b {b} partition list --under-replicated --leader 1", True),
+    ("-b {b} partition list {t} --leader one", False),  # click's usage error
+    ("-b {b} cluster info", True),
+    ("-b {b} cluster describe -o json", True),
+    ("-b {b} broker list", True),
+    ("-b {b} group list -o json --type classic", True),
+    ("-b {b} group list --state empty", True),  # case-insensitive choice
+    ("-b {b} group list --state bogus", False),
+    ("-b {b} group describe {g}", True),
+    ("-b {b} group describe nosuch-group", True),
+    ("-b {b} group lag {g}", True),
+    ("-b {b} -o jsonl group lag {g} -t {t} --isolation read_committed", True),
+    ("-b {b} group lag", True),  # the body's own usage error
+    ("-b {b} group lag {g} --max-lag=-1", False),
+    ("-b {b} offset get {t}:0-1", True),
+    ("-b {b} offset get {t} --at 2023-11-14T22:13:20.005Z --max-timestamp -o csv", True),
+    ("-b {b} offset get {t} --at never", True),
+    ("-b {b} config describe topic {t} -k retention.ms -a", True),
+    ("-b {b} config describe topic nosuch-topic", True),
+    ("-b {b} config describe bogus", False),
+    ("-b {b} topic list -qo json", False),  # combined short flags: click's to parse
+    ("-b {b} topic list -ojson --timeout=5 -X client.id=direct", True),
+    ("-b {b} topic list --", False),
+    ("-b {b} topic list -X help", False),
+    ("-b {b} topic list --help", False),
+    ("-b 127.0.0.1:1 --timeout 0.5 topic list", True),  # unreachable: exit 69
+    ("-b {b} topic list --timeout 0", False),
+    ("-b {b} topic create x --help", False),
+]
+
+
+@pytest.fixture
+def seeded(cluster, unique_name, config_home):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic, group = unique_name("direct"), unique_name("direct-group")
+    subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-q"], check=True,
+                   capture_output=True)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(10):
+        producer.produce(topic, value=b"%d" % i, partition=i % 2, timestamp=1_700_000_000_000 + i)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 5)], asynchronous=False)
+    consumer.close()
+    return {"b": cluster.bootstrap, "t": topic, "g": group}
+
+
+def test_the_direct_reads_answer_as_click_does(seeded):
+    env = {**os.environ, "COLUMNS": "80"}
+    differences, routed = [], []
+    for line, direct in LINES:
+        args = line.format(**seeded).split()
+        served = subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, env=env)
+        rendered = subprocess.run([sys.executable, "-c", CLICK, *args], capture_output=True, env=env)
+        stderr, _, flag = served.stderr.rstrip(b"\n").rpartition(b"\n")
+        stderr = stderr + b"\n" if stderr else b""
+        if (served.returncode, served.stdout, stderr) != (rendered.returncode, rendered.stdout, rendered.stderr):
+            differences.append((line, served.returncode, rendered.returncode, stderr[-300:], rendered.stderr[-300:],
+                                served.stdout[-300:], rendered.stdout[-300:]))
+        if flag != f"CLICK={not direct}".encode():
+            routed.append((line, flag))
+    assert differences == []
+    assert routed == []
+
+
+def test_the_direct_reads_import_no_click(seeded):
+    """The probe of tests/test_startup.py on the console script: a direct read imports
+    neither click nor a client library."""
+    heavy = ("click", "confluent_kafka", "rich", "tabulate", "logging", "pathlib")
+    # What the interpreter loaded before kctl (an editable install's finder imports
+    # pathlib) is not kctl's.
+    probe = ("import sys\nbefore = set(sys.modules)\n" + ENTRY).replace(
+        '"CLICK=%s\\n" % ("click" in sys.modules)',
+        f'"LOADED=%s\\n" % sorted(m for m in set(sys.modules) - before if m.split(".")[0] in {heavy!r})')
+    for line in ("-b {b} topic list", "-b {b} group lag {g}", "-b {b} topic describe {t}", "-b {b} offset get {t}",
+                 "-b {b} config describe topic {t}", "-b {b} cluster info", "-b {b} partition list --under-replicated"):
+        proc = subprocess.run([sys.executable, "-c", probe, *line.format(**seeded).split()], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.splitlines()[-1] == "LOADED=[]", (line, proc.stderr)
