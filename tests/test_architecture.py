@@ -17,6 +17,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kctl"
 # prefix listed here; the order of ARCHITECTURE.md, from the bottom up.
 ALLOWED = {
     "kctl.errors": set(),
+    # Value, the slotted result types of the everyday paths (no dataclasses: issue 59).
+    "kctl.values": set(),
     "kctl.timespec": {"kctl.errors"},
     "kctl.sizes": {"kctl.errors"},
     "kctl.messages": set(),
@@ -80,6 +82,8 @@ OWNED = {
 for _part in ALLOWED:
     if _part.startswith(("kctl.admin", "kctl.records", "kctl.spark", "kctl.local", "kctl.lag_exporter", "kctl.top")):
         ALLOWED[_part] = ALLOWED[_part] | {"kctl.polling", "kctl.journal"}
+    if _part not in ("kctl.values", "kctl.errors", "kctl.messages", "kctl.partitioner", "kctl.broker"):
+        ALLOWED[_part] = ALLOWED[_part] | {"kctl.values"}
 
 
 def module_name(path: Path) -> str:

@@ -9,7 +9,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -19,24 +18,29 @@ if TYPE_CHECKING:
     from kctl.output.render import Output
 
 
-@dataclass
 class App:
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    output_format: str = "auto"
-    no_headers: bool = False
-    quiet: bool = False
-    debug: bool = False
-    bootstrap: str | None = None
-    context: str | None = None
-    properties: tuple[str, ...] = ()
-    timeout: float | None = None
-    stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    stdin: TextIO = field(default_factory=lambda: sys.stdin)
-    # The sessions of other clusters a command names (session_for), by name.
-    _other_sessions: dict = field(default_factory=dict, repr=False)
-    # What to close when the command ends (clients), last opened first: close().
-    _to_close: list = field(default_factory=list, repr=False)
+    # A plain class, not a dataclass: importing dataclasses costs every read ~7 ms
+    # (kctl.values says why).
+    def __init__(self, *, env: Mapping[str, str] | None = None, output_format: str = "auto", no_headers: bool = False,
+                 quiet: bool = False, debug: bool = False, bootstrap: str | None = None, context: str | None = None,
+                 properties: tuple[str, ...] = (), timeout: float | None = None, stdout: TextIO | None = None,
+                 stderr: TextIO | None = None, stdin: TextIO | None = None):
+        self.env = dict(os.environ) if env is None else env
+        self.output_format = output_format
+        self.no_headers = no_headers
+        self.quiet = quiet
+        self.debug = debug
+        self.bootstrap = bootstrap
+        self.context = context
+        self.properties = properties
+        self.timeout = timeout
+        self.stdout = sys.stdout if stdout is None else stdout
+        self.stderr = sys.stderr if stderr is None else stderr
+        self.stdin = sys.stdin if stdin is None else stdin
+        # The sessions of other clusters a command names (session_for), by name.
+        self._other_sessions: dict[str, AdminSession] = {}
+        # What to close when the command ends (clients), last opened first: close().
+        self._to_close: list = []
 
     # -- configuration ---------------------------------------------------------------------
 

@@ -50,9 +50,8 @@ def closest(name: str, names: list[str]) -> str | None:
 def _names(app: App, kind: str) -> list[str]:
     if kind == "context":
         return list(app.config_file.contexts)
-    from dataclasses import replace
-
     from kctl.admin.client.session import AdminSession
+    from kctl.values import replace
 
     # A session of its own: the command's may be closed by now.
     session = AdminSession(replace(app.settings, timeout=min(app.settings.timeout, LOOKUP_SECONDS)))

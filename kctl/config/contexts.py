@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kctl.config.model import ClientSettings, ConfigFile, Context
 from kctl.config.secrets import MASK, is_secret, mask
 from kctl.errors import NotFoundError, Resource, UsageError
+from kctl.values import replace
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,7 +112,7 @@ def get(config: ConfigFile, name: str) -> Context:
 
 def use(config: ConfigFile, name: str) -> ConfigFile:
     get(config, name)
-    return dataclasses.replace(config, current_context=name)
+    return replace(config, current_context=name)
 
 
 def set_context(
@@ -166,7 +166,7 @@ def set_context(
     )
     updated = config.with_context(new)
     if make_current or config.current_context is None:
-        updated = dataclasses.replace(updated, current_context=name)
+        updated = replace(updated, current_context=name)
     return updated
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from kctl.values import Value, replace
 
 DEFAULT_TIMEOUT = 10.0
 # The settings of AWS MSK IAM authentication, in a context's aws-msk-iam table.
@@ -18,54 +17,70 @@ CONNECT_KEYS = ("url", "basic-auth", "basic-auth-file", "bearer-token", "bearer-
                 "ssl-ca-location", "ssl-certificate-location", "ssl-key-location")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Context:
+class Context(Value):
     """A named cluster connection, as stored in the config file."""
 
-    name: str
-    bootstrap_servers: str | None = None
-    timeout: float | None = None
-    # librdkafka properties, passed to the client verbatim.
-    properties: dict[str, str] = field(default_factory=dict)
-    # AWS MSK IAM authentication (region, profile, role-arn, role-session-name); empty: off.
-    aws_msk_iam: dict[str, str] = field(default_factory=dict)
-    # The schema registry of this cluster (SCHEMA_REGISTRY_KEYS); empty: none.
-    schema_registry: dict[str, str] = field(default_factory=dict)
-    # The Kafka Connect clusters beside it, by name (each CONNECT_KEYS); empty: none.
-    connect: dict[str, dict[str, str]] = field(default_factory=dict)
-    # Properties whose values are in the OS keyring (kctl.config.os_keyring), not in
-    # `properties`.
-    keyring: tuple[str, ...] = ()
+    __slots__ = ("name", "bootstrap_servers", "timeout", "properties", "aws_msk_iam", "schema_registry", "connect", "keyring")
+
+    def __init__(
+        self, *,
+        name: str, bootstrap_servers: str | None = None, timeout: float | None = None, properties: dict[str, str] | None = None,
+        aws_msk_iam: dict[str, str] | None = None, schema_registry: dict[str, str] | None = None, connect: dict[str, dict[str, str]] | None = None,
+        keyring: tuple[str, ...] = (),
+    ):
+        self.name = name
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout = timeout
+        # librdkafka properties, passed to the client verbatim.
+        self.properties = dict() if properties is None else properties
+        # AWS MSK IAM authentication (region, profile, role-arn, role-session-name); empty: off.
+        self.aws_msk_iam = dict() if aws_msk_iam is None else aws_msk_iam
+        # The schema registry of this cluster (SCHEMA_REGISTRY_KEYS); empty: none.
+        self.schema_registry = dict() if schema_registry is None else schema_registry
+        # The Kafka Connect clusters beside it, by name (each CONNECT_KEYS); empty: none.
+        self.connect = dict() if connect is None else connect
+        # Properties whose values are in the OS keyring (kctl.config.os_keyring), not in
+        # `properties`.
+        self.keyring = keyring
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigFile:
+class ConfigFile(Value):
     """The whole config file: contexts and which one is current."""
 
-    current_context: str | None = None
-    contexts: dict[str, Context] = field(default_factory=dict)
+    __slots__ = ("current_context", "contexts")
+
+    def __init__(self, *, current_context: str | None = None, contexts: dict[str, Context] | None = None):
+        self.current_context = current_context
+        self.contexts = dict() if contexts is None else contexts
 
     def with_context(self, context: Context) -> ConfigFile:
-        return dataclasses.replace(self, contexts={**self.contexts, context.name: context})
+        return replace(self, contexts={**self.contexts, context.name: context})
 
 
-@dataclass(frozen=True, kw_only=True)
-class ClientSettings:
+class ClientSettings(Value):
     """Everything needed to talk to a cluster, after layering defaults < file < env < flags."""
 
-    bootstrap_servers: str | None
-    properties: dict[str, str]
-    timeout: float
-    context: str | None
-    # AWS MSK IAM (see Context); tokens come from AWS's signer, for both clients.
-    aws_msk_iam: dict[str, str] = field(default_factory=dict)
-    # The schema registry (see Context), KCTL_SCHEMA_REGISTRY_* over the context's.
-    schema_registry: dict[str, str] = field(default_factory=dict)
-    # The context's Connect clusters (see Context), and the KCTL_CONNECT_* settings
-    # (CONNECT_KEYS) and KCTL_CONNECT name the command's choice is made with.
-    connect: dict[str, dict[str, str]] = field(default_factory=dict)
-    connect_env: dict[str, str] = field(default_factory=dict)
-    connect_name: str | None = None
-    # The context's properties whose values are still to be read from the OS keyring
-    # (AdminSession reads them when it is built; nothing else needs them).
-    keyring: tuple[str, ...] = ()
+    __slots__ = ("bootstrap_servers", "properties", "timeout", "context", "aws_msk_iam", "schema_registry", "connect", "connect_env", "connect_name", "keyring")
+
+    def __init__(
+        self, *,
+        bootstrap_servers: str | None, properties: dict[str, str], timeout: float, context: str | None, aws_msk_iam: dict[str, str] | None = None,
+        schema_registry: dict[str, str] | None = None, connect: dict[str, dict[str, str]] | None = None, connect_env: dict[str, str] | None = None,
+        connect_name: str | None = None, keyring: tuple[str, ...] = (),
+    ):
+        self.bootstrap_servers = bootstrap_servers
+        self.properties = properties
+        self.timeout = timeout
+        self.context = context
+        # AWS MSK IAM (see Context); tokens come from AWS's signer, for both clients.
+        self.aws_msk_iam = dict() if aws_msk_iam is None else aws_msk_iam
+        # The schema registry (see Context), KCTL_SCHEMA_REGISTRY_* over the context's.
+        self.schema_registry = dict() if schema_registry is None else schema_registry
+        # The context's Connect clusters (see Context), and the KCTL_CONNECT_* settings
+        # (CONNECT_KEYS) and KCTL_CONNECT name the command's choice is made with.
+        self.connect = dict() if connect is None else connect
+        self.connect_env = dict() if connect_env is None else connect_env
+        self.connect_name = connect_name
+        # The context's properties whose values are still to be read from the OS keyring
+        # (AdminSession reads them when it is built; nothing else needs them).
+        self.keyring = keyring

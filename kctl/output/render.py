@@ -4,28 +4,27 @@ auto   a table on a terminal, plain when piped
 table  aligned columns (rich on a terminal, tabulate otherwise: no escape codes in files)
 wide   table with the extra columns
 plain  tab-separated, one record per line, no alignment: for cut/awk/while-read
-json   one JSON value (a list for listings), keys are the dataclass fields; indented on
+json   one JSON value (a list for listings), keys are the result's fields; indented on
        a terminal, compact when piped
 jsonl  one compact JSON object per line
 csv    RFC 4180 with a header row
 prom   Prometheus text exposition, only for `group lag` (others refuse it)
 
-rich is imported only when a terminal table is drawn, tabulate only for a piped table.
+rich is imported only when a terminal table is drawn, tabulate only for a piped table;
+json, csv, base64 and datetime only when their format or a value needs them (a plain read
+pays for none: issue 59).
 """
 
 from __future__ import annotations
 
-import base64
-import csv
-import dataclasses
-import datetime as _dt
 import enum
-import json
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 from kctl.output.spec import Column, DocumentSpec, TableSpec
+from kctl.values import Value
 
 # Wide enough that rich never folds or truncates a cell; the terminal wraps long lines.
 _RICH_WIDTH = 100_000
@@ -46,8 +45,8 @@ def to_jsonable(value: Any) -> Any:
     if kind in _PLAIN_TYPES:
         return value
     names = _FIELDS.get(kind)
-    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(value))
+    if names is None:
+        names = _field_names(value)
     if names is not None:
         out = {}
         for name in names:
@@ -65,10 +64,28 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, bytes):
+        import base64
+
         return base64.b64encode(value).decode("ascii")
-    if isinstance(value, _dt.datetime):
+    datetime = sys.modules.get("datetime")  # no value is a datetime unless it was imported
+    if datetime is not None and isinstance(value, datetime.datetime):
         return value.isoformat()
     return value
+
+
+def _field_names(value: Any) -> tuple[str, ...] | None:
+    """A result's field names in declaration order (its JSON keys), remembered per type:
+    a Value's (kctl.values) or a dataclass's; None for anything else. dataclasses is not
+    imported to ask: nothing is a dataclass unless it was."""
+    if isinstance(value, Value):
+        names = value.__slots__
+    else:
+        dataclasses = sys.modules.get("dataclasses")
+        if dataclasses is None or not dataclasses.is_dataclass(value) or isinstance(value, type):
+            return None
+        names = tuple(f.name for f in dataclasses.fields(value))
+    _FIELDS[type(value)] = names
+    return names
 
 
 def _encode_default(value: Any) -> Any:
@@ -76,8 +93,8 @@ def _encode_default(value: Any) -> Any:
     the C encoder walks on its own, so large listings are not walked in Python."""
     kind = type(value)
     names = _FIELDS.get(kind)
-    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(value))
+    if names is None:
+        names = _field_names(value)
     if names is not None:
         return {name: getattr(value, name) for name in names}
     converted = to_jsonable(value)
@@ -95,6 +112,8 @@ def dumps(value: Any, *, indent: int | None = None) -> str:
     to_jsonable's way (which would write a True or None key as "True", "None", where
     json writes "true", "null": no kctl result has such keys).
     """
+    import json
+
     separators = None if indent else (",", ":")
     try:
         return json.dumps(value, default=_encode_default, indent=indent, separators=separators, check_circular=False)
@@ -223,6 +242,8 @@ class Output:
             # CSV has one shape per file: the first section's rows, prefixed with the summary.
             section = spec.sections[0]
             prefix = [Column(f.key, f.title, get=f.get) for f in spec.fields]
+            import csv
+
             writer = csv.writer(self.stream, lineterminator="\n")
             if not self.no_headers:
                 writer.writerow([c.key for c in prefix] + [c.key for c in section.spec.columns])
@@ -274,6 +295,8 @@ class Output:
         self._write("".join(line + "\n" for line in lines))
 
     def _csv(self, rows: Sequence[Any], columns: Sequence[Column]) -> None:
+        import csv
+
         writer = csv.writer(self.stream, lineterminator="\n")
         if not self.no_headers:
             writer.writerow([c.key for c in columns])

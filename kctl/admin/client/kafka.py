@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kctl.errors import Partial
+from kctl.values import Value
 
 TopicPartition = tuple[str, int]
 
@@ -35,36 +36,14 @@ EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
 EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -4, -5
 
 
-class _Value:
-    """A value object: its fields are its __slots__, set once by its __init__; equal when
-    of the same type with equal fields. Plain slotted classes, not dataclasses or
-    NamedTuples: these load on every command's path, and defining a frozen dataclass costs
-    ~0.3 ms, a NamedTuple ~0.05 ms, one of these ~0.01 ms (measured: seven dataclasses were
-    2.9 ms of `topic list`)."""
-
-    __slots__: tuple[str, ...] = ()
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, *self._fields()))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
-
-class Broker(_Value):
+class Broker(Value):
     __slots__ = ("node_id", "host", "port", "rack")
 
     def __init__(self, node_id: int, host: str, port: int, rack: str | None):
         self.node_id, self.host, self.port, self.rack = node_id, host, port, rack
 
 
-class PartitionLayout(_Value):
+class PartitionLayout(Value):
     __slots__ = ("partition", "leader", "replicas", "isr")
 
     def __init__(self, partition: int, leader: int | None, replicas: tuple[int, ...], isr: tuple[int, ...]):
@@ -75,7 +54,7 @@ class PartitionLayout(_Value):
         self.isr = isr
 
 
-class TopicLayout(_Value):
+class TopicLayout(Value):
     __slots__ = ("name", "topic_id", "internal", "partitions", "error")
 
     def __init__(self, name: str, topic_id: str | None, internal: bool, partitions: Mapping[int, PartitionLayout],
@@ -91,7 +70,7 @@ class TopicLayout(_Value):
         self.error = error
 
 
-class ClusterMetadata(_Value):
+class ClusterMetadata(Value):
     __slots__ = ("cluster_id", "controller_id", "brokers", "topics")
 
     def __init__(self, cluster_id: str | None, controller_id: int | None, brokers: Mapping[int, Broker],
@@ -115,7 +94,7 @@ class ClusterMetadata(_Value):
         return not self.has(topic) and (found is None or found.error != "TOPIC_AUTHORIZATION_FAILED")
 
 
-class OffsetAnswer(_Value):
+class OffsetAnswer(Value):
     """One ListOffsets answer for one partition and one timestamp: the offset (-1 when
     no record is that recent), the record's timestamp (-1 for the special timestamps),
     and the leader's epoch when the broker said it."""
@@ -126,7 +105,7 @@ class OffsetAnswer(_Value):
         self.offset, self.timestamp, self.leader_epoch = offset, timestamp, leader_epoch
 
 
-class ConfigValue(_Value):
+class ConfigValue(Value):
     """One config of a resource, as DescribeConfigs answers it (kctl's full view, with
     synonyms and documentation, is kctl.admin.topics.configs')."""
 
@@ -142,7 +121,7 @@ class ConfigValue(_Value):
         self.read_only = read_only
 
 
-class DeliveryFailure(_Value):
+class DeliveryFailure(Value):
     """A record a producer could not deliver: Kafka's error name (or librdkafka's local one,
     _MSG_TIMED_OUT, _TRANSPORT...) and its text, the record's partition and value size."""
 

@@ -62,9 +62,8 @@ class AdminSession:
                 hint="use {bootstrap} HOST:PORT, KCTL_BOOTSTRAP_SERVERS, or a context (kctl context set NAME -b HOST:PORT)",
             )
         if settings.keyring and settings.context:  # the context's secrets in the OS keyring, read once
-            from dataclasses import replace
-
             from kctl.config.os_keyring import load
+            from kctl.values import replace
 
             secrets = {key: load(settings.context, key) for key in settings.keyring}
             settings = replace(settings, properties={**settings.properties, **secrets}, keyring=())

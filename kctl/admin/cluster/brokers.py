@@ -2,41 +2,46 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError
+from kctl.values import Value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BrokerInfo:
-    id: int
-    host: str
-    port: int
-    rack: str | None
-    # True for the active controller (the KRaft metadata quorum leader) in combined mode.
-    is_controller: bool
+class BrokerInfo(Value):
+    __slots__ = ("id", "host", "port", "rack", "is_controller")
+
+    def __init__(self, *, id: int, host: str, port: int, rack: str | None, is_controller: bool):
+        self.id = id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        # True for the active controller (the KRaft metadata quorum leader) in combined mode.
+        self.is_controller = is_controller
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BrokerState:
+class BrokerState(Value):
     """A registered broker and whether the controller has fenced it (KIP-1073: a broker
     that stopped heartbeating, or is starting or shutting down, is registered but fenced)."""
 
-    id: int
-    host: str
-    port: int
-    rack: str | None
-    is_controller: bool
-    # fenced | unfenced
-    state: str
+    __slots__ = ("id", "host", "port", "rack", "is_controller", "state")
+
+    def __init__(self, *, id: int, host: str, port: int, rack: str | None, is_controller: bool, state: str):
+        self.id = id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.is_controller = is_controller
+        # fenced | unfenced
+        self.state = state
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClusterInfo:
-    cluster_id: str | None
-    controller_id: int | None
-    brokers: tuple[BrokerInfo, ...]
+class ClusterInfo(Value):
+    __slots__ = ("cluster_id", "controller_id", "brokers")
+
+    def __init__(self, *, cluster_id: str | None, controller_id: int | None, brokers: tuple[BrokerInfo, ...]):
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = brokers
 
 
 def active_controller(session: AdminSession, reported: int | None) -> int | None:

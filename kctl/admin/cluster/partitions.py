@@ -23,45 +23,55 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from kctl.admin.client.kafka import ClusterMetadata, PartitionLayout
 from kctl.admin.client.session import AdminSession
 from kctl.admin.cluster import elr
+from kctl.values import Value
 
 FILTERS = ("under_replicated", "under_min_isr", "at_min_isr", "unavailable", "offline", "elr_recoverable", "elr_unrecoverable")
 
 
-@dataclass(frozen=True, kw_only=True)
-class PartitionHealth:
-    topic: str
-    partition: int
-    leader: int | None
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    # Replicas on brokers that are not alive.
-    offline_replicas: tuple[int, ...]
-    min_isr: int | None
-    under_replicated: bool
-    under_min_isr: bool
-    at_min_isr: bool
-    unavailable: bool
-    offline: bool
-    # Eligible leader replicas and the last known ELR; None where the cluster does not say.
-    elr: tuple[int, ...] | None = None
-    last_known_elr: tuple[int, ...] | None = None
-    elr_recoverable: bool = False
-    elr_unrecoverable: bool = False
+class PartitionHealth(Value):
+    __slots__ = ("topic", "partition", "leader", "replicas", "isr", "offline_replicas", "min_isr", "under_replicated", "under_min_isr", "at_min_isr", "unavailable", "offline", "elr", "last_known_elr", "elr_recoverable", "elr_unrecoverable")
+
+    def __init__(
+        self, *,
+        topic: str, partition: int, leader: int | None, replicas: tuple[int, ...], isr: tuple[int, ...], offline_replicas: tuple[int, ...],
+        min_isr: int | None, under_replicated: bool, under_min_isr: bool, at_min_isr: bool, unavailable: bool, offline: bool,
+        elr: tuple[int, ...] | None = None, last_known_elr: tuple[int, ...] | None = None, elr_recoverable: bool = False,
+        elr_unrecoverable: bool = False,
+    ):
+        self.topic = topic
+        self.partition = partition
+        self.leader = leader
+        self.replicas = replicas
+        self.isr = isr
+        # Replicas on brokers that are not alive.
+        self.offline_replicas = offline_replicas
+        self.min_isr = min_isr
+        self.under_replicated = under_replicated
+        self.under_min_isr = under_min_isr
+        self.at_min_isr = at_min_isr
+        self.unavailable = unavailable
+        self.offline = offline
+        # Eligible leader replicas and the last known ELR; None where the cluster does not say.
+        self.elr = elr
+        self.last_known_elr = last_known_elr
+        self.elr_recoverable = elr_recoverable
+        self.elr_unrecoverable = elr_unrecoverable
 
 
-@dataclass(frozen=True, kw_only=True)
-class PartitionSnapshot:
+class PartitionSnapshot(Value):
     """Every partition of the selected topics, and the brokers alive when it was taken."""
 
-    live_brokers: tuple[int, ...]
-    partitions: tuple[PartitionHealth, ...]
-    # Topic -> number of configs set on the topic itself; filled when asked for.
-    overrides: dict[str, int] = field(default_factory=dict)
+    __slots__ = ("live_brokers", "partitions", "overrides")
+
+    def __init__(self, *, live_brokers: tuple[int, ...], partitions: tuple[PartitionHealth, ...], overrides: dict[str, int] | None = None):
+        self.live_brokers = live_brokers
+        self.partitions = partitions
+        # Topic -> number of configs set on the topic itself; filled when asked for.
+        self.overrides = dict() if overrides is None else overrides
 
 
 def topic_configs(session: AdminSession, topics: Sequence[str]) -> tuple[dict[str, int | None], dict[str, int]]:
@@ -192,19 +202,24 @@ def select(
     return chosen
 
 
-@dataclass(frozen=True, kw_only=True)
-class BrokerBalance:
-    broker: int
-    alive: bool
-    leaders: int
-    replicas: int
-    # Replicas of this broker that are in their partition's ISR.
-    in_sync: int
-    out_of_sync: int
-    # Partitions whose preferred (first) replica is this broker.
-    preferred_leaders: int
-    # Preferred here but led elsewhere: what a preferred election would move back.
-    not_leading_preferred: int
+class BrokerBalance(Value):
+    __slots__ = ("broker", "alive", "leaders", "replicas", "in_sync", "out_of_sync", "preferred_leaders", "not_leading_preferred")
+
+    def __init__(
+        self, *,
+        broker: int, alive: bool, leaders: int, replicas: int, in_sync: int, out_of_sync: int, preferred_leaders: int, not_leading_preferred: int,
+    ):
+        self.broker = broker
+        self.alive = alive
+        self.leaders = leaders
+        self.replicas = replicas
+        # Replicas of this broker that are in their partition's ISR.
+        self.in_sync = in_sync
+        self.out_of_sync = out_of_sync
+        # Partitions whose preferred (first) replica is this broker.
+        self.preferred_leaders = preferred_leaders
+        # Preferred here but led elsewhere: what a preferred election would move back.
+        self.not_leading_preferred = not_leading_preferred
 
 
 def balance(snapshot_: PartitionSnapshot) -> list[BrokerBalance]:

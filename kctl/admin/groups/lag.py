@@ -15,7 +15,6 @@ start L and log end H (the last stable offset with read_committed):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from kctl.admin.client.session import AdminSession
@@ -23,6 +22,7 @@ from kctl.admin.groups import protocol
 from kctl.admin.groups.groups import committed_offsets, described_error, listed_type, not_found
 from kctl.admin.groups.models import TYPES, GroupLag, PartitionLag
 from kctl.errors import KctlError, Partial
+from kctl.values import Value, replace
 
 
 def log_offsets(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str,
@@ -107,18 +107,23 @@ def session_logger():
     return librdkafka_log()
 
 
-@dataclass(frozen=True, kw_only=True)
-class _LagInputs:
+class _LagInputs(Value):
     """What one group's lag is computed from, whatever its type."""
 
-    state: str
-    members: int
-    # The member consuming each partition (anything with member_id and client_id).
-    owners: dict
-    # Committed offsets (share groups: start offsets, None where there is none yet).
-    offsets: dict[tuple[str, int], int | None]
-    # Share groups: Kafka's own lag per share-partition, where it reports one.
-    kafka_lag: dict[tuple[str, int], int] | None = None
+    __slots__ = ("state", "members", "owners", "offsets", "kafka_lag")
+
+    def __init__(
+        self, *,
+        state: str, members: int, owners: dict, offsets: dict[tuple[str, int], int | None], kafka_lag: dict[tuple[str, int], int] | None = None,
+    ):
+        self.state = state
+        self.members = members
+        # The member consuming each partition (anything with member_id and client_id).
+        self.owners = owners
+        # Committed offsets (share groups: start offsets, None where there is none yet).
+        self.offsets = offsets
+        # Share groups: Kafka's own lag per share-partition, where it reports one.
+        self.kafka_lag = kafka_lag
 
 
 def group_lag(
@@ -301,8 +306,6 @@ def samples_of(results: Sequence[GroupLag], now_ms: int) -> dict:
 def interpolated(results: list[GroupLag], histories: dict, now_ms: int) -> list[GroupLag]:
     """lag_seconds (source "interp") from each partition's history where nothing better
     filled it: kafka-lag-exporter's interpolation over (time, log end) samples."""
-    import dataclasses
-
     from kctl.admin.groups.lag_history import interpolated_lag_seconds
 
     updated = []
@@ -312,17 +315,16 @@ def interpolated(results: list[GroupLag], histories: dict, now_ms: int) -> list[
             if p.lag_seconds is None and p.committed is not None:
                 dated = 0.0 if p.lag == 0 else interpolated_lag_seconds(histories.get((p.group, p.topic, p.partition), []), next_offset(p), now_ms)
                 if dated is not None:
-                    p = dataclasses.replace(p, lag_seconds=dated, lag_seconds_source="caught_up" if p.lag == 0 else "interp")
+                    p = replace(p, lag_seconds=dated, lag_seconds_source="caught_up" if p.lag == 0 else "interp")
             rows.append(p)
         known = [r.lag_seconds for r in rows if r.lag_seconds is not None]
-        updated.append(dataclasses.replace(g, partitions=tuple(rows), lag_seconds_max=max(known) if known else None))
+        updated.append(replace(g, partitions=tuple(rows), lag_seconds_max=max(known) if known else None))
     return updated
 
 
 def _with_record_time_lag(session: AdminSession, results: list[GroupLag], now_ms: int | None) -> list[GroupLag]:
     """lag_seconds = now - timestamp of the next record to consume (exact for LogAppendTime
     topics, subject to producer clocks for CreateTime)."""
-    import dataclasses
     import time
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
@@ -333,12 +335,12 @@ def _with_record_time_lag(session: AdminSession, results: list[GroupLag], now_ms
         rows = []
         for p in g.partitions:
             if p.lag == 0:
-                rows.append(dataclasses.replace(p, lag_seconds=0.0, lag_seconds_source="caught_up"))
+                rows.append(replace(p, lag_seconds=0.0, lag_seconds_source="caught_up"))
             elif p.lag:
                 ts = stamps.get((p.topic, p.partition, next_offset(p)))
-                rows.append(dataclasses.replace(p, lag_seconds=max(0.0, (now - ts) / 1000) if ts is not None and ts >= 0 else None, lag_seconds_source="record" if ts is not None and ts >= 0 else "none"))
+                rows.append(replace(p, lag_seconds=max(0.0, (now - ts) / 1000) if ts is not None and ts >= 0 else None, lag_seconds_source="record" if ts is not None and ts >= 0 else "none"))
             else:
                 rows.append(p)
         seconds = [r.lag_seconds for r in rows if r.lag_seconds is not None]
-        updated.append(dataclasses.replace(g, partitions=tuple(rows), lag_seconds_max=max(seconds) if seconds else None))
+        updated.append(replace(g, partitions=tuple(rows), lag_seconds_max=max(seconds) if seconds else None))
     return updated

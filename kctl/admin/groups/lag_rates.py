@@ -4,27 +4,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from kctl.values import Value
 
 
-@dataclass(frozen=True, kw_only=True)
-class LagRate:
-    group: str
-    topic: str
-    partition: int
-    committed: int | None
-    log_end: int | None
-    lag: int | None
-    # Change of lag since the previous sample.
-    lag_delta: int | None
-    # Records per second committed and produced since the previous sample.
-    consume_rate: float | None
-    produce_rate: float | None
-    # lag / (consume - produce); null without rates or when falling behind.
-    eta_seconds: float | None
-    # Produced faster than consumed while behind: the lag will not shrink.
-    falling_behind: bool
-    sampled_at: int
+class LagRate(Value):
+    __slots__ = ("group", "topic", "partition", "committed", "log_end", "lag", "lag_delta", "consume_rate", "produce_rate", "eta_seconds", "falling_behind", "sampled_at")
+
+    def __init__(
+        self, *,
+        group: str, topic: str, partition: int, committed: int | None, log_end: int | None, lag: int | None, lag_delta: int | None,
+        consume_rate: float | None, produce_rate: float | None, eta_seconds: float | None, falling_behind: bool, sampled_at: int,
+    ):
+        self.group = group
+        self.topic = topic
+        self.partition = partition
+        self.committed = committed
+        self.log_end = log_end
+        self.lag = lag
+        # Change of lag since the previous sample.
+        self.lag_delta = lag_delta
+        # Records per second committed and produced since the previous sample.
+        self.consume_rate = consume_rate
+        self.produce_rate = produce_rate
+        # lag / (consume - produce); null without rates or when falling behind.
+        self.eta_seconds = eta_seconds
+        # Produced faster than consumed while behind: the lag will not shrink.
+        self.falling_behind = falling_behind
+        self.sampled_at = sampled_at
 
 
 def rates(current: Sequence, previous: Sequence | None, elapsed: float | None) -> list[LagRate]:

@@ -20,7 +20,6 @@ for RETRY_SAMPLES samples.
 
 from __future__ import annotations
 
-import dataclasses
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from kctl.admin.groups.lag import next_offset
 from kctl.admin.groups.lag_history import lag_seconds_at
 from kctl.admin.groups.models import GroupLag, PartitionLag
+from kctl.values import replace
 
 POINTS_KEPT = 30
 READS_PER_SAMPLE = 1000
@@ -145,9 +145,9 @@ class TimeLagEstimator:
         rows = []
         for p in g.partitions:
             answer = self.time_lag(p, now_ms)
-            rows.append(dataclasses.replace(p, lag_seconds=answer.seconds, lag_seconds_source=answer.source))
+            rows.append(replace(p, lag_seconds=answer.seconds, lag_seconds_source=answer.source))
         known = [r.lag_seconds for r in rows if r.lag_seconds is not None]
-        return dataclasses.replace(g, partitions=tuple(rows), lag_seconds_max=max(known) if known else None)
+        return replace(g, partitions=tuple(rows), lag_seconds_max=max(known) if known else None)
 
 
 def _position(p: PartitionLag) -> Position:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from kctl.admin.client.session import AdminSession
@@ -16,6 +15,7 @@ from kctl.admin.groups.lag import group_lag, with_history
 from kctl.admin.groups.lag_rates import LagRate, rates
 from kctl.admin.groups.models import GroupLag, PartitionLag
 from kctl.errors import KctlError, Partial, UsageError
+from kctl.values import Value
 
 
 def sample(session: AdminSession, groups: Sequence[str] | None, *, topics: Sequence[str] = (), isolation: str = "read_uncommitted",
@@ -40,13 +40,15 @@ def behind(found: Sequence[GroupLag], max_lag: int, max_seconds: float | None = 
             if (p.lag or 0) > max_lag or (max_seconds is not None and (p.lag_seconds or 0) > max_seconds)]
 
 
-@dataclass(frozen=True, kw_only=True)
-class CatchUp:
-    found: list[GroupLag]  # the last sample
-    errors: dict[str, KctlError]
-    behind: list[PartitionLag]  # empty once caught up
-    first_lag: int  # the largest total lag seen, what progress is measured against
-    seconds: float
+class CatchUp(Value):
+    __slots__ = ("found", "errors", "behind", "first_lag", "seconds")
+
+    def __init__(self, *, found: list[GroupLag], errors: dict[str, KctlError], behind: list[PartitionLag], first_lag: int, seconds: float):
+        self.found = found
+        self.errors = errors
+        self.behind = behind
+        self.first_lag = first_lag
+        self.seconds = seconds
 
 
 def until_caught_up(session: AdminSession, groups: Sequence[str] | None, *, max_lag: int, max_seconds: float | None = None,

@@ -11,13 +11,13 @@ shown: Kafka does not send them, and kctl masks any it is given.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.kafka import CONFIG_SOURCES
 from kctl.admin.client.session import AdminSession, unknown_topic, unknown_topic_in
 from kctl.config.secrets import MASK
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial, UsageError
+from kctl.values import Value
 
 # kctl's entity types -> Kafka's ConfigResource type names.
 ENTITY_TYPES = ("topic", "broker", "broker-default", "broker-logger", "group", "client-metrics")
@@ -29,42 +29,50 @@ OPERATIONS = ("set", "delete", "append", "subtract")
 DEFAULT_CONFIG = 5
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigValue:
-    name: str
-    value: str | None
-    # Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
-    # DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, ...
-    source: str
-    is_default: bool
-    read_only: bool
-    sensitive: bool
+class ConfigValue(Value):
+    __slots__ = ("name", "value", "source", "is_default", "read_only", "sensitive")
+
+    def __init__(self, *, name: str, value: str | None, source: str, is_default: bool, read_only: bool, sensitive: bool):
+        self.name = name
+        self.value = value
+        # Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+        # DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, ...
+        self.source = source
+        self.is_default = is_default
+        self.read_only = read_only
+        self.sensitive = sensitive
 
 
-@dataclass(frozen=True, kw_only=True)
-class ResourceConfig:
-    entity_type: str
-    entity_name: str
-    configs: tuple[ConfigValue, ...]
+class ResourceConfig(Value):
+    __slots__ = ("entity_type", "entity_name", "configs")
+
+    def __init__(self, *, entity_type: str, entity_name: str, configs: tuple[ConfigValue, ...]):
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        self.configs = configs
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigChange:
+class ConfigChange(Value):
     """One incremental operation: set/append/subtract take a value, delete does not."""
 
-    operation: str
-    name: str
-    value: str | None = None
+    __slots__ = ("operation", "name", "value")
+
+    def __init__(self, *, operation: str, name: str, value: str | None = None):
+        self.operation = operation
+        self.name = name
+        self.value = value
 
 
-@dataclass(frozen=True, kw_only=True)
-class AlterResult:
-    entity_type: str
-    entity_name: str
-    # altered | validated | failed
-    status: str
-    changes: tuple[str, ...]
-    error: str | None = None
+class AlterResult(Value):
+    __slots__ = ("entity_type", "entity_name", "status", "changes", "error")
+
+    def __init__(self, *, entity_type: str, entity_name: str, status: str, changes: tuple[str, ...], error: str | None = None):
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        # altered | validated | failed
+        self.status = status
+        self.changes = changes
+        self.error = error
 
 
 def resource_name(entity_type: str, name: str | None) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from kctl.admin.client.errors import missing_topic
 from kctl.admin.client.kafka import (
@@ -24,6 +23,7 @@ from kctl.admin.client.kafka import (
 )
 from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError, NotFoundError, Partial, UsageError
+from kctl.values import Value, replace
 
 _PARTITIONS = re.compile(r"(\d+)(?:-(\d*))?")
 # Positions of tiered storage that ListOffsets answers (kafka-get-offsets --time's names).
@@ -31,13 +31,15 @@ TIERED_POSITIONS = {"earliest-local": EARLIEST_LOCAL_TIMESTAMP, "latest-tiered":
 NEEDS_TIERED = "tiered storage offsets (ListOffsets v9, Kafka 3.9+)"
 
 
-@dataclass(frozen=True, kw_only=True)
-class PartitionSelector:
+class PartitionSelector(Value):
     """`topic` or `topic:0-3,5,7-` (Kafka's kafka-get-offsets syntax)."""
 
-    topic: str
-    # (first, last) ranges, last None for open-ended; empty means every partition.
-    ranges: tuple[tuple[int, int | None], ...] = ()
+    __slots__ = ("topic", "ranges")
+
+    def __init__(self, *, topic: str, ranges: tuple[tuple[int, int | None], ...] = ()):
+        self.topic = topic
+        # (first, last) ranges, last None for open-ended; empty means every partition.
+        self.ranges = ranges
 
     def selects(self, partition: int) -> bool:
         return not self.ranges or any(lo <= partition and (hi is None or partition <= hi) for lo, hi in self.ranges)
@@ -60,23 +62,29 @@ def parse_selector(text: str) -> PartitionSelector:
     return PartitionSelector(topic=topic, ranges=tuple(ranges))
 
 
-@dataclass(frozen=True, kw_only=True)
-class PartitionOffsets:
-    topic: str
-    partition: int
-    # The log start offset: the first offset still stored.
-    earliest: int
-    # The log end offset (high watermark), or the last stable offset with read_committed.
-    latest: int
-    # latest - earliest: an upper bound on the records stored (compaction and
-    # transaction markers make the real count lower).
-    span: int
-    # With --at: the first offset whose timestamp is at or after the instant (latest if none).
-    offset_at: int | None = None
-    timestamp_at: int | None = None
-    # With --max-timestamp: the offset of the record with the largest timestamp.
-    max_timestamp_offset: int | None = None
-    max_timestamp: int | None = None
+class PartitionOffsets(Value):
+    __slots__ = ("topic", "partition", "earliest", "latest", "span", "offset_at", "timestamp_at", "max_timestamp_offset", "max_timestamp")
+
+    def __init__(
+        self, *,
+        topic: str, partition: int, earliest: int, latest: int, span: int, offset_at: int | None = None, timestamp_at: int | None = None,
+        max_timestamp_offset: int | None = None, max_timestamp: int | None = None,
+    ):
+        self.topic = topic
+        self.partition = partition
+        # The log start offset: the first offset still stored.
+        self.earliest = earliest
+        # The log end offset (high watermark), or the last stable offset with read_committed.
+        self.latest = latest
+        # latest - earliest: an upper bound on the records stored (compaction and
+        # transaction markers make the real count lower).
+        self.span = span
+        # With --at: the first offset whose timestamp is at or after the instant (latest if none).
+        self.offset_at = offset_at
+        self.timestamp_at = timestamp_at
+        # With --max-timestamp: the offset of the record with the largest timestamp.
+        self.max_timestamp_offset = max_timestamp_offset
+        self.max_timestamp = max_timestamp
 
 
 def resolve_partitions(
@@ -220,19 +228,25 @@ def offsets_for_time(session: AdminSession, pairs: Sequence[tuple[str, int]], at
     return {key: answers[0].offset for key, answers in found.items()}
 
 
-@dataclass(frozen=True, kw_only=True)
-class DeleteRecordsPlan:
-    topic: str
-    partition: int
-    log_start_offset: int
-    log_end_offset: int
-    # The new log start offset: records below it are deleted.
-    delete_before: int
-    records_deleted: int
-    # planned | deleted | failed
-    status: str = "planned"
-    low_watermark: int | None = None
-    error: str | None = None
+class DeleteRecordsPlan(Value):
+    __slots__ = ("topic", "partition", "log_start_offset", "log_end_offset", "delete_before", "records_deleted", "status", "low_watermark", "error")
+
+    def __init__(
+        self, *,
+        topic: str, partition: int, log_start_offset: int, log_end_offset: int, delete_before: int, records_deleted: int, status: str = "planned",
+        low_watermark: int | None = None, error: str | None = None,
+    ):
+        self.topic = topic
+        self.partition = partition
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+        # The new log start offset: records below it are deleted.
+        self.delete_before = delete_before
+        self.records_deleted = records_deleted
+        # planned | deleted | failed
+        self.status = status
+        self.low_watermark = low_watermark
+        self.error = error
 
 
 def plan_delete_records(
@@ -264,8 +278,6 @@ def plan_delete_records(
 
 
 def delete_records(session: AdminSession, plans: Sequence[DeleteRecordsPlan]) -> Partial[list[DeleteRecordsPlan]]:
-    import dataclasses
-
     from confluent_kafka import TopicPartition
 
     todo = [p for p in plans if p.records_deleted > 0]
@@ -279,12 +291,12 @@ def delete_records(session: AdminSession, plans: Sequence[DeleteRecordsPlan]) ->
     for plan in plans:
         key = (plan.topic, plan.partition)
         if key not in outcomes:
-            results.append(dataclasses.replace(plan, status="unchanged", low_watermark=plan.log_start_offset))
+            results.append(replace(plan, status="unchanged", low_watermark=plan.log_start_offset))
             continue
         outcome = outcomes[key]
         if isinstance(outcome, KctlError):
             errors[f"{plan.topic}-{plan.partition}"] = outcome
-            results.append(dataclasses.replace(plan, status="failed", error=outcome.message))
+            results.append(replace(plan, status="failed", error=outcome.message))
         else:
-            results.append(dataclasses.replace(plan, status="deleted", low_watermark=outcome.low_watermark))
+            results.append(replace(plan, status="deleted", low_watermark=outcome.low_watermark))
     return Partial(results, errors)

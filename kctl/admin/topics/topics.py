@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.kafka import TopicLayout
@@ -13,6 +12,7 @@ from kctl.admin.topics.models import PartitionInfo, TopicDescription, TopicResul
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, Partial, Resource, UsageError
 from kctl.messages.errors import error_code
 from kctl.polling import poll
+from kctl.values import Value
 
 # Kafka's own limits (org.apache.kafka.common.internals.Topic): 249 characters, ASCII
 # letters, digits, '.', '_' and '-', and neither "." nor "..".
@@ -34,15 +34,21 @@ def validate_topic_name(name: str) -> None:
     raise InvalidError(f"unable to use topic name {name!r}: {reason}")
 
 
-@dataclass(frozen=True, kw_only=True)
-class NewTopicSpec:
-    name: str
-    # None leaves the choice to the broker (num.partitions, default.replication.factor).
-    partitions: int | None = None
-    replication_factor: int | None = None
-    config: Mapping[str, str] = field(default_factory=dict)
-    # Explicit replicas per partition; excludes partitions/replication_factor.
-    replica_assignment: tuple[tuple[int, ...], ...] | None = None
+class NewTopicSpec(Value):
+    __slots__ = ("name", "partitions", "replication_factor", "config", "replica_assignment")
+
+    def __init__(
+        self, *,
+        name: str, partitions: int | None = None, replication_factor: int | None = None, config: Mapping[str, str] | None = None,
+        replica_assignment: tuple[tuple[int, ...], ...] | None = None,
+    ):
+        self.name = name
+        # None leaves the choice to the broker (num.partitions, default.replication.factor).
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.config = dict() if config is None else config
+        # Explicit replicas per partition; excludes partitions/replication_factor.
+        self.replica_assignment = replica_assignment
 
 
 def parse_replica_assignment(text: str) -> tuple[tuple[int, ...], ...]:
@@ -468,14 +474,16 @@ def delete_topics(
     return Partial(results, errors)
 
 
-@dataclass(frozen=True, kw_only=True)
-class PartitionsResult:
-    name: str
-    # added | validated | unchanged | failed
-    status: str
-    partitions_before: int | None
-    partitions_after: int | None
-    error: str | None = None
+class PartitionsResult(Value):
+    __slots__ = ("name", "status", "partitions_before", "partitions_after", "error")
+
+    def __init__(self, *, name: str, status: str, partitions_before: int | None, partitions_after: int | None, error: str | None = None):
+        self.name = name
+        # added | validated | unchanged | failed
+        self.status = status
+        self.partitions_before = partitions_before
+        self.partitions_after = partitions_after
+        self.error = error
 
 
 def add_partitions(
