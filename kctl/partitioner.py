@@ -4,16 +4,46 @@ numPartitions`), or librdkafka's default (consistent: CRC-32 of the key modulo t
 
 kctl writes keys where Java producers put them (murmur2, librdkafka's `murmur2_random`)
 unless told `--partitioner consistent`; `record consume --key` reads only the partition a
-key maps to; `spark replay --partition-map hash` places replayed keys the same way. The
-hash is kafka-python's (the Java client's function; kctl's own copy was 1.3x faster per
-key, 0.86 vs 1.09 µs, too little to keep beside the rest of a record's cost).
+key maps to; `spark replay --partition-map hash` places replayed keys the same way.
+
+murmur2 is written out here, as Kafka's Utils.murmur2: kafka-python has the same
+function, but importing it imports the whole kafka package, 71 ms of a one-line `record
+produce` (measured, issue 59); tests/test_partitioner.py holds this copy equal to
+kafka-python's on random keys, and tests/cli/test_record_search.py to Java's producer.
 """
 
 from __future__ import annotations
 
+import struct
 import zlib
 
-from kafka.partitioner.default import murmur2 as _unsigned_murmur2
+_SEED, _M = 0x9747B28C, 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def _unsigned_murmur2(data: bytes) -> int:
+    """Kafka's murmur2 of `data` as an unsigned 32-bit int."""
+    length = len(data)
+    h = (_SEED ^ length) & _MASK
+    words = length // 4
+    for k in struct.unpack_from(f"<{words}I", data):
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    tail = length & 3
+    if tail:
+        rest = words * 4
+        if tail == 3:
+            h ^= data[rest + 2] << 16
+        if tail >= 2:
+            h ^= data[rest + 1] << 8
+        h ^= data[rest]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h
 
 # kctl's names, and librdkafka's `partitioner` for each.
 PARTITIONERS = {"murmur2": "murmur2_random", "consistent": "consistent_random"}

@@ -66,9 +66,9 @@ ALLOWED = {
 # Third-party packages that only one part of kctl may import.
 OWNED = {
     "click": ("kctl.cli", "kctl.devtools"),
-    # kafka-python: the bundled broker's codec of the APIs kctl/messages does not define,
-    # and the Java client's partitioner hash; no client of kctl's goes through it.
-    "kafka": ("kctl.broker", "kctl.partitioner"),
+    # kafka-python: the bundled broker's codec of the APIs kctl/messages does not define;
+    # no client of kctl's goes through it.
+    "kafka": ("kctl.broker",),
     "pyspark": ("kctl.spark",),
     # CEL (common-expression-language) evaluates --where; loaded only when one is given.
     "cel": ("kctl.records.where",),
