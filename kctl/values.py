@@ -14,9 +14,12 @@ the field order that makes their JSON keys (kctl.output.render).
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-V = TypeVar("V", bound="Value")
+if TYPE_CHECKING:  # a TypeVar bound by name compiles that name: ~0.7 ms at import
+    from typing import TypeVar
+
+    V = TypeVar("V", bound="Value")
 
 
 class Value:

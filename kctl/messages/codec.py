@@ -282,6 +282,14 @@ def _default(spec: dict, kind: str, nullable: bool) -> Any:
     return None  # arrays and structs: filled in by the caller
 
 
+# How many of one struct are read (or written) before a function is written out for it
+# (_Compiled.written_read, written_write); until then its fields are taken in a loop.
+# Writing one out costs ~0.1 ms (compile()), which the few small answers of a one-shot read
+# never earn back (~1.5 ms of a `group list`, issue 59), while a large answer (an
+# OffsetFetch of 100,000 offsets) crosses the line at its first array.
+_WRITE_OUT_AFTER = 16
+
+
 class _Compiled:
     """One struct's fields for one version: decode bytes to a Struct, encode keywords."""
 
@@ -289,15 +297,64 @@ class _Compiled:
         self.fields = [f for f in fields if f.tag is None]
         self.tagged = {f.tag: f for f in fields if f.tag is not None}
         self.flexible = flexible
+        self._reads = self._writes = 0
+
+    def read(self, r: _Reader) -> Struct:
+        return self.reader(1)(r)
+
+    def write(self, out: list, value: Any) -> None:
+        self.writer(1)(out, value)
+
+    def reader(self, count: int) -> Callable[[_Reader], Struct]:
+        """The decoder for the next `count` structs."""
+        self._reads += count
+        return self.written_read if self._reads > _WRITE_OUT_AFTER else self._read_fields
+
+    def writer(self, count: int) -> Callable[[list, Any], None]:
+        """The encoder for the next `count` structs."""
+        self._writes += count
+        return self.written_write if self._writes > _WRITE_OUT_AFTER else self._write_fields
+
+    def _read_fields(self, r: _Reader) -> Struct:
+        """written_read's decoding, field by field."""
+        data = r.data
+        values: dict[str, Any] = {}
+        try:
+            for f in self.fields:
+                values[f.name] = _fresh(f.default) if f.read is None else f.read(r)
+            if self.flexible and not self.tagged:
+                if data[r.pos]:
+                    self._read_tags(r, {})
+                else:
+                    r.pos += 1
+        except (struct.error, IndexError) as exc:
+            raise CodecError(f"message too short at {r.pos}") from exc
+        if self.flexible and self.tagged:
+            self._read_tags(r, values)
+        o = object.__new__(Struct)
+        o.__dict__ = values
+        return o
+
+    def _write_fields(self, out: list, value: Any) -> None:
+        """written_write's encoding, field by field."""
+        get = value.get if type(value) is dict else (lambda name, default: getattr(value, name, default))
+        for f in self.fields:
+            if f.write is not None:
+                v = get(f.name, _MISSING)
+                f.write(out, _fresh(f.default) if v is _MISSING else v)
+        if self.flexible:
+            if self.tagged:
+                self._write_tags(out, get)
+            else:
+                out.append(b"\x00")
 
     @cached_property
-    def read(self) -> Callable[[_Reader], Struct]:
-        """A decoder made for this struct: decoding is the hot path of the group reads
-        (100,000 committed offsets of 10,000 groups in one OffsetFetch answer), and a
+    def written_read(self) -> Callable[[_Reader], Struct]:
+        """A decoder written out for this struct: decoding is the hot path of the group
+        reads (100,000 committed offsets of 10,000 groups in one OffsetFetch answer), and a
         function written out per struct, with runs of fixed-size fields read by one
         struct.unpack_from, decodes 2-3x faster than a loop over the fields (measured).
-        Made on first use: a request is only ever encoded, and building every struct's
-        decoder up front made the codec of a `group lag`'s messages 14 ms instead of 5."""
+        Made when a struct has been read _WRITE_OUT_AFTER times (see there)."""
         env: dict[str, Any] = {"Struct": Struct, "new": object.__new__, "error": struct.error, "CodecError": CodecError,
                                "read_tags": self._read_tags}
         lines = ["def read(r):", "    data = r.data", "    try:"]
@@ -347,9 +404,9 @@ class _Compiled:
             r.pos = end
 
     @cached_property
-    def write(self) -> Callable[[list, Any], None]:
-        """An encoder made for this struct, as `read` is: fields taken from a dict (or
-        an object's attributes), runs of fixed-size fields packed by one struct.pack.
+    def written_write(self) -> Callable[[list, Any], None]:
+        """An encoder written out for this struct, as `written_read` is: fields taken from
+        a dict (or an object's attributes), runs of fixed-size fields packed by one struct.pack.
         The bundled broker encodes its answers with it (a Metadata answer of 2,000
         partitions: 9 ms, against 19 ms with a loop over the fields and 20-28 ms with
         kafka-python's classes, measured)."""
@@ -450,19 +507,19 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
                 return None
             if count > len(r.data) - r.pos:
                 raise CodecError(f"array of {count} items in {len(r.data) - r.pos} bytes")
-            read = item_read or struct_.read  # a struct's decoder is made on first use
+            read = item_read or struct_.reader(count)
             return [read(r) for _ in range(count)]
 
         def write_array(out: list, value: Any) -> None:
             _write_count(out, value, flexible)
-            write = item_write or struct_.write  # a struct's encoder is made on first use
+            write = item_write or struct_.writer(len(value or ()))
             for item in value or ():
                 write(out, item)
 
         return read_array, write_array
     struct_ = _compile_fields(spec.get("fields") or common[kind], version, flexible, common)
     if not nullable:
-        return (lambda r: struct_.read(r)), (lambda out, v: struct_.write(out, v))  # made on first use
+        return struct_.read, struct_.write
 
     def read_nullable(r: _Reader) -> Any:
         return None if _INT8[0](r) < 0 else struct_.read(r)

@@ -11,6 +11,17 @@ import pytest
 from kctl.messages import codec
 
 
+@pytest.fixture(autouse=True, params=["field by field", "written out"])
+def decoding(request, monkeypatch):
+    """Every test twice: each struct decoded and encoded by its loop over the fields (what
+    a one-shot read uses), then by the function written out for it (what a large answer
+    switches to, codec._WRITE_OUT_AFTER)."""
+    monkeypatch.setattr(codec, "_WRITE_OUT_AFTER", 10**9 if request.param == "field by field" else 0)
+    codec.message.cache_clear()
+    yield request.param
+    codec.message.cache_clear()
+
+
 def kafka_python(name: str):
     """kafka-python's class for a message (its own definitions, or kctl's for the newer APIs)."""
     import kafka.protocol.admin as admin
@@ -184,3 +195,15 @@ def test_error_names_are_kafkas_and_every_name_kctl_acts_on_is_one():
     names = {name for name, _ in ERRORS.values()}
     assert RETRIABLE_OFFSETS <= names
     assert wire_producer._RETRIABLE - {"_TRANSPORT"} <= names
+
+
+def test_a_large_array_switches_to_the_written_decoder(monkeypatch):
+    monkeypatch.setattr(codec, "_WRITE_OUT_AFTER", 16)
+    message = codec.message("ListGroupsResponse", 5)
+    groups = [{"group_id": f"g{i}", "protocol_type": "consumer", "group_state": "Empty", "group_type": "classic"} for i in range(1000)]
+    read_array = message._struct.fields[-1].read  # the groups array's reader holds the group struct
+    struct_ = next(c.cell_contents for c in read_array.__closure__ if isinstance(c.cell_contents, codec._Compiled))
+    assert [g.group_id for g in message.decode(message.encode(groups=groups[:3])).groups] == ["g0", "g1", "g2"]
+    assert "written_read" not in vars(struct_)  # three groups: read field by field
+    assert [g.group_id for g in message.decode(message.encode(groups=groups)).groups] == [g["group_id"] for g in groups]
+    assert "written_read" in vars(struct_)
