@@ -9,28 +9,13 @@ import click
 
 from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
-from kctl.cli._options import global_options, pass_app, yes_option
+from kctl.cli._options import global_options, pass_app, runs, yes_option
+from kctl.cli.reads.acl import ACL_COLUMNS, ACL_TABLE, OPERATION_NAMES, filters_of, resources_of, split
 from kctl.errors import PartialFailure, UsageError
 from kctl.output.spec import Column, TableSpec
 
-ACL_COLUMNS = (
-    Column("principal", "PRINCIPAL"),
-    Column("host", "HOST"),
-    Column("operation", "OPERATION"),
-    Column("permission_type", "PERMISSION"),
-    Column("resource_type", "RESOURCE-TYPE"),
-    Column("resource_name", "RESOURCE-NAME"),
-    Column("pattern_type", "PATTERN-TYPE"),
-)
-ACL_TABLE = TableSpec(ACL_COLUMNS)
 RESULT_TABLE = TableSpec((*ACL_COLUMNS, Column("status", "STATUS"), Column("error", "ERROR")))
 
-OPERATION_NAMES = "all, read, write, create, delete, alter, describe, cluster-action, describe-configs, alter-configs, idempotent-write"
-
-
-def _split(values) -> list[str]:
-    """Repeatable options that also take comma lists: --operation read,describe."""
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 def resource_options(command):
@@ -48,31 +33,6 @@ def resource_options(command):
     return command
 
 
-def _resources(topics, groups, transactional_ids, cluster) -> list[tuple[str, str]]:
-    from kctl.admin.security.acls import CLUSTER_NAME
-
-    resources = [("TOPIC", t) for t in topics] + [("GROUP", g) for g in groups]
-    resources += [("TRANSACTIONAL_ID", t) for t in transactional_ids]
-    if cluster:
-        resources.append(("CLUSTER", CLUSTER_NAME))
-    return resources
-
-
-def _filters(topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission):
-    """One AclFilter per combination of the values given; an option not given matches anything."""
-    from kctl.admin.security.acls import OPERATIONS, PATTERN_FILTERS, PERMISSION_TYPES, AclFilter, parse_choice, parse_principal
-
-    pattern_type = parse_choice(pattern, PATTERN_FILTERS, "pattern type")
-    resources: list[tuple[str | None, str | None]] = [*_resources(topics, groups, transactional_ids, cluster)] or [(None, None)]
-    principals = [parse_principal(p) for p in principals] or [None]
-    operations = [parse_choice(o, OPERATIONS, "operation") for o in _split(operations)] or [None]
-    permission_type = parse_choice(permission, PERMISSION_TYPES, "permission type") if permission else None
-    return [
-        AclFilter(resource_type, name, pattern_type, principal, host, operation, permission_type)
-        for (resource_type, name), principal, host, operation in itertools.product(resources, principals, list(hosts) or [None], operations)
-    ]
-
-
 @click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
 def acl():
     """List, create and delete ACLs (the cluster's authorizer must be enabled)."""
@@ -83,8 +43,8 @@ def acl():
 @click.option("--pattern", default="any", show_default=True, metavar="TYPE", help="Resource pattern filter: literal, prefixed, match (every pattern that applies to the name), any (any pattern type, this exact name).")
 @click.option("--permission", metavar="allow|deny", help="Only ALLOW or only DENY ACLs.")
 @global_options
-@pass_app
-def list_(app: App, topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission):
+@runs("kctl.cli.reads.acl:list_")
+def list_():
     """List ACLs; with no filter, every ACL on the cluster.
 
     Each option narrows the list; repeated values (or comma lists for --operation) match
@@ -100,10 +60,6 @@ def list_(app: App, topics, groups, transactional_ids, cluster, principals, host
       kctl acl list --operation write,create --permission allow -o json
       kctl acl list -o json > acls.json
     """
-    from kctl.admin.security.acls import list_acls
-
-    filters = _filters(topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission)
-    app.out.table(list_acls(app.session, filters), ACL_TABLE)
 
 
 @acl.command("create")
@@ -167,12 +123,12 @@ def _wanted(app, topics, groups, transactional_ids, cluster, principals, hosts, 
             if consumer:
                 acls += consumer_acls(principal, host, topics, pattern_type, groups)
         return acls
-    resources = _resources(topics, groups, transactional_ids, cluster)
+    resources = resources_of(topics, groups, transactional_ids, cluster)
     if not resources:
         raise UsageError("name a resource: --topic, --group, --transactional-id or --cluster")
     if not operations:
         raise UsageError(f"--operation is required; accepted: {OPERATION_NAMES}")
-    ops = [parse_choice(o, OPERATIONS, "operation") for o in _split(operations)]
+    ops = [parse_choice(o, OPERATIONS, "operation") for o in split(operations)]
     permission = "DENY" if deny else "ALLOW"
     return [
         Acl(resource_type, name, "LITERAL" if resource_type == "CLUSTER" else pattern_type, principal, host, op, permission)
@@ -226,7 +182,7 @@ def delete(app: App, topics, groups, transactional_ids, cluster, principals, hos
     if all_ and filtered:
         raise UsageError("--all deletes every ACL; drop it or the filter options")
     everything = all_
-    filters = _filters(topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission)
+    filters = filters_of(topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission)
     matched = list_acls(app.session, filters)
     if not matched:
         app.note("no ACLs match; nothing to delete")

@@ -14,7 +14,7 @@ from kctl.admin.client.over_librdkafka import LibrdkafkaKafka
 from kctl.admin.client.over_wire import WireKafka
 from kctl.admin.client.session import AdminSession
 from kctl.config.model import ClientSettings
-from kctl.errors import NotFoundError
+from kctl.errors import KctlError, NotFoundError
 
 pytestmark = pytest.mark.integration
 
@@ -116,3 +116,47 @@ def test_the_session_picks_the_wire_client_unless_a_setting_needs_librdkafka(clu
                                                                                           "ssl.sigalgs.list": "RSA+SHA256"},
                                         timeout=10, context=None))
     assert (plain.kafka.name, tuned.kafka.name) == ("wire", "librdkafka")
+
+
+def test_describe_acls_is_the_same_through_both(kctl, cluster, request, unique_name):
+    """DescribeAcls (kctl acl list): the bindings in Kafka's names, whichever filter; on a
+    cluster without an authorizer the wire client says SECURITY_DISABLED where librdkafka
+    answers nothing (kctl.admin.security.acls asks again then)."""
+    plain = AdminSession(ClientSettings(bootstrap_servers=cluster.bootstrap, properties={}, timeout=10, context=None))
+    everything = (None, None, "ANY", None, None, None, None)
+    try:
+        if cluster.backend == "bundled":
+            with pytest.raises(KctlError) as refused:
+                WireKafka(plain.wire, plain.timeout).describe_acls([everything], "list ACLs")
+            assert refused.value.kafka_error == "SECURITY_DISABLED"
+            assert LibrdkafkaKafka(plain.librdkafka).describe_acls([everything], "list ACLs") == set()
+            bootstrap = request.getfixturevalue("secured_bundled").plaintext
+        elif cluster.backend == "kafka3":
+            bootstrap = cluster.bootstrap
+        else:
+            pytest.skip("ACLs need an authorizer: the bundled broker's, or kafka3's StandardAuthorizer")
+    finally:
+        plain.close()
+    prefix, user = unique_name("acls"), f"User:{unique_name('u')}"
+    for args in (("--topic", f"{prefix}.", "--pattern", "prefixed", "--operation", "read,write"), ("--group", prefix, "--operation", "read"),
+                 ("--topic", f"{prefix}.x", "--operation", "describe", "--deny", "--host", "10.0.0.1"), ("--cluster", "--operation", "describe-configs")):
+        assert kctl("-b", bootstrap, "acl", "create", "--principal", user, *args).exit_code == 0
+    session = AdminSession(ClientSettings(bootstrap_servers=bootstrap, properties={}, timeout=10, context=None))
+    try:
+        wire, librdkafka = WireKafka(session.wire, session.timeout), LibrdkafkaKafka(session.librdkafka)
+        filters = [[(None, None, "ANY", user, None, None, None)], [("TOPIC", f"{prefix}.x", "MATCH", None, None, None, None)],
+                   [(None, None, "ANY", user, None, "READ", "ALLOW"), ("CLUSTER", None, "ANY", user, None, None, None)],
+                   [("GROUP", prefix, "LITERAL", None, None, None, "DENY")]]
+        for asked in filters:
+            deadline = time.monotonic() + 10  # each broker's authorizer learns new ACLs a moment later
+            while (through_wire := wire.describe_acls(asked, "list ACLs")) != librdkafka.describe_acls(asked, "list ACLs"):
+                assert time.monotonic() < deadline, asked
+                time.sleep(0.2)
+            assert through_wire == librdkafka.describe_acls(asked, "list ACLs")
+        assert wire.describe_acls(filters[0], "list ACLs") == {
+            ("TOPIC", f"{prefix}.", "PREFIXED", user, "*", "READ", "ALLOW"), ("TOPIC", f"{prefix}.", "PREFIXED", user, "*", "WRITE", "ALLOW"),
+            ("GROUP", prefix, "LITERAL", user, "*", "READ", "ALLOW"), ("TOPIC", f"{prefix}.x", "LITERAL", user, "10.0.0.1", "DESCRIBE", "DENY"),
+            ("CLUSTER", "kafka-cluster", "LITERAL", user, "*", "DESCRIBE_CONFIGS", "ALLOW")}
+        assert wire.describe_acls(filters[3], "list ACLs") == set()
+    finally:
+        session.close()

@@ -66,6 +66,8 @@ LINES = [
     ("-b 127.0.0.1:1 --timeout 0.5 topic list", True),  # unreachable: exit 69
     ("-b {b} topic list --timeout 0", False),
     ("-b {b} topic create x --help", False),
+    ("-b {b} acl list", True),  # no authorizer on the cluster: SECURITY_DISABLED, exit 65
+    ("-b {b} acl list --principal alice --operation read", True),  # a principal without its type
 ]
 
 

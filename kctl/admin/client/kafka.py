@@ -147,6 +147,22 @@ CONFIG_SOURCES: Mapping[int, str] = {
 }
 
 
+# An ACL binding in Kafka's names, as kafka-acls and the protocol give them (CLUSTER, not
+# librdkafka's BROKER): (resource type, resource name, pattern type, principal, host,
+# operation, permission type).
+AclBinding = tuple[str, str, str, str, str, str, str]
+# A DescribeAcls filter, in the same order: None matches any value (the pattern type: ANY,
+# MATCH, LITERAL or PREFIXED).
+AclBindingFilter = tuple[str | None, str | None, str, str | None, str | None, str | None, str | None]
+# Kafka's codes of the ACL enums (ResourceType, PatternType, AclOperation, AclPermissionType).
+ACL_RESOURCE_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID", 6: "DELEGATION_TOKEN", 7: "USER"}
+ACL_PATTERN_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "MATCH", 3: "LITERAL", 4: "PREFIXED"}
+ACL_OPERATIONS = {0: "UNKNOWN", 1: "ANY", 2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER", 8: "DESCRIBE",
+                  9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS", 12: "IDEMPOTENT_WRITE", 13: "CREATE_TOKENS",
+                  14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"}
+ACL_PERMISSION_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
+
+
 class Kafka(Protocol):
     """What every adapter serves; see the module docstring."""
 
@@ -174,6 +190,12 @@ class Kafka(Protocol):
         """The configs (all, or only `keys`) of each (resource type, name): TOPIC or
         BROKER; a broker's own configs are asked of that broker. Each resource that could
         not be read has its error instead."""
+        ...
+
+    def describe_acls(self, filters: Sequence[AclBindingFilter], action: str) -> set[AclBinding]:
+        """Every ACL any of `filters` matches (DescribeAcls, all filters asked at once). A
+        cluster without an authorizer: the SECURITY_DISABLED error where the client reports
+        it; librdkafka answers it as no ACL at all (the caller asks again to tell)."""
         ...
 
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],

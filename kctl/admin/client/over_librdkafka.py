@@ -17,6 +17,8 @@ from kctl.admin.client.kafka import (
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     TOPIC,
+    AclBinding,
+    AclBindingFilter,
     Broker,
     ClusterMetadata,
     ConfigValue,
@@ -158,12 +160,42 @@ class LibrdkafkaKafka:
                                    for e in result.values() if keys is None or e.name in keys}
         return Partial(found, errors)
 
+    def describe_acls(self, filters: Sequence[AclBindingFilter], action: str) -> set[AclBinding]:
+        from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+        session = self.session
+        futures = {i: session.client.describe_acls(binding_filter(f), request_timeout=session.timeout) for i, f in enumerate(filters)}
+        # Kafka's name of each of confluent-kafka's enum members: Enum.name is a property,
+        # and 10,000 ACLs made it a measurable part of `acl list`.
+        names = {m: m.name for kind in (AclOperation, AclPermissionType, ResourcePatternType, ResourceType) for m in kind}
+        names[ResourceType.BROKER] = "CLUSTER"
+        found: set[AclBinding] = set()
+        for result in session.wait_all(futures, action).values():
+            if isinstance(result, KctlError):
+                raise result
+            found.update((names[b.restype], b.name, names[b.resource_pattern_type], b.principal, b.host, names[b.operation],
+                          names[b.permission_type]) for b in result)
+        return found
+
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
                              timeout: float, partitioner: str = "murmur2") -> Any | None:
         return None  # librdkafka's own producer serves every input on this path
 
     def close(self) -> None:
         pass  # the AdminClient is the session's
+
+
+def binding_filter(fields: AclBindingFilter) -> Any:
+    """confluent-kafka's AclBindingFilter of a filter in Kafka's names (kctl.admin.client.
+    kafka.AclBindingFilter): what describe_acls asks, and kctl.admin.security.acls deletes."""
+    from confluent_kafka.admin import AclBindingFilter as Filter
+    from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    resource_type, name, pattern_type, principal, host, operation, permission = fields
+    kind = ResourceType.BROKER if resource_type == "CLUSTER" else ResourceType[resource_type or "ANY"]
+    # None matches any name, principal or host (confluent-kafka's hints say str).
+    return Filter(kind, name, ResourcePatternType[pattern_type], principal, host,  # type: ignore[arg-type]
+                  AclOperation[operation or "ANY"], AclPermissionType[permission or "ANY"])
 
 
 def _spec(timestamp: int) -> Any:

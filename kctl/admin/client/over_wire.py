@@ -9,12 +9,18 @@ from typing import Any
 
 from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.kafka import (
+    ACL_OPERATIONS,
+    ACL_PATTERN_TYPES,
+    ACL_PERMISSION_TYPES,
+    ACL_RESOURCE_TYPES,
     BROKER,
     CONFIG_SOURCES,
     EARLIEST_LOCAL_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
     MAX_TIMESTAMP,
     TOPIC,
+    AclBinding,
+    AclBindingFilter,
     Broker,
     ClusterMetadata,
     ConfigValue,
@@ -149,6 +155,30 @@ class WireKafka:
                 found[key] = {c.name: ConfigValue(c.name, c.value, CONFIG_SOURCES.get(c.config_source, "UNKNOWN"), bool(c.is_sensitive),
                                                   bool(c.read_only)) for c in result.configs}
         return Partial(found, errors)
+
+    def describe_acls(self, filters: Sequence[AclBindingFilter], action: str) -> set[AclBinding]:
+        """One DescribeAcls per filter to any broker, all at once; the bindings read straight
+        from the answers (librdkafka's Python objects cost 5 µs an ACL: 0.05 s of listing
+        10,000, measured for issue 59)."""
+        codes = [{name: code for code, name in names.items()} for names in
+                 (ACL_RESOURCE_TYPES, ACL_PATTERN_TYPES, ACL_OPERATIONS, ACL_PERMISSION_TYPES)]
+        resource_codes, pattern_codes, operation_codes, permission_codes = codes
+        sent = [(None, "DescribeAcls", {"resource_type_filter": resource_codes[resource_type or "ANY"], "resource_name_filter": name,
+                                        "pattern_type_filter": pattern_codes[pattern_type], "principal_filter": principal, "host_filter": host,
+                                        "operation": operation_codes[operation or "ANY"], "permission_type": permission_codes[permission or "ANY"]},
+                 1, 3)
+                for resource_type, name, pattern_type, principal, host, operation, permission in filters]
+        wire = self.wire
+        answers = wire.call(action, lambda: wire.fan_out(sent, wire.deadline()))
+        found: set[AclBinding] = set()
+        for answer in answers:
+            if answer.error_code:
+                raise for_kafka_code(answer.error_code, answer.error_message, action)
+            for resource in answer.resources:
+                resource_type, pattern_type = ACL_RESOURCE_TYPES[resource.resource_type], ACL_PATTERN_TYPES[resource.pattern_type]
+                found.update((resource_type, resource.resource_name, pattern_type, acl.principal, acl.host, ACL_OPERATIONS[acl.operation],
+                              ACL_PERMISSION_TYPES[acl.permission_type]) for acl in resource.acls)
+        return found
 
     def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
                              timeout: float, partitioner: str = "murmur2") -> Any | None:

@@ -2,8 +2,9 @@
 
 An ACL binds a resource pattern (resource type, name, pattern type) to an entry
 (principal, host, operation, permission type). Names are Kafka's: the resource type
-librdkafka calls BROKER is CLUSTER here, as in kafka-acls and the protocol. confluent-kafka's
-create/describe/delete_acls do the work.
+librdkafka calls BROKER is CLUSTER here, as in kafka-acls and the protocol. Listing goes
+through the session's Kafka operations (kctl's wire client unless a setting needs
+librdkafka); confluent-kafka's create/delete_acls do the writes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kctl.admin.client.errors import for_kafka_code
+from kctl.admin.client.kafka import AclBindingFilter
 from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, UsageError
 
@@ -192,36 +194,17 @@ def _binding(acl: Acl) -> Any:
 
 
 def _binding_filter(f: AclFilter) -> Any:
-    from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType
+    from kctl.admin.client.over_librdkafka import binding_filter
 
-    # None matches any name, principal or host (confluent-kafka's hints say str).
-    return AclBindingFilter(
-        _resource_type(f.resource_type), f.resource_name, ResourcePatternType[f.pattern_type],  # type: ignore[arg-type]
-        f.principal, f.host,  # type: ignore[arg-type]
-        AclOperation[f.operation] if f.operation else AclOperation.ANY,
-        AclPermissionType[f.permission_type] if f.permission_type else AclPermissionType.ANY,
-    )
+    return binding_filter(_fields(f))
+
+
+def _fields(f: AclFilter) -> AclBindingFilter:
+    return (f.resource_type, f.resource_name, f.pattern_type, f.principal, f.host, f.operation, f.permission_type)
 
 
 def _exact_filter(acl: Acl) -> Any:
     return _binding_filter(AclFilter(**asdict(acl)))
-
-
-def _acl(binding: Any, names: dict[Any, str]) -> Acl:
-    # `names` maps confluent-kafka's enum members to Kafka's names: Enum.name is a
-    # property, and 10,000 ACLs made it a measurable part of `acl list`.
-    return Acl(
-        names[binding.restype], binding.name, names[binding.resource_pattern_type], binding.principal,
-        binding.host, names[binding.operation], names[binding.permission_type],
-    )
-
-
-def _enum_names() -> dict[Any, str]:
-    from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
-
-    names = {m: m.name for kind in (AclOperation, AclPermissionType, ResourcePatternType, ResourceType) for m in kind}
-    names[ResourceType.BROKER] = "CLUSTER"
-    return names
 
 
 def _sort_key(acl: Acl) -> tuple:
@@ -241,17 +224,14 @@ def _not_enabled(error: KctlError) -> KctlError:
 
 def list_acls(session: AdminSession, filters: Sequence[AclFilter] = (AclFilter(),)) -> list[Acl]:
     """Every ACL matching any of the filters, sorted, without duplicates."""
-    client = session.client
-    futures = {i: client.describe_acls(_binding_filter(f), request_timeout=session.timeout) for i, f in enumerate(filters)}
-    found: set[Acl] = set()
-    names = _enum_names()
-    for result in session.wait_all(futures, "list ACLs").values():
-        if isinstance(result, KctlError):
-            raise _not_enabled(result)
-        found.update(_acl(b, names) for b in result)
-    if not found:
+    action = "list ACLs"
+    try:
+        found = session.kafka.describe_acls([_fields(f) for f in filters], action)
+    except KctlError as exc:
+        raise _not_enabled(exc) from exc
+    if not found and session.kafka.name == "librdkafka":
         _check_authorizer(session)
-    return sorted(found, key=_sort_key)
+    return sorted((Acl(*binding) for binding in found), key=_sort_key)
 
 
 def _check_authorizer(session: AdminSession) -> None:
