@@ -3,8 +3,8 @@
 A real Apache Kafka 4.x node (Maven Central jars, tests/backends) gets N topics from a
 resource file through `kctl apply` (a quarter of them with config overrides), then
 `kctl diff` of the same file is timed (median of several runs) and its requests are
-counted from librdkafka's protocol log, at two sizes to show the count does not grow
-with the number of topics. topicctl cannot run here, so the anchor is what reading the
+counted from librdkafka's protocol log and kctl's client's --debug lines, at two sizes to
+show the count does not grow with the number of topics. topicctl cannot run here, so the anchor is what reading the
 same state takes with Kafka's tools: kafka-topics --describe plus kafka-configs
 --describe --entity-type topics.
 
@@ -40,7 +40,9 @@ def resource_file(path: Path, prefix: str, count: int) -> None:
 def requests(kctl: list[str], bootstrap: str, path: Path) -> collections.Counter:
     proc = subprocess.run([*kctl, "--debug", "-b", bootstrap, "diff", "-f", str(path), "-X", "debug=protocol"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return collections.Counter(re.findall(r"Sent (\w+)Request", proc.stderr))
+    # librdkafka's protocol log, and kctl's own client's (--debug: "kctl.wire: send Metadata v12").
+    found = re.findall(r"Sent (\w+)Request|kctl\.wire: send (\w+) v", proc.stderr)
+    return collections.Counter(a or b for a, b in found)
 
 
 def main() -> None:
