@@ -14,7 +14,10 @@ the field order that makes their JSON keys (kctl.output.render).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from typing import Any
+
 
 if TYPE_CHECKING:  # a TypeVar bound by name compiles that name: ~0.7 ms at import
     from typing import TypeVar

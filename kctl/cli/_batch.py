@@ -4,11 +4,14 @@ and one exit status for the whole batch."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from kctl.cli._app import App
 from kctl.errors import KctlError, PartialFailure
 from kctl.output.spec import TableSpec
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def report(app: App, results: Sequence[Any], errors: Mapping[str, KctlError], spec: TableSpec, action: str) -> None:

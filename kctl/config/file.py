@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from kctl.config.model import CONNECT_KEYS, MSK_IAM_KEYS, SCHEMA_REGISTRY_KEYS, ConfigFile, Context
 from kctl.errors import ConfigError
 
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
     from pathlib import Path
 

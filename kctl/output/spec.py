@@ -8,9 +8,12 @@ building a dataclass costs about a millisecond of start-up each.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from kctl.output.formats import FORMATS  # noqa: F401 - re-exported for callers
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Column:

@@ -9,14 +9,15 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 from kctl.admin.client.errors import describe, error_of, translate
 from kctl.config.model import ClientSettings
 from kctl.errors import ConfigError, KctlError, NotAuthorizedError, Resource, TimeoutError_, UnreachableError
 
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
     import concurrent.futures
+    from typing import Any
 
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.kafka import (
@@ -34,6 +33,10 @@ from kctl.admin.client.wire import WireClient
 from kctl.errors import KctlError, Partial, Resource
 from kctl.messages.errors import error_name
 from kctl.polling import poll
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from typing import Any
 
 # What a partition's leader answers while it moves or before it has caught up with a topic
 # just created (KRaft brokers learn of a new partition a moment after the controller names

@@ -25,13 +25,16 @@ import struct
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, SSL_PROPERTIES, default_mechanism, ignored
 from kctl.config.model import ClientSettings
 from kctl.errors import ConfigError, InvalidError, KctlError, NotAuthorizedError, TimeoutError_, UnreachableError
 from kctl.messages import codec
 from kctl.messages.errors import error_name
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _debug(message: str, *args: Any) -> None:

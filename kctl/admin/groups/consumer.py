@@ -3,9 +3,11 @@ current and target assignments, subscriptions, the group and assignment epochs."
 
 from __future__ import annotations
 
-from typing import Any
-
 from kctl.admin.groups.models import GroupDescription, MemberInfo, committed_rows
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def partitions_of(assignment: Any) -> tuple[str, ...]:

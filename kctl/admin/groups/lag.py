@@ -15,7 +15,6 @@ start L and log end H (the last stable offset with read_committed):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from kctl.admin.client.session import AdminSession
 from kctl.admin.groups import protocol
@@ -174,26 +173,18 @@ def _with_remote_reads(session: AdminSession, results: list[GroupLag]) -> list[G
     return out
 
 
-class ClusterLag(NamedTuple):
-    """cluster_lag's answer: every group's lag (the groups that could not be read with their
-    errors), the log offsets (start, end) of the partitions asked about, and what ListGroups
-    said of each group (group_type, group_state)."""
-
-    lag: Partial[list[GroupLag]]
-    log_offsets: dict[tuple[str, int], tuple[int | None, int | None]]
-    listed: dict[str, dict]
-
-
 def cluster_lag(
     session: AdminSession, partitions: Sequence[tuple[str, int]], *, isolation: str = "read_uncommitted",
     leaders: Mapping[tuple[str, int], int] | None = None,
-) -> ClusterLag:
+) -> tuple[Partial[list[GroupLag]], dict[tuple[str, int], tuple[int | None, int | None]], dict[str, dict]]:
     """Lag of every group, and the log offsets of `partitions` besides (kctl top's produce
     rates) read in the same ListOffsets round (`leaders`: each partition's, from metadata
-    the caller just read)."""
+    the caller just read): every group's lag (the groups that could not be read with their
+    errors), the log offsets (start, end) of the partitions asked about, and what ListGroups
+    said of each group (group_type, group_state)."""
     listed = {g["group_id"]: g for g in protocol.list_groups(session)}
     results, errors, log = _lag(session, listed, sorted(listed), (), isolation, partitions, leaders)
-    return ClusterLag(Partial(results, errors), log, listed)
+    return Partial(results, errors), log, listed
 
 
 def _lag(

@@ -16,12 +16,17 @@ Structs: fields in snake case (`error_code`, `group_state`, `members`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
-from kctl.admin.client.coordinators import GROUP, Request, per_coordinator
+from kctl.admin.client.coordinators import GROUP, per_coordinator
 from kctl.admin.client.errors import COORDINATOR_RETRIABLE
 from kctl.admin.client.session import AdminSession
 from kctl.messages.errors import error_name
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kctl.admin.client.coordinators import Request
 
 
 def list_groups(session: AdminSession) -> list[dict]:

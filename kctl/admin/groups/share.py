@@ -10,7 +10,6 @@ where classic groups' commits are reset. Kafka forgets share state per topic, no
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession, topic_missing
@@ -19,6 +18,10 @@ from kctl.admin.groups.consumer import partitions_of
 from kctl.admin.groups.models import CommittedOffset, GroupDescription, MemberInfo, OffsetDeletion
 from kctl.errors import GroupActiveError, KctlError, UsageError
 from kctl.messages.errors import ERRORS, error_name
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def start_offsets(raw_offsets: Any) -> dict[tuple[str, int], tuple[int | None, int | None]]:
