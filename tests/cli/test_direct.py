@@ -66,6 +66,8 @@ LINES = [
     ("-b 127.0.0.1:1 --timeout 0.5 topic list", True),  # unreachable: exit 69
     ("-b {b} topic list --timeout 0", False),
     ("-b {b} topic create x --help", False),
+    ("--context direct-ctx topic list -r {t}", True),  # the context's cluster, from the config file
+    ("topic describe {t} --context direct-ctz", True),  # an unknown context, with the closest name
     ("-b {b} acl list", True),  # no authorizer on the cluster: SECURITY_DISABLED, exit 65
     ("-b {b} acl list --principal alice --operation read", True),  # a principal without its type
 ]
@@ -75,6 +77,9 @@ LINES = [
 def seeded(cluster, unique_name, config_home):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
+    if cluster.backend != "bundled":
+        # What is compared is kctl's parsing and dispatch, the same whatever answers.
+        pytest.skip("compared on the bundled broker: the two paths differ only before the first request")
     topic, group = unique_name("direct"), unique_name("direct-group")
     subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-q"], check=True,
                    capture_output=True)
@@ -85,6 +90,7 @@ def seeded(cluster, unique_name, config_home):
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
     consumer.commit(offsets=[TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 5)], asynchronous=False)
     consumer.close()
+    subprocess.run([sys.executable, "-m", "kctl", "context", "set", "direct-ctx", "-b", cluster.bootstrap], check=True, capture_output=True)
     return {"b": cluster.bootstrap, "t": topic, "g": group}
 
 
