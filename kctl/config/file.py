@@ -73,21 +73,76 @@ def cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def load(path: str | os.PathLike) -> ConfigFile:
-    """Read the config file; a missing file is an empty configuration."""
+    """Read the config file; a missing file is an empty configuration.
+
+    What the file held when it was last parsed is kept beside it (.config.toml.json, mode
+    0600 like the file) and used while the file is unchanged (its size, inode and mtime):
+    parsing TOML imports tomllib and typing, 6.5 ms of every command (issue 59).
+    A cache that is missing, unreadable or not the file's is ignored and made again."""
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
+        with open(path, "rb") as file:
+            status = os.fstat(file.fileno())
+            data = _cached(path, status)
+            raw = file.read() if data is None else b""
     except FileNotFoundError:
         return ConfigFile()
     except OSError as exc:
         raise ConfigError(f"unable to read config file {path}: {exc.strerror}") from exc
-    import tomllib  # only when there is a file to parse
+    if data is None:
+        import tomllib  # only when the file changed since it was last read
+
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"unable to read config file {path}: {exc}") from exc
+        config = _parse(data, path)
+        _keep(path, status, data)
+        return config
+    return _parse(data, path)
+
+
+def _cache_path(path: str | os.PathLike) -> str:
+    directory, name = os.path.split(os.fspath(path))
+    return os.path.join(directory, f".{name}.json")
+
+
+def _stamp(status: os.stat_result) -> list[int]:
+    return [status.st_size, status.st_ino, status.st_mtime_ns]
+
+
+def _cached(path: str | os.PathLike, status: os.stat_result) -> dict | None:
+    """The file's contents as last parsed, when the cache is the file's as it is now."""
+    import json
 
     try:
-        data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"unable to read config file {path}: {exc}") from exc
-    return _parse(data, path)
+        with open(_cache_path(path), encoding="utf-8") as file:
+            cached = json.load(file)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(cached, dict) or cached.get("stamp") != _stamp(status) or not isinstance(cached.get("data"), dict):
+        return None
+    return cached["data"]
+
+
+def _keep(path: str | os.PathLike, status: os.stat_result, data: dict) -> None:
+    """Write the cache of a file just parsed; where it cannot be written (a read-only
+    directory, values JSON cannot hold), the next command parses the file again."""
+    import json
+    import tempfile
+
+    try:
+        text = json.dumps({"stamp": _stamp(status), "data": data})
+        directory = os.path.dirname(os.fspath(path)) or "."
+        fd, tmp = tempfile.mkstemp(prefix=".config-cache-", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:  # mkstemp makes it 0600
+                handle.write(text)
+            os.replace(tmp, _cache_path(path))
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except (OSError, TypeError, ValueError):
+        pass
 
 
 def _parse(data: dict, path: str | os.PathLike) -> ConfigFile:
@@ -257,10 +312,17 @@ def save(path: Path, config: ConfigFile) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
-            os.chmod(tmp, 0o600)
+                handle.flush()
+                os.fchmod(handle.fileno(), 0o600)
+                status = os.fstat(handle.fileno())
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
             raise
     except OSError as exc:
         raise ConfigError(f"unable to write config file {path}: {exc.strerror}") from exc
+    # The next command reads what was written from the cache (see load): the stamp is the
+    # written file's, whose inode the rename keeps.
+    import tomllib
+
+    _keep(path, status, tomllib.loads(text))
