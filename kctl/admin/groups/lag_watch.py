@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 
 from kctl.admin.client.session import AdminSession
 from kctl.admin.groups.lag import group_lag, with_history
@@ -16,6 +15,10 @@ from kctl.admin.groups.lag_rates import LagRate, rates
 from kctl.admin.groups.models import GroupLag, PartitionLag
 from kctl.errors import KctlError, Partial, UsageError
 from kctl.values import Value
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def sample(session: AdminSession, groups: Sequence[str] | None, *, topics: Sequence[str] = (), isolation: str = "read_uncommitted",

@@ -304,7 +304,8 @@ def describe_topics(
     layouts = [metadata.topics[n] for n in unique if n not in errors]
     leaders = {(t.name, p.partition): p.leader for t in layouts for p in t.partitions.values()}
     offsets: dict[str, dict[int, tuple]] = {}
-    for (name, partition), answer in log_offsets(session, [k for k, leader in leaders.items() if leader is not None]).items():
+    led = {k: leader for k, leader in leaders.items() if leader is not None}
+    for (name, partition), answer in log_offsets(session, list(led), leaders=led).items():
         offsets.setdefault(name, {})[partition] = answer
     details = _detail(session, [t.name for t in layouts], leaders) if detail and layouts else {}
     from kctl.admin.cluster import elr

@@ -94,11 +94,14 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
         interval, serve) -> int | None:
     from kctl.admin.groups import lag_watch
     from kctl.errors import ExitCode, PartialFailure, UsageError
-    from kctl.timespec import parse_duration
 
     if bool(groups) == all_:
         raise UsageError("name groups or give --all", hint=HELP_HINT)
-    limit = parse_duration(for_) if for_ else None
+    limit = None
+    if for_:
+        from kctl.timespec import parse_duration
+
+        limit = parse_duration(for_)
     if sum(map(bool, (watch, until_caught_up, serve))) > 1:
         raise UsageError("choose one of --watch, --until-caught-up and --serve", hint=HELP_HINT)
     ids = None if all_ else groups
