@@ -93,7 +93,9 @@ def describe_cluster(session: AdminSession) -> ClusterInfo:
 
     wire = session.wire
     # Both asked at once (one round trip, not two) where the cluster has DescribeQuorum.
-    requests = [(None, "DescribeCluster", {}, 0, 2)] + ([(None, "DescribeQuorum", _QUORUM, 0, 2)] if _has_quorum(session) else [])
+    requests: list[tuple[int | None, str, Any, int, int]] = [(None, "DescribeCluster", {}, 0, 2)]
+    if _has_quorum(session):
+        requests.append((None, "DescribeQuorum", _QUORUM, 0, 2))
     result, *quorum = wire.call("describe cluster", lambda: wire.fan_out(requests, wire.deadline()))
     if result.error_code:
         raise for_kafka_code(result.error_code, result.error_message, "describe cluster")
