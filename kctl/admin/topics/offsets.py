@@ -88,11 +88,14 @@ class PartitionOffsets(Value):
 
 
 def resolve_partitions(
-    session: AdminSession, selectors: Sequence[PartitionSelector], regex: re.Pattern[str] | None = None, *, action: str = "list offsets of"
+    session: AdminSession, selectors: Sequence[PartitionSelector], regex: re.Pattern[str] | None = None, *, action: str = "list offsets of",
+    leaders: dict[tuple[str, int], int] | None = None,
 ) -> list[tuple[str, int]]:
     """(topic, partition) pairs for the selectors, checked against the cluster's metadata.
-    `action` words the errors: "unable to <action> topic T: ..."."""
-    layout = _layout(session, [s.topic for s in selectors], regex is not None, action)
+    `action` words the errors: "unable to <action> topic T: ...". `leaders`, when given, is
+    filled with each partition's leader from that metadata (what list_offsets can use
+    instead of asking for it again)."""
+    layout = _layout(session, [s.topic for s in selectors], regex is not None, action, leaders)
     selected: list[tuple[str, int]] = []
     for selector in selectors:
         existing = layout[selector.topic]
@@ -113,7 +116,8 @@ def resolve_partitions(
     return list(dict.fromkeys(selected))
 
 
-def _layout(session: AdminSession, names: Sequence[str], every_topic: bool, action: str) -> dict[str, list[int] | KctlError]:
+def _layout(session: AdminSession, names: Sequence[str], every_topic: bool, action: str,
+            leaders: dict[tuple[str, int], int] | None = None) -> dict[str, list[int] | KctlError]:
     """{topic: its partitions, or why it cannot be read} from one Metadata request (every
     topic with `every_topic`; asked again for up to NEW_TOPIC_GRACE while a named one is
     unknown). A named topic the answer lacks or refuses gets the error for the answer's
@@ -132,6 +136,8 @@ def _layout(session: AdminSession, names: Sequence[str], every_topic: bool, acti
     layout: dict[str, list[int] | KctlError] = {}
     for name, topic in topics.items():
         layout[name] = list(topic.partitions) if topic.partitions else missing_topic(name, topic.error, f"{action} topic {name}")
+        if leaders is not None:
+            leaders.update(((name, p), layout_.leader) for p, layout_ in topic.partitions.items() if layout_.leader is not None)
     return layout
 
 
@@ -170,10 +176,10 @@ def _list(session: AdminSession, pairs: Sequence[tuple[str, int]], timestamps: S
 
 
 def _answers(session: AdminSession, pairs: Sequence[tuple[str, int]], timestamps: Sequence[int], isolation: str,
-             action: str) -> dict[tuple[str, int], list[OffsetAnswer]]:
+             action: str, leaders: Mapping[tuple[str, int], int] | None = None) -> dict[tuple[str, int], list[OffsetAnswer]]:
     """ListOffsets for each of `timestamps` per partition; the first failed partition's
     error (in `pairs`' order) is raised."""
-    found, errors = _list(session, pairs, timestamps, isolation, action)
+    found, errors = _list(session, pairs, timestamps, isolation, action, leaders)
     for key in pairs:
         if key in errors:
             raise errors[key]
@@ -188,13 +194,14 @@ def list_offsets(
     at_ms: int | None = None,
     max_timestamp: bool = False,
     isolation: str = "read_uncommitted",
+    leaders: Mapping[tuple[str, int], int] | None = None,
 ) -> list[PartitionOffsets]:
     timestamps = [EARLIEST_TIMESTAMP, LATEST_TIMESTAMP]
     if at_ms is not None:
         timestamps.append(at_ms)
     if max_timestamp:
         timestamps.append(MAX_TIMESTAMP)
-    found = _answers(session, pairs, timestamps, isolation, "list earliest offsets")
+    found = _answers(session, pairs, timestamps, isolation, "list earliest offsets", leaders)
     rows = []
     for key in pairs:
         start, end, *more = found[key]

@@ -45,7 +45,8 @@ def get(app: App, selectors, regex, at, max_timestamp, isolation) -> None:
         at_ms = parse_instant(at) if at is not None else None
         if at_ms is not None:
             app.note(f"--at {at} is {format_instant(at_ms)} ({at_ms})")
-    pairs = resolve_partitions(app.session, parsed, regex)
-    rows = list_offsets(app.session, pairs, at_ms=at_ms, max_timestamp=max_timestamp, isolation=isolation)
+    leaders: dict[tuple[str, int], int] = {}
+    pairs = resolve_partitions(app.session, parsed, regex, leaders=leaders)
+    rows = list_offsets(app.session, pairs, at_ms=at_ms, max_timestamp=max_timestamp, isolation=isolation, leaders=leaders)
     columns = BASE_COLUMNS + (AT_COLUMNS if at_ms is not None else ()) + (MAX_COLUMNS if max_timestamp else ())
     app.out.table(rows, TableSpec(columns))
