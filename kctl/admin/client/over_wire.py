@@ -61,7 +61,8 @@ class WireKafka:
 
     def metadata(self, topics: Sequence[str] | None, action: str, *, topic_ids: bool = True) -> ClusterMetadata:
         wire = self.wire
-        answer = wire.call(action, lambda: wire.metadata(None if topics is None else list(dict.fromkeys(topics)), wire.deadline()))
+        answer = wire.call(action, lambda: wire.metadata(None if topics is None else list(dict.fromkeys(topics)), wire.deadline(),
+                                                         topic_ids=topic_ids))
         return metadata_of(answer, topics)
 
     def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
@@ -86,7 +87,7 @@ class WireKafka:
             if given is not None and all(key in given for key in todo):
                 known = given
             else:
-                answer = wire.metadata(sorted({t for t, _ in todo}), deadline)
+                answer = wire.metadata(sorted({t for t, _ in todo}), deadline, topic_ids=False)
                 known = {(t.name, p.partition_index): p.leader_id for t in answer.topics for p in t.partitions if p.leader_id >= 0}
             given = None  # a partition asked again (its leader moved) is looked up afresh
             by_node: dict[int, list[TopicPartition]] = {}

@@ -192,7 +192,7 @@ class WireProducer:
         """One Produce request per leader for the pending partitions, all in flight at once:
         each partition's outcome (None: written)."""
         wire = self._wire
-        metadata = wire.metadata([self._topic], deadline)
+        metadata = wire.metadata([self._topic], deadline, topic_ids=False)
         topic = next((t for t in metadata.topics if t.name == self._topic), None)
         leaders = {p.partition_index: p.leader_id for p in (topic.partitions if topic else ()) if p.leader_id >= 0}
         by_leader: dict[int, list[int]] = {}
