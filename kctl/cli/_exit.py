@@ -10,6 +10,11 @@ import sys
 from kctl.errors import ExitCode, KctlError
 
 
+def truthy(value: str | None) -> bool:
+    """An environment switch (KCTL_DEBUG=1, true, yes, on)."""
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def render_error(message: str, hint: str | None) -> None:
     sys.stderr.write(f"error: {message}\n")
     if hint:

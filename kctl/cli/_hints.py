@@ -4,7 +4,7 @@ failed, or the global option."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kctl.errors import KctlError, render_hint, settings_in
 
@@ -19,6 +19,15 @@ GLOBAL_FLAGS = {
     "debug": "--debug",
     "quiet": "-q/--quiet",
 }
+
+
+def longest_flags(options: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Each option's longest flag (its long form), from (option name, flag) pairs."""
+    flags: dict[str, str] = {}
+    for name, flag in options:
+        if len(flag) > len(flags.get(name, "")):
+            flags[name] = flag
+    return flags
 
 
 def in_flags(error: KctlError, options: Mapping[str, str]) -> KctlError:

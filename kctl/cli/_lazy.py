@@ -60,14 +60,14 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KctlError as exc:
-            from kctl.cli._hints import in_flags
+            from kctl.cli._hints import in_flags, longest_flags
 
             name = ctx.invoked_subcommand
             command = self.get_command(ctx, name) if name else None
             if isinstance(command, click.Group):
                 raise  # its own invoke named them
-            options = {p.name: max(p.opts, key=len) for p in command.params if isinstance(p, click.Option) and p.name} if command else {}
-            rendered = in_flags(exc, options)
+            options = [(p.name, opt) for p in command.params if isinstance(p, click.Option) and p.name for opt in p.opts] if command else []
+            rendered = in_flags(exc, longest_flags(options))
             if rendered is exc:
                 raise
             raise rendered from exc

@@ -28,7 +28,9 @@ class _ToClick(Exception):
 def run(args: Sequence[str], env: Mapping[str, str]) -> int | None:
     """Run `kctl ARGS` without click and return its exit status, or None (having done
     nothing) when click must run it."""
-    if "--debug" in args or _truthy(env.get("KCTL_DEBUG")) or "_KCTL_COMPLETE" in env:
+    from kctl.cli._exit import truthy
+
+    if "--debug" in args or truthy(env.get("KCTL_DEBUG")) or "_KCTL_COMPLETE" in env:
         return None  # --debug's logging and tracebacks, and completion, are kctl.cli.main's
     from kctl.cli import _direct_params as params
 
@@ -71,13 +73,9 @@ def _failure_status(app, options: Mapping[str, tuple]) -> int:
 
     failure = sys.exc_info()[1]
     if isinstance(failure, KctlError):
-        from kctl.cli._hints import in_flags
+        from kctl.cli._hints import in_flags, longest_flags
 
-        flags: dict[str, str] = {}
-        for opt, (name, *_rest) in options.items():
-            if len(opt) > len(flags.get(name, "")):
-                flags[name] = opt
-        rendered = in_flags(failure, flags)
+        rendered = in_flags(failure, longest_flags((name, opt) for opt, (name, *_rest) in options.items()))
         if isinstance(rendered, NotFoundError) and rendered.resource is not None:
             from kctl.cli._suggest import with_suggestion
 
@@ -213,8 +211,4 @@ def _convert(value: str | None, kind: tuple | None) -> Any:
         except re.error:
             raise _ToClick from None
     raise _ToClick
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 

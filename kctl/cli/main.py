@@ -10,7 +10,7 @@ import click
 
 from kctl import __version__
 from kctl.cli._app import App
-from kctl.cli._exit import failure_status, finish, render_error
+from kctl.cli._exit import failure_status, finish, render_error, truthy
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_option_decorators
 from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, NotFoundError
@@ -137,7 +137,7 @@ def cli(ctx: click.Context, bootstrap, context, properties, output_format, no_he
         output_format=output_format or env.get("KCTL_OUTPUT") or "auto",
         no_headers=no_headers,
         quiet=quiet,
-        debug=debug or _truthy(env.get("KCTL_DEBUG")),
+        debug=debug or truthy(env.get("KCTL_DEBUG")),
         bootstrap=bootstrap,
         context=context,
         properties=tuple(properties),
@@ -155,13 +155,9 @@ def _add_hidden_commands() -> None:
 _add_hidden_commands()
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args or _truthy(os.environ.get("KCTL_DEBUG"))
+    debug = "--debug" in args or truthy(os.environ.get("KCTL_DEBUG"))
     if debug:
         import logging
 

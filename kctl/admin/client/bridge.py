@@ -32,10 +32,10 @@ import struct
 import threading
 from typing import Any
 
-from kctl.admin.client.librdkafka import kctl_logger
+from kctl.admin.client.logs import logger
 from kctl.messages import codec
 
-log = kctl_logger("kctl.bridge")
+log = logger("kctl.bridge")
 _SIZE = struct.Struct(">i")
 _REQUEST = struct.Struct(">hhi")
 _USER = "kctl"

@@ -5,12 +5,12 @@ over_librdkafka when the wire client cannot honour the session's settings)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping
 from functools import cached_property
 
 from kctl.admin.client.errors import describe, error_of, translate
+from kctl.admin.client.logs import debug, logger
 from kctl.config.model import ClientSettings
 from kctl.errors import ConfigError, KctlError, NotAuthorizedError, Resource, TimeoutError_, UnreachableError
 
@@ -20,31 +20,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-
-def kctl_logger(name: str) -> Any:
-    """The logger `name` (under "kctl"), logging imported only by what logs: clients of
-    librdkafka (confluent-kafka imports it anyway), not every read (~5 ms)."""
-    import logging
-
-    kctl = logging.getLogger("kctl")
-    if not kctl.handlers:
-        # Without a handler, Python's last-resort handler would print kctl's and
-        # librdkafka's warnings on stderr.
-        kctl.addHandler(logging.NullHandler())
-    return logging.getLogger(name)
-
-
 def librdkafka_log() -> Any:
     """The logger librdkafka's own log lines go to instead of straight to stderr; --debug
     shows them."""
-    return kctl_logger("kctl.librdkafka")
+    return logger("kctl.librdkafka")
 
-
-def _debug(message: str, *args: Any) -> None:
-    """At DEBUG on kctl.admin, when logging is in use (--debug, tests)."""
-    logging = sys.modules.get("logging")
-    if logging is not None:
-        logging.getLogger("kctl.admin").debug(message, *args)
 
 _CONNECTION_ERRORS = frozenset({"_TRANSPORT", "_RESOLVE", "_ALL_BROKERS_DOWN", "_SSL", "_AUTHENTICATION"})
 _POLL_INTERVAL = 0.05
@@ -91,11 +71,11 @@ class LibrdkafkaAdmin:
 
         config = self._config()
         config["error_cb"] = self._on_error
-        _debug("admin client config: %s", dict(self._debug_config()))
+        debug("kctl.admin", "admin client config: %s", dict(self._debug_config()))
         return build_client(AdminClient, config, "client")
 
     def _on_error(self, error: Any) -> None:
-        _debug("client error: %s", error)
+        debug("kctl.admin", "client error: %s", error)
         if error.name() in _CONNECTION_ERRORS:
             self._connection_errors.append(error)
 

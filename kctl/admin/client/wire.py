@@ -22,10 +22,10 @@ from __future__ import annotations
 import os
 import socket
 import struct
-import sys
 import time
 from collections.abc import Callable, Sequence
 
+from kctl.admin.client.logs import debug
 from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, SSL_PROPERTIES, default_mechanism, ignored
 from kctl.config.model import ClientSettings
 from kctl.errors import ConfigError, InvalidError, KctlError, NotAuthorizedError, TimeoutError_, UnreachableError
@@ -35,14 +35,6 @@ from kctl.messages.errors import error_name
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
     from typing import Any
-
-
-def _debug(message: str, *args: Any) -> None:
-    """Every request sent, at DEBUG on kctl.wire (--debug shows them; tests count them),
-    when logging is in use: a read that nobody logs does not import it (~5 ms)."""
-    logging = sys.modules.get("logging")
-    if logging is not None:
-        logging.getLogger("kctl.wire").debug(message, *args)
 
 
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
@@ -163,7 +155,7 @@ class Connection:
         frame = b"".join(header + client_id + tagged + [body])
         self._sock.settimeout(_remaining(deadline or self._deadline))
         self._sock.sendall(_SIZE.pack(len(frame)) + frame)
-        _debug("send %s v%d to %s", name, version, self.address)
+        debug("kctl.wire", "send %s v%d to %s", name, version, self.address)
         # ApiVersions answers with header v0 at every version (KIP-511).
         self._pending[self._correlation] = (response, response.flexible and name != "ApiVersions")
         return self._correlation
@@ -388,7 +380,7 @@ class WireClient:
             except OSError as exc:
                 if isinstance(exc, (ConnectFailed, socket.timeout)) or not self._connections:
                     raise
-                _debug("connection lost (%s): reconnecting", exc)
+                debug("kctl.wire", "connection lost (%s): reconnecting", exc)
                 self.close()
                 return body()
         except KctlError as exc:
