@@ -20,7 +20,6 @@ never ignored.
 from __future__ import annotations
 
 import os
-import socket
 import struct
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from kctl.messages.errors import error_name
 
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
+    import socket
     from typing import Any
 
 
@@ -125,12 +125,8 @@ class Connection:
         # correlation id -> (the answer's message, whether its header is flexible)
         self._pending: dict[int, tuple[codec.Message, bool]] = {}
         self._deadline = deadline
-        # An ASCII name as bytes: the resolver then skips Python's idna codec, whose import
-        # (with stringprep and unicodedata) costs a read ~1 ms; IDNA leaves ASCII as it is.
-        sock = socket.create_connection((host.encode() if host.isascii() else host, port),  # type: ignore[arg-type]
-                                        timeout=_remaining(deadline))
+        sock = _connect(host, port, _remaining(deadline), security.tls)
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if security.tls:
                 sock = security.ssl_context().wrap_socket(sock, server_hostname=host)
             self._sock = sock
@@ -195,9 +191,13 @@ class Connection:
 
     def detach_socket(self) -> socket.socket:
         """The authenticated socket, handed over (kctl.admin.client.bridge relays on it)."""
+        import socket
+
         if self._pending:
             raise RuntimeError(f"{self.address} has answers still to read")
-        return self._sock
+        if isinstance(self._sock, socket.socket):
+            return self._sock
+        return socket.socket(fileno=self._sock.detach())
 
     # -- versions -----------------------------------------------------------------------
 
@@ -274,6 +274,42 @@ class Connection:
         expected = base64.b64encode(hmac.digest(hmac.digest(salted, b"Server Key", digest), auth_message, digest)).decode()
         if server_final != f"v={expected}":
             raise NotAuthorizedError(f"authentication failed at {self.address}: the broker's SCRAM signature does not verify", hint=_AUTH_HINT)
+
+
+def _connect(host: str, port: int, timeout: float, tls: bool) -> Any:
+    """A TCP connection to host:port with Nagle off, trying each address the name
+    resolves to, as socket.create_connection does.
+
+    Written here over _socket, the C module under socket: importing socket (its enums,
+    selectors and array) costs every read ~2 ms of the ~25 it takes, and a plain
+    connection needs only connect, send and recv. TLS wraps a socket.socket (ssl imports
+    socket anyway). An ASCII name is resolved as bytes: Python's idna codec, whose import
+    (with stringprep and unicodedata) costs ~1 ms, is then skipped; IDNA leaves ASCII as it is.
+    """
+    import _socket
+
+    name = host.encode() if host.isascii() else host
+    if tls:
+        import socket
+
+        sock: Any = socket.create_connection((name, port), timeout=timeout)  # type: ignore[arg-type]
+    else:
+        sock, failure = None, None
+        for family, kind, proto, _, address in _socket.getaddrinfo(name, port, 0, _socket.SOCK_STREAM):
+            candidate = _socket.socket(family, kind, proto)
+            try:
+                candidate.settimeout(timeout)
+                candidate.connect(address)
+            except OSError as exc:
+                candidate.close()
+                failure = exc
+                continue
+            sock = candidate
+            break
+        if sock is None:
+            raise failure or OSError(f"{host} resolved to no address")
+    sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+    return sock
 
 
 def _remaining(deadline: float) -> float:
@@ -378,7 +414,7 @@ class WireClient:
             try:
                 return body()
             except OSError as exc:
-                if isinstance(exc, (ConnectFailed, socket.timeout)) or not self._connections:
+                if isinstance(exc, (ConnectFailed, TimeoutError)) or not self._connections:
                     raise
                 debug("kctl.wire", "connection lost (%s): reconnecting", exc)
                 self.close()
@@ -441,6 +477,7 @@ class ConnectFailed(ConnectionError):
 def _describe(exc: BaseException) -> str:
     """Why a connection failed, in librdkafka's words (_RESOLVE, _TRANSPORT, _SSL), so a
     cluster that cannot be reached reads the same whichever client found out."""
+    import socket
     import ssl
 
     if isinstance(exc, socket.gaierror):
