@@ -13,9 +13,11 @@ Usage:
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing is not imported at run time: ~2.5 ms of a one-line produce
 if TYPE_CHECKING:
+    from typing import Any
+
     from kctl.cli._app import App
 
 UNITS = ("records", "bytes", "partitions", "messages")

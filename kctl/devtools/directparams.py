@@ -2,10 +2,10 @@
 click (kctl.cli._options.runs), as plain data for kctl.cli.direct's parser.
 
 Written from the click tree, so the options stay click's: kctl.cli.direct parses what
-this file describes, and hands anything it does not (another type, a missing required
-value, a combined short flag) back to click. A parameter kctl.cli.direct could not
-treat as click does (an envvar, a callback, an eager or multi-value option) is refused
-here rather than described wrongly.
+this file describes, and hands anything it does not (another type, a value for an
+option with a callback, a missing required value, a combined short flag) back to click.
+A parameter kctl.cli.direct could not treat as click does (an envvar, an eager or
+multi-value option) is refused here rather than described wrongly.
 """
 
 from __future__ import annotations
@@ -73,11 +73,15 @@ def describe(info: CommandInfo, global_names: set[str]) -> tuple:
     for param in command.params:
         if param.name == "help" or param.name in global_names and not param.expose_value:
             continue
-        if param.envvar or param.callback or param.is_eager:
-            raise _refuse(info, param, "an envvar, a callback or an eager option")
+        if param.envvar or param.is_eager:
+            raise _refuse(info, param, "an envvar or an eager option")
         if param.nargs not in (1, -1) or (isinstance(param, click.Option) and param.nargs != 1):
             raise _refuse(info, param, f"nargs={param.nargs}")
-        kind = value_type(param)
+        # A value given to an option with a callback is click's to process (the line goes
+        # to click); when not given, its default below is what the callback made of it.
+        kind = ("other", "callback") if param.callback else value_type(param)
+        if param.callback and (not isinstance(param, click.Option) or param.is_flag or param.multiple):
+            raise _refuse(info, param, "a callback on an argument, a flag or a repeatable option")
         if isinstance(param, click.Option):
             if param.count:
                 raise _refuse(info, param, "a counted option")

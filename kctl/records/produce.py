@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 from kctl.admin.client.errors import describe, error_class, error_class_named, error_of, kafka_name
 from kctl.admin.client.kafka import DeliveryFailure, PartitionLayout, TopicLayout
 from kctl.admin.client.session import AdminSession, build_client
 from kctl.errors import ExitCode, InvalidError, KctlError, NotFoundError, PartialFailure, UsageError
 from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
+from kctl.values import Value
 
 # What the CLI reads ahead of producing, to learn whether the input is small and complete.
 READ_AHEAD_BYTES = 64 * 1024
@@ -29,44 +29,57 @@ _BATCH_OVERHEAD = 1024
 _POLL_EVERY = 4096
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProduceOptions:
-    topic: str
-    acks: str = "all"
-    # None: on when acks is all, as Kafka's own producer does since 3.0.
-    idempotence: bool | None = None
-    compression: str = "none"
-    # Applied to every record: a fixed partition, extra headers, a timestamp, and a key
-    # for records that have none.
-    partition: int | None = None
-    key: bytes | None = None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-    timestamp: int | None = None
-    # Lines equal to this are sent with a null value (tombstones), in the plain format.
-    null_marker: bytes | None = None
-    skip_invalid: bool = False
-    # A missing topic is created by the broker if its auto.create.topics.enable allows it
-    # (rpk's --allow-auto-topic-creation); otherwise a missing topic is an error.
-    allow_auto_topic_creation: bool = False
-    # Read the whole input first and refuse it, writing nothing, when a record names a
-    # partition the topic does not have (--keep-partitions).
-    check_partitions_first: bool = False
-    # Where keyed records go: murmur2 (Java's producers) or consistent (librdkafka's
-    # default), kctl.partitioner.
-    partitioner: str = "murmur2"
+class ProduceOptions(Value):
+    """How to produce (a kctl.values.Value: dataclasses cost a one-line produce ~5 ms).
+
+    idempotence None: on when acks is all, as Kafka's own producer does since 3.0.
+    partition, key, headers, timestamp: applied to every record (a fixed partition, extra
+    headers, a timestamp, and a key for records that have none). null_marker: lines equal
+    to it are sent with a null value (tombstones), in the plain format.
+    allow_auto_topic_creation: a missing topic is created by the broker if its
+    auto.create.topics.enable allows it (rpk's --allow-auto-topic-creation); otherwise a
+    missing topic is an error. check_partitions_first: read the whole input first and
+    refuse it, writing nothing, when a record names a partition the topic does not have
+    (--keep-partitions). partitioner: where keyed records go, murmur2 (Java's producers)
+    or consistent (librdkafka's default), kctl.partitioner.
+    """
+
+    __slots__ = ("topic", "acks", "idempotence", "compression", "partition", "key", "headers", "timestamp", "null_marker",
+                 "skip_invalid", "allow_auto_topic_creation", "check_partitions_first", "partitioner")
+
+    def __init__(self, *, topic: str, acks: str = "all", idempotence: bool | None = None, compression: str = "none",
+                 partition: int | None = None, key: bytes | None = None, headers: tuple[tuple[str, bytes | None], ...] = (),
+                 timestamp: int | None = None, null_marker: bytes | None = None, skip_invalid: bool = False,
+                 allow_auto_topic_creation: bool = False, check_partitions_first: bool = False, partitioner: str = "murmur2"):
+        self.topic = topic
+        self.acks = acks
+        self.idempotence = idempotence
+        self.compression = compression
+        self.partition = partition
+        self.key = key
+        self.headers = headers
+        self.timestamp = timestamp
+        self.null_marker = null_marker
+        self.skip_invalid = skip_invalid
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.check_partitions_first = check_partitions_first
+        self.partitioner = partitioner
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProduceReport:
-    topic: str
-    # Records the brokers acknowledged (with acks=0: records sent).
-    records: int
-    # Key and value bytes of the records sent.
-    bytes: int
-    failed: int
-    # Input records skipped as unreadable (--skip-invalid).
-    skipped: int
-    seconds: float
+class ProduceReport(Value):
+    """records: what the brokers acknowledged (with acks=0: records sent); bytes: key and
+    value bytes of the records sent; skipped: input records skipped as unreadable
+    (--skip-invalid)."""
+
+    __slots__ = ("topic", "records", "bytes", "failed", "skipped", "seconds")
+
+    def __init__(self, *, topic: str, records: int, bytes: int, failed: int, skipped: int, seconds: float):
+        self.topic = topic
+        self.records = records
+        self.bytes = bytes
+        self.failed = failed
+        self.skipped = skipped
+        self.seconds = seconds
 
 
 def producer_config(session: AdminSession, options: ProduceOptions, max_message_bytes: int | None) -> dict:
@@ -105,17 +118,17 @@ def _defaults(options: ProduceOptions) -> bool:
         and not options.allow_auto_topic_creation
 
 
-def _partition_count(session: AdminSession, topic: str, action: str) -> int:
-    """The topic's partition count, from a Metadata request that never creates it (asked
-    again for up to NEW_TOPIC_GRACE: a topic a script has just created may not be known
-    yet to the broker asked)."""
+def _layout(session: AdminSession, topic: str, action: str) -> TopicLayout:
+    """The topic's partitions and their leaders, from a Metadata request that never
+    creates it (asked again for up to NEW_TOPIC_GRACE: a topic a script has just created
+    may not be known yet to the broker asked)."""
     found = session.metadata(action, [topic]).topics.get(topic)
     if found is None or not found.partitions:
         from kctl.admin.client.errors import missing_topic
 
         raise missing_topic(topic, found.error if found is not None else None, action,
                             hint=f"create it first (kctl topic create {topic}), or let the broker create it: {{allow_auto_topic_creation}}")
-    return len(found.partitions)
+    return found
 
 
 def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple[int, int | None]:
@@ -211,8 +224,9 @@ def produce(
     failures = _Failures()
     producer = None
     if input_complete and _defaults(options):
-        partitions = _partition_count(session, topic, f"produce to {topic}")
-        producer = session.kafka.small_input_producer(topic, partitions, failures, DEFAULT_MESSAGE_TIMEOUT_MS / 1000, options.partitioner)
+        layout = _layout(session, topic, f"produce to {topic}")
+        partitions = len(layout.partitions)
+        producer = session.kafka.small_input_producer(layout, failures, DEFAULT_MESSAGE_TIMEOUT_MS / 1000, options.partitioner)
     if producer is None:
         from confluent_kafka import Producer
 

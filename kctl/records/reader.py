@@ -7,17 +7,21 @@ written by a slow producer is sent at once instead of waiting for a full buffer.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import BinaryIO, Protocol
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~2.5 ms of a one-line produce
+if TYPE_CHECKING:
+    from typing import BinaryIO, Protocol
 
 CHUNK = 1 << 20
 
 
-class ByteStream(Protocol):
-    """What records are read from: a binary file or pipe, or one read ahead (_Replay)."""
+if TYPE_CHECKING:
+    class ByteStream(Protocol):
+        """What records are read from: a binary file or pipe, or one read ahead (_Replay)."""
 
-    def read(self, size: int = -1, /) -> bytes: ...
-    def fileno(self) -> int: ...
-    def close(self) -> None: ...
+        def read(self, size: int = -1, /) -> bytes: ...
+        def fileno(self) -> int: ...
+        def close(self) -> None: ...
 
 
 def split_records(stream: ByteStream, delimiter: bytes = b"\n") -> Iterator[list[bytes]]:

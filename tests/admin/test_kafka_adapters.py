@@ -106,8 +106,11 @@ def test_describe_configs_is_the_same_through_both(adapters, written, cluster):
 
 def test_only_the_wire_client_has_a_producer_for_small_inputs(adapters):
     wire, librdkafka = adapters
-    assert wire.small_input_producer("t", 1, lambda failure: None, 1.0) is not None
-    assert librdkafka.small_input_producer("t", 1, lambda failure: None, 1.0) is None
+    from kctl.admin.client.kafka import PartitionLayout, TopicLayout
+
+    layout = TopicLayout("t", None, False, {0: PartitionLayout(0, 1, (1,), (1,))}, None)
+    assert wire.small_input_producer(layout, lambda failure: None, 1.0) is not None
+    assert librdkafka.small_input_producer(layout, lambda failure: None, 1.0) is None
 
 
 def test_the_session_picks_the_wire_client_unless_a_setting_needs_librdkafka(cluster):

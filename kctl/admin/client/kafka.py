@@ -203,11 +203,13 @@ class Kafka(Protocol):
         it; librdkafka answers it as no ACL at all (the caller asks again to tell)."""
         ...
 
-    def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
+    def small_input_producer(self, topic: TopicLayout, on_failure: Callable[[DeliveryFailure], None],
                              timeout: float, partitioner: str = "murmur2") -> Any | None:
         """A producer for a small input held in memory, sent at once with acks=all and
         idempotence (kctl.admin.client.wire_producer), or None where this client has none
-        faster than librdkafka's own (kctl.records.produce then uses librdkafka's)."""
+        faster than librdkafka's own (kctl.records.produce then uses librdkafka's).
+        `topic`: its layout from the caller's Metadata (the partition count, and the
+        leaders the first Produce requests go to)."""
         ...
 
     def close(self) -> None:

@@ -177,7 +177,7 @@ class LibrdkafkaKafka:
                           names[b.permission_type]) for b in result)
         return found
 
-    def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
+    def small_input_producer(self, topic: TopicLayout, on_failure: Callable[[DeliveryFailure], None],
                              timeout: float, partitioner: str = "murmur2") -> Any | None:
         return None  # librdkafka's own producer serves every input on this path
 

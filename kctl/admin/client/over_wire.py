@@ -3,7 +3,6 @@ milliseconds of start-up, every broker asked at once."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Mapping, Sequence
 
 from kctl.admin.client.errors import for_kafka_code
@@ -184,11 +183,12 @@ class WireKafka:
                               ACL_PERMISSION_TYPES[acl.permission_type]) for acl in resource.acls)
         return found
 
-    def small_input_producer(self, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
+    def small_input_producer(self, topic: TopicLayout, on_failure: Callable[[DeliveryFailure], None],
                              timeout: float, partitioner: str = "murmur2") -> Any | None:
         from kctl.admin.client.wire_producer import WireProducer
 
-        return WireProducer(self.wire, topic, partitions, on_failure, timeout, partitioner)
+        leaders = {p.partition: p.leader for p in topic.partitions.values() if p.leader is not None}
+        return WireProducer(self.wire, topic.name, len(topic.partitions), on_failure, timeout, partitioner, leaders=leaders)
 
     def close(self) -> None:
         pass  # the wire client is the session's
@@ -227,6 +227,8 @@ def topic_id(raw: Any) -> str | None:
     the all-zero id of a Metadata answer that did not carry one."""
     if raw is None or not any(raw.bytes):
         return None
+    import base64
+
     return base64.urlsafe_b64encode(raw.bytes).decode().rstrip("=")
 
 

@@ -31,7 +31,7 @@ as librdkafka's sticky partitioning does, so a key lands where librdkafka would 
 
 from __future__ import annotations
 
-import random
+import os
 import time
 from collections.abc import Callable
 
@@ -84,14 +84,19 @@ class WireProducer:
     local_errors: tuple[type[BaseException], ...] = ()
 
     def __init__(self, wire: WireClient, topic: str, partitions: int, on_failure: Callable[[DeliveryFailure], None],
-                 timeout: float, partitioner: str = "murmur2"):
+                 timeout: float, partitioner: str = "murmur2", leaders: dict[int, int] | None = None):
         self._wire = wire
+        # The partitions' leaders from the caller's Metadata: the first Produce requests
+        # go to them without asking again (one round trip less); a retry asks.
+        self._leaders = leaders
         self._topic = topic
         self._partitions = partitions
         self._on_failure = on_failure
         self._timeout = timeout
         self._partitioner = partitioner
-        self._sticky = random.randrange(partitions)  # records without a key, as librdkafka's sticky partitioner
+        # Records without a key go to one partition, as librdkafka's sticky partitioner
+        # sends them (os.urandom: importing random costs a one-line produce ~1 ms).
+        self._sticky = int.from_bytes(os.urandom(4), "big") % partitions
         self._queued: dict[int, list[tuple]] = {}
         self._count = 0
 
@@ -192,9 +197,11 @@ class WireProducer:
         """One Produce request per leader for the pending partitions, all in flight at once:
         each partition's outcome (None: written)."""
         wire = self._wire
-        metadata = wire.metadata([self._topic], deadline, topic_ids=False)
-        topic = next((t for t in metadata.topics if t.name == self._topic), None)
-        leaders = {p.partition_index: p.leader_id for p in (topic.partitions if topic else ()) if p.leader_id >= 0}
+        leaders, self._leaders = self._leaders, None
+        if leaders is None:
+            metadata = wire.metadata([self._topic], deadline, topic_ids=False)
+            topic = next((t for t in metadata.topics if t.name == self._topic), None)
+            leaders = {p.partition_index: p.leader_id for p in (topic.partitions if topic else ()) if p.leader_id >= 0}
         by_leader: dict[int, list[int]] = {}
         outcomes: dict[int, _Outcome | None] = {}
         for partition in pending:
