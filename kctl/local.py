@@ -84,6 +84,8 @@ class BrokerOptions:
     # Principals allowed everything; with the authorizer and none given: the first user,
     # or User:ANONYMOUS without SASL.
     super_users: tuple[str, ...] = ()
+    # Static settings, KEY=VALUE in server.properties' names (kctl.broker.settings).
+    configs: tuple[str, ...] = ()
 
     @property
     def secured(self) -> bool:
@@ -91,9 +93,11 @@ class BrokerOptions:
                     or self.authorizer or self.super_users)
 
 
-def _security_args(options: BrokerOptions) -> list[str]:
-    """The `python -m kctl.broker` options for the security settings (the users aside)."""
-    args = ["--sasl", options.sasl] if options.sasl else []
+def _broker_args(options: BrokerOptions) -> list[str]:
+    """The `python -m kctl.broker` options for the static settings and the security
+    settings (the users aside)."""
+    args = [f"--config={pair}" for pair in options.configs]
+    args += ["--sasl", options.sasl] if options.sasl else []
     args += ["--users-file", str(options.users_file.absolute())] if options.users_file else []
     args += ["--tls"] if options.tls else []
     args += ["--tls-cert", str(options.tls_cert.absolute())] if options.tls_cert else []
@@ -127,7 +131,7 @@ def checked_config(data_dir: Path, options: BrokerOptions) -> Any:
     from kctl.broker.main import config_from_args, parse_args
     from kctl.errors import UsageError
 
-    args = parse_args(["--data-dir", str(data_dir), "--host", options.host, "--port", str(options.port), *_security_args(options),
+    args = parse_args(["--data-dir", str(data_dir), "--host", options.host, "--port", str(options.port), *_broker_args(options),
                        *[f"--user={user}" for user in options.users]])
     try:
         return config_from_args(args)
@@ -144,7 +148,7 @@ def start(data_dir: Path, options: BrokerOptions, timeout: float) -> LocalStatus
         return _listening(data_dir, current, timeout)
     # The users go in the broker's environment, not its argv: `ps` shows argv to everyone.
     env = {"KCTL_BROKER_USERS": "".join(f"{user}\n" for user in options.users)} if options.users else None
-    process = BrokerProcess(data_dir, port=options.port, host=options.host, detach=True, extra_args=_security_args(options), env=env)
+    process = BrokerProcess(data_dir, port=options.port, host=options.host, detach=True, extra_args=_broker_args(options), env=env)
     try:
         process.start(timeout)
     except BrokerProcessError as exc:

@@ -54,6 +54,17 @@ class BrokerConfig:
     checkpoint_interval_ms: int = 60_000
     transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
     log_cleaner_enable: bool = True  # log.cleaner.enable
+    # Connection limits (Kafka's defaults): an idle connection is closed after
+    # connections.max.idle.ms; max.connections bounds them all (new ones wait to be
+    # accepted), max.connections.per.ip each address's (one more is closed at once).
+    connections_max_idle_ms: int = 600_000
+    max_connections: int = 2**31 - 1
+    max_connections_per_ip: int = 2**31 - 1
+    max_connections_per_ip_overrides: dict[str, int] = field(default_factory=dict)
+    # --config's topic config defaults under their broker names ({"log.retention.ms":
+    # "3600000"}), and every --config pair as given (DescribeConfigs' static entries).
+    log_defaults: dict[str, str] = field(default_factory=dict)
+    static_configs: dict[str, str] = field(default_factory=dict)
     # Security. The first listener is (security_protocol, host, port); more listeners may
     # open beside it. SASL listeners take `sasl_mechanisms`; PLAIN checks `users`, SCRAM
     # the stored credentials (seeded from `users` for any user without one).
@@ -81,6 +92,7 @@ class Broker:
         self.config = config
         self.clock = clock
         self.logs = LogManager(config.data_dir, clock, config.node_id)
+        self.logs.static_defaults = dict(config.log_defaults)
         self.offsets = OffsetStore(config.data_dir, self.logs, clock)
         self.groups = GroupCoordinator(self.offsets, clock, config.group_initial_rebalance_delay_ms)
         self.consumer_groups = ConsumerGroupCoordinator(

@@ -76,6 +76,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-auto-create", action="store_true")
     parser.add_argument("--no-log-cleaner", action="store_true",
                         help="log.cleaner.enable=false: compacted topics keep every record")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a static setting in server.properties' names (kctl.broker.settings)")
     security = parser.add_argument_group("security")
     security.add_argument("--sasl", metavar="MECHANISMS",
                           help="SASL on the --port listener: plain,scram-sha-256,scram-sha-512")
@@ -98,12 +100,15 @@ USERS_ENV = "KCTL_BROKER_USERS"
 
 
 def config_from_args(args) -> BrokerConfig:
-    """The broker's configuration from parsed options (ValueError: one line)."""
+    """The broker's configuration from parsed options (ValueError: one line); --config
+    wins over the older flags for the same setting."""
+    from kctl.broker import settings
+
+    fields = {"num_partitions": args.num_partitions, "auto_create_topics": not args.no_auto_create,
+              "log_cleaner_enable": not args.no_log_cleaner, **settings.parse(args.config)}
     return BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
                         advertised_host=args.advertised_host, node_id=args.node_id,
-                        num_partitions=args.num_partitions,
-                        auto_create_topics=not args.no_auto_create,
-                        log_cleaner_enable=not args.no_log_cleaner, **security_settings(args))
+                        **fields, **security_settings(args))
 
 
 def security_settings(args) -> dict:

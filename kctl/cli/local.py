@@ -77,10 +77,12 @@ def local():
 @click.option("--listener", "listeners", multiple=True, metavar="PROTOCOL://HOST:PORT", help="Another listener beside --port's (repeatable), e.g. PLAINTEXT://127.0.0.1:9093.")
 @click.option("--authorizer", is_flag=True, help="Enforce ACLs (Kafka's StandardAuthorizer semantics).")
 @click.option("--super-user", "super_users", multiple=True, metavar="PRINCIPAL", help="A principal allowed everything (repeatable; default with --authorizer: the first --user, or User:ANONYMOUS without SASL).")
+@click.option("--num-partitions", type=click.IntRange(min=1), metavar="N", help="Partitions of a topic created without a count (auto-created, or CreateTopics with -1): --config num.partitions=N. [default: 1]")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A broker setting in server.properties' names, for this run (repeatable): num.partitions, auto.create.topics.enable, log.retention.ms|minutes|hours, log.retention.bytes, log.segment.bytes, message.max.bytes and the other log.* topic defaults, connections.max.idle.ms, max.connections, max.connections.per.ip[.overrides], socket.request.max.bytes, default.replication.factor=1, ...")
 @global_options
 @pass_app
 def start(app: App, port, host, data_dir, foreground, context_name, no_context, sasl, users, users_file, tls, tls_cert,
-          tls_key, listeners, authorizer, super_users):
+          tls_key, listeners, authorizer, super_users, num_partitions, configs):
     """Start the broker (detached) and print its bootstrap address.
 
     Data and broker.log live in the data directory, which survives restarts. One
@@ -97,6 +99,12 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
     generated certificate, ssl.ca.location. SCRAM credentials, ACLs and client quotas
     are kept in the data directory; `kctl user`, `kctl acl` and `kctl quota` manage them.
 
+    --config sets what a Kafka user puts in server.properties, for this run (a restart
+    without it is back to the defaults; an instance already running keeps its own):
+    `kctl config describe broker 1` lists them as STATIC_BROKER_CONFIG, and the log.*
+    ones are the defaults of every topic without its own value. A setting the bundled
+    broker does not have is refused, naming the ones it takes.
+
     \b
     Examples:
       kctl local start
@@ -104,16 +112,18 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
       BOOTSTRAP=$(kctl local start --port 0 --data-dir "$TMP" --no-context)
       kctl local start --foreground       # Ctrl-C stops it (exit 0)
       kctl local start --port 0 --data-dir "$TMP/sec" --save-context sec --sasl scram-sha-512 --tls --user admin:admin-secret --authorizer
+      kctl local start --port 0 --data-dir "$TMP/six" --no-context --num-partitions 6 --config log.retention.hours=1
     """
     from kctl import local as lib
 
     directory = _data_dir(app, data_dir)
     options = lib.BrokerOptions(host=host, port=port, sasl=sasl, users=tuple(users), users_file=users_file, tls=tls,
                                 tls_cert=tls_cert, tls_key=tls_key, listeners=tuple(listeners), authorizer=authorizer,
-                                super_users=tuple(super_users))
+                                super_users=tuple(super_users),
+                                configs=((f"num.partitions={num_partitions}",) if num_partitions else ()) + tuple(configs))
     # Checked here, so bad flags are a usage error before anything starts (the broker's
     # modules are imported only when there is something to check).
-    config = lib.checked_config(directory, options) if options.secured or foreground else None
+    config = lib.checked_config(directory, options) if options.secured or options.configs or foreground else None
     if foreground:
         _run_foreground(app, config, context_name, no_context)
         return

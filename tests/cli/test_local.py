@@ -106,3 +106,70 @@ def test_bad_security_flags_are_usage_errors(kctl, tmp_path):
     ):
         result = kctl("local", "start", "--port", "0", "--data-dir", data, "--no-context", *args)
         assert (result.exit_code, result.stderr.splitlines()[0]) == (ExitCode.USAGE, message), args
+
+
+def test_static_settings_with_config_and_num_partitions(kctl, tmp_path):
+    """`--num-partitions` and `--config KEY=VALUE` in server.properties' names: the
+    partitions of a topic created without a count, the log.* defaults of topics without
+    their own value (log.retention.hours resolved as Kafka does), DescribeConfigs' sources,
+    and a restart without them back to Kafka's defaults."""
+    data = tmp_path / "static"
+    started = kctl("local", "start", "--port", "0", "--data-dir", str(data), "--no-context", "--num-partitions", "6",
+                   "--config", "log.retention.hours=2", "--config", "log.segment.bytes=2097152", "--config", "max.connections.per.ip=40")
+    assert started.exit_code == 0, started.stderr
+    b = started.stdout.strip()
+    try:
+        assert kctl("-b", b, "topic", "create", "sized").exit_code == 0
+        created = kctl("-b", b, "topic", "create", "own", "-p", "2", "-c", "retention.ms=1000")
+        assert created.exit_code == 0, created.stderr
+        produced = kctl("-b", b, "record", "produce", "auto", "--allow-auto-topic-creation", input="x\n")
+        assert produced.exit_code == 0, produced.stderr
+        partitions = {t["name"]: t["partitions"] for t in json.loads(kctl("-b", b, "topic", "list", "-o", "json").stdout)}
+        assert partitions == {"sized": 6, "own": 2, "auto": 6}
+
+        def configs(*args):
+            found = json.loads(kctl("-b", b, "config", "describe", *args, "-a", "-o", "json").stdout)[0]["configs"]
+            return {c["name"]: (c["value"], c["source"]) for c in found}
+
+        topic = configs("topic", "sized")
+        assert topic["retention.ms"] == ("7200000", "STATIC_BROKER_CONFIG")
+        assert topic["segment.bytes"] == ("2097152", "STATIC_BROKER_CONFIG")
+        assert configs("topic", "own")["retention.ms"] == ("1000", "DYNAMIC_TOPIC_CONFIG")
+        broker = configs("broker", "1")
+        assert broker["num.partitions"] == ("6", "STATIC_BROKER_CONFIG")
+        assert broker["log.retention.hours"] == ("2", "STATIC_BROKER_CONFIG")
+        assert broker["log.retention.ms"] == ("7200000", "STATIC_BROKER_CONFIG")
+        assert broker["max.connections.per.ip"] == ("40", "STATIC_BROKER_CONFIG")
+        assert broker["connections.max.idle.ms"] == ("600000", "DEFAULT_CONFIG")
+        # A dynamic cluster default wins over the static one, as on Kafka.
+        assert kctl("-b", b, "config", "alter", "broker-default", "--set", "log.retention.ms=60000").exit_code == 0
+        assert configs("topic", "sized")["retention.ms"] == ("60000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+
+        # Restarted without them: Kafka's defaults again (the topics keep their partitions).
+        assert kctl("local", "stop", "--data-dir", str(data)).exit_code == 0
+        b = kctl("local", "start", "--port", "0", "--data-dir", str(data), "--no-context").stdout.strip()
+        assert kctl("-b", b, "topic", "create", "plain").exit_code == 0
+        assert {t["name"]: t["partitions"] for t in json.loads(kctl("-b", b, "topic", "list", "-o", "json").stdout)}["plain"] == 1
+        assert configs("broker", "1")["log.retention.hours"] == ("168", "DEFAULT_CONFIG")
+    finally:
+        kctl("local", "stop", "--data-dir", str(data))
+
+
+def test_bad_static_settings_are_usage_errors(kctl, tmp_path):
+    data = tmp_path / "never"
+    for args, message in [
+        (("--config", "bogus.setting=1"), "error: --config bogus.setting: not a setting the bundled broker has (it takes: "),
+        (("--config", "log.dirs=/var/kafka"), "error: --config log.dirs: the bundled broker takes it as --data-dir"),
+        (("--config", "default.replication.factor=3"),
+         "error: --config default.replication.factor=3: the bundled broker is a single node, so default.replication.factor can only be 1"),
+        (("--config", "num.partitions"), "error: --config 'num.partitions' is not of the form KEY=VALUE"),
+        (("--config", "num.partitions=0"), "error: --config num.partitions=0: must be at least 1"),
+        (("--config", "auto.create.topics.enable=maybe"), "error: --config auto.create.topics.enable=maybe: must be true or false"),
+        (("--config", "log.cleanup.policy=shred"), "error: --config log.cleanup.policy=shred: Invalid value shred for configuration cleanup.policy"),
+        (("--config", "max.connections.per.ip.overrides=localhost"), "error: --config max.connections.per.ip.overrides: 'localhost' is not HOST:COUNT"),
+    ]:
+        result = kctl("local", "start", "--port", "0", "--data-dir", str(data), "--no-context", *args)
+        assert result.exit_code == ExitCode.USAGE, (args, result.stderr)
+        assert result.stderr.startswith(message), (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (data / "broker.log").exists()  # nothing started

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from kctl.broker import configs as cfg
+from kctl.broker import settings
 from kctl.broker.handlers.common import storage_error_message
 from kctl.broker.protocol import errors
 
@@ -22,9 +23,13 @@ class _Failure(Exception):
         self.code, self.message = code, message
 
 
+# Static settings Kafka's shipped server.properties leaves out: their defaults are Kafka's.
+_DEFAULTED = frozenset({"connections.max.idle.ms", "max.connections.per.ip.overrides"})
+
+
 def _static_broker_configs(broker) -> dict[str, str]:
     c = broker.config
-    return {
+    fixed = {
         "node.id": str(c.node_id), "broker.id": str(c.node_id),
         "process.roles": "broker,controller",
         "listeners": ",".join(str(listener) for listener in c.listeners),
@@ -44,7 +49,20 @@ def _static_broker_configs(broker) -> dict[str, str]:
         "transaction.max.timeout.ms": str(c.transaction_max_timeout_ms),
         "transaction.state.log.replication.factor": "1",
         "log.cleaner.enable": str(c.log_cleaner_enable).lower(),
+        "connections.max.idle.ms": str(c.connections_max_idle_ms),
+        "max.connections.per.ip.overrides": ",".join(f"{h}:{n}" for h, n in c.max_connections_per_ip_overrides.items()),
     }
+    # The rest of what --config gave (dynamic ones are listed with their dynamic values).
+    return fixed | {name: value for name, value in c.static_configs.items()
+                    if name not in fixed and name not in cfg.DYNAMIC_BROKER_CONFIGS and name not in settings.RETENTION}
+
+
+def _static_chain(broker, synonym: str) -> list[tuple[str, str, int]]:
+    """The static (--config) entries behind a log.* default, as Kafka lists them: for
+    log.retention.ms, each of log.retention.ms, .minutes and .hours that was given."""
+    given = broker.config.static_configs
+    names = [n for n in settings.RETENTION if n in given] if synonym == "log.retention.ms" else [synonym]
+    return [(n, given[n], cfg.STATIC_BROKER_CONFIG) for n in names if n in given]
 
 
 def _entry(name, value, source, read_only, synonyms, config_type, doc):
@@ -69,6 +87,8 @@ def _describe_topic(broker, name, with_synonyms):
         if definition.synonym in broker.logs.broker_defaults:
             chain.append((definition.synonym, broker.logs.broker_defaults[definition.synonym],
                           cfg.DYNAMIC_DEFAULT_BROKER_CONFIG))
+        if definition.synonym in broker.logs.static_defaults:
+            chain += _static_chain(broker, definition.synonym)
         chain.append((definition.synonym or key, definition.default, cfg.DEFAULT_CONFIG))
         synonyms = [{"name": n, "value": v, "source": s} for n, v, s in chain] if with_synonyms else []
         out.append(_entry(key, values[key], chain[0][2], False, synonyms, definition.type,
@@ -83,7 +103,7 @@ def _describe_broker(broker, name, with_synonyms):
     static = _static_broker_configs(broker)
     out = []
     for key, value in static.items():
-        source = cfg.STATIC_BROKER_CONFIG
+        source = cfg.DEFAULT_CONFIG if key in _DEFAULTED and key not in broker.config.static_configs else cfg.STATIC_BROKER_CONFIG
         if name == "":
             continue  # the cluster-default resource lists only dynamic defaults
         synonyms = [{"name": key, "value": value, "source": source}] if with_synonyms else []
@@ -98,6 +118,10 @@ def _describe_broker(broker, name, with_synonyms):
             chain.append((logs.broker_defaults[key], cfg.DYNAMIC_DEFAULT_BROKER_CONFIG))
         if name == "" and not chain:
             continue
+        # Given with --config: log.retention.ms resolved from .minutes or .hours too.
+        given = logs.static_defaults.get(key, broker.config.static_configs.get(key))
+        if given is not None:
+            chain.append((given, cfg.STATIC_BROKER_CONFIG))
         if definition is not None:
             chain.append((definition.default, cfg.DEFAULT_CONFIG))
         if not chain:

@@ -123,6 +123,7 @@ class LogManager:
         self.logs: dict[tuple[str, int], Log] = {}
         self.broker_defaults: dict[str, str] = {}  # dynamic cluster-wide log.* configs
         self.broker_overrides: dict[str, str] = {}  # dynamic configs of this node
+        self.static_defaults: dict[str, str] = {}  # log.* configs given at start (--config)
         self.was_clean = False
         self.files = FilePool()
         self._lock = DataDirectoryLock(data_dir)
@@ -280,6 +281,8 @@ class LogManager:
                 values[name] = self.broker_overrides[definition.synonym]
             elif definition.synonym in self.broker_defaults:
                 values[name] = self.broker_defaults[definition.synonym]
+            elif definition.synonym in self.static_defaults:
+                values[name] = self.static_defaults[definition.synonym]
             else:
                 values[name] = definition.default
         return values

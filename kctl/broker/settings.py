@@ -1,0 +1,134 @@
+"""Static broker settings: what `--config KEY=VALUE` sets (kctl local start, python -m
+kctl.broker), in the names of Kafka's server.properties.
+
+Kafka reads these once, at start, from its properties file; the bundled broker reads them
+from its command line, for the run they are given to (a restart without them is back to
+the defaults, as a Kafka started with another file would be). DescribeConfigs reports
+each with source STATIC_BROKER_CONFIG.
+
+Three kinds: the settings of the broker itself (FIELDS: partitions of auto-created
+topics, connection limits, ...); the cluster-wide defaults of topic configs under their
+broker names (`log.retention.ms`, `log.segment.bytes`, `message.max.bytes`, ...: every
+synonym in configs.TOPIC_CONFIGS, checked as the topic config is), with `log.retention.
+minutes` and `log.retention.hours` in Kafka's order of precedence; and the replication
+factors a single node can only have as 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kctl.broker import configs as cfg
+
+MAX_INT = 2**31 - 1
+
+# server.properties name -> (BrokerConfig field, kind, lowest value of an int)
+FIELDS: dict[str, tuple[str, type, int | None]] = {
+    "num.partitions": ("num_partitions", int, 1),
+    "auto.create.topics.enable": ("auto_create_topics", bool, None),
+    "socket.request.max.bytes": ("max_request_bytes", int, 1),
+    "connections.max.idle.ms": ("connections_max_idle_ms", int, 1),
+    "max.connections": ("max_connections", int, 0),
+    "max.connections.per.ip": ("max_connections_per_ip", int, 0),
+    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", int, 0),
+    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", int, 1),
+    "log.retention.check.interval.ms": ("retention_check_interval_ms", int, 1),
+    "log.cleaner.enable": ("log_cleaner_enable", bool, None),
+}
+OVERRIDES = "max.connections.per.ip.overrides"
+# Replication factors a single node has as 1 (server.properties for one node sets them so).
+SINGLE_NODE = ("default.replication.factor", "offsets.topic.replication.factor",
+               "transaction.state.log.replication.factor", "share.coordinator.state.topic.replication.factor")
+# log.retention.* in Kafka's precedence: ms over minutes over hours; each as milliseconds.
+RETENTION = {"log.retention.ms": 1, "log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
+# The topic configs' cluster-wide defaults, by their broker names.
+LOG_DEFAULTS = {d.synonym: d for d in cfg.TOPIC_CONFIGS.values() if d.synonym}
+# What a Kafka user may reach for that the bundled broker sets another way.
+ELSEWHERE = {
+    "log.dirs": "--data-dir", "log.dir": "--data-dir", "listeners": "--port, --host and --listener",
+    "advertised.listeners": "--host", "sasl.enabled.mechanisms": "--sasl", "super.users": "--super-user",
+    "authorizer.class.name": "--authorizer", "ssl.keystore.location": "--tls-cert and --tls-key",
+}
+
+
+def names() -> list[str]:
+    """Every name --config takes."""
+    return sorted({*FIELDS, OVERRIDES, *SINGLE_NODE, *LOG_DEFAULTS, *RETENTION})
+
+
+def parse(pairs: Sequence[str]) -> dict:
+    """BrokerConfig's fields from KEY=VALUE pairs: those FIELDS name, plus `log_defaults`
+    ({broker name: value} of topic config defaults, log.retention.* resolved to
+    log.retention.ms) and `static_configs` (every pair as given, for DescribeConfigs).
+    A later pair wins over an earlier one of the same name. ValueError: one line."""
+    given: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name, value = name.strip(), value.strip()
+        if not name or not sep:
+            raise ValueError(f"--config {pair!r} is not of the form KEY=VALUE")
+        given[name] = value
+    fields: dict = {}
+    log_defaults: dict[str, str] = {}
+    for name, value in given.items():
+        if name in FIELDS:
+            field, kind, lowest = FIELDS[name]
+            fields[field] = _boolean(name, value) if kind is bool else _integer(name, value, lowest)
+        elif name == OVERRIDES:
+            fields["max_connections_per_ip_overrides"] = _overrides(value)
+        elif name in SINGLE_NODE:
+            if value != "1":
+                raise ValueError(f"--config {name}={value}: the bundled broker is a single node, so {name} can only be 1")
+        elif name in RETENTION:
+            pass  # resolved below, in Kafka's order
+        elif name in LOG_DEFAULTS:
+            log_defaults[name] = _checked(LOG_DEFAULTS[name], name, value)
+        elif name in ELSEWHERE:
+            raise ValueError(f"--config {name}: the bundled broker takes it as {ELSEWHERE[name]}")
+        else:
+            raise ValueError(f"--config {name}: not a setting the bundled broker has (it takes: {', '.join(names())})")
+    for name, unit in RETENTION.items():
+        if name in given:
+            value = _integer(name, given[name], None)
+            if value < -1 or (value == 0 and name != "log.retention.ms"):
+                raise ValueError(f"--config {name}={given[name]}: must be -1 (no limit) or above 0")
+            log_defaults["log.retention.ms"] = str(value * unit if value > 0 else value)
+            break
+    return {**fields, "log_defaults": log_defaults, "static_configs": given}
+
+
+def _checked(definition: cfg.ConfigDef, name: str, value: str) -> str:
+    try:
+        checked = cfg.validate(definition, value)
+    except cfg.InvalidConfig as exc:
+        raise ValueError(f"--config {name}={value}: {exc}") from None
+    return value if checked is None else checked
+
+
+def _integer(name: str, value: str, lowest: int | None) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"--config {name}={value}: not an integer") from None
+    if lowest is not None and number < lowest:
+        raise ValueError(f"--config {name}={value}: must be at least {lowest}")
+    if abs(number) > 2**63 - 1:
+        raise ValueError(f"--config {name}={value}: out of range")
+    return number
+
+
+def _boolean(name: str, value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise ValueError(f"--config {name}={value}: must be true or false")
+    return value.lower() == "true"
+
+
+def _overrides(value: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: host:count pairs, comma-separated (Kafka's form)."""
+    out: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host or not count.isdigit():
+            raise ValueError(f"--config {OVERRIDES}: {item!r} is not HOST:COUNT")
+        out[host] = int(count)
+    return out
