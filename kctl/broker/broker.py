@@ -50,6 +50,7 @@ class BrokerConfig:
     # default is 3000 ms, which would slow every first consumer by three seconds.
     group_initial_rebalance_delay_ms: int = 0
     max_request_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
+    fetch_max_bytes: int = 57_671_680  # fetch.max.bytes: the most a Fetch answer carries, whatever it asks
     retention_check_interval_ms: int = 300_000
     checkpoint_interval_ms: int = 60_000
     transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms

@@ -5,6 +5,15 @@ any of the body is read; a frame that cannot be parsed (bad size, unknown API ke
 version, truncated or garbage body) closes only that connection, with one log line. Like
 Kafka, a connection processes one request at a time, so responses keep request order.
 
+Limits of a shared broker, as Kafka's SocketServer and ConnectionQuotas set them: a
+connection that makes no progress for connections.max.idle.ms (nothing read or written,
+no request in a handler) is closed by a watchdog; max.connections bounds the connections
+served (one more waits, unserved, until another closes, as Kafka's acceptor waits), and
+max.connections.per.ip each address's (one more is closed at once, and
+max.connections.per.ip.overrides sets it per address); the first two may be changed at
+runtime, as on Kafka. Since a connection is read only after its last answer has been
+written out, a client that stops reading holds at most one answer in the broker's memory.
+
 Each listener (security/listeners.py) is one server socket; SSL and SASL_SSL ones wrap
 connections in TLS. On a SASL listener a connection may send only ApiVersions and the SASL
 requests until it has authenticated (security/sasl.py); anything else closes it, as Kafka
@@ -59,6 +68,20 @@ class RequestContext:
                                            resource_type, name)
 
 
+class _Connection:
+    """What the idle watchdog and the connection limits know of a connection."""
+
+    __slots__ = ("writer", "host", "port", "last_active", "busy", "buffered")
+
+    def __init__(self, writer: asyncio.StreamWriter, host: str, port: int):
+        self.writer = writer
+        self.host = host
+        self.port = port
+        self.last_active = time.monotonic()
+        self.busy = False  # a request in its handler (a long-poll Fetch, a JoinGroup) is not idle
+        self.buffered = 0  # the answer bytes still to write at the watchdog's last look
+
+
 class BrokerServer:
     def __init__(self, broker: Broker):
         self.broker = broker
@@ -67,6 +90,10 @@ class BrokerServer:
         self._connections: set[asyncio.Task] = set()
         self._accept_error_logged = -1e9
         self._refused_accepts = 0
+        self._served: dict[asyncio.Task, _Connection] = {}
+        self._by_host: dict[str, int] = {}
+        self._slot_freed = asyncio.Event()
+        self._watchdog: asyncio.Task | None = None
 
     async def start(self) -> None:
         """Listen on every listener (OSError: one cannot; ssl.SSLError: bad certificate)."""
@@ -101,6 +128,7 @@ class BrokerServer:
             raise
         config.port = self.listeners[0].port
         config.extra_listeners = self.listeners[1:]
+        self._watchdog = asyncio.get_running_loop().create_task(self._close_idle())
         self.broker.start_background()
 
     def _loop_exception(self, loop, context: dict) -> None:
@@ -119,7 +147,69 @@ class BrokerServer:
             return
         loop.default_exception_handler(context)
 
+    def _limit(self, name: str, static: int) -> int:
+        """A connection limit: its dynamic value (kctl config alter broker) or the static one."""
+        logs = self.broker.logs
+        value = logs.broker_overrides.get(name) or logs.broker_defaults.get(name)
+        return int(value) if value else static
+
+    def _host_limit(self, host: str) -> int:
+        config = self.broker.config
+        if host in config.max_connections_per_ip_overrides:
+            return config.max_connections_per_ip_overrides[host]
+        return self._limit("max.connections.per.ip", config.max_connections_per_ip)
+
+    async def _admitted(self, host: str, port: int, writer: asyncio.StreamWriter) -> _Connection | None:
+        """The connection counted against the limits, once max.connections has room for
+        it (None: over its address's max.connections.per.ip, closed)."""
+        waited = False
+        while len(self._served) >= self._limit("max.connections", self.broker.config.max_connections):
+            if not waited:
+                log.info("connection from %s:%s waits: max.connections (%d) reached", host, port, len(self._served))
+                waited = True
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+        if self._by_host.get(host, 0) >= self._host_limit(host):
+            log.warning("closing connection from %s:%s: max.connections.per.ip (%d) reached for %s",
+                        host, port, self._host_limit(host), host)
+            return None
+        connection = _Connection(writer, host, port)
+        self._served[asyncio.current_task()] = connection  # type: ignore[index]
+        self._by_host[host] = self._by_host.get(host, 0) + 1
+        return connection
+
+    def _released(self, task: asyncio.Task) -> None:
+        connection = self._served.pop(task, None)
+        if connection is not None:
+            count = self._by_host.get(connection.host, 1) - 1
+            if count:
+                self._by_host[connection.host] = count
+            else:
+                self._by_host.pop(connection.host, None)
+            self._slot_freed.set()
+
+    async def _close_idle(self) -> None:
+        """Every connection that has made no progress for connections.max.idle.ms is closed
+        (an answer still being written counts as progress while its bytes leave)."""
+        while True:
+            idle = self.broker.config.connections_max_idle_ms / 1000
+            await asyncio.sleep(min(1.0, max(0.05, idle / 4)))
+            now = time.monotonic()
+            for connection in list(self._served.values()):
+                if connection.busy or now - connection.last_active < idle:
+                    continue
+                transport = connection.writer.transport
+                buffered = transport.get_write_buffer_size()
+                if buffered and buffered != connection.buffered:
+                    connection.buffered, connection.last_active = buffered, now
+                    continue
+                log.info("closing connection from %s:%s: idle for %d ms (connections.max.idle.ms)",
+                         connection.host, connection.port, int((now - connection.last_active) * 1000))
+                transport.abort()
+
     async def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         for server in self._servers:
             server.close()
         for task in list(self._connections):
@@ -135,11 +225,15 @@ class BrokerServer:
         host = peer[0]
         session = Session(listener, self.broker.sasl if listener.sasl else None)
         try:
+            connection = await self._admitted(host, peer[1], writer)
+            if connection is None:
+                return
             while True:
                 try:
                     head = await reader.readexactly(4)
                 except asyncio.IncompleteReadError:
                     return
+                connection.last_active = time.monotonic()
                 (size,) = _SIZE.unpack(head)
                 if head[:2] == b"\x16\x03":  # a TLS handshake record: ClientHello
                     raise ProtocolError(f"a TLS client connected; this listener is {listener.protocol}")
@@ -158,10 +252,16 @@ class BrokerServer:
                     raise ProtocolError(f"request size {size} is outside 8..."
                                         f"{self.broker.config.max_request_bytes}")
                 frame = memoryview(await reader.readexactly(size))
-                chunks = await self._handle(frame, host, session)
+                connection.busy = True
+                try:
+                    chunks = await self._handle(frame, host, session)
+                finally:
+                    connection.busy = False
+                    connection.last_active = time.monotonic()
                 if chunks:
                     writer.writelines(chunks)
                     await writer.drain()
+                    connection.last_active = time.monotonic()
                 if session.throttle_ms:  # over its quota: not read again until the time is up
                     await asyncio.sleep(session.throttle_ms / 1000)
                     session.throttle_ms = 0
@@ -183,6 +283,7 @@ class BrokerServer:
             log.exception("closing connection from %s:%s after an internal error", host, peer[1])
         finally:
             self._connections.discard(task)
+            self._released(task)
             self.broker.share_groups.connection_closed(session)  # its share sessions end with it
             writer.close()
 

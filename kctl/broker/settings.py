@@ -27,6 +27,7 @@ FIELDS: dict[str, tuple[str, type, int | None]] = {
     "num.partitions": ("num_partitions", int, 1),
     "auto.create.topics.enable": ("auto_create_topics", bool, None),
     "socket.request.max.bytes": ("max_request_bytes", int, 1),
+    "fetch.max.bytes": ("fetch_max_bytes", int, 1024),
     "connections.max.idle.ms": ("connections_max_idle_ms", int, 1),
     "max.connections": ("max_connections", int, 0),
     "max.connections.per.ip": ("max_connections_per_ip", int, 0),

@@ -78,7 +78,7 @@ def local():
 @click.option("--authorizer", is_flag=True, help="Enforce ACLs (Kafka's StandardAuthorizer semantics).")
 @click.option("--super-user", "super_users", multiple=True, metavar="PRINCIPAL", help="A principal allowed everything (repeatable; default with --authorizer: the first --user, or User:ANONYMOUS without SASL).")
 @click.option("--num-partitions", type=click.IntRange(min=1), metavar="N", help="Partitions of a topic created without a count (auto-created, or CreateTopics with -1): --config num.partitions=N. [default: 1]")
-@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A broker setting in server.properties' names, for this run (repeatable): num.partitions, auto.create.topics.enable, log.retention.ms|minutes|hours, log.retention.bytes, log.segment.bytes, message.max.bytes and the other log.* topic defaults, connections.max.idle.ms, max.connections, max.connections.per.ip[.overrides], socket.request.max.bytes, default.replication.factor=1, ...")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A broker setting in server.properties' names, for this run (repeatable): num.partitions, auto.create.topics.enable, log.retention.ms|minutes|hours, log.retention.bytes, log.segment.bytes, message.max.bytes and the other log.* topic defaults, connections.max.idle.ms, max.connections, max.connections.per.ip[.overrides], socket.request.max.bytes, fetch.max.bytes, default.replication.factor=1, ...")
 @global_options
 @pass_app
 def start(app: App, port, host, data_dir, foreground, context_name, no_context, sasl, users, users_file, tls, tls_cert,

@@ -24,7 +24,7 @@ class _Failure(Exception):
 
 
 # Static settings Kafka's shipped server.properties leaves out: their defaults are Kafka's.
-_DEFAULTED = frozenset({"connections.max.idle.ms", "max.connections.per.ip.overrides"})
+_DEFAULTED = frozenset({"connections.max.idle.ms", "fetch.max.bytes", "max.connections.per.ip.overrides"})
 
 
 def _static_broker_configs(broker) -> dict[str, str]:
@@ -50,6 +50,7 @@ def _static_broker_configs(broker) -> dict[str, str]:
         "transaction.state.log.replication.factor": "1",
         "log.cleaner.enable": str(c.log_cleaner_enable).lower(),
         "connections.max.idle.ms": str(c.connections_max_idle_ms),
+        "fetch.max.bytes": str(c.fetch_max_bytes),
         "max.connections.per.ip.overrides": ",".join(f"{h}:{n}" for h, n in c.max_connections_per_ip_overrides.items()),
     }
     # The rest of what --config gave (dynamic ones are listed with their dynamic values).

@@ -53,7 +53,7 @@ async def fetch(broker, context, request):
     names = [topic_name(broker, None if by_id else t.topic, getattr(t, "topic_id", None))
              for t in request.topics]
     while True:
-        budget = request.max_bytes
+        budget = min(request.max_bytes, broker.config.fetch_max_bytes)
         total = 0
         has_error = False
         responses = []
