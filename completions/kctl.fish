@@ -1933,7 +1933,7 @@ complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'data-dir' -x -d 'The in
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'foreground' -d 'Run in this process, logging to stderr, until Ctrl-C.'
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'save-context' -x -d 'Context to create or update with the bootstrap address.'
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'no-context' -d 'Do not touch the config file.'
-complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'sasl' -x -d 'SASL on --port\'s listener: plain, scram-sha-256, scram-sha-512 (comma-separated)'
+complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'sasl' -x -d 'SASL on --port\'s listener: plain, scram-sha-256, scram-sha-512, oauthbearer (uns'
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'user' -x -d 'A SASL user (repeatable): PLAIN checks it; SCRAM credentials are made for it onc'
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'users-file' -x -d 'More users, NAME:PASSWORD per line.'
 complete -c kctl -n '__kctl_at \'kctl local start\'' -l 'tls' -d 'TLS on --port\'s listener; the CA of a generated certificate is <data-dir>/tls/ca'

@@ -172,7 +172,8 @@ def serve_foreground(config: Any, ready: Callable[[str], None]) -> None:
 
 
 # The client properties client_properties sets: a restart without security drops them again.
-CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location")
+CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location",
+               "enable.sasl.oauthbearer.unsecure.jwt", "sasl.oauthbearer.config")
 
 
 def client_properties(config: Any) -> list[tuple[str, str]]:
@@ -187,9 +188,13 @@ def client_properties(config: Any) -> list[tuple[str, str]]:
     if config.security_protocol != "PLAINTEXT":
         properties.append(("security.protocol", config.security_protocol))
     if config.security_protocol.startswith("SASL_"):
-        mechanism = next(m for m in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN") if m in config.sasl_mechanisms)
+        mechanism = next((m for m in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN") if m in config.sasl_mechanisms), "OAUTHBEARER")
         user = next(iter(config.users))  # the first user (else the users file's first)
-        properties += [("sasl.mechanism", mechanism), ("sasl.username", user), ("sasl.password", config.users[user])]
+        if mechanism == "OAUTHBEARER":  # unsecured JWTs naming the first user, made by the client
+            properties += [("sasl.mechanism", mechanism), ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+                           ("sasl.oauthbearer.config", f"principal={user}")]
+        else:
+            properties += [("sasl.mechanism", mechanism), ("sasl.username", user), ("sasl.password", config.users[user])]
     if config.security_protocol.endswith("SSL") and config.tls_cert is None:
         properties.append(("ssl.ca.location", str(generated_paths(config.data_dir)[0])))
     return properties

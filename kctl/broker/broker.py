@@ -24,6 +24,7 @@ from kctl.broker.coordinator.transactions import TransactionCoordinator
 from kctl.broker.quotas import QuotaManager
 from kctl.broker.security.authorizer import Authorizer
 from kctl.broker.security.listeners import Listener
+from kctl.broker.security.oauthbearer import ValidatorConfig
 from kctl.broker.security.sasl import MECHANISMS, SaslConfig
 from kctl.broker.security.store import SecurityStore
 from kctl.broker.storage.cleaner import LogCleaner
@@ -64,6 +65,12 @@ class BrokerConfig:
     max_connections_per_ip_overrides: dict[str, int] = field(default_factory=dict)
     # --config's topic config defaults under their broker names ({"log.retention.ms":
     # "3600000"}), and every --config pair as given (DescribeConfigs' static entries).
+    # KIP-368: sessions of SASL connections end after this (0: never); the unsecured
+    # OAUTHBEARER validator's principal and scope claims and its clock skew.
+    connections_max_reauth_ms: int = 0
+    oauthbearer_principal_claim: str = "sub"
+    oauthbearer_scope_claim: str = "scope"
+    oauthbearer_clock_skew_seconds: int = 0
     log_defaults: dict[str, str] = field(default_factory=dict)
     static_configs: dict[str, str] = field(default_factory=dict)
     # Security. The first listener is (security_protocol, host, port); more listeners may
@@ -114,7 +121,10 @@ class Broker:
                                      config.allow_everyone_if_no_acl_found)
         self.quotas = QuotaManager(lambda: self.security.quotas, clock)
         self.sasl = SaslConfig(config.sasl_mechanisms, dict(config.users),
-                               lambda user, mechanism: self.security.credentials.get((user, mechanism)))
+                               lambda user, mechanism: self.security.credentials.get((user, mechanism)),
+                               ValidatorConfig(config.oauthbearer_principal_claim, config.oauthbearer_scope_claim,
+                                               config.oauthbearer_clock_skew_seconds * 1000),
+                               config.connections_max_reauth_ms)
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
         self._housekeeping = None
         self._cleaning = None

@@ -295,6 +295,9 @@ class BrokerServer:
         if session.needs_authentication and header.api_key not in _BEFORE_AUTHENTICATION:
             raise ProtocolError(f"{api.name} request before SASL authentication "
                                 f"(listener {session.listener.protocol})")
+        if session.expires_at is not None and header.api_key not in _BEFORE_AUTHENTICATION and session.expired:
+            raise ProtocolError(f"{api.name} request after the SASL session of {session.principal} ended "
+                                "without re-authentication (connections.max.reauth.ms)")
         version = header.api_version
         if not api.lowest_served <= version <= api.max_version:
             if header.api_key == apis.API_VERSIONS:

@@ -35,6 +35,12 @@ FIELDS: dict[str, tuple[str, type, int | None]] = {
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", int, 1),
     "log.retention.check.interval.ms": ("retention_check_interval_ms", int, 1),
     "log.cleaner.enable": ("log_cleaner_enable", bool, None),
+    "connections.max.reauth.ms": ("connections_max_reauth_ms", int, 0),
+    # The unsecured OAUTHBEARER validator's options (its JAAS options on Kafka:
+    # unsecuredValidatorPrincipalClaimName, ...ScopeClaimName, ...AllowableClockSkewMs).
+    "sasl.oauthbearer.sub.claim.name": ("oauthbearer_principal_claim", str, None),
+    "sasl.oauthbearer.scope.claim.name": ("oauthbearer_scope_claim", str, None),
+    "sasl.oauthbearer.clock.skew.seconds": ("oauthbearer_clock_skew_seconds", int, 0),
 }
 OVERRIDES = "max.connections.per.ip.overrides"
 # Replication factors a single node has as 1 (server.properties for one node sets them so).
@@ -74,7 +80,12 @@ def parse(pairs: Sequence[str]) -> dict:
     for name, value in given.items():
         if name in FIELDS:
             field, kind, lowest = FIELDS[name]
-            fields[field] = _boolean(name, value) if kind is bool else _integer(name, value, lowest)
+            if kind is str:
+                if not value:
+                    raise ValueError(f"--config {name}= needs a value")
+                fields[field] = value
+            else:
+                fields[field] = _boolean(name, value) if kind is bool else _integer(name, value, lowest)
         elif name == OVERRIDES:
             fields["max_connections_per_ip_overrides"] = _overrides(value)
         elif name in SINGLE_NODE:

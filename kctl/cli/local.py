@@ -68,7 +68,7 @@ def local():
 @click.option("--foreground", is_flag=True, help="Run in this process, logging to stderr, until Ctrl-C.")
 @click.option("--save-context", "context_name", default="local", show_default=True, metavar="NAME", help="Context to create or update with the bootstrap address.")
 @click.option("--no-context", is_flag=True, help="Do not touch the config file.")
-@click.option("--sasl", metavar="MECHANISMS", help="SASL on --port's listener: plain, scram-sha-256, scram-sha-512 (comma-separated).")
+@click.option("--sasl", metavar="MECHANISMS", help="SASL on --port's listener: plain, scram-sha-256, scram-sha-512, oauthbearer (unsecured JWTs, as Kafka's default validator; comma-separated).")
 @click.option("--user", "users", multiple=True, metavar="NAME:PASSWORD", help="A SASL user (repeatable): PLAIN checks it; SCRAM credentials are made for it once.")
 @click.option("--users-file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE", help="More users, NAME:PASSWORD per line.")
 @click.option("--tls", is_flag=True, help="TLS on --port's listener; the CA of a generated certificate is <data-dir>/tls/ca.pem.")
@@ -94,6 +94,10 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
 
     Security, to test a secured client without a JVM Kafka: --sasl and --tls make
     --port's listener SASL_PLAINTEXT, SSL or SASL_SSL; --listener opens more beside it.
+    OAUTHBEARER takes unsecured JWTs (alg none) as Kafka's default validator does: the
+    principal from the `sub` claim (--config sasl.oauthbearer.sub.claim.name), refused
+    once `exp` has passed; with --config connections.max.reauth.ms=N sessions end after
+    N ms or at the token's expiry, and clients authenticate again (KIP-368).
     The context saved then carries the settings to connect as the first --user (its
     password in the config file, as -X sasl.password would put it) and, with a
     generated certificate, ssl.ca.location. SCRAM credentials, ACLs and client quotas

@@ -275,7 +275,8 @@ SECURED_SCRAM_USERS = {"bob": "bob-secret"}
 @pytest.fixture(scope="session")
 def secured_bundled(tmp_path_factory):
     """The bundled broker secured as the secured Kafka node is: a SASL_PLAINTEXT listener
-    with users admin (super user), alice and bob (no ACLs), the authorizer with
+    with users admin (super user), alice and bob (no ACLs), OAUTHBEARER with unsecured JWTs
+    (sessions of at most 10 s), the authorizer with
     allow.everyone.if.no.acl.found off; and a PLAINTEXT listener beside it where the
     ANONYMOUS principal is a super user (`.plaintext`, as the kafka3 backend's authorizer).
     It is a KafkaCluster that is never started, pointed at the bundled broker, so client
@@ -286,8 +287,10 @@ def secured_bundled(tmp_path_factory):
     from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
 
     users = {**SECURED_PLAIN_USERS, **SECURED_SCRAM_USERS}
+    # OAUTHBEARER's sessions end after 10 s, as the secured Kafka node's (KIP-368).
     process = BrokerProcess(tmp_path_factory.mktemp("broker-secured-bundled") / "data", extra_args=[
-        "--sasl", "plain,scram-sha-256,scram-sha-512", *[f"--user={u}:{p}" for u, p in users.items()],
+        "--sasl", "plain,scram-sha-256,scram-sha-512,oauthbearer", *[f"--user={u}:{p}" for u, p in users.items()],
+        "--config=connections.max.reauth.ms=10000",
         "--listener", "PLAINTEXT://127.0.0.1:0", "--authorizer",
         "--super-user", "User:admin", "--super-user", "User:ANONYMOUS"])
     try:

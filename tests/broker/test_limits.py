@@ -25,7 +25,7 @@ API_VERSIONS_V0 = request_frame(18, 0, b"")
 
 
 @pytest.fixture
-def start_broker(tmp_path):
+def start_broker(tmp_path, config_home):
     started = []
 
     def start(*configs: str) -> BrokerProcess:

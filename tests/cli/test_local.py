@@ -95,10 +95,30 @@ def test_a_secured_local_broker_and_the_context_it_saves(kctl, tmp_path):
         kctl("local", "stop", "--data-dir", str(data))
 
 
+def test_an_oauthbearer_local_broker_and_the_context_it_saves(kctl, tmp_path):
+    """--sasl oauthbearer: the saved context makes unsecured JWTs naming the first user (a
+    super user), on both of kctl's clients; another principal's token is authorized as
+    that principal."""
+    data = tmp_path / "oauth"
+    started = kctl("local", "start", "--port", "0", "--data-dir", str(data), "--save-context", "oauth",
+                   "--sasl", "oauthbearer", "--user", "admin:unused", "--authorizer", "--config", "connections.max.reauth.ms=60000")
+    assert started.exit_code == 0, started.stderr
+    try:
+        shown = kctl("context", "show", "oauth").stdout
+        assert "sasl.mechanism\tOAUTHBEARER" in shown and "sasl.oauthbearer.config\tprincipal=admin" in shown
+        assert "sasl.password" not in shown
+        assert kctl("--context", "oauth", "topic", "create", "tokens").exit_code == 0  # librdkafka
+        assert kctl("--context", "oauth", "cluster", "info").exit_code == 0  # kctl's wire client
+        alice = kctl("--context", "oauth", "-X", "sasl.oauthbearer.config=principal=alice", "topic", "create", "hers")
+        assert alice.exit_code == ExitCode.NOT_AUTHORIZED, alice.stderr
+    finally:
+        kctl("local", "stop", "--data-dir", str(data))
+
+
 def test_bad_security_flags_are_usage_errors(kctl, tmp_path):
     data = str(tmp_path / "never")
     for args, message in (
-        (("--sasl", "md5", "--user", "a:b"), "error: unknown SASL mechanism 'md5'; the bundled broker serves plain, scram-sha-256, scram-sha-512"),
+        (("--sasl", "md5", "--user", "a:b"), "error: unknown SASL mechanism 'md5'; the bundled broker serves plain, scram-sha-256, scram-sha-512, oauthbearer"),
         (("--sasl", "plain"), "error: a SASL listener needs at least one --user NAME:PASSWORD (or --users-file)"),
         (("--sasl", "plain", "--user", "nopassword"), "error: user 'nopassword' is not NAME:PASSWORD"),
         (("--listener", "FOO://x:1",), "error: listener 'FOO://x:1': protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),

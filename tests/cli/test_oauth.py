@@ -1,5 +1,5 @@
-"""OAUTHBEARER against a real Kafka node (the secured node's unsecured-JWT validator), on
-both of kctl's clients: librdkafka (SCRAM users, topic creation) and kctl's wire client
+"""OAUTHBEARER against the secured Kafka node and the secured bundled broker (each with
+the unsecured-JWT validator, sessions of at most 10 s), on both of kctl's clients: librdkafka (SCRAM users, topic creation) and kctl's wire client
 (cluster describe, quotas, the metadata quorum). Tokens come from librdkafka's unsecured JWT config,
 from an OIDC token endpoint (client credentials), and from AWS MSK IAM's signer, which
 is replaced by a stand-in that records its calls (no AWS here)."""
@@ -12,7 +12,7 @@ import json
 import pytest
 
 from kctl.errors import ExitCode
-from tests.security.token_endpoint import TokenEndpoint
+from tests.security.token_endpoint import TokenEndpoint, unsecured_jwt
 
 pytestmark = pytest.mark.integration
 
@@ -27,31 +27,41 @@ def unsecured(cluster, principal: str) -> list[str]:
     return oauth_flags(cluster, **{"enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": f"principal={principal}"})
 
 
-def test_unsecured_jwt_reaches_both_clients(kctl, secured_kafka, unique_name):
-    admin = unsecured(secured_kafka, "admin")
+def test_unsecured_jwt_reaches_both_clients(kctl, secured, unique_name, tmp_path):
+    admin = unsecured(secured, "admin")
     info = kctl(*admin, "cluster", "info", "-o", "json")  # the wire client: DescribeCluster, then the quorum
     assert info.exit_code == 0, info.stderr
     assert json.loads(info.stdout)["controller_id"] == 1
-    quorum = kctl(*admin, "cluster", "quorum", "-o", "json")
-    assert quorum.exit_code == 0, quorum.stderr
-    assert [v["node_id"] for v in json.loads(quorum.stdout)["voters"]] == [1]
+    if secured.backend == "kafka":  # the bundled broker has no metadata quorum
+        quorum = kctl(*admin, "cluster", "quorum", "-o", "json")
+        assert quorum.exit_code == 0, quorum.stderr
+        assert [v["node_id"] for v in json.loads(quorum.stdout)["voters"]] == [1]
     users = kctl(*admin, "user", "list", "-o", "json")
     assert users.exit_code == 0, users.stderr
     assert {u["user"] for u in json.loads(users.stdout)} >= {"bob"}
 
     # The token's principal is the one authorized: alice has no ACLs, on either client.
-    alice = unsecured(secured_kafka, "alice")
+    alice = unsecured(secured, "alice")
     created = kctl(*alice, "topic", "create", unique_name("oauth"))
     assert (created.exit_code, "TOPIC_AUTHORIZATION_FAILED" in created.stderr) == (ExitCode.NOT_AUTHORIZED, True), created.stderr
-    denied = kctl(*alice, "cluster", "quorum")
+    denied = kctl(*alice, "quota", "list")  # the wire client: DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster
     assert denied.exit_code == ExitCode.NOT_AUTHORIZED, denied.stderr
     assert "CLUSTER_AUTHORIZATION_FAILED" in denied.stderr
 
+    # A token past its exp is refused by the broker, for both clients, in one line.
+    stale = tmp_path / "stale.jwt"
+    stale.write_text(unsecured_jwt("admin", -60))
+    expired = oauth_flags(secured, **{"sasl.oauthbearer.token.file": str(stale)})
+    for command in (("cluster", "info"), ("topic", "list")):
+        refused = kctl(*expired, "--timeout", "10", *command)
+        assert refused.exit_code == ExitCode.NOT_AUTHORIZED, (command, refused.stderr)
+        assert len(refused.stderr.strip().splitlines()) <= 2, refused.stderr
 
-def test_oidc_client_credentials_on_every_client(kctl, secured_kafka):
+
+def test_oidc_client_credentials_on_every_client(kctl, secured):
     with TokenEndpoint({"kctl": "s3cret"}, principal="admin") as endpoint:
         def flags(secret: str) -> list[str]:
-            return oauth_flags(secured_kafka, **{
+            return oauth_flags(secured, **{
                 "sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.client.id": "kctl",
                 "sasl.oauthbearer.client.secret": secret, "sasl.oauthbearer.token.endpoint.url": endpoint.url,
                 "sasl.oauthbearer.scope": "kafka",
@@ -75,9 +85,9 @@ def test_oidc_client_credentials_on_every_client(kctl, secured_kafka):
             assert "invalid_client" in refused.stderr or "HTTP 401" in refused.stderr
 
 
-def test_debug_hides_the_oidc_client_secret(kctl, secured_kafka):
+def test_debug_hides_the_oidc_client_secret(kctl, secured):
     with TokenEndpoint({"kctl": "s3cret-value"}, principal="admin") as endpoint:
-        result = kctl("--debug", *oauth_flags(secured_kafka, **{
+        result = kctl("--debug", *oauth_flags(secured, **{
             "sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.client.id": "kctl",
             "sasl.oauthbearer.client.secret": "s3cret-value", "sasl.oauthbearer.token.endpoint.url": endpoint.url,
         }), "quota", "list")
@@ -86,9 +96,9 @@ def test_debug_hides_the_oidc_client_secret(kctl, secured_kafka):
     assert "s3cret-value" not in result.stdout + result.stderr
 
 
-def test_aws_msk_iam_tokens_reach_both_clients(kctl, secured_kafka, fake_signer):
+def test_aws_msk_iam_tokens_reach_both_clients(kctl, secured, fake_signer):
     # MSK listens on SASL_SSL; this node on SASL_PLAINTEXT, which -X overrides.
-    saved = kctl("context", "set", "msk", "-b", secured_kafka.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT",
+    saved = kctl("context", "set", "msk", "-b", secured.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT",
                  "--aws-msk-iam-region", "eu-west-1", "--aws-msk-iam-profile", "analytics")
     assert saved.exit_code == 0, saved.stderr
     shown = kctl("--context", "msk", "context", "show", "-o", "json")
@@ -106,7 +116,7 @@ def test_aws_msk_iam_tokens_reach_both_clients(kctl, secured_kafka, fake_signer)
     # The environment turns it on without a context; a role is assumed when given.
     fake_signer.CALLS.clear()
     env = {"KCTL_AWS_MSK_IAM_REGION": "us-east-2", "KCTL_AWS_MSK_IAM_ROLE_ARN": "arn:aws:iam::1:role/kafka"}
-    assert kctl("-b", secured_kafka.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "quota", "list", env=env).exit_code == 0
+    assert kctl("-b", secured.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "quota", "list", env=env).exit_code == 0
     assert fake_signer.CALLS == [("generate_auth_token_from_role_arn", ("us-east-2", "arn:aws:iam::1:role/kafka", "MSKSASLDefaultSession"))]
 
 

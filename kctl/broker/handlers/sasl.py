@@ -25,6 +25,13 @@ async def sasl_handshake(broker, context, request):
     if session.sasl is None:
         return {"error_code": errors.ILLEGAL_SASL_STATE, "mechanisms": []}
     mechanisms = list(session.sasl.mechanisms)
+    if session.authenticated and session.sasl.max_reauth_ms > 0 and context.version >= 1 and not session.reauthenticating:
+        # Re-authentication (KIP-368): with the mechanism the session began with.
+        if session.reauthenticate(request.mechanism):
+            return {"error_code": errors.NONE, "mechanisms": mechanisms}
+        session.close_after_response = True
+        log.info("client %s asked to re-authenticate with %s, not %s", context.client_host, request.mechanism, session.mechanism)
+        return {"error_code": errors.UNSUPPORTED_SASL_MECHANISM, "mechanisms": [session.mechanism]}
     if session.authenticated or session.mechanism is not None:
         session.close_after_response = True
         return {"error_code": errors.ILLEGAL_SASL_STATE, "mechanisms": mechanisms}
@@ -42,7 +49,7 @@ async def sasl_authenticate(broker, context, request):
     if session.sasl is None:
         return {**answer, "error_code": errors.ILLEGAL_SASL_STATE,
                 "error_message": "this listener has no SASL"}
-    if session.mechanism is None or session.authenticated or session.handshake_version == 0:
+    if not session.exchanging:
         session.close_after_response = True
         return {**answer, "error_code": errors.ILLEGAL_SASL_STATE,
                 "error_message": "Unexpected SaslAuthenticate request"}
@@ -52,6 +59,11 @@ async def sasl_authenticate(broker, context, request):
         session.close_after_response = True
         log.info("authentication of %s with %s failed: %s", context.client_host, session.mechanism, exc)
         return {**answer, "error_code": errors.SASL_AUTHENTICATION_FAILED, "error_message": str(exc)}
+    if session.invalid_token_reason:
+        log.info("OAUTHBEARER token of %s refused: %s", context.client_host, session.invalid_token_reason)
+        session.invalid_token_reason = None
+    if session.authenticated and not session.reauthenticating:
+        answer["session_lifetime_ms"] = session.lifetime_ms
     return answer
 
 

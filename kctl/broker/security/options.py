@@ -7,18 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from kctl.broker.security.listeners import Listener, parse_listener
-from kctl.broker.security.sasl import MECHANISMS
+from kctl.broker.security.sasl import SERVED
 
 
 def parse_mechanisms(text: str) -> tuple[str, ...]:
     """`plain,scram-sha-256` -> ("PLAIN", "SCRAM-SHA-256")."""
     names = [part.strip().upper() for part in text.split(",") if part.strip()]
     if not names:
-        raise ValueError("--sasl needs at least one mechanism: " + ", ".join(m.lower() for m in MECHANISMS))
+        raise ValueError("--sasl needs at least one mechanism: " + ", ".join(m.lower() for m in SERVED))
     for name in names:
-        if name not in MECHANISMS:
+        if name not in SERVED:
             raise ValueError(f"unknown SASL mechanism {name.lower()!r}; the bundled broker serves "
-                             + ", ".join(m.lower() for m in MECHANISMS))
+                             + ", ".join(m.lower() for m in SERVED))
     return tuple(dict.fromkeys(names))
 
 
