@@ -71,6 +71,11 @@ class BrokerConfig:
     oauthbearer_principal_claim: str = "sub"
     oauthbearer_scope_claim: str = "scope"
     oauthbearer_clock_skew_seconds: int = 0
+    # Mutual TLS: none, requested or required; the PEM file of CAs that sign client
+    # certificates; Kafka's ssl.principal.mapping.rules for the subject's name.
+    ssl_client_auth: str = "none"
+    ssl_truststore: str | None = None
+    ssl_principal_mapping_rules: str = "DEFAULT"
     log_defaults: dict[str, str] = field(default_factory=dict)
     static_configs: dict[str, str] = field(default_factory=dict)
     # Security. The first listener is (security_protocol, host, port); more listeners may

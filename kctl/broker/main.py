@@ -106,9 +106,18 @@ def config_from_args(args) -> BrokerConfig:
 
     fields = {"num_partitions": args.num_partitions, "auto_create_topics": not args.no_auto_create,
               "log_cleaner_enable": not args.no_log_cleaner, **settings.parse(args.config)}
-    return BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
-                        advertised_host=args.advertised_host, node_id=args.node_id,
-                        **fields, **security_settings(args))
+    config = BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
+                          advertised_host=args.advertised_host, node_id=args.node_id,
+                          **fields, **security_settings(args))
+    if config.ssl_client_auth != "none":
+        if not any(listener.tls for listener in config.listeners):
+            raise ValueError(f"--config ssl.client.auth={config.ssl_client_auth} needs a TLS listener (--tls, or an SSL --listener)")
+        if config.ssl_truststore is None:
+            raise ValueError(f"--config ssl.client.auth={config.ssl_client_auth} needs --config ssl.truststore.location=PEM "
+                             "(the CAs that sign the clients' certificates)")
+        if not os.access(config.ssl_truststore, os.R_OK):
+            raise ValueError(f"--config ssl.truststore.location={config.ssl_truststore}: cannot be read")
+    return config
 
 
 def security_settings(args) -> dict:

@@ -36,6 +36,7 @@ from kctl.broker.protocol import apis, errors, frames
 from kctl.broker.protocol.errors import ProtocolError
 from kctl.broker.security import sasl
 from kctl.broker.security.listeners import Listener
+from kctl.broker.security.principal import distinguished_name, parse_rules, principal_name
 from kctl.broker.security.sasl import Session
 from kctl.broker.storage.manager import StorageError
 
@@ -94,12 +95,13 @@ class BrokerServer:
         self._by_host: dict[str, int] = {}
         self._slot_freed = asyncio.Event()
         self._watchdog: asyncio.Task | None = None
+        self._principal_rules: tuple | None = None  # with mutual TLS: ssl.principal.mapping.rules
 
     async def start(self) -> None:
         """Listen on every listener (OSError: one cannot; ssl.SSLError: bad certificate)."""
         config = self.broker.config
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
-        tls = None
+        tls = mutual = None
         if any(listener.tls for listener in config.listeners):
             from kctl.broker.security import tls as tls_files
 
@@ -112,11 +114,21 @@ class BrokerServer:
             except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
                 raise StorageError(f"cannot use TLS certificate {cert} and key {key}: "
                                    f"{getattr(exc, 'reason', None) or exc.strerror or exc}") from None
+            mutual = tls
+            if config.ssl_client_auth != "none":
+                # SSL listeners only: on SASL_SSL ones SASL authenticates, as on Kafka
+                # (where ssl.client.auth applies to them only when set for the listener).
+                try:
+                    mutual = tls_files.server_context(cert, key, config.ssl_client_auth, config.ssl_truststore)
+                except (OSError, ValueError) as exc:
+                    raise StorageError(f"cannot use ssl.truststore.location {config.ssl_truststore}: "
+                                       f"{getattr(exc, 'reason', None) or exc.strerror or exc}") from None
+                self._principal_rules = parse_rules(config.ssl_principal_mapping_rules)
         try:
             for listener in config.listeners:
                 server = await asyncio.start_server(
                     lambda r, w, listener=listener: self._serve(r, w, listener), listener.host, listener.port,
-                    reuse_address=True, limit=1 << 20, ssl=tls if listener.tls else None,
+                    reuse_address=True, limit=1 << 20, ssl=(tls if listener.sasl else mutual) if listener.tls else None,
                     ssl_handshake_timeout=10 if listener.tls else None)
                 self._servers.append(server)
                 if listener.port == 0:  # an ephemeral port: advertise the one the kernel picked
@@ -146,6 +158,19 @@ class BrokerServer:
                 self._accept_error_logged, self._refused_accepts = now, 0
             return
         loop.default_exception_handler(context)
+
+    def _certificate_principal(self, writer: asyncio.StreamWriter, default: str) -> str:
+        """User: and the client certificate's subject, mapped by ssl.principal.mapping.rules
+        (no certificate, with ssl.client.auth=requested: ANONYMOUS); ProtocolError when no
+        rule applies, as Kafka refuses the connection."""
+        ssl_object = writer.get_extra_info("ssl_object")
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if not der:
+            return default
+        try:
+            return "User:" + principal_name(distinguished_name(der), self._principal_rules)
+        except ValueError as exc:
+            raise ProtocolError(f"client certificate refused: {exc}") from None
 
     def _limit(self, name: str, static: int) -> int:
         """A connection limit: its dynamic value (kctl config alter broker) or the static one."""
@@ -228,6 +253,8 @@ class BrokerServer:
             connection = await self._admitted(host, peer[1], writer)
             if connection is None:
                 return
+            if listener.tls and not listener.sasl and self._principal_rules is not None:
+                session.principal = self._certificate_principal(writer, session.principal)
             while True:
                 try:
                     head = await reader.readexactly(4)

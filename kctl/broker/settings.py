@@ -41,7 +41,13 @@ FIELDS: dict[str, tuple[str, type, int | None]] = {
     "sasl.oauthbearer.sub.claim.name": ("oauthbearer_principal_claim", str, None),
     "sasl.oauthbearer.scope.claim.name": ("oauthbearer_scope_claim", str, None),
     "sasl.oauthbearer.clock.skew.seconds": ("oauthbearer_clock_skew_seconds", int, 0),
+    # Mutual TLS on the SSL listeners: whether clients must present a certificate, the
+    # CAs (a PEM file) that must have signed it, and how its subject becomes the principal.
+    "ssl.client.auth": ("ssl_client_auth", str, None),
+    "ssl.truststore.location": ("ssl_truststore", str, None),
+    "ssl.principal.mapping.rules": ("ssl_principal_mapping_rules", str, None),
 }
+CLIENT_AUTH = ("none", "requested", "required")
 OVERRIDES = "max.connections.per.ip.overrides"
 # Replication factors a single node has as 1 (server.properties for one node sets them so).
 SINGLE_NODE = ("default.replication.factor", "offsets.topic.replication.factor",
@@ -55,12 +61,13 @@ ELSEWHERE = {
     "log.dirs": "--data-dir", "log.dir": "--data-dir", "listeners": "--port, --host and --listener",
     "advertised.listeners": "--host", "sasl.enabled.mechanisms": "--sasl", "super.users": "--super-user",
     "authorizer.class.name": "--authorizer", "ssl.keystore.location": "--tls-cert and --tls-key",
+    "ssl.keystore.certificate.chain": "--tls-cert", "ssl.keystore.key": "--tls-key",
 }
 
 
 def names() -> list[str]:
     """Every name --config takes."""
-    return sorted({*FIELDS, OVERRIDES, *SINGLE_NODE, *LOG_DEFAULTS, *RETENTION})
+    return sorted({*FIELDS, OVERRIDES, *SINGLE_NODE, *LOG_DEFAULTS, *RETENTION, "ssl.truststore.type"})
 
 
 def parse(pairs: Sequence[str]) -> dict:
@@ -83,6 +90,12 @@ def parse(pairs: Sequence[str]) -> dict:
             if kind is str:
                 if not value:
                     raise ValueError(f"--config {name}= needs a value")
+                if name == "ssl.client.auth" and value not in CLIENT_AUTH:
+                    raise ValueError(f"--config {name}={value}: must be one of {', '.join(CLIENT_AUTH)}")
+                if name == "ssl.principal.mapping.rules":
+                    from kctl.broker.security.principal import parse_rules
+
+                    parse_rules(value)
                 fields[field] = value
             else:
                 fields[field] = _boolean(name, value) if kind is bool else _integer(name, value, lowest)
@@ -95,6 +108,9 @@ def parse(pairs: Sequence[str]) -> dict:
             pass  # resolved below, in Kafka's order
         elif name in LOG_DEFAULTS:
             log_defaults[name] = _checked(LOG_DEFAULTS[name], name, value)
+        elif name == "ssl.truststore.type":
+            if value.upper() != "PEM":
+                raise ValueError(f"--config {name}={value}: the bundled broker reads PEM files only")
         elif name in ELSEWHERE:
             raise ValueError(f"--config {name}: the bundled broker takes it as {ELSEWHERE[name]}")
         else:

@@ -97,7 +97,12 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
     OAUTHBEARER takes unsecured JWTs (alg none) as Kafka's default validator does: the
     principal from the `sub` claim (--config sasl.oauthbearer.sub.claim.name), refused
     once `exp` has passed; with --config connections.max.reauth.ms=N sessions end after
-    N ms or at the token's expiry, and clients authenticate again (KIP-368).
+    N ms or at the token's expiry, and clients authenticate again (KIP-368). Mutual TLS:
+    --tls --config ssl.client.auth=required --config ssl.truststore.location=CA.pem makes
+    clients present a certificate that CA signed; the principal is its subject as Kafka
+    names it (User:CN=alice,OU=...), rewritten by --config ssl.principal.mapping.rules
+    (Kafka's RULE:pattern/replacement/[LU] and DEFAULT). Clients then add
+    -X ssl.certificate.location=... -X ssl.key.location=...
     The context saved then carries the settings to connect as the first --user (its
     password in the config file, as -X sasl.password would put it) and, with a
     generated certificate, ssl.ca.location. SCRAM credentials, ACLs and client quotas

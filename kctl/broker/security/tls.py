@@ -85,9 +85,14 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     os.replace(tmp, path)
 
 
-def server_context(cert: Path, key: Path) -> ssl.SSLContext:
-    """TLS 1.2+, the certificate chain and key; ssl.SSLError / OSError name a bad file."""
+def server_context(cert: Path, key: Path, client_auth: str = "none", truststore: str | None = None) -> ssl.SSLContext:
+    """TLS 1.2+, the certificate chain and key, and with ssl.client.auth requested or
+    required the CAs a client's certificate must chain to; ssl.SSLError / OSError name a
+    bad file."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert, key)
+    if client_auth != "none":
+        context.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
+        context.load_verify_locations(cafile=truststore)
     return context
