@@ -198,7 +198,7 @@ def test_the_bundled_broker_answers_gssapi_with_its_mechanisms(kctl, secured_bun
     for command in (["topic", "list"], ["record", "consume", "anything", "-n", "1"]):
         run = kctl(*flags, *command)
         assert run.exit_code == 77, run.stderr
-        assert "does not enable SASL GSSAPI (it enables: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)" in run.stderr, run.stderr
+        assert "does not enable SASL GSSAPI (it enables: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)" in run.stderr, run.stderr
 
 
 def test_mirror_translate_and_failover_with_kerberos(kctl, kerberos_kafka, tmp_path):
