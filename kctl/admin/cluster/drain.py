@@ -33,35 +33,51 @@ class DrainPlan:
     moving: tuple[PartitionMove, ...]
 
 
+# While moves are in flight, how often (and how long apart) the layout is read again
+# before a partition wider than the brokers left is taken as real.
+_SETTLE_ATTEMPTS = 5
+_SETTLE_PAUSE_S = 0.5
+
+
 def plan_drain(session: AdminSession, brokers: Sequence[int]) -> DrainPlan:
     """The reassignment that leaves `brokers` without replicas."""
+    import time
+
     drained = tuple(sorted(set(brokers)))
     action = f"drain broker(s) {', '.join(map(str, drained))}"
-    current, racks = assignments(session)
-    known = set(racks) | {b for replicas in current.values() for b in replicas}
-    unknown = [b for b in drained if b not in known]
-    if unknown:
-        raise NotFoundError(action=action, cause=f"broker(s) {', '.join(map(str, unknown))} not in the cluster "
-                                                f"(brokers: {', '.join(map(str, sorted(racks)))})")
-    targets = {b: rack for b, rack in racks.items() if b not in drained}
-    in_flight = {(r.topic, r.partition): r for r in list_reassignments(session)}
-    moving, settled = [], {}
-    for key, replicas in current.items():
-        flight = in_flight.get(key)
-        if flight is not None:
-            target = tuple(b for b in flight.replicas if b not in flight.removing_replicas)
-            original = tuple(b for b in flight.replicas if b not in flight.adding_replicas)
-            if not set(target) & set(drained):
-                moving.append(PartitionMove(topic=key[0], partition=key[1], current=original, target=target))
-                continue
-            replicas = original
-        settled[key] = replicas
-    affected = {key: replicas for key, replicas in settled.items() if set(replicas) & set(drained)}
-    needed = max((len(r) for r in affected.values()), default=0)
-    if needed > len(targets):
-        raise InvalidError(action=action, cause=f"a partition has {needed} replicas and only {len(targets)} other live broker(s) "
-                                                "would be left to hold them",
-                           hint="add brokers, or lower the replication factor of those topics first")
+    for attempt in range(_SETTLE_ATTEMPTS):
+        # The moves in flight first, then the layout: a move that ends in between shows
+        # its final replicas in the layout, not the wider set it has while it runs.
+        in_flight = {(r.topic, r.partition): r for r in list_reassignments(session)}
+        current, racks = assignments(session)
+        known = set(racks) | {b for replicas in current.values() for b in replicas}
+        unknown = [b for b in drained if b not in known]
+        if unknown:
+            raise NotFoundError(action=action, cause=f"broker(s) {', '.join(map(str, unknown))} not in the cluster "
+                                                    f"(brokers: {', '.join(map(str, sorted(racks)))})")
+        targets = {b: rack for b, rack in racks.items() if b not in drained}
+        moving, settled = [], {}
+        for key, replicas in current.items():
+            flight = in_flight.get(key)
+            if flight is not None:
+                target = tuple(b for b in flight.replicas if b not in flight.removing_replicas)
+                original = tuple(b for b in flight.replicas if b not in flight.adding_replicas)
+                if not set(target) & set(drained):
+                    moving.append(PartitionMove(topic=key[0], partition=key[1], current=original, target=target))
+                    continue
+                replicas = original
+            settled[key] = replicas
+        affected = {key: replicas for key, replicas in settled.items() if set(replicas) & set(drained)}
+        needed = max((len(r) for r in affected.values()), default=0)
+        if needed <= len(targets):
+            break
+        if not in_flight or attempt == _SETTLE_ATTEMPTS - 1:
+            raise InvalidError(action=action, cause=f"a partition has {needed} replicas and only {len(targets)} other live broker(s) "
+                                                    "would be left to hold them",
+                               hint="add brokers, or lower the replication factor of those topics first")
+        # A move that has just ended may still show its wider replica set in the brokers'
+        # metadata for a moment: look again before refusing.
+        time.sleep(_SETTLE_PAUSE_S)
     # Targets are chosen by the load of every partition, but only the affected ones move.
     load = Counter(b for key, replicas in settled.items() if key not in affected for b in replicas)
     planned = generate(affected, targets, base_load=load) if affected else []
