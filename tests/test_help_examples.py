@@ -542,7 +542,8 @@ def stop_drained(shell: Shell, cluster, node_id: int) -> None:
 
 def stop_local_brokers(shell: Shell) -> None:
     """Brokers the `kctl local` examples started, in the default data dir or another."""
-    for data_dir in ("", "--data-dir kafka2", f"--data-dir {shell.env['TMP']}", f"--data-dir {shell.env['TMP']}/sec"):
+    for data_dir in ("", "--data-dir kafka2", f"--data-dir {shell.env['TMP']}", f"--data-dir {shell.env['TMP']}/sec",
+                     f"--data-dir {shell.env['TMP']}/six"):
         subprocess.run(["bash", "-c", f"kctl local stop {data_dir}"], cwd=shell.cwd, env=shell.env,
                        capture_output=True, timeout=60)
 
