@@ -165,3 +165,25 @@ def test_mutual_tls_settings_are_checked_before_start(tmp_path):
     no_truststore = subprocess.run([sys.executable, "-m", "kctl", "local", "start", "--port", "0", "--data-dir", str(tmp_path / "y"),
                                     "--no-context", "--tls", "--config=ssl.client.auth=required"], capture_output=True, text=True)
     assert no_truststore.returncode == ExitCode.USAGE and "ssl.truststore.location=PEM" in no_truststore.stderr
+
+
+def test_requested_client_auth_takes_a_certificate_when_there_is_one(tmp_path, config_home):
+    """ssl.client.auth=requested: a client with a trusted certificate is its subject, one
+    without is User:ANONYMOUS (here allowed nothing: the authorizer refuses it)."""
+    from cryptography.x509.oid import NameOID
+
+    ca = make_ca(tmp_path, "requested-ca")
+    people = {"admin": make_client(tmp_path, ca, [(NameOID.COMMON_NAME, "admin")], "admin")}
+    process = BrokerProcess(tmp_path / "data", extra_args=[
+        "--tls", "--authorizer", "--super-user", "User:admin", "--config=ssl.client.auth=requested",
+        f"--config=ssl.truststore.location={ca[2]}", "--config=ssl.principal.mapping.rules=RULE:^CN=(.*)$/$1/,DEFAULT"])
+    process.start()
+    try:
+        assert run(process, people, "admin", "topic", "create", "requested").returncode == 0
+        ca_file = process.data_dir / "tls" / "ca.pem"
+        anonymous = subprocess.run([sys.executable, "-m", "kctl", "-b", process.bootstrap, "-X", "security.protocol=SSL",
+                                    "-X", f"ssl.ca.location={ca_file}", "--timeout", "8", "topic", "create", "theirs"],
+                                   capture_output=True, text=True)
+        assert anonymous.returncode == ExitCode.NOT_AUTHORIZED, anonymous.stderr  # connected, as ANONYMOUS
+    finally:
+        process.stop()
