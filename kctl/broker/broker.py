@@ -63,8 +63,6 @@ class BrokerConfig:
     max_connections: int = 2**31 - 1
     max_connections_per_ip: int = 2**31 - 1
     max_connections_per_ip_overrides: dict[str, int] = field(default_factory=dict)
-    # --config's topic config defaults under their broker names ({"log.retention.ms":
-    # "3600000"}), and every --config pair as given (DescribeConfigs' static entries).
     # KIP-368: sessions of SASL connections end after this (0: never); the unsecured
     # OAUTHBEARER validator's principal and scope claims and its clock skew.
     connections_max_reauth_ms: int = 0
@@ -76,6 +74,8 @@ class BrokerConfig:
     ssl_client_auth: str = "none"
     ssl_truststore: str | None = None
     ssl_principal_mapping_rules: str = "DEFAULT"
+    # --config's topic config defaults under their broker names ({"log.retention.ms":
+    # "3600000"}), and every --config pair as given (DescribeConfigs' static entries).
     log_defaults: dict[str, str] = field(default_factory=dict)
     static_configs: dict[str, str] = field(default_factory=dict)
     # Security. The first listener is (security_protocol, host, port); more listeners may

@@ -20,35 +20,87 @@ from collections.abc import Sequence
 
 from kctl.broker import configs as cfg
 
-MAX_INT = 2**31 - 1
+OVERRIDES = "max.connections.per.ip.overrides"
 
-# server.properties name -> (BrokerConfig field, kind, lowest value of an int)
-FIELDS: dict[str, tuple[str, type, int | None]] = {
-    "num.partitions": ("num_partitions", int, 1),
-    "auto.create.topics.enable": ("auto_create_topics", bool, None),
-    "socket.request.max.bytes": ("max_request_bytes", int, 1),
-    "fetch.max.bytes": ("fetch_max_bytes", int, 1024),
-    "connections.max.idle.ms": ("connections_max_idle_ms", int, 1),
-    "max.connections": ("max_connections", int, 0),
-    "max.connections.per.ip": ("max_connections_per_ip", int, 0),
-    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", int, 0),
-    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", int, 1),
-    "log.retention.check.interval.ms": ("retention_check_interval_ms", int, 1),
-    "log.cleaner.enable": ("log_cleaner_enable", bool, None),
-    "connections.max.reauth.ms": ("connections_max_reauth_ms", int, 0),
+
+def _at_least(lowest: int | None):
+    """An integer setting's converter: its value, at least `lowest`."""
+    def convert(name: str, value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise ValueError(f"--config {name}={value}: not an integer") from None
+        if lowest is not None and number < lowest:
+            raise ValueError(f"--config {name}={value}: must be at least {lowest}")
+        if abs(number) > 2**63 - 1:
+            raise ValueError(f"--config {name}={value}: out of range")
+        return number
+
+    return convert
+
+
+def _boolean(name: str, value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise ValueError(f"--config {name}={value}: must be true or false")
+    return value.lower() == "true"
+
+
+def _text(name: str, value: str) -> str:
+    if not value:
+        raise ValueError(f"--config {name}= needs a value")
+    return value
+
+
+def _client_auth(name: str, value: str) -> str:
+    if value not in ("none", "requested", "required"):
+        raise ValueError(f"--config {name}={value}: must be one of none, requested, required")
+    return value
+
+
+def _mapping_rules(name: str, value: str) -> str:
+    from kctl.broker.security.principal import parse_rules
+
+    parse_rules(_text(name, value))  # ValueError names what is wrong
+    return value
+
+
+def _overrides(name: str, value: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: host:count pairs, comma-separated (Kafka's form)."""
+    out: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host or not count.isdigit():
+            raise ValueError(f"--config {name}: {item!r} is not HOST:COUNT")
+        out[host] = int(count)
+    return out
+
+
+# server.properties name -> (BrokerConfig field, the converter that checks its value)
+FIELDS = {
+    "num.partitions": ("num_partitions", _at_least(1)),
+    "auto.create.topics.enable": ("auto_create_topics", _boolean),
+    "socket.request.max.bytes": ("max_request_bytes", _at_least(1)),
+    "fetch.max.bytes": ("fetch_max_bytes", _at_least(1024)),
+    "connections.max.idle.ms": ("connections_max_idle_ms", _at_least(1)),
+    "max.connections": ("max_connections", _at_least(0)),
+    "max.connections.per.ip": ("max_connections_per_ip", _at_least(0)),
+    OVERRIDES: ("max_connections_per_ip_overrides", _overrides),
+    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _at_least(0)),
+    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _at_least(1)),
+    "log.retention.check.interval.ms": ("retention_check_interval_ms", _at_least(1)),
+    "log.cleaner.enable": ("log_cleaner_enable", _boolean),
+    "connections.max.reauth.ms": ("connections_max_reauth_ms", _at_least(0)),
     # The unsecured OAUTHBEARER validator's options (its JAAS options on Kafka:
     # unsecuredValidatorPrincipalClaimName, ...ScopeClaimName, ...AllowableClockSkewMs).
-    "sasl.oauthbearer.sub.claim.name": ("oauthbearer_principal_claim", str, None),
-    "sasl.oauthbearer.scope.claim.name": ("oauthbearer_scope_claim", str, None),
-    "sasl.oauthbearer.clock.skew.seconds": ("oauthbearer_clock_skew_seconds", int, 0),
+    "sasl.oauthbearer.sub.claim.name": ("oauthbearer_principal_claim", _text),
+    "sasl.oauthbearer.scope.claim.name": ("oauthbearer_scope_claim", _text),
+    "sasl.oauthbearer.clock.skew.seconds": ("oauthbearer_clock_skew_seconds", _at_least(0)),
     # Mutual TLS on the SSL listeners: whether clients must present a certificate, the
     # CAs (a PEM file) that must have signed it, and how its subject becomes the principal.
-    "ssl.client.auth": ("ssl_client_auth", str, None),
-    "ssl.truststore.location": ("ssl_truststore", str, None),
-    "ssl.principal.mapping.rules": ("ssl_principal_mapping_rules", str, None),
+    "ssl.client.auth": ("ssl_client_auth", _client_auth),
+    "ssl.truststore.location": ("ssl_truststore", _text),
+    "ssl.principal.mapping.rules": ("ssl_principal_mapping_rules", _mapping_rules),
 }
-CLIENT_AUTH = ("none", "requested", "required")
-OVERRIDES = "max.connections.per.ip.overrides"
 # Replication factors a single node has as 1 (server.properties for one node sets them so).
 SINGLE_NODE = ("default.replication.factor", "offsets.topic.replication.factor",
                "transaction.state.log.replication.factor", "share.coordinator.state.topic.replication.factor")
@@ -67,7 +119,7 @@ ELSEWHERE = {
 
 def names() -> list[str]:
     """Every name --config takes."""
-    return sorted({*FIELDS, OVERRIDES, *SINGLE_NODE, *LOG_DEFAULTS, *RETENTION, "ssl.truststore.type"})
+    return sorted({*FIELDS, *SINGLE_NODE, *LOG_DEFAULTS, *RETENTION, "ssl.truststore.type"})
 
 
 def parse(pairs: Sequence[str]) -> dict:
@@ -86,21 +138,8 @@ def parse(pairs: Sequence[str]) -> dict:
     log_defaults: dict[str, str] = {}
     for name, value in given.items():
         if name in FIELDS:
-            field, kind, lowest = FIELDS[name]
-            if kind is str:
-                if not value:
-                    raise ValueError(f"--config {name}= needs a value")
-                if name == "ssl.client.auth" and value not in CLIENT_AUTH:
-                    raise ValueError(f"--config {name}={value}: must be one of {', '.join(CLIENT_AUTH)}")
-                if name == "ssl.principal.mapping.rules":
-                    from kctl.broker.security.principal import parse_rules
-
-                    parse_rules(value)
-                fields[field] = value
-            else:
-                fields[field] = _boolean(name, value) if kind is bool else _integer(name, value, lowest)
-        elif name == OVERRIDES:
-            fields["max_connections_per_ip_overrides"] = _overrides(value)
+            field, convert = FIELDS[name]
+            fields[field] = convert(name, value)
         elif name in SINGLE_NODE:
             if value != "1":
                 raise ValueError(f"--config {name}={value}: the bundled broker is a single node, so {name} can only be 1")
@@ -117,7 +156,7 @@ def parse(pairs: Sequence[str]) -> dict:
             raise ValueError(f"--config {name}: not a setting the bundled broker has (it takes: {', '.join(names())})")
     for name, unit in RETENTION.items():
         if name in given:
-            value = _integer(name, given[name], None)
+            value = _at_least(None)(name, given[name])
             if value < -1 or (value == 0 and name != "log.retention.ms"):
                 raise ValueError(f"--config {name}={given[name]}: must be -1 (no limit) or above 0")
             log_defaults["log.retention.ms"] = str(value * unit if value > 0 else value)
@@ -131,32 +170,3 @@ def _checked(definition: cfg.ConfigDef, name: str, value: str) -> str:
     except cfg.InvalidConfig as exc:
         raise ValueError(f"--config {name}={value}: {exc}") from None
     return value if checked is None else checked
-
-
-def _integer(name: str, value: str, lowest: int | None) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"--config {name}={value}: not an integer") from None
-    if lowest is not None and number < lowest:
-        raise ValueError(f"--config {name}={value}: must be at least {lowest}")
-    if abs(number) > 2**63 - 1:
-        raise ValueError(f"--config {name}={value}: out of range")
-    return number
-
-
-def _boolean(name: str, value: str) -> bool:
-    if value.lower() not in ("true", "false"):
-        raise ValueError(f"--config {name}={value}: must be true or false")
-    return value.lower() == "true"
-
-
-def _overrides(value: str) -> dict[str, int]:
-    """max.connections.per.ip.overrides: host:count pairs, comma-separated (Kafka's form)."""
-    out: dict[str, int] = {}
-    for item in filter(None, (part.strip() for part in value.split(","))):
-        host, sep, count = item.rpartition(":")
-        if not sep or not host or not count.isdigit():
-            raise ValueError(f"--config {OVERRIDES}: {item!r} is not HOST:COUNT")
-        out[host] = int(count)
-    return out

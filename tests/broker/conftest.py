@@ -33,13 +33,14 @@ def roundtrip(bootstrap: str, frame: bytes, timeout: float = 5.0) -> bytes | Non
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=timeout) as sock:
         sock.sendall(frame)
-        head = _read(sock, 4)
+        head = read_exactly(sock, 4)
         if head is None:
             return None
-        return _read(sock, struct.unpack(">i", head)[0])
+        return read_exactly(sock, struct.unpack(">i", head)[0])
 
 
-def _read(sock, n: int) -> bytes | None:
+def read_exactly(sock, n: int) -> bytes | None:
+    """`n` bytes from `sock`; None when the broker closed (or reset) the connection first."""
     data = b""
     while len(data) < n:
         try:

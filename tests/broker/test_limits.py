@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 
 from kctl.broker.process import BrokerProcess
 from kctl.broker.protocol import apis
-from tests.broker.conftest import request_frame
+from tests.broker.conftest import read_exactly, request_frame
 
 pytestmark = pytest.mark.integration
 
@@ -52,22 +52,12 @@ def answered(sock: socket.socket, frame: bytes = API_VERSIONS_V0, timeout: float
     sock.settimeout(timeout)
     try:
         sock.sendall(frame)
-        head = _exactly(sock, 4)
-        return head is not None and _exactly(sock, struct.unpack(">i", head)[0]) is not None
+        head = read_exactly(sock, 4)
+        return head is not None and read_exactly(sock, struct.unpack(">i", head)[0]) is not None
     except TimeoutError:
         return None
     except (ConnectionResetError, BrokenPipeError):
         return False
-
-
-def _exactly(sock: socket.socket, size: int) -> bytes | None:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
 
 
 def served_once_room(bootstrap: str, within: float = 10.0) -> socket.socket:
@@ -251,5 +241,5 @@ def test_request_and_fetch_size_limits(start_broker):
     sock = connect(broker.bootstrap)
     sock.settimeout(10)
     sock.sendall(fetch_frame("sized", 0))
-    head = _exactly(sock, 4)
+    head = read_exactly(sock, 4)
     assert head is not None and 500 < struct.unpack(">i", head)[0] < 1500

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer
 from kctl.broker.process import BrokerProcess
 from kctl.broker.security import oauthbearer
 from kctl.messages import codec
-from tests.broker.conftest import request_frame
+from tests.broker.conftest import read_exactly, request_frame
 
 pytestmark = pytest.mark.integration
 
@@ -94,23 +94,11 @@ class Raw:
         self.correlation += 1
         request = codec.message(api + "Request", version)
         self.sock.sendall(request_frame(request.api_key, version, request.encode(**fields), self.correlation))
-        head = self._read(4)
+        head = read_exactly(self.sock, 4)
         if head is None:
             return None
-        frame = self._read(struct.unpack(">i", head)[0])
+        frame = read_exactly(self.sock, struct.unpack(">i", head)[0])
         return None if frame is None else codec.message(api + "Response", version).decode(frame, 4)
-
-    def _read(self, size: int) -> bytes | None:
-        data = b""
-        while len(data) < size:
-            try:
-                chunk = self.sock.recv(size - len(data))
-            except ConnectionResetError:
-                return None
-            if not chunk:
-                return None
-            data += chunk
-        return data
 
     def authenticate(self, message: bytes):
         handshake = self.ask("SaslHandshake", 1, mechanism="OAUTHBEARER")

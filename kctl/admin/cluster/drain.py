@@ -14,6 +14,7 @@ already leaves the drained brokers is waited for, not moved a second time.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,8 +42,6 @@ _SETTLE_PAUSE_S = 0.5
 
 def plan_drain(session: AdminSession, brokers: Sequence[int]) -> DrainPlan:
     """The reassignment that leaves `brokers` without replicas."""
-    import time
-
     drained = tuple(sorted(set(brokers)))
     action = f"drain broker(s) {', '.join(map(str, drained))}"
     for attempt in range(_SETTLE_ATTEMPTS):
@@ -56,17 +55,7 @@ def plan_drain(session: AdminSession, brokers: Sequence[int]) -> DrainPlan:
             raise NotFoundError(action=action, cause=f"broker(s) {', '.join(map(str, unknown))} not in the cluster "
                                                     f"(brokers: {', '.join(map(str, sorted(racks)))})")
         targets = {b: rack for b, rack in racks.items() if b not in drained}
-        moving, settled = [], {}
-        for key, replicas in current.items():
-            flight = in_flight.get(key)
-            if flight is not None:
-                target = tuple(b for b in flight.replicas if b not in flight.removing_replicas)
-                original = tuple(b for b in flight.replicas if b not in flight.adding_replicas)
-                if not set(target) & set(drained):
-                    moving.append(PartitionMove(topic=key[0], partition=key[1], current=original, target=target))
-                    continue
-                replicas = original
-            settled[key] = replicas
+        moving, settled = _split(current, in_flight, drained)
         affected = {key: replicas for key, replicas in settled.items() if set(replicas) & set(drained)}
         needed = max((len(r) for r in affected.values()), default=0)
         if needed <= len(targets):
@@ -83,6 +72,23 @@ def plan_drain(session: AdminSession, brokers: Sequence[int]) -> DrainPlan:
     planned = generate(affected, targets, base_load=load) if affected else []
     moves = tuple(m for m in planned if m.target != m.current)
     return DrainPlan(brokers=drained, moves=moves, moving=tuple(sorted(moving, key=lambda m: (m.topic, m.partition))))
+
+
+def _split(current: dict, in_flight: dict, drained: tuple[int, ...]) -> tuple[list[PartitionMove], dict]:
+    """(partitions whose move in flight already leaves `drained`, every other partition's
+    replicas: for one in flight, those it had before its move)."""
+    moving, settled = [], {}
+    for key, replicas in current.items():
+        flight = in_flight.get(key)
+        if flight is not None:
+            target = tuple(b for b in flight.replicas if b not in flight.removing_replicas)
+            original = tuple(b for b in flight.replicas if b not in flight.adding_replicas)
+            if not set(target) & set(drained):
+                moving.append(PartitionMove(topic=key[0], partition=key[1], current=original, target=target))
+                continue
+            replicas = original
+        settled[key] = replicas
+    return moving, settled
 
 
 def unregister(session: AdminSession, broker: int, *, force: bool = False, confirm: Callable[[], None] | None = None) -> None:
