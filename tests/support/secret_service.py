@@ -18,6 +18,21 @@ def missing_tools() -> list[str]:
     return [tool for tool in TOOLS if shutil.which(tool) is None]
 
 
+_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:tmpdir={runtime}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
 class SecretService:
     def __init__(self, directory: Path):
         self.directory = directory
@@ -32,7 +47,12 @@ class SecretService:
         self.runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
         base = {**os.environ, "HOME": str(self.home), "XDG_RUNTIME_DIR": str(self.runtime),
                 "XDG_DATA_HOME": str(self.home / ".local" / "share")}
-        out = subprocess.run(["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"], env=base,
+        # A session bus without service directories: a probe sent before our keyring has
+        # taken its name must fail and be retried, not D-Bus-activate another keyring
+        # daemon (never unlocked, without a login collection) that takes the name first.
+        config = self.directory / "session.conf"
+        config.write_text(_BUS_CONFIG.format(runtime=self.runtime))
+        out = subprocess.run(["dbus-daemon", f"--config-file={config}", "--fork", "--print-address=1", "--print-pid=1"], env=base,
                              capture_output=True, text=True, timeout=timeout, check=True).stdout.split()
         self.env = {"DBUS_SESSION_BUS_ADDRESS": out[0], "XDG_RUNTIME_DIR": str(self.runtime)}
         self._processes.append(int(out[1]))
