@@ -22,7 +22,7 @@ _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>session</type>
-  <listen>unix:tmpdir={runtime}</listen>
+  <listen>unix:tmpdir=/tmp</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
     <allow send_destination="*" eavesdrop="true"/>
@@ -51,7 +51,7 @@ class SecretService:
         # taken its name must fail and be retried, not D-Bus-activate another keyring
         # daemon (never unlocked, without a login collection) that takes the name first.
         config = self.directory / "session.conf"
-        config.write_text(_BUS_CONFIG.format(runtime=self.runtime))
+        config.write_text(_BUS_CONFIG)  # its socket in /tmp: a unix socket path must be short
         out = subprocess.run(["dbus-daemon", f"--config-file={config}", "--fork", "--print-address=1", "--print-pid=1"], env=base,
                              capture_output=True, text=True, timeout=timeout, check=True).stdout.split()
         self.env = {"DBUS_SESSION_BUS_ADDRESS": out[0], "XDG_RUNTIME_DIR": str(self.runtime)}
