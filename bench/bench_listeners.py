@@ -3,7 +3,7 @@
 
     python bench/bench_listeners.py [--records 50000] [--acls 10000] [--rate 1000] [--seconds 5] [--rounds 5]
 
-1. Produce and consume throughput (1 KiB records, acks=all, librdkafka) through a PLAINTEXT
+1. Produce and consume throughput (1 KiB and 100 B records, acks=all, librdkafka) through a PLAINTEXT
    and a SASL_SSL (SCRAM-SHA-512, TLS verified against the CA) listener of one broker:
    the bundled broker, and a Kafka 4.x node (the tests' jars) with the same two listeners.
    Prints each figure, SASL_SSL's cost as a ratio to PLAINTEXT, and kctl's ratio beside
@@ -21,16 +21,14 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import common  # noqa: F401 - puts the repository on sys.path
 from bench_broker import consume_throughput as consume
 from bench_broker import latency
 from bench_broker import produce_throughput as produce
+from common import SERVER_JVM_OPTIONS  # (importing common also puts the repository on sys.path)
 from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType, ResourceType
 
-SERVER_JVM_OPTIONS = ("-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-                      "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
-                      "-Djava.awt.headless=true")
 ADMIN = ("admin", "admin-secret")
+SIZES = (1024, 100)  # record value bytes
 
 
 def sasl_ssl(address: str, ca: Path, user=ADMIN) -> dict:
@@ -58,7 +56,6 @@ def kafka(workdir: Path):
     cert, key = ensure_generated(workdir / "kafka-tls", [])
     keystore = workdir / "kafka-keystore.pem"
     keystore.write_text(key.read_text() + cert.read_text())
-    # As kafka-server-start.sh runs it (the tests' brokers trade speed for start-up: C1 only).
     cluster = KafkaCluster(nodes=1, workdir=workdir / "kafka", scram_users={ADMIN[0]: ADMIN[1]}, jvm_options=SERVER_JVM_OPTIONS)
     node = cluster.nodes[0]
     plain_port, ssl_port = free_port(), free_port()
@@ -84,15 +81,19 @@ def listeners(name: str, start, args, workdir: Path) -> dict:
     plaintext, secured, stop = start(workdir)
     try:
         admin = AdminClient(plaintext)
-        for future in admin.create_topics([NewTopic(t, 1) for t in ("plain", "secured", "warm")]).values():
+        topics = [f"{kind}-{size}" for kind in ("plain", "secured", "warm") for size in SIZES]
+        for future in admin.create_topics([NewTopic(t, 1) for t in topics]).values():
             future.result(30)
         for config in (plaintext, secured):  # warm-up (Kafka's JIT, both brokers' caches)
-            produce(config, "warm", args.records // 5)
-            consume(config, "warm", args.records // 5)
-        result = {"produce_plain": produce(plaintext, "plain", args.records),
-                  "produce_sasl_ssl": produce(secured, "secured", args.records),
-                  "consume_plain": consume(plaintext, "plain", args.records),
-                  "consume_sasl_ssl": consume(secured, "secured", args.records)}
+            for size in SIZES:
+                produce(config, f"warm-{size}", args.records // 5, size)
+                consume(config, f"warm-{size}", args.records // 5)
+        result = {}
+        for size in SIZES:
+            result[f"produce_plain_{size}"] = produce(plaintext, f"plain-{size}", args.records, size)
+            result[f"produce_sasl_ssl_{size}"] = produce(secured, f"secured-{size}", args.records, size)
+            result[f"consume_plain_{size}"] = consume(plaintext, f"plain-{size}", args.records)
+            result[f"consume_sasl_ssl_{size}"] = consume(secured, f"secured-{size}", args.records)
     finally:
         stop()
     print(f"{name}: " + ", ".join(f"{k}={v:,.0f} rec/s" for k, v in result.items()), flush=True)
@@ -167,9 +168,10 @@ def main() -> None:
         for key in ours:
             print(f"| {key} (rec/s) | {ours[key]:,.0f} | {theirs[key]:,.0f} | {ours[key] / theirs[key]:.2f} |")
         for kind in ("produce", "consume"):
-            mine = ours[f"{kind}_plain"] / ours[f"{kind}_sasl_ssl"]
-            kafkas = theirs[f"{kind}_plain"] / theirs[f"{kind}_sasl_ssl"]
-            print(f"| {kind}: PLAINTEXT / SASL_SSL | {mine:.2f}x | {kafkas:.2f}x | |")
+            for size in SIZES:
+                mine = ours[f"{kind}_plain_{size}"] / ours[f"{kind}_sasl_ssl_{size}"]
+                kafkas = theirs[f"{kind}_plain_{size}"] / theirs[f"{kind}_sasl_ssl_{size}"]
+                print(f"| {kind} {size} B: PLAINTEXT / SASL_SSL | {mine:.2f}x | {kafkas:.2f}x | |")
         latencies = authorizer_latency(args, workdir)
         off, on = latencies["off"], latencies["on"]
         print(f"\n| produce latency | authorizer off | on, {args.acls:,} ACLs | added |\n|---|---|---|---|")

@@ -13,6 +13,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+# Kafka as kafka-server-start.sh runs it (KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS):
+# the tests' brokers trade speed for start-up (C1 only, a small heap), which a benchmark
+# against Kafka must not.
+SERVER_JVM_OPTIONS = ("-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                      "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                      "-Djava.awt.headless=true")
+
+
 def time_command(argv: list[str], runs: int, env: dict | None = None) -> float:
     """Median wall-clock seconds of `argv`, after one warm-up run (page cache)."""
     subprocess.run(argv, check=True, capture_output=True, env=env)

@@ -70,6 +70,9 @@ class ConsumerMember:
     last_heartbeat: int = 0
     last_sent: frozenset | None = None
     left_static: bool = False  # left with epoch -2: its partitions wait for it
+    # Whether the member's principal may DESCRIBE a topic (None: no authorizer): a regex
+    # subscription resolves only to such topics, as Kafka resolves it.
+    may_describe: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -125,7 +128,8 @@ class ConsumerGroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
                   rack_id: str | None, rebalance_timeout_ms: int, subscribed_topic_names: list[str] | None,
                   subscribed_topic_regex: str | None, server_assignor: str | None,
-                  owned: set[tuple[str, int]] | None, client_id: str, client_host: str) -> HeartbeatResult:
+                  owned: set[tuple[str, int]] | None, client_id: str, client_host: str,
+                  may_describe: Callable[[str], bool] | None = None) -> HeartbeatResult:
         problem = self._validate(group_id, member_id, member_epoch, rebalance_timeout_ms, subscribed_topic_names,
                                  subscribed_topic_regex, server_assignor)
         if problem:
@@ -158,6 +162,7 @@ class ConsumerGroupCoordinator:
                 return HeartbeatResult(errors.FENCED_MEMBER_EPOCH,
                                        f"The member epoch {member_epoch} does not match the expected {member.member_epoch}.")
         member.last_heartbeat = now
+        member.may_describe = may_describe
         if rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         if rack_id is not None:
@@ -271,7 +276,8 @@ class ConsumerGroupCoordinator:
         names = {t for t in member.subscribed_topic_names if t in topics}
         if member.subscribed_topic_regex:
             pattern = re.compile(member.subscribed_topic_regex)
-            names |= {t for t in topics if pattern.fullmatch(t) and not t.startswith("__")}
+            allowed = member.may_describe or (lambda _topic: True)
+            names |= {t for t in topics if pattern.fullmatch(t) and not t.startswith("__") and allowed(t)}
         return names
 
     def _refresh_target(self, group: ConsumerGroup, bumped: bool = False) -> None:

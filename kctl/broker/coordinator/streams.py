@@ -224,6 +224,11 @@ class StreamsGroupCoordinator:
             return invalid("Topology and RebalanceTimeoutMs must be set in the first request.")
         if epoch != 0 and request.topology is not None:
             return invalid("Topology can only be provided when (re-)joining.")
+        for sub in (request.topology.subtopologies or ()) if request.topology is not None else ():
+            for changelog in sub.state_changelog_topics or ():
+                if changelog.partitions != 0:  # Kafka sizes a changelog as its source
+                    return HeartbeatResult(STREAMS_INVALID_TOPOLOGY, f"Changelog topic {changelog.name} must have an "
+                                           f"undefined partition count, but it is set to {changelog.partitions}.")
         if other_type(group_id):
             return HeartbeatResult(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
         group = self.groups.get(group_id)

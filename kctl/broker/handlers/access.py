@@ -18,7 +18,6 @@ import copy
 
 from kctl.broker.handlers.common import NO_OPERATIONS, ZERO_UUID, topic_name
 from kctl.broker.protocol import errors
-from kctl.broker.security import authorizer as az
 from kctl.broker.security.authorizer import (
     ALTER,
     ALTER_CONFIGS,
@@ -36,12 +35,17 @@ from kctl.broker.security.authorizer import (
     TRANSACTIONAL_ID,
     WRITE,
 )
+from kctl.messages.records import TRANSACTIONAL_BIT
 
 TOPIC_DENIED = errors.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = errors.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = errors.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 _MESSAGE = "Authorization failed."
+# Kafka's own message for an error code (Errors.X.message()), where Kafka answers with it.
+MESSAGES = {TOPIC_DENIED: "Topic authorization failed.", GROUP_DENIED: "Group authorization failed.",
+            CLUSTER_DENIED: "Cluster authorization failed.", TXN_DENIED: "Transactional Id authorization failed.",
+            errors.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition."}
 # DescribeConfigs / AlterConfigs resource types
 _CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32
 
@@ -82,9 +86,21 @@ def _name(broker, context, topic, field="name"):
 
 # -- produce, fetch, offsets --------------------------------------------------------------
 
+def _has_transactional_records(request) -> bool:
+    for topic in request.topic_data:
+        for data in topic.partition_data:
+            records = data.records
+            # a v2 batch's attributes (int16 at byte 21); the transactional bit is 0x10
+            if records is not None and len(records) >= 23 and records[22] & TRANSACTIONAL_BIT:
+                return True
+    return False
+
+
 async def _produce(handler, broker, context, request):
+    """Kafka checks the transactional id only when a batch is transactional."""
     denied_code = None
-    if request.transactional_id and not _can(broker, context, WRITE, TRANSACTIONAL_ID, request.transactional_id):
+    if _has_transactional_records(request) and not (
+            request.transactional_id and _can(broker, context, WRITE, TRANSACTIONAL_ID, request.transactional_id)):
         denied_code, keep, drop = TXN_DENIED, [], list(request.topic_data)
     else:
         keep, drop = _split(request.topic_data, lambda t: _can(broker, context, WRITE, TOPIC, _name(broker, context, t) or ""))
@@ -98,17 +114,34 @@ async def _produce(handler, broker, context, request):
     return response
 
 
+def _replica_id(context, request) -> int:
+    state = getattr(request, "replica_state", None) if context.version >= 15 else None
+    return state.replica_id if state is not None else request.replica_id
+
+
 async def _fetch(handler, broker, context, request):
     by_id = context.version >= 13
+
+    def answer(topics, code, aborted) -> list[dict]:
+        out = []
+        for t in topics:
+            entry = {"topic_id": t.topic_id} if by_id else {"topic": t.topic}
+            entry["partitions"] = [{"partition_index": p.partition, "error_code": code, "high_watermark": -1,
+                                    "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": aborted,
+                                    "preferred_read_replica": -1, "records": b""} for p in t.partitions]
+            out.append(entry)
+        return out
+
+    if _replica_id(context, request) >= 0:
+        # A follower's fetch (Kafka: CLUSTER_ACTION, else every partition refused). This
+        # single node has no follower, so an allowed one is told it is not a replica.
+        allowed = _cluster(broker, context, CLUSTER_ACTION)
+        return {"throttle_time_ms": 0, "error_code": errors.NONE, "session_id": 0, "node_endpoints": [],
+                "responses": answer(request.topics, *((errors.NOT_LEADER_OR_FOLLOWER, None) if allowed else (TOPIC_DENIED, [])))}
     keep, drop = _split(request.topics, lambda t: _can(
         broker, context, READ, TOPIC, topic_name(broker, None if by_id else t.topic, getattr(t, "topic_id", None)) or ""))
     response = await handler(broker, context, _with(request, topics=keep))
-    for t in drop:
-        entry = {"topic_id": t.topic_id} if by_id else {"topic": t.topic}
-        entry["partitions"] = [{"partition_index": p.partition, "error_code": TOPIC_DENIED, "high_watermark": -1,
-                                "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-                                "preferred_read_replica": -1, "records": b""} for p in t.partitions]
-        response["responses"].append(entry)
+    response["responses"] += answer(drop, TOPIC_DENIED, [])
     return response
 
 
@@ -133,40 +166,47 @@ async def _offset_for_leader_epoch(handler, broker, context, request):
 
 
 async def _metadata(handler, broker, context, request):
+    """Kafka's handleTopicMetadataRequest: topics the principal may not describe are left
+    out of an all-topics answer, else refused (by id: with the id and no name; by name:
+    with the name and no id); a missing topic the principal may describe but not create,
+    asked with auto-creation on, is refused too."""
     version = context.version
     denied = []
     if request.topics is not None and not (version == 0 and not request.topics):
-        may_create_any = _cluster(broker, context, CREATE)
+        auto_create = (request.allow_auto_topic_creation if version >= 4 else True) and broker.config.auto_create_topics
+        may_create_any = auto_create and _cluster(broker, context, CREATE)
         keep = []
         for t in request.topics:
             name = _name(broker, context, t)
+            by_id = getattr(t, "topic_id", None) not in (None, ZERO_UUID)
             if name is None:  # an unknown topic id: the handler answers it
                 keep.append(t)
             elif not _can(broker, context, DESCRIBE, TOPIC, name):
-                denied.append((t, name, TOPIC_DENIED))
-            elif name in broker.logs.topics or may_create_any or _can(broker, context, CREATE, TOPIC, name):
+                denied.append((None if by_id else name, t.topic_id if by_id else ZERO_UUID))
+            elif (not auto_create or name in broker.logs.topics or may_create_any
+                  or _can(broker, context, CREATE, TOPIC, name)):
                 keep.append(t)
-            else:  # may see it, may not create it: Kafka says it does not exist
-                denied.append((t, name, errors.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                denied.append((name, ZERO_UUID))
         request = _with(request, topics=keep)
     response = await handler(broker, context, request)
     response["topics"] = [t for t in response["topics"]
                           if t["error_code"] != errors.NONE or _can(broker, context, DESCRIBE, TOPIC, t["name"])]
-    for t, name, code in denied:
-        response["topics"].append({"error_code": code, "name": name, "topic_id": getattr(t, "topic_id", None) or ZERO_UUID,
-                                   "is_internal": False, "partitions": [], "authorized_operations": NO_OPERATIONS})
     if version >= 8 and request.include_topic_authorized_operations:
         for t in response["topics"]:
-            if t["error_code"] == errors.NONE:
-                t["authorized_operations"] = broker.authorizer.authorized_operations(
+            if t["name"] is not None:
+                t["topic_authorized_operations"] = broker.authorizer.authorized_operations(
                     context.principal, context.client_host, TOPIC, t["name"])
+    for name, topic_id in denied:
+        response["topics"].append({"error_code": TOPIC_DENIED, "name": name, "topic_id": topic_id, "is_internal": False,
+                                   "partitions": [], "topic_authorized_operations": NO_OPERATIONS})
     return response
 
 
 async def _describe_cluster(handler, broker, context, request):
     response = await handler(broker, context, request)
     if request.include_cluster_authorized_operations:
-        response["authorized_operations"] = broker.authorizer.authorized_operations(
+        response["cluster_authorized_operations"] = broker.authorizer.authorized_operations(
             context.principal, context.client_host, CLUSTER, CLUSTER_NAME)
     return response
 
@@ -178,7 +218,7 @@ async def _find_coordinator(handler, broker, context, request):
         keep, drop = _split(request.coordinator_keys, lambda key: _can(broker, context, DESCRIBE, resource, key))
         response = await handler(broker, context, _with(request, coordinator_keys=keep))
         response["coordinators"] += [{"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
-                                      "error_message": _MESSAGE} for key in drop]
+                                      "error_message": ""} for key in drop]
         return response
     if not _can(broker, context, DESCRIBE, resource, request.key):
         return {"throttle_time_ms": 0, "error_code": code, "error_message": _MESSAGE, "node_id": -1, "host": "", "port": -1}
@@ -288,11 +328,39 @@ def _describe_groups_answer(broker, context, groups: list[dict], include_ops: bo
                 context.principal, context.client_host, GROUP, g["group_id"])
 
 
-async def _consumer_group_describe(handler, broker, context, request):
-    response = await handler(broker, context, request)
-    _describe_groups_answer(broker, context, response["groups"], request.include_authorized_operations, {
-        "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []})
-    return response
+_GROUP_TOPICS_DENIED = "The group has described topic(s) that the client is not authorized to describe."
+
+
+def _kip848_describe(empty: dict, topics_of, message: str = _GROUP_TOPICS_DENIED):
+    """ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe: DESCRIBE on the
+    group, then on every topic the group's answer names (`topics_of`), as Kafka: a group
+    naming a topic the principal may not describe is refused whole."""
+    async def guard(handler, broker, context, request):
+        response = await handler(broker, context, request)
+        for g in response["groups"]:
+            if not _can(broker, context, DESCRIBE, GROUP, g["group_id"]):
+                g.update(empty, error_code=GROUP_DENIED, error_message=None, authorized_operations=NO_OPERATIONS)
+            elif g["error_code"] == errors.NONE and not all(
+                    _can(broker, context, DESCRIBE, TOPIC, t) for t in topics_of(broker, g)):
+                g.update(empty, error_code=TOPIC_DENIED, error_message=message, authorized_operations=NO_OPERATIONS)
+            elif g["error_code"] == errors.NONE and request.include_authorized_operations:
+                g["authorized_operations"] = broker.authorizer.authorized_operations(
+                    context.principal, context.client_host, GROUP, g["group_id"])
+        return response
+    return guard
+
+
+def _member_topics(broker, group: dict) -> set[str]:
+    """The topics of the members' assignments (Kafka does not check subscribed names)."""
+    names: set[str] = set()
+    for m in group["members"]:
+        for key in ("assignment", "target_assignment"):
+            for t in (m.get(key) or {}).get("topic_partitions") or ():
+                names.add(t.get("topic_name") or broker.logs.topic_ids.get(t.get("topic_id")) or "")
+    return names
+
+
+_EMPTY_KIP848 = {"group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": []}
 
 
 async def _delete_groups(handler, broker, context, request):
@@ -323,8 +391,8 @@ async def _group_heartbeat(handler, broker, context, request):
         hidden = sorted(n for n in request.subscribed_topic_names or () if not _can(broker, context, DESCRIBE, TOPIC, n))
         if hidden:
             denied = (TOPIC_DENIED, "The following topics are not authorized: " + ", ".join(hidden))
-    if denied:
-        return {"throttle_time_ms": 0, "error_code": denied[0], "error_message": denied[1], "member_id": request.member_id,
+    if denied:  # as Kafka answers: no member id, no message
+        return {"throttle_time_ms": 0, "error_code": denied[0], "error_message": None, "member_id": None,
                 "member_epoch": request.member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
     return await handler(broker, context, request)
 
@@ -332,26 +400,39 @@ async def _group_heartbeat(handler, broker, context, request):
 # -- topics and configs ----------------------------------------------------------------------
 
 async def _create_topics(handler, broker, context, request):
+    """CREATE on the cluster or the topic; the created topic's configs are answered only
+    to a principal that may DESCRIBE_CONFIGS it (else TOPIC_AUTHORIZATION_FAILED for them)."""
     if _cluster(broker, context, CREATE):
-        return await handler(broker, context, request)
-    keep, drop = _split(request.topics, lambda t: _can(broker, context, CREATE, TOPIC, t.name))
+        keep, drop = list(request.topics), []
+    else:
+        keep, drop = _split(request.topics, lambda t: _can(broker, context, CREATE, TOPIC, t.name))
     response = await handler(broker, context, _with(request, topics=keep))
+    for t in response["topics"]:
+        if not _can(broker, context, DESCRIBE_CONFIGS, TOPIC, t["name"]):
+            t.update(topic_config_error_code=TOPIC_DENIED, num_partitions=-1, replication_factor=-1, configs=[])
     response["topics"] += [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": _MESSAGE, "num_partitions": -1,
-                            "replication_factor": -1, "configs": None} for t in drop]
+                            "replication_factor": -1, "configs": []} for t in drop]
     return response
 
 
 async def _delete_topics(handler, broker, context, request):
+    """DELETE on each topic; a topic that does not exist is said so to a principal that
+    may describe it, else refused (Kafka's controller)."""
+    def allowed(name) -> bool:
+        if name in broker.logs.topics:
+            return _can(broker, context, DELETE, TOPIC, name)
+        return _can(broker, context, DESCRIBE, TOPIC, name)
+
     if context.version >= 6:
-        keep, drop = _split(request.topics, lambda t: _can(broker, context, DELETE, TOPIC, _name(broker, context, t) or ""))
+        keep, drop = _split(request.topics, lambda t: allowed(_name(broker, context, t) or ""))
         response = await handler(broker, context, _with(request, topics=keep))
         response["responses"] += [{"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED,
-                                   "error_message": _MESSAGE} for t in drop]
+                                   "error_message": MESSAGES[TOPIC_DENIED]} for t in drop]
         return response
-    keep, drop = _split(request.topic_names, lambda n: _can(broker, context, DELETE, TOPIC, n))
+    keep, drop = _split(request.topic_names, allowed)
     response = await handler(broker, context, _with(request, topic_names=keep))
-    response["responses"] += [{"name": n, "topic_id": None, "error_code": TOPIC_DENIED, "error_message": _MESSAGE}
-                              for n in drop]
+    response["responses"] += [{"name": n, "topic_id": None, "error_code": TOPIC_DENIED,
+                               "error_message": MESSAGES[TOPIC_DENIED]} for n in drop]
     return response
 
 
@@ -367,7 +448,7 @@ async def _delete_records(handler, broker, context, request):
 async def _create_partitions(handler, broker, context, request):
     keep, drop = _split(request.topics, lambda t: _can(broker, context, ALTER, TOPIC, t.name))
     response = await handler(broker, context, _with(request, topics=keep))
-    response["results"] += [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": _MESSAGE} for t in drop]
+    response["results"] += [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": None} for t in drop]
     return response
 
 
@@ -388,7 +469,8 @@ def _config_denied_code(resource) -> int:
 async def _describe_configs(handler, broker, context, request):
     keep, drop = _split(request.resources, lambda r: _config_allowed(broker, context, r, DESCRIBE_CONFIGS))
     response = await handler(broker, context, _with(request, resources=keep))
-    response["results"] += [{"error_code": _config_denied_code(r), "error_message": _MESSAGE, "resource_type": r.resource_type,
+    response["results"] += [{"error_code": _config_denied_code(r), "error_message": MESSAGES[_config_denied_code(r)],
+                             "resource_type": r.resource_type,
                              "resource_name": r.resource_name, "configs": []} for r in drop]
     return response
 
@@ -396,7 +478,7 @@ async def _describe_configs(handler, broker, context, request):
 async def _alter_configs(handler, broker, context, request):
     keep, drop = _split(request.resources, lambda r: _config_allowed(broker, context, r, ALTER_CONFIGS))
     response = await handler(broker, context, _with(request, resources=keep))
-    response["responses"] += [{"error_code": _config_denied_code(r), "error_message": _MESSAGE,
+    response["responses"] += [{"error_code": _config_denied_code(r), "error_message": MESSAGES[_config_denied_code(r)],
                                "resource_type": r.resource_type, "resource_name": r.resource_name} for r in drop]
     return response
 
@@ -420,12 +502,18 @@ def _denied_log_dirs(request):
 
 
 def _denied_list_reassignments(request):
-    return {"throttle_time_ms": 0, "error_code": CLUSTER_DENIED, "error_message": _MESSAGE, "topics": []}
+    return {"throttle_time_ms": 0, "error_code": CLUSTER_DENIED, "error_message": MESSAGES[CLUSTER_DENIED], "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p, "replicas": [], "adding_replicas": [],
+                                         "removing_replicas": []} for p in t.partition_indexes]}
+        for t in request.topics or ()]}
 
 
 def _denied_alter_reassignments(request):
     return {"throttle_time_ms": 0, "allow_replication_factor_change": True, "error_code": CLUSTER_DENIED,
-            "error_message": _MESSAGE, "responses": []}
+            "error_message": MESSAGES[CLUSTER_DENIED], "responses": [
+                {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": CLUSTER_DENIED,
+                                                 "error_message": MESSAGES[CLUSTER_DENIED]} for p in t.partitions]}
+                for t in request.topics]}
 
 
 def _denied_markers(request):
@@ -436,27 +524,12 @@ def _denied_markers(request):
 
 # -- transactions ------------------------------------------------------------------------------
 
-def _may_write_some_topic(broker, context) -> bool:
-    """Kafka's authorizeByResourceType(TOPIC, WRITE): an idempotent producer needs WRITE on
-    some topic (or IDEMPOTENT_WRITE on the cluster)."""
-    authorizer = broker.authorizer
-    if context.principal in authorizer.super_users:
-        return True
-    acls = [a for a in broker.security.acls if a.resource_type == TOPIC
-            and a.principal in (context.principal, "User:*") and a.host in (context.client_host, az.WILDCARD)
-            and a.operation in (WRITE, az.ALL)]
-    if not acls:
-        return authorizer.allow_if_no_acl and not any(a.resource_type == TOPIC for a in broker.security.acls)
-    if any(a.permission_type == az.DENY and a.pattern_type == az.LITERAL and a.resource_name == az.WILDCARD for a in acls):
-        return False
-    return any(a.permission_type == az.ALLOW for a in acls)
-
-
 async def _init_producer_id(handler, broker, context, request):
     if request.transactional_id:
         allowed, code = _can(broker, context, WRITE, TRANSACTIONAL_ID, request.transactional_id), TXN_DENIED
     else:
-        allowed = _cluster(broker, context, IDEMPOTENT_WRITE) or _may_write_some_topic(broker, context)
+        allowed = _cluster(broker, context, IDEMPOTENT_WRITE) or broker.authorizer.authorize_by_resource_type(
+            context.principal, context.client_host, WRITE, TOPIC)
         code = CLUSTER_DENIED
     if not allowed:
         return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
@@ -520,17 +593,20 @@ async def _describe_producers(handler, broker, context, request):
     keep, drop = _split(request.topics, lambda t: _can(broker, context, READ, TOPIC, t.name))
     response = await handler(broker, context, _with(request, topics=keep))
     response["topics"] += [{"name": t.name, "partitions": [
-        {"partition_index": i, "error_code": TOPIC_DENIED, "error_message": _MESSAGE, "active_producers": []}
+        {"partition_index": i, "error_code": TOPIC_DENIED, "error_message": MESSAGES[TOPIC_DENIED], "active_producers": []}
         for i in t.partition_indexes]} for t in drop]
     return response
 
 
 async def _describe_transactions(handler, broker, context, request):
+    """DESCRIBE on each transactional id; its topics the principal may not describe are left out."""
+    from kctl.broker.handlers.transactions import NO_TRANSACTION
+
     keep, drop = _split(request.transactional_ids, lambda i: _can(broker, context, DESCRIBE, TRANSACTIONAL_ID, i))
     response = await handler(broker, context, _with(request, transactional_ids=keep))
-    response["transaction_states"] += [
-        {"error_code": TXN_DENIED, "transactional_id": i, "transaction_state": "", "transaction_timeout_ms": 0,
-         "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1, "topics": []} for i in drop]
+    for state in response["transaction_states"]:
+        state["topics"] = [t for t in state["topics"] if _can(broker, context, DESCRIBE, TOPIC, t["topic"])]
+    response["transaction_states"] += [{**NO_TRANSACTION, "error_code": TXN_DENIED, "transactional_id": i} for i in drop]
     return response
 
 
@@ -543,28 +619,23 @@ async def _list_transactions(handler, broker, context, request):
 
 # -- share groups -------------------------------------------------------------------------------
 
-async def _share_group_describe(handler, broker, context, request):
-    response = await handler(broker, context, request)
-    _describe_groups_answer(broker, context, response["groups"], request.include_authorized_operations, {
-        "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []})
-    return response
-
-
 def _share_records_guard(fetch: bool):
     """ShareFetch / ShareAcknowledge: READ on the group, READ on each topic named."""
     async def guard(handler, broker, context, request):
-        base = {"throttle_time_ms": 0, "error_message": _MESSAGE, "acquisition_lock_timeout_ms": 30000,
+        base = {"throttle_time_ms": 0, "error_message": None, "acquisition_lock_timeout_ms": 30000,
                 "responses": [], "node_endpoints": []}
         if not request.group_id or not _can(broker, context, READ, GROUP, request.group_id):
             return {**base, "error_code": GROUP_DENIED}
         keep, drop = _split(request.topics, lambda t: _can(
             broker, context, READ, TOPIC, broker.logs.topic_ids.get(t.topic_id) or ""))
         response = await handler(broker, context, _with(request, topics=keep))
+        if response["error_code"]:  # the session refused: Kafka answers no partition
+            return response
         for t in drop:
             rows = []
             for p in t.partitions:
-                row = {"partition_index": p.partition_index, "error_code": TOPIC_DENIED, "error_message": _MESSAGE,
-                       "current_leader": {"leader_id": -1, "leader_epoch": -1}}
+                row = {"partition_index": p.partition_index, "error_code": TOPIC_DENIED, "error_message": None,
+                       "current_leader": {"leader_id": broker.node_id, "leader_epoch": 0}}
                 if fetch:
                     row.update(acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else errors.NONE,
                                acknowledge_error_message=None, records=b"", acquired_records=[])
@@ -577,9 +648,18 @@ def _share_records_guard(fetch: bool):
 async def _describe_share_group_offsets(handler, broker, context, request):
     keep, drop = _split(request.groups, lambda g: _can(broker, context, DESCRIBE, GROUP, g.group_id))
     response = await handler(broker, context, _with(request, groups=keep))
-    for g in response["groups"]:
-        g["topics"] = [t for t in g["topics"] if _can(broker, context, DESCRIBE, TOPIC, t["topic_name"])]
-    response["groups"] += [{"group_id": g.group_id, "topics": [], "error_code": GROUP_DENIED, "error_message": _MESSAGE}
+    # A topic the principal may not describe: left out of "all topics", refused (without
+    # its id) when named, as OffsetFetch.
+    for g, asked in zip(response["groups"], keep):
+        if asked.topics is None:
+            g["topics"] = [t for t in g["topics"] if _can(broker, context, DESCRIBE, TOPIC, t["topic_name"])]
+        for t in g["topics"]:
+            if not _can(broker, context, DESCRIBE, TOPIC, t["topic_name"]):
+                t["topic_id"] = ZERO_UUID
+                for p in t["partitions"]:
+                    p.update(start_offset=-1, leader_epoch=0, lag=-1, error_code=TOPIC_DENIED,
+                             error_message=MESSAGES[TOPIC_DENIED])
+    response["groups"] += [{"group_id": g.group_id, "topics": [], "error_code": GROUP_DENIED, "error_message": None}
                            for g in drop]
     return response
 
@@ -587,9 +667,25 @@ async def _describe_share_group_offsets(handler, broker, context, request):
 def _share_offsets_guard(operation):
     async def guard(handler, broker, context, request):
         if not _can(broker, context, operation, GROUP, request.group_id):
-            return {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "error_message": _MESSAGE, "responses": []}
+            return {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "error_message": MESSAGES[GROUP_DENIED],
+                    "responses": []}
         return await handler(broker, context, request)
     return guard
+
+
+async def _alter_share_group_offsets(handler, broker, context, request):
+    """READ on the group, then READ on each topic whose start offsets move."""
+    if not _can(broker, context, READ, GROUP, request.group_id):
+        return {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "error_message": MESSAGES[GROUP_DENIED], "responses": []}
+    keep, drop = _split(request.topics, lambda t: _can(broker, context, READ, TOPIC, t.topic_name))
+    response = await handler(broker, context, _with(request, topics=keep))
+    if response["error_code"] == errors.NONE:
+        response["responses"] += [
+            {"topic_name": t.topic_name, "topic_id": broker.logs.topics[t.topic_name].topic_id
+             if t.topic_name in broker.logs.topics else ZERO_UUID, "partitions": [
+                {"partition_index": p.partition_index, "error_code": TOPIC_DENIED, "error_message": MESSAGES[TOPIC_DENIED]}
+                for p in t.partitions]} for t in drop]
+    return response
 
 
 # -- streams groups -----------------------------------------------------------------------------
@@ -605,19 +701,22 @@ async def _streams_group_heartbeat(handler, broker, context, request):
                         if not _can(broker, context, DESCRIBE, TOPIC, t))
         if hidden:
             denied = (TOPIC_DENIED, "The following topics are not authorized: " + ", ".join(hidden))
-    if denied:
-        return {"throttle_time_ms": 0, "error_code": denied[0], "error_message": denied[1], "member_id": request.member_id,
+    if denied:  # as Kafka answers: an empty member id, no message
+        return {"throttle_time_ms": 0, "error_code": denied[0], "error_message": None, "member_id": "",
                 "member_epoch": request.member_epoch, "heartbeat_interval_ms": 0, "acceptable_recovery_lag": 0,
                 "task_offset_interval_ms": 0, "status": [], "active_tasks": None, "standby_tasks": None,
                 "warmup_tasks": None, "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
     return await handler(broker, context, request)
 
 
-async def _streams_group_describe(handler, broker, context, request):
-    response = await handler(broker, context, request)
-    _describe_groups_answer(broker, context, response["groups"], request.include_authorized_operations, {
-        "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "topology": None, "members": []})
-    return response
+def _topology_topics(broker, group: dict) -> set[str]:
+    names: set[str] = set()
+    for sub in (group.get("topology") or {}).get("subtopologies") or ():
+        names.update(sub.get("source_topics") or ())
+        names.update(sub.get("repartition_sink_topics") or ())
+        for key in ("state_changelog_topics", "repartition_source_topics"):
+            names.update(t["name"] for t in sub.get(key) or ())
+    return names
 
 
 GUARDS = {
@@ -627,7 +726,7 @@ GUARDS = {
     11: _group_guard(READ, _denied_join), 14: _group_guard(READ, _denied_sync),
     12: _group_guard(READ, _denied_plain), 13: _group_guard(READ, _denied_plain),
     15: _describe_groups, 16: _list_groups, 42: _delete_groups, 47: _offset_delete,
-    68: _group_heartbeat, 69: _consumer_group_describe,
+    68: _group_heartbeat, 69: _kip848_describe(_EMPTY_KIP848, _member_topics),
     19: _create_topics, 20: _delete_topics, 21: _delete_records, 37: _create_partitions,
     32: _describe_configs, 33: _alter_configs, 44: _alter_configs,
     43: _cluster_guard(ALTER, _denied_elect), 35: _cluster_guard(DESCRIBE, _denied_log_dirs),
@@ -636,7 +735,9 @@ GUARDS = {
     22: _init_producer_id, 24: _add_partitions_to_txn, 25: _add_offsets_to_txn,
     26: _txn_guard(lambda request, code: {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}),
     28: _txn_offset_commit, 61: _describe_producers, 65: _describe_transactions, 66: _list_transactions,
-    76: _group_heartbeat, 77: _share_group_describe, 78: _share_records_guard(True), 79: _share_records_guard(False),
-    90: _describe_share_group_offsets, 91: _share_offsets_guard(READ), 92: _share_offsets_guard(DELETE),
-    88: _streams_group_heartbeat, 89: _streams_group_describe,
+    76: _group_heartbeat, 77: _kip848_describe(_EMPTY_KIP848, _member_topics), 78: _share_records_guard(True), 79: _share_records_guard(False),
+    90: _describe_share_group_offsets, 91: _alter_share_group_offsets, 92: _share_offsets_guard(DELETE),
+    88: _streams_group_heartbeat, 89: _kip848_describe(
+        {"group_state": "", "group_epoch": 0, "assignment_epoch": 0, "topology": None, "members": []}, _topology_topics,
+        "The described group uses topics that the client is not authorized to describe."),
 }

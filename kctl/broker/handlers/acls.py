@@ -23,7 +23,7 @@ def _cluster_denied(broker, context, operation) -> bool:
 
 
 async def describe_acls(broker, context, request):
-    answer = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "resources": []}
+    answer = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": "", "resources": []}
     if not broker.authorizer.enabled:
         return {**answer, "error_code": errors.SECURITY_DISABLED, "error_message": _MESSAGE}
     if _cluster_denied(broker, context, az.DESCRIBE):

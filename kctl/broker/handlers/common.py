@@ -69,12 +69,13 @@ def leader_epoch_error(current_leader_epoch: int) -> int:
     return errors.UNKNOWN_LEADER_EPOCH if (current_leader_epoch or 0) > 0 else errors.NONE
 
 
-def other_group_type(broker, group_id: str, kind: str) -> str | None:
-    """The type of a group of that id other than `kind` (an empty classic group does not
-    count: Kafka lets a modern group take its id), or None. Group ids are one namespace."""
+def other_group_type(broker, group_id: str, kind: str, empty_classic: bool = False) -> str | None:
+    """The type of a group of that id other than `kind` (an empty classic group counts
+    only with `empty_classic`, as the describes count it: Kafka lets a modern group take
+    its id), or None. Group ids are one namespace."""
     for other, groups in (("consumer", broker.consumer_groups.groups), ("share", broker.share_groups.groups),
                           ("streams", broker.streams_groups.groups)):
         if other != kind and group_id in groups:
             return other
     classic = broker.groups.group(group_id)
-    return "classic" if classic is not None and classic.members else None
+    return "classic" if classic is not None and (classic.members or empty_classic) else None

@@ -155,7 +155,7 @@ def _describe_loggers(broker, name):
 async def describe_configs(broker, context, request):
     results = []
     for resource in request.resources:
-        result = {"error_code": errors.NONE, "error_message": None,
+        result = {"error_code": errors.NONE, "error_message": "",  # Kafka's: "", not null
                   "resource_type": resource.resource_type,
                   "resource_name": resource.resource_name, "configs": []}
         try:

@@ -9,6 +9,7 @@ from kctl.broker.coordinator.groups import DEAD, EMPTY, MAX_METADATA_BYTES
 from kctl.broker.coordinator.offsets import CommittedOffset
 from kctl.broker.handlers.common import GROUP_OPERATIONS, NO_OPERATIONS, storage_error_message, topic_name
 from kctl.broker.protocol import errors
+from kctl.broker.security.authorizer import DESCRIBE, TOPIC
 
 log = logging.getLogger("kctl.broker.groups")
 
@@ -308,13 +309,22 @@ def _owned(broker, topic_partitions) -> set[tuple[str, int]] | None:
             for p in t.partitions}
 
 
+def _may_describe(broker, context):
+    """The member's DESCRIBE on topics, for its regex (None without an authorizer)."""
+    if not broker.authorizer.enabled:
+        return None
+    principal, host, authorize = context.principal, context.client_host, broker.authorizer.authorize
+    return lambda topic: authorize(principal, host, DESCRIBE, TOPIC, topic)
+
+
 async def consumer_group_heartbeat(broker, context, request):
     """The consumer group protocol (KIP-848); the coordinator is kctl.broker.coordinator.consumer."""
     result = broker.consumer_groups.heartbeat(
         request.group_id, request.member_id, request.member_epoch, request.instance_id, request.rack_id,
         request.rebalance_timeout_ms, request.subscribed_topic_names,
         request.subscribed_topic_regex if context.version >= 1 else None, request.server_assignor,
-        _owned(broker, request.topic_partitions), context.header.client_id or "", "/" + context.client_host)
+        _owned(broker, request.topic_partitions), context.header.client_id or "", "/" + context.client_host,
+        may_describe=_may_describe(broker, context))
     return {"throttle_time_ms": 0, "error_code": result.error, "error_message": result.message,
             "member_id": result.member_id, "member_epoch": result.member_epoch,
             "heartbeat_interval_ms": result.heartbeat_interval_ms,
@@ -338,8 +348,8 @@ async def consumer_group_describe(broker, context, request):
             classic = broker.groups.group(group_id)
             message = f"Group {group_id} is not a consumer group." if classic is not None else f"Group {group_id} not found."
             described.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": message, "group_id": group_id,
-                              "group_state": DEAD, "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
-                              "members": [], "authorized_operations": ops})
+                              "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
+                              "members": [], "authorized_operations": NO_OPERATIONS})
             continue
         described.append({
             "error_code": errors.NONE, "error_message": None, "group_id": group_id, "group_state": group.state,
@@ -347,7 +357,7 @@ async def consumer_group_describe(broker, context, request):
             "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                          "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
                          "subscribed_topic_names": m.subscribed_topic_names,
-                         "subscribed_topic_regex": m.subscribed_topic_regex,
+                         "subscribed_topic_regex": m.subscribed_topic_regex or "",  # Kafka: "" for none
                          "assignment": _described_assignment(broker, m.assigned),
                          "target_assignment": _described_assignment(broker, group.target.get(m.member_id, set())),
                          "member_type": 1}

@@ -60,7 +60,7 @@ async def metadata(broker, context, request):
                             "leader_id": broker.node_id, "leader_epoch": 0,
                             "replica_nodes": node, "isr_nodes": node, "offline_replicas": []}
                            for p in range(info.partitions)],
-            "authorized_operations": TOPIC_OPERATIONS if include_ops else NO_OPERATIONS,
+            "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else NO_OPERATIONS,
         })
     response = {"throttle_time_ms": 0, "brokers": _brokers(broker, context),
                 "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
@@ -75,8 +75,7 @@ async def describe_cluster(broker, context, request):
         "throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
         "endpoint_type": 1, "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
         "brokers": _brokers(broker, context, "broker_id"),
-        "authorized_operations": (CLUSTER_OPERATIONS
-                                          if request.include_cluster_authorized_operations
+        "cluster_authorized_operations": (CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                           else NO_OPERATIONS),
     }
 
@@ -92,7 +91,7 @@ async def find_coordinator(broker, context, request):
     if context.version >= 4:
         return {"throttle_time_ms": 0, "coordinators": [
             {"key": key, "node_id": broker.node_id, "host": host, "port": port,
-             "error_code": errors.NONE, "error_message": None}
+             "error_code": errors.NONE, "error_message": ""}  # Kafka's answer: "", not null
             for key in request.coordinator_keys]}
     return {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
             "node_id": broker.node_id, "host": host, "port": port}

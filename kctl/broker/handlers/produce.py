@@ -20,7 +20,7 @@ async def produce(broker, context, request):
         name = topic_name(broker, topic.name if version <= 12 else None,
                           getattr(topic, "topic_id", None))
         info, topic_error = (None, errors.UNKNOWN_TOPIC_ID) if name is None else \
-            topic_for_name(broker, name, True)
+            topic_for_name(broker, name, False)  # Produce never creates a topic (Kafka's neither)
         partitions = []
         for data in topic.partition_data:
             result = {"index": data.index, "error_code": errors.NONE, "base_offset": -1,

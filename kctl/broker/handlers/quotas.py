@@ -25,10 +25,9 @@ def _denied(broker, context, operation) -> bool:
 
 
 async def describe_client_quotas(broker, context, request):
-    answer = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "entries": []}
+    answer = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": "", "entries": []}
     if _denied(broker, context, az.DESCRIBE_CONFIGS):
-        return {**answer, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": "Cluster authorization failed.", "entries": None}
+        return {**answer, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "entries": None}
     components = request.components or []
     types = [c.entity_type for c in components]
     for c in components:

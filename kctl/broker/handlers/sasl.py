@@ -45,7 +45,7 @@ async def sasl_handshake(broker, context, request):
 
 async def sasl_authenticate(broker, context, request):
     session = context.session
-    answer = {"error_code": errors.NONE, "error_message": None, "auth_bytes": b"", "session_lifetime_ms": 0}
+    answer = {"error_code": errors.NONE, "error_message": "", "auth_bytes": b"", "session_lifetime_ms": 0}
     if session.sasl is None:
         return {**answer, "error_code": errors.ILLEGAL_SASL_STATE,
                 "error_message": "this listener has no SASL"}

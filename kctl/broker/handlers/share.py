@@ -59,10 +59,10 @@ async def share_group_describe(broker, context, request):
     for group_id in request.group_ids:
         group = broker.share_groups.groups.get(group_id)
         if group is None:
-            other = _other_type(broker)(group_id)
+            other = other_group_type(broker, group_id, "share", empty_classic=True)
             described.append({"error_code": errors.GROUP_ID_NOT_FOUND,
                               "error_message": f"Group {group_id} is not a share group." if other else f"Group {group_id} not found.",
-                              "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
+                              "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
                               "assignor_name": "", "members": [], "authorized_operations": -2**31})
             continue
         described.append({
@@ -104,7 +104,7 @@ def _session(broker, context, request, fetch: bool):
     epoch = request.share_session_epoch
     if epoch == 0:
         if not fetch:
-            return None, errors.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a share session."
+            return None, errors.INVALID_SHARE_SESSION_EPOCH, None  # (Kafka's answer has no message)
         return "new", errors.NONE, None
     session = coordinator.sessions.get(key)
     if session is None:

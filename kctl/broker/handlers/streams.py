@@ -9,6 +9,7 @@ from kctl.broker import configs as cfg
 from kctl.broker.coordinator.streams import TopicInfo
 from kctl.broker.handlers.common import other_group_type
 from kctl.broker.protocol import errors
+from kctl.broker.security import authorizer as az
 
 log = logging.getLogger("kctl.broker.streams")
 
@@ -41,14 +42,22 @@ async def streams_group_heartbeat(broker, context, request):
     result = broker.streams_groups.heartbeat(request, context.header.client_id or "", "/" + context.client_host,
                                              _other_type(broker))
     statuses = list(result.statuses)
-    failed = [problem for info in result.create if info.name not in broker.logs.topics
-              for problem in [_create(broker, info)] if problem]
+    missing = [info for info in result.create if info.name not in broker.logs.topics]
+    # As Kafka: the member's principal must be allowed to CREATE them (on the cluster or
+    # on each topic); the others are named in the status and not created.
+    may_create = (lambda name: True) if context.allowed(broker, az.CREATE, az.CLUSTER, az.CLUSTER_NAME) else (
+        lambda name: context.allowed(broker, az.CREATE, az.TOPIC, name))
+    refused = [info.name for info in missing if not may_create(info.name)]
+    failed = [problem for info in missing if may_create(info.name) for problem in [_create(broker, info)] if problem]
+    if statuses and refused:
+        code, detail = statuses[-1]
+        statuses[-1] = (code, f"{detail}; Unauthorized to CREATE on topics {', '.join(refused)}.")
     if failed and statuses:
         code, detail = statuses[-1]
         statuses[-1] = (code, f"{detail}; Creation failed: {', '.join(failed)}")
     answer = {"throttle_time_ms": 0, "error_code": result.error, "error_message": result.message,
               "member_id": request.member_id, "member_epoch": result.member_epoch,
-              "heartbeat_interval_ms": 5000, "acceptable_recovery_lag": 0, "task_offset_interval_ms": 0,
+              "heartbeat_interval_ms": 5000, "acceptable_recovery_lag": 0, "task_offset_interval_ms": 60000,  # Kafka's default
               "status": [{"status_code": c, "status_detail": d} for c, d in statuses],
               "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
               "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
@@ -67,8 +76,10 @@ async def streams_group_describe(broker, context, request):
     for group_id in request.group_ids:
         group = broker.streams_groups.groups.get(group_id)
         if group is None:
-            described.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
-                              "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
+            other = other_group_type(broker, group_id, "streams", empty_classic=True)
+            described.append({"error_code": errors.GROUP_ID_NOT_FOUND,
+                              "error_message": f"Group {group_id} is not a streams group." if other else f"Group {group_id} not found.",
+                              "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
                               "topology": None, "members": [], "authorized_operations": -2**31})
             continue
         topology = group.topology

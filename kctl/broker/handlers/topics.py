@@ -4,9 +4,10 @@ DescribeLogDirs: the topic administration a single node can honour."""
 from __future__ import annotations
 
 import shutil
+import uuid
 
 from kctl.broker import configs as cfg
-from kctl.broker.handlers.common import INTERNAL_TOPICS, ZERO_UUID, answer_storage_error, topic_name
+from kctl.broker.handlers.common import INTERNAL_TOPICS, answer_storage_error, topic_name
 from kctl.broker.protocol import errors
 from kctl.broker.storage.manager import TopicInfo, topic_name_problem
 
@@ -93,8 +94,9 @@ async def create_topics(broker, context, request):
         except _Failure as failure:
             result.update(error_code=failure.code, error_message=failure.message)
             continue
-        if request.validate_only:
-            info = TopicInfo(name, ZERO_UUID, partitions, overrides)
+        if request.validate_only:  # Kafka answers with the id the topic would get
+            info = TopicInfo(name, uuid.uuid4(), partitions, overrides)
+            result["topic_id"] = info.topic_id
         else:
             try:
                 info = broker.logs.create_topic(name, partitions, overrides)
@@ -124,8 +126,11 @@ async def delete_topics(broker, context, request):
         result = {"name": resolved if resolved is not None else name, "topic_id": topic_id,
                   "error_code": errors.NONE, "error_message": None}
         if resolved is None or resolved not in broker.logs.topics:
-            result["error_code"] = (errors.UNKNOWN_TOPIC_ID if name is None
-                                    else errors.UNKNOWN_TOPIC_OR_PARTITION)
+            if name is None:
+                result["error_code"] = errors.UNKNOWN_TOPIC_ID
+            else:
+                result.update(error_code=errors.UNKNOWN_TOPIC_OR_PARTITION,
+                              error_message="This server does not host this topic-partition.")
         elif resolved in INTERNAL_TOPICS:
             result.update(error_code=errors.INVALID_REQUEST, error_message=f"Cannot delete internal topic {resolved}")
         else:
@@ -157,7 +162,7 @@ async def create_partitions(broker, context, request):
             continue
         if topic.count == info.partitions:
             result.update(error_code=errors.INVALID_PARTITIONS,
-                          error_message=f"Topic already has {info.partitions} partitions.")
+                          error_message=f"Topic already has {info.partitions} partition(s).")
             continue
         if topic.assignments is not None:
             if len(topic.assignments) != topic.count - info.partitions:
@@ -249,7 +254,7 @@ async def alter_partition_reassignments(broker, context, request):
             if (topic.name, p.partition_index) not in broker.logs.logs:
                 code, message = errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
             elif p.replicas is None:
-                code, message = errors.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment in progress."
+                code, message = errors.NO_REASSIGNMENT_IN_PROGRESS, None  # Kafka gives no message
             elif list(p.replicas) != [broker.node_id]:
                 code = errors.INVALID_REPLICA_ASSIGNMENT
                 message = (f"The replica assignment {list(p.replicas)} names brokers other than "

@@ -162,14 +162,18 @@ async def describe_producers(broker, context, request):
     return {"throttle_time_ms": 0, "topics": topics}
 
 
+# A transaction not described (not found, or not allowed): Kafka's defaults, zeros.
+NO_TRANSACTION = {"transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
+                  "producer_id": 0, "producer_epoch": 0, "topics": []}
+
+
 async def describe_transactions(broker, context, request):
     states = []
     for transactional_id in request.transactional_ids:
         meta = broker.transactions.transactions.get(transactional_id)
         if meta is None:
             states.append({"error_code": errors.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id,
-                           "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
-                           "producer_id": -1, "producer_epoch": -1, "topics": []})
+                           **NO_TRANSACTION})
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(meta.partitions):

@@ -15,13 +15,14 @@ _DENIED = "Cluster authorization failed."
 
 
 async def describe_user_scram_credentials(broker, context, request):
-    answer = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "results": []}
+    answer = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": "", "results": []}
     if not context.allowed(broker, az.DESCRIBE, az.CLUSTER, az.CLUSTER_NAME):
-        # As Kafka's getErrorResponse: the error at the top and on every user asked for
-        # (librdkafka reads the per-user results and crashes on a missing one).
-        return {**answer, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED, "error_message": _DENIED,
-                "results": [{"user": u.name, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED,
-                             "error_message": _DENIED, "credential_infos": []} for u in request.users or []]}
+        # As Kafka's getErrorResponse: the error at the top and on every user asked for,
+        # without the user's name or a message (librdkafka reads the per-user results and
+        # crashes on a missing one).
+        return {**answer, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED, "error_message": None,
+                "results": [{"user": "", "error_code": errors.CLUSTER_AUTHORIZATION_FAILED,
+                             "error_message": None, "credential_infos": []} for _ in request.users or []]}
     by_user: dict[str, list] = {}
     for (user, mechanism), credential in sorted(broker.security.credentials.items()):
         by_user.setdefault(user, []).append({"mechanism": scram.MECHANISMS[mechanism][1],
@@ -29,7 +30,7 @@ async def describe_user_scram_credentials(broker, context, request):
     names = [u.name for u in request.users] if request.users else sorted(by_user)
     seen: set[str] = set()
     for name in names:
-        result = {"user": name, "error_code": errors.NONE, "error_message": None, "credential_infos": []}
+        result = {"user": name, "error_code": errors.NONE, "error_message": "", "credential_infos": []}
         if names.count(name) > 1:
             if name in seen:
                 continue

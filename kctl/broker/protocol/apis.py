@@ -153,9 +153,12 @@ def encode_response(api: Api, version: int, fields: dict) -> bytes:
     own = _own_message(api, "Response", version)
     if own is not None:
         return own.encode(**fields)
-    cls = message_class(api, "Response")
-    message = cls(version=version, **_convert_fields(cls._struct, fields))
-    return message.encode(version=version)
+    return build_message(message_class(api, "Response"), version, fields).encode(version=version)
+
+
+def build_message(cls: type, version: int, fields: dict):
+    """A kafka-python message of class `cls` from plain dicts and lists."""
+    return cls(version=version, **_convert_fields(cls._struct, fields))  # type: ignore[attr-defined]
 
 
 def _convert_fields(struct, fields: dict) -> dict:

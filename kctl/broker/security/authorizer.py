@@ -99,6 +99,37 @@ class Authorizer:
                 allowed = True
         return allowed if found else self.allow_if_no_acl
 
+    def authorize_by_resource_type(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
+        """Whether the principal may do `operation` on some resource of the type (Kafka's
+        Authorizer.authorizeByResourceType, which StandardAuthorizer keeps): yes when a
+        resource named "hardcode" would be allowed (super users, an ALLOW on `*`, no ACL
+        with allow.everyone.if.no.acl.found), else when some literal or prefixed ALLOW is
+        dominated by no DENY (a literal DENY of the same name, a prefixed DENY on a prefix
+        of it); a literal DENY on `*` denies all."""
+        if not self.enabled or self.authorize(principal, host, operation, resource_type, "hardcode"):
+            return True
+        deny_literal: set[str] = set()
+        deny_prefixed: set[str] = set()
+        allows: list[tuple[int, str]] = []
+        for acl in self.store.acls:
+            if (acl.resource_type != resource_type or acl.host not in (host, WILDCARD)
+                    or acl.principal not in (principal, "User:*") or acl.operation not in (operation, ALL)):
+                continue
+            if acl.permission_type == DENY:
+                if acl.pattern_type == LITERAL and acl.resource_name == WILDCARD:
+                    return False
+                (deny_literal if acl.pattern_type == LITERAL else deny_prefixed).add(acl.resource_name)
+            elif acl.permission_type == ALLOW:
+                if acl.pattern_type == LITERAL and acl.resource_name == WILDCARD:
+                    return True
+                allows.append((acl.pattern_type, acl.resource_name))
+        for pattern_type, name in allows:
+            if pattern_type == LITERAL and name in deny_literal:
+                continue
+            if not any(name[:end] in deny_prefixed for end in range(1, len(name) + 1)):
+                return True
+        return False
+
     def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
         """The bitfield of operations allowed on the resource (Kafka's authorizedOperations)."""
         return sum(1 << op for op in SUPPORTED[resource_type]

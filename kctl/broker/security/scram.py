@@ -13,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 from dataclasses import dataclass
 
 # Kafka's ScramMechanism: name, hash, the protocol's int8 code, minimum iterations.
@@ -85,6 +86,13 @@ def _unescape_name(name: str) -> str:
     return "".join(out)
 
 
+# ASCII but "," (\x2C) and "=" (\x3D), or their escapes
+_SASLNAME = r"(?:[\x01-\x2B\x2D-\x3C\x3E-\x7F]|=2C|=3D)+"
+_CLIENT_FIRST = re.compile(
+    rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,(?P<bare>(?:m=[^,]*,)?n=(?P<saslname>{_SASLNAME}),"
+    r"r=(?P<nonce>[\x21-\x2B\x2D-\x7E]+)(?:,[A-Za-z]+=[\x01-\x2B\x2D-\x7F]+)*)", re.DOTALL)
+
+
 def _attributes(message: str) -> dict[str, str]:
     attrs = {}
     for part in message.split(","):
@@ -112,7 +120,7 @@ class ScramServer:
         try:
             message = token.decode("utf-8")
         except UnicodeDecodeError:
-            raise ScramError("Invalid SCRAM message: not UTF-8") from None
+            raise ScramError(self._invalid()) from None
         if self._state == "first":
             return self._first(message)
         if self._state == "final":
@@ -120,24 +128,24 @@ class ScramServer:
         raise ScramError("Unexpected SCRAM message after the exchange completed")
 
     def _first(self, message: str) -> bytes:
-        # gs2 header: "n" or "y" (no channel binding), "," authzid? ","
-        parts = message.split(",", 2)
-        if len(parts) != 3 or parts[0] not in ("n", "y") or (parts[1] and not parts[1].startswith("a=")):
-            raise ScramError("Invalid SCRAM client first message")
-        bare = parts[2]
-        attrs = _attributes(bare)
-        if "n" not in attrs or "r" not in attrs or not attrs["r"]:
-            raise ScramError("Invalid SCRAM client first message: username and nonce required")
-        self._user = _unescape_name(attrs["n"])
-        authzid = _unescape_name(parts[1][2:]) if parts[1] else ""
+        # Kafka's grammar (ScramMessages.ClientFirstMessage): the gs2 header "n" only (a
+        # client asking for channel binding, or saying it could, is refused), an optional
+        # authzid, an optional reserved m=, a saslname, a printable nonce, extensions.
+        match = _CLIENT_FIRST.fullmatch(message)
+        if match is None:
+            raise ScramError(self._invalid())
+        self._user = _unescape_name(match["saslname"])
+        authzid = _unescape_name(match["authzid"]) if match["authzid"] else ""
         if authzid and authzid != self._user:
+            # the one refusal Kafka words itself (a SaslAuthenticationException)
             raise ScramError("Authentication failed: Client requested an authorization id "
                              "that is different from username")
         self._credential = self._lookup(self._user, self.mechanism)
         if self._credential is None:
-            raise ScramError("Authentication failed: Invalid user credentials")
+            raise ScramError(self._invalid())
+        bare = message[match.start("bare"):]
         self._client_first_bare = bare
-        self._nonce = attrs["r"] + base64.b64encode(os.urandom(24)).decode().rstrip("=")
+        self._nonce = match["nonce"] + base64.b64encode(os.urandom(24)).decode().rstrip("=")
         self._server_first = (f"r={self._nonce},s={_b64(self._credential.salt)},"
                               f"i={self._credential.iterations}")
         self._state = "final"
