@@ -90,10 +90,14 @@ def listeners(name: str, start, args, workdir: Path) -> dict:
                 consume(config, f"warm-{size}", args.records // 5)
         result = {}
         for size in SIZES:
-            result[f"produce_plain_{size}"] = produce(plaintext, f"plain-{size}", args.records, size)
-            result[f"produce_sasl_ssl_{size}"] = produce(secured, f"secured-{size}", args.records, size)
-            result[f"consume_plain_{size}"] = consume(plaintext, f"plain-{size}", args.records)
-            result[f"consume_sasl_ssl_{size}"] = consume(secured, f"secured-{size}", args.records)
+            # 100 B records go ten times as fast: ten times as many, for a figure of the same length
+            records = args.records * (1 if size >= 1024 else 10)
+            result[f"produce_plain_{size}"] = produce(plaintext, f"plain-{size}", records, size)
+            result[f"produce_sasl_ssl_{size}"] = produce(secured, f"secured-{size}", records, size)
+            # reading changes nothing: the median of three reads
+            result[f"consume_plain_{size}"] = statistics.median(consume(plaintext, f"plain-{size}", records) for _ in range(3))
+            result[f"consume_sasl_ssl_{size}"] = statistics.median(
+                consume(secured, f"secured-{size}", records) for _ in range(3))
     finally:
         stop()
     print(f"{name}: " + ", ".join(f"{k}={v:,.0f} rec/s" for k, v in result.items()), flush=True)

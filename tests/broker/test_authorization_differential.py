@@ -409,10 +409,13 @@ CASES = [
     ("DescribeAcls", "DescribeAcls", 3, lambda w, p: {
         "resource_type_filter": 2, "resource_name_filter": "dx-open", "pattern_type_filter": 2,
         "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}),
-    ("CreateAcls", "CreateAcls", 3, lambda w, p: {"creations": []}),
+    # (a binding of a principal no case uses, made by admin and deleted by admin below)
+    ("CreateAcls", "CreateAcls", 3, lambda w, p: {"creations": [{
+        "resource_type": 2, "resource_name": "dx-zzz", "resource_pattern_type": 3, "principal": "User:dx-nobody",
+        "host": "*", "operation": 3, "permission_type": 3}]}),
     ("DeleteAcls", "DeleteAcls", 3, lambda w, p: {"filters": [{
-        "resource_type_filter": 2, "resource_name_filter": "dx-none", "pattern_type_filter": 3,
-        "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}]}),
+        "resource_type_filter": 2, "resource_name_filter": "dx-zzz", "pattern_type_filter": 3,
+        "principal_filter": "User:dx-nobody", "host_filter": None, "operation": 1, "permission_type": 1}]}),
     ("DescribeClientQuotas", "DescribeClientQuotas", 1, lambda w, p: {"components": [
         {"entity_type": "user", "match_type": 0, "match": "dxa"}], "strict": False}),
     ("AlterClientQuotas", "AlterClientQuotas", 1, lambda w, p: {"entries": [

@@ -1,7 +1,9 @@
 """OAUTHBEARER tokens from a command or a file (kctl's own settings,
 sasl.oauthbearer.token.command/.file/.lifetime) against the secured Kafka node, whose
 unsecured-JWT validator checks each token's exp and whose OAUTHBEARER sessions last at most
-10 s (connections.max.reauth.ms): a client that keeps one token is cut off."""
+10 s (connections.max.reauth.ms): a client that keeps one token is cut off. The short tests
+run on the secured bundled broker too (the `secured` fixture); the 40-second one and
+Spark's stay on Kafka alone, for the suite's time."""
 
 from __future__ import annotations
 
@@ -105,21 +107,21 @@ def test_a_token_command_keeps_long_commands_working_past_each_tokens_life(kctl,
     assert calls(consume_calls) >= 3, calls(consume_calls)
 
 
-def test_a_token_file_is_read_again_when_it_changes(kctl, secured_kafka, tmp_path):
+def test_a_token_file_is_read_again_when_it_changes(kctl, secured, tmp_path):
     path = tmp_path / "token"
     command, _ = token_command(tmp_path, "file")
     path.write_text(subprocess.run(command, shell=True, capture_output=True, text=True, check=True).stdout)
-    run = kctl(*flags(secured_kafka, **{"sasl.oauthbearer.token.file": str(path)}), "cluster", "info", "-o", "json")
+    run = kctl(*flags(secured, **{"sasl.oauthbearer.token.file": str(path)}), "cluster", "info", "-o", "json")
     assert run.exit_code == 0, run.stderr
-    missing = kctl(*flags(secured_kafka, **{"sasl.oauthbearer.token.file": str(tmp_path / "nosuch")}), "topic", "list")
+    missing = kctl(*flags(secured, **{"sasl.oauthbearer.token.file": str(tmp_path / "nosuch")}), "topic", "list")
     assert missing.exit_code == ExitCode.NOT_AUTHORIZED, missing.stderr
     assert "unable to read the OAUTHBEARER token file" in missing.stderr and len(missing.stderr.splitlines()) == 1
 
 
-def test_a_failing_command_is_one_line_and_the_token_is_never_shown(kctl, secured_kafka, tmp_path):
+def test_a_failing_command_is_one_line_and_the_token_is_never_shown(kctl, secured, tmp_path):
     failing = "echo 'vault: permission denied' >&2; echo more >&2; exit 3"
     for command in (["topic", "list"], ["record", "consume", "anything", "-n", "1"], ["topic", "create", "anything"]):
-        run = kctl(*flags(secured_kafka, **{"sasl.oauthbearer.token.command": failing}), *command)
+        run = kctl(*flags(secured, **{"sasl.oauthbearer.token.command": failing}), *command)
         assert run.exit_code == ExitCode.NOT_AUTHORIZED, run.stderr
         assert "sasl.oauthbearer.token.command exited with status 3: vault: permission denied" in run.stderr, run.stderr
         assert "more" not in run.stderr and "Traceback" not in run.stderr
@@ -128,10 +130,10 @@ def test_a_failing_command_is_one_line_and_the_token_is_never_shown(kctl, secure
     secret = "opaque-SECRET-token-1234"
     properties = {"sasl.oauthbearer.token.command": f"echo {secret}", "sasl.oauthbearer.token.lifetime": "60"}
     for command in (["topic", "list"], ["record", "consume", "anything", "-n", "1", "--timeout", "5"]):
-        run = kctl("--debug", *flags(secured_kafka, **properties), *command)
+        run = kctl("--debug", *flags(secured, **properties), *command)
         assert run.exit_code == ExitCode.NOT_AUTHORIZED, run.stderr
         assert secret not in run.stderr and secret not in run.stdout
-    unexpiring = kctl(*flags(secured_kafka, **{"sasl.oauthbearer.token.command": f"echo {secret}"}), "topic", "list")
+    unexpiring = kctl(*flags(secured, **{"sasl.oauthbearer.token.command": f"echo {secret}"}), "topic", "list")
     assert unexpiring.exit_code == ExitCode.NOT_AUTHORIZED and "sasl.oauthbearer.token.lifetime" in unexpiring.stderr
     assert secret not in unexpiring.stderr
 

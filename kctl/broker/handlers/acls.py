@@ -58,7 +58,7 @@ async def create_acls(broker, context, request):
                   c.operation, c.permission_type)
         problem = az.validate(acl)
         results.append({"error_code": errors.INVALID_REQUEST if problem else errors.NONE,
-                        "error_message": problem})
+                        "error_message": problem or ""})  # Kafka's success: "", not null
         if not problem:
             new.add(acl)
     if new != broker.security.acls:
