@@ -6,11 +6,18 @@ Both secured clusters (tests/backends/plugin.py: SASL, allow.everyone.if.no.acl.
 off, User:admin super user) get the same SCRAM users and ACLs here, and the same topics,
 groups and open transaction, made by admin. Then each case (an API at one version, a
 request built from that cluster's own topic ids) is sent by each principal over a raw
-connection, and the two answers are compared once what is not authorization's is masked
-(throttle times, node addresses, generated ids and timestamps: `_MASKED`). A difference
-fails the test unless KNOWN_DIFFERENCES lists it with its reason, and no reason there is
-"the bundled broker allows more". The table of SAME/DIFF per API and principal is printed
-(pytest -s) for the notes.
+connection, and the two answers are compared once what is not authorization's is masked:
+throttle times, node addresses, generated ids and timestamps (`_MASKED`: only whether they
+are set), the epochs of KIP-848 groups above 0, what each broker supports (ApiVersions'
+ranges, features), a new member's first assignment (`_FIRST_ASSIGNMENT`: Kafka computes it
+after answering), share groups' start offsets before Kafka's share coordinator has
+initialized them, streams' initial-rebalance-delay status, and the text of Kafka's messages
+that print its internal request object. Error codes, names, ids (as the topic they name),
+authorized-operation bitfields, the other messages and whether the connection stays open
+are compared as they are. A difference fails the test unless KNOWN_DIFFERENCES lists it
+with its reason, and no reason there is "the bundled broker allows more". The table of
+SAME/DIFF per API and principal is printed (pytest -s) for the notes. Not covered: ACLs on
+hosts other than `*` and ACLs for `User:*` (every principal here is on loopback and named).
 """
 
 from __future__ import annotations

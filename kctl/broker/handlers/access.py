@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 
 from kctl.broker.handlers.common import NO_OPERATIONS, ZERO_UUID, topic_name
+from kctl.broker.handlers.transactions import NO_TRANSACTION
 from kctl.broker.protocol import errors
 from kctl.broker.security.authorizer import (
     ALTER,
@@ -600,8 +601,6 @@ async def _describe_producers(handler, broker, context, request):
 
 async def _describe_transactions(handler, broker, context, request):
     """DESCRIBE on each transactional id; its topics the principal may not describe are left out."""
-    from kctl.broker.handlers.transactions import NO_TRANSACTION
-
     keep, drop = _split(request.transactional_ids, lambda i: _can(broker, context, DESCRIBE, TRANSACTIONAL_ID, i))
     response = await handler(broker, context, _with(request, transactional_ids=keep))
     for state in response["transaction_states"]:
