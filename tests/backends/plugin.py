@@ -228,13 +228,25 @@ def secured_kafka(tmp_path_factory):
     if "kafka" not in selected_backends():
         pytest.skip("the secured cluster runs with the kafka backend")
     from tests.backends.jars import JarResolutionError
-    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster, KafkaStartError, free_port
+    from tests.support.certificates import mutual_tls_listener
 
     # OAUTHBEARER sessions end after 10 s unless the client authenticates again (KIP-368), as
     # production listeners set it: a client that fetched one token and kept it is cut off.
-    cluster = KafkaCluster(nodes=1, workdir=tmp_path_factory.mktemp("broker-secured"), sasl_users=SECURED_PLAIN_USERS,
+    workdir = tmp_path_factory.mktemp("broker-secured")
+    cluster = KafkaCluster(nodes=1, workdir=workdir, sasl_users=SECURED_PLAIN_USERS,
                            scram_users=SECURED_SCRAM_USERS, tool_jvm_options=TEST_TOOL_JVM_OPTIONS,
                            overrides={"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": "10000"})
+    # And an SSL listener requiring client certificates (`.mutual_tls`: tests/broker/test_mutual_tls.py).
+    node, ssl_port = cluster.nodes[0], free_port()
+    cluster.mutual_tls, listener = mutual_tls_listener(workdir, ssl_port, workdir / "mtls-server")
+    cluster.overrides.update(listener)
+    cluster.overrides.update({
+        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port},SSL://127.0.0.1:{ssl_port},"
+                     f"CONTROLLER://127.0.0.1:{node.controller_port}",
+        "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port},SSL://127.0.0.1:{ssl_port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
+    })
     try:
         cluster.start()
     except (JarResolutionError, KafkaStartError, OSError) as exc:

@@ -1,67 +1,26 @@
-"""Mutual TLS on the bundled broker (issue 60): with ssl.client.auth=required a client
-needs a certificate its truststore's CAs signed, and its principal is the certificate's
-subject as Kafka names it (RFC 2253, ssl.principal.mapping.rules applied), on both of
-kctl's clients (librdkafka and the wire client), with ACLs granted to that principal."""
+"""Mutual TLS (issue 60): with ssl.client.auth=required a client needs a certificate its
+truststore's CAs signed, and its principal is the certificate's subject as Kafka names it
+(RFC 2253, ssl.principal.mapping.rules applied), on both of kctl's clients (librdkafka and
+the wire client), with ACLs granted to that principal. On the bundled broker and, with the
+kafka backend, on the secured Kafka node's SSL listener set the same way."""
 
 from __future__ import annotations
 
-import datetime
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 from kctl.broker.process import BrokerProcess
 from kctl.broker.security.principal import distinguished_name, parse_rules, principal_name
 from kctl.errors import ExitCode
+from tests.backends.plugin import selected_backends
+from tests.support.certificates import MTLS_RULES as RULES
+from tests.support.certificates import make_ca, make_client
 
 pytestmark = pytest.mark.integration
-
-RULES = "RULE:^CN=([^,]*),OU=kafka-users,O=acme$/$1/L,DEFAULT"
-
-
-def make_ca(directory, name: str):
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                   .sign(key, hashes.SHA256()))
-    path = directory / f"{name}.pem"
-    path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    return key, certificate, path
-
-
-def make_client(directory, ca, attributes: list[tuple], file_name: str):
-    """A client certificate and key signed by `ca`, subject from (oid, value) pairs in
-    the certificate's order (the most general first)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID
-
-    ca_key, ca_certificate, _path = ca
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(o, v) for o, v in attributes]))
-                   .issuer_name(ca_certificate.subject).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-                   .sign(ca_key, hashes.SHA256()))
-    cert_path, key_path = directory / f"{file_name}.pem", directory / f"{file_name}.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return certificate, cert_path, key_path
 
 
 def test_the_subject_is_named_as_java_names_it_and_mapped_as_kafka_maps_it(tmp_path):
@@ -91,64 +50,75 @@ def test_the_subject_is_named_as_java_names_it_and_mapped_as_kafka_maps_it(tmp_p
 
 
 @pytest.fixture(scope="module")
-def mutual(tmp_path_factory):
-    from cryptography.x509.oid import NameOID
-
+def _bundled_mutual(tmp_path_factory):
     directory = tmp_path_factory.mktemp("mtls")
     ca = make_ca(directory, "clients-ca")
-    other_ca = make_ca(directory, "other-ca")
-    people = {name: make_client(directory, ca, [(NameOID.ORGANIZATION_NAME, "acme"), (NameOID.ORGANIZATIONAL_UNIT_NAME, "kafka-users"),
-                                                (NameOID.COMMON_NAME, cn)], name)
-              for name, cn in (("admin", "Admin"), ("alice", "Alice"))}
-    people["stranger"] = make_client(directory, other_ca, [(NameOID.COMMON_NAME, "Alice")], "stranger")
-    people["service"] = make_client(directory, ca, [(NameOID.ORGANIZATION_NAME, "acme"), (NameOID.COMMON_NAME, "svc")], "service")
     process = BrokerProcess(directory / "data", extra_args=[
         "--tls", "--authorizer", "--super-user", "User:admin", "--config=ssl.client.auth=required",
         f"--config=ssl.truststore.location={ca[2]}", f"--config=ssl.principal.mapping.rules={RULES}"])
     process.start()
-    yield process, people, directory
+    yield SimpleNamespace(bootstrap=process.bootstrap, server_ca=process.data_dir / "tls" / "ca.pem", clients_ca=ca)
     process.stop()
 
 
-def run(process, people, who: str, *args: str) -> subprocess.CompletedProcess:
+@pytest.fixture(params=["bundled", "kafka"])
+def mutual(request, tmp_path):
+    """(the broker: bootstrap, server_ca, clients_ca; the people's certificates; a directory)
+    on the bundled broker, or on the secured Kafka node's SSL listener."""
+    from cryptography.x509.oid import NameOID
+
+    if request.param not in selected_backends():
+        pytest.skip(f"the {request.param} backend is not selected")
+    target = request.getfixturevalue("_bundled_mutual" if request.param == "bundled" else "secured_kafka")
+    target = getattr(target, "mutual_tls", target)
+    ca = target.clients_ca
+    other_ca = make_ca(tmp_path, "other-ca")
+    people = {name: make_client(tmp_path, ca, [(NameOID.ORGANIZATION_NAME, "acme"), (NameOID.ORGANIZATIONAL_UNIT_NAME, "kafka-users"),
+                                               (NameOID.COMMON_NAME, cn)], name)
+              for name, cn in (("admin", "Admin"), ("alice", "Alice"))}
+    people["stranger"] = make_client(tmp_path, other_ca, [(NameOID.COMMON_NAME, "Alice")], "stranger")
+    people["service"] = make_client(tmp_path, ca, [(NameOID.ORGANIZATION_NAME, "acme"), (NameOID.COMMON_NAME, "svc")], "service")
+    return target, people, tmp_path
+
+
+def run(target, people, who: str, *args: str) -> subprocess.CompletedProcess:
     _certificate, cert_path, key_path = people[who]
-    ca = process.data_dir / "tls" / "ca.pem"
-    flags = ["-b", process.bootstrap, "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={ca}",
+    flags = ["-b", target.bootstrap, "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={target.server_ca}",
              "-X", f"ssl.certificate.location={cert_path}", "-X", f"ssl.key.location={key_path}", "--timeout", "8"]
     return subprocess.run([sys.executable, "-m", "kctl", *flags, *args], capture_output=True, text=True)
 
 
 def test_the_certificate_is_the_principal_on_both_clients(mutual, config_home):
-    process, people, _directory = mutual
-    created = run(process, people, "admin", "topic", "create", "mtls-orders")  # librdkafka, as User:admin
+    target, people, _directory = mutual
+    created = run(target, people, "admin", "topic", "create", "mtls-orders")  # librdkafka, as User:admin
     assert created.returncode == 0, created.stderr
-    info = run(process, people, "admin", "cluster", "info", "-o", "json")  # the wire client
+    info = run(target, people, "admin", "cluster", "info", "-o", "json")  # the wire client
     assert info.returncode == 0, info.stderr
     # alice's subject maps to User:alice: refused until an ACL names her, on both clients.
-    refused = run(process, people, "alice", "topic", "create", "hers")
+    refused = run(target, people, "alice", "topic", "create", "hers")
     assert refused.returncode == ExitCode.NOT_AUTHORIZED, refused.stderr
-    assert run(process, people, "alice", "offset", "get", "mtls-orders").returncode == ExitCode.NOT_AUTHORIZED
-    granted = run(process, people, "admin", "acl", "create", "--principal", "User:alice", "--operation", "describe", "--topic", "mtls-orders")
+    assert run(target, people, "alice", "offset", "get", "mtls-orders").returncode == ExitCode.NOT_AUTHORIZED
+    granted = run(target, people, "admin", "acl", "create", "--principal", "User:alice", "--operation", "describe", "--topic", "mtls-orders")
     assert granted.returncode == 0, granted.stderr
-    offsets = run(process, people, "alice", "offset", "get", "mtls-orders", "-o", "json")
+    offsets = run(target, people, "alice", "offset", "get", "mtls-orders", "-o", "json")
     assert offsets.returncode == 0, offsets.stderr
     assert json.loads(offsets.stdout)[0]["topic"] == "mtls-orders"
     # No rule but DEFAULT matches svc's subject: its principal is the whole name.
-    acls = run(process, people, "admin", "acl", "create", "--principal", "User:CN=svc,O=acme", "--operation", "describe", "--topic", "mtls-orders")
+    acls = run(target, people, "admin", "acl", "create", "--principal", "User:CN=svc,O=acme", "--operation", "describe", "--topic", "mtls-orders")
     assert acls.returncode == 0, acls.stderr
-    assert run(process, people, "service", "offset", "get", "mtls-orders").returncode == 0
+    assert run(target, people, "service", "offset", "get", "mtls-orders").returncode == 0
 
 
 def test_without_a_trusted_certificate_no_connection(mutual, config_home):
-    process, people, directory = mutual
-    stranger = run(process, people, "stranger", "cluster", "info")  # signed by another CA
+    target, people, _directory = mutual
+    stranger = run(target, people, "stranger", "cluster", "info")  # signed by another CA
     assert stranger.returncode != 0 and len(stranger.stderr.strip().splitlines()) <= 2, stranger.stderr
-    ca = process.data_dir / "tls" / "ca.pem"
-    bare = subprocess.run([sys.executable, "-m", "kctl", "-b", process.bootstrap, "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={ca}",
-                           "--timeout", "5", "topic", "list"], capture_output=True, text=True)
+    bare = subprocess.run([sys.executable, "-m", "kctl", "-b", target.bootstrap, "-X", "security.protocol=SSL",
+                           "-X", f"ssl.ca.location={target.server_ca}", "--timeout", "5", "topic", "list"],
+                          capture_output=True, text=True)
     assert bare.returncode != 0 and len(bare.stderr.strip().splitlines()) <= 2, bare.stderr
     # The broker is unharmed.
-    assert run(process, people, "admin", "topic", "list").returncode == 0
+    assert run(target, people, "admin", "topic", "list").returncode == 0
 
 
 def test_mutual_tls_settings_are_checked_before_start(tmp_path):
@@ -178,8 +148,9 @@ def test_requested_client_auth_takes_a_certificate_when_there_is_one(tmp_path, c
         "--tls", "--authorizer", "--super-user", "User:admin", "--config=ssl.client.auth=requested",
         f"--config=ssl.truststore.location={ca[2]}", "--config=ssl.principal.mapping.rules=RULE:^CN=(.*)$/$1/,DEFAULT"])
     process.start()
+    target = SimpleNamespace(bootstrap=process.bootstrap, server_ca=process.data_dir / "tls" / "ca.pem")
     try:
-        assert run(process, people, "admin", "topic", "create", "requested").returncode == 0
+        assert run(target, people, "admin", "topic", "create", "requested").returncode == 0
         ca_file = process.data_dir / "tls" / "ca.pem"
         anonymous = subprocess.run([sys.executable, "-m", "kctl", "-b", process.bootstrap, "-X", "security.protocol=SSL",
                                     "-X", f"ssl.ca.location={ca_file}", "--timeout", "8", "topic", "create", "theirs"],

@@ -79,7 +79,8 @@ def group_of(item: pytest.Item) -> str:
     if module.startswith("tests/connect/") and params.get("cluster") == "bundled":
         # One worker runs them, its bundled broker started once for them all.
         return "connect"
-    if "secured_kafka" in item.fixturenames or params.get("secured") == "kafka":
+    # (`secured` and test_mutual_tls's `mutual` take the secured Kafka node by name, at run time)
+    if "secured_kafka" in item.fixturenames or "kafka" in (params.get("secured"), params.get("mutual")):
         return "kafka"
     if params.get("secured") == "bundled" or "secured_bundled" in item.fixturenames:
         return "secured-bundled"  # one secured bundled broker for them all
