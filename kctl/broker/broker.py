@@ -66,6 +66,8 @@ class BrokerConfig:
     # KIP-368: sessions of SASL connections end after this (0: never); the unsecured
     # OAUTHBEARER validator's principal and scope claims and its clock skew.
     connections_max_reauth_ms: int = 0
+    # ... and its listener.name.<listener>.<mechanism>. form: {(listener, mechanism): ms}
+    connections_max_reauth_ms_scoped: dict = field(default_factory=dict)
     oauthbearer_principal_claim: str = "sub"
     oauthbearer_scope_claim: str = "scope"
     oauthbearer_clock_skew_seconds: int = 0
@@ -129,7 +131,7 @@ class Broker:
                                lambda user, mechanism: self.security.credentials.get((user, mechanism)),
                                ValidatorConfig(config.oauthbearer_principal_claim, config.oauthbearer_scope_claim,
                                                config.oauthbearer_clock_skew_seconds * 1000),
-                               config.connections_max_reauth_ms)
+                               config.connections_max_reauth_ms, dict(config.connections_max_reauth_ms_scoped))
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
         self._housekeeping = None
         self._cleaning = None

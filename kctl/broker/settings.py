@@ -16,6 +16,7 @@ factors a single node can only have as 1.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from kctl.broker import configs as cfg
@@ -117,9 +118,16 @@ ELSEWHERE = {
 }
 
 
+# Kafka's listener- and mechanism-scoped form of connections.max.reauth.ms (a listener is
+# named by its protocol here, as with Kafka's default listener.security.protocol.map).
+_REAUTH_SCOPED = re.compile(r"listener\.name\.([a-z_]+)\.([a-z0-9-]+)\.connections\.max\.reauth\.ms")
+SASL_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL")
+
+
 def names() -> list[str]:
     """Every name --config takes."""
-    return sorted({*FIELDS, *SINGLE_NODE, *LOG_DEFAULTS, *RETENTION, "ssl.truststore.type"})
+    return sorted({*FIELDS, *SINGLE_NODE, *LOG_DEFAULTS, *RETENTION, "ssl.truststore.type",
+                   "listener.name.<listener>.<mechanism>.connections.max.reauth.ms"})
 
 
 def parse(pairs: Sequence[str]) -> dict:
@@ -137,7 +145,14 @@ def parse(pairs: Sequence[str]) -> dict:
     fields: dict = {}
     log_defaults: dict[str, str] = {}
     for name, value in given.items():
-        if name in FIELDS:
+        scoped = _REAUTH_SCOPED.fullmatch(name)
+        if scoped:  # listener.name.<listener>.<mechanism>.connections.max.reauth.ms
+            listener, mechanism = scoped.group(1).upper(), scoped.group(2).upper()
+            if listener not in SASL_LISTENERS:
+                raise ValueError(f"--config {name}: {scoped.group(1)} is not a SASL listener "
+                                 f"(listener names are {', '.join(n.lower() for n in SASL_LISTENERS)})")
+            fields.setdefault("connections_max_reauth_ms_scoped", {})[(listener, mechanism)] = _at_least(0)(name, value)
+        elif name in FIELDS:
             field, convert = FIELDS[name]
             fields[field] = convert(name, value)
         elif name in SINGLE_NODE:

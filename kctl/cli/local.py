@@ -97,7 +97,9 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
     OAUTHBEARER takes unsecured JWTs (alg none) as Kafka's default validator does: the
     principal from the `sub` claim (--config sasl.oauthbearer.sub.claim.name), refused
     once `exp` has passed; with --config connections.max.reauth.ms=N sessions end after
-    N ms or at the token's expiry, and clients authenticate again (KIP-368). Mutual TLS:
+    N ms or at the token's expiry, and clients authenticate again (KIP-368); Kafka's
+    listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=N form sets it for
+    one listener and mechanism. Mutual TLS:
     --tls --config ssl.client.auth=required --config ssl.truststore.location=CA.pem makes
     clients present a certificate that CA signed; the principal is its subject as Kafka
     names it (User:CN=alice,OU=...), rewritten by --config ssl.principal.mapping.rules

@@ -302,7 +302,7 @@ def secured_bundled(tmp_path_factory):
     # OAUTHBEARER's sessions end after 10 s, as the secured Kafka node's (KIP-368).
     process = BrokerProcess(tmp_path_factory.mktemp("broker-secured-bundled") / "data", extra_args=[
         "--sasl", "plain,scram-sha-256,scram-sha-512,oauthbearer", *[f"--user={u}:{p}" for u, p in users.items()],
-        "--config=connections.max.reauth.ms=10000",
+        "--config=listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=10000",
         "--listener", "PLAINTEXT://127.0.0.1:0", "--authorizer",
         "--super-user", "User:admin", "--super-user", "User:ANONYMOUS"])
     try:

@@ -16,8 +16,8 @@ that print its internal request object. Error codes, names, ids (as the topic th
 authorized-operation bitfields, the other messages and whether the connection stays open
 are compared as they are. A difference fails the test unless KNOWN_DIFFERENCES lists it
 with its reason, and no reason there is "the bundled broker allows more". The table of
-SAME/DIFF per API and principal is printed (pytest -s) for the notes. Not covered: ACLs on
-hosts other than `*` and ACLs for `User:*` (every principal here is on loopback and named).
+SAME/DIFF per API and principal is printed (pytest -s) for the notes. Hosts are covered as
+far as loopback allows (an ACL for 127.0.0.1 applies, one for another address does not).
 """
 
 from __future__ import annotations
@@ -73,8 +73,12 @@ ACLS = [
     ("dxe", T, "dx-", PRE, Op.DESCRIBE, ALLOW),
     ("dxe", X, "dx-tx", PRE, Op.WRITE, ALLOW), ("dxe", X, "dx-tx-2", LIT, Op.WRITE, DENY),
     ("dxf", T, "*", LIT, Op.WRITE, ALLOW), ("dxf", T, "dx-secret", LIT, Op.WRITE, DENY),
+    # Every principal may read dx-pub (User:*); dxb may describe dx-seen from this host
+    # only, and read dx-open from another host only (which does not apply here).
+    ("*", T, "dx-pub", LIT, Op.READ, ALLOW),
+    ("dxb", T, "dx-seen", LIT, Op.DESCRIBE, ALLOW, "127.0.0.1"), ("dxb", T, "dx-open", LIT, Op.READ, ALLOW, "10.9.9.9"),
 ]
-TOPICS = ("dx-open", "dx-secret", "dx-seen")
+TOPICS = ("dx-open", "dx-secret", "dx-seen", "dx-pub")
 ZERO = uuid.UUID(int=0)
 
 
@@ -110,7 +114,7 @@ class World:
         for future in self.admin.alter_user_scram_credentials(
                 [UserScramCredentialUpsertion(u, info, PASSWORD.encode()) for u in USERS]).values():
             future.result(30)
-        bindings = [AclBinding(r, n, p, f"User:{u}", "*", o, k) for u, r, n, p, o, k in ACLS]
+        bindings = [AclBinding(r, n, p, f"User:{u}", host[0] if host else "*", o, k) for u, r, n, p, o, k, *host in ACLS]
         for future in self.admin.create_acls(bindings).values():
             future.result(30)
         for future in self.admin.create_topics([NewTopic(t, 1, 1) for t in TOPICS]).values():
@@ -125,7 +129,7 @@ class World:
                 break
             time.sleep(0.2)
         self.ids = {t["name"]: t["topic_id"] for t in answer["topics"]}
-        for topic in ("dx-open", "dx-secret"):
+        for topic in ("dx-open", "dx-secret", "dx-pub"):
             for _ in range(100):  # NOT_LEADER_OR_FOLLOWER until the new partition is led here
                 answer = admin.request("Produce", 9, _produce_fields(topic))
                 if answer["responses"][0]["partition_responses"][0]["error_code"] != 6:
@@ -203,7 +207,8 @@ class World:
             client.close()
         self.consumer_member.close()
         self.admin.delete_acls([AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{u}", None,
-                                                 AclOperation.ANY, AclPermissionType.ANY) for u in USERS])
+                                                 AclOperation.ANY, AclPermissionType.ANY) for u in USERS]
+                               + [AclBindingFilter(T, "dx-pub", LIT, "User:*", None, AclOperation.ANY, AclPermissionType.ANY)])
         self.admin.delete_topics(list(TOPICS))
 
 
@@ -219,7 +224,7 @@ def _names(*topics: str) -> list[dict]:
 def _fetch(w: World, version: int, replica: int = -1) -> dict:
     by_id = version >= 13
     topics = []
-    for t in ("dx-open", "dx-secret"):
+    for t in ("dx-open", "dx-secret", "dx-pub"):
         topic = {"topic_id": w.ids[t]} if by_id else {"topic": t}
         topic["partitions"] = [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
                                 "log_start_offset": -1, "partition_max_bytes": 65536}]

@@ -124,6 +124,24 @@ def test_a_session_lasts_until_the_token_expires_or_reauth_ms(broker):
     assert "ended without re-authentication (connections.max.reauth.ms)" in broker.log_path.read_text()
 
 
+def test_a_listener_and_mechanism_scoped_reauth_ms_applies_to_that_mechanism_only(tmp_path):
+    """Kafka's listener.name.<listener>.<mechanism>.connections.max.reauth.ms: OAUTHBEARER
+    sessions end after it, PLAIN sessions on the same listener never (nothing global set)."""
+    process = BrokerProcess(tmp_path / "data", extra_args=[
+        "--sasl", "oauthbearer,plain", "--user", "admin:admin-secret",
+        "--config=listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=1500"])
+    process.start()
+    try:
+        oauth = Raw(process.bootstrap).authenticate(first_message(token_for("alice", 60)))
+        assert oauth.error_code == 0 and 1000 < oauth.session_lifetime_ms <= 1500
+        plain = Raw(process.bootstrap)
+        assert plain.ask("SaslHandshake", 1, mechanism="PLAIN").error_code == 0
+        answer = plain.ask("SaslAuthenticate", 1, auth_bytes=b"\x00admin\x00admin-secret")
+        assert (answer.error_code, answer.session_lifetime_ms) == (0, 0)
+    finally:
+        process.stop()
+
+
 def test_reauthentication_keeps_the_connection_and_the_principal(broker):
     raw = Raw(broker.bootstrap)
     assert raw.authenticate(first_message(token_for("alice", 60))).error_code == 0

@@ -187,6 +187,10 @@ def test_bad_static_settings_are_usage_errors(kctl, tmp_path):
         (("--config", "auto.create.topics.enable=maybe"), "error: --config auto.create.topics.enable=maybe: must be true or false"),
         (("--config", "log.cleanup.policy=shred"), "error: --config log.cleanup.policy=shred: Invalid value shred for configuration cleanup.policy"),
         (("--config", "max.connections.per.ip.overrides=localhost"), "error: --config max.connections.per.ip.overrides: 'localhost' is not HOST:COUNT"),
+        (("--config", "listener.name.plaintext.plain.connections.max.reauth.ms=1000"),
+         "error: --config listener.name.plaintext.plain.connections.max.reauth.ms: plaintext is not a SASL listener"),
+        (("--config", "listener.name.sasl_ssl.plain.connections.max.reauth.ms=-5"),
+         "error: --config listener.name.sasl_ssl.plain.connections.max.reauth.ms=-5: must be at least 0"),
     ]:
         result = kctl("local", "start", "--port", "0", "--data-dir", str(data), "--no-context", *args)
         assert result.exit_code == ExitCode.USAGE, (args, result.stderr)

@@ -39,6 +39,11 @@ class SaslConfig:
     scram_lookup: object  # (user, mechanism) -> scram.Credential | None
     oauthbearer: oauthbearer.ValidatorConfig = field(default_factory=oauthbearer.ValidatorConfig)
     max_reauth_ms: int = 0  # connections.max.reauth.ms; 0: sessions do not end
+    # listener.name.<listener>.<mechanism>.connections.max.reauth.ms: {(listener, mechanism): ms}
+    max_reauth_ms_scoped: dict = field(default_factory=dict)
+
+    def reauth_ms(self, listener: str, mechanism: str | None) -> int:
+        return self.max_reauth_ms_scoped.get((listener, mechanism), self.max_reauth_ms)
 
 
 @dataclass
@@ -118,7 +123,8 @@ class Session:
         if self.reauthenticating and principal != self.principal:
             raise SaslFailed(f"Cannot change principals during re-authentication from {self.principal}: {principal}")
         self.principal, self.authenticated, self.reauthenticating = principal, True, False
-        lifetimes = [self.sasl.max_reauth_ms] if self.sasl.max_reauth_ms > 0 else []
+        max_reauth_ms = self.sasl.reauth_ms(self.listener.protocol, self.mechanism)
+        lifetimes = [max_reauth_ms] if max_reauth_ms > 0 else []
         if lifetimes and self._token_expires_ms is not None:
             lifetimes.append(max(0, self._token_expires_ms - int(time.time() * 1000)))
         self.lifetime_ms = min(lifetimes) if lifetimes else 0
