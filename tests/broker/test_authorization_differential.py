@@ -43,7 +43,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.support.raw_kafka import Closed, connect, connect_unauthenticated
+from tests.support.raw_kafka import Closed, RawClient, connect, connect_unauthenticated
 
 pytestmark = pytest.mark.integration
 
@@ -102,7 +102,7 @@ class World:
         self.bootstrap = cluster.bootstrap
         self.admin = AdminClient(cluster.client_config("admin"))
         self.ids: dict[str, uuid.UUID] = {}
-        self.connections: dict[str, tuple] = {}  # principal -> (RawClient, opened at)
+        self.connections: dict[str, RawClient] = {}  # the principal's
 
     def client(self, principal: str):
         if principal == "admin":
@@ -203,7 +203,7 @@ class World:
             time.sleep(0.2)
 
     def teardown(self) -> None:
-        for client, _opened in self.connections.values():
+        for client in self.connections.values():
             client.close()
         self.consumer_member.close()
         self.admin.delete_acls([AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{u}", None,
@@ -514,19 +514,15 @@ def _share_offsets_rows(answer) -> list[dict]:
 
 
 def ask(world: World, principal: str, api: str, version: int, fields: dict):
-    """The answer on the principal's connection (authenticated again after 5 s: the secured
-    bundled broker ends SASL sessions after 10, and a SCRAM handshake costs ~10 ms, so not
-    one per request), or "<connection closed>"."""
-    client, opened = world.connections.get(principal, (None, 0.0))
-    if client is None or time.monotonic() - opened > 5:
-        if client is not None:
-            client.close()
-        client, opened = world.client(principal), time.monotonic()
-        world.connections[principal] = (client, opened)
+    """The answer on the principal's connection (one per principal: a SCRAM handshake costs
+    ~10 ms, too much for each request), or "<connection closed>"."""
+    client = world.connections.get(principal)
+    if client is None:
+        client = world.connections[principal] = world.client(principal)
     try:
         return client.request(api, version, fields)
     except Closed:
-        world.connections.pop(principal)
+        del world.connections[principal]
         client.close()
         return "<connection closed>"
 
