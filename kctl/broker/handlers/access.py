@@ -663,11 +663,14 @@ async def _describe_share_group_offsets(handler, broker, context, request):
     return response
 
 
+_SHARE_OFFSETS_DENIED = {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "error_message": MESSAGES[GROUP_DENIED],
+                         "responses": []}
+
+
 def _share_offsets_guard(operation):
     async def guard(handler, broker, context, request):
         if not _can(broker, context, operation, GROUP, request.group_id):
-            return {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "error_message": MESSAGES[GROUP_DENIED],
-                    "responses": []}
+            return dict(_SHARE_OFFSETS_DENIED)
         return await handler(broker, context, request)
     return guard
 
@@ -675,7 +678,7 @@ def _share_offsets_guard(operation):
 async def _alter_share_group_offsets(handler, broker, context, request):
     """READ on the group, then READ on each topic whose start offsets move."""
     if not _can(broker, context, READ, GROUP, request.group_id):
-        return {"throttle_time_ms": 0, "error_code": GROUP_DENIED, "error_message": MESSAGES[GROUP_DENIED], "responses": []}
+        return dict(_SHARE_OFFSETS_DENIED)
     keep, drop = _split(request.topics, lambda t: _can(broker, context, READ, TOPIC, t.topic_name))
     response = await handler(broker, context, _with(request, topics=keep))
     if response["error_code"] == errors.NONE:

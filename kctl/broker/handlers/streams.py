@@ -45,10 +45,13 @@ async def streams_group_heartbeat(broker, context, request):
     missing = [info for info in result.create if info.name not in broker.logs.topics]
     # As Kafka: the member's principal must be allowed to CREATE them (on the cluster or
     # on each topic); the others are named in the status and not created.
-    may_create = (lambda name: True) if context.allowed(broker, az.CREATE, az.CLUSTER, az.CLUSTER_NAME) else (
-        lambda name: context.allowed(broker, az.CREATE, az.TOPIC, name))
-    refused = [info.name for info in missing if not may_create(info.name)]
-    failed = [problem for info in missing if may_create(info.name) for problem in [_create(broker, info)] if problem]
+    if not context.allowed(broker, az.CREATE, az.CLUSTER, az.CLUSTER_NAME):
+        allowed = [info for info in missing if context.allowed(broker, az.CREATE, az.TOPIC, info.name)]
+        refused = [info.name for info in missing if info not in allowed]
+        missing = allowed
+    else:
+        refused = []
+    failed = [problem for info in missing for problem in [_create(broker, info)] if problem]
     if statuses and refused:
         code, detail = statuses[-1]
         statuses[-1] = (code, f"{detail}; Unauthorized to CREATE on topics {', '.join(refused)}.")

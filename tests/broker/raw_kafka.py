@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import struct
 import time
-import uuid
 from typing import Any
 
 from kctl.admin.client.wire import Connection, Security
 from kctl.broker.protocol.apis import APIS, build_message, message_class
 from kctl.config.model import ClientSettings
 from kctl.messages import codec
+from tests.broker.conftest import read_exactly
 
 _BY_NAME = {api.name: api for api in APIS.values()}
 
@@ -77,15 +77,12 @@ class RawClient:
         return plain(response.to_dict(json=False))
 
     def _read(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            try:
-                chunk = self.sock.recv(size - len(data))
-            except (ConnectionResetError, TimeoutError) as exc:
-                raise Closed(str(exc)) from None
-            if not chunk:
-                raise Closed("closed")
-            data += chunk
+        try:
+            data = read_exactly(self.sock, size)
+        except TimeoutError as exc:
+            raise Closed(str(exc)) from None
+        if data is None:
+            raise Closed("closed")
         return data
 
     def close(self) -> None:
@@ -104,6 +101,4 @@ def plain(value: Any) -> Any:
         return sum(1 << bit for bit in value)
     if isinstance(value, memoryview):
         return bytes(value)
-    if isinstance(value, uuid.UUID):
-        return value
     return value
