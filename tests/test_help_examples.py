@@ -122,7 +122,7 @@ BEFORE = {
         "'__connect.errors.topic=orders\to-901\t{\"order_id\":\"o-901\",\"status\":\"paid\"}' "
         "| kctl record produce orders-dlq --format '%h\\t%k\\t%v'",
     # A second cluster to copy to (port 19092 is replaced by a free one; kctl local stops after).
-    "kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000":
+    "kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000 --source-header":
         "kctl local start --data-dir kafka2 --port 19092 --no-context > /dev/null && "
         "kctl -b localhost:19092 topic create payments -p 3 > /dev/null",
     # Each command's examples start from node 2 observing (add) or voting (remove).

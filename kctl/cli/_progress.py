@@ -1,4 +1,4 @@
-"""Progress of long work, on stderr only: a live display (done/total, rate, time left) when
+"""Progress of long work, on stderr only (and the signals that stop it: stop_on_signals): a live display (done/total, rate, time left) when
 stderr is a terminal, and one summary line at the end when it is not (a pipe, a log
 file, CI). -q silences both, as it silences every note. stdout carries only the command's
 output, so `> file` and `| jq` are never mixed with progress.
@@ -107,3 +107,40 @@ def progress(app: App, label: str, *, total: float | None = None, unit: str = "r
     """A Progress for `with`; enabled=False shows nothing (for a command whose long
     mode is one option among others)."""
     return Progress(app, label, total, unit, enabled)
+
+
+def stop_on_signals(*, interrupt: bool = True) -> Any:
+    """The event SIGTERM and Ctrl-C set, handed to the library. With `interrupt` they
+    also raise KeyboardInterrupt (consume: a write to a slow reader may block, and the
+    consumer's close commits what the sink took; the consumer leaves its group at once
+    instead of after session.timeout.ms). Without it (copy, redrive, clone) the loop
+    sees the event between batches and commits what it wrote before it stops; a second
+    signal interrupts at once."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        return stop
+
+    def handle(_signum: int, _frame: Any) -> None:
+        if interrupt or stop.is_set():
+            stop.set()
+            raise KeyboardInterrupt
+        stop.set()
+
+    handle.kctl = True  # type: ignore[attr-defined]  # an earlier command's (in one process: the tests)
+    signal.signal(signal.SIGTERM, handle)
+    current = signal.getsignal(signal.SIGINT)
+    if current is signal.default_int_handler or getattr(current, "kctl", False):
+        signal.signal(signal.SIGINT, handle)
+    return stop
+
+
+def moving(app: App, label: str, move: Any, *, enabled: bool = True) -> Any:
+    """Run a copy, redrive or clone (`move(stop, on_batch)`) with progress on stderr (unless
+    not `enabled`); SIGTERM and Ctrl-C stop it after the batch being written, what it
+    wrote committed."""
+    stop = stop_on_signals(interrupt=False)
+    with progress(app, label, unit="records", enabled=enabled) as shown:
+        return move(stop, lambda read, planned: shown.update(read, total=planned))

@@ -11,7 +11,7 @@ from kctl.cli._app import App
 from kctl.cli._batch import report
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import BytesRegexType, global_options, pass_app, runs, yes_option
-from kctl.cli._progress import progress
+from kctl.cli._progress import moving, progress, stop_on_signals
 from kctl.output.spec import Column, DocumentSpec, Field, TableSpec
 
 if TYPE_CHECKING:
@@ -228,11 +228,11 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         selectors=parsed, start=start_at, end=end_at, follow=follow, max_records=max_records,
         group=group, commit=commit, isolation=isolation,
     )
-    _stop_on_signals()
+    signalled = stop_on_signals()
     # Records going to a file or a pipe: progress on stderr (a live display on a terminal).
     with progress(app, "consume", unit="records", enabled=not app.stdout_is_tty) as shown:
         report = consume_records(app.session, options, writer.write, keep, gone=_reader_gone(app.stdout),
-                                 on_batch=lambda read, planned: shown.update(read, total=planned))
+                                 on_batch=lambda read, planned: shown.update(read, total=planned), interrupted=signalled)
     if report.stopped == "closed-pipe":
         raise BrokenPipeError  # main() silences stdout and exits 0, as `| head` expects
     interrupted = report.stopped == "interrupted" and not follow
@@ -262,15 +262,6 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
             f"unable to commit offsets for group {group}: {report.commit_error}",
             hint="the records were written, but the group will read them again; is another member consuming these partitions?",
         )
-
-
-def _run_copy(app: App, other, options, label: str):
-    """A copy or redrive (kctl.records.copy) with progress on stderr, stopped by SIGTERM as by Ctrl-C."""
-    from kctl.records.copy import copy
-
-    _stop_on_signals()
-    with progress(app, label, unit="records") as shown:
-        return copy(app.session, other, options, on_batch=lambda read, planned: shown.update(read, total=planned))
 
 
 def _where(expression: str | None):
@@ -358,28 +349,6 @@ def _reader_gone(stream):
     return lambda: any(event & select.POLLERR for _, event in poller.poll(0))
 
 
-def _stop_on_signals() -> None:
-    """SIGTERM stops consuming like Ctrl-C: offsets are committed and the consumer leaves
-    its group at once instead of after session.timeout.ms. Both say so to the consume loop
-    (consume.INTERRUPTED) before they interrupt it."""
-    import signal
-    import threading
-
-    from kctl.records.consume import INTERRUPTED
-
-    INTERRUPTED.clear()
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def interrupt(_signum, _frame):
-        INTERRUPTED.set()
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, interrupt)
-
-
 COPY_DOCUMENT = DocumentSpec(
     fields=(
         Field("source", "SOURCE"),
@@ -394,6 +363,11 @@ COPY_DOCUMENT = DocumentSpec(
 )
 
 
+def _max_records(max_records, limit):
+    """-n/--max-records, or the --limit earlier releases named it (kept, hidden)."""
+    return max_records if max_records is not None else limit
+
+
 @record.command("copy")
 @click.argument("source", metavar="SOURCE[:PARTITIONS]")
 @click.argument("target", metavar="TARGET")
@@ -402,18 +376,23 @@ COPY_DOCUMENT = DocumentSpec(
 @click.option("--to", "end", metavar="POSITION", help="Stop before OFFSET or @TIME. [default: the log end when the copy starts]")
 @click.option("-g", "--group", metavar="GROUP", help="Read as GROUP and commit its offsets with what is written: a rerun goes on where the last one stopped.")
 @click.option("--where", "where", metavar="EXPR", help="Only records for which the CEL expression is true (see record consume).")
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Stop after this many records.")
+@click.option("-n", "--max-records", type=click.IntRange(min=1), help="Stop after this many records (after --where), as record consume.")
+@click.option("--limit", type=click.IntRange(min=1), hidden=True)
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="N", help="Write at most N records per second.")
 @click.option("--partitioner", type=click.Choice(["murmur2", "consistent"]), default="murmur2", show_default=True,
               help="When the partition counts differ: place keys as Java producers (murmur2) or librdkafka's default (consistent).")
+@click.option("--source-header", is_flag=True, help="Add a kctl-copy-source header (topic/partition/offset in SOURCE) to each record copied.")
 @global_options
 @pass_app
-def copy(app: App, source, target, to_cluster, start, end, group, where, limit, rate, partitioner):
+def copy(app: App, source, target, to_cluster, start, end, group, where, max_records, limit, rate, partitioner, source_header):
     """Copy records from SOURCE to TARGET, on this cluster or another.
 
-    Keys, values, headers and timestamps are kept; a record keeps its partition when
-    both topics have as many partitions, and goes where its key maps to otherwise.
-    TARGET must exist (kctl topic create, or kctl topic clone for the same layout).
+    The copy is the same records: keys, values, headers and timestamps are kept (add
+    --source-header to mark each with its position in SOURCE). A record keeps its
+    partition when both topics have as many partitions, and goes where its key maps to
+    otherwise. TARGET must exist (kctl topic create, or kctl topic clone for the same
+    layout), and must not be SOURCE itself on the same cluster, whatever name or
+    context reaches it (refused, exit 64).
 
     With --group the copy reads as that group and is resumable: a rerun goes on from the
     group's committed offsets. On one Kafka cluster it is then exactly-once: records and
@@ -421,29 +400,31 @@ def copy(app: App, source, target, to_cluster, start, end, group, where, limit, 
     and a rerun a read_committed consumer of TARGET sees every copied record once. Across
     clusters (--to-context), or without transactions, it is at-least-once: offsets are
     committed after the records are acknowledged, so a failure may write some twice;
-    each record then carries a kctl-copy-source header (topic/partition/offset) to find
-    them by. Source records of aborted transactions are not copied. The summary goes to
-    stderr (stdout with -o json: per partition too).
+    kctl spark audit TARGET finds such duplicates (by content, or by the source header).
+    Ctrl-C stops after the batch being written, what was written committed. Source
+    records of aborted transactions are not copied. The summary goes to stderr (stdout
+    with -o json: per partition too).
 
     \b
     Examples:
       kctl record copy orders orders-copy
       kctl record copy orders orders-12 --group copy-orders --where 'value.status == "failed"'
-      kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000
+      kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000 --source-header
     """
     from kctl.admin.topics.offsets import parse_selector
     from kctl.records.copy import CopyOptions
+    from kctl.records.copy import copy as copy_records
     from kctl.records.position import COMMITTED, EARLIEST, Position, parse_from, parse_to
 
     selector = parse_selector(source)
     selection = _where(where)
     options = CopyOptions(
         source=selector, target=target, start=parse_from(start) if start is not None else Position(COMMITTED if group else EARLIEST),
-        end=parse_to(end) if end is not None else parse_to("end"), group=group, where=selection, limit=limit, rate=rate,
-        partitioner=partitioner,
+        end=parse_to(end) if end is not None else parse_to("end"), group=group, where=selection,
+        max_records=_max_records(max_records, limit), rate=rate, partitioner=partitioner, source_header=source_header,
     )
     other = app.session_for(to_cluster, "--to-context") if to_cluster is not None else None
-    done = _run_copy(app, other, options, "copy")
+    done = moving(app, "copy", lambda stop, on_batch: copy_records(app.session, other, options, stop=stop, on_batch=on_batch))
     if app.out.format in ("json", "jsonl"):
         app.out.document(done, COPY_DOCUMENT)
     else:
@@ -451,15 +432,20 @@ def copy(app: App, source, target, to_cluster, start, end, group, where, limit, 
         where_to = f" on {app.settings.bootstrap_servers if other is None else other.settings.bootstrap_servers}"
         app.note(f"copied {done.records} record(s) ({done.bytes} bytes) from {done.source} to {done.target}{where_to} in "
                  f"{done.seconds:.2f}s{filtered}: {done.guarantee}, partitions {'kept' if done.placement == 'same' else 'by key'}")
+        if done.guarantee == "at-least-once" and done.records:
+            found_by = "their kctl-copy-source headers" if done.source_header else "content"
+            app.note(f"note: at-least-once: a copy that failed and ran again may have written some records twice; "
+                     f"kctl spark audit {done.target} finds them (by {found_by})")
     _note_where_failures(app, selection, "were not copied")
     if done.stopped == "interrupted":
         from kctl.errors import ExitCode, KctlError
 
-        raise KctlError(f"unable to copy {source} to {target}: interrupted after {done.records} record(s)"
-                        + (f"; rerun with --group {group} to go on" if group else ""), exit_code=ExitCode.INTERRUPTED)
+        raise KctlError(action=f"copy {source} to {target}", cause=f"interrupted after {done.records} record(s)",
+                        hint="rerun with the same --group to go on" if group else None, exit_code=ExitCode.INTERRUPTED)
 
 
-REDRIVE_TABLE = TableSpec((Column("topic", "TOPIC"), Column("records", "RECORDS", align="right"), Column("status", "STATUS")))
+REDRIVE_TABLE = TableSpec((Column("topic", "TOPIC"), Column("records", "RECORDS", align="right"),
+                           Column("filtered", "FILTERED", align="right"), Column("status", "STATUS")))
 
 
 @record.command("redrive")
@@ -467,68 +453,99 @@ REDRIVE_TABLE = TableSpec((Column("topic", "TOPIC"), Column("records", "RECORDS"
 @click.option("--header", "headers", multiple=True, metavar="NAME",
               help="The header naming each record's topic (repeatable; the first present wins). "
                    "[default: __connect.errors.topic, kafka_dlt-original-topic]")
-@click.option("--where", "where", metavar="EXPR", help="Only records for which the CEL expression is true (see record consume).")
+@click.option("--where", "where", metavar="EXPR", help="Only records for which the CEL expression is true (see record consume); the others are held back.")
 @click.option("--strip-error-headers", is_flag=True, help="Drop the dead-letter writers' error headers (__connect.errors.*, kafka_dlt-*).")
-@click.option("--create-topics", is_flag=True, help="Create a topic a header names that does not exist (default: count its records, send none).")
-@click.option("-g", "--group", metavar="GROUP", help="The group whose offsets mark what was sent. [default: kctl-redrive-DLQ]")
-@click.option("--from", "start", metavar="POSITION", help="Where to start, as consume takes it. [default: committed: after what was sent before]")
+@click.option("--create-topics", is_flag=True, help="Create a topic a header names that does not exist (default: hold its records back).")
+@click.option("-g", "--group", metavar="GROUP", help="The group whose offsets keep what was sent and what is held back. [default: kctl-redrive-DLQ]")
+@click.option("--from", "start", metavar="POSITION", help="Where to start, as consume takes it; records before it are left behind. [default: committed: the first record not sent yet]")
 @click.option("--to", "end", metavar="POSITION", help="Stop before OFFSET or @TIME. [default: the log end when it starts]")
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Stop after this many records.")
+@click.option("-n", "--max-records", type=click.IntRange(min=1), help="Stop after sending this many records.")
+@click.option("--limit", type=click.IntRange(min=1), hidden=True)
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="N", help="Send at most N records per second.")
 @click.option("--dry-run", is_flag=True, help="Count the records per target topic; send nothing, commit nothing.")
 @global_options
 @pass_app
-def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, group, start, end, limit, rate, dry_run):
+def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, group, start, end, max_records, limit, rate, dry_run):
     """Send a dead-letter topic's records back to the topics they came from.
 
     Each record goes to the topic its header names: Kafka Connect's
     __connect.errors.topic or Spring Kafka's kafka_dlt-original-topic unless --header
     says which, placed by key, with its key, value, timestamp and headers (the error
     headers dropped with --strip-error-headers); --where sends only the records a fix
-    covers. What was sent is marked by the group's offsets (kctl-redrive-DLQ unless
-    --group), so a second run sends nothing again; on one Kafka cluster records and
-    offsets are committed in one transaction (exactly-once, as record copy). A record
-    without the header, or naming a topic that does not exist (unless --create-topics),
-    is counted and not sent; the table says how many went to each topic.
+    covers.
+
+    No dead letter is lost and none is sent twice. A record not sent is held back for a
+    later run: one --where leaves out, one without the header, one naming a topic that
+    does not exist (unless --create-topics) or the DLQ itself (it would loop). The
+    group's offsets (kctl-redrive-DLQ unless --group) keep what was sent and what is
+    held back, so a later run without --where, with --create-topics or --header sends
+    the held-back records and skips the rest, and a run with nothing new sends nothing.
+    On one Kafka cluster records and offsets are committed in one transaction
+    (exactly-once, as record copy). The table counts, per topic named, the records sent
+    and those --where left out; stderr says what is held back and why.
 
     \b
     Examples:
       kctl record redrive orders-dlq --dry-run
       kctl record redrive orders-dlq --where 'value.status == "failed"' --strip-error-headers
+      kctl record redrive orders-dlq --create-topics
     """
     from kctl.admin.topics.offsets import parse_selector
-    from kctl.records.copy import DLQ_TOPIC_HEADERS, CopyOptions
     from kctl.records.position import COMMITTED, Position, parse_from, parse_to
+    from kctl.records.redrive import DLQ_TOPIC_HEADERS, RedriveOptions, default_group
+    from kctl.records.redrive import redrive as redrive_records
 
     selector = parse_selector(dlq)
     selection = _where(where)
-    options = CopyOptions(
-        source=selector, target=None, start=parse_from(start) if start is not None else Position(COMMITTED),
-        end=parse_to(end) if end is not None else parse_to("end"), group=group or f"kctl-redrive-{selector.topic}",
-        where=selection, limit=limit, rate=rate, route_headers=tuple(headers) or DLQ_TOPIC_HEADERS,
+    options = RedriveOptions(
+        source=selector, start=parse_from(start) if start is not None else Position(COMMITTED),
+        end=parse_to(end) if end is not None else parse_to("end"), group=group or default_group(selector.topic),
+        where=selection, max_records=_max_records(max_records, limit), rate=rate, route_headers=tuple(headers) or DLQ_TOPIC_HEADERS,
         strip_error_headers=strip_error_headers, create_topics=create_topics, dry_run=dry_run,
     )
-    done = _run_copy(app, None, options, "redrive")
+    done = moving(app, "redrive", lambda stop, on_batch: redrive_records(app.session, options, stop=stop, on_batch=on_batch))
     if app.out.format in ("json", "jsonl"):
         app.out.document(done, DocumentSpec())
     else:
         app.out.table(done.topics, REDRIVE_TABLE)
-        verb = "would send" if dry_run else "sent"
-        reached = [t for t in done.topics if t.status != "no-such-topic"]
-        app.note(f"{verb} {sum(t.records for t in reached)} record(s) of {done.source} back to {len(reached)} topic(s)"
-                 + ("" if dry_run else f": {done.guarantee}"))
-    if done.without_topic:
-        app.note(f"note: {done.without_topic} record(s) name no topic ({', '.join(options.route_headers)}): not sent")
-    missing = [t for t in done.topics if t.status == "no-such-topic"]
-    if missing:
-        app.note(f"note: {sum(t.records for t in missing)} record(s) name topics that do not exist "
-                 f"({', '.join(t.topic for t in missing)}): not sent (--create-topics creates them)")
-    _note_where_failures(app, selection, "were not sent")
+        reached = [t for t in done.topics if t.status in ("sent", "would-send") and t.records]
+        already = f"; {done.already_sent} sent before, skipped" if done.already_sent else ""
+        app.note(f"{'would send' if dry_run else 'sent'} {done.records} record(s) of {done.source} back to {len(reached)} topic(s)"
+                 + ("" if dry_run else f": {done.guarantee}") + already)
+    for line in _held_back(done, options):
+        app.note(line)
+    _note_where_failures(app, selection, "were held back")
     if done.stopped == "interrupted":
         from kctl.errors import ExitCode, KctlError
 
-        raise KctlError(f"unable to redrive {dlq}: interrupted after {done.records} record(s); a rerun goes on from there",
+        raise KctlError(action=f"redrive {dlq}", cause=f"interrupted after {done.records} record(s)", hint="a rerun goes on from there",
                         exit_code=ExitCode.INTERRUPTED)
+
+
+def _held_back(done, options) -> list[str]:
+    """The notes saying which records a redrive held back, why, and what sends them."""
+    if not done.held_back:
+        return []
+    why = []
+    if done.filtered:
+        why.append(f"{done.filtered} left out by --where")
+    if done.without_topic:
+        why.append(f"{done.without_topic} naming no topic ({', '.join(options.route_headers)})")
+    missing = [t for t in done.topics if t.status == "no-such-topic" and t.records]
+    if missing:
+        why.append(f"{sum(t.records for t in missing)} naming topics that do not exist ({', '.join(t.topic for t in missing)}; "
+                   "--create-topics creates them)")
+    looping = [t for t in done.topics if t.status == "source-topic" and t.records]
+    if looping:
+        why.append(f"{sum(t.records for t in looping)} naming {done.source} itself")
+    lines = [f"note: {done.held_back} record(s) held back for a later run: {'; '.join(why)}"]
+    if not done.dry_run:
+        lines.append(f"note: group {done.group} keeps them: a run without what held them back sends them, and nothing twice")
+    full = [p.partition for p in done.partitions if p.ledger_full]
+    if full:
+        lines.append(f"note: partition(s) {', '.join(map(str, full))} stopped early: the group's offset metadata holds no more "
+                     "held-back ranges; send those (a run without --where) and run again")
+    return lines
 
 
 @record.command("delete")

@@ -197,11 +197,14 @@ def clone(app: App, source, target, to_cluster, replication_factor, with_records
                               groups=tuple(GroupCloned(group=g, offsets=o, status="planned") for g, o in sorted(plan.groups.items())))
         app.out.document(planned, CLONE_DOCUMENT)
         return
-    from kctl.cli._progress import progress
+    from kctl.cli._progress import moving
 
-    with progress(app, "clone", unit="records", enabled=with_records) as shown:
-        done = clone_topic(app.session, other, plan, with_records=with_records, on_batch=lambda read, planned: shown.update(read, total=planned))
+    done = moving(app, "clone", lambda stop, on_batch: clone_topic(app.session, other, plan, with_records=with_records, stop=stop,
+                                                                   on_batch=on_batch), enabled=with_records)
     app.out.document(done, CLONE_DOCUMENT)
+    if done.left_behind:
+        app.warn(f"kctl's bookkeeping group {done.left_behind} was left behind (it could not be deleted): "
+                 f"kctl group delete {done.left_behind} --yes removes it")
     failed = [g for g in done.groups if g.status == "failed"]
     if failed:
         from kctl.errors import PartialFailure

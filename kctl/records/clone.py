@@ -8,6 +8,10 @@ offset of the first record copied at or after C (learnt from the copy's delivery
 kctl.records.copy's tracking), or the target's log end when C is past the last record
 copied. Offsets do not simply carry over: retention, compaction and transaction markers
 make a source offset and a target offset of the same record differ.
+
+The record copy keeps its progress in a group of kctl's own, kctl-clone-SOURCE-TARGET
+(kctl.admin.groups.models.KCTL_GROUPS), deleted once the clone is done; a clone that
+fails or is interrupted says what it left and how to go on or remove it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 
 from kctl.admin.client.kafka import TOPIC
 from kctl.admin.client.session import AdminSession
-from kctl.errors import KctlError, UsageError
+from kctl.errors import ExitCode, KctlError, Resource, UsageError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +45,8 @@ class CloneReport:
     status: str
     records: int | None = None
     groups: tuple[GroupCloned, ...] = field(default_factory=tuple)
+    # The bookkeeping group of the record copy, when it could not be deleted.
+    left_behind: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,22 +64,23 @@ class ClonePlan:
 
 def plan_clone(source: AdminSession, target: AdminSession, src: str, dst: str, *, replication_factor: int | None = None,
                with_groups: bool = False) -> ClonePlan:
-    action = f"clone topic {src}"
-    layout = source.metadata(action, [src]).topics.get(src)
+    action = f"clone topic {src} to {dst}"
+    layout = source.kafka.metadata([src], action, topic_ids=False).topics.get(src)
     if layout is None or not layout.partitions:
         from kctl.admin.client.errors import missing_topic
 
-        raise missing_topic(src, layout.error if layout is not None else None, action)
-    existing = target.metadata(action, [dst]).topics.get(dst)
+        raise missing_topic(src, layout.error if layout is not None else None, action, named=True)
+    answer = target.kafka.metadata([dst], action, topic_ids=False)
+    existing = answer.topics.get(dst)
     if existing is not None and existing.partitions:
         from kctl.errors import AlreadyExistsError
 
-        raise AlreadyExistsError(action=action, cause=f"topic {dst} already exists")
+        raise AlreadyExistsError(action=action, cause=f"topic {dst} already exists", resource=Resource("topic", dst))
     found, _unread = source.kafka.describe_configs([(TOPIC, src)], action)
     configs = {name: entry.value for entry_set in found.values() for name, entry in entry_set.items()
                if entry.source == "DYNAMIC_TOPIC_CONFIG" and entry.value is not None and not entry.sensitive}
     rf: int | None = replication_factor or max(len(p.replicas) for p in layout.partitions.values())
-    brokers = len(target.metadata(action, []).brokers)
+    brokers = len(answer.brokers)
     note = None
     if replication_factor is None and rf is not None and rf > brokers:
         note = f"{src} has {rf} replicas per partition and the target cluster {brokers} broker(s): its default replication factor is used"
@@ -81,9 +88,11 @@ def plan_clone(source: AdminSession, target: AdminSession, src: str, dst: str, *
     groups: dict[str, dict[int, int]] = {}
     if with_groups:
         from kctl.admin.groups.groups import committed_offsets
+        from kctl.admin.groups.models import kctl_group
         from kctl.admin.groups.protocol import list_groups
 
-        ids = [g["group_id"] for g in list_groups(source) if g.get("group_type") != "share"]
+        # kctl's own bookkeeping (an earlier clone's, a redrive's) is no reader to carry over.
+        ids = [g["group_id"] for g in list_groups(source) if g.get("group_type") != "share" and kctl_group(g["group_id"]) is None]
         offsets, _errors = committed_offsets(source, ids)
         for group, committed in offsets.items():
             mine = {p: o for (t, p), (o, _meta) in committed.items() if t == src}
@@ -93,8 +102,15 @@ def plan_clone(source: AdminSession, target: AdminSession, src: str, dst: str, *
                      note=note, groups=groups)
 
 
-def clone(source: AdminSession, target: AdminSession | None, plan: ClonePlan, *, with_records: bool, on_batch=None) -> CloneReport:
-    """Create the target topic; copy its records and map the groups' offsets when asked."""
+def bookkeeping_group(src: str, dst: str) -> str:
+    """The group a clone's record copy commits its progress in (kctl.admin.groups.models'
+    KCTL_GROUPS): on SOURCE's cluster, deleted once the clone is done."""
+    return f"kctl-clone-{src}-{dst}"
+
+
+def clone(source: AdminSession, target: AdminSession | None, plan: ClonePlan, *, with_records: bool, stop=None, on_batch=None) -> CloneReport:
+    """Create the target topic; copy its records and map the groups' offsets when asked.
+    What a failure leaves behind (the topic, the bookkeeping group) is said in its hint."""
     from kctl.admin.topics.topics import NewTopicSpec, create_topics
 
     writer = target or source
@@ -102,23 +118,52 @@ def clone(source: AdminSession, target: AdminSession | None, plan: ClonePlan, *,
     _created, errors = create_topics(writer, [spec])
     if errors:
         raise next(iter(errors.values()))
-    records = None
+    records: int | None = None
+    left_behind: str | None = None
     tracked: dict[tuple[int, int], int] = {}
     if with_records:
         from kctl.admin.topics.offsets import PartitionSelector
-        from kctl.records.copy import CopyOptions, copy
+        from kctl.records.copy import Copy, CopyOptions
         from kctl.records.position import EARLIEST, Position, parse_to
 
+        group = bookkeeping_group(plan.source, plan.target)
         track = {p: tuple(sorted({o for offsets in plan.groups.values() for q, o in offsets.items() if q == p}))
                  for p in range(plan.partitions)}
         options = CopyOptions(source=PartitionSelector(topic=plan.source), target=plan.target, start=Position(EARLIEST),
-                              end=parse_to("end"), group=f"kctl-clone-{plan.source}-{plan.target}",
-                              track={p: o for p, o in track.items() if o})
-        copied = copy(source, target, options, on_batch=on_batch)
+                              end=parse_to("end"), group=group, track={p: o for p, o in track.items() if o},
+                              action=f"clone topic {plan.source} to {plan.target}")
+        job = Copy(source, target, options)
+        try:
+            copied = job.run(stop=stop, on_batch=on_batch)
+        except KctlError as exc:
+            raise exc.but(hint=_left_behind(plan, group, job.committed)) from exc
+        if copied.stopped != "end":
+            raise KctlError(action=options.what, cause=f"interrupted after {copied.records} record(s)", exit_code=ExitCode.INTERRUPTED,
+                            hint=_left_behind(plan, group, job.committed))
         records, tracked = copied.records, copied.tracked
+        if not _forgot(source, group):
+            left_behind = group
     groups = _commit_groups(writer, plan, tracked) if plan.groups else ()
     return CloneReport(source=plan.source, target=plan.target, partitions=plan.partitions, replication_factor=plan.replication_factor,
-                       configs=plan.configs, status="created", records=records, groups=groups)
+                       configs=plan.configs, status="created", records=records, groups=groups, left_behind=left_behind)
+
+
+def _left_behind(plan: ClonePlan, group: str, committed: bool) -> str:
+    """What a clone that failed while copying leaves, and the commands that go on or remove it."""
+    if not committed:
+        return (f"topic {plan.target} was created; the copy committed nothing: 'kctl topic delete {plan.target} --yes' "
+                "removes it, and the clone can run again")
+    return (f"topic {plan.target} was created and group {group} keeps how far the copy got: "
+            f"'kctl record copy {plan.source} {plan.target} --group {group}' copies the rest (groups' offsets are not mapped then), "
+            f"or 'kctl topic delete {plan.target} --yes' and 'kctl group delete {group} --yes' remove both")
+
+
+def _forgot(source: AdminSession, group: str) -> bool:
+    """Delete the clone's bookkeeping group; whether it is gone."""
+    from kctl.admin.groups.groups import delete_groups
+
+    _deleted, errors = delete_groups(source, [group])
+    return not errors
 
 
 def _commit_groups(writer: AdminSession, plan: ClonePlan, tracked: dict[tuple[int, int], int]) -> tuple[GroupCloned, ...]:
@@ -150,4 +195,4 @@ def _commit_groups(writer: AdminSession, plan: ClonePlan, tracked: dict[tuple[in
 
 def check_options(with_groups: bool, with_records: bool) -> None:
     if with_groups and not with_records:
-        raise UsageError("unable to clone: --with-groups maps the groups' offsets onto the copied records; give --with-records too")
+        raise UsageError(action="clone", cause="--with-groups maps the groups' offsets onto the copied records; give --with-records too")

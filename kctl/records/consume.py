@@ -10,15 +10,19 @@ is never skipped on the next run, and nothing unprinted is marked consumed.
 Unless following, each partition stops at its end as of the moment consuming starts (or
 at --to); librdkafka's partition-EOF event ends partitions whose last offsets are
 transaction markers or compacted away.
+
+A Reading is one consume, open, yielding its records in batches: `record consume` writes
+each out (consume()), `record copy` and `redrive` write them to topics and commit the
+positions themselves (kctl.records.copy).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kctl.admin.client.errors import translate
 from kctl.admin.client.session import AdminSession, build_client
@@ -28,8 +32,6 @@ from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
 
 _BATCH = 1000
 _POLL_SECONDS = 0.2
-# Set by the CLI's Ctrl-C and SIGTERM handler (kctl.cli.record) before it interrupts.
-INTERRUPTED = threading.Event()
 # A new group waits group.initial.rebalance.delay.ms (3 s by default) before assigning.
 _JOIN_SECONDS = 30.0
 
@@ -133,14 +135,36 @@ def consumer_config(session: AdminSession, options: ConsumeOptions) -> dict[str,
     return config
 
 
-class _Run:
-    """The state of one consume: which partitions are live, where each stops."""
+class Batch(NamedTuple):
+    """What one poll of a Reading gave: the records `keep` kept (confluent_kafka.Message
+    objects, in offset order per partition), the next offset of each partition the batch
+    read (records filtered out included: where a rerun goes on), and how many `keep`
+    left out."""
 
-    def __init__(self, session: AdminSession, options: ConsumeOptions):
+    records: list
+    positions: dict[Key, int]
+    filtered: int
+
+
+class Reading:
+    """One consume, open: the consumer, where each partition started and stops, and the
+    batches read in order (batches()). A context manager: the consumer is closed (a
+    group's final commit) on leaving it.
+
+    `record consume` writes each batch out; `record copy`, `redrive` and `topic clone`
+    (kctl.records.copy) write it to a topic and commit positions themselves."""
+
+    def __init__(self, session: AdminSession, options: ConsumeOptions, keep: Callable[[Any], bool] | None = None):
         self.session = session
         self.options = options
+        self.keep = keep
         self.consumer: Any = None  # set once built: its config needs on_commit below
+        # The first offset read of each partition, and where each stops (exclusive).
+        self.starts: dict[Key, int] = {}
         self.ends: dict[Key, int] = {}
+        # The group's committed offsets as read at the start (start == committed), with
+        # their metadata: {partition: (offset, metadata)}.
+        self.committed_at_start: dict[Key, tuple[int, str | None]] = {}
         self.live: set[Key] = set()
         self.assigned = False
         # Since when the group has given this member no assignment (start, or a revoke).
@@ -149,6 +173,11 @@ class _Run:
         # Records between the start and end offsets of the partitions read; None when a
         # partition has no end (--follow): the total of the progress display.
         self.planned: int | None = 0
+        # Records read so far: kept (passed on) and filtered out by `keep`.
+        self.records = self.filtered = 0
+        # Why reading stopped: end, max-records, stopped (the caller's event),
+        # interrupted, closed-pipe; set by batches() and its caller.
+        self.stopped = "end"
         self.commit_error: str | None = None
         self.committed: dict[Key, int] = {}
         # The KIP-848 protocol and the cooperative classic assignor hand out and take back
@@ -156,6 +185,53 @@ class _Run:
         self.incremental = False
         # Set before close(): the rebalance callbacks it runs must leave the handle alone.
         self.closing = False
+        self.started = time.monotonic()
+
+    def __enter__(self) -> Reading:
+        self.open()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Build the consumer and subscribe it, or assign it the partitions."""
+        from confluent_kafka import Consumer
+
+        options, session = self.options, self.session
+        if options.start.kind == COMMITTED and not options.group:
+            raise UsageError(action="consume", cause="--from committed needs --group")
+        pairs = resolve_partitions(session, options.selectors, action="consume")
+        explicit = any(s.ranges for s in options.selectors)
+        config = consumer_config(session, options)
+        self.incremental = (str(config.get("group.protocol", "classic")).lower() == "consumer"
+                            or "cooperative" in str(config.get("partition.assignment.strategy", "")))
+        config["on_commit"] = self.on_commit
+        if options.group and str(config.get("group.protocol", "classic")).lower() == "consumer" and _lacks_consumer_protocol(session):
+            # librdkafka only logs that the heartbeat is unsupported and waits; say it now.
+            raise _no_consumer_protocol(", ".join(dict.fromkeys(t for t, _ in pairs)))
+        consumer = self.consumer = build_client(Consumer, config, "consumer")
+        self.started = time.monotonic()
+        try:
+            if options.group and not explicit and not options.assign:
+                topics = list(dict.fromkeys(t for t, _ in pairs))
+                consumer.subscribe(topics, on_assign=self.on_assign, on_revoke=self.on_revoke)
+            else:
+                # librdkafka looks up the leaders of assigned partitions on its next 1 s metadata
+                # timer unless the topic is already in its cache: ask now (~1 ms), so reading
+                # starts at once rather than up to a second later.
+                for name in dict.fromkeys(t for t, _ in pairs):
+                    consumer.list_topics(name, timeout=session.timeout)
+                consumer.assign(self.start_partitions(pairs))
+                self.assigned = True
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.consumer is not None and not self.closing:
+            self.closing = True
+            _close(self.consumer)
 
     def on_commit(self, error: Any, partitions: list) -> None:
         """librdkafka's commit callback, served while consuming and in close() (the final
@@ -178,9 +254,11 @@ class _Run:
 
         committed: dict[Key, int] = {}
         if self.options.start.kind == COMMITTED:
-            asked = [TopicPartition(t, p) for t, p in pairs]
-            committed = {(tp.topic, tp.partition): tp.offset for tp in self.consumer.committed(asked, timeout=self.session.timeout)}
+            found = self.committed_of(pairs)
+            self.committed_at_start.update(found)
+            committed = {key: offset for key, (offset, _metadata) in found.items()}
         starts, ends = _bounds(self.session, self.options, pairs, committed)
+        self.starts.update(starts)
         self.ends.update(ends)
         chosen = []
         for key in pairs:
@@ -194,6 +272,14 @@ class _Run:
                 self.planned = None
         self.partitions_seen.update(pairs)
         return chosen
+
+    def committed_of(self, pairs: Sequence[Key]) -> dict[Key, tuple[int, str | None]]:
+        """The group's committed offset (-1: none) and its metadata, per partition."""
+        from confluent_kafka import TopicPartition
+
+        asked = [TopicPartition(t, p) for t, p in pairs]
+        return {(tp.topic, tp.partition): (tp.offset, tp.metadata)
+                for tp in self.consumer.committed(asked, timeout=self.session.timeout)}
 
     def on_assign(self, consumer: Any, partitions: list) -> None:
         chosen = self.start_partitions([(tp.topic, tp.partition) for tp in partitions])
@@ -223,6 +309,7 @@ class _Run:
         self.unassigned_since = time.monotonic()
 
     def finish(self, key: Key) -> None:
+        """Read no more of partition `key` (its end reached, or its reader has had enough)."""
         from confluent_kafka import TopicPartition
 
         if key in self.live:
@@ -233,6 +320,54 @@ class _Run:
     def done(self) -> bool:
         return self.assigned and not self.live and (not self.options.follow or self.options.end is not None)
 
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    def store(self, positions: Mapping[Key, int]) -> None:
+        """Mark positions as consumed: the group's auto-commit and close() commit them."""
+        from confluent_kafka import TopicPartition
+
+        self.consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()])
+
+    def batches(self, gone: Callable[[], bool] = lambda: False, stop: threading.Event | None = None) -> Iterator[Batch]:
+        """The batches read until every partition reached its end (`stopped` says why
+        reading ended otherwise: --max-records, `stop` set, `gone()` true while no
+        records arrive: the reader of a pipe went away). A batch is yielded whenever it
+        read something, so a caller sees positions move past records filtered out."""
+        options, consumer = self.options, self.consumer
+        limit = options.max_records
+        follow = options.follow
+        # Following up to a time: a partition ends at its first record at or after it.
+        end_ms = options.end.at_ms if follow and options.end is not None and options.end.kind == "time" else None
+        join_seconds = max(_JOIN_SECONDS, self.session.timeout)
+        while not self.done:
+            if stop is not None and stop.is_set():
+                self.stopped = "stopped"
+                return
+            if not self.assigned and time.monotonic() - self.unassigned_since > join_seconds:
+                raise TimeoutError_(action="consume", cause=f"group {options.group} assigned no partitions within {join_seconds:.0f}s")
+            want = _BATCH if limit is None else min(_BATCH, limit - self.records)
+            # consume(n, timeout) waits for all n records or the whole timeout, so take
+            # what is queued, and block only for the first record when nothing is.
+            messages = consumer.consume(want, 0)
+            if not messages:
+                first = consumer.poll(_POLL_SECONDS)
+                if first is None:
+                    if gone():
+                        self.stopped = "closed-pipe"
+                        return
+                    continue
+                messages = [first] + consumer.consume(want - 1, 0) if want > 1 else [first]
+            out, positions, dropped = _take(self, messages, self.keep, end_ms, None if limit is None else limit - self.records)
+            self.records += len(out)
+            self.filtered += dropped
+            if out or positions:
+                yield Batch(out, positions, dropped)
+            if limit is not None and self.records >= limit:
+                self.stopped = "max-records"
+                return
+
 
 def consume(
     session: AdminSession,
@@ -241,8 +376,7 @@ def consume(
     keep: Callable[[Any], bool] | None = None,
     gone: Callable[[], bool] = lambda: False,
     on_batch: Callable[[int, int | None], None] | None = None,
-    after_sink: Callable[[Any, dict[Key, int]], None] | None = None,
-    before_close: Callable[[Any], None] | None = None,
+    interrupted: threading.Event | None = None,
 ) -> ConsumeReport:
     """Read records and hand them to `sink` in batches (confluent_kafka.Message objects,
     in offset order per partition). `keep` filters before the sink and --max-records.
@@ -250,47 +384,36 @@ def consume(
     stops consuming as a closed pipe does when written to. `on_batch(read, planned)`
     follows each batch: records read so far (kept or not) and the offsets between the
     start and end of the partitions (None without an end), for a progress display.
-    `after_sink(consumer, positions)` follows the sink with the next offset of each
-    partition the batch read (filtered records included), and `before_close(consumer)`
-    runs once reading has ended, before the consumer closes: how `record copy` commits
-    the positions of what it wrote, itself (kctl.records.copy)."""
-    from confluent_kafka import Consumer
-
-    if options.start.kind == COMMITTED and not options.group:
-        raise UsageError("unable to consume: --from committed needs --group")
-    pairs = resolve_partitions(session, options.selectors, action="consume")
-    explicit = any(s.ranges for s in options.selectors)
-    run = _Run(session, options)
-    config = consumer_config(session, options)
-    run.incremental = (str(config.get("group.protocol", "classic")).lower() == "consumer"
-                       or "cooperative" in str(config.get("partition.assignment.strategy", "")))
-    config["on_commit"] = run.on_commit
-    if options.group and str(config.get("group.protocol", "classic")).lower() == "consumer" and _lacks_consumer_protocol(session):
-        # librdkafka only logs that the heartbeat is unsupported and waits; say it now.
-        raise _no_consumer_protocol(", ".join(dict.fromkeys(t for t, _ in pairs)))
-    consumer = run.consumer = build_client(Consumer, config, "consumer")
-    started = time.monotonic()
-    try:
-        if options.group and not explicit and not options.assign:
-            topics = list(dict.fromkeys(t for t, _ in pairs))
-            consumer.subscribe(topics, on_assign=run.on_assign, on_revoke=run.on_revoke)
-        else:
-            # librdkafka looks up the leaders of assigned partitions on its next 1 s metadata
-            # timer unless the topic is already in its cache: ask now (~1 ms), so reading
-            # starts at once rather than up to a second later.
-            for name in dict.fromkeys(t for t, _ in pairs):
-                consumer.list_topics(name, timeout=session.timeout)
-            consumer.assign(run.start_partitions(pairs))
-            run.assigned = True
-        records, filtered, stopped = _loop(run, sink, keep, gone, on_batch, after_sink)
-        if before_close is not None:
-            before_close(consumer)
-    finally:
-        run.closing = True
-        _close(consumer)
+    Ctrl-C (a KeyboardInterrupt, even while a write to a slow reader blocked) ends
+    reading as "interrupted"; `interrupted` is the event the caller's signal handler
+    sets first (see below)."""
+    store = options.group is not None and options.commit
+    with Reading(session, options, keep) as reading:
+        try:
+            for batch in reading.batches(gone):
+                if batch.records:
+                    sink(batch.records)
+                if on_batch is not None:
+                    on_batch(reading.records + reading.filtered, reading.planned)
+                if store and batch.positions:
+                    reading.store(batch.positions)
+        except KeyboardInterrupt:
+            # The consumer is closed (committing what the sink took) and the caller
+            # reports how far it got.
+            reading.stopped = "interrupted"
+        except SystemError:
+            # confluent-kafka 2.16's poll() sometimes loses the KeyboardInterrupt a Ctrl-C raised
+            # while an OAuth token callback (a token command) runs on librdkafka's background
+            # thread, and fails with "returned NULL without setting an exception" (seen in 2
+            # of 4 runs of tests/cli/test_token_program.py): after a signal, that is Ctrl-C.
+            if interrupted is None or not interrupted.is_set():
+                raise
+            reading.stopped = "interrupted"
+        except BrokenPipeError:
+            reading.stopped = "closed-pipe"
     return ConsumeReport(
-        records=records, filtered=filtered, partitions=len(run.partitions_seen), seconds=time.monotonic() - started,
-        stopped=stopped, commit_error=run.commit_error, committed=dict(run.committed),
+        records=reading.records, filtered=reading.filtered, partitions=len(reading.partitions_seen), seconds=reading.seconds,
+        stopped=reading.stopped, commit_error=reading.commit_error, committed=dict(reading.committed),
     )
 
 
@@ -306,7 +429,7 @@ def _close(consumer: Any) -> None:
         pass
 
 
-def _take(run: _Run, messages: list, keep, end_ms: int | None, room: int | None) -> tuple[list, dict[Key, int], int]:
+def _take(run: Reading, messages: list, keep, end_ms: int | None, room: int | None) -> tuple[list, dict[Key, int], int]:
     """(records for the sink, next offset per partition to store, records filtered out)
     from one batch. Most batches lie wholly inside every partition's range, which a few
     C-level passes establish; only a batch that crosses an end, a limit, an error or a
@@ -333,7 +456,7 @@ def _take(run: _Run, messages: list, keep, end_ms: int | None, room: int | None)
     return _take_slowly(run, messages, keep, end_ms, room)
 
 
-def _take_slowly(run: _Run, messages: list, keep, end_ms: int | None, room: int | None) -> tuple[list, dict[Key, int], int]:
+def _take_slowly(run: Reading, messages: list, keep, end_ms: int | None, room: int | None) -> tuple[list, dict[Key, int], int]:
     from confluent_kafka import KafkaError
 
     out: list = []
@@ -371,64 +494,6 @@ def _take_slowly(run: _Run, messages: list, keep, end_ms: int | None, room: int 
         if room is not None and len(out) >= room:
             break
     return out, positions, dropped
-
-
-def _loop(run: _Run, sink: Callable[[list[Any]], None], keep: Callable[[Any], bool] | None, gone: Callable[[], bool],
-          on_batch: Callable[[int, int | None], None] | None,
-          after_sink: Callable[[Any, dict[Key, int]], None] | None = None) -> tuple[int, int, str]:
-    from confluent_kafka import TopicPartition
-
-    options, consumer = run.options, run.consumer
-    store = options.group is not None and options.commit
-    limit = options.max_records
-    records = filtered = 0
-    follow = options.follow
-    # Following up to a time: a partition ends at its first record at or after it.
-    end_ms = options.end.at_ms if follow and options.end is not None and options.end.kind == "time" else None
-    join_seconds = max(_JOIN_SECONDS, run.session.timeout)
-    try:
-        while not run.done:
-            if not run.assigned and time.monotonic() - run.unassigned_since > join_seconds:
-                raise TimeoutError_(f"unable to consume: group {options.group} assigned no partitions within {join_seconds:.0f}s")
-            want = _BATCH if limit is None else min(_BATCH, limit - records)
-            # consume(n, timeout) waits for all n records or the whole timeout, so take
-            # what is queued, and block only for the first record when nothing is.
-            messages = consumer.consume(want, 0)
-            if not messages:
-                first = consumer.poll(_POLL_SECONDS)
-                if first is None:
-                    if gone():
-                        return records, filtered, "closed-pipe"
-                    continue
-                messages = [first] + consumer.consume(want - 1, 0) if want > 1 else [first]
-            out, positions, dropped = _take(run, messages, keep, end_ms, None if limit is None else limit - records)
-            records += len(out)
-            filtered += dropped
-            if out:
-                sink(out)
-            if after_sink is not None and positions:
-                after_sink(consumer, positions)
-            if on_batch is not None:
-                on_batch(records + filtered, run.planned)
-            if store and positions:
-                consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()])
-            if limit is not None and records >= limit:
-                return records, filtered, "max-records"
-    except KeyboardInterrupt:
-        # Ctrl-C (or SIGTERM), even while a write to a slow reader blocked: the consumer
-        # is closed (committing what the sink took) and the caller reports how far it got.
-        return records, filtered, "interrupted"
-    except SystemError:
-        # confluent-kafka 2.16's poll() sometimes loses the KeyboardInterrupt a Ctrl-C raised
-        # while an OAuth token callback (a token command) runs on librdkafka's background
-        # thread, and fails with "returned NULL without setting an exception" (seen in 2
-        # of 4 runs of tests/cli/test_token_program.py): after a signal, that is Ctrl-C.
-        if INTERRUPTED.is_set():
-            return records, filtered, "interrupted"
-        raise
-    except BrokenPipeError:
-        return records, filtered, "closed-pipe"
-    return records, filtered, "end"
 
 
 def _consume_error(error, topic: str | None) -> KctlError:

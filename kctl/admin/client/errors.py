@@ -50,6 +50,7 @@ _BY_NAME: dict[str, type[KctlError]] = {
     "INVALID_REQUEST": InvalidError,
     "POLICY_VIOLATION": InvalidError,
     "UNSUPPORTED_VERSION": InvalidError,
+    "MSG_SIZE_TOO_LARGE": InvalidError,
     "TOPIC_AUTHORIZATION_FAILED": NotAuthorizedError,
     "GROUP_AUTHORIZATION_FAILED": NotAuthorizedError,
     "CLUSTER_AUTHORIZATION_FAILED": NotAuthorizedError,
@@ -102,18 +103,20 @@ def translate(error: Any, action: str, resource: Resource | None = None) -> Kctl
     return error_class(error)(action=action, cause=describe(error), kafka_error=kafka_name(error), resource=resource)
 
 
-def missing_topic(name: str, error: str | None, action: str, hint: str | None = None) -> KctlError:
+def missing_topic(name: str, error: str | None, action: str, hint: str | None = None, *, named: bool = False) -> KctlError:
     """Why a Metadata answer has no partitions for topic `name` (`error`: the answer's error
-    name for it): not authorized to describe it, or no such topic."""
+    name for it): not authorized to describe it, or no such topic (`named`: the cause names
+    it, for an action about two topics)."""
     if error == "TOPIC_AUTHORIZATION_FAILED":
         return NotAuthorizedError(action=action, cause=f"TOPIC_AUTHORIZATION_FAILED: not authorized to access topic {name}",
                                   kafka_error=error, resource=Resource("topic", name))
-    return no_such_topic(action, name, hint)
+    return no_such_topic(action, name, hint, named=named)
 
 
-def no_such_topic(action: str, name: str, hint: str | None = None) -> NotFoundError:
-    """`unable to <action>: UNKNOWN_TOPIC_OR_PARTITION: no such topic`, about topic `name`."""
-    return NotFoundError(action=action, cause="UNKNOWN_TOPIC_OR_PARTITION: no such topic", hint=hint,
+def no_such_topic(action: str, name: str, hint: str | None = None, *, named: bool = False) -> NotFoundError:
+    """`unable to <action>: UNKNOWN_TOPIC_OR_PARTITION: no such topic` (`named`: ... topic
+    NAME), about topic `name`."""
+    return NotFoundError(action=action, cause="UNKNOWN_TOPIC_OR_PARTITION: no such topic" + (f" {name}" if named else ""), hint=hint,
                          kafka_error="UNKNOWN_TOPIC_OR_PARTITION", resource=Resource("topic", name))
 
 
@@ -136,6 +139,7 @@ BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
     "INVALID_REQUEST": InvalidError,
     "INVALID_CONFIG": InvalidError,
     "POLICY_VIOLATION": InvalidError,
+    "MESSAGE_TOO_LARGE": InvalidError,
     "ELECTION_NOT_NEEDED": InvalidError,
     "PREFERRED_LEADER_NOT_AVAILABLE": InvalidError,
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": InvalidError,

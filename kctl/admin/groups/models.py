@@ -10,6 +10,15 @@ from kctl.values import Value
 # (Assigning, Reconciling; streams groups are NotReady until their topics exist).
 STATES = ("Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "NotReady", "Dead", "Unknown")
 TYPES = ("classic", "consumer", "share", "streams")
+# The groups kctl commits offsets in for its own bookkeeping, by the prefix of their names,
+# and whose they are: no consumer of the user's reads as them, so `topic clone
+# --with-groups` copies none of them and `kctl top` does not count them as stalled.
+KCTL_GROUPS = (("kctl-clone-", "topic clone"), ("kctl-redrive-", "record redrive"))
+
+
+def kctl_group(group: str) -> str | None:
+    """The kctl command whose bookkeeping `group` is, or None: a group of the user's."""
+    return next((command for prefix, command in KCTL_GROUPS if group.startswith(prefix)), None)
 
 
 class GroupSummary(Value):
@@ -176,8 +185,9 @@ class OffsetDeletion(Value):
         self.error = error
 
 
-
 def committed_rows(offsets: dict[tuple[str, int], tuple[int, str | None]]) -> tuple[CommittedOffset, ...]:
-    """Committed offsets as a description lists them, by topic and partition."""
-    return tuple(CommittedOffset(topic=t, partition=p, offset=o, metadata=md) for (t, p), (o, md) in sorted(offsets.items()))
+    """Committed offsets as a description lists them, by topic and partition. (librdkafka
+    commits a string's terminating NUL with it: not part of what its client meant.)"""
+    return tuple(CommittedOffset(topic=t, partition=p, offset=o, metadata=md.rstrip("\x00") if md else md)
+                 for (t, p), (o, md) in sorted(offsets.items()))
 

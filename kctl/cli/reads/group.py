@@ -77,8 +77,14 @@ LAG_TABLE = TableSpec(
 
 def list_(app: App, regex, states, types) -> None:
     from kctl.admin.groups.groups import list_groups, unsupported_types
+    from kctl.admin.groups.models import kctl_group
 
-    app.out.table(list_groups(app.session, states=states, types=types, regex=regex), GROUP_TABLE)
+    groups = list_groups(app.session, states=states, types=types, regex=regex)
+    app.out.table(groups, GROUP_TABLE)
+    for group in groups:
+        command = kctl_group(group.group)
+        if command is not None:
+            app.note(f"note: {group.group} is kctl's own ({command}): it keeps that command's progress, not a consumer's")
     for kind, release in unsupported_types(app.session, types):
         app.warn(f"the cluster does not support {kind} groups (Apache Kafka {release} or newer has them): none are listed")
 
