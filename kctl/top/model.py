@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kctl.admin.groups.groups import listed_type
+from kctl.admin.groups.models import kctl_group
 from kctl.top.trend import BUCKETS, Trend, direction, sparkline
 
 STUCK_SAMPLES = 5
@@ -302,10 +303,17 @@ class Window:
             if lag is not None:
                 recent.append(lag)
             listed = sample.listed.get(g.group, {})
+            own = kctl_group(g.group)
+            if own is not None:
+                # kctl's bookkeeping (a redrive holding records back, a clone's progress): its
+                # offsets stand still by design, so it is neither stalled nor stuck.
+                shown, stuck = f"kctl's ({own})", []
+            else:
+                shown = direction(recent) if lag is not None else "no commits"
             group_rows.append(GroupRow(
                 group=g.group, type=listed_type(listed), state=g.state, members=g.members, lag=lag,
                 lag_seconds=None if seconds_unknown else worst_seconds, trend=sparkline(trend.points(bucket)),
-                direction=direction(recent) if lag is not None else "no commits", stuck=tuple(stuck)))
+                direction=shown, stuck=tuple(stuck)))
         for group, error in sample.errors.items():
             group_rows.append(GroupRow(group=group, type=listed_type(sample.listed.get(group, {})), state="?", members=0,
                                        lag=None, lag_seconds=None, trend="", direction="unreadable", stuck=(),
@@ -443,6 +451,7 @@ class Window:
                 topic=p.topic, partition=p.partition, owner=p.client_id or p.member_id, committed=p.committed,
                 log_end=p.log_end, lag=p.lag, lag_seconds=seconds,
                 trend=sparkline(trend.points(self.bucket_now)) if trend else "",
-                stuck=bool(streak and streak[1] >= STUCK_SAMPLES), lag_seconds_note=sample.time_lag_notes.get(key)))
+                stuck=bool(streak and streak[1] >= STUCK_SAMPLES) and kctl_group(group) is None,
+                lag_seconds_note=sample.time_lag_notes.get(key)))
         return tuple(rows)
 

@@ -125,3 +125,23 @@ def test_a_group_that_stops_committing_falls_behind_and_its_trend_rises(cluster,
         stop.set()
         writer.join(15)
     assert app.return_code == 0
+
+
+def test_kctls_own_groups_are_shown_as_such_never_stalled_or_stuck(cluster, lagging):
+    """A redrive holding records back keeps its group's offsets where they are, with lag:
+    the groups view says whose the group is, and never counts it stalled or stuck."""
+    from kctl.top.model import STUCK_SAMPLES
+
+    topic, _group = lagging
+    own = f"kctl-redrive-{topic}"
+    commit(cluster.bootstrap, own, {(topic, 0): 1, (topic, 1): 2, (topic, 2): 3})
+
+    async def scenario(app, pilot):
+        groups = app.query_one("#groups")
+        await pilot.press("g")
+        await until(pilot, lambda: rows(groups).get(own) and app.sampler.samples_total > STUCK_SAMPLES, what=f"{own} sampled")
+        row = rows(groups)[own]
+        assert (row["DIRECTION"], row["STUCK"].strip()) == ("kctl's (record redrive)", ""), row
+        await pilot.press("q")
+
+    assert drive(cluster.bootstrap, scenario).return_code == 0
