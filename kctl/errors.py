@@ -33,6 +33,7 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 5
     ALREADY_EXISTS = 6
     ABORTED = 7
+    IN_USE = 8
     GROUP_ACTIVE = 10
     RESET_INCOMPLETE = 11
     USAGE = 64
@@ -53,6 +54,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.NOT_FOUND: "a named topic, group, broker or context does not exist",
     ExitCode.ALREADY_EXISTS: "the resource to create already exists",
     ExitCode.ABORTED: "not confirmed: declined at the prompt, or --yes missing without a terminal",
+    ExitCode.IN_USE: "what the command needs is taken by another process (local start: the port)",
     ExitCode.GROUP_ACTIVE: "refused: the group has active members (offset reset, group delete, offset delete)",
     ExitCode.RESET_INCOMPLETE: "offset reset not (fully) applied: the broker refused or the read-back differs",
     ExitCode.USAGE: "malformed command line: unknown option, bad flag value",

@@ -109,6 +109,8 @@ def _broker_args(options: BrokerOptions) -> list[str]:
         args.append("--authorizer")
         if not super_users:
             first = options.users[0].partition(":")[0] if options.users else _first_user_in(options.users_file)
+            if options.sasl and not first and options.sasl.strip().lower() == "oauthbearer":
+                first = TOKEN_PRINCIPAL  # the principal of the tokens the saved context makes
             super_users = (f"User:{first}",) if options.sasl and first else ("User:ANONYMOUS",)
     for principal in super_users:
         args += ["--super-user", principal]
@@ -152,9 +154,18 @@ def start(data_dir: Path, options: BrokerOptions, timeout: float) -> LocalStatus
     try:
         process.start(timeout)
     except BrokerProcessError as exc:
+        from kctl.broker.main import ADDRESS_IN_USE
+
+        if exc.status == ADDRESS_IN_USE:
+            raise _port_in_use(options.host, options.port) from None
         raise LocalBrokerError(f"unable to start the local broker: {exc}",
                                hint=f"see {process.log_path}") from None
     return status(data_dir)
+
+
+def _port_in_use(host: str, port: int) -> KctlError:
+    return KctlError(action="start the local broker", cause=f"port {port} of {host} is in use by another process",
+                     exit_code=ExitCode.IN_USE, hint="{port} 0 lets the system pick a free port (or stop what listens there)")
 
 
 def serve_foreground(config: Any, ready: Callable[[str], None]) -> None:
@@ -162,11 +173,13 @@ def serve_foreground(config: Any, ready: Callable[[str], None]) -> None:
     once it listens."""
     import asyncio
 
-    from kctl.broker.main import serve
+    from kctl.broker.main import AddressInUse, serve
     from kctl.broker.storage.manager import StorageError
 
     try:
         asyncio.run(serve(config, lambda broker: ready("{}:{}".format(*config.advertised))))
+    except AddressInUse:
+        raise _port_in_use(config.host, config.port) from None
     except StorageError as exc:
         raise LocalBrokerError(f"unable to start the local broker: {exc}") from None
 
@@ -189,15 +202,30 @@ def client_properties(config: Any) -> list[tuple[str, str]]:
         properties.append(("security.protocol", config.security_protocol))
     if config.security_protocol.startswith("SASL_"):
         mechanism = next((m for m in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN") if m in config.sasl_mechanisms), "OAUTHBEARER")
-        user = next(iter(config.users))  # the first user (else the users file's first)
-        if mechanism == "OAUTHBEARER":  # unsecured JWTs naming the first user, made by the client
+        if mechanism == "OAUTHBEARER":  # unsecured JWTs naming the first user (or super user), made by the client
+            user = _token_principal(config)
             properties += [("sasl.mechanism", mechanism), ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
                            ("sasl.oauthbearer.config", f"principal={user}")]
         else:
+            user = next(iter(config.users))  # the first user (else the users file's first)
             properties += [("sasl.mechanism", mechanism), ("sasl.username", user), ("sasl.password", config.users[user])]
     if config.security_protocol.endswith("SSL") and config.tls_cert is None:
         properties.append(("ssl.ca.location", str(generated_paths(config.data_dir)[0])))
     return properties
+
+
+# Whom the tokens of an OAUTHBEARER-only broker's saved context name, when no user or
+# super user says: made its super user when --authorizer names none.
+TOKEN_PRINCIPAL = "admin"
+
+
+def _token_principal(config: Any) -> str:
+    """The principal the saved context's unsecured tokens name: the first user, else the
+    first User: super user, else TOKEN_PRINCIPAL."""
+    if config.users:
+        return next(iter(config.users))
+    named = [p.partition(":")[2] for p in config.super_users if p.startswith("User:") and p != "User:ANONYMOUS"]
+    return named[0] if named else TOKEN_PRINCIPAL
 
 
 def _listening(data_dir: Path, current: LocalStatus, timeout: float) -> LocalStatus:

@@ -152,7 +152,7 @@ BEFORE = {
     "kctl local status": "kctl local start",
     "kctl local start --foreground": "kctl local stop",
     "kctl spark audit --dump /data/orders --json --key-path '$.order_id'": DUMP,
-    "kctl spark sql 'SELECT count(*) AS n FROM dump.`/data/orders` d JOIN orders o ON d.partition = o.partition AND d.offset = o.offset'": DUMP,
+    "kctl spark sql 'SELECT count(*) AS n FROM dump.`/data/orders` JOIN orders USING (partition, offset)'": DUMP,
     "kctl spark audit -t orders --json-schema order.schema.json":
         """printf '{"type":"object","required":["order_id","status"]}' > order.schema.json""",
     "kctl spark audit --dump /data/orders --compare-to orders-copy -o json": f"test -d data/orders || {DUMP}",
@@ -597,3 +597,25 @@ def test_every_example_has_its_expected_output():
     # lines and 19 that differed between runs): a normalisation that stopped working would
     # leave most of them `differs between runs`.
     assert compared * 2 >= len(outputs), f"only {compared} of {len(outputs)} outputs are compared"
+
+
+def test_every_example_is_shown_as_written():
+    """Every example line of every `--help` fits the page kctl lays help out on for a wide
+    terminal (98 columns: click wraps nothing in an example, so a longer line runs past
+    the edge). A continuation written with a lone backslash in a docstring joins two lines
+    into one far longer: the length catches that too."""
+    from kctl.cli.entry import WIDTHS
+
+    width = max(WIDTHS)
+    pages = (Path(__file__).parent.parent / "kctl" / "cli" / "pages" / f"help-{width}.txt").read_text().split("\f")[1:]
+    too_long = []
+    for page in pages:
+        command, _, text = page.partition("\n")
+        if "Examples:" not in text:
+            continue
+        for line in text.split("Examples:", 1)[1].splitlines():
+            if line and not line.startswith(" "):
+                break
+            if len(line) > width:
+                too_long.append(f"{command}: {line.strip()[:60]}... ({len(line)} columns)")
+    assert not too_long, "\n".join(too_long)

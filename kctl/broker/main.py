@@ -1,7 +1,8 @@
 """Run the bundled broker in the foreground: `python -m kctl.broker --data-dir DIR [--port N]`.
 
 Prints one line `kctl-broker listening on HOST:PORT` on stdout once clients can connect
-(with --port 0 the kernel picks the port), and then nothing more there: a parent reads that
+(with --port 0 the kernel picks the port; a port another process holds ends it with status
+98, ADDRESS_IN_USE), and then nothing more there: a parent reads that
 line from a pipe it may close. The --ready-file gets `HOST:PORT` and the broker's pid on two
 lines (a leftover of a killed broker is recognised by its pid). SIGTERM and SIGINT shut
 down cleanly: logs flushed, checkpoints and the clean-shutdown marker written.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -22,6 +24,15 @@ from kctl.broker.process import READY_PREFIX, read_ready_file
 from kctl.broker.storage.manager import StorageError
 
 log = logging.getLogger("kctl.broker")
+
+
+class AddressInUse(StorageError):
+    """Another process listens on the broker's port."""
+
+
+# The broker process's exit status when its port is taken (Linux's EADDRINUSE), which
+# `kctl local start` says as such.
+ADDRESS_IN_USE = 98
 
 
 async def serve(config: BrokerConfig, ready=None, stop: asyncio.Event | None = None) -> dict:
@@ -38,8 +49,8 @@ async def serve(config: BrokerConfig, ready=None, stop: asyncio.Event | None = N
         await server.start()
     except OSError as exc:
         broker.close()
-        raise StorageError(f"cannot listen on {config.host}:{config.port}: "
-                           f"{exc.strerror or exc}") from None
+        error = AddressInUse if exc.errno == errno.EADDRINUSE else StorageError
+        raise error(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -140,7 +151,7 @@ def security_settings(args) -> dict:
                 "authorizer": args.authorizer,
                 "super_users": tuple(options.parse_principal(p) for p in args.super_user),
                 "allow_everyone_if_no_acl_found": args.allow_everyone_if_no_acl_found}
-    options.check([Listener(protocol, args.host, args.port), *extra], bool(args.sasl), users,
+    options.check([Listener(protocol, args.host, args.port), *extra], mechanisms, users,
                   args.tls_cert, args.tls_key)
     return settings
 
@@ -178,7 +189,7 @@ def main(argv=None) -> int:
     except StorageError as exc:
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return ADDRESS_IN_USE if isinstance(exc, AddressInUse) else 1
     finally:
         if args.ready_file and read_ready_file(args.ready_file)[1] == os.getpid():
             args.ready_file.unlink()

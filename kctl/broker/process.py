@@ -29,7 +29,11 @@ READY_FILE = "broker.ready"
 
 
 class BrokerProcessError(RuntimeError):
-    pass
+    """The broker did not start; `status` is its exit status when it exited."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -85,7 +89,7 @@ class BrokerProcess:
             self.kill()
             raise BrokerProcessError(f"the broker did not listen within {timeout:g}s: "
                                      f"{last_error(self.log_path)}") from None
-        raise BrokerProcessError(f"the broker exited with status {code}: {last_error(self.log_path)}")
+        raise BrokerProcessError(f"the broker exited with status {code}: {last_error(self.log_path)}", code)
 
     def stop(self, timeout: float = 15.0) -> None:
         if self.process is None or self.process.poll() is not None:

@@ -39,7 +39,13 @@ class LazyGroup(click.Group):
 
     def resolve_command(self, ctx, args):
         # Report the canonical name (so `kctl topics ls` shows as `kctl topic list`).
-        _name, cmd, rest = super().resolve_command(ctx, args)
+        try:
+            _name, cmd, rest = super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            if exc.possibilities:
+                raise
+            # click suggests from the commands it holds, and a lazy group holds none yet.
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx) from None
         return (cmd.name if cmd else _name), cmd, rest
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -56,9 +62,18 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
-        """A library error's hint, its settings named as the failed command's flags."""
+        """A library error's hint, its settings named as the failed command's flags; a
+        usage error click raised without saying whose (a missing option value) said as
+        the command's, so its hint names the command's --help."""
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            name = ctx.invoked_subcommand
+            if exc.ctx is None and name is not None:
+                command = self.get_command(ctx, name)
+                if command is not None and not isinstance(command, click.Group):
+                    exc.ctx = click.Context(command, info_name=name, parent=ctx)
+            raise
         except KctlError as exc:
             from kctl.cli._hints import in_flags, longest_flags
 

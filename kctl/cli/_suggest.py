@@ -1,12 +1,14 @@
-""""Did you mean ...?" for a topic, group or context that does not exist: the closest
-existing name, as git and kubectl users expect, asked only on that error's path."""
+"""What an error's hint can say only with the command's App at hand, worked out only on that
+error's path: "did you mean ...?" for a topic, group or context that does not exist (the
+closest existing name, as git and kubectl users expect), and `kctl local start` for a
+context whose bundled broker is not running."""
 
 from __future__ import annotations
 
 import difflib
 
 from kctl.cli._app import App
-from kctl.errors import KctlError, NotFoundError
+from kctl.errors import KctlError, NotFoundError, UnreachableError
 
 # A name at most this many characters inserted or deleted away (a transposition is two)
 # is suggested, fewer for short names: `ordres` is 2 from `orders`; two names that share
@@ -14,6 +16,35 @@ from kctl.errors import KctlError, NotFoundError
 MOST_EDITS = 4
 # The lookup is an extra request on an error's path: it must not hold the error back long.
 LOOKUP_SECONDS = 2.0
+
+
+def for_app(app: App, error: KctlError) -> KctlError:
+    """`error` with what its hint can say with `app` at hand (see the module docstring)."""
+    if isinstance(error, NotFoundError):
+        return with_suggestion(app, error)
+    if isinstance(error, UnreachableError):
+        return with_local_broker(app, error)
+    return error
+
+
+def with_local_broker(app: App, error: UnreachableError) -> KctlError:
+    """`error` with a hint to start the bundled broker when the context is the one `kctl
+    local start` saved and the broker in its data directory is not running."""
+    try:
+        context = app.config_file.contexts.get(app.settings.context or "")
+    except KctlError:
+        return error
+    if context is None or context.local_data_dir is None:
+        return error
+    from pathlib import Path
+
+    from kctl.local import default_data_dir, status
+
+    directory = Path(context.local_data_dir)
+    if status(directory).state == "running":
+        return error
+    where = "" if directory == default_data_dir(app.env) else f" --data-dir {directory}"
+    return error.but(hint=f"the bundled broker of context {context.name} is not running: kctl local start{where} starts it")
 
 
 def with_suggestion(app: App, error: NotFoundError) -> NotFoundError:

@@ -21,9 +21,11 @@ def completion(shell):
 
     \b
     Examples:
-      mkdir -p ~/.local/share/bash-completion/completions && kctl completion bash > ~/.local/share/bash-completion/completions/kctl
-      mkdir -p ~/.zfunc && kctl completion zsh > ~/.zfunc/_kctl   # then fpath=(~/.zfunc $fpath) before compinit in ~/.zshrc
-      mkdir -p ~/.config/fish/completions && kctl completion fish > ~/.config/fish/completions/kctl.fish
+      mkdir -p ~/.local/share/bash-completion/completions && \\
+          kctl completion bash > ~/.local/share/bash-completion/completions/kctl
+      mkdir -p ~/.zfunc && kctl completion zsh > ~/.zfunc/_kctl  # ~/.zfunc in fpath, then compinit
+      mkdir -p ~/.config/fish/completions && \\
+          kctl completion fish > ~/.config/fish/completions/kctl.fish
     """
     import sys
 

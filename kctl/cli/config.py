@@ -76,7 +76,8 @@ def alter(app: App, entity_type, names, sets, deletes, appends, subtracts, dry_r
       kctl config alter broker-default --set message.max.bytes=2097152
       kctl config alter broker-logger 1 --set kafka.server.ReplicaManager=DEBUG
       kctl config alter group billing --set consumer.session.timeout.ms=60000
-      kctl config alter client-metrics producers --set metrics=org.apache.kafka.producer. --set interval.ms=60000
+      kctl config alter client-metrics producers --set metrics=org.apache.kafka.producer. \\
+          --set interval.ms=60000
       kctl config alter client-metrics kcat --set metrics='*' --set match=client_software_name=kcat
     """
     run_alter(app, entity_type, list(names) or [None], sets, deletes, appends, subtracts, dry_run)

@@ -146,8 +146,8 @@ def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aw
           -X sasl.mechanism=SCRAM-SHA-512 -X sasl.username=admin --use
       kctl context set prod --password-stdin < prod.pass
       kctl context set prod --unset sasl.username
-      kctl context set sso -b b1:9093 -X security.protocol=SASL_SSL -X sasl.mechanism=OAUTHBEARER \
-          -X sasl.oauthbearer.method=oidc -X sasl.oauthbearer.client.id=kctl \
+      kctl context set sso -b b1:9093 -X security.protocol=SASL_SSL -X sasl.mechanism=OAUTHBEARER \\
+          -X sasl.oauthbearer.method=oidc -X sasl.oauthbearer.client.id=kctl \\
           -X sasl.oauthbearer.token.endpoint.url=https://idp.example.com/oauth2/token
       kctl context set msk -b b-1.msk.example.com:9098 --aws-msk-iam-region eu-west-1
       kctl context set prod --schema-registry-url https://registry.example.com \\

@@ -67,19 +67,20 @@ def run(args: Sequence[str], env: Mapping[str, str]) -> int | None:
 
 def _failure_status(app, options: Mapping[str, tuple]) -> int:
     """As kctl.cli.main's tree renders a failure: a hint's settings as the command's
-    flags (kctl.cli._lazy), a missing name with the closest one (kctl.cli.main)."""
+    flags (kctl.cli._lazy), a missing name with the closest one and a stopped bundled
+    broker with its start (kctl.cli._suggest)."""
     from kctl.cli._exit import failure_status
-    from kctl.errors import KctlError, NotFoundError
+    from kctl.errors import KctlError, NotFoundError, UnreachableError
 
     failure = sys.exc_info()[1]
     if isinstance(failure, KctlError):
         from kctl.cli._hints import in_flags, longest_flags
 
         rendered = in_flags(failure, longest_flags((name, opt) for opt, (name, *_rest) in options.items()))
-        if isinstance(rendered, NotFoundError) and rendered.resource is not None:
-            from kctl.cli._suggest import with_suggestion
+        if isinstance(rendered, NotFoundError | UnreachableError):
+            from kctl.cli._suggest import for_app
 
-            rendered = with_suggestion(app, rendered)
+            rendered = for_app(app, rendered)
         return failure_status(rendered, False)
     return failure_status(failure, False)  # type: ignore[arg-type]
 

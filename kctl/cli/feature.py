@@ -62,7 +62,8 @@ def list_(app: App):
     \b
     Examples:
       kctl feature list
-      kctl feature list -o json | jq -r '.[] | select(.name == "metadata.version") | .finalized_version'
+      kctl feature list -o json | \\
+          jq -r '.[] | select(.name == "metadata.version") | .finalized_version'
     """
     from kctl.admin.cluster.features import describe_features
 

@@ -274,10 +274,11 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
     Examples:
       kctl group reset-offsets billing --to-earliest --all-topics
       kctl group reset-offsets billing -t orders --to-datetime 2026-11-22T09:00:00Z --execute --yes
-      kctl group reset-offsets billing -t orders:0,1 --shift-by -100 --execute                # asks first
+      kctl group reset-offsets billing -t orders:0,1 --shift-by -100 --execute       # asks first
       kctl group reset-offsets billing audit -t orders --by-duration 2h
-      kctl group reset-offsets billing --undo last --execute                                  # asks first
-      kctl group reset-offsets billing --from-file offsets.csv --execute --backup before.csv  # asks first
+      kctl group reset-offsets billing --undo last --execute                         # asks first
+      kctl group reset-offsets billing --from-file offsets.csv --execute \\
+          --backup before.csv                                                        # asks first
       kctl group reset-offsets billing-v2 --to-group billing --all-topics --allow-new-group
     """
     import sys

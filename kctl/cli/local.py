@@ -122,8 +122,10 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
       kctl local start --port 19092 --data-dir /tmp/kafka2 --save-context dev2
       BOOTSTRAP=$(kctl local start --port 0 --data-dir "$TMP" --no-context)
       kctl local start --foreground       # Ctrl-C stops it (exit 0)
-      kctl local start --port 0 --data-dir "$TMP/sec" --save-context sec --sasl scram-sha-512 --tls --user admin:admin-secret --authorizer
-      kctl local start --port 0 --data-dir "$TMP/six" --no-context --num-partitions 6 --config log.retention.hours=1
+      kctl local start --port 0 --data-dir "$TMP/sec" --save-context sec --sasl scram-sha-512 \\
+          --tls --user admin:admin-secret --authorizer
+      kctl local start --port 0 --data-dir "$TMP/six" --no-context --num-partitions 6 \\
+          --config log.retention.hours=1
     """
     from kctl import local as lib
 
@@ -136,11 +138,11 @@ def start(app: App, port, host, data_dir, foreground, context_name, no_context, 
     # modules are imported only when there is something to check).
     config = lib.checked_config(directory, options) if options.secured or options.configs or foreground else None
     if foreground:
-        _run_foreground(app, config, context_name, no_context)
+        _run_foreground(app, config, context_name, no_context, str(directory))
         return
     state = lib.start(directory, options, _wait(app))
     if not no_context and state.bootstrap is not None:
-        _save_context(app, context_name, state.bootstrap, config)
+        _save_context(app, context_name, state.bootstrap, config, state.data_dir)
     _report_started(app, state)
 
 
@@ -152,16 +154,16 @@ def _report_started(app: App, state) -> None:
     app.note(f"local broker running (pid {state.pid}, data {state.data_dir})")
 
 
-def _save_context(app: App, name: str, bootstrap: str, config) -> None:
+def _save_context(app: App, name: str, bootstrap: str, config, data_dir: str) -> None:
     from kctl.config.contexts import set_context
     from kctl.config.file import save
     from kctl.local import CLIENT_KEYS, client_properties
 
-    save(app.config_path, set_context(app.config_file, name, bootstrap_servers=bootstrap,
-                                      properties=client_properties(config), unset=CLIENT_KEYS))
+    save(app.config_path, set_context(app.config_file, name, bootstrap_servers=bootstrap, properties=client_properties(config),
+                                      unset=CLIENT_KEYS, local_data_dir=data_dir))
 
 
-def _run_foreground(app: App, config, context_name: str, no_context: bool) -> None:
+def _run_foreground(app: App, config, context_name: str, no_context: bool, data_dir: str) -> None:
     import logging
 
     from kctl.local import serve_foreground
@@ -173,7 +175,7 @@ def _run_foreground(app: App, config, context_name: str, no_context: bool) -> No
 
     def ready(bootstrap: str) -> None:
         if not no_context:
-            _save_context(app, context_name, bootstrap, config)
+            _save_context(app, context_name, bootstrap, config, data_dir)
         app.out.raw(f"{bootstrap}\n")
         app.stdout.flush()
 

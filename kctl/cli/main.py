@@ -13,7 +13,7 @@ from kctl.cli._app import App
 from kctl.cli._exit import failure_status, finish, render_error, truthy
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_option_decorators
-from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, NotFoundError
+from kctl.errors import EXIT_CODE_MEANINGS, ExitCode, NotFoundError, UnreachableError
 
 # noun -> (module:attribute, one-line summary). Order is the order of `kctl --help`.
 NOUNS: dict[str, tuple[str, str]] = {
@@ -88,20 +88,21 @@ Examples:
 
 class RootGroup(LazyGroup):
     """The root of the tree: a missing topic, group or context is answered with the
-    closest existing name (cli/_suggest.py), while the command's App is still at hand."""
+    closest existing name, a stopped bundled broker with the command that starts it
+    (cli/_suggest.py), while the command's App is still at hand."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except NotFoundError as exc:
-            if exc.resource is None or not isinstance(ctx.obj, App):
+        except (NotFoundError, UnreachableError) as exc:
+            if not isinstance(ctx.obj, App):
                 raise
-            from kctl.cli._suggest import with_suggestion
+            from kctl.cli._suggest import for_app
 
-            suggested = with_suggestion(ctx.obj, exc)
-            if suggested is exc:
+            said = for_app(ctx.obj, exc)
+            if said is exc:
                 raise
-            raise suggested from exc
+            raise said from exc
 
 
 def _root(function):

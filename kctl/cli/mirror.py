@@ -168,9 +168,12 @@ def status(app: App, source, target, source_alias, target_alias, policy, separat
     \b
     Examples:
       kctl mirror status --source primary --target backup
-      kctl mirror status --source primary --target backup -o json | jq '.partitions[] | select(.lag > 0)'
-      kctl mirror status --source localhost:9092 --target backup --max-lag 10000 --exclude-groups 'test-.*'
-      kctl mirror status --source primary --target backup --max-lag 0 -g billing --watch --exit-when-healthy --max-wait 300
+      kctl mirror status --source primary --target backup -o json | \\
+          jq '.partitions[] | select(.lag > 0)'
+      kctl mirror status --source localhost:9092 --target backup --max-lag 10000 \\
+          --exclude-groups 'test-.*'
+      kctl mirror status --source primary --target backup --max-lag 0 -g billing --watch \\
+          --exit-when-healthy --max-wait 300
     """
     from kctl.admin.mirror.status import Thresholds
     from kctl.admin.mirror.status import status as judge
@@ -243,7 +246,8 @@ def translate_(app: App, groups, group_regex, source, target, source_alias, targ
     \b
     Examples:
       kctl mirror translate billing --source primary --target backup
-      kctl mirror translate --group-regex 'billing.*' --target backup --fallback timestamp --source primary
+      kctl mirror translate --group-regex 'billing.*' --target backup --fallback timestamp \\
+          --source primary
       kctl mirror translate billing --target backup -o json        # the source may be down
     """
     pair = _pair(app, source, target, source_alias, target_alias, policy, separator, need_source=False)
@@ -312,8 +316,10 @@ def failover(app: App, groups, group_regex, source, target, source_alias, target
     \b
     Examples:
       kctl mirror failover billing --source primary --target backup
-      kctl mirror failover billing audit --source primary --target backup --require-idle-source --execute --yes
-      kctl mirror failover --group-regex 'billing.*' --target backup --fallback timestamp --source primary --execute  # asks first
+      kctl mirror failover billing audit --source primary --target backup \\
+          --require-idle-source --execute --yes
+      kctl mirror failover --group-regex 'billing.*' --target backup --fallback timestamp \\
+          --source primary --execute  # asks first
       kctl mirror failover --undo last --target backup --execute --yes
     """
     _failover(app, groups, group_regex, source, target, source_alias, target_alias, policy, separator, fallback,
@@ -337,7 +343,8 @@ def failback(app: App, groups, group_regex, source, target, source_alias, target
     \b
     Examples:
       kctl mirror failback billing --source primary --target backup --fallback timestamp
-      kctl mirror failback billing --source primary --target backup --fallback timestamp --require-idle-source --execute --yes
+      kctl mirror failback billing --source primary --target backup --fallback timestamp \\
+          --require-idle-source --execute --yes
       kctl mirror failback --undo last --source primary --execute --yes
     """
     _failover(app, groups, group_regex, source, target, source_alias, target_alias, policy, separator, fallback,

@@ -120,12 +120,15 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
       kctl record produce orders --format '%k\\t%v{base64}' -z zstd < dump.tsv
       kctl record produce users -k user-42 --null-marker '' <<< ''   # tombstone for user-42
       kctl record consume orders -o jsonl | kctl record produce orders-copy --input jsonl
-      kctl record consume orders -o jsonl | kctl record produce orders-mirror --input jsonl --keep-partitions
+      kctl record consume orders -o jsonl | \\
+          kctl record produce orders-mirror --input jsonl --keep-partitions
       seq 10 | kctl record produce new-topic --allow-auto-topic-creation
       seq 1000000 | kctl record produce load-test --acks 1
-      echo '{"invoice_id":"inv-9","cents":1250}' | kctl record produce invoices --value-schema invoices-value
+      echo '{"invoice_id":"inv-9","cents":1250}' | \\
+          kctl record produce invoices --value-schema invoices-value
       kctl record produce invoices -K : --value-schema-file invoice.avsc --file invoices.txt
-      echo '{"cents":"250","currency":"EUR"}' | kctl record produce prices --value-schema-file money.proto
+      echo '{"cents":"250","currency":"EUR"}' | \\
+          kctl record produce prices --value-schema-file money.proto
     """
 
 
@@ -409,7 +412,8 @@ def copy(app: App, source, target, to_cluster, start, end, group, where, max_rec
     Examples:
       kctl record copy orders orders-copy
       kctl record copy orders orders-12 --group copy-orders --where 'value.status == "failed"'
-      kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000 --source-header
+      kctl record copy payments payments --to-context localhost:19092 --from @-1h --rate 1000 \\
+          --source-header
     """
     from kctl.admin.topics.offsets import parse_selector
     from kctl.records.copy import CopyOptions

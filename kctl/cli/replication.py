@@ -130,7 +130,8 @@ def execute(app: App, plan, throttle, wait, wait_timeout, rollback_out, dry_run,
     Examples:
       kctl replication reassign execute plan.json --throttle 50MB --yes
       kctl replication reassign execute plan.json --wait --rollback-out undo.json --yes
-      kctl replication reassign generate -t orders --brokers 2,3 | kctl replication reassign execute - --dry-run
+      kctl replication reassign generate -t orders --brokers 2,3 | \\
+          kctl replication reassign execute - --dry-run
     """
     from kctl.admin.cluster.replication import execute as start
     from kctl.admin.cluster.replication import plan_to_json, preview

@@ -274,9 +274,11 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url
     \b
     Examples:
       kctl spark dump -t orders --out /data/orders
-      kctl spark dump -t orders --from @2026-11-01T00:00Z --to @2026-11-02T00:00Z --out day.jsonl --format jsonl
+      kctl spark dump -t orders --from @2026-11-01T00:00Z --to @2026-11-02T00:00Z \\
+          --out day.jsonl --format jsonl
       kctl spark dump -t orders --from '{"orders":{"0":5}}' --out part0 --overwrite
-      kctl spark dump -t clicks --master spark://spark:7077 --ship-env --spark-conf spark.executor.memory=1g --out /mnt/shared/clicks
+      kctl spark dump -t clicks --master spark://spark:7077 --ship-env \\
+          --spark-conf spark.executor.memory=1g --out /mnt/shared/clicks
       kctl spark dump -t invoices --decode --out invoices-typed
     """
     engine = _engine(app, engine)
@@ -366,7 +368,8 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
     \b
     Examples:
       kctl spark replay --from-topic orders --to-topic orders-mirror
-      kctl spark replay --from-dump /data/orders --to-topic orders --since 2026-11-01T00:00Z --until 2026-11-02T00:00Z
+      kctl spark replay --from-dump /data/orders --to-topic orders --since 2026-11-01T00:00Z \\
+          --until 2026-11-02T00:00Z
       kctl spark replay --from-topic orders --to-topic orders-12 --partition-map hash
       kctl spark replay --from-dump /data/orders --to-topic orders-test --timestamps now
       kctl spark replay --to-topic orders --resume     # finish an interrupted replay into orders
@@ -684,12 +687,17 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
     \b
     Examples:
       kctl spark sql 'SELECT count(*) AS n FROM orders WHERE timestamp >= now() - INTERVAL 1 HOUR'
-      kctl spark sql 'SELECT partition, count(*) AS n, max(offset) AS last FROM orders GROUP BY partition ORDER BY n DESC, partition' --limit 3
-      kctl spark sql 'SELECT CAST(o.key AS STRING) AS order_key FROM orders o LEFT ANTI JOIN payments p ON o.key = p.key ORDER BY 1' --limit 3 -o jsonl
-      kctl spark sql 'SELECT value_decoded.status, count(*) AS n FROM orders GROUP BY 1 ORDER BY 1' --value-format json
-      kctl spark sql 'SELECT value_decoded.invoice_id, value_decoded.cents FROM invoices WHERE value_decoded.cents > 1002' --decode --out big --format csv
+      kctl spark sql --limit 3 \\
+          'SELECT partition, count(*) AS n, max(offset) FROM orders GROUP BY 1 ORDER BY 2 DESC, 1'
+      kctl spark sql --limit 3 -o jsonl \\
+          'SELECT string(o.key) AS k FROM orders o LEFT ANTI JOIN payments p USING (key) ORDER BY 1'
+      kctl spark sql --value-format json \\
+          'SELECT value_decoded.status, count(*) AS n FROM orders GROUP BY 1 ORDER BY 1'
+      kctl spark sql --decode --out big --format csv \\
+          'SELECT value_decoded.* FROM invoices WHERE value_decoded.cents > 1002'
       kctl spark sql 'SELECT * FROM orders WHERE partition = 0 AND offset >= 5' --explain
-      kctl spark sql 'SELECT count(*) AS n FROM dump.`/data/orders` d JOIN orders o ON d.partition = o.partition AND d.offset = o.offset'
+      kctl spark sql \\
+          'SELECT count(*) AS n FROM dump.`/data/orders` JOIN orders USING (partition, offset)'
     """
     from kctl.errors import KctlError, UsageError
     from kctl.spark import frames

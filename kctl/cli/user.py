@@ -95,7 +95,8 @@ def set_password(app: App, name, extra, mechanisms, iterations, password_stdin):
     \b
     Examples:
       kctl user set-password alice --password-stdin < alice.pass
-      kctl user set-password bob -m scram-sha-256 -m scram-sha-512 --iterations 4096 --password-stdin < bob.pass
+      kctl user set-password bob -m scram-sha-256 -m scram-sha-512 --iterations 4096 \\
+          --password-stdin < bob.pass
     """
     from kctl.admin.security.users import parse_mechanism
     from kctl.admin.security.users import set_password as set_user_password

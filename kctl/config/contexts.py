@@ -129,9 +129,10 @@ def set_context(
     connect_name: str = "default",
     connect: Mapping[str, str | None] | None = None,
     in_keyring: Sequence[str] = (),
+    local_data_dir: str | None = None,
 ) -> ConfigFile:
     """Create or update a context; the first context ever created becomes the current one.
-    `unset` names properties, bootstrap-servers, timeout, aws-msk-iam, schema-registry
+    `unset` names properties, bootstrap-servers, timeout, local-data-dir, aws-msk-iam, schema-registry
     (all of it), connect (every Connect cluster) or connect.NAME (one). `connect` sets
     the Connect cluster `connect_name`. `in_keyring` names properties just stored in the
     OS keyring (their values are not kept in the file); a property set in `properties`
@@ -163,6 +164,7 @@ def set_context(
         schema_registry=registry,
         connect=clusters,
         keyring=keyring,
+        local_data_dir=local_data_dir if local_data_dir is not None else (None if "local-data-dir" in unset else old.local_data_dir),
     )
     updated = config.with_context(new)
     if make_current or config.current_context is None:

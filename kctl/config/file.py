@@ -159,7 +159,8 @@ def _parse(data: dict, path: str | os.PathLike) -> ConfigFile:
     for name, raw in raw_contexts.items():
         if not isinstance(raw, dict):
             raise bad(f"context {name!r} must be a table")
-        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam", "schema-registry", "connect", "keyring"}
+        unknown = set(raw) - {"bootstrap-servers", "timeout", "properties", "aws-msk-iam", "schema-registry", "connect", "keyring",
+                              "local-data-dir"}
         if unknown:
             raise bad(f"context {name!r} has unknown key {sorted(unknown)[0]!r}")
         bootstrap = raw.get("bootstrap-servers")
@@ -194,7 +195,11 @@ def _parse(data: dict, path: str | os.PathLike) -> ConfigFile:
         keyring = raw.get("keyring", [])
         if not isinstance(keyring, list) or any(not isinstance(k, str) for k in keyring):
             raise bad(f"context {name!r}: keyring must be a list of property names (those whose values are in the OS keyring)")
+        local = raw.get("local-data-dir")
+        if local is not None and not isinstance(local, str):
+            raise bad(f"context {name!r}: local-data-dir must be a string (the bundled broker's data directory)")
         contexts[name] = Context(
+            local_data_dir=local,
             name=name,
             keyring=tuple(dict.fromkeys(keyring)),
             bootstrap_servers=bootstrap,
@@ -239,6 +244,7 @@ def dumps(config: ConfigFile, existing: str = "") -> str:
         table = contexts[name]
         _set(table, "bootstrap-servers", context.bootstrap_servers, lambda old, new: old == new)
         _set(table, "timeout", context.timeout, lambda old, new: float(old) == new)
+        _set(table, "local-data-dir", context.local_data_dir, lambda old, new: old == new)
         for key, values in (("properties", context.properties), ("aws-msk-iam", context.aws_msk_iam),
                             ("schema-registry", context.schema_registry)):
             _set_strings(table, key, values)

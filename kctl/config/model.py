@@ -20,13 +20,14 @@ CONNECT_KEYS = ("url", "basic-auth", "basic-auth-file", "bearer-token", "bearer-
 class Context(Value):
     """A named cluster connection, as stored in the config file."""
 
-    __slots__ = ("name", "bootstrap_servers", "timeout", "properties", "aws_msk_iam", "schema_registry", "connect", "keyring")
+    __slots__ = ("name", "bootstrap_servers", "timeout", "properties", "aws_msk_iam", "schema_registry", "connect", "keyring",
+                 "local_data_dir")
 
     def __init__(
         self, *,
         name: str, bootstrap_servers: str | None = None, timeout: float | None = None, properties: dict[str, str] | None = None,
         aws_msk_iam: dict[str, str] | None = None, schema_registry: dict[str, str] | None = None, connect: dict[str, dict[str, str]] | None = None,
-        keyring: tuple[str, ...] = (),
+        keyring: tuple[str, ...] = (), local_data_dir: str | None = None,
     ):
         self.name = name
         self.bootstrap_servers = bootstrap_servers
@@ -42,6 +43,9 @@ class Context(Value):
         # Properties whose values are in the OS keyring (kctl.config.os_keyring), not in
         # `properties`.
         self.keyring = keyring
+        # The data directory of the bundled broker `kctl local start` saved this context
+        # for: a cluster unreachable through it is a local broker to start.
+        self.local_data_dir = local_data_dir
 
 
 class ConfigFile(Value):

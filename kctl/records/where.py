@@ -91,7 +91,8 @@ def compile_where(expression: str) -> Callable[[ConsumedRecord], bool]:
         except Exception as exc:  # noqa: BLE001 - the binding raises KeyError, TypeError, ValueError...
             matches.errors += 1  # type: ignore[attr-defined]
             if matches.first_error is None:  # type: ignore[attr-defined]
-                matches.first_error = f"{type(exc).__name__}: {exc}"  # type: ignore[attr-defined]
+                matches.first_error = (f"{cel_error(exc)} ({record.topic()} partition {record.partition()} "  # type: ignore[attr-defined]
+                                       f"offset {record.offset()})")
             return False
         if not isinstance(result, bool):
             raise UsageError(f"unable to evaluate --where {expression!r}: it gives {type(result).__name__}, not true or false")
@@ -100,6 +101,15 @@ def compile_where(expression: str) -> Callable[[ConsumedRecord], bool]:
     matches.errors = 0  # type: ignore[attr-defined]
     matches.first_error = None  # type: ignore[attr-defined]
     return matches
+
+
+def cel_error(exc: Exception) -> str:
+    """What the binding raised, in CEL's words (cel-go's): a missing field or map key is
+    "no such key: NAME", a type the operation does not take "no such overload"."""
+    if isinstance(exc, KeyError):
+        return f"no such key: {exc.args[0] if exc.args else ''}"
+    text = str(exc).split(". ")[0].rstrip(".")
+    return text[:1].lower() + text[1:] if text else type(exc).__name__
 
 
 def _text(data: bytes | None) -> str | None:

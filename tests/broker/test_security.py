@@ -33,7 +33,7 @@ from confluent_kafka.admin import (
 )
 
 from kctl.broker.process import BrokerProcess
-from tests.broker.conftest import request_frame
+from tests.broker.conftest import read_exactly, request_frame
 from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
@@ -327,6 +327,32 @@ def test_a_malformed_sasl_exchange_closes_only_its_connection(secured, name):
     assert _exchange(secured.address["SASL_PLAINTEXT"], MALFORMED[name])
     assert secured.process.process.poll() is None
     assert secured.admin().list_topics(timeout=10).topics is not None  # others are served
+
+
+def _authenticate_answer(address: str, first: bytes) -> int:
+    """The error code of the SaslAuthenticate answer to a SCRAM client-first message."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(_handshake(b"SCRAM-SHA-256") + _authenticate(first))
+        answers = []
+        for _ in range(2):
+            head = read_exactly(sock, 4)
+            assert head is not None, "the broker closed the connection before answering"
+            answer = read_exactly(sock, struct.unpack(">i", head)[0])
+            assert answer is not None
+            answers.append(answer)
+        return struct.unpack(">h", answers[1][4:6])[0]
+
+
+def test_a_scram_token_authentication_names_a_token_not_a_user(secured):
+    """`tokenauth=true` makes the name a delegation token's id, as Kafka reads it: a user's
+    name and password do not authenticate as a token (SASL_AUTHENTICATION_FAILED), and
+    without the extension the same name is a user's."""
+    address = secured.address["SASL_PLAINTEXT"]
+    assert _authenticate_answer(address, b"n,,n=admin,r=abcdefgh,tokenauth=true") == 58
+    assert _authenticate_answer(address, b"n,,n=admin,r=abcdefgh,tokenauth=TRUE") == 58
+    assert _authenticate_answer(address, b"n,,n=admin,r=abcdefgh") == 0
+    assert _authenticate_answer(address, b"n,,n=admin,r=abcdefgh,tokenauth=false") == 0
 
 
 def test_v0_handshake_with_bare_tokens_authenticates(secured):

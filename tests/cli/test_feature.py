@@ -242,7 +242,8 @@ def test_bundled_broker_has_no_features_or_quorum(kctl, cluster):
     quorum = kctl(*b, "cluster", "quorum")
     assert (quorum.exit_code, quorum.stderr) == (
         ExitCode.INVALID,
-        "error: unable to describe the metadata quorum: the cluster does not support the KRaft metadata quorum (DescribeQuorum, Kafka 3.3+ in KRaft mode)\n",
+        "error: unable to describe the metadata quorum: the cluster does not support the KRaft metadata quorum (DescribeQuorum, Kafka 3.3+ "
+        "in KRaft mode; kctl's bundled broker runs no quorum)\n",
     )
     metrics = kctl(*b, "config", "describe", "client-metrics")
     assert (metrics.exit_code, metrics.stderr) == (

@@ -20,7 +20,7 @@ def test_start_status_stop_purge(kctl, tmp_path, monkeypatch, config_home):
         assert bootstrap.startswith("127.0.0.1:") and "local broker running" in started.stderr
         # The user's file is edited, not rewritten: the comments stay.
         assert config.read_text() == (f'# mine\ncurrent-context = "local"\n\n[contexts.prod]  # production\nbootstrap-servers = "p:9092"\n\n'
-                                      f'[contexts.local]\nbootstrap-servers = "{bootstrap}"\n')
+                                      f'[contexts.local]\nbootstrap-servers = "{bootstrap}"\nlocal-data-dir = "{first}"\n')
 
         # The `local` context was saved and became current: no -b needed.
         assert kctl("topic", "create", "demo", "-p", "2").exit_code == 0
@@ -42,6 +42,10 @@ def test_start_status_stop_purge(kctl, tmp_path, monkeypatch, config_home):
         assert stopped.exit_code == ExitCode.UNKNOWN and json.loads(stopped.stdout)["state"] == "stopped"
         assert "no local broker runs" in kctl("local", "stop", "--data-dir", str(first)).stderr
         assert (first / ".kafka_cleanshutdown").exists()
+        # The context's broker is stopped: the hint says how to start it, not which flags to check.
+        down = kctl("topic", "list")
+        assert (down.exit_code, down.stderr.splitlines()[1]) == (
+            ExitCode.UNREACHABLE, f"hint: the bundled broker of context local is not running: kctl local start --data-dir {first} starts it")
 
         # Restarted on the same directory, the topic is still there.
         kctl("local", "start", "--port", "0", "--data-dir", str(first))
@@ -70,6 +74,17 @@ def test_start_failures_are_one_line(kctl, tmp_path):
 
     assert kctl("local", "logs", "--data-dir", str(tmp_path / "none")).exit_code == ExitCode.NOT_FOUND
     assert kctl("local", "start", "--port", "70000").exit_code == ExitCode.USAGE
+
+    # A port another process holds: its own status, and the flag that avoids it.
+    first = kctl("local", "start", "--port", "0", "--data-dir", str(tmp_path / "first"), "--no-context")
+    try:
+        port = first.stdout.strip().rsplit(":", 1)[1]
+        busy = kctl("local", "start", "--port", port, "--data-dir", str(tmp_path / "second"), "--no-context")
+        assert (busy.exit_code, busy.stderr) == (
+            ExitCode.IN_USE, f"error: unable to start the local broker: port {port} of 127.0.0.1 is in use by another process\n"
+                             "hint: --port 0 lets the system pick a free port (or stop what listens there)\n")
+    finally:
+        kctl("local", "stop", "--data-dir", str(tmp_path / "first"))
 
 
 def test_a_secured_local_broker_and_the_context_it_saves(kctl, tmp_path):
@@ -113,6 +128,23 @@ def test_an_oauthbearer_local_broker_and_the_context_it_saves(kctl, tmp_path):
         assert alice.exit_code == ExitCode.NOT_AUTHORIZED, alice.stderr
     finally:
         kctl("local", "stop", "--data-dir", str(data))
+
+
+def test_an_oauthbearer_only_broker_needs_no_passwords(kctl, tmp_path):
+    """OAUTHBEARER takes tokens, not passwords: no --user is needed, and the saved context
+    makes tokens naming the first super user (admin when none is named)."""
+    for super_user, principal in ((("--super-user", "User:ops"), "ops"), ((), "admin")):
+        data = tmp_path / principal
+        started = kctl("local", "start", "--port", "0", "--data-dir", str(data), "--save-context", principal,
+                       "--sasl", "oauthbearer", "--authorizer", *super_user)
+        assert started.exit_code == 0, started.stderr
+        try:
+            assert f"sasl.oauthbearer.config\tprincipal={principal}" in kctl("context", "show", principal).stdout
+            assert kctl("--context", principal, "topic", "create", "tokens").exit_code == 0
+            other = kctl("--context", principal, "-X", "sasl.oauthbearer.config=principal=mallory", "topic", "create", "theirs")
+            assert other.exit_code == ExitCode.NOT_AUTHORIZED, other.stderr
+        finally:
+            kctl("local", "stop", "--data-dir", str(data))
 
 
 def test_bad_security_flags_are_usage_errors(kctl, tmp_path):

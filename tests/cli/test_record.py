@@ -433,7 +433,7 @@ def test_large_records_up_to_the_topic_limit(kctl, cluster, unique_name):
 def test_unreachable_cluster(kctl):
     result = kctl("-b", "127.0.0.1:1", "--timeout", "2", "record", "consume", "t")
     assert result.exit_code == ExitCode.UNREACHABLE
-    assert result.stderr.startswith("error: unable to consume: cluster unreachable at 127.0.0.1:1")
+    assert result.stderr.startswith("error: unable to consume topic t: cluster unreachable at 127.0.0.1:1")
 
 
 def test_read_committed_hides_aborted_records(kctl, cluster, topic):

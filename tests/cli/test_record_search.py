@@ -6,6 +6,7 @@ ConsoleProducer is the oracle)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -51,6 +52,8 @@ def test_where_selects_by_json_fields_headers_keys_and_times(kctl, cluster, uniq
     # Records the expression fails on (no such field, a text value) do not match, and are counted.
     rows, err = consumed(kctl, cluster.bootstrap, topic, "--where", "value.missing > 1")
     assert rows == [] and "--where failed on 62 record(s), which did not match" in err, err
+    # The first failure is said in CEL's words, with the record it failed on.
+    assert re.search(rf"the first: (no such key: missing|no such overload: [a-z ]+) \({topic} partition \d+ offset \d+\)\n", err), err
 
 
 def test_where_that_does_not_parse_is_one_line(kctl, cluster, unique_name):

@@ -93,10 +93,17 @@ class ClusterMetadata(Value):
         return found is not None and bool(found.partitions)
 
     def lacks(self, topic: str) -> bool:
-        """Whether `topic` is not (yet) in the answer: a topic just created reaches each
-        broker a moment later, so it is worth asking again; one refused is not."""
+        """Whether `topic` is not in the answer (unless it was refused: not authorized)."""
         found = self.topics.get(topic)
         return not self.has(topic) and (found is None or found.error != "TOPIC_AUTHORIZATION_FAILED")
+
+    def pending(self, topic: str) -> bool:
+        """Whether `topic` exists without its partitions yet (LEADER_NOT_AVAILABLE: being
+        created), worth asking again; a topic the broker does not know is not (kctl's own
+        `topic create` returns once every broker knows a topic: a missing name is a typo,
+        said at once)."""
+        found = self.topics.get(topic)
+        return found is not None and not found.partitions and found.error == "LEADER_NOT_AVAILABLE"
 
 
 class OffsetAnswer(Value):

@@ -15,6 +15,7 @@ from kctl.admin.client.properties import uses_gssapi, uses_token_program
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
 from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError
+from kctl.polling import poll
 
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:  # the wire client's commands never wait on a future: not imported for them
@@ -25,12 +26,13 @@ if TYPE_CHECKING:  # the wire client's commands never wait on a future: not impo
 
     T = TypeVar("T")
 
-__all__ = ["AdminSession", "build_client", "librdkafka_log", "topic_missing", "unknown_topic", "unknown_topic_in"]
+__all__ = ["AdminSession", "build_client", "librdkafka_log", "topic_missing", "unknown_topic"]
 
-# A KRaft broker learns of a topic a moment after the controller has created it (10-30 ms
-# on loopback between three idle nodes; more on a loaded machine), so a script that creates
-# a topic and at once describes it may ask a broker that does not know it yet. A topic
-# missing from an answer is asked for again for this long before kctl says it does not exist.
+# A topic being created is answered LEADER_NOT_AVAILABLE until its leaders are elected: it
+# is asked for again for this long. A topic the answer does not know is not: a KRaft broker
+# learns of a new topic a moment after the controller created it (10-30 ms on loopback),
+# but kctl's `topic create` returns once every broker knows it (await_every_broker), so
+# an unknown name is said at once, after one answer, as Kafka's tools say it (issue 68).
 NEW_TOPIC_GRACE = 1.0
 # Brokers apply the metadata log independently: once one broker shows a change just made
 # (a topic created or deleted, a leader elected), a short settle lets the others catch up,
@@ -47,11 +49,6 @@ def topic_missing(metadata: Any, name: str) -> bool:
 def unknown_topic(result: Any) -> bool:
     """Whether one item's result (see wait_all) is an UNKNOWN_TOPIC_OR_PARTITION error."""
     return getattr(result, "kafka_error", None) == "UNKNOWN_TOPIC_OR_PARTITION"
-
-
-def unknown_topic_in(results: Mapping[Any, Any]) -> bool:
-    """Whether a batch's per-item results hold an UNKNOWN_TOPIC_OR_PARTITION error."""
-    return any(unknown_topic(r) for r in results.values())
 
 
 class AdminSession:
@@ -224,16 +221,43 @@ class AdminSession:
 
     def metadata(self, action: str, topics: Collection[str] = ()) -> ClusterMetadata:
         """The brokers and the layout of `topics` (every topic when none is named), through
-        the session's client; while a named one is missing, asked again for up to
+        the session's client; while a named one is being created, asked again for up to
         NEW_TOPIC_GRACE. Topic ids are left out where they would cost a request of their
         own (librdkafka)."""
         named = list(dict.fromkeys(topics)) or None
         return self.ask_until_found(lambda: self.kafka.metadata(named, action, topic_ids=False),
-                                    lambda metadata: any(metadata.lacks(t) for t in named or ()))
+                                    lambda metadata: any(metadata.pending(t) for t in named or ()))
 
     def brokers(self, action: str) -> list[int]:
         """The ids of the cluster's live brokers (a Metadata request for no topic)."""
         return sorted(self.kafka.metadata([], action, topic_ids=False).brokers)
+
+    def await_every_broker(self, action: str, topics: Sequence[str], *, exist: bool) -> None:
+        """Return once every live broker answers for `topics` as the controller decided: each
+        names them all with partitions (`exist`), or none of them. A topic created or
+        deleted reaches each broker a moment after the controller commits it, and the next
+        command may ask any broker, which must not say "no such topic" of a topic kctl has
+        just created (kctl looks a name up once: issue 68). Every broker is asked at once
+        through the wire client, again every 50 ms within --timeout; a session only
+        librdkafka serves settles for SETTLE_SECONDS instead."""
+        if not topics:
+            return
+        if not self.wire_available():
+            self.settle()
+            return
+        wire = self.wire
+        fields = {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False}
+
+        def agreed() -> bool:
+            deadline = wire.deadline()
+            answers = wire.fan_out([(node, "Metadata", fields, 4, 9) for node in wire.brokers(deadline)], deadline)
+            for answer in answers:
+                present = {t.name for t in answer.topics if t.partitions and not t.error_code}
+                if present != (set(topics) if exist else set()):
+                    return False
+            return True
+
+        poll(lambda: wire.call(action, agreed), bool, timeout=self.timeout, interval=0.05)
 
     def settle(self, brokers: int | None = None) -> None:
         """Wait SETTLE_SECONDS on a cluster of several brokers (one broker has nothing to
@@ -273,8 +297,9 @@ class AdminSession:
         return ask_every_broker(self.wire, action, api, fields, low, high, loading)
 
     def ask_until_found(self, ask: Callable[[], T], lacks_one: Callable[[T], bool]) -> T:
-        """`ask()`, and again while `lacks_one(answer)` says a topic is missing from it, for
-        up to NEW_TOPIC_GRACE (within --timeout): the last answer."""
+        """`ask()`, and again while `lacks_one(answer)` says something is not there yet (a
+        topic being created, a quota just set), for up to NEW_TOPIC_GRACE (within
+        --timeout): the last answer."""
         answer = ask()
         end = time.monotonic() + min(NEW_TOPIC_GRACE, self.timeout)
         pause = 0.02

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.admin.cluster.features import Quorum, describe_quorum
-from kctl.errors import AlreadyExistsError, InvalidError, NotFoundError, TimeoutError_
+from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, TimeoutError_
 
 NEEDS_DYNAMIC = "controller membership changes (KIP-853, Kafka 3.9+)"
 _CONTROLLERS = 2  # DescribeCluster's endpoint type for controllers (KIP-919)
@@ -41,8 +41,11 @@ class VoterChange:
 
 
 def _dynamic(session: AdminSession, action: str) -> Quorum:
-    """The quorum, or why its controllers cannot change."""
-    quorum = describe_quorum(session)
+    """The quorum, or why its controllers cannot change (said as the change, `action`)."""
+    try:
+        quorum = describe_quorum(session)
+    except KctlError as exc:
+        raise exc.but(action=action) from exc
     if quorum.kraft_version is None:
         raise InvalidError(action=action, cause=f"the cluster does not support {NEEDS_DYNAMIC}")
     if not quorum.dynamic:

@@ -61,9 +61,8 @@ def plan_drain(session: AdminSession, brokers: Sequence[int]) -> DrainPlan:
         if needed <= len(targets):
             break
         if not in_flight or attempt == _SETTLE_ATTEMPTS - 1:
-            raise InvalidError(action=action, cause=f"a partition has {needed} replicas and only {len(targets)} other live broker(s) "
-                                                    "would be left to hold them",
-                               hint="add brokers, or lower the replication factor of those topics first")
+            raise InvalidError(action=action, cause=f"a partition has {needed} replica(s) and only {len(targets)} other live broker(s) "
+                                                    "would be left to hold them", hint=_no_room_hint(needed, len(targets)))
         # A move that has just ended may still show its wider replica set in the brokers'
         # metadata for a moment: look again before refusing.
         time.sleep(_SETTLE_PAUSE_S)
@@ -119,3 +118,12 @@ def unregister(session: AdminSession, broker: int, *, force: bool = False, confi
                          needs="unregistering brokers (UnregisterBroker, Kafka 3.0+ in KRaft mode)")
     if answer.error_code:
         raise for_kafka_code(answer.error_code, answer.error_message, action)
+
+
+def _no_room_hint(needed: int, others: int) -> str:
+    """What makes room for the drained brokers' replicas (`needed` per partition, more than
+    the `others` left): a replication factor can be lowered to what they can hold, never
+    below 1."""
+    if not others:
+        return "no other broker would be left to move the replicas to: add a broker first"
+    return f"add brokers, or lower the replication factor of those topics to {others} first (kctl replication reassign)"

@@ -46,7 +46,7 @@ RELEASES: Mapping[str, Mapping[str, int]] = {
 }
 _METADATA_VERSION = "metadata.version"
 _NEEDS_FEATURES = "feature flags (ApiVersions v3 and UpdateFeatures, Kafka 2.7+)"
-_NEEDS_QUORUM = "the KRaft metadata quorum (DescribeQuorum, Kafka 3.3+ in KRaft mode)"
+_NEEDS_QUORUM = "the KRaft metadata quorum (DescribeQuorum, Kafka 3.3+ in KRaft mode; kctl's bundled broker runs no quorum)"
 
 
 @dataclass(frozen=True)

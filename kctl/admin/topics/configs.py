@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.kafka import CONFIG_SOURCES
-from kctl.admin.client.session import AdminSession, unknown_topic, unknown_topic_in
+from kctl.admin.client.session import AdminSession, unknown_topic
 from kctl.config.secrets import MASK
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial, UsageError
 from kctl.values import Value
@@ -130,12 +130,11 @@ def describe_configs(
 def _describe_kafka(session: AdminSession, entity_type: str, names: Sequence[str]) -> tuple[list[ResourceConfig], dict[str, KctlError]]:
     """Topics' and brokers' configs through the session's Kafka operations (kctl's wire
     client unless a setting needs librdkafka: one DescribeConfigs for the topics, one to
-    each broker asked), asked again while a topic just created is unknown."""
+    each broker asked); an unknown topic is said after one answer."""
     from kctl.admin.client.kafka import BROKER, TOPIC
 
     kind = TOPIC if entity_type == "topic" else BROKER
-    answer = session.ask_until_found(lambda: session.kafka.describe_configs([(kind, n) for n in names], f"describe {entity_type} configs"),
-                                     lambda asked: unknown_topic_in(asked.errors))
+    answer = session.kafka.describe_configs([(kind, n) for n in names], f"describe {entity_type} configs")
     found, errors = [], {}
     for name in names:
         if (kind, name) in answer.errors:
@@ -272,9 +271,7 @@ def _alter_confluent(session, entity_type, names, changes, validate_only):
         futures = session.client.incremental_alter_configs(resources, validate_only=validate_only, request_timeout=session.timeout)
         return session.wait_all({resource.name: future for resource, future in futures.items()}, f"alter {entity_type} configs")
 
-    # Altering configs is idempotent (set, delete, and append or subtract of a list's
-    # members), so asking again after UNKNOWN_TOPIC_OR_PARTITION changes nothing twice.
-    results = session.ask_until_found(ask, unknown_topic_in)
+    results = ask()
     for name, result in results.items():
         if entity_type == "topic" and unknown_topic(result):
             results[name] = no_such_topic(f"alter configs of topic {name}", name)

@@ -120,15 +120,16 @@ def _layout(session: AdminSession, names: Sequence[str], every_topic: bool, acti
             leaders: dict[tuple[str, int], int] | None = None) -> dict[str, list[int] | KctlError]:
     """{topic: its partitions, or why it cannot be read} from one Metadata request (every
     topic with `every_topic`; asked again for up to NEW_TOPIC_GRACE while a named one is
-    unknown). A named topic the answer lacks or refuses gets the error for the answer's
+    being created). A named topic the answer lacks or refuses gets the error for the answer's
     own code: not authorized, or no such topic."""
     wanted = list(dict.fromkeys(names))
-    asked = action.removesuffix(" of")
+    # What a failure of the whole request (an unreachable cluster) says was being done.
+    asked = f"{action} topic{'s' if len(wanted) > 1 else ''} {', '.join(wanted)}" if wanted else action.removesuffix(" of")
 
     def ask() -> ClusterMetadata:
         return session.kafka.metadata(None if every_topic else wanted, asked, topic_ids=False)
 
-    metadata = session.ask_until_found(ask, lambda answer: any(answer.lacks(name) for name in wanted))
+    metadata = session.ask_until_found(ask, lambda answer: any(answer.pending(name) for name in wanted))
     topics = dict(metadata.topics)
     missing = [name for name in wanted if name not in topics]
     if missing:  # a topic the user may not describe is left out of a full listing: ask for it by name

@@ -295,7 +295,7 @@ def describe_topics(
     from kctl.admin.topics.offsets import log_offsets
 
     metadata = session.ask_until_found(lambda: session.kafka.metadata(unique, _describe_action(unique)),
-                                       lambda metadata: any(metadata.topics[n].error == "UNKNOWN_TOPIC_OR_PARTITION" for n in unique))
+                                       lambda metadata: any(metadata.pending(n) for n in unique))
     errors: dict[str, KctlError] = {}
     for name in unique:
         error = _layout_error(metadata.topics[name])
@@ -407,8 +407,8 @@ def create_topics(
 
 
 def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, TopicDescription]:
-    """Descriptions of newly created topics, once their metadata has reached the broker
-    we ask (it propagates asynchronously); whatever is visible when the timeout ends.
+    """Descriptions of newly created topics, once their metadata has reached every broker
+    (it propagates asynchronously); whatever is visible when the timeout ends.
 
     Waiting means the command returns when the topic is usable, and the result shows
     what the brokers made of defaults (partitions, replication factor).
@@ -421,24 +421,20 @@ def _await_visible(session: AdminSession, names: Sequence[str]) -> dict[str, Top
         return found
 
     poll(ask, lambda visible: len(visible) == len(names), timeout=session.timeout, interval=0.05)
-    # Each Metadata request goes to a random broker: the others catch up with the one
-    # that answered (settle).
-    if found:
-        session.settle()
+    # The next command may ask any broker: return once every one knows them.
+    session.await_every_broker("create topics", list(found), exist=True)
     return found
 
 
 def _await_gone(session: AdminSession, names: Sequence[str]) -> None:
-    """Return once deleted topics are gone from the metadata of the broker we ask, as
+    """Return once deleted topics are gone from the metadata of every broker, as
     _await_visible waits for new ones: Kafka acknowledges a deletion when the controller
     has committed it, and each broker applies that a moment later, so a listing right
     after `topic delete` or `apply --prune` could still show the topic (a CI run saw it
     on three nodes). Whatever is still listed when the timeout ends is left to Kafka."""
     if not names:
         return
-    poll(lambda: [n for n, d in _describe(session, names).items() if not isinstance(d, KctlError)], lambda left: not left,
-         timeout=session.timeout, interval=0.05)
-    session.settle()
+    session.await_every_broker("delete topics", names, exist=False)
 
 
 def match_topics(session: AdminSession, names: Sequence[str], regex: re.Pattern[str] | None) -> tuple[list[str], list[str]]:

@@ -59,9 +59,10 @@ def parse_principal(text: str) -> str:
     return text
 
 
-def check(listeners: list[Listener], sasl: bool, users: dict[str, str], tls_cert, tls_key) -> None:
-    """The combinations Kafka would refuse to start with, said before anything starts."""
-    if any(listener.sasl for listener in listeners) and not users:
+def check(listeners: list[Listener], mechanisms: tuple[str, ...], users: dict[str, str], tls_cert, tls_key) -> None:
+    """The combinations Kafka would refuse to start with, said before anything starts. A
+    SASL listener with a password mechanism needs users; OAUTHBEARER alone takes tokens."""
+    if any(listener.sasl for listener in listeners) and not users and set(mechanisms) - {"OAUTHBEARER"}:
         raise ValueError("a SASL listener needs at least one --user NAME:PASSWORD (or --users-file)")
     if (tls_cert is None) != (tls_key is None):
         raise ValueError("--tls-cert and --tls-key go together")

@@ -90,7 +90,7 @@ def _unescape_name(name: str) -> str:
 _SASLNAME = r"(?:[\x01-\x2B\x2D-\x3C\x3E-\x7F]|=2C|=3D)+"
 _CLIENT_FIRST = re.compile(
     rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,(?P<bare>(?:m=[^,]*,)?n=(?P<saslname>{_SASLNAME}),"
-    r"r=(?P<nonce>[\x21-\x2B\x2D-\x7E]+)(?:,[A-Za-z]+=[\x01-\x2B\x2D-\x7F]+)*)", re.DOTALL)
+    r"r=(?P<nonce>[\x21-\x2B\x2D-\x7E]+)(?P<extensions>(?:,[A-Za-z]+=[\x01-\x2B\x2D-\x7F]+)*))", re.DOTALL)
 
 
 def _attributes(message: str) -> dict[str, str]:
@@ -140,6 +140,11 @@ class ScramServer:
             # the one refusal Kafka words itself (a SaslAuthenticationException)
             raise ScramError("Authentication failed: Client requested an authorization id "
                              "that is different from username")
+        extensions = dict(part.split("=", 1) for part in match["extensions"].split(",")[1:])
+        if extensions.get("tokenauth", "").lower() == "true":
+            # The name is a delegation token's id (KIP-48), not a user's: this broker issues
+            # no tokens, so none is valid; Kafka words an unknown one as bad credentials.
+            raise ScramError(self._invalid())
         self._credential = self._lookup(self._user, self.mechanism)
         if self._credential is None:
             raise ScramError(self._invalid())
