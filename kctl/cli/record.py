@@ -592,7 +592,7 @@ def delete(app: App, selectors, before, dry_run, yes):
         if not before.isdigit():
             raise UsageError(f"unable to parse --before {before!r}: expected an offset, @TIME or end")
         before_offset = int(before)
-    pairs = resolve_partitions(app.session, [parse_selector(s) for s in selectors])
+    pairs = resolve_partitions(app.session, [parse_selector(s) for s in selectors], action="delete records of")
     plans = plan_delete_records(app.session, pairs, before_offset=before_offset, before_ms=before_ms, to_end=to_end)
     total = sum(p.records_deleted for p in plans)
     if dry_run or total == 0:

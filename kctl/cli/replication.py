@@ -247,7 +247,7 @@ def elect_leaders(app: App, selectors, kind, all_, yes):
         raise click.UsageError("choose --preferred or --unclean")
     if bool(selectors) == all_:
         raise click.UsageError("name partitions (TOPIC[:PARTITIONS]) or give --all")
-    pairs = None if all_ else resolve_partitions(app.session, [parse_selector(s) for s in selectors])
+    pairs = None if all_ else resolve_partitions(app.session, [parse_selector(s) for s in selectors], action="elect leaders of")
     if kind == "unclean":
         app.confirm("Unclean elections may lose acknowledged records. Go on?", yes=yes, action="elect leaders")
     rows, errors = elect(app.session, pairs, unclean=kind == "unclean")

@@ -56,3 +56,44 @@ def test_misspelt_context_gets_the_closest_name(kctl):
     assert (used.exit_code, used.stderr) == (
         ExitCode.NOT_FOUND, "error: unable to find context 'Production': no such context\n"
         "hint: did you mean production? (kctl context list shows the contexts)\n")
+
+
+@pytest.mark.parametrize("command", [("topic", "describe", "{typo}"), ("record", "consume", "{typo}"), ("record", "copy", "{typo}", "{topic}"),
+                                     ("record", "redrive", "{typo}"), ("offset", "get", "{typo}"), ("config", "describe", "topic", "{typo}")])
+def test_an_unknown_topic_is_said_after_one_metadata_answer(cluster, unique_name, command, tmp_path):
+    """No asking again for a name the cluster does not know (kctl's `topic create` returns
+    once every broker knows a new topic): one request looks it up, one Metadata request
+    lists the topics for the hint, and the command ends (kctl's own requests, which
+    --debug logs one by one; no librdkafka client is built on this path)."""
+    import os
+    import subprocess
+    import sys
+
+    topic = unique_name("ffast")
+    typo = topic.replace("ffast", "fafst")
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    created = subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic], env=env,
+                             capture_output=True, text=True)
+    assert created.returncode == 0, created.stderr
+    argv = [part.format(typo=typo, topic=topic) for part in command]
+    run = subprocess.run([sys.executable, "-m", "kctl", "--debug", "-b", cluster.bootstrap, *argv], env=env, capture_output=True,
+                         text=True, timeout=60)
+    lines = run.stderr.splitlines()
+    assert run.returncode == ExitCode.NOT_FOUND, run.stderr
+    assert lines[-1] == f"hint: did you mean {topic}?" or lines[-1].startswith(f"hint: did you mean {topic}? ("), lines[-2:]
+    sent = [line.split("send ")[1].split()[0] for line in lines if "kctl.wire: send " in line]
+    asked = [api for api in sent if api != "ApiVersions"]
+    # The lookup (Metadata; DescribeConfigs for configs), then the listing for the hint.
+    assert len(asked) == 2 and asked[0] in ("Metadata", "DescribeConfigs") and asked[1] == "Metadata", sent
+    assert not any("rdkafka" in line for line in lines), run.stderr
+
+
+def test_a_misspelt_command_gets_the_closest_names_and_a_missing_value_its_commands_help(kctl):
+    assert (kctl("topc", "list").exit_code, kctl("topc", "list").stderr) == (
+        ExitCode.USAGE, "error: no such command 'topc'. (Did you mean one of: 'top', 'topic'?)\nhint: see 'kctl --help'\n")
+    assert kctl("tpoic", "list").stderr == "error: no such command 'tpoic'. Did you mean 'topic'?\nhint: see 'kctl --help'\n"
+    assert kctl("record", "cnsume", "t").stderr == (
+        "error: no such command 'cnsume'. Did you mean 'consume'?\nhint: see 'kctl record --help'\n")
+    missing = kctl("record", "consume", "t", "--key")
+    assert (missing.exit_code, missing.stderr) == (
+        ExitCode.USAGE, "error: option '--key' requires an argument.\nhint: see 'kctl record consume --help'\n")
