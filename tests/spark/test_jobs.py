@@ -513,21 +513,25 @@ def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, confi
 
 
 def test_audit_counts_what_an_at_least_once_copy_wrote_twice(spark, kctl, cluster, make_topic, tmp_path):
-    """`record copy` without a group, run twice, writes every record twice; each copy
-    carries its source position (the kctl-copy-source header), so `spark audit` counts
-    them as duplicates, while records that are alike in the source are not."""
+    """`record copy` without a group, run twice, writes every record twice. `spark audit`
+    finds them: by content in an exact copy (the source's own alike records counted
+    too), and by source position when the copy carried --source-header (the
+    kctl-copy-source header), which tells records alike in the source apart."""
     b = cluster.bootstrap
-    source, target = make_topic("cp-src", 2), make_topic("cp-dst", 2)
-    # Two records alike in everything but their offset: not duplicates once copied.
+    source, exact, marked = make_topic("cp-src", 2), make_topic("cp-exact", 2), make_topic("cp-marked", 2)
+    # Two records alike in everything but their offset, in each partition.
     rows = [{"partition": i % 2, "key": b"same", "value": b"same", "headers": None, "timestamp": BASE_MS} for i in range(4)]
     rows += [{"partition": i % 2, "key": f"k{i}".encode(), "value": f"v{i}".encode(), "headers": None, "timestamp": BASE_MS + i}
              for i in range(20)]
     produce(b, source, rows)
-    for _ in range(2):
-        run = kctl("-b", b, "record", "copy", source, target)
-        assert run.exit_code == 0, run.stderr
+    for target, flags in ((exact, ()), (marked, ("--source-header",))):
+        for _ in range(2):
+            run = kctl("-b", b, "record", "copy", source, target, *flags)
+            assert run.exit_code == 0, run.stderr
+            assert f"kctl spark audit {target} finds them" in run.stderr, run.stderr
     once = kctl("-b", b, "spark", "audit", "-t", source, "-o", "json")
     assert json.loads(once.stdout)["duplicates"] == 2  # the source's alike records
-    twice = kctl("-b", b, "spark", "audit", "-t", target, "-o", "json")
-    assert twice.exit_code == ExitCode.CRITICAL, twice.stderr
-    assert json.loads(twice.stdout)["duplicates"] == 24
+    for target, duplicates in ((exact, 26), (marked, 24)):
+        twice = kctl("-b", b, "spark", "audit", "-t", target, "-o", "json")
+        assert twice.exit_code == ExitCode.CRITICAL, twice.stderr
+        assert json.loads(twice.stdout)["duplicates"] == duplicates, target
