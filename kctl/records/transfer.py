@@ -13,6 +13,9 @@ How the positions are committed decides what a failure costs:
 - at-least-once (another cluster, or no transactions): the producer is flushed before the
   offsets of what it wrote are committed, so a failure can write some records twice,
   never lose one.
+
+Every wait on the cluster (a delivery, a flush, a transaction's steps) lasts --timeout at
+most (the writer session's timeout).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class Transfer:
         if dry_run:
             return
         config: dict[str, Any] = {"linger.ms": 5, "partitioner": PARTITIONERS[partitioner],
-                                  "message.timeout.ms": int(max(30, writer.timeout) * 1000)}
+                                  "message.timeout.ms": int(writer.timeout * 1000)}
         config.update(writer.client_config())
         config.update({"acks": "all", "enable.idempotence": "true", "on_delivery": self._delivered})
         if self.exactly_once:
@@ -136,10 +139,10 @@ class Transfer:
             if offsets:
                 metadata = reading.consumer.consumer_group_metadata()
                 self._call(lambda: producer.send_offsets_to_transaction(offsets, metadata, self.writer.timeout))
-            self._call(lambda: producer.commit_transaction(max(30, self.writer.timeout)))
+            self._call(lambda: producer.commit_transaction(self.writer.timeout))
             self.in_transaction = False
             return
-        remaining = producer.flush(max(30, self.writer.timeout))
+        remaining = producer.flush(self.writer.timeout)
         if self.failure is not None or remaining:
             failure = self.failure or KctlError(action=self.action, cause=f"{remaining} record(s) not acknowledged")
             hint = "what was acknowledged before is committed; a rerun with the same {group} goes on from there" if group else None
@@ -151,7 +154,7 @@ class Transfer:
         """A failure: an open transaction is aborted (nothing of it is read committed)."""
         if self.exactly_once and self.in_transaction:
             try:
-                self.producer.abort_transaction(10)
+                self.producer.abort_transaction(self.writer.timeout)
             except Exception:  # noqa: BLE001 - the failure being raised says what went wrong
                 pass
             self.in_transaction = False
