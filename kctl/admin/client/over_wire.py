@@ -59,10 +59,32 @@ class WireKafka:
         self.timeout = timeout
 
     def metadata(self, topics: Sequence[str] | None, action: str, *, topic_ids: bool = True) -> ClusterMetadata:
+        """One Metadata request; a named topic its broker does not know is asked of every
+        other broker at once (one more request each), never again: a broker learns of a
+        topic a moment after the controller created it, so one broker's answer is not the
+        cluster's, and a name no broker knows is said at once (issue 68)."""
         wire = self.wire
-        answer = wire.call(action, lambda: wire.metadata(None if topics is None else list(dict.fromkeys(topics)), wire.deadline(),
-                                                         topic_ids=topic_ids))
-        return metadata_of(answer, topics)
+        named = None if topics is None else list(dict.fromkeys(topics))
+        answer = wire.call(action, lambda: wire.metadata(named, wire.deadline(), topic_ids=topic_ids))
+        found = metadata_of(answer, topics)
+        unknown = [t for t in named or () if found.topics[t].error == "UNKNOWN_TOPIC_OR_PARTITION"]
+        if unknown and len(answer.brokers) > 1:
+            found = self._known_elsewhere(found, unknown, [b.node_id for b in answer.brokers], action, topic_ids)
+        return found
+
+    def _known_elsewhere(self, found: ClusterMetadata, unknown: list[str], brokers: list[int], action: str,
+                         topic_ids: bool) -> ClusterMetadata:
+        """`found` with each of the `unknown` topics as the first broker that knows it says."""
+        wire = self.wire
+        fields = {"topics": [{"name": t} for t in unknown], "allow_auto_topic_creation": False}
+        high = 12 if topic_ids else 9
+        answers = wire.call(action, lambda: wire.fan_out([(node, "Metadata", fields, 4, high) for node in brokers], wire.deadline()))
+        topics = dict(found.topics)
+        for other in answers:
+            for name, layout in metadata_of(other, None).topics.items():
+                if name in unknown and topics[name].error == "UNKNOWN_TOPIC_OR_PARTITION" and layout.error != "UNKNOWN_TOPIC_OR_PARTITION":
+                    topics[name] = layout
+        return ClusterMetadata(found.cluster_id, found.controller_id, found.brokers, topics)
 
     def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
                      leaders: Mapping[TopicPartition, int] | None = None,

@@ -29,10 +29,11 @@ if TYPE_CHECKING:  # the wire client's commands never wait on a future: not impo
 __all__ = ["AdminSession", "build_client", "librdkafka_log", "topic_missing", "unknown_topic"]
 
 # A topic being created is answered LEADER_NOT_AVAILABLE until its leaders are elected: it
-# is asked for again for this long. A topic the answer does not know is not: a KRaft broker
-# learns of a new topic a moment after the controller created it (10-30 ms on loopback),
-# but kctl's `topic create` returns once every broker knows it (await_every_broker), so
-# an unknown name is said at once, after one answer, as Kafka's tools say it (issue 68).
+# is asked for again for this long. A topic the answer does not know is not asked for
+# again: a KRaft broker learns of a new topic a moment after the controller created it
+# (10-30 ms on loopback), so the other brokers are asked at once (over_wire), and kctl's
+# `topic create` returns once every broker knows it (await_every_broker); a name no broker
+# knows is said at once, as Kafka's tools say it (issue 68).
 NEW_TOPIC_GRACE = 1.0
 # Brokers apply the metadata log independently: once one broker shows a change just made
 # (a topic created or deleted, a leader elected), a short settle lets the others catch up,
