@@ -102,12 +102,15 @@ else:
 
 
 class KctlError(Exception):
-    """An error for the user, built whole where it happens: what was being done (`action`)
-    and what went wrong (`cause`), which make the one-line message `unable to <action>:
-    <cause>`; Kafka's error name when the cluster answered with one; the resource it is
-    about; an optional hint; the exit status. Callers judge an error by these fields,
-    never by its text, and reword one by building another (`but`), never by cutting its
-    message."""
+    """An error for the user, built from its fields where it happens: what was being done
+    (`action`) and what went wrong (`cause`), which make the one-line message `unable to
+    <action>: <cause>`; Kafka's error name when the cluster answered with one; the
+    resource it is about; an optional hint; the exit status. An error raised below the
+    code that knows the action (a connection's authentication) has a cause only, and the
+    caller names the action with `but(action=...)`. Callers judge an error by these
+    fields, never by its text, and reword one by building another (`but`), never by
+    cutting its message. Only a UsageError may be a ready-made line (`message`): a
+    command line wrong in itself has no action to name."""
 
     exit_code: ExitCode = ExitCode.ERROR
     # Kafka's error name (NOT_LEADER_OR_FOLLOWER...) when the cluster answered with one:
@@ -118,17 +121,11 @@ class KctlError(Exception):
     # The code a service with codes of its own answered with (the Schema Registry's 40401).
     service_code: int | None = None
 
-    def __init__(self, message: str | None = None, *, action: str | None = None, cause: str | None = None,
-                 hint: str | None = None, exit_code: ExitCode | None = None, kafka_error: str | None = None,
-                 resource: Resource | None = None, service_code: int | None = None):
-        if message is None:
-            if action is None or cause is None:
-                raise TypeError("KctlError needs a message, or an action and a cause")
-            message = f"unable to {action}: {cause}"
-        super().__init__(message)
-        self.message = message
+    def __init__(self, *, action: str | None = None, cause: str, hint: str | None = None, exit_code: ExitCode | None = None,
+                 kafka_error: str | None = None, resource: Resource | None = None, service_code: int | None = None):
         self.action = action
-        self._cause = cause
+        self.cause = cause
+        super().__init__(self.message)
         self.hint = hint
         if exit_code is not None:
             self.exit_code = exit_code
@@ -140,34 +137,33 @@ class KctlError(Exception):
             self.service_code = service_code
 
     @property
-    def cause(self) -> str:
-        """What went wrong, without the action: the message after `unable to <action>: `
-        (for an error built from a message alone, after its first `: `)."""
-        if self._cause is not None:
-            return self._cause
-        if self.message.startswith("unable to ") and ": " in self.message:
-            return self.message.split(": ", 1)[1]
+    def message(self) -> str:
+        """The line kctl prints after `error: `."""
+        return f"unable to {self.action}: {self.cause}" if self.action is not None else self.cause
+
+    def __str__(self) -> str:
         return self.message
 
     def but(self, *, action: str | None = None, cause: str | None = None, hint: str | None = None,
             resource: Resource | None = None, kind: "type[KctlError] | None" = None) -> "KctlError":
         """This error (its class, Kafka error, resource and exit status) with a new action,
         cause, hint or resource, or as another class: how a caller that knows more says it."""
-        new_action = action if action is not None else self.action
-        new_cause = cause if cause is not None else self.cause
-        if new_action is None:
-            message = self.message if cause is None else new_cause
-        else:
-            message = f"unable to {new_action}: {new_cause}"
         cls = kind or type(self)
-        exit_code = self.exit_code if kind is None else None
-        return cls(message, action=new_action, cause=new_cause, hint=hint if hint is not None else self.hint,
-                   exit_code=exit_code, kafka_error=self.kafka_error, resource=resource or self.resource,
-                   service_code=self.service_code)
+        return cls(action=action if action is not None else self.action, cause=cause if cause is not None else self.cause,
+                   hint=hint if hint is not None else self.hint, exit_code=self.exit_code if kind is None else None,
+                   kafka_error=self.kafka_error, resource=resource or self.resource, service_code=self.service_code)
 
 
 class UsageError(KctlError):
+    """A command line kctl cannot run: an action and its cause, or (a line wrong in
+    itself, such as two flags that exclude each other) a ready-made `message`."""
+
     exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str | None = None, *, action: str | None = None, cause: str | None = None, **fields: "Any"):
+        if (message is None) == (cause is None):
+            raise TypeError("UsageError takes a message, or a cause (and an action)")
+        super().__init__(action=action, cause=message if message is not None else cause or "", **fields)
 
 
 class NotFoundError(KctlError):

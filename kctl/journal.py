@@ -29,14 +29,14 @@ def read(directory: Path, journal_id: str, what: str = "reset") -> dict:
     """The entry `journal_id`, or the newest with "last"."""
     entries = list(directory.glob("*.json")) if directory.exists() else []
     if not entries:
-        raise NotFoundError(f"unable to undo: no {what} journal in {directory}")
+        raise NotFoundError(action="undo", cause=f"no {what} journal in {directory}")
     # The newest by when it was written: ids name the second, and two changes in one
     # second (a script's) would otherwise be ordered by their random suffixes.
     newest = max(entries, key=lambda entry: (entry.stat().st_mtime_ns, entry.name))
     chosen = newest if journal_id == "last" else directory / f"{journal_id}.json"
     if not chosen.exists():
-        raise NotFoundError(f"unable to undo: no {what} {journal_id!r} in {directory}")
+        raise NotFoundError(action="undo", cause=f"no {what} {journal_id!r} in {directory}")
     try:
         return json.loads(chosen.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise InvalidError(f"unable to undo: journal {chosen} is unreadable: {exc}") from exc
+        raise InvalidError(action="undo", cause=f"journal {chosen} is unreadable: {exc}") from exc

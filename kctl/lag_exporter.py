@@ -149,6 +149,6 @@ def serve(sampler: LagSampler, address: tuple[str, int]) -> ThreadingHTTPServer:
     try:
         server = ThreadingHTTPServer(address, Handler)
     except OSError as exc:
-        raise KctlError(f"unable to serve on {address[0]}:{address[1]}: {exc.strerror or exc}") from exc
+        raise KctlError(action=f"serve on {address[0]}:{address[1]}", cause=f"{exc.strerror or exc}") from exc
     server.daemon_threads = True
     return server

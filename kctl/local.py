@@ -158,7 +158,7 @@ def start(data_dir: Path, options: BrokerOptions, timeout: float) -> LocalStatus
 
         if exc.status == ADDRESS_IN_USE:
             raise _port_in_use(options.host, options.port) from None
-        raise LocalBrokerError(f"unable to start the local broker: {exc}",
+        raise LocalBrokerError(action="start the local broker", cause=str(exc),
                                hint=f"see {process.log_path}") from None
     return status(data_dir)
 
@@ -181,7 +181,7 @@ def serve_foreground(config: Any, ready: Callable[[str], None]) -> None:
     except AddressInUse:
         raise _port_in_use(config.host, config.port) from None
     except StorageError as exc:
-        raise LocalBrokerError(f"unable to start the local broker: {exc}") from None
+        raise LocalBrokerError(action="start the local broker", cause=str(exc)) from None
 
 
 # The client properties client_properties sets: a restart without security drops them again.
@@ -235,7 +235,7 @@ def _listening(data_dir: Path, current: LocalStatus, timeout: float) -> LocalSta
     if current.state == "running" and current.bootstrap is None:
         current = poll(lambda: status(data_dir), lambda now: now.state != "running" or now.bootstrap is not None, timeout=timeout, interval=0.02)
     if current.state != "running" or current.bootstrap is None:
-        raise LocalBrokerError(f"unable to start the local broker: the one starting on {data_dir} "
+        raise LocalBrokerError(action="start the local broker", cause=f"the one starting on {data_dir} "
                                f"(pid {current.pid}) did not listen within {timeout:g}s",
                                hint=f"see {current.log_file}")
     return current
@@ -253,7 +253,7 @@ def stop(data_dir: Path, timeout: float) -> LocalStatus | None:
     if not pid or not _is_broker(pid):
         if holder(data_dir) is None:  # it exited meanwhile
             return current
-        raise LocalBrokerError(f"unable to stop the local broker: the lock on {data_dir} is held by "
+        raise LocalBrokerError(action="stop the local broker", cause=f"the lock on {data_dir} is held by "
                                f"{f'pid {pid}' if pid else 'a process that did not write its pid'}, "
                                "which is not a kctl broker", hint="nothing was signalled")
     from kctl.polling import poll
@@ -261,7 +261,7 @@ def stop(data_dir: Path, timeout: float) -> LocalStatus | None:
     os.kill(pid, signal.SIGTERM)
     if poll(lambda: holder(data_dir), lambda pid_holding: pid_holding is None, timeout=timeout, interval=0.02) is None:
         return current
-    raise LocalBrokerError(f"unable to stop the local broker: pid {pid} still runs "
+    raise LocalBrokerError(action="stop the local broker", cause=f"pid {pid} still runs "
                            f"after {timeout:g}s", hint=f"kill -9 {pid} forces it (the next start recovers the logs)")
 
 
@@ -285,7 +285,7 @@ def purge(data_dir: Path, timeout: float) -> bool:
         from kctl.broker.storage.manager import PROCESS_FILES
 
         if any(p.name not in PROCESS_FILES for p in data_dir.iterdir()):
-            raise LocalBrokerError(f"unable to purge {data_dir}: it is not a kctl broker data directory",
+            raise LocalBrokerError(action=f"purge {data_dir}", cause="it is not a kctl broker data directory",
                                    exit_code=ExitCode.INVALID)
     stop(data_dir, timeout)
     shutil.rmtree(data_dir)
@@ -303,7 +303,7 @@ def log_lines(data_dir: Path, count: int) -> list[str]:
             handle.seek(max(0, size - max(count, 1) * 400))
             lines = handle.read().decode("utf-8", "replace").splitlines()
     except FileNotFoundError:
-        raise NotFoundError(f"unable to read the local broker log: {path} does not exist",
+        raise NotFoundError(action="read the local broker log", cause=f"{path} does not exist",
                             hint="kctl local start creates it") from None
     return lines[-count:] if count > 0 else []
 

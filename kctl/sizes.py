@@ -14,7 +14,7 @@ def parse_bytes(text: str, what: str = "size") -> int:
     """Bytes in '1048576', '50MB', '10MiB', '1.5G' (a trailing '/s' is allowed for rates)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)(?:/s)?\s*", text)
     if not match or match.group(2).lower() not in _UNITS:
-        raise UsageError(f"unable to parse {what} {text!r}: expected bytes such as 1048576, 50MB or 10MiB")
+        raise UsageError(action=f"parse {what} {text!r}", cause="expected bytes such as 1048576, 50MB or 10MiB")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 

@@ -34,7 +34,7 @@ def parse_duration(text: str) -> float:
     if iso and value.upper() not in ("P", "PT") and any(iso.groups()):
         days, hours, minutes, seconds = (float(g) if g else 0.0 for g in iso.groups())
         return days * 86400 + hours * 3600 + minutes * 60 + seconds
-    raise UsageError(f"unable to parse duration {text!r}: expected e.g. 30s, 15m, 2h, 1d, PT1H")
+    raise UsageError(action=f"parse duration {text!r}", cause="expected e.g. 30s, 15m, 2h, 1d, PT1H")
 
 
 def parse_instant(text: str, *, now: Callable[[], float] = time.time) -> int:
@@ -53,7 +53,7 @@ def parse_instant(text: str, *, now: Callable[[], float] = time.time) -> int:
         parsed = dt.datetime.fromisoformat(candidate)
     except ValueError:
         raise UsageError(
-            f"unable to parse time {text!r}: expected ISO-8601 (2026-11-22T10:00:00Z), epoch milliseconds, now, or -1h"
+            action=f"parse time {text!r}", cause="expected ISO-8601 (2026-11-22T10:00:00Z), epoch milliseconds, now, or -1h"
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.UTC)  # Kafka's tools append Z

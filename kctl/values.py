@@ -7,9 +7,12 @@ dis and tokenize) and defining each frozen dataclass ~0.35 ms more (its methods 
 compiled from source as the class is made): 8-11 ms of a `group lag`, measured. A
 NamedTuple would be cheap to define, but is a tuple: json would write it as an array and
 it would equal any tuple of its values. These classes write their `__init__` out, and get
-from Value what a frozen dataclass has: equality and hashing by field, a repr, keyword
-construction (each __init__ takes keywords only, as the dataclasses did), `replace` and
-the field order that makes their JSON keys (kctl.output.render).
+from Value what a frozen dataclass has: equality and hashing by field, a repr, `replace`
+and the field order that makes their JSON keys (kctl.output.render). Their __init__
+takes keywords only, as the dataclasses' did, but for the types built by the thousand in
+the loops that read an answer (kctl.admin.client.kafka's layouts and offsets,
+kctl.messages.records' batches and records: POSITIONAL), whose fields go by position
+(tests/test_architecture.py checks both).
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ if TYPE_CHECKING:  # a TypeVar bound by name compiles that name: ~0.7 ms at impo
     from typing import TypeVar
 
     V = TypeVar("V", bound="Value")
+
+
+# The modules whose Values take their fields by position (see the module docstring).
+POSITIONAL = ("kctl.admin.client.kafka", "kctl.messages.records")
 
 
 class Value:

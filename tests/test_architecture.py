@@ -298,3 +298,52 @@ def test_the_page_checks_find_what_is_gone():
     tree = {"offset": {"get", "delete"}, "mirror": {"failover", "failback"}, "top": set()}
     assert missing_commands(["offset list", "kctl offset get -o json", "mirror failover|failback", "top", "kafka-acls --list"], tree) == [
         "offset list"]
+
+
+# -- one place chooses the client (issue 69) --------------------------------------------------
+
+CLIENT_CHOICE = ("wire_available", "kafka.name", "AdminClient(", "over_wire", "over_librdkafka")
+
+
+def choices_outside_the_client_package() -> list[str]:
+    """Where code outside kctl.admin.client asks which client serves the session, or
+    builds a client of its own: `wire_available()`, `kafka.name`, an adapter module
+    (`over_*`), librdkafka's `AdminClient(`."""
+    found = []
+    for name, path in modules().items():
+        if name.startswith(("kctl.admin.client", "kctl.broker")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "wire_available":
+                found.append(f"{name}:{node.lineno}: wire_available")
+            elif isinstance(node, ast.Attribute) and node.attr == "name" and isinstance(node.value, ast.Attribute) and node.value.attr == "kafka":
+                found.append(f"{name}:{node.lineno}: kafka.name")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "AdminClient":
+                found.append(f"{name}:{node.lineno}: AdminClient(")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("kctl.admin.client.over_",)):
+                found.append(f"{name}:{node.lineno}: import of {node.module}")
+    return found
+
+
+def test_only_the_client_package_chooses_the_client():
+    assert choices_outside_the_client_package() == []
+
+
+# -- Values take keywords (kctl.values) --------------------------------------------------------
+
+
+def test_values_take_keywords_but_where_their_docstring_says():
+    """kctl.values' docstring: every Value's __init__ takes keywords only, but in the
+    POSITIONAL modules, whose types are built by the thousand per answer."""
+    from kctl.values import POSITIONAL
+
+    wrong = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef) or not any(isinstance(b, ast.Name) and b.id == "Value" for b in node.bases):
+                continue
+            init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+            positional = init is not None and len(init.args.args) > 1
+            if positional != (name in POSITIONAL):
+                wrong.append(f"{name}.{node.name}: {'positional' if positional else 'keywords only'}")
+    assert wrong == []

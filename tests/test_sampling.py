@@ -29,7 +29,7 @@ def test_a_sample_that_outlasts_the_interval_is_paced():
 
 def test_a_failure_is_told_once_and_the_recovery_once_and_the_last_good_sample_stays():
     told: list[str] = []
-    answers = iter([1, UnreachableError("unable to read: down"), UnreachableError("unable to read: down"), ValueError("odd"), 2])
+    answers = iter([1, UnreachableError(action="read", cause="down"), UnreachableError(action="read", cause="down"), ValueError("odd"), 2])
 
     def take() -> int:
         answer = next(answers)

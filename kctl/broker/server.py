@@ -337,11 +337,7 @@ class BrokerServer:
         flexible = api.flexible(version)
         if flexible:
             pos = frames.skip_tagged_fields(frame, pos)
-        try:
-            request = apis.decode_request(api, version, frame[pos:])
-        except Exception as exc:
-            raise ProtocolError(f"malformed {api.name} v{version} request: "
-                                f"{type(exc).__name__}: {exc}") from None
+        request = apis.decode_request(api, version, frame[pos:])  # ProtocolError: the connection closes
         context = RequestContext(header, host, api, session)
         handler = HANDLERS[api.key]
         if self.broker.authorizer.enabled:

@@ -189,13 +189,13 @@ class App:
             return
         if not self.stdin_is_tty:
             raise AbortedError(
-                f"unable to {action}: confirmation required and stdin is not a terminal",
+                action=action, cause="confirmation required and stdin is not a terminal",
                 hint="pass --yes to confirm",
             )
         import click
 
         if not click.confirm(question, default=False, err=True):
-            raise AbortedError(f"unable to {action}: not confirmed")
+            raise AbortedError(action=action, cause="not confirmed")
 
 
 def _echo(message: str, stream: TextIO) -> None:

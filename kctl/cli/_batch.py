@@ -31,8 +31,8 @@ def report(app: App, results: Sequence[Any], errors: Mapping[str, KctlError], sp
     kinds = {type(e) for e in errors.values()}
     if len(errors) == len(results) and len(kinds) == 1:
         error = next(iter(errors.values()))
-        raise type(error)(f"unable to {action}: all {len(errors)} failed", exit_code=error.exit_code)
-    raise PartialFailure(f"unable to {action}: {len(errors)} of {len(results)} failed")
+        raise error.but(action=action, cause=f"all {len(errors)} failed")
+    raise PartialFailure(action=action, cause=f"{len(errors)} of {len(results)} failed")
 
 
 def report_documents(app: App, found: Sequence[Any], errors: Mapping[str, KctlError], spec, action: str, asked: int) -> None:
@@ -47,4 +47,4 @@ def report_documents(app: App, found: Sequence[Any], errors: Mapping[str, KctlEr
     for error in errors.values():
         app.error_line(error.message)
     if errors:
-        raise PartialFailure(f"unable to {action}: {len(errors)} of {asked} failed")
+        raise PartialFailure(action=action, cause=f"{len(errors)} of {asked} failed")

@@ -31,11 +31,24 @@ def longest_flags(options: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 def in_flags(error: KctlError, options: Mapping[str, str]) -> KctlError:
-    """`error` with its hint's settings named as the failed command's flags (`options`:
-    each option's name -> its longest flag), or the global options; a setting the command
-    lacks is named `--its-name`."""
-    if not error.hint or not settings_in(error.hint):
-        return error
+    """`error` with the settings its hint and cause name as the failed command's flags
+    (`options`: each option's name -> its longest flag), or the global options. In a hint,
+    a setting the command lacks is named `--its-name`; in a cause (a usage error says
+    `give {ip} without {user}`), only the command's own options and the global ones are
+    replaced: a cause may quote text that has braces of its own."""
     flags = {**options, **GLOBAL_FLAGS}
-    named = {name: flags.get(name) or "--" + name.replace("_", "-") for name in settings_in(error.hint)}
-    return error.but(hint=render_hint(error.hint, named))
+    in_cause = {name: flags[name] for name in settings_in(error.cause) if name in flags}
+    if not in_cause and not (error.hint and settings_in(error.hint)):
+        return error
+    hint = None
+    if error.hint:
+        hint = render_hint(error.hint, {name: flags.get(name) or "--" + name.replace("_", "-") for name in settings_in(error.hint)})
+    cause = _named(error.cause, in_cause) if in_cause else None
+    return error.but(cause=cause, hint=hint)
+
+
+def _named(text: str, names: Mapping[str, str]) -> str:
+    """`text` with each `{name}` of `names` said as its flag, other braces as they are."""
+    for name, flag in names.items():
+        text = text.replace("{" + name + "}", flag)
+    return text

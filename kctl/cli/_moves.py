@@ -50,9 +50,9 @@ def finish(app: App, rows, action: str) -> None:
     if failed:
         for r in failed:
             app.error_line(f"unable to {action} {r.topic}-{r.partition}: {r.error}")
-        raise KctlError(f"unable to {action}: {len(failed)} partition(s) failed")
+        raise KctlError(action=action, cause=f"{len(failed)} partition(s) failed")
     if pending:
         raise TimeoutError_(
-            f"unable to {action}: {len(pending)} partition(s) still moving",
+            action=action, cause=f"{len(pending)} partition(s) still moving",
             hint="kctl replication reassign verify PLAN shows progress; throttles stay until it reports done",
         )

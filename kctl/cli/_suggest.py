@@ -59,7 +59,7 @@ def with_suggestion(app: App, error: NotFoundError) -> NotFoundError:
     if close is None:
         return error
     hint = f"did you mean {close}?" + (f" ({error.hint})" if error.hint else "")
-    return type(error)(error.message, hint=hint, exit_code=error.exit_code, kafka_error=error.kafka_error, resource=resource)
+    return error.but(hint=hint)  # type: ignore[return-value]  # but() keeps the class
 
 
 def closest(name: str, names: list[str]) -> str | None:

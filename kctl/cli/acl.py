@@ -145,7 +145,7 @@ def _read_file(app: App, path: Path):
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidError(f"unable to read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        raise InvalidError(action=f"read {path}", cause=f"{getattr(exc, 'strerror', None) or exc}") from exc
     return read_acl_file(path, text)
 
 
@@ -208,4 +208,4 @@ def _report(app: App, results, action: str) -> None:
     for result in failed:
         app.error_line(f"{result.principal} {result.operation} {result.resource_type}:{result.resource_name}: {result.error}")
     if failed:
-        raise PartialFailure(f"unable to {action}: {len(failed)} of {len(results)} failed")
+        raise PartialFailure(action=action, cause=f"{len(failed)} of {len(results)} failed")

@@ -327,7 +327,7 @@ def patch(app: App, name, sets, deletes, connect_choice):
     from kctl.errors import UsageError
 
     if not sets and not deletes:
-        raise UsageError("unable to patch: give --set KEY=VALUE or --delete KEY")
+        raise UsageError(action="patch", cause="give --set KEY=VALUE or --delete KEY")
     client = app.connect(connect_choice)
     old = config(client, name)
     new = {k: v for k, v in old.items() if k not in deletes} | dict(sets)
@@ -420,7 +420,7 @@ def restart(app: App, name, include_tasks, only_failed, task, no_wait, connect_c
     client = app.connect(connect_choice)
     if task is not None:
         if include_tasks or only_failed:
-            raise UsageError("unable to restart: --task restarts one task; leave out --include-tasks and --only-failed")
+            raise UsageError(action="restart", cause="--task restarts one task; leave out --include-tasks and --only-failed")
         change = restart_task(client, name, task, wait=not no_wait)
     else:
         change = again(client, name, include_tasks=include_tasks, only_failed=only_failed, wait=not no_wait)
@@ -552,7 +552,7 @@ def offsets_alter(app: App, name, file, undo, execute, resume, connect_choice):
     from kctl.errors import UsageError
 
     if bool(file) == bool(undo):
-        raise UsageError("unable to alter offsets: give -f FILE or --undo ID")
+        raise UsageError(action="alter offsets", cause="give -f FILE or --undo ID")
     client = app.connect(connect_choice)
     if undo:
         _entry, plan = plan_undo(client, name, journal_dir(app.env), undo)

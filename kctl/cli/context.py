@@ -193,7 +193,7 @@ def _password_from_stdin() -> str:
     line = sys.stdin.readline()
     password = line.rstrip("\r\n")
     if not password:
-        raise UsageError("unable to read --password-stdin: stdin holds no password (an empty first line)")
+        raise UsageError(action="read --password-stdin", cause="stdin holds no password (an empty first line)")
     return password
 
 
@@ -214,7 +214,7 @@ def _store_secrets(app: App, name: str, properties: tuple, secrets_in: str) -> t
             store(name, key, value)
         except KeyringUnavailable as exc:
             if secrets_in == "keyring":
-                raise ConfigError(f"unable to store {key} of context {name!r} in the OS keyring: {exc}",
+                raise ConfigError(action=f"store {key} of context {name!r} in the OS keyring", cause=str(exc),
                                   hint="unlock or start the keyring, or keep it in config.toml (mode 600): --secrets-in file") from exc
             app.note(f"note: {exc}: {', '.join(k for k, _ in secrets if k not in stored)} kept in {app.config_path} (mode 600)")
             return tuple(stored)

@@ -126,7 +126,7 @@ def export(app: App, kinds, topic_regex, directory, connect_choice):
             for doc in docs:
                 (directory / exporting.file_name(doc)).write_text(exporting.to_yaml([doc]), encoding="utf-8")
         except OSError as exc:
-            raise KctlError(f"unable to write {directory}: {exc.strerror or exc}") from exc
+            raise KctlError(action=f"write {directory}", cause=f"{exc.strerror or exc}") from exc
         app.note(f"wrote {len(docs)} file(s) to {directory}")
 
 
@@ -186,7 +186,7 @@ def _plans(app: App, resources, prune: bool, topic_regex, connect_choice: str | 
             if connect is None and "Connector" in kinds:
                 from kctl.admin.connect.rest import NoConnectCluster
 
-                raise NoConnectCluster(f"unable to plan connectors{f' of context {context!r}' if context else ''}: no Kafka Connect cluster is configured",
+                raise NoConnectCluster(action=f"plan connectors{f' of context {context!r}' if context else ''}", cause="no Kafka Connect cluster is configured",
                                   hint="give --connect URL, set KCTL_CONNECT_URL, or kctl context set NAME --connect-url URL")
             state = read(session, kinds, topic_regex=topic_regex, topics=names, connect=connect)
             login_user = session.settings.properties.get("sasl.username")
@@ -329,4 +329,4 @@ def _finish(app: App, results) -> None:
         what = "refused" if result.status == "refused" else f"{result.action} failed"
         app.error_line(f"{result.kind} {result.name}: {what}: {result.error}")
     if bad:
-        raise PartialFailure(f"unable to apply the plan: {len(bad)} of {len(results)} change(s) not made", hint="fix the cause and run apply again: it plans only what is left")
+        raise PartialFailure(action="apply the plan", cause=f"{len(bad)} of {len(results)} change(s) not made", hint="fix the cause and run apply again: it plans only what is left")

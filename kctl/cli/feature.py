@@ -119,7 +119,7 @@ def _run_update(app: App, current, targets: dict[str, int], *, downgrade: bool, 
     for result in failed:
         app.error_line(result.error or f"unable to update feature {result.feature}")
     if failed:
-        raise PartialFailure(f"unable to update features: {len(failed)} of {len(changes)} failed")
+        raise PartialFailure(action="update features", cause=f"{len(failed)} of {len(changes)} failed")
 
 
 @feature.command("upgrade")
@@ -141,7 +141,7 @@ def upgrade(app: App, features, release_version, dry_run, yes):
     from kctl.admin.cluster.features import describe_features, parse_updates, release_levels
 
     if bool(features) == bool(release_version):
-        raise UsageError("unable to upgrade features: give --feature NAME=LEVEL (repeatable) or --release-version X.Y")
+        raise UsageError(action="upgrade features", cause="give --feature NAME=LEVEL (repeatable) or --release-version X.Y")
     targets = release_levels(release_version) if release_version else parse_updates(features)
     current = describe_features(app.session)
     if release_version:
@@ -169,6 +169,6 @@ def downgrade(app: App, features, unsafe, dry_run, yes):
     from kctl.admin.cluster.features import describe_features, parse_updates
 
     if not features:
-        raise UsageError("unable to downgrade features: give --feature NAME=LEVEL (repeatable)")
+        raise UsageError(action="downgrade features", cause="give --feature NAME=LEVEL (repeatable)")
     targets = parse_updates(features)
     _run_update(app, describe_features(app.session), targets, downgrade=True, unsafe=unsafe, dry_run=dry_run, yes=yes)

@@ -304,7 +304,7 @@ def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offse
                 with open(from_file, encoding="utf-8") as handle:
                     text = handle.read()
         except OSError as exc:
-            raise InvalidError(f"unable to read offsets file {from_file}: {exc.strerror}") from exc
+            raise InvalidError(action=f"read offsets file {from_file}", cause=str(exc.strerror)) from exc
         spec = ResetSpec(mode="explicit", offsets=parse_offsets_csv(text, ids, from_file))
         plans = plan(app.session, ids, spec, allow_new_group=allow_new_group, on_active=on_active)
     elif to_group is not None:

@@ -90,12 +90,8 @@ def _lookup(app, kind: str, registry_url: str | None, connect: str | None) -> li
         from kctl.admin.groups.protocol import list_groups
 
         return [g["group_id"] for g in list_groups(app.session)]
-    from confluent_kafka.admin import AdminClient
-
-    config = app.session.client_config()
-    config.update({"socket.connection.setup.timeout.ms": 1000, "log_level": 0})
-    client = AdminClient(config)
-    metadata = client.list_topics(timeout=BUDGET_SECONDS)
+    # One Metadata request through the session's client (the App's timeout is the budget).
+    metadata = app.session.kafka.metadata(None, "list topics", topic_ids=False)
     if kind == "broker":
         return [str(b) for b in metadata.brokers]
     return [t for t in metadata.topics if not t.startswith("__")]

@@ -185,7 +185,7 @@ def delete(app: App, user, default_user, client_id, default_client_id, ip, defau
     wanted = asked or sorted(current)
     missing = [k for k in wanted if k not in current]
     if not current or missing:
-        raise NotFoundError(f"unable to delete quotas of {entity}: no {', '.join(missing) if missing else 'quotas'} set on it")
+        raise NotFoundError(action=f"delete quotas of {entity}", cause=f"no {', '.join(missing) if missing else 'quotas'} set on it")
     doomed = [Quota(entity.user, entity.client_id, entity.ip, k, current[k]) for k in wanted]
     if dry_run:
         app.out.table(doomed, QUOTA_TABLE)

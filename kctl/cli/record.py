@@ -213,7 +213,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
     parsed = [parse_selector(s) for s in selectors]
     if partitions:
         if any(s.ranges for s in parsed):
-            raise UsageError("unable to consume: give partitions either as TOPIC:PARTITIONS or with --partition, not both")
+            raise UsageError(action="consume", cause="give partitions either as TOPIC:PARTITIONS or with --partition, not both")
         parsed = [PartitionSelector(topic=s.topic, ranges=tuple((p, p) for p in sorted(set(partitions)))) for s in parsed]
     start_at = parse_from(start) if start is not None else Position(COMMITTED if group else EARLIEST)
     end_at: Position | None
@@ -251,18 +251,18 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
     if interrupted:
         from kctl.errors import ExitCode, KctlError
 
-        raise KctlError("unable to consume: interrupted", exit_code=ExitCode.INTERRUPTED)
+        raise KctlError(action="consume", cause="interrupted", exit_code=ExitCode.INTERRUPTED)
     if isolation == "read_committed" and not follow:
         _note_held_back(app, parsed)
     if decoder is not None and decoder.failures:
         from kctl.errors import PartialFailure
 
-        raise PartialFailure(f"unable to decode {decoder.failures} record(s): written as bytes (see the warnings)")
+        raise PartialFailure(action=f"decode {decoder.failures} record(s)", cause="written as bytes (see the warnings)")
     if report.commit_error is not None:
         from kctl.errors import PartialFailure
 
         raise PartialFailure(
-            f"unable to commit offsets for group {group}: {report.commit_error}",
+            action=f"commit offsets for group {group}", cause=str(report.commit_error),
             hint="the records were written, but the group will read them again; is another member consuming these partitions?",
         )
 
@@ -326,15 +326,15 @@ def _writer(app: App, template: str | None, decoder=None):
 
     fmt = app.out.format
     if template is not None and fmt in ("json", "jsonl"):
-        raise UsageError("unable to consume: --format and -o json|jsonl exclude each other")
+        raise UsageError(action="consume", cause="--format and -o json|jsonl exclude each other")
     if fmt in ("csv", "prom"):
-        raise UsageError(f"unable to consume: -o {fmt} is not available for records; use -o json, -o jsonl or --format")
+        raise UsageError(action="consume", cause=f"-o {fmt} is not available for records; use -o json, -o jsonl or --format")
     # Records are bytes: write them to the binary stream under stdout, unchanged.
     app.stdout.flush()
     try:
         return record_writer(app.stdout.buffer, fmt, template, decoder)
     except TemplateError as exc:
-        raise UsageError(f"unable to parse --format {template!r}: {exc}") from None
+        raise UsageError(action=f"parse --format {template!r}", cause=str(exc)) from None
 
 
 def _reader_gone(stream):
@@ -478,15 +478,18 @@ def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, g
     headers dropped with --strip-error-headers); --where sends only the records a fix
     covers.
 
-    No dead letter is lost and none is sent twice. A record not sent is held back for a
-    later run: one --where leaves out, one without the header, one naming a topic that
-    does not exist (unless --create-topics) or the DLQ itself (it would loop). The
-    group's offsets (kctl-redrive-DLQ unless --group) keep what was sent and what is
-    held back, so a later run without --where, with --create-topics or --header sends
-    the held-back records and skips the rest, and a run with nothing new sends nothing.
-    On one Kafka cluster records and offsets are committed in one transaction
-    (exactly-once, as record copy). The table counts, per topic named, the records sent
-    and those --where left out; stderr says what is held back and why.
+    No dead letter is lost, and on a cluster with transactions (Kafka's, the bundled
+    broker) none is sent twice: records and the group's offsets are committed in one
+    transaction (without transactions a failure may send some twice). A record not sent
+    is held back for a later run: one --where leaves out, one without the header, one
+    naming a topic that does not exist (unless --create-topics) or the DLQ itself (it
+    would loop). The group's offsets (kctl-redrive-DLQ unless --group) keep what was
+    sent and what is held back, so a later run without --where, with --create-topics or
+    --header sends the held-back records and skips the rest, and a run with nothing new
+    sends nothing. Kafka forgets a group's offsets after offsets.retention.minutes
+    without a commit (7 days by default): each run commits them again. The table counts,
+    per topic named, the records sent and those --where left out; stderr says what is
+    held back and why.
 
     \b
     Examples:
@@ -590,7 +593,7 @@ def delete(app: App, selectors, before, dry_run, yes):
         app.note(f"--before {before} is {format_instant(before_ms)} ({before_ms})")
     elif not to_end:
         if not before.isdigit():
-            raise UsageError(f"unable to parse --before {before!r}: expected an offset, @TIME or end")
+            raise UsageError(action=f"parse --before {before!r}", cause="expected an offset, @TIME or end")
         before_offset = int(before)
     pairs = resolve_partitions(app.session, [parse_selector(s) for s in selectors], action="delete records of")
     plans = plan_delete_records(app.session, pairs, before_offset=before_offset, before_ms=before_ms, to_end=to_end)

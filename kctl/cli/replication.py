@@ -44,7 +44,7 @@ def _read_plan(app: App, path: str):
             with open(path, encoding="utf-8") as handle:
                 text = handle.read()
     except OSError as exc:
-        raise InvalidError(f"unable to read reassignment plan {path}: {exc.strerror}") from exc
+        raise InvalidError(action=f"read reassignment plan {path}", cause=str(exc.strerror)) from exc
     return load_plan(app.session, text, "(stdin)" if path == "-" else path)
 
 
@@ -97,7 +97,7 @@ def generate(app: App, topics, brokers, replication_factor, disable_rack_aware, 
         try:
             broker_ids = [int(b) for b in brokers.split(",") if b.strip()]
         except ValueError:
-            raise UsageError(f"unable to parse --brokers {brokers!r}: expected broker ids such as 1,2,3") from None
+            raise UsageError(action=f"parse --brokers {brokers!r}", cause="expected broker ids such as 1,2,3") from None
     moves = generate_plan(app.session, list(dict.fromkeys(topics)), broker_ids, replication_factor=replication_factor, rack_aware=not disable_rack_aware)
     if rollback_out:
         with open(rollback_out, "w", encoding="utf-8") as handle:

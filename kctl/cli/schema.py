@@ -44,7 +44,7 @@ def _version(text: str) -> int | str:
         return text if text == "latest" else int(text)
     from kctl.errors import UsageError
 
-    raise UsageError(f"unable to parse --version {text!r}: expected a version number (1, 2, ...) or latest")
+    raise UsageError(action=f"parse --version {text!r}", cause="expected a version number (1, 2, ...) or latest")
 
 
 def _schema_input(file: Path, schema_type: str | None, references: tuple[str, ...]):

@@ -84,7 +84,7 @@ def _shipped_env(app: App, master: str | None) -> Path | None:
     from kctl.spark.session import cache_dir, resolved_master, under_spark_submit
 
     if under_spark_submit():
-        raise ConfigError("unable to ship the environment under spark-submit: its JVM has started",
+        raise ConfigError(action="ship the environment under spark-submit", cause="its JVM has started",
                           hint="give spark-submit --archives ENV.tar.gz#env --conf spark.pyspark.python=./env/bin/python instead")
     if resolved_master(master).startswith("local"):
         app.note("--ship-env: not needed on a local master (its executors run this Python)")
@@ -106,7 +106,7 @@ def _interruptible(what: str | None = None, how_to_go_on: str | None = None):
         if not (isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set()):
             raise
         # Raised as a KctlError, not KeyboardInterrupt, which click answers with a blank line.
-        raise KctlError(f"interrupted: {what}" if what else "interrupted", hint=how_to_go_on, exit_code=ExitCode.INTERRUPTED) from None
+        raise KctlError(cause=f"interrupted: {what}" if what else "interrupted", hint=how_to_go_on, exit_code=ExitCode.INTERRUPTED) from None
 
 
 @contextlib.contextmanager
@@ -149,7 +149,7 @@ def _refuse_msk_iam(app: App) -> None:
         # Executors build their own clients from string options; a signer callback
         # cannot travel with them.
         raise ConfigError(
-            "unable to run a Spark job with AWS MSK IAM: kctl spark cannot carry MSK IAM tokens to Spark's executors",
+            action="run a Spark job with AWS MSK IAM", cause="kctl spark cannot carry MSK IAM tokens to Spark's executors",
             hint="use SASL/SCRAM or OAUTHBEARER (OIDC) for Spark jobs on MSK",
         )
 
@@ -165,10 +165,10 @@ def _kafka(app: App, master: str | None, engine: str = "python") -> dict:
         # The bridge is this process's loopback: executors on this machine (a local
         # master's) reach it; a cluster's executors and the JVM connector cannot.
         if not resolved_master(master).startswith("local"):
-            raise ConfigError("unable to run a Spark job on a Kerberos (GSSAPI) cluster with a cluster master: kctl's executors "
+            raise ConfigError(action="run a Spark job on a Kerberos (GSSAPI) cluster with a cluster master", cause="kctl's executors "
                               "reach a GSSAPI cluster through this machine's loopback bridge", hint="use --master local[*]")
         if engine == "jvm":
-            raise ConfigError("unable to run a Spark job on a Kerberos (GSSAPI) cluster with --engine jvm: kctl does not pass "
+            raise ConfigError(action="run a Spark job on a Kerberos (GSSAPI) cluster with --engine jvm", cause="kctl does not pass "
                               "Kerberos settings to Spark's Kafka connector", hint="use --engine python (the default)")
     return dict(app.session.client_config(portable=True))
 
@@ -205,15 +205,15 @@ def _position(text: str | None, topics, flag: str) -> dict[str, str]:
         return {}
     if text in ("earliest", "latest"):
         if not start and text == "earliest":
-            raise UsageError("unable to parse --to earliest: a dump cannot end at the log start")
+            raise UsageError(action="parse --to earliest", cause="a dump cannot end at the log start")
         return {"startingOffsets" if start else "endingOffsets": text}
     if text.startswith("@"):
         return {"startingTimestamp" if start else "endingTimestamp": str(parse_instant(text[1:]))}
     if text.lstrip().startswith("{"):
         return {"startingOffsets" if start else "endingOffsets": text}
     if text.isdigit() and len(topics) == 1:
-        raise UsageError(f"unable to parse {flag} {text!r}: give offsets per partition as JSON, e.g. '{{\"{topics[0]}\":{{\"0\":{text}}}}}', or a time as @TIME")
-    raise UsageError(f"unable to parse {flag} {text!r}: expected earliest, latest, @TIME or JSON offsets {{\"topic\":{{\"0\":42}}}}")
+        raise UsageError(action=f"parse {flag} {text!r}", cause=f"give offsets per partition as JSON, e.g. '{{\"{topics[0]}\":{{\"0\":{text}}}}}', or a time as @TIME")
+    raise UsageError(action=f"parse {flag} {text!r}", cause="expected earliest, latest, @TIME or JSON offsets {\"topic\":{\"0\":42}}")
 
 
 DUMP_SPEC = DocumentSpec(
@@ -288,15 +288,15 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url
     from kctl.spark.dump import dump as run_dump
 
     if "://" in out:
-        raise UsageError(f"unable to dump to {out}: --out is a directory on a local or shared file system (the manifest is written there too)")
+        raise UsageError(action=f"dump to {out}", cause="--out is a directory on a local or shared file system (the manifest is written there too)")
     if registry_url is not None and not decode:
-        raise UsageError("unable to dump: --registry-url is for --decode")
+        raise UsageError(action="dump", cause="--registry-url is for --decode")
     plan = None
     if decode:
         if len(topics) > 1:
-            raise UsageError("unable to dump with --decode: one topic at a time (its columns are typed by one subject, TOPIC-value)")
+            raise UsageError(action="dump with --decode", cause="one topic at a time (its columns are typed by one subject, TOPIC-value)")
         if engine == "jvm":
-            raise UsageError("unable to dump with --decode and --engine jvm: kctl's reader decodes as it reads (--engine python)")
+            raise UsageError(action="dump with --decode and --engine jvm", cause="kctl's reader decodes as it reads (--engine python)")
         from kctl.spark.decode import plan_decode
 
         plan = plan_decode(app.registry(registry_url), topics[0])
@@ -315,7 +315,7 @@ def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url
     if undecoded:
         from kctl.errors import PartialFailure
 
-        raise PartialFailure(f"unable to decode {undecoded:,} value(s) of {manifest['records']:,}: their bytes are in the dump, value_decode_error says why")
+        raise PartialFailure(action=f"decode {undecoded:,} value(s) of {manifest['records']:,}", cause="their bytes are in the dump, value_decode_error says why")
 
 
 REPLAY_SPEC = DocumentSpec(
@@ -393,11 +393,11 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
     previous = None
     if resume:
         if from_topic or from_dump or since or until or partition_map != "same" or timestamps != "preserve" or exactly_once:
-            raise UsageError("unable to resume: the plan comes from the replay manifest; give only --to-topic (and --manifest)")
+            raise UsageError(action="resume", cause="the plan comes from the replay manifest; give only --to-topic (and --manifest)")
         previous, request = resumed_replay(manifest_path, to_topic)
     else:
         if (from_topic is None) == (from_dump is None):
-            raise UsageError("unable to replay: give exactly one of --from-topic and --from-dump")
+            raise UsageError(action="replay", cause="give exactly one of --from-topic and --from-dump")
         explicit = {}
         if partition_map not in PARTITION_MAPS:
             explicit = load_partition_map(partition_map)
@@ -408,9 +408,9 @@ def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_ma
             timestamps=parse_timestamps(timestamps), exactly_once=exactly_once, engine=engine, explicit_map=explicit,
         )
         if request.since_ms is not None and request.until_ms is not None and request.since_ms >= request.until_ms:
-            raise UsageError("unable to replay: --since must be before --until")
+            raise UsageError(action="replay", cause="--since must be before --until")
         if from_topic is not None and from_topic == to_topic:
-            raise InvalidError("unable to replay a topic into itself")
+            raise InvalidError(action=f"replay {from_topic}", cause="the topic to replay into is the one replayed")
     # Before Spark starts: an unreachable cluster or a missing destination is one line at
     # once (the replay checks the destination again against its source's partitions).
     check_destination(_partition_counts(app, to_topic), request, [])
@@ -498,7 +498,7 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
     from kctl.spark.session import size_shuffles
 
     if (topic is None) == (dump_dir is None):
-        raise UsageError("unable to audit: give exactly one of --topic and --dump")
+        raise UsageError(action="audit", cause="give exactly one of --topic and --dump")
     factory = _session_factory(app, master, spark_conf, packages, ship_env, uses_kafka=topic is not None or compare_to is not None)
     json_schema = _json_schema(schema_file) if schema_file else None
     sides = [(dump_dir or topic, dump_dir is not None)] + ([(compare_to, is_dump(compare_to))] if compare_to is not None else [])
@@ -546,11 +546,11 @@ def _json_schema(path: str):
     try:
         return load_json_schema(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise InvalidError(f"unable to read --json-schema {path}: {exc.strerror}") from None
+        raise InvalidError(action=f"read --json-schema {path}", cause=exc.strerror or str(exc)) from None
     except UnicodeDecodeError as exc:
-        raise InvalidError(f"unable to use --json-schema {path}: {exc}") from None
+        raise InvalidError(action=f"use --json-schema {path}", cause=str(exc)) from None
     except InvalidError as exc:
-        raise InvalidError(f"unable to use --json-schema {path}: {exc.message}") from None
+        raise exc.but(action=f"use --json-schema {path}") from None
 
 
 SQL_PLAN_SPEC = DocumentSpec(
@@ -588,7 +588,7 @@ def _sql_positions(values, flag: str) -> dict[str, dict[str, str]]:
         if not value.startswith(("@", "{")) and value not in ("earliest", "latest") and "=" in value:
             topic, _, position = value.partition("=")
             if not topic:
-                raise UsageError(f"unable to parse {flag} {value!r}: expected POSITION or TOPIC=POSITION")
+                raise UsageError(action=f"parse {flag} {value!r}", cause="expected POSITION or TOPIC=POSITION")
         positions.setdefault(topic, {}).update(_position(position, [topic] if topic else [], flag))
     return positions
 
@@ -599,7 +599,7 @@ def _query_text(query: str, app: App) -> str:
     if query == "-":
         query = app.stdin.read()
     if not query.strip():
-        raise UsageError("unable to run the query: it is empty")
+        raise UsageError(action="run the query", cause="it is empty")
     return query
 
 
@@ -705,15 +705,15 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
 
     text = _query_text(query, app)
     if out is not None and "://" in out:
-        raise UsageError(f"unable to write the result to {out}: --out is a directory on a local or shared file system")
+        raise UsageError(action=f"write the result to {out}", cause="--out is a directory on a local or shared file system")
     if out is not None and limit is not None:
-        raise UsageError("unable to run the query: --limit bounds the rows printed, and --out writes them all (put a LIMIT in the query)")
+        raise UsageError(action="run the query", cause="--limit bounds the rows printed, and --out writes them all (put a LIMIT in the query)")
     if out is None and (overwrite or out_format != "parquet"):
-        raise UsageError("unable to run the query: --format and --overwrite are for --out")
+        raise UsageError(action="run the query", cause="--format and --overwrite are for --out")
     if json_schema is not None and value_format != "json":
-        raise UsageError("unable to run the query: --schema types JSON values (--value-format json)")
+        raise UsageError(action="run the query", cause="--schema types JSON values (--value-format json)")
     if registry_url is not None and not decode:
-        raise UsageError("unable to run the query: --registry-url is for --decode")
+        raise UsageError(action="run the query", cause="--registry-url is for --decode")
     positions = _sql_positions(starts, "--from")
     for topic, options in _sql_positions(ends, "--to").items():
         positions.setdefault(topic, {}).update(options)

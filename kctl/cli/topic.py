@@ -209,7 +209,7 @@ def clone(app: App, source, target, to_cluster, replication_factor, with_records
     if failed:
         from kctl.errors import PartialFailure
 
-        raise PartialFailure(f"unable to clone the offsets of {len(failed)} group(s) onto {target}: {failed[0].group}: {failed[0].error}")
+        raise PartialFailure(action=f"clone the offsets of {len(failed)} group(s) onto {target}", cause=f"{failed[0].group}: {failed[0].error}")
 
 
 @topic.command("delete")
@@ -239,7 +239,7 @@ def delete(app: App, names, regex, if_exists, yes):
     if missing and not if_exists:
         noun = "topic" if len(missing) == 1 else "topics"
         raise NotFoundError(
-            f"unable to delete {noun} {', '.join(missing)}: UNKNOWN_TOPIC_OR_PARTITION: no such {noun}",
+            action=f"delete {noun} {', '.join(missing)}", cause=f"UNKNOWN_TOPIC_OR_PARTITION: no such {noun}",
             hint="nothing was deleted; --if-exists skips missing topics", kafka_error="UNKNOWN_TOPIC_OR_PARTITION",
             resource=Resource("topic", missing[0]),
         )
@@ -247,7 +247,7 @@ def delete(app: App, names, regex, if_exists, yes):
         if if_exists:
             app.note("no topics to delete")
             return
-        raise NotFoundError(f"unable to delete topics: no topic matches {regex.pattern!r}")
+        raise NotFoundError(action="delete topics", cause=f"no topic matches {regex.pattern!r}")
     app.confirm(
         f"Delete {len(chosen)} topic(s) and all their records: {', '.join(chosen)}?",
         yes=yes,

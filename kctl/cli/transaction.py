@@ -187,7 +187,7 @@ def abort(app: App, where, producer_id, start_offset, yes):
 
     selector = parse_selector(where)
     if len(selector.ranges) != 1 or selector.ranges[0][0] != selector.ranges[0][1]:
-        raise UsageError(f"unable to parse {where!r}: expected one TOPIC:PARTITION, e.g. payments:0")
+        raise UsageError(action=f"parse {where!r}", cause="expected one TOPIC:PARTITION, e.g. payments:0")
     (topic, partition), = resolve_partitions(app.session, [selector], action="abort a transaction on")
     producer = find_open(app.session, topic, partition, producer_id=producer_id, start_offset=start_offset)
     if app.stdin_is_tty and not yes:

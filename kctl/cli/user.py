@@ -73,7 +73,7 @@ def describe(app: App, users):
     for error in errors.values():
         app.error_line(error.message)
     if errors:
-        raise PartialFailure(f"unable to describe SCRAM users: {len(errors)} of {len(set(users))} not found")
+        raise PartialFailure(action="describe SCRAM users", cause=f"{len(errors)} of {len(set(users))} not found")
 
 
 @user.command("set-password", context_settings={"ignore_unknown_options": True})
@@ -151,7 +151,7 @@ def delete(app: App, name, mechanisms, yes):
     chosen = [parse_mechanism(m) for m in mechanisms] or have
     missing = [m for m in chosen if m not in have]
     if missing:
-        raise NotFoundError(f"unable to delete SCRAM user {name}: it has no {', '.join(missing)} credential (it has {', '.join(have)})")
+        raise NotFoundError(action=f"delete SCRAM user {name}", cause=f"it has no {', '.join(missing)} credential (it has {', '.join(have)})")
     app.confirm(f"Delete the {', '.join(chosen)} credential(s) of user {name}?", yes=yes, action=f"delete SCRAM user {name}")
     results, errors = delete_credentials(app.session, name, chosen)
     report(app, results, errors, RESULT_TABLE, f"delete SCRAM user {name}")

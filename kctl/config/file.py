@@ -87,14 +87,14 @@ def load(path: str | os.PathLike) -> ConfigFile:
     except FileNotFoundError:
         return ConfigFile()
     except OSError as exc:
-        raise ConfigError(f"unable to read config file {path}: {exc.strerror}") from exc
+        raise ConfigError(action=f"read config file {path}", cause=str(exc.strerror)) from exc
     if data is None:
         import tomllib  # only when the file changed since it was last read
 
         try:
             data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"unable to read config file {path}: {exc}") from exc
+            raise ConfigError(action=f"read config file {path}", cause=str(exc)) from exc
         config = _parse(data, path)
         _keep(path, status, data)
         return config
@@ -147,7 +147,7 @@ def _keep(path: str | os.PathLike, status: os.stat_result, data: dict) -> None:
 
 def _parse(data: dict, path: str | os.PathLike) -> ConfigFile:
     def bad(what: str) -> ConfigError:
-        return ConfigError(f"unable to read config file {path}: {what}")
+        return ConfigError(action=f"read config file {path}", cause=what)
 
     current = data.get("current-context")
     if current is not None and not isinstance(current, str):
@@ -307,11 +307,11 @@ def save(path: Path, config: ConfigFile) -> None:
     except FileNotFoundError:
         existing = ""
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"unable to read config file {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        raise ConfigError(action=f"read config file {path}", cause=f"{getattr(exc, 'strerror', None) or exc}") from exc
     try:
         text = dumps(config, existing)
     except Exception as exc:  # noqa: BLE001 - tomlkit's parse errors share no base class with tomllib's
-        raise ConfigError(f"unable to read config file {path}: {exc}") from exc
+        raise ConfigError(action=f"read config file {path}", cause=str(exc)) from exc
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=path.parent)
@@ -326,7 +326,7 @@ def save(path: Path, config: ConfigFile) -> None:
             os.unlink(tmp)
             raise
     except OSError as exc:
-        raise ConfigError(f"unable to write config file {path}: {exc.strerror}") from exc
+        raise ConfigError(action=f"write config file {path}", cause=str(exc.strerror)) from exc
     # The next command reads what was written from the cache (see load): the stamp is the
     # written file's, whose inode the rename keeps.
     import tomllib

@@ -57,16 +57,16 @@ def store(context: str, key: str, secret: str) -> None:
 
 def load(context: str, key: str) -> str:
     """`key` of `context` from the keyring, or the ConfigError saying why not."""
-    where = f"unable to read {key} of context {context!r} from the OS keyring"
+    action = f"read {key} of context {context!r} from the OS keyring"
     try:
         keyring = _keyring()
         secret = keyring.get_password(SERVICE, _user(context, key))
     except KeyringUnavailable as exc:
-        raise ConfigError(f"{where}: {exc}", hint=_HEADLESS_HINT) from exc
+        raise ConfigError(action=action, cause=str(exc), hint=_HEADLESS_HINT) from exc
     except Exception as exc:  # noqa: BLE001 - as in store()
-        raise ConfigError(f"{where}: {_reason(exc)}", hint=_HEADLESS_HINT) from exc
+        raise ConfigError(action=action, cause=_reason(exc), hint=_HEADLESS_HINT) from exc
     if secret is None:
-        raise ConfigError(f"{where}: it holds no entry {SERVICE}/{_user(context, key)}",
+        raise ConfigError(action=action, cause=f"it holds no entry {SERVICE}/{_user(context, key)}",
                           hint=f"store it again: kctl context set {context} --password-stdin")
     return secret
 

@@ -29,7 +29,7 @@ def parse_property(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise UsageError(f"unable to parse -X {text!r}: expected key=value", hint="kctl -X help lists common properties")
+        raise UsageError(action=f"parse -X {text!r}", cause="expected key=value", hint="kctl -X help lists common properties")
     return key, value
 
 
@@ -39,7 +39,7 @@ def parse_timeout(text: str, source: str) -> float:
     except ValueError:
         value = -1.0
     if not value > 0:
-        raise UsageError(f"unable to parse {source} {text!r}: expected a positive number of seconds")
+        raise UsageError(action=f"parse {source} {text!r}", cause="expected a positive number of seconds")
     return value
 
 
@@ -48,7 +48,7 @@ def select_context(config: ConfigFile, name: str | None, source: str) -> Context
     if name is not None:
         if name not in config.contexts:
             raise NotFoundError(
-                f"unable to use context {name!r} (from {source}): no such context",
+                action=f"use context {name!r} (from {source})", cause="no such context",
                 hint="kctl context list shows the contexts; kctl context set creates one", resource=Resource("context", name),
             )
         return config.contexts[name]
@@ -56,7 +56,7 @@ def select_context(config: ConfigFile, name: str | None, source: str) -> Context
         return None
     if config.current_context not in config.contexts:
         raise ConfigError(
-            f"unable to use current context {config.current_context!r}: it is not defined in the config file",
+            action=f"use current context {config.current_context!r}", cause="it is not defined in the config file",
             hint="kctl context use NAME picks another one",
         )
     return config.contexts[config.current_context]
@@ -116,7 +116,7 @@ def resolve(
         if given:
             aws_msk_iam[key] = given
     if aws_msk_iam and not aws_msk_iam.get("region"):
-        raise ConfigError("unable to use AWS MSK IAM: no region set", hint="set KCTL_AWS_MSK_IAM_REGION or the context's aws-msk-iam region")
+        raise ConfigError(action="use AWS MSK IAM", cause="no region set", hint="set KCTL_AWS_MSK_IAM_REGION or the context's aws-msk-iam region")
 
     schema_registry = dict(context.schema_registry) if context else {}
     for key in SCHEMA_REGISTRY_KEYS:
@@ -154,5 +154,5 @@ def resolve_cluster(config: ConfigFile, env: Mapping[str, str], name: str, *, so
         return resolve(config, own, context_flag=name, property_flags=flags, timeout_flag=timeout_flag)
     if ":" in name and all(part.rpartition(":")[2].isdigit() for part in name.split(",")):
         return resolve(ConfigFile(), own, bootstrap_flag=name, property_flags=flags, timeout_flag=timeout_flag)
-    raise NotFoundError(f"unable to use {source} {name!r}: no such context, and not a host:port address",
+    raise NotFoundError(action=f"use {source} {name!r}", cause="no such context, and not a host:port address",
                         hint="kctl context list shows the contexts", resource=Resource("context", name))

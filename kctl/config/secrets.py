@@ -35,5 +35,5 @@ def read_secret(configured: Mapping[str, str], key: str, owner: str) -> str | No
             with open(path, encoding="utf-8") as file:
                 value = file.read().strip()
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"unable to read {owner}'s {key}-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            raise ConfigError(action=f"read {owner}'s {key}-file {path}", cause=f"{getattr(exc, 'strerror', None) or exc}") from None
     return value or None

@@ -1,6 +1,8 @@
-"""Topic data as kctl reads and writes it: input records from lines, templates and JSON
-lines; output as format strings and JSON envelopes; --from/--to positions; filters.
+"""Topic data as kctl reads, writes and moves it: input records from lines, templates and
+JSON lines; output as format strings and JSON envelopes; --from/--to positions; filters
+and --where; codecs; and the commands that move records with Kafka's clients: produce,
+consume (a Reading yields batches), copy, redrive and clone (loops over those batches,
+writing through transfer.py).
 
-Pure code over bytes: no Kafka client, no click. The admin layer moves the records
-(kctl.records.produce, kctl.records.consume) and the CLI wires the two together.
+No click and no printing: the CLI wires these to the terminal (kctl.cli.record).
 """

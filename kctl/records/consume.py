@@ -330,11 +330,13 @@ class Reading:
 
         self.consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()])
 
-    def batches(self, gone: Callable[[], bool] = lambda: False, stop: threading.Event | None = None) -> Iterator[Batch]:
-        """The batches read until every partition reached its end (`stopped` says why
-        reading ended otherwise: --max-records, `stop` set, `gone()` true while no
-        records arrive: the reader of a pipe went away). A batch is yielded whenever it
-        read something, so a caller sees positions move past records filtered out."""
+    def batches(self, gone: Callable[[], bool] = lambda: False, stop: threading.Event | None = None,
+                size: int | None = None) -> Iterator[Batch]:
+        """The batches read, of `size` records at most (else up to _BATCH), until every
+        partition reached its end (`stopped` says why reading ended otherwise:
+        --max-records, `stop` set, `gone()` true while no records arrive: the reader of a
+        pipe went away). A batch is yielded whenever it read something, so a caller sees
+        positions move past records filtered out."""
         options, consumer = self.options, self.consumer
         limit = options.max_records
         follow = options.follow
@@ -347,7 +349,7 @@ class Reading:
                 return
             if not self.assigned and time.monotonic() - self.unassigned_since > join_seconds:
                 raise TimeoutError_(action="consume", cause=f"group {options.group} assigned no partitions within {join_seconds:.0f}s")
-            want = _BATCH if limit is None else min(_BATCH, limit - self.records)
+            want = min(size or _BATCH, _BATCH if limit is None else limit - self.records)
             # consume(n, timeout) waits for all n records or the whole timeout, so take
             # what is queued, and block only for the first record when nothing is.
             messages = consumer.consume(want, 0)
@@ -446,13 +448,14 @@ def _take(run: Reading, messages: list, keep, end_ms: int | None, room: int | No
         # record without an error has its topic, partition and offset: never None here.)
         last: dict[Key, int] = dict(zip(keys, map(Message.offset, messages)))  # type: ignore[arg-type]
         ends, live = run.ends, run.live
-        if all(k in live and (k not in ends or o < ends[k]) for k, o in last.items()):
+        # A batch that may cross --max-records is walked record by record: there `keep` is
+        # asked of each record once, up to the limit (its failures are counted once).
+        if (room is None or len(messages) <= room) and all(k in live and (k not in ends or o < ends[k]) for k, o in last.items()):
             out = messages if keep is None else [m for m in messages if keep(m)]
-            if room is None or len(out) <= room:
-                for key, offset in last.items():
-                    if key in ends and offset + 1 >= ends[key]:
-                        run.finish(key)
-                return out, {k: o + 1 for k, o in last.items()}, len(messages) - len(out)
+            for key, offset in last.items():
+                if key in ends and offset + 1 >= ends[key]:
+                    run.finish(key)
+            return out, {k: o + 1 for k, o in last.items()}, len(messages) - len(out)
     return _take_slowly(run, messages, keep, end_ms, room)
 
 
@@ -519,6 +522,6 @@ def _lacks_consumer_protocol(session: AdminSession) -> bool:
 
 
 def _no_consumer_protocol(topic: str | None) -> ConfigError:
-    return ConfigError(f"unable to consume {topic or ''}".rstrip() + ": the cluster does not support the consumer group protocol "
+    return ConfigError(action=f"consume {topic or ''}".rstrip(), cause="the cluster does not support the consumer group protocol "
                        "(KIP-848, Apache Kafka 4.0 or newer)",
                        hint="use {properties} group.protocol=classic (Apache Kafka 4.x brokers and kctl's bundled broker support both)")

@@ -31,7 +31,7 @@ from kctl.admin.topics.offsets import PartitionSelector
 from kctl.errors import UsageError
 from kctl.records.consume import ConsumeOptions, Key, Reading
 from kctl.records.position import COMMITTED, Position
-from kctl.records.transfer import Committed, Transfer, has_transactions, pace
+from kctl.records.transfer import Committed, Transfer, has_transactions, pace, paced_batch
 
 SOURCE_HEADER = "kctl-copy-source"
 
@@ -134,7 +134,7 @@ class Copy:
         started = time.monotonic()
         try:
             with reading:
-                for batch in reading.batches(stop=stop):
+                for batch in reading.batches(stop=stop, size=paced_batch(options.rate)):
                     for m in batch.records:
                         headers = m.headers()
                         if options.source_header:

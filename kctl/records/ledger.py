@@ -21,8 +21,11 @@ from __future__ import annotations
 import re
 
 PREFIX = "kctl-redrive/1:"
-# Kafka's offset.metadata.max.bytes is 4096 by default; what a ledger may take of it.
+# Kafka's offset.metadata.max.bytes is 4096 by default; what a ledger may take of it, and
+# the room a redrive keeps for the runs that grow after its last check (two run lengths of
+# up to 13 base-36 digits, an offset's most, and their separators).
 BUDGET = 4000
+SLACK = 28
 _RUNS = re.compile(r"[0-9a-z]+(\.[0-9a-z]+)*")
 
 
@@ -73,6 +76,10 @@ class Ledger:
         """Whether the record at `offset` is still to send."""
         if offset >= self.tail:
             return True
+        return any(low <= offset < high for low, high in self.ranges)
+
+    def held(self, offset: int) -> bool:
+        """Whether the record at `offset` was held back (in a finite range, not the open end)."""
         return any(low <= offset < high for low, high in self.ranges)
 
     def after(self, start: int, end: int, held: list[tuple[int, int]]) -> Ledger:

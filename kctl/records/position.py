@@ -42,7 +42,7 @@ def parse_from(text: str, *, now: Callable[[], float] = time.time) -> Position:
         return Position("tail", tail=int(value[1:]))
     if value.startswith("@") and len(value) > 1:
         return _at(text, now)
-    raise UsageError(f"unable to parse --from {text!r}: expected earliest, latest, committed, OFFSET, -N or @TIME (e.g. @-1h)")
+    raise UsageError(action=f"parse --from {text!r}", cause="expected earliest, latest, committed, OFFSET, -N or @TIME (e.g. @-1h)")
 
 
 def parse_to(text: str, *, now: Callable[[], float] = time.time) -> Position:
@@ -53,7 +53,7 @@ def parse_to(text: str, *, now: Callable[[], float] = time.time) -> Position:
         return Position("offset", offset=int(value))
     if value.startswith("@") and len(value) > 1:
         return _at(text, now)
-    raise UsageError(f"unable to parse --to {text!r}: expected end, OFFSET or @TIME (e.g. @2026-11-22T10:00:00Z)")
+    raise UsageError(action=f"parse --to {text!r}", cause="expected end, OFFSET or @TIME (e.g. @2026-11-22T10:00:00Z)")
 
 
 def _at(text: str, now: Callable[[], float]) -> Position:

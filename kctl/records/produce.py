@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from kctl.admin.client.errors import describe, error_class, error_class_named, error_of, kafka_name
-from kctl.admin.client.kafka import DeliveryFailure, PartitionLayout, TopicLayout
+from kctl.admin.client.kafka import DeliveryFailure, TopicLayout
 from kctl.admin.client.session import AdminSession, build_client
 from kctl.errors import ExitCode, InvalidError, KctlError, NotFoundError, PartialFailure, UsageError
 from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
@@ -86,7 +86,7 @@ def producer_config(session: AdminSession, options: ProduceOptions, max_message_
     acks = {"-1": "all", "all": "all", "1": "1", "0": "0"}[options.acks]
     idempotence = options.idempotence
     if idempotence and acks != "all":
-        raise UsageError(f"unable to produce: --idempotent needs --acks all, not {options.acks}")
+        raise UsageError(action="produce", cause=f"--idempotent needs --acks all, not {options.acks}")
     if idempotence is None:
         idempotence = acks == "all"
     from kctl.partitioner import PARTITIONERS
@@ -136,7 +136,7 @@ def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple
     metadata = session.metadata(f"produce to {topic}", [] if auto_create else [topic])
     found = metadata.topics.get(topic)
     if (found is None or not found.partitions) and auto_create:
-        found = _auto_created(session, topic)
+        found = session.kafka.auto_create(topic, f"produce to {topic}")
     if found is None or not found.partitions:
         from kctl.admin.client.errors import missing_topic
 
@@ -151,38 +151,6 @@ def _topic_limits(session: AdminSession, topic: str, auto_create: bool) -> tuple
         return len(found.partitions), None  # not authorised to read configs: librdkafka's default
     values = [c.value for r in configs for c in r.configs if c.value]
     return len(found.partitions), (int(values[0]) if values and values[0].isdigit() else None)
-
-
-def _auto_created(session: AdminSession, topic: str) -> TopicLayout | None:
-    """The topic's layout after asking for it as a producer that may create topics: the
-    broker creates it when its auto.create.topics.enable allows (Kafka's default)."""
-    from confluent_kafka import Producer
-
-    producer = build_client(Producer, {**session.client_config(), "allow.auto.create.topics": "true"}, "producer")
-    # The first answer may predate the creation (librdkafka's first Metadata request, sent
-    # as the connection opens, does not ask for it), and leaders follow the creation.
-    from kctl.polling import poll
-
-    timeout = min(session.timeout, 3.0)
-    started = time.monotonic()
-
-    def settled(found) -> bool:
-        if found is not None and found.partitions and found.error is None:
-            return True
-        # Refused (not authorised, invalid name): no point asking again.
-        return found is not None and found.error is not None and found.error.name() not in ("LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART")
-
-    def ask():
-        return producer.list_topics(topic, timeout=max(0.1, timeout - (time.monotonic() - started))).topics.get(topic)
-
-    found = poll(ask, settled, timeout=timeout, interval=0.1)
-    if found is None:
-        return None
-    from kctl.admin.client.errors import kafka_name
-
-    partitions = {p.id: PartitionLayout(p.id, p.leader if p.leader >= 0 else None, tuple(p.replicas), tuple(p.isrs))
-                  for p in found.partitions.values()}
-    return TopicLayout(topic, None, False, partitions, kafka_name(found.error) if found.error is not None else None)
 
 
 class _Failures:
@@ -236,7 +204,7 @@ def produce(
     if options.check_partitions_first:
         chunks = _checked_partitions(topic, chunks, parse, partitions)
     if options.partition is not None and not 0 <= options.partition < partitions:
-        raise NotFoundError(f"unable to produce to {topic}: partition {options.partition} does not exist (the topic has {partitions})")
+        raise NotFoundError(action=f"produce to {topic}", cause=f"partition {options.partition} does not exist (the topic has {partitions})")
     if producer is None:
         producer = build_client(Producer, config, "producer")
 
@@ -249,7 +217,7 @@ def produce(
         else:
             stop = _produce_records(producer, topic, chunks, parse, options, partitions, failures, state, on_skip)
     except KeyboardInterrupt:
-        stop = KctlError(f"unable to produce to {topic}: interrupted", exit_code=ExitCode.INTERRUPTED)
+        stop = KctlError(action=f"produce to {topic}", cause="interrupted", exit_code=ExitCode.INTERRUPTED)
     finally:
         outstanding = _flush(producer, session)
     seconds = time.monotonic() - started
@@ -291,7 +259,7 @@ def _checked_partitions(topic: str, chunks: Iterable[Sequence[bytes]], parse, pa
     if highest >= partitions:
         spool.close()
         raise InvalidError(
-            f"unable to produce to {topic}: line {where}: partition {highest} does not exist (the topic has {partitions}); nothing was written",
+            action=f"produce to {topic}", cause=f"line {where}: partition {highest} does not exist (the topic has {partitions}); nothing was written",
             hint="give the topic as many partitions as the source, or leave out {keep_partitions} to partition by key")
     return _unspooled(spool)
 
@@ -394,7 +362,7 @@ def _produce_records(producer, topic, chunks, parse, options, partitions, failur
                     on_skip(state.line, str(exc))
                     continue
                 return InvalidError(
-                    f"unable to produce to {topic}: line {state.line}: {exc}",
+                    action=f"produce to {topic}", cause=f"line {state.line}: {exc}",
                     hint="{skip_invalid} skips such lines",
                 )
             try:
@@ -417,9 +385,9 @@ def _local_error(exc: BaseException, topic: str, line: int) -> KctlError:
     """A record librdkafka refused before sending it (too large, unknown partition)."""
     error = error_of(exc)
     if error is None:
-        return KctlError(f"unable to produce to {topic}: line {line}: {exc}")
+        return KctlError(action=f"produce to {topic}", cause=f"line {line}: {exc}")
     kind = InvalidError if error.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG") else error_class(error)
-    return kind(f"unable to produce to {topic}: line {line}: {describe(error)}")
+    return kind(action=f"produce to {topic}", cause=f"line {line}: {describe(error)}", kafka_error=kafka_name(error))
 
 
 def _flush(producer, session: AdminSession) -> int:
@@ -436,8 +404,9 @@ def _delivery_error(report: ProduceReport, failures: _Failures, line: int) -> Kc
     first = failures.first
     cause = (f"{first.error}: {first.message} (partition {first.partition}, value of {first.value_size} bytes)" if first
              else f"no answer within {DEFAULT_MESSAGE_TIMEOUT_MS // 1000}s")
-    message = f"unable to produce to {report.topic}: {report.failed} of {total} record(s) not delivered: {cause}"
     kind = error_class_named(first.error) if first is not None else KctlError
     if report.records and kind is KctlError:
         kind = PartialFailure
-    return kind(message, hint=f"{report.records} record(s) were written; input stopped after line {line}")
+    return kind(action=f"produce to {report.topic}", cause=f"{report.failed} of {total} record(s) not delivered: {cause}",
+                hint=f"{report.records} record(s) were written; input stopped after line {line}",
+                kafka_error=first.error if first is not None else None)

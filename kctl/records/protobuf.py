@@ -201,7 +201,7 @@ def _protoc(sources: dict[str, str], binaries: dict[str, Any]) -> dict[str, Any]
     try:
         import grpc_tools
     except ImportError:
-        raise UsageError("unable to read Protobuf schemas: the grpcio-tools package (protoc) is not installed; pip install grpcio-tools") from None
+        raise UsageError(action="read Protobuf schemas", cause="the grpcio-tools package (protoc) is not installed; pip install grpcio-tools") from None
     from google.protobuf import descriptor_pb2
 
     well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")

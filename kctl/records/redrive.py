@@ -25,9 +25,9 @@ from kctl.admin.client.session import AdminSession
 from kctl.admin.topics.offsets import PartitionSelector
 from kctl.errors import UsageError
 from kctl.records.consume import ConsumeOptions, Key, Reading
-from kctl.records.ledger import BUDGET, Ledger
+from kctl.records.ledger import BUDGET, SLACK, Ledger
 from kctl.records.position import COMMITTED, Position
-from kctl.records.transfer import Committed, Transfer, has_transactions, pace
+from kctl.records.transfer import Committed, Transfer, has_transactions, pace, paced_batch
 
 # The headers dead-letter queues name a record's original topic with: Kafka Connect's
 # (errors.deadletterqueue.context.headers.enable) and Spring Kafka's DeadLetterPublishingRecoverer.
@@ -136,15 +136,15 @@ def redrive(session: AdminSession, options: RedriveOptions, *, stop: threading.E
     try:
         with reading:
             committed = reading.committed_of(list(reading.starts)) if options.start.kind != COMMITTED else reading.committed_at_start
-            for batch in reading.batches(stop=stop):
+            for batch in reading.batches(stop=stop, size=paced_batch(options.rate)):
                 for m in batch.records:
                     key = (m.topic(), m.partition())
                     part = parts.get(key)
                     if part is None:
                         part = parts[key] = _Partition(Ledger.committed(*committed.get(key, (None, None))), reading.starts[key])
-                    if part.full:
-                        continue
                     offset = m.offset()
+                    if part.full or offset < part.end:  # stopped early, or read again (a rewind): handled once
+                        continue
                     if not part.ledger.todo(offset):
                         part.skip(offset)
                         already += 1
@@ -173,7 +173,11 @@ def redrive(session: AdminSession, options: RedriveOptions, *, stop: threading.E
                     break
                 if transfer.due():
                     transfer.commit(reading, _positions(parts), options.group)
-            transfer.commit(reading, _positions(parts), options.group)
+            # Every partition's commit again, read or not: Kafka forgets the offsets of a group
+            # without members offsets.retention.minutes after their last commit (7 days by
+            # default), and a redrive group forgotten would send its DLQ again from the start.
+            kept = {key: (offset, metadata) for key, (offset, metadata) in committed.items() if offset >= 0 and key not in parts}
+            transfer.commit(reading, {**kept, **_positions(parts)}, options.group)
     except BaseException:
         transfer.abandon()
         raise
@@ -242,8 +246,12 @@ class _Partition:
         if self.holding:
             self.held[-1] = (self.held[-1][0], offset + 1)
         else:
-            candidate = self.ledger.after(self.start, offset + 1, [*self.held, (offset, offset + 1)])
-            if candidate.size() > BUDGET:
+            # A record the ledger held back before is held again whatever the size (a rerun
+            # with the same --where must go on past it); a new one only while the ledger,
+            # once reading goes past it (its range apart from the open end), leaves room for
+            # the runs that still grow (SLACK).
+            candidate = self.ledger.after(self.start, offset + 2, [*self.held, (offset, offset + 1)])
+            if not self.ledger.held(offset) and candidate.size() + SLACK > BUDGET:
                 self.full = True
                 return False
             self.held.append((offset, offset + 1))

@@ -250,7 +250,7 @@ class RecordEncoder:
             found = registry.version(subject, version)
         self.schema = found
         if message is not None and found.type != "PROTOBUF":
-            raise UsageError(f"unable to produce with {found.subject}: --value-message is for Protobuf schemas; this one is {ENCODINGS.get(found.type, found.type)}")
+            raise UsageError(action=f"produce with {found.subject}", cause=f"--value-message is for Protobuf schemas; this one is {ENCODINGS.get(found.type, found.type)}")
         if found.type == "PROTOBUF":
             self._protobuf_setup(found, message)
             return
@@ -281,9 +281,9 @@ class RecordEncoder:
         try:
             self.proto = compile_schema(self.registry, found.schema, found.references, name=f"schema-{found.id}.proto")
         except ProtobufError as exc:
-            raise UsageError(f"unable to produce with {found.subject}: {exc}") from None
+            raise UsageError(action=f"produce with {found.subject}", cause=str(exc)) from None
         if not self.proto.messages():
-            raise UsageError(f"unable to produce with {found.subject}: the schema has no message")
+            raise UsageError(action=f"produce with {found.subject}", cause="the schema has no message")
         self.indexes = self.proto.indexes_of(message) if message else (0,)
 
     def encode(self, record):
@@ -410,14 +410,14 @@ def _subject_for(strategy: str, topic: str, text: str, kind: str, message: str |
         try:
             proto = compile_schema(None, text, [])
         except ProtobufError as exc:
-            raise UsageError(f"unable to read the schema file: {exc}") from None
+            raise UsageError(action="read the schema file", cause=str(exc)) from None
         if not proto.messages():
-            raise UsageError(f"unable to name a subject by --subject-strategy {strategy}: the schema has no message")
+            raise UsageError(action=f"name a subject by --subject-strategy {strategy}", cause="the schema has no message")
         full = proto.descriptor(proto.indexes_of(message) if message else (0,)).full_name
         return full if strategy == "record" else f"{topic}-{full}"
     document = json.loads(text) if kind in ("AVRO", "JSON") else {}
     name = document.get("name") if kind == "AVRO" else document.get("title")
     if not name:
-        raise UsageError(f"unable to name a subject by --subject-strategy {strategy}: the schema has no {'name' if kind == 'AVRO' else 'title'}")
+        raise UsageError(action=f"name a subject by --subject-strategy {strategy}", cause=f"the schema has no {'name' if kind == 'AVRO' else 'title'}")
     full = f"{document['namespace']}.{name}" if kind == "AVRO" and document.get("namespace") and "." not in name else name
     return full if strategy == "record" else f"{topic}-{full}"

@@ -66,6 +66,9 @@ class Transfer:
         config.update({"acks": "all", "enable.idempotence": "true", "on_delivery": self._delivered})
         if self.exactly_once:
             config["transactional.id"] = transactional_id
+            # librdkafka refuses a message timeout above the transaction timeout (60 s by
+            # default); a transaction lasts COMMIT_SECONDS, so this is only ever a bound.
+            config["transaction.timeout.ms"] = max(60_000, config["message.timeout.ms"])
         self.producer = build_client(Producer, config, "producer")
         if self.exactly_once:
             # Before the group's offsets are read (see the module docstring).
@@ -159,6 +162,13 @@ class Transfer:
                 pass
             self.in_transaction = False
 
+
+
+def paced_batch(rate: float | None) -> int | None:
+    """The batch a copy paced at `rate` records per second reads at a time: half a
+    second's worth, so it sleeps between batches no longer than a transaction lasts (a
+    whole batch of 1,000 at --rate 10 would keep one open for 100 s, past its timeout)."""
+    return max(1, int(rate * COMMIT_SECONDS)) if rate else None
 
 
 def pace(rate: float | None, records: int, started: float) -> None:

@@ -42,7 +42,7 @@ def _binding() -> Any:
         return sys.modules["cel.cel"]
     spec = importlib.util.find_spec("cel")
     if spec is None or not spec.submodule_search_locations:
-        raise UsageError("unable to evaluate --where: the common-expression-language package is not installed")
+        raise UsageError(action="evaluate --where", cause="the common-expression-language package is not installed")
     for directory in spec.submodule_search_locations:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = f"{directory}/cel{suffix}"
@@ -75,12 +75,12 @@ def compile_where(expression: str) -> Callable[[ConsumedRecord], bool]:
         text = str(exc)
         found = _POSITION.search(text)
         where = f"column {found.group(2)}: {found.group(3).strip()}" if found else text.splitlines()[0]
-        raise UsageError(f"unable to parse --where {expression!r}: {where}") from None
+        raise UsageError(action=f"parse --where {expression!r}", cause=str(where)) from None
     references = program.references() if callable(program.references) else program.references
     used = [v for v in VARIABLES if v in set(references.get("variables", ()))]
     unknown = sorted(set(references.get("variables", ())) - set(VARIABLES))
     if unknown:
-        raise UsageError(f"unable to parse --where {expression!r}: unknown variable {unknown[0]!r} "
+        raise UsageError(action=f"parse --where {expression!r}", cause=f"unknown variable {unknown[0]!r} "
                          f"(a record has {', '.join(VARIABLES)})")
     build = _builder(used)
     execute = program.execute
@@ -95,7 +95,7 @@ def compile_where(expression: str) -> Callable[[ConsumedRecord], bool]:
                                        f"offset {record.offset()})")
             return False
         if not isinstance(result, bool):
-            raise UsageError(f"unable to evaluate --where {expression!r}: it gives {type(result).__name__}, not true or false")
+            raise UsageError(action=f"evaluate --where {expression!r}", cause=f"it gives {type(result).__name__}, not true or false")
         return result
 
     matches.errors = 0  # type: ignore[attr-defined]

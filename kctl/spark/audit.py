@@ -108,12 +108,12 @@ def load_json_schema(text: str) -> Any:
     try:
         schema = json.loads(text)
     except ValueError as exc:
-        raise InvalidError(f"not JSON: {exc}") from None
+        raise InvalidError(cause=f"not JSON: {exc}") from None
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
-        raise InvalidError(f"not a valid JSON Schema: at {where}: {exc.message}") from None
+        raise InvalidError(cause=f"not a valid JSON Schema: at {where}: {exc.message}") from None
     _check_references(schema)
     return schema
 
@@ -138,7 +138,7 @@ def _check_references(schema: Any) -> None:
                 try:
                     resolver.lookup(ref)
                 except Unresolvable:
-                    raise InvalidError(f"not a valid JSON Schema: $ref {ref!r} does not resolve inside the schema") from None
+                    raise InvalidError(cause=f"not a valid JSON Schema: $ref {ref!r} does not resolve inside the schema") from None
             pending.extend(node.values())
         elif isinstance(node, list):
             pending.extend(node)

@@ -45,7 +45,7 @@ def check_topics(session: AdminSession, topics: list[str]) -> set[str]:
     metadata = session.metadata("audit " + ", ".join(topics), topics)
     for name in topics:
         if name not in metadata.topics or metadata.topics[name].error is not None:
-            raise NotFoundError(f"unable to audit {name}: topic '{name}' does not exist")
+            raise NotFoundError(action=f"audit {name}", cause=f"topic '{name}' does not exist")
     return compacted_topics(session, topics)
 
 

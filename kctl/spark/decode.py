@@ -66,7 +66,7 @@ def plan_decode(registry, topic: str) -> DecodePlan:
     try:
         found = registry.version(subject)
     except NotFoundError:
-        raise NotFoundError(f"unable to decode {topic}: the schema registry has no subject {subject}",
+        raise NotFoundError(action=f"decode {topic}", cause=f"the schema registry has no subject {subject}",
                             hint="{decode} reads values registered under TOPIC-value (TopicNameStrategy)") from None
     plan = DecodePlan(registry.settings, subject, found.id, found.version, found.type, found.schema, tuple(found.references))
     arrow_type(plan)  # a schema kctl cannot type fails here, on the driver

@@ -50,12 +50,12 @@ def check_out(out: Path, overwrite: bool, *, manifest: str = DUMP_MANIFEST, acti
     over an earlier kctl output of the same kind (its manifest is there) or an empty
     directory: never delete a stranger's files. Returns whether an earlier one is replaced."""
     if out.exists() and not out.is_dir():
-        raise InvalidError(f"unable to {action} to {out}: it exists and is not a directory")
+        raise InvalidError(action=f"{action} to {out}", cause="it exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise AlreadyExistsError(f"unable to {action} to {out}: the directory exists and is not empty", hint=f"use {{overwrite}} to replace an earlier {kind}")
+            raise AlreadyExistsError(action=f"{action} to {out}", cause="the directory exists and is not empty", hint=f"use {{overwrite}} to replace an earlier {kind}")
         if not (out / manifest).exists():
-            raise InvalidError(f"unable to overwrite {out}: it is not a kctl {kind} (no {manifest}); refusing to delete it")
+            raise InvalidError(action=f"overwrite {out}", cause=f"it is not a kctl {kind} (no {manifest}); refusing to delete it")
         return True
     return False
 

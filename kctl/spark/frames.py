@@ -42,9 +42,9 @@ def plan(options: dict[str, str], action: str, timeout: float = 30.0) -> tuple[S
         parsed = parse(options)
         return parsed, plan_bounds(parsed, timeout=timeout)
     except OptionError as exc:
-        raise InvalidError(f"unable to {action}: {exc}") from None
+        raise InvalidError(action=action, cause=str(exc)) from None
     except KctlError as exc:
-        raise type(exc)(f"unable to {action}: {exc.message}", hint=exc.hint) from None
+        raise exc.but(action=action) from None
 
 
 def pinned(options: dict[str, str], bounds: Sequence[PartitionBounds]) -> dict[str, str]:
@@ -78,7 +78,7 @@ def choose_engine(spark, engine: str) -> str:
     available = has_jvm_connector(spark)
     if engine == "jvm" and not available:
         raise InvalidError(
-            "unable to use --engine jvm: the spark-sql-kafka-0-10 connector is not on Spark's classpath",
+            action="use --engine jvm", cause="the spark-sql-kafka-0-10 connector is not on Spark's classpath",
             hint="add it with {packages} org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, or use {engine} python",
         )
     return "jvm" if available else "python"
@@ -133,25 +133,25 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
         if name == "ModuleNotFoundError":
             # Executors run their machine's python3 unless told otherwise (PYSPARK_PYTHON).
             return errors.ConfigError(
-                f"unable to {action}: the executors' Python has {message.replace('No module', 'no module')} (--ship-env ships this environment to them)",
+                action=action, cause=f"the executors' Python has {message.replace('No module', 'no module')} (--ship-env ships this environment to them)",
                 hint="or install kctl[spark] on every worker with the Python PYSPARK_PYTHON names there",
             )
         # kctl's own errors (kctl.errors.NotFoundError: ...) keep their class, so their exit status.
         kind = getattr(errors, name.rpartition(".")[2], None) if name.startswith("kctl.errors.") else None
         kind = kind if isinstance(kind, type) and issubclass(kind, KctlError) else KctlError
-        return kind(f"unable to {action}: {message or name}", hint="{debug} shows Spark's full error")
+        return kind(action=action, cause=message or name, hint="{debug} shows Spark's full error")
     if "Cannot run program" in text and "kctlenv/bin/python" in text:
         # --ship-env's virtualenv links to the interpreter it was made from.
         interpreter = os.path.realpath(os.path.join(sys.prefix, "bin", "python"))
         return errors.ConfigError(
-            f"unable to {action}: the executors cannot run the shipped Python: it needs {interpreter} on every worker",
+            action=action, cause=f"the executors cannot run the shipped Python: it needs {interpreter} on every worker",
             hint="install that Python at that path on the workers, or ship a conda-pack archive with spark.archives and spark.pyspark.python",
         )
     # Spark's words for a file it cannot read as Parquet or JSON (not merely "parquet":
     # every write to Parquet names its py4j call `.parquet`).
     if any(words in text for words in ("FAILED_READ_FILE", "not a Parquet file", "Malformed", "FAILFAST")):
-        return InvalidError(f"unable to {action}: a data file is corrupt or not in the dump's format", hint=_first_line(text))
-    return KctlError(f"unable to {action}: Spark job failed: {_java_cause(text)}", hint="{debug} shows Spark's full error")
+        return InvalidError(action=action, cause="a data file is corrupt or not in the dump's format", hint=_first_line(text))
+    return KctlError(action=action, cause=f"Spark job failed: {_java_cause(text)}", hint="{debug} shows Spark's full error")
 
 
 def _java_cause(text: str) -> str:

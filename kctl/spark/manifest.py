@@ -44,23 +44,23 @@ def read_dump_manifest(directory: Path, *, require_complete: bool = True) -> dic
     """The manifest of a kctl dump; an InvalidError for anything else."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise InvalidError(f"unable to read dump {directory}: no such directory")
+        raise InvalidError(action=f"read dump {directory}", cause="no such directory")
     path = directory / DUMP_MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InvalidError(f"unable to read dump {directory}: not a kctl dump (no {DUMP_MANIFEST})") from None
+        raise InvalidError(action=f"read dump {directory}", cause=f"not a kctl dump (no {DUMP_MANIFEST})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidError(f"unable to read dump {directory}: {DUMP_MANIFEST} is corrupt ({exc})") from None
+        raise InvalidError(action=f"read dump {directory}", cause=f"{DUMP_MANIFEST} is corrupt ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("kind") != "kctl-dump" or not isinstance(manifest.get("partitions"), list):
-        raise InvalidError(f"unable to read dump {directory}: {DUMP_MANIFEST} is not a kctl dump manifest")
+        raise InvalidError(action=f"read dump {directory}", cause=f"{DUMP_MANIFEST} is not a kctl dump manifest")
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise InvalidError(f"unable to read dump {directory}: format version {manifest.get('format_version')} (this kctl reads {FORMAT_VERSION})")
+        raise InvalidError(action=f"read dump {directory}", cause=f"format version {manifest.get('format_version')} (this kctl reads {FORMAT_VERSION})")
     if manifest.get("format") not in ("parquet", "jsonl"):
-        raise InvalidError(f"unable to read dump {directory}: unknown format {manifest.get('format')!r}")
+        raise InvalidError(action=f"read dump {directory}", cause=f"unknown format {manifest.get('format')!r}")
     if require_complete and (manifest.get("status") != "complete" or not (directory / SUCCESS).exists()):
         raise InvalidError(
-            f"unable to read dump {directory}: the dump is incomplete (status {manifest.get('status')!r})",
+            action=f"read dump {directory}", cause=f"the dump is incomplete (status {manifest.get('status')!r})",
             hint="the dump that wrote it failed or is still running; dump again with {overwrite}",
         )
     return manifest

@@ -64,10 +64,10 @@ def _fail(exc_or_error) -> KctlError:
     """The project's error class for a librdkafka error (one exception type from planning)."""
     error = error_of(exc_or_error) if isinstance(exc_or_error, BaseException) else exc_or_error
     if error is None:
-        return KctlError(str(exc_or_error))
+        return KctlError(cause=str(exc_or_error))
     # A planner that hears nothing within its timeout found no broker to ask.
     kind = UnreachableError if error.name() == "_TIMED_OUT" else error_class(error)
-    return kind(describe(error))
+    return kind(cause=describe(error))
 
 
 def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[str, int]]:
@@ -90,13 +90,13 @@ def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[
     for name, topic in sorted(topics.items()):
         if topic.error is not None:
             if topic.error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
-                raise NotFoundError(f"topic {name!r} does not exist")
+                raise NotFoundError(cause=f"topic {name!r} does not exist")
             raise _fail(topic.error)
         available = sorted(topic.partitions)
         if options.assign is not None:
             missing = [p for p in options.assign[name] if p not in topic.partitions]
             if missing:
-                raise NotFoundError(f"topic {name!r} has no partition {missing[0]} (it has {len(available)})")
+                raise NotFoundError(cause=f"topic {name!r} has no partition {missing[0]} (it has {len(available)})")
             available = options.assign[name]
         pairs.extend((name, p) for p in available)
     return pairs
@@ -172,7 +172,7 @@ def _bounds(options: SourceOptions, pairs, marks, start_stamps, starts_by_time, 
             start = starts_by_time[key]
             if start < 0:
                 if options.timestamp_strategy == "error":
-                    raise InvalidError(f"{key[0]}:{key[1]} has no record at or after the starting timestamp {start_stamps[key]} (startingOffsetsByTimestampStrategy=latest reads nothing instead)")
+                    raise InvalidError(cause=f"{key[0]}:{key[1]} has no record at or after the starting timestamp {start_stamps[key]} (startingOffsetsByTimestampStrategy=latest reads nothing instead)")
                 start = high
         else:
             start = _offset(options.starting_offsets, key, EARLIEST)
@@ -184,14 +184,14 @@ def _bounds(options: SourceOptions, pairs, marks, start_stamps, starts_by_time, 
         end = high if end == LATEST else end
         if start < low:
             if options.fail_on_data_loss:
-                raise InvalidError(f"{key[0]}:{key[1]} starts at offset {low}, after the requested {start}: records were deleted (failOnDataLoss=false reads from {low})")
+                raise InvalidError(cause=f"{key[0]}:{key[1]} starts at offset {low}, after the requested {start}: records were deleted (failOnDataLoss=false reads from {low})")
             start = low
         if end > high:
             if options.fail_on_data_loss:
-                raise InvalidError(f"{key[0]}:{key[1]} ends at offset {high}, before the requested end {end}")
+                raise InvalidError(cause=f"{key[0]}:{key[1]} ends at offset {high}, before the requested end {end}")
             end = high
         if start > end:
-            raise InvalidError(f"{key[0]}:{key[1]}: the start offset {start} is after the end offset {end}")
+            raise InvalidError(cause=f"{key[0]}:{key[1]}: the start offset {start} is after the end offset {end}")
         bounds.append(PartitionBounds(key[0], key[1], low, high, start, end))
     return bounds
 

@@ -51,7 +51,7 @@ def parse_timestamps(text: str) -> str:
         return text
     match = re.fullmatch(r"shift:([+-]?)(.+)", text)
     if not match:
-        raise UsageError(f"unable to parse --timestamps {text!r}: expected preserve, now or shift:+DURATION")
+        raise UsageError(action=f"parse --timestamps {text!r}", cause="expected preserve, now or shift:+DURATION")
     seconds = parse_duration(match.group(2))
     return f"shift:{int(seconds * 1000) * (-1 if match.group(1) == '-' else 1)}"
 
@@ -60,11 +60,11 @@ def load_partition_map(path: str) -> dict[int, int]:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise InvalidError(f"unable to read --partition-map {path}: {exc.strerror}") from None
+        raise InvalidError(action=f"read --partition-map {path}", cause=str(exc.strerror)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidError(f"unable to read --partition-map {path}: not JSON ({exc})") from None
+        raise InvalidError(action=f"read --partition-map {path}", cause=f"not JSON ({exc})") from None
     if not isinstance(raw, dict) or not all(str(k).isdigit() and type(v) is int and v >= 0 for k, v in raw.items()):
-        raise InvalidError(f'unable to read --partition-map {path}: expected {{"source partition": destination partition, ...}}')
+        raise InvalidError(action=f'read --partition-map {path}', cause='expected {"source partition": destination partition, ...}')
     return {int(k): v for k, v in raw.items()}
 
 
@@ -157,15 +157,15 @@ def resumed(path: Path, to_topic: str) -> tuple[dict, ReplayRequest]:
     try:
         previous = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise NotFoundError(f"unable to resume: no replay manifest at {path}", hint="{manifest} names the manifest of the replay to resume") from None
+        raise NotFoundError(action="resume", cause=f"no replay manifest at {path}", hint="{manifest} names the manifest of the replay to resume") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidError(f"unable to resume: {path} is not a replay manifest ({exc})") from None
+        raise InvalidError(action="resume", cause=f"{path} is not a replay manifest ({exc})") from None
     if not isinstance(previous, dict) or previous.get("kind") != "kctl-replay" or "request" not in previous:
-        raise InvalidError(f"unable to resume: {path} is not a replay manifest")
+        raise InvalidError(action="resume", cause=f"{path} is not a replay manifest")
     if previous["request"].get("to_topic") != to_topic:
-        raise InvalidError(f"unable to resume: {path} is a replay into {previous['request'].get('to_topic')}, not {to_topic}")
+        raise InvalidError(action="resume", cause=f"{path} is a replay into {previous['request'].get('to_topic')}, not {to_topic}")
     if previous.get("status") == "complete":
-        raise InvalidError(f"unable to resume: the replay in {path} is already complete")
+        raise InvalidError(action="resume", cause=f"the replay in {path} is already complete")
     kept = previous["request"]
     request = ReplayRequest(**{k: v for k, v in kept.items() if k != "explicit_map"},
                             explicit_map={int(k): v for k, v in kept["explicit_map"].items()})
@@ -175,20 +175,20 @@ def resumed(path: Path, to_topic: str) -> tuple[dict, ReplayRequest]:
 def check_destination(partition_counts: dict[str, int], request: ReplayRequest, source_partitions: list[int]) -> int:
     """The destination's partition count, after checking the map fits it."""
     if request.to_topic not in partition_counts:
-        raise NotFoundError(f"unable to replay into {request.to_topic}: the topic does not exist", hint=f"create it first: kctl topic create {request.to_topic} --partitions N")
+        raise NotFoundError(action=f"replay into {request.to_topic}", cause="the topic does not exist", hint=f"create it first: kctl topic create {request.to_topic} --partitions N")
     count = partition_counts[request.to_topic]
     if request.partition_map == "same" and source_partitions and max(source_partitions) >= count:
         raise InvalidError(
-            f"unable to replay into {request.to_topic}: --partition-map same needs {max(source_partitions) + 1} partitions, it has {count}",
+            action=f"replay into {request.to_topic}", cause=f"--partition-map same needs {max(source_partitions) + 1} partitions, it has {count}",
             hint="add partitions (kctl topic add-partitions) or use {partition_map} modulo|hash",
         )
     if request.explicit_map:
         missing = sorted(set(source_partitions) - set(request.explicit_map))
         if missing:
-            raise InvalidError(f"unable to replay: --partition-map does not say where source partition {missing[0]} goes")
+            raise InvalidError(action="replay", cause=f"--partition-map does not say where source partition {missing[0]} goes")
         beyond = [d for d in request.explicit_map.values() if d >= count]
         if beyond:
-            raise InvalidError(f"unable to replay into {request.to_topic}: --partition-map names partition {beyond[0]}, it has {count}")
+            raise InvalidError(action=f"replay into {request.to_topic}", cause=f"--partition-map names partition {beyond[0]}, it has {count}")
     return count
 
 
@@ -250,7 +250,7 @@ def replay(
     if resume_from is not None:
         run_id, baseline = resume_from["run_id"], {int(p): o for p, o in resume_from["baseline"].items()}
         if resume_from.get("source", {}).get("partitions") != source["partitions"]:
-            raise InvalidError("unable to resume: the dump changed since the interrupted replay (its offset ranges differ)")
+            raise InvalidError(action="resume", cause="the dump changed since the interrupted replay (its offset ranges differ)")
     else:
         run_id, baseline = uuid.uuid4().hex[:12], high_watermarks(request.to_topic, count)
     manifest = {

@@ -56,7 +56,7 @@ def parse_conf(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"unable to parse --spark-conf {pair!r}: expected key=value")
+            raise ConfigError(action=f"parse --spark-conf {pair!r}", cause="expected key=value")
         conf[key.strip()] = value
     return conf
 
@@ -67,12 +67,12 @@ def check_requirements() -> None:
         import pyspark  # noqa: F401
     except ImportError as exc:
         raise SparkUnavailable(
-            f"unable to start Spark: {exc.name} is not installed",
+            action="start Spark", cause=f"{exc.name} is not installed",
             hint="pip install 'kctl[spark]' installs pyspark and pyarrow",
         ) from None
     if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
         raise SparkUnavailable(
-            "unable to start Spark: no Java runtime found (java is not on PATH and JAVA_HOME is unset)",
+            action="start Spark", cause="no Java runtime found (java is not on PATH and JAVA_HOME is unset)",
             hint="Spark 4 needs Java 17 or newer, e.g. apt-get install openjdk-17-jre-headless",
         )
 
@@ -103,7 +103,7 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
             try:
                 active.conf.set(key, value)
             except Exception as exc:  # a static setting (spark.jars, memory) is fixed at start-up
-                raise ConfigError(f"unable to set --spark-conf {key} on the running Spark session: {str(exc).splitlines()[0]}") from None
+                raise ConfigError(action=f"set --spark-conf {key} on the running Spark session", cause=f"{str(exc).splitlines()[0]}") from None
         active._kctl_conf = set(conf)
         _register(active)
         return active
@@ -149,7 +149,7 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
     except Exception as exc:  # py4j and the launcher raise plain exceptions
         text = str(exc).strip()
         raise SparkUnavailable(
-            f"unable to start Spark ({master}): {text.splitlines()[0] if text else type(exc).__name__}",
+            action=f"start Spark ({master})", cause=f"{text.splitlines()[0] if text else type(exc).__name__}",
             hint=f"Spark's log: {log_path()}" if quiet else None,
         ) from exc
     jvm_archive.started(getattr(getattr(session.sparkContext._gateway, "proc", None), "pid", None))

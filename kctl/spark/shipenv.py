@@ -67,23 +67,23 @@ def packed_environment(cache: Path, note: Callable[[str], None] = lambda _: None
     try:
         from venv_pack import Env, File, VenvPackException
     except ImportError:
-        raise ConfigError("unable to ship the environment: venv-pack is not installed",
+        raise ConfigError(action="ship the environment", cause="venv-pack is not installed",
                           hint="pip install 'kctl[spark]' installs it") from None
     if sys.prefix == sys.base_prefix:
         raise ConfigError(
-            f"unable to ship the environment: kctl is not running in a virtual environment ({sys.executable})",
+            action="ship the environment", cause=f"kctl is not running in a virtual environment ({sys.executable})",
             hint="install kctl in one (python -m venv ENV && ENV/bin/pip install 'kctl[spark]'), or install kctl[spark] on every worker and leave out {ship_env}",
         )
     try:
         env = Env(sys.prefix)
     except VenvPackException as exc:
-        raise ConfigError(f"unable to ship the environment {sys.prefix}: {str(exc).splitlines()[0]}") from None
+        raise ConfigError(action=f"ship the environment {sys.prefix}", cause=f"{str(exc).splitlines()[0]}") from None
     site = _site_packages_target()
     from packaging.utils import canonicalize_name
 
     installed = {canonicalize_name(d.metadata["Name"]): d for d in metadata.distributions(path=[os.path.join(sys.prefix, site)])}
     if "kctl" not in installed:
-        raise ConfigError(f"unable to ship the environment: kctl is not installed in {sys.prefix}",
+        raise ConfigError(action="ship the environment", cause=f"kctl is not installed in {sys.prefix}",
                           hint="pip install 'kctl[spark]' (or pip install -e '.[spark]' in a checkout) into it")
     keep = {f"{site}/{entry}" for entry in _top_level_entries(needed_distributions(installed))}
     # Outside site-packages only the interpreter's links and pyvenv.cfg: no scripts,
@@ -107,7 +107,7 @@ def packed_environment(cache: Path, note: Callable[[str], None] = lambda _: None
         os.replace(partial, archive)
     except (OSError, VenvPackException) as exc:
         partial.unlink(missing_ok=True)
-        raise ConfigError(f"unable to pack {sys.prefix} into {cache}: {exc}") from None
+        raise ConfigError(action=f"pack {sys.prefix} into {cache}", cause=str(exc)) from None
     for older in cache.glob(f"{ARCHIVE_PREFIX}*.tar.gz"):
         if older != archive:
             older.unlink(missing_ok=True)  # each is tens of MB; only the newest is used

@@ -142,7 +142,7 @@ def sql_error(exc, tables: Tables, original: str) -> KctlError:
         if found:
             message = message.replace(found.group(0), "").rstrip()
             where = f"line {found.group(1)}, column {int(found.group(2)) + 1}"
-    return SqlError(f"unable to run the query: {message}" + (f" ({where})" if where else ""))
+    return SqlError(action="run the query", cause=message + (f" ({where})" if where else ""))
 
 
 def quiet_spark_errors() -> None:
@@ -168,7 +168,7 @@ def check_read_only(spark, query: str) -> None:
         if any(c is not None and c.isInstance(node) for c in classes):
             statement = node.getClass().getSimpleName()
             raise UsageError(
-                f"unable to run the query: kctl spark sql only reads (SELECT, WITH, VALUES, TABLE, FROM ... |>), and this statement does more ({statement})",
+                action="run the query", cause=f"kctl spark sql only reads (SELECT, WITH, VALUES, TABLE, FROM ... |>), and this statement does more ({statement})",
                 hint="kctl spark replay writes records to a topic; {out} writes the query's result to files",
             )
         if node.getClass().getSimpleName() == "UnresolvedRelation":
@@ -178,7 +178,7 @@ def check_read_only(spark, query: str) -> None:
     for spellings in names.values():
         if len(spellings) > 1:
             first, second = sorted(spellings)[:2]
-            raise SqlError(f"unable to run the query: it names {first} and {second}, which Spark cannot tell apart (its table names ignore case)")
+            raise SqlError(action="run the query", cause=f"it names {first} and {second}, which Spark cannot tell apart (its table names ignore case)")
 
 
 def _parsed_nodes(plan):
@@ -251,7 +251,7 @@ def resolve(spark, request: SqlRequest, context: Context, tables: Tables):
             span = (contexts[0].startIndex(), contexts[0].stopIndex()) if contexts else None
             where = f" ({_where(request.query, tables.original_position(span[0]))})" if span else ""
             _add_table(spark, request, context, tables, parts, span, where)
-    raise SqlError(f"unable to run the query: it names more than {MAX_TABLES} tables")
+    raise SqlError(action="run the query", cause=f"it names more than {MAX_TABLES} tables")
 
 
 def _add_table(spark, request: SqlRequest, context: Context, tables: Tables, parts: list[str], span, where: str) -> None:
@@ -270,10 +270,10 @@ def _add_table(spark, request: SqlRequest, context: Context, tables: Tables, par
         return
     if len(parts) != 1:
         shown = ".".join(parts)
-        raise NotFoundError(f"unable to run the query: no table {shown}{where}: a table is a topic (quote a name with dots in backquotes: `{shown}`) or dump.<directory>")
+        raise NotFoundError(action="run the query", cause=f"no table {shown}{where}: a table is a topic (quote a name with dots in backquotes: `{shown}`) or dump.<directory>")
     topic = parts[0]
     if not context.topic_exists(topic):
-        raise NotFoundError(f"unable to run the query: topic '{topic}' does not exist{where}")
+        raise NotFoundError(action="run the query", cause=f"topic '{topic}' does not exist{where}")
     frame = _topic_frame(spark, request, context, topic)
     frame.createOrReplaceTempView(_quoted(topic))
     tables.views[topic] = topic
@@ -310,7 +310,7 @@ def check_schema(ddl: str) -> None:
     try:
         _parse_datatype_string(ddl)
     except Exception as exc:
-        raise UsageError(f"unable to use --schema {ddl!r}: {_spark_message(exc)}") from None
+        raise UsageError(action=f"use --schema {ddl!r}", cause=f"{_spark_message(exc)}") from None
 
 
 def infer_json_schema(spark, options: dict[str, str], topic: str, note: Callable[[str], None]):
@@ -324,11 +324,11 @@ def infer_json_schema(spark, options: dict[str, str], topic: str, note: Callable
     newest = [PartitionBounds(b.topic, b.partition, b.log_start, b.high_watermark, max(b.start, b.end - share), b.end) for b in bounds]
     values = [row[0] for row in frames.load_topic(spark, "python", sample_options, newest).selectExpr("CAST(value AS STRING)").collect() if row[0]]
     if not values:
-        raise InvalidError(f"unable to infer a JSON schema for {topic}: its newest records have no values", hint="give one with {schema} 'id BIGINT, name STRING'")
+        raise InvalidError(action=f"infer a JSON schema for {topic}", cause="its newest records have no values", hint="give one with {schema} 'id BIGINT, name STRING'")
     schema = spark.read.json(spark.sparkContext.parallelize(values, 1)).schema
     fields = [f for f in schema.fields if f.name != "_corrupt_record"]
     if not fields:
-        raise InvalidError(f"unable to infer a JSON schema for {topic}: none of its newest {len(values):,} values is a JSON object", hint="give one with {schema} 'id BIGINT, name STRING'")
+        raise InvalidError(action=f"infer a JSON schema for {topic}", cause=f"none of its newest {len(values):,} values is a JSON object", hint="give one with {schema} 'id BIGINT, name STRING'")
     from pyspark.sql.types import StructType
 
     inferred = StructType(fields)
@@ -340,11 +340,11 @@ def _dump_frame(spark, directory: Path, where: str):
     from kctl.spark.manifest import read_dump_manifest
 
     if not directory.exists():
-        raise NotFoundError(f"unable to run the query: no dump directory {directory}{where}")
+        raise NotFoundError(action="run the query", cause=f"no dump directory {directory}{where}")
     try:
         manifest = read_dump_manifest(directory)
     except InvalidError as exc:
-        raise InvalidError(f"unable to run the query: {exc.message}{where}", hint=exc.hint) from None
+        raise exc.but(cause=f"{exc.cause}{where}") from None
     return frames.load_dump(spark, directory, manifest), int(manifest.get("records") or 0)
 
 
@@ -379,7 +379,7 @@ def check_size(plan: Plan, max_records: int | None) -> None:
 
     if max_records and plan.records > max_records:
         raise KctlError(
-            f"unable to run the query: it would read {plan.records:,} records from topics, more than --max-records {max_records:,}",
+            action="run the query", cause=f"it would read {plan.records:,} records from topics, more than --max-records {max_records:,}",
             hint="narrow it with WHERE on timestamp, partition or offset ({explain} shows what it reads), or raise {max_records}",
             exit_code=ExitCode.ABORTED,
         )

@@ -47,6 +47,6 @@ def run_app(app: Any, sampler: Sampler, *, headless: bool = False) -> int:
         # leaving never waits for it.
         sampler.stop(timeout=0)
     if app.crash is not None and not app.show_tracebacks:
-        raise KctlError(f"kctl top stopped on an unexpected error: {type(app.crash).__name__}: {app.crash}",
+        raise KctlError(cause=f"kctl top stopped on an unexpected error: {type(app.crash).__name__}: {app.crash}",
                         hint="{debug} shows where")
     return code or 0

@@ -169,7 +169,7 @@ spec: {credentials: [{mechanism: SCRAM-SHA-256}], password_env: BOB_PASSWORD}
         ("kind: Topic\nmetadata: {name: a}\nspec:\n  partitions: 1\n  configs:\n    leader.replication.throttled.replicas: '*'\n", "f.yaml:6: Topic a: config leader.replication.throttled.replicas is set and cleared by reassignments; leave it out"),
         ("kind: ClusterConfig\nmetadata: {name: all}\nspec:\n  configs: {log.retention.ms: 1}\n", "f.yaml:2: ClusterConfig all: name must be 'default' (every broker) or a broker id, not 'all'"),
         ("kind: ClusterConfig\nmetadata: {name: default}\nspec:\n  configs:\n    ssl.key.password: x\n", "f.yaml:5: ClusterConfig default: config ssl.key.password is a password: resource files are kept in Git, secrets are not; set it with `kctl config alter`"),
-        ("kind: Quota\nmetadata: {name: q}\nspec:\n  entity: {ip: 10.0.0.1, user: a}\n  quotas: {connection_creation_rate: 1}\n", "f.yaml:4: Quota q: an IP quota stands alone: give ip (or default ip) without user or client-id"),
+        ("kind: Quota\nmetadata: {name: q}\nspec:\n  entity: {ip: 10.0.0.1, user: a}\n  quotas: {connection_creation_rate: 1}\n", "f.yaml:4: Quota q: an IP quota stands alone: give ip (or default ip) without user or client id"),
         ("kind: User\nmetadata: {name: u}\nspec:\n  credentials:\n  - {mechanism: SCRAM-SHA-1}\n", "f.yaml:5: User u: spec.credentials.0.mechanism: 'SCRAM-SHA-1' is not one of ['SCRAM-SHA-256', 'SCRAM-SHA-512']"),
         ("kind: Topic\nmetadata: {name: a\nspec: {}\n", "f.yaml:3: not valid YAML: did not find expected ',' or '}'"),
         ("- just\n- a list\n", "f.yaml:1: document: document: ['just', 'a list'] is not of type 'object'"),

@@ -65,6 +65,18 @@ def test_metadata_is_the_same_through_both(adapters, written):
     assert wire.metadata([], "describe the cluster").topics == librdkafka.metadata([], "describe the cluster").topics == {}
 
 
+def test_auto_create_is_the_same_through_both(adapters, unique_name):
+    """A topic asked for as a producer may ask is created by the broker (its default
+    partitions, leaders known when answered); a name Kafka refuses is refused alike."""
+    wire, librdkafka = adapters
+    ours, theirs = wire.auto_create(unique_name("auto-w"), "produce"), librdkafka.auto_create(unique_name("auto-l"), "produce")
+    assert ours is not None and theirs is not None
+    assert (ours.error, theirs.error) == (None, None)
+    assert list(ours.partitions) == list(theirs.partitions) and all(p.leader is not None for p in ours.partitions.values())
+    refused = [adapter.auto_create("no spaces allowed", "produce") for adapter in (wire, librdkafka)]
+    assert [r.error if r is not None else None for r in refused] == ["INVALID_TOPIC_EXCEPTION"] * 2, refused
+
+
 def test_list_offsets_is_the_same_through_both(adapters, written):
     topic, start, missing = written
     wire, librdkafka = adapters

@@ -54,7 +54,7 @@ def test_relaxed_tls_verification():
 @pytest.mark.parametrize(("properties", "message"), [
     ({"sasl.kerberos.ticket": "/k"}, "property 'sasl.kerberos.ticket' is not supported by kctl's own client"),
     ({"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"}, "sasl.mechanism AWS_MSK_IAM is not supported by kctl's own client"),
-    ({"security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.keytab": "/k"}, "sasl.kerberos.keytab without sasl.kerberos.principal"),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.keytab": "/k"}, "use sasl.kerberos.keytab: sasl.kerberos.principal is not set"),
     ({"security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.keytab": "/no/such.keytab", "sasl.kerberos.principal": "a@R"},
      "sasl.kerberos.keytab /no/such.keytab: no such file"),
     ({"security.protocol": "TLS"}, "security.protocol TLS is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),

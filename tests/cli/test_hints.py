@@ -81,7 +81,7 @@ def test_the_command_line_says_the_failed_commands_flag(kctl, cluster, unique_na
     result = kctl("-b", cluster.bootstrap, "group", "reset-offsets", missing, "-t", topic_for_hints, "--to-earliest")
     assert result.exit_code == ExitCode.NOT_FOUND
     assert result.stderr.splitlines()[-1] == "hint: --allow-new-group creates it with these offsets"
-    error = NotFoundError("unable to x: y", hint="{allow_new_group} creates it")
+    error = NotFoundError(action="x", cause="y", hint="{allow_new_group} creates it")
     assert render_hint(error.hint) == "allow new group creates it"  # what a library caller sees
 
 

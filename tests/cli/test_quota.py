@@ -121,9 +121,10 @@ def _with(rows, row):
         (("set", "--ip", "not-an-ip", "--set", "connection_creation_rate=1"), "error: --ip 'not-an-ip' is not an IPv4 or IPv6 address"),
         (("set", "--user", "a", "--ip", "10.0.0.1", "--set", "connection_creation_rate=1"),
          "error: an IP quota stands alone: give --ip (or --default-ip) without --user or --client-id"),
-        (("set", "--set", "producer_byte_rate=1"), "error: name the entity: --user, --client-id (or both), --ip, or their --default-* forms"),
+        (("set", "--set", "producer_byte_rate=1"), "error: name the entity: --user, --client-id (or both), --ip, or their defaults (--default-user, "
+                                                  "--default-client-id, --default-ip)"),
         (("set", "--user", "a", "--default-user", "--set", "producer_byte_rate=1"), "error: --user and --default-user name different entities; give one"),
-        (("set", "--user", "a", "--set", "request_percentage=-5"), "error: quota request_percentage must be positive, not -5; remove a quota with `kctl quota delete`"),
+        (("set", "--user", "a", "--set", "request_percentage=-5"), "error: quota request_percentage must be positive, not -5"),
     ],
 )
 def test_bad_quota_input_is_a_usage_error(kctl, args, message):

@@ -45,3 +45,31 @@ def test_the_metadata_stays_within_the_budget_kafka_allows():
     ledger = Ledger.committed(None, None).after(0, 4000, held)
     assert ledger.size() > BUDGET  # what a redrive refuses to commit (it stops reading the partition first)
     assert Ledger.committed(*ledger.commit()) == ledger
+
+
+def test_a_full_ledger_stops_new_holds_but_never_a_rerun_that_holds_the_same(monkeypatch):
+    """A partition stops where one more held-back range would not fit, and what it committed
+    fits; a rerun with the same filter holds those records again and goes on to the same
+    point, not stopping at the first of them (it did, when the size was checked with the
+    new range still folded into the open end)."""
+    from kctl.records import redrive
+
+    monkeypatch.setattr(redrive, "BUDGET", 200)
+    held = [o % 3 == 0 or o % 7 == 0 for o in range(2000)]
+    ledger, stops = Ledger.committed(None, None), []
+    for _ in range(3):
+        start, _metadata = ledger.commit()
+        part = redrive._Partition(ledger, start)
+        stopped = None
+        for offset in range(start, 2000):
+            if not ledger.todo(offset):
+                part.skip(offset)
+            elif not held[offset]:
+                part.done(offset)
+            elif not part.hold(offset):
+                stopped = offset
+                break
+        ledger = part.ledger_now()
+        assert ledger.size() <= 200 and ledger.todo(stopped)
+        stops.append(stopped)
+    assert stops[0] is not None and stops == [stops[0]] * 3

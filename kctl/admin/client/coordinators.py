@@ -71,7 +71,7 @@ def per_coordinator(
         return found
     retry = poll(ask, lambda retry: not retry, timeout=session.timeout, interval=RETRY_BACKOFF, stop_before=True)
     if None in retry.values():
-        raise TimeoutError_(f"unable to {action}: no {_COORDINATORS[key_type]} coordinator available within the timeout",
+        raise TimeoutError_(action=action, cause=f"no {_COORDINATORS[key_type]} coordinator available within the timeout",
                             hint="raise {timeout} if the cluster is starting or electing")
     found.update(retry)  # the retriable answers are the result; callers report them
     return found

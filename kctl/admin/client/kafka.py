@@ -143,6 +143,20 @@ class DeliveryFailure(Value):
         self.error, self.message, self.partition, self.value_size = error, message, partition, value_size
 
 
+# How long a topic being created by auto_create is asked for again.
+AUTO_CREATE_SECONDS = 3.0
+
+
+def settled(layout: TopicLayout | None) -> bool:
+    """Whether an auto-created topic's layout is final: its partitions and leaders known, or
+    refused for good (not authorised, an invalid name)."""
+    if layout is None:
+        return False
+    if layout.partitions and layout.error is None:
+        return True
+    return layout.error is not None and layout.error not in ("LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION")
+
+
 # The topics Kafka's brokers flag internal in Metadata: Kafka decides by name alone
 # (org.apache.kafka.common.internals.Topic.INTERNAL_TOPICS, 4.3), so kctl can too where
 # an answer does not say (librdkafka's Metadata, without DescribeTopics).
@@ -185,6 +199,13 @@ class Kafka(Protocol):
         """Brokers and the layout of `topics` (None: every topic), never creating one.
         Without `topic_ids`, an adapter may leave ids out where they cost a request of
         their own (librdkafka: DescribeTopics)."""
+        ...
+
+    def auto_create(self, topic: str, action: str) -> TopicLayout | None:
+        """`topic` asked for as a producer may ask (Metadata allowing auto-creation): the
+        broker creates it when its auto.create.topics.enable allows (Kafka's default).
+        Asked again while it is being created, for AUTO_CREATE_SECONDS at most (within
+        --timeout); its layout then, an error in it when refused, None when no answer named it."""
         ...
 
     def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,

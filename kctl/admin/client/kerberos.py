@@ -47,10 +47,10 @@ class Kerberos:
         self.principal = properties.get("sasl.kerberos.principal") or None
         self.keytab = properties.get("sasl.kerberos.keytab") or None
         if self.keytab and not self.principal:
-            raise ConfigError("unable to use sasl.kerberos.keytab without sasl.kerberos.principal",
+            raise ConfigError(action="use sasl.kerberos.keytab", cause="sasl.kerberos.principal is not set",
                               hint="set sasl.kerberos.principal to the keytab's principal (klist lists a keytab's principals)")
         if self.keytab and not os.path.isfile(self.keytab):
-            raise ConfigError(f"unable to use sasl.kerberos.keytab {self.keytab}: no such file")
+            raise ConfigError(action=f"use sasl.kerberos.keytab {self.keytab}", cause="no such file")
         self._credentials: Any = None
         self._lock = threading.Lock()
 
@@ -97,7 +97,7 @@ class Kerberos:
                     break
             offer = context.unwrap(received).message
             if len(offer) < 4 or not offer[0] & 1:
-                raise NotAuthorizedError(f"authentication failed at {host}: the broker offers no GSSAPI security layer Kafka allows",
+                raise NotAuthorizedError(cause=f"authentication failed at {host}: the broker offers no GSSAPI security layer Kafka allows",
                                          hint=_NO_TICKET_HINT)
             # No security layer (1), no maximum message size, no authorization identity:
             # the broker authorizes the authenticated principal.
@@ -117,24 +117,24 @@ class Kerberos:
             lowered += " expired"
         where = f" for {self.service}/{host}" if host else ""
         if "cannot contact any kdc" in lowered or "cannot find kdc" in lowered or "unable to reach any kdc" in lowered:
-            return UnreachableError(f"Kerberos KDC unreachable{where}: {detail}",
+            return UnreachableError(cause=f"Kerberos KDC unreachable{where}: {detail}",
                                     hint="check the KDC's address in krb5.conf (KRB5_CONFIG) and that it is up")
         if "expired" in lowered:
-            return NotAuthorizedError(f"Kerberos ticket expired ({detail})",
+            return NotAuthorizedError(cause=f"Kerberos ticket expired ({detail})",
                                       hint="run kinit again, or use sasl.kerberos.keytab")
         if "server" in lowered and "not found in kerberos database" in lowered:
             return NotAuthorizedError(
-                f"the Kerberos KDC knows no service principal {self.service}/{host} ({detail})",
+                cause=f"the Kerberos KDC knows no service principal {self.service}/{host} ({detail})",
                 hint="connect to the broker by the host name in its principal ({bootstrap}), and check sasl.kerberos.service.name")
         if "no key table entry" in lowered or "client" in lowered and "not found in kerberos database" in lowered or "keytab" in lowered:
-            return NotAuthorizedError(f"Kerberos authentication as {self.principal} failed: {detail}",
+            return NotAuthorizedError(cause=f"Kerberos authentication as {self.principal} failed: {detail}",
                                       hint="check sasl.kerberos.principal against the keytab's principals (klist lists them)")
         if self.keytab and host is None:  # the keytab gave no ticket for the principal
-            return NotAuthorizedError(f"Kerberos authentication as {self.principal} failed: no key for it in {self.keytab} ({detail})",
+            return NotAuthorizedError(cause=f"Kerberos authentication as {self.principal} failed: no key for it in {self.keytab} ({detail})",
                                       hint="check sasl.kerberos.principal against the keytab's principals (klist lists them)")
         if "credentials" in lowered or "credential cache" in lowered or "ccache" in lowered:
-            return NotAuthorizedError(f"no Kerberos ticket ({detail})", hint=_NO_TICKET_HINT)
-        return NotAuthorizedError(f"Kerberos authentication{where} failed: {detail}", hint=_NO_TICKET_HINT)
+            return NotAuthorizedError(cause=f"no Kerberos ticket ({detail})", hint=_NO_TICKET_HINT)
+        return NotAuthorizedError(cause=f"Kerberos authentication{where} failed: {detail}", hint=_NO_TICKET_HINT)
 
 
 def _expired(credentials: Any) -> bool:
@@ -149,8 +149,8 @@ def _import_gssapi() -> Any:
         import gssapi
         import gssapi.exceptions
     except ImportError as exc:
-        raise ConfigError("unable to use SASL GSSAPI (Kerberos): the gssapi package is not installed", hint=_INSTALL_HINT) from exc
+        raise ConfigError(action="use SASL GSSAPI (Kerberos)", cause="the gssapi package is not installed", hint=_INSTALL_HINT) from exc
     except OSError as exc:  # the binding is there, the system's libgssapi_krb5 is not
-        raise ConfigError(f"unable to use SASL GSSAPI (Kerberos): the system's Kerberos library cannot be loaded: {exc}",
+        raise ConfigError(action="use SASL GSSAPI (Kerberos)", cause=f"the system's Kerberos library cannot be loaded: {exc}",
                           hint=_INSTALL_HINT) from exc
     return gssapi

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     import concurrent.futures
     from typing import Any
 
+    from kctl.admin.client.kafka import AclBindingFilter
+
 
 def librdkafka_log() -> Any:
     """The logger librdkafka's own log lines go to instead of straight to stderr; --debug
@@ -48,11 +50,11 @@ def build_client(factory: Callable[..., Any], config: dict[str, Any], role: str)
         error = error_of(exc)
         text = error.str() if error is not None else str(exc)
         raise ConfigError(
-            f"unable to configure the Kafka {role}: {text}",
+            action=f"configure the Kafka {role}", cause=text,
             hint="{properties} takes librdkafka properties; kctl -X help lists the common ones",
         ) from exc
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"unable to configure the Kafka {role}: {exc}") from exc
+        raise ConfigError(action=f"configure the Kafka {role}", cause=str(exc)) from exc
 
 
 class LibrdkafkaAdmin:
@@ -64,6 +66,10 @@ class LibrdkafkaAdmin:
         self._config = config
         self._debug_config = debug_config
         self._connection_errors: list[Any] = []
+
+    def config(self) -> dict[str, Any]:
+        """The librdkafka properties of any client of the session (AdminSession.client_config)."""
+        return self._config()
 
     @cached_property
     def client(self) -> Any:
@@ -96,11 +102,11 @@ class LibrdkafkaAdmin:
         cause = describe(causes[-1]) if causes else describe(self._connection_errors[-1])
         if any(e.name() == "_AUTHENTICATION" for e in causes):
             return NotAuthorizedError(
-                f"unable to {action}: authentication failed at {self.settings.bootstrap_servers}: {cause}",
+                action=action, cause=f"authentication failed at {self.settings.bootstrap_servers}: {cause}",
                 hint="check sasl.mechanism and its credentials: sasl.username/sasl.password or sasl.oauthbearer.* ({properties}, the context, KCTL_X_*)",
             )
         return UnreachableError(
-            f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {cause}",
+            action=action, cause=f"cluster unreachable at {self.settings.bootstrap_servers}: {cause}",
             hint="check {bootstrap}, the context, and that the brokers are up",
         )
 
@@ -147,7 +153,7 @@ class LibrdkafkaAdmin:
                 except KafkaException as exc:
                     error = error_of(exc)
                     if error is None:
-                        raise KctlError(f"unable to {action}: {exc}") from exc
+                        raise KctlError(action=action, cause=str(exc)) from exc
                     if error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS:
                         raise self._timeout_or_unreachable(action) from exc
                     resource = Resource(resource_type, key) if resource_type and isinstance(key, str) else None
@@ -168,7 +174,7 @@ class LibrdkafkaAdmin:
         if self._connection_errors:
             return self._unreachable(action)
         return TimeoutError_(
-            f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
+            action=action, cause=f"no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
             hint="raise {timeout} if the cluster is slow",
         )
 
@@ -195,7 +201,7 @@ class LibrdkafkaAdmin:
                     error.name() in ("_TIMED_OUT", "REQUEST_TIMED_OUT") or error.name() in _CONNECTION_ERRORS
                 )
                 if not retriable:
-                    raise translate(error, action) if error is not None else KctlError(f"unable to {action}: {exc}") from exc
+                    raise translate(error, action) if error is not None else KctlError(action=action, cause=str(exc)) from exc
                 self.client.poll(0)
                 if self._all_brokers_down():
                     raise self._unreachable(action) from exc
@@ -207,3 +213,17 @@ class LibrdkafkaAdmin:
         if isinstance(result, KctlError):
             raise result
         return result
+
+
+def binding_filter(fields: AclBindingFilter) -> Any:
+    """confluent-kafka's AclBindingFilter of a filter in Kafka's names (kctl.admin.client.
+    kafka.AclBindingFilter): what describe_acls asks, and kctl.admin.security.acls deletes
+    (the admin writes are librdkafka's)."""
+    from confluent_kafka.admin import AclBindingFilter as Filter
+    from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    resource_type, name, pattern_type, principal, host, operation, permission = fields
+    kind = ResourceType.BROKER if resource_type == "CLUSTER" else ResourceType[resource_type or "ANY"]
+    # None matches any name, principal or host (confluent-kafka's hints say str).
+    return Filter(kind, name, ResourcePatternType[pattern_type], principal, host,  # type: ignore[arg-type]
+                  AclOperation[operation or "ANY"], AclPermissionType[permission or "ANY"])

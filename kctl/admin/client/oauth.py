@@ -88,23 +88,23 @@ def parse_unsecured_config(text: str) -> tuple[str, int, list[str], dict[str, st
     for item in text.split():
         key, sep, value = item.partition("=")
         if not sep:
-            raise ConfigError(f"unable to read sasl.oauthbearer.config: {item!r} is not key=value")
+            raise ConfigError(action="read sasl.oauthbearer.config", cause=f"{item!r} is not key=value")
         if key == "principal":
             principal = value
         elif key == "lifeSeconds":
             if not value.isdigit() or int(value) <= 0:
-                raise ConfigError(f"unable to read sasl.oauthbearer.config: lifeSeconds={value!r} is not a positive number")
+                raise ConfigError(action="read sasl.oauthbearer.config", cause=f"lifeSeconds={value!r} is not a positive number")
             life = int(value)
         elif key == "scope":
             scope = [s for s in value.split(",") if s]
         elif key.startswith("extension_"):
             extensions[key[len("extension_"):]] = value
         elif key == "principalClaimName":
-            raise ConfigError("unable to configure OAUTHBEARER: principalClaimName is not supported by kctl; the principal goes in the sub claim")
+            raise ConfigError(action="configure OAUTHBEARER", cause="principalClaimName is not supported by kctl; the principal goes in the sub claim")
         else:
-            raise ConfigError(f"unable to read sasl.oauthbearer.config: unknown key {key!r}")
+            raise ConfigError(action="read sasl.oauthbearer.config", cause=f"unknown key {key!r}")
     if not principal:
-        raise ConfigError("unable to configure OAUTHBEARER: sasl.oauthbearer.config needs principal=NAME for unsecured JWTs")
+        raise ConfigError(action="configure OAUTHBEARER", cause="sasl.oauthbearer.config needs principal=NAME for unsecured JWTs")
     return principal, life, scope, extensions
 
 
@@ -123,7 +123,7 @@ def oidc_client_credentials(properties: Mapping[str, str]) -> Callable[[], tuple
     missing = [k for k, v in (("sasl.oauthbearer.token.endpoint.url", url), ("sasl.oauthbearer.client.id", client_id),
                               ("sasl.oauthbearer.client.secret", secret)) if not v]
     if missing or url is None:
-        raise ConfigError(f"unable to configure OAUTHBEARER (oidc): {', '.join(missing)} not set")
+        raise ConfigError(action="configure OAUTHBEARER (oidc)", cause=f"{', '.join(missing)} not set")
     form = {"grant_type": "client_credentials"}
     if properties.get("sasl.oauthbearer.scope"):
         form["scope"] = properties["sasl.oauthbearer.scope"]
@@ -140,14 +140,14 @@ def oidc_client_credentials(properties: Mapping[str, str]) -> Callable[[], tuple
             with urllib.request.urlopen(request, timeout=30, context=context) as response:
                 answer = json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token from {url}: HTTP {exc.code} {exc.reason}") from exc
+            raise NotAuthorizedError(action=f"get an OAUTHBEARER token from {url}", cause=f"HTTP {exc.code} {exc.reason}") from exc
         except (urllib.error.URLError, OSError) as exc:
-            raise UnreachableError(f"unable to get an OAUTHBEARER token from {url}: {getattr(exc, 'reason', exc)}") from exc
+            raise UnreachableError(action=f"get an OAUTHBEARER token from {url}", cause=f"{getattr(exc, 'reason', exc)}") from exc
         except ValueError as exc:
-            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token from {url}: the answer is not JSON") from exc
+            raise NotAuthorizedError(action=f"get an OAUTHBEARER token from {url}", cause="the answer is not JSON") from exc
         token = answer.get("access_token") if isinstance(answer, dict) else None
         if not isinstance(token, str) or not token:
-            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token from {url}: no access_token in the answer")
+            raise NotAuthorizedError(action=f"get an OAUTHBEARER token from {url}", cause="no access_token in the answer")
         expires_in = answer.get("expires_in")
         return token, time.time() + (float(expires_in) if isinstance(expires_in, int | float) else 3600.0)
 
@@ -161,12 +161,12 @@ def msk_iam(settings: Mapping[str, str]) -> Callable[[], tuple[str, float]]:
         from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
     except ImportError as exc:
         raise ConfigError(
-            "unable to use AWS MSK IAM: the aws-msk-iam-sasl-signer-python package is not installed",
+            action="use AWS MSK IAM", cause="the aws-msk-iam-sasl-signer-python package is not installed",
             hint="pip install 'kctl[msk]'",
         ) from exc
     region = settings.get("region")
     if not region:
-        raise ConfigError("unable to use AWS MSK IAM: no region set", hint="kctl context set NAME --aws-msk-iam-region REGION, or KCTL_AWS_MSK_IAM_REGION")
+        raise ConfigError(action="use AWS MSK IAM", cause="no region set", hint="kctl context set NAME --aws-msk-iam-region REGION, or KCTL_AWS_MSK_IAM_REGION")
 
     def fetch() -> tuple[str, float]:
         try:
@@ -178,7 +178,7 @@ def msk_iam(settings: Mapping[str, str]) -> Callable[[], tuple[str, float]]:
             else:
                 token, expiry_ms = MSKAuthTokenProvider.generate_auth_token(region)
         except Exception as exc:  # noqa: BLE001 - botocore's credential errors are many
-            raise NotAuthorizedError(f"unable to sign an AWS MSK IAM token: {type(exc).__name__}: {exc}") from exc
+            raise NotAuthorizedError(action="sign an AWS MSK IAM token", cause=f"{type(exc).__name__}: {exc}") from exc
         return token, expiry_ms / 1000.0
 
     return fetch
@@ -193,7 +193,7 @@ def token_program(properties: Mapping[str, str], timeout: float = 30.0) -> Calla
     """A fetch of the token from the command or the file the settings name."""
     command, path = properties.get(TOKEN_COMMAND), properties.get(TOKEN_FILE)
     if command and path:
-        raise ConfigError(f"unable to configure OAUTHBEARER: set one of {TOKEN_COMMAND} and {TOKEN_FILE}, not both")
+        raise ConfigError(action="configure OAUTHBEARER", cause=f"set one of {TOKEN_COMMAND} and {TOKEN_FILE}, not both")
     lifetime_text = properties.get(TOKEN_LIFETIME)
     lifetime = None
     if lifetime_text is not None:
@@ -202,7 +202,7 @@ def token_program(properties: Mapping[str, str], timeout: float = 30.0) -> Calla
         except ValueError:
             lifetime = -1.0
         if not lifetime > 0:
-            raise ConfigError(f"unable to configure OAUTHBEARER: {TOKEN_LIFETIME}={lifetime_text!r} is not a positive number of seconds")
+            raise ConfigError(action="configure OAUTHBEARER", cause=f"{TOKEN_LIFETIME}={lifetime_text!r} is not a positive number of seconds")
 
     def fetch() -> tuple[str, float]:
         if command:
@@ -212,17 +212,17 @@ def token_program(properties: Mapping[str, str], timeout: float = 30.0) -> Calla
                 with open(path or "", encoding="utf-8") as handle:
                     text = handle.read()
             except OSError as exc:
-                raise NotAuthorizedError(f"unable to read the OAUTHBEARER token file {path}: {exc.strerror or exc}") from exc
+                raise NotAuthorizedError(action=f"read the OAUTHBEARER token file {path}", cause=f"{exc.strerror or exc}") from exc
             where = f"the token file {path}"
         token = text.strip()
         if not token or len(token.split()) != 1:
-            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: {where} gave {'nothing' if not token else 'more than one word'}",
+            raise NotAuthorizedError(action="get an OAUTHBEARER token", cause=f"{where} gave {'nothing' if not token else 'more than one word'}",
                                      hint=_PROGRAM_HINT)
         expiry = _jwt_expiry(token)
         if lifetime is not None:
             expiry = time.time() + lifetime if expiry is None else min(expiry, time.time() + lifetime)
         if expiry is None:
-            raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: the token from {where} is not a JWT with an exp claim, "
+            raise NotAuthorizedError(action="get an OAUTHBEARER token", cause=f"the token from {where} is not a JWT with an exp claim, "
                                      f"so kctl cannot tell when to renew it", hint=f"set {TOKEN_LIFETIME}=SECONDS")
         return token, expiry
 
@@ -237,12 +237,12 @@ def _run_token_command(command: str, timeout: float) -> str:
     try:
         proc = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)  # noqa: S602 - the user's own command line, as a shell runs it
     except subprocess.TimeoutExpired as exc:
-        raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: {TOKEN_COMMAND} did not finish within {timeout:g}s") from exc
+        raise NotAuthorizedError(action="get an OAUTHBEARER token", cause=f"{TOKEN_COMMAND} did not finish within {timeout:g}s") from exc
     except OSError as exc:
-        raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: {TOKEN_COMMAND} could not start: {exc.strerror or exc}") from exc
+        raise NotAuthorizedError(action="get an OAUTHBEARER token", cause=f"{TOKEN_COMMAND} could not start: {exc.strerror or exc}") from exc
     if proc.returncode != 0:
         first = next((line.strip() for line in proc.stderr.splitlines() if line.strip()), "no output on stderr")
-        raise NotAuthorizedError(f"unable to get an OAUTHBEARER token: {TOKEN_COMMAND} exited with status {proc.returncode}: {first}",
+        raise NotAuthorizedError(action="get an OAUTHBEARER token", cause=f"{TOKEN_COMMAND} exited with status {proc.returncode}: {first}",
                                  hint=_PROGRAM_HINT)
     return proc.stdout
 
@@ -295,12 +295,12 @@ def token_source(properties: Mapping[str, str], aws_msk_iam: Mapping[str, str] |
         return TokenSource(token_program(properties))
     if properties.get("sasl.oauthbearer.grant.type", "client_credentials") != "client_credentials":
         raise ConfigError(
-            f"unable to connect: sasl.oauthbearer.grant.type={properties['sasl.oauthbearer.grant.type']} is not supported by kctl's own client",
+            action="connect", cause=f"sasl.oauthbearer.grant.type={properties['sasl.oauthbearer.grant.type']} is not supported by kctl's own client",
             hint="it supports OIDC client credentials and unsecured JWTs",
         )
     for key in ("sasl.oauthbearer.metadata.authentication.type", "sasl.oauthbearer.assertion.private.key.file"):
         if properties.get(key) and properties[key].lower() != "none":
-            raise ConfigError(f"unable to connect: {key} is not supported by kctl's own client", hint="it supports OIDC client credentials and unsecured JWTs")
+            raise ConfigError(action="connect", cause=f"{key} is not supported by kctl's own client", hint="it supports OIDC client credentials and unsecured JWTs")
     method = properties.get("sasl.oauthbearer.method", "default").lower()
     if method == "oidc":
         extensions = dict(item.split("=", 1) for item in properties.get("sasl.oauthbearer.extensions", "").split(",") if "=" in item)
@@ -309,7 +309,7 @@ def token_source(properties: Mapping[str, str], aws_msk_iam: Mapping[str, str] |
         principal, life, scope, extensions = parse_unsecured_config(properties.get("sasl.oauthbearer.config", ""))
         return TokenSource(lambda: unsecured_jwt(principal, life, scope), extensions)
     raise ConfigError(
-        "unable to configure OAUTHBEARER: no token source",
+        action="configure OAUTHBEARER", cause="no token source",
         hint=f"set {TOKEN_COMMAND} or {TOKEN_FILE}, sasl.oauthbearer.method=oidc with its client id, secret and token endpoint, "
         "enable.sasl.oauthbearer.unsecure.jwt=true with sasl.oauthbearer.config=principal=NAME, or a context's aws-msk-iam",
     )

@@ -4,11 +4,13 @@ is LibrdkafkaAdmin's."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kctl.admin.client.errors import kafka_name
 from kctl.admin.client.kafka import (
+    AUTO_CREATE_SECONDS,
     BROKER,
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
@@ -27,8 +29,9 @@ from kctl.admin.client.kafka import (
     PartitionLayout,
     TopicLayout,
     TopicPartition,
+    settled,
 )
-from kctl.admin.client.librdkafka import LibrdkafkaAdmin
+from kctl.admin.client.librdkafka import LibrdkafkaAdmin, binding_filter
 from kctl.admin.client.over_wire import RETRIABLE_OFFSETS, RETRY_BACKOFF, leaderless
 from kctl.errors import InvalidError, KctlError, Partial, Resource
 from kctl.polling import poll
@@ -177,25 +180,34 @@ class LibrdkafkaKafka:
                           names[b.permission_type]) for b in result)
         return found
 
+    def auto_create(self, topic: str, action: str) -> TopicLayout | None:
+        """Through a producer that may create topics (librdkafka's admin client never does).
+        Its first answer may predate the creation (librdkafka's first Metadata request, sent
+        as the connection opens, does not ask for it), and leaders follow the creation."""
+        from confluent_kafka import Producer
+
+        from kctl.admin.client.librdkafka import build_client
+
+        producer = build_client(Producer, {**self.session.config(), "allow.auto.create.topics": "true"}, "producer")
+        timeout = min(self.session.timeout, AUTO_CREATE_SECONDS)
+        started = time.monotonic()
+
+        def ask() -> TopicLayout | None:
+            found = producer.list_topics(topic, timeout=max(0.1, timeout - (time.monotonic() - started))).topics.get(topic)
+            if found is None:
+                return None
+            partitions = {p.id: PartitionLayout(p.id, p.leader if p.leader >= 0 else None, tuple(p.replicas), tuple(p.isrs))
+                          for p in sorted(found.partitions.values(), key=lambda p: p.id)}
+            return TopicLayout(topic, None, False, partitions, kafka_name(found.error) if found.error is not None else None)
+
+        return poll(ask, settled, timeout=timeout, interval=0.1)
+
     def small_input_producer(self, topic: TopicLayout, on_failure: Callable[[DeliveryFailure], None],
                              timeout: float, partitioner: str = "murmur2") -> Any | None:
         return None  # librdkafka's own producer serves every input on this path
 
     def close(self) -> None:
         pass  # the AdminClient is the session's
-
-
-def binding_filter(fields: AclBindingFilter) -> Any:
-    """confluent-kafka's AclBindingFilter of a filter in Kafka's names (kctl.admin.client.
-    kafka.AclBindingFilter): what describe_acls asks, and kctl.admin.security.acls deletes."""
-    from confluent_kafka.admin import AclBindingFilter as Filter
-    from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
-
-    resource_type, name, pattern_type, principal, host, operation, permission = fields
-    kind = ResourceType.BROKER if resource_type == "CLUSTER" else ResourceType[resource_type or "ANY"]
-    # None matches any name, principal or host (confluent-kafka's hints say str).
-    return Filter(kind, name, ResourcePatternType[pattern_type], principal, host,  # type: ignore[arg-type]
-                  AclOperation[operation or "ANY"], AclPermissionType[permission or "ANY"])
 
 
 def _spec(timestamp: int) -> Any:

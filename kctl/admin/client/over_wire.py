@@ -11,6 +11,7 @@ from kctl.admin.client.kafka import (
     ACL_PATTERN_TYPES,
     ACL_PERMISSION_TYPES,
     ACL_RESOURCE_TYPES,
+    AUTO_CREATE_SECONDS,
     BROKER,
     CONFIG_SOURCES,
     EARLIEST_LOCAL_TIMESTAMP,
@@ -27,6 +28,7 @@ from kctl.admin.client.kafka import (
     PartitionLayout,
     TopicLayout,
     TopicPartition,
+    settled,
 )
 from kctl.admin.client.wire import WireClient
 from kctl.errors import KctlError, Partial, Resource
@@ -85,6 +87,15 @@ class WireKafka:
                 if name in unknown and topics[name].error == "UNKNOWN_TOPIC_OR_PARTITION" and layout.error != "UNKNOWN_TOPIC_OR_PARTITION":
                     topics[name] = layout
         return ClusterMetadata(found.cluster_id, found.controller_id, found.brokers, topics)
+
+    def auto_create(self, topic: str, action: str) -> TopicLayout | None:
+        wire = self.wire
+
+        def ask() -> TopicLayout | None:
+            answer = wire.call(action, lambda: wire.metadata([topic], wire.deadline(), topic_ids=False, create=True))
+            return metadata_of(answer, None).topics.get(topic)
+
+        return poll(ask, settled, timeout=min(self.timeout, AUTO_CREATE_SECONDS), interval=0.1)
 
     def list_offsets(self, partitions: Sequence[TopicPartition], timestamps: Sequence[int], isolation: str, action: str,
                      leaders: Mapping[TopicPartition, int] | None = None,
@@ -256,5 +267,5 @@ def topic_id(raw: Any) -> str | None:
 
 def leaderless(action: str, key: TopicPartition) -> KctlError:
     """A partition that no live broker leads, named in Kafka's words."""
-    return KctlError(f"unable to {action} of {key[0]}-{key[1]}: LEADER_NOT_AVAILABLE: the partition has no leader "
+    return KctlError(action=f"{action} of {key[0]}-{key[1]}", cause="LEADER_NOT_AVAILABLE: the partition has no leader "
                      "(no broker holding a replica is up)", kafka_error="LEADER_NOT_AVAILABLE")

@@ -56,17 +56,17 @@ class Security:
         default_protocol = "SASL_SSL" if settings.aws_msk_iam else "PLAINTEXT"
         self.protocol = properties.get("security.protocol", default_protocol).upper()
         if self.protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-            raise ConfigError(f"unable to connect: security.protocol {self.protocol} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
+            raise ConfigError(action="connect", cause=f"security.protocol {self.protocol} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
         mechanism = (properties.get("sasl.mechanism") or properties.get("sasl.mechanisms")
                      or ("OAUTHBEARER" if settings.aws_msk_iam else default_mechanism(properties)))
         self.mechanism = mechanism.upper() if self.protocol.startswith("SASL") else None
         if self.mechanism and self.mechanism not in _MECHANISMS:
             raise ConfigError(
-                f"unable to connect: sasl.mechanism {self.mechanism} is not supported by kctl's own client",
+                action="connect", cause=f"sasl.mechanism {self.mechanism} is not supported by kctl's own client",
                 hint=f"it supports {', '.join(_MECHANISMS)}",
             )
         if settings.aws_msk_iam and self.mechanism != "OAUTHBEARER":
-            raise ConfigError(f"unable to use AWS MSK IAM with sasl.mechanism={mechanism}: MSK IAM authenticates with OAUTHBEARER")
+            raise ConfigError(action=f"use AWS MSK IAM with sasl.mechanism={mechanism}", cause="MSK IAM authenticates with OAUTHBEARER")
         if self.mechanism == "OAUTHBEARER" and tokens is not None:
             tokens()  # the token source's settings are checked now, before any connection
         self.kerberos = None
@@ -89,7 +89,7 @@ class Security:
             if key in SSL_PROPERTIES or ignored(key):
                 continue
             raise ConfigError(
-                f"unable to connect: property {key!r} is not supported by kctl's own client",
+                action="connect", cause=f"property {key!r} is not supported by kctl's own client",
                 hint="it supports PLAINTEXT, SSL and SASL PLAIN/SCRAM/OAUTHBEARER/GSSAPI settings",
             )
         self._ssl_context: Any = None
@@ -108,7 +108,7 @@ class Security:
 
     def token(self) -> tuple[str, dict[str, str]]:
         if self._tokens is None:
-            raise ConfigError("unable to authenticate with OAUTHBEARER: no token source")
+            raise ConfigError(action="authenticate with OAUTHBEARER", cause="no token source")
         source = self._tokens()
         return source.current()[0], dict(source.extensions)
 
@@ -206,7 +206,7 @@ class Connection:
         # v3 (Kafka 2.4+): every cluster kctl supports has it.
         answer = self.request("ApiVersions", 3, fields)
         if answer.error_code:
-            raise KctlError(f"unable to connect: {self.address} refused ApiVersions: {error_name(answer.error_code)}")
+            raise KctlError(action="connect", cause=f"{self.address} refused ApiVersions: {error_name(answer.error_code)}")
         return {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
 
     def version(self, name: str, low: int | None = None, high: int | None = None) -> int:
@@ -218,7 +218,7 @@ class Connection:
         theirs = self.versions.get(key)
         if theirs is not None and max(low, theirs[0]) <= min(high, theirs[1]):
             return min(high, theirs[1])
-        raise UnsupportedApi(f"{self.address} does not support {name} v{low}-{high}")
+        raise UnsupportedApi(cause=f"{self.address} does not support {name} v{low}-{high}")
 
     # -- SASL ---------------------------------------------------------------------------
 
@@ -227,7 +227,7 @@ class Connection:
         handshake = self.request("SaslHandshake", 1, {"mechanism": mechanism})
         if handshake.error_code:
             raise NotAuthorizedError(
-                f"authentication failed at {self.address}: {error_name(handshake.error_code)}: the broker does not enable "
+                cause=f"authentication failed at {self.address}: {error_name(handshake.error_code)}: the broker does not enable "
                 f"SASL {mechanism} (it enables: {', '.join(handshake.mechanisms) or 'none'})", hint=_AUTH_HINT)
         version = self.version("SaslAuthenticate")
         if mechanism == "PLAIN":
@@ -247,7 +247,7 @@ class Connection:
         answer = self.request("SaslAuthenticate", version, {"auth_bytes": data})
         if answer.error_code:
             detail = f": {answer.error_message}" if answer.error_message else ""
-            raise NotAuthorizedError(f"authentication failed at {self.address}: {error_name(answer.error_code)}{detail}", hint=_AUTH_HINT)
+            raise NotAuthorizedError(cause=f"authentication failed at {self.address}: {error_name(answer.error_code)}{detail}", hint=_AUTH_HINT)
         return answer.auth_bytes
 
     def _scram(self, version: int, mechanism: str, username: str, password: str) -> None:
@@ -263,7 +263,7 @@ class Connection:
         server_first = self._sasl_round(version, f"n,,{first_bare}".encode()).decode()
         parts = dict(item.split("=", 1) for item in server_first.split(",") if "=" in item)
         if not parts.get("r", "").startswith(nonce) or "s" not in parts or "i" not in parts:
-            raise NotAuthorizedError(f"authentication failed at {self.address}: malformed SCRAM challenge", hint=_AUTH_HINT)
+            raise NotAuthorizedError(cause=f"authentication failed at {self.address}: malformed SCRAM challenge", hint=_AUTH_HINT)
         salted = hashlib.pbkdf2_hmac(digest, password.encode(), base64.b64decode(parts["s"]), int(parts["i"]))
         client_key = hmac.digest(salted, b"Client Key", digest)
         without_proof = f"c=biws,r={parts['r']}"
@@ -273,7 +273,7 @@ class Connection:
         server_final = self._sasl_round(version, f"{without_proof},p={proof}".encode()).decode()
         expected = base64.b64encode(hmac.digest(hmac.digest(salted, b"Server Key", digest), auth_message, digest)).decode()
         if server_final != f"v={expected}":
-            raise NotAuthorizedError(f"authentication failed at {self.address}: the broker's SCRAM signature does not verify", hint=_AUTH_HINT)
+            raise NotAuthorizedError(cause=f"authentication failed at {self.address}: the broker's SCRAM signature does not verify", hint=_AUTH_HINT)
 
 
 def _connect(host: str, port: int, timeout: float, tls: bool) -> Any:
@@ -322,7 +322,7 @@ def _remaining(deadline: float) -> float:
 def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.strip().rpartition(":")
     if not host or not port.isdigit():
-        raise ConfigError(f"unable to connect: bootstrap server {address!r} is not HOST:PORT")
+        raise ConfigError(action="connect", cause=f"bootstrap server {address!r} is not HOST:PORT")
     return host.strip("[]"), int(port)
 
 
@@ -349,9 +349,9 @@ class WireClient:
         try:
             return self._open(host, port, self.deadline())
         except KctlError as exc:
-            raise exc if exc.message.startswith("unable to ") else exc.but(action=action, cause=exc.message) from exc
+            raise exc if exc.action is not None else exc.but(action=action) from exc
         except codec.CodecError as exc:
-            raise KctlError(f"unable to {action}: malformed answer from {host}:{port}: {exc}") from exc
+            raise KctlError(action=action, cause=f"malformed answer from {host}:{port}: {exc}") from exc
         except OSError as exc:  # refused, unresolvable, or silent until the deadline
             raise self._unreachable(action, [exc]) from exc
 
@@ -391,13 +391,13 @@ class WireClient:
         """The cluster's brokers (a Metadata request for no topics)."""
         return sorted(b.node_id for b in self.metadata([], deadline).brokers)
 
-    def metadata(self, topics: Sequence[str] | None, deadline: float, *, topic_ids: bool = True) -> codec.Struct:
-        """A Metadata answer for `topics` (None: every topic; never creating one), its
-        brokers learnt. Without `topic_ids`, version 9 at most: the answer has no topic ids,
-        whose decoding imports uuid (2 ms of a read that does not show them)."""
+    def metadata(self, topics: Sequence[str] | None, deadline: float, *, topic_ids: bool = True, create: bool = False) -> codec.Struct:
+        """A Metadata answer for `topics` (None: every topic; never creating one unless
+        `create`), its brokers learnt. Without `topic_ids`, version 9 at most: the answer has
+        no topic ids, whose decoding imports uuid (2 ms of a read that does not show them)."""
         connection = self.bootstrap(deadline)
         version = connection.version("Metadata", 4, 12 if topic_ids else 9)
-        fields = {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False}
+        fields = {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": create}
         answer = connection.request("Metadata", version, fields, deadline)
         for broker in answer.brokers:
             self.learn(broker.node_id, broker.host, broker.port)
@@ -420,26 +420,26 @@ class WireClient:
                 self.close()
                 return body()
         except KctlError as exc:
-            if exc.message.startswith("unable to "):
+            if exc.action is not None:
                 raise
             # Raised below the action's level ("authentication failed at ..."): name the action.
-            raise exc.but(action=action, cause=exc.message) from exc
+            raise exc.but(action=action) from exc
         except ConnectFailed as exc:
             raise self._unreachable(action, exc.causes) from exc
         except TimeoutError as exc:
-            raise TimeoutError_(f"unable to {action}: no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
+            raise TimeoutError_(action=action, cause=f"no answer from {self.settings.bootstrap_servers} within {self.timeout:g}s",
                                 hint="raise {timeout} if the cluster is slow") from exc
         except codec.CodecError as exc:
-            raise KctlError(f"unable to {action}: malformed answer from the cluster: {exc}") from exc
+            raise KctlError(action=action, cause=f"malformed answer from the cluster: {exc}") from exc
         except OSError as exc:
             self.close()
-            raise UnreachableError(f"unable to {action}: cluster unreachable at {self.settings.bootstrap_servers}: {_describe(exc)}",
+            raise UnreachableError(action=action, cause=f"cluster unreachable at {self.settings.bootstrap_servers}: {_describe(exc)}",
                                    hint=_REACH_HINT) from exc
 
     def _unreachable(self, action: str, causes: Sequence[BaseException]) -> KctlError:
         for cause in causes:
             if isinstance(cause, KctlError):
-                return cause.but(action=action, cause=cause.message)
+                return cause if cause.action is not None else cause.but(action=action)
         why = _describe(causes[-1]) if causes else "no bootstrap server given"
         return UnreachableError(action=action, cause=f"cluster unreachable at {self.settings.bootstrap_servers}: {why}", hint=_REACH_HINT)
 
@@ -453,7 +453,7 @@ class WireClient:
                 version = connection.version(name, low, high)
             except UnsupportedApi as exc:
                 # UNSUPPORTED_VERSION: what a broker without the API would answer.
-                raise InvalidError(f"the cluster does not support {name}: {exc}", kafka_error="UNSUPPORTED_VERSION") from exc
+                raise InvalidError(cause=f"the cluster does not support {name}: {exc}", kafka_error="UNSUPPORTED_VERSION") from exc
             sent.append((connection, connection.send(name, version, fields(version) if callable(fields) else fields, deadline)))
         return [connection.receive(correlation, deadline) for connection, correlation in sent]
 
@@ -515,5 +515,5 @@ def ask_every_broker(wire: WireClient, action: str, api: str, fields: dict[str, 
     found = poll(lambda: wire.call(action, ask), lambda answer: answer is not None, timeout=wire.timeout,
                  interval=RETRY_BACKOFF, stop_before=True)
     if found is None:
-        raise TimeoutError_(f"unable to {action}: {loading} at the timeout", hint="raise {timeout} if the cluster is starting or electing")
+        raise TimeoutError_(action=action, cause=f"{loading} at the timeout", hint="raise {timeout} if the cluster is starting or electing")
     return found

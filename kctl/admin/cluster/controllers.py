@@ -129,7 +129,7 @@ def _uuid_bytes(text: str) -> bytes:
     if len(raw) != 16:
         from kctl.errors import UsageError
 
-        raise UsageError(f"unable to parse directory id {text!r}: expected 22 characters of URL-safe base64, as Kafka prints it")
+        raise UsageError(action=f"parse directory id {text!r}", cause="expected 22 characters of URL-safe base64, as Kafka prints it")
     return raw
 
 

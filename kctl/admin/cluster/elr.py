@@ -24,9 +24,7 @@ NEEDS_ELR = "eligible leader replicas (DescribeTopicPartitions, Kafka 3.8+)"
 def supported(session: AdminSession) -> bool:
     """Whether the cluster answers DescribeTopicPartitions (False through librdkafka-only
     settings: kctl's wire client is the one that speaks it)."""
-    if not session.wire_available():
-        return False
-    return DESCRIBE_TOPIC_PARTITIONS in session.api_versions
+    return session.supports(DESCRIBE_TOPIC_PARTITIONS)
 
 
 def eligible_leaders(session: AdminSession, partition_counts: Mapping[str, int]

@@ -126,10 +126,10 @@ def parse_level(feature: str, text: str) -> int:
         if text in RELEASES:
             return RELEASES[text][_METADATA_VERSION]
         raise UsageError(
-            f"unable to parse metadata.version {text!r}: give a level ({min(METADATA_VERSIONS)}-{max(METADATA_VERSIONS)}), "
+            action=f"parse metadata.version {text!r}", cause=f"give a level ({min(METADATA_VERSIONS)}-{max(METADATA_VERSIONS)}), "
             f"a release ({', '.join(RELEASES)}) or a name such as {METADATA_VERSIONS[max(METADATA_VERSIONS)]}"
         )
-    raise UsageError(f"unable to parse the level of {feature}: {text!r} is not a number")
+    raise UsageError(action=f"parse the level of {feature}", cause=f"{text!r} is not a number")
 
 
 def parse_updates(values: Sequence[str]) -> dict[str, int]:
@@ -139,16 +139,16 @@ def parse_updates(values: Sequence[str]) -> dict[str, int]:
         name, sep, level = value.partition("=")
         name = name.strip()
         if not sep or not name or not level.strip():
-            raise UsageError(f"unable to parse --feature {value!r}: expected NAME=LEVEL, e.g. group.version=1")
+            raise UsageError(action=f"parse --feature {value!r}", cause="expected NAME=LEVEL, e.g. group.version=1")
         if name in updates:
-            raise UsageError(f"unable to update features: {name} given more than once")
+            raise UsageError(action="update features", cause=f"{name} given more than once")
         updates[name] = parse_level(name, level)
     return updates
 
 
 def release_levels(release: str) -> dict[str, int]:
     if release not in RELEASES:
-        raise UsageError(f"unable to upgrade to release {release!r}: kctl knows {', '.join(RELEASES)}")
+        raise UsageError(action=f"upgrade to release {release!r}", cause=f"kctl knows {', '.join(RELEASES)}")
     return dict(RELEASES[release])
 
 
@@ -202,12 +202,12 @@ def plan_updates(current: Sequence[Feature], targets: Mapping[str, int], *, down
         feature = levels.get(name)
         if feature is None:
             known = ", ".join(sorted(levels)) or "none"
-            raise InvalidError(f"unable to update features: the cluster does not know feature {name!r} (known: {known})")
+            raise InvalidError(action="update features", cause=f"the cluster does not know feature {name!r} (known: {known})")
         before = feature.finalized_level
         if not downgrade and level < before:
-            raise InvalidError(f"unable to upgrade {name} to {level}: it is finalized at {before}; use `kctl feature downgrade`")
+            raise InvalidError(action=f"upgrade {name} to {level}", cause=f"it is finalized at {before}; use `kctl feature downgrade`")
         if downgrade and level > before:
-            raise InvalidError(f"unable to downgrade {name} to {level}: it is finalized at {before}; use `kctl feature upgrade`")
+            raise InvalidError(action=f"downgrade {name} to {level}", cause=f"it is finalized at {before}; use `kctl feature upgrade`")
         status = "unchanged" if level == before else "planned"
         plan.append(FeatureUpdate(name, before, level, upgrade_type, status))
     return plan

@@ -44,7 +44,7 @@ def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brok
     metadata = session.metadata(action, topics)
     for broker in brokers:
         if broker not in metadata.brokers:
-            raise NotFoundError(f"unable to describe log dirs of broker {broker}: no such broker (brokers: {', '.join(map(str, sorted(metadata.brokers)))})")
+            raise NotFoundError(action=f"describe log dirs of broker {broker}", cause=f"no such broker (brokers: {', '.join(map(str, sorted(metadata.brokers)))})")
     for topic in topics:
         if not metadata.has(topic):
             raise no_such_topic(f"describe log dirs of topic {topic}", topic)

@@ -101,7 +101,7 @@ def parse_plan(text: str, source: str) -> dict[tuple[str, int], tuple[int, ...]]
     """Targets from Kafka's reassignment JSON; every malformation is an InvalidError."""
 
     def bad(why: str) -> InvalidError:
-        return InvalidError(f"unable to read reassignment plan {source}: {why}")
+        return InvalidError(action=f"read reassignment plan {source}", cause=why)
 
     try:
         data = json.loads(text)
@@ -167,11 +167,11 @@ def moves_for(current: Mapping[tuple[str, int], tuple[int, ...]], targets: Mappi
         if (topic, partition) not in current:
             if not any(t == topic for t, _ in current):
                 raise no_such_topic(f"reassign {topic}-{partition}", topic)
-            raise NotFoundError(f"unable to reassign {topic}-{partition}: the topic has no partition {partition}")
+            raise NotFoundError(action=f"reassign {topic}-{partition}", cause=f"the topic has no partition {partition}")
         unknown = sorted(set(target) - live)
         if unknown:
             raise InvalidError(
-                f"unable to reassign {topic}-{partition}: broker(s) {', '.join(map(str, unknown))} not in the cluster "
+                action=f"reassign {topic}-{partition}", cause=f"broker(s) {', '.join(map(str, unknown))} not in the cluster "
                 f"(brokers: {', '.join(map(str, sorted(live)))})"
             )
         moves.append(PartitionMove(topic=topic, partition=partition, current=current[(topic, partition)], target=target))
@@ -194,7 +194,7 @@ def generate(
     Pure: the same input gives the same plan, so a plan can be reviewed and re-created.
     """
     if not brokers:
-        raise InvalidError("unable to generate a plan: no brokers to place replicas on")
+        raise InvalidError(action="generate a plan", cause="no brokers to place replicas on")
     load: Counter[int] = Counter({b: (base_load or {}).get(b, 0) for b in brokers})
     leaders: Counter[int] = Counter({b: 0 for b in brokers})
     kept: dict[tuple[str, int], list[int]] = {}
@@ -203,7 +203,7 @@ def generate(
         rf = replication_factor or len(replicas)
         if rf > len(brokers):
             raise InvalidError(
-                f"unable to place {key[0]}-{key[1]}: replication factor {rf} is larger than the {len(brokers)} broker(s) available"
+                action=f"place {key[0]}-{key[1]}", cause=f"replication factor {rf} is larger than the {len(brokers)} broker(s) available"
             )
         stay = [b for b in replicas if b in brokers][:rf]
         kept[key] = stay
@@ -236,7 +236,7 @@ def generate_plan(
     if broker_ids:
         unknown = sorted(set(broker_ids) - set(racks))
         if unknown:
-            raise InvalidError(f"unable to generate a plan: broker(s) {', '.join(map(str, unknown))} not in the cluster (brokers: {', '.join(map(str, sorted(racks)))})")
+            raise InvalidError(action="generate a plan", cause=f"broker(s) {', '.join(map(str, unknown))} not in the cluster (brokers: {', '.join(map(str, sorted(racks)))})")
         racks = {b: racks[b] for b in broker_ids}
     if not rack_aware:
         racks = {b: None for b in racks}
@@ -458,7 +458,8 @@ def elect_leaders(session: AdminSession, pairs: Sequence[tuple[str, int]] | None
         if kafka_error is not None and kafka_error.name() == "ELECTION_NOT_NEEDED":
             rows.append(ElectionResult(topic=tp.topic, partition=tp.partition, status="not-needed", leader=leader))
             continue
-        failure = translate(kafka_error, f"elect a leader for {tp.topic}-{tp.partition}") if kafka_error is not None else KctlError(str(error))
+        action = f"elect a leader for {tp.topic}-{tp.partition}"
+        failure = translate(kafka_error, action) if kafka_error is not None else KctlError(action=action, cause=str(error))
         errors[f"{tp.topic}-{tp.partition}"] = failure
         rows.append(ElectionResult(topic=tp.topic, partition=tp.partition, status="failed", leader=leader, error=failure.message))
     return Partial(rows, errors)

@@ -238,10 +238,10 @@ def find_open(session: AdminSession, topic: str, partition: int, *, producer_id:
     where = f"{topic}:{partition}"
     if not matches:
         having = ", ".join(f"producer {p.producer_id} from offset {p.current_transaction_start_offset}" for p in open_) or "none"
-        raise NotFoundError(f"unable to abort a transaction on {where}: no open transaction matches (open: {having})")
+        raise NotFoundError(action=f"abort a transaction on {where}", cause=f"no open transaction matches (open: {having})")
     if len(matches) > 1:
         raise NotFoundError(
-            f"unable to abort a transaction on {where}: {len(matches)} are open; choose one with --producer-id or --start-offset"
+            action=f"abort a transaction on {where}", cause=f"{len(matches)} are open; choose one with --producer-id or --start-offset"
         )
     return matches[0]
 

@@ -194,7 +194,7 @@ def validate(client: ConnectClient, config: Mapping[str, str]) -> Validation:
     """Connect's own validation of a config (PUT .../config/validate): every field's errors."""
     class_name = config.get("connector.class")
     if not class_name:
-        raise InvalidError("unable to validate the config: it has no connector.class")
+        raise InvalidError(action="validate the config", cause="it has no connector.class")
     answer = client.put(path("connector-plugins", class_name, "config", "validate"), dict(config),
                         action=f"validate a config of {class_name}")
     problems = [FieldProblem(field=item["value"]["name"], value=item["value"].get("value"), error=error)
@@ -376,7 +376,7 @@ def delete(client: ConnectClient, name: str) -> StateChange:
     gone = poll(lambda: name not in client.get("/connectors", action="list connectors"), bool,
                 timeout=client.settings.timeout, interval=0.2)
     if not gone:
-        raise TimeoutError_(f"unable to see connector {name!r} deleted: Connect still lists it after {client.settings.timeout:g} s",
+        raise TimeoutError_(action=f"see connector {name!r} deleted", cause=f"Connect still lists it after {client.settings.timeout:g} s",
                             hint="kctl connect list shows it; a longer {timeout} waits longer")
     return StateChange(connector=name, action="deleted", state=None)
 
@@ -389,7 +389,7 @@ def _settled(client: ConnectClient, name: str, action: str, done, wait: bool) ->
     ask = lambda: status(client, name)  # noqa: E731
     answer = poll(ask, done, timeout=client.settings.timeout, interval=0.2) if wait else ask()
     if wait and not done(answer):
-        raise TimeoutError_(f"unable to see connector {name!r} {action}: it is {state_of(answer)} after {client.settings.timeout:g} s",
+        raise TimeoutError_(action=f"see connector {name!r} {action}", cause=f"it is {state_of(answer)} after {client.settings.timeout:g} s",
                             hint="kctl connect describe shows where it is; a longer {timeout} waits longer")
     return StateChange(connector=name, action=action, state=state_of(answer), tasks=_tasks(answer))
 
@@ -431,7 +431,7 @@ def read_connector_file(file: Path, name: str | None = None, *, named: bool = Tr
     try:
         data = file.read_bytes()
     except OSError as exc:
-        raise InvalidError(f"unable to read connector file {file}: {exc.strerror}") from None
+        raise InvalidError(action=f"read connector file {file}", cause=str(exc.strerror)) from None
     initial_state = None
     if file.suffix == ".properties":
         configured = _properties(data, file)
@@ -439,9 +439,9 @@ def read_connector_file(file: Path, name: str | None = None, *, named: bool = Tr
         try:
             document = json.loads(data)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidError(f"unable to read connector file {file}: not JSON: {exc}") from None
+            raise InvalidError(action=f"read connector file {file}", cause=f"not JSON: {exc}") from None
         if not isinstance(document, dict):
-            raise InvalidError(f"unable to read connector file {file}: expected a JSON object")
+            raise InvalidError(action=f"read connector file {file}", cause="expected a JSON object")
         if isinstance(document.get("config"), dict):
             configured = _strings(document["config"], file)
             if document.get("name") is not None:
@@ -453,12 +453,12 @@ def read_connector_file(file: Path, name: str | None = None, *, named: bool = Tr
     if not chosen and not named:
         return ConnectorSpec(name="", config=configured)
     if not chosen:
-        raise InvalidError(f"unable to read connector file {file}: it names no connector (a name key, or give NAME)")
+        raise InvalidError(action=f"read connector file {file}", cause="it names no connector (a name key, or give NAME)")
     if configured.get("name") and name and configured["name"] != name:
-        raise InvalidError(f"unable to use connector file {file}: it names connector {configured['name']!r}, not {name!r}")
+        raise InvalidError(action=f"use connector file {file}", cause=f"it names connector {configured['name']!r}, not {name!r}")
     configured["name"] = chosen
     if initial_state is not None and str(initial_state).lower() not in INITIAL_STATES:
-        raise InvalidError(f"unable to read connector file {file}: initial_state {initial_state!r} is not one of {', '.join(INITIAL_STATES)}")
+        raise InvalidError(action=f"read connector file {file}", cause=f"initial_state {initial_state!r} is not one of {', '.join(INITIAL_STATES)}")
     return ConnectorSpec(name=chosen, config=configured, initial_state=str(initial_state).lower() if initial_state else None)
 
 
@@ -473,7 +473,7 @@ def _strings(values: Mapping[str, Any], file: Path) -> dict[str, str]:
         elif value is None:
             continue
         else:
-            raise InvalidError(f"unable to read connector file {file}: {key} must be a string, not {type(value).__name__}")
+            raise InvalidError(action=f"read connector file {file}", cause=f"{key} must be a string, not {type(value).__name__}")
     return out
 
 
@@ -484,5 +484,5 @@ def _properties(data: bytes, file: Path) -> dict[str, str]:
     try:
         properties.load(data, "utf-8")
     except (jproperties.PropertyError, UnicodeDecodeError, ValueError) as exc:
-        raise InvalidError(f"unable to read connector file {file}: {exc}") from None
+        raise InvalidError(action=f"read connector file {file}", cause=str(exc)) from None
     return {key: value.data for key, value in properties.items()}

@@ -80,16 +80,16 @@ def read_offsets_file(file: Path) -> list[ConnectorOffset]:
     try:
         document = json.loads(file.read_bytes())
     except OSError as exc:
-        raise InvalidError(f"unable to read offsets file {file}: {exc.strerror}") from None
+        raise InvalidError(action=f"read offsets file {file}", cause=str(exc.strerror)) from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidError(f"unable to read offsets file {file}: not JSON: {exc}") from None
+        raise InvalidError(action=f"read offsets file {file}", cause=f"not JSON: {exc}") from None
     items = document.get("offsets") if isinstance(document, dict) else document
     if not isinstance(items, list) or not items:
-        raise InvalidError(f"unable to read offsets file {file}: expected a list of {{\"partition\": ..., \"offset\": ...}} (or {{\"offsets\": [...]}})")
+        raise InvalidError(action=f"read offsets file {file}", cause="expected a list of {\"partition\": ..., \"offset\": ...} (or {\"offsets\": [...]})")
     out = []
     for index, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("partition"), dict) or not (item.get("offset") is None or isinstance(item["offset"], dict)):
-            raise InvalidError(f"unable to read offsets file {file}: entry {index + 1} needs a partition object and an offset object (or null)")
+            raise InvalidError(action=f"read offsets file {file}", cause=f"entry {index + 1} needs a partition object and an offset object (or null)")
         out.append(ConnectorOffset(partition=item["partition"], offset=item.get("offset")))
     return out
 
@@ -171,6 +171,6 @@ def _verified(client: ConnectClient, plan: OffsetsPlan) -> list[ConnectorOffset]
 
     offsets = poll(lambda: get(client, plan.connector), done, timeout=client.settings.timeout, interval=0.2)
     if not done(offsets):
-        raise KctlError(f"unable to verify connector {plan.connector!r}'s offsets: Connect reads back other offsets than were written",
+        raise KctlError(action=f"verify connector {plan.connector!r}'s offsets", cause="Connect reads back other offsets than were written",
                         hint="kctl connect offsets get shows them; the undo journal holds the old ones")
     return offsets

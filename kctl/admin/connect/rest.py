@@ -71,7 +71,7 @@ def connect_settings(clusters: Mapping[str, Mapping[str, str]], env: Mapping[str
     elif choice:
         if choice not in clusters:
             known = ", ".join(sorted(clusters)) or "none"
-            raise ConfigError(f"unable to use Connect cluster {choice!r}: the context has no such Connect cluster (it has: {known})",
+            raise ConfigError(action=f"use Connect cluster {choice!r}", cause=f"the context has no such Connect cluster (it has: {known})",
                               hint="kctl context set NAME --connect-name NAME --connect-url URL adds one")
         name, configured = choice, clusters[choice]
     elif env.get("url"):
@@ -79,23 +79,23 @@ def connect_settings(clusters: Mapping[str, Mapping[str, str]], env: Mapping[str
     elif len(clusters) == 1:
         name, configured = next(iter(clusters.items()))
     elif clusters:
-        raise ConfigError(f"unable to choose a Connect cluster: the context has {len(clusters)} ({', '.join(sorted(clusters))})",
+        raise ConfigError(action="choose a Connect cluster", cause=f"the context has {len(clusters)} ({', '.join(sorted(clusters))})",
                           hint="pick one with {connect} NAME or KCTL_CONNECT=NAME")
     else:
-        raise NoConnectCluster("unable to reach Kafka Connect: no Connect cluster is configured",
+        raise NoConnectCluster(action="reach Kafka Connect", cause="no Connect cluster is configured",
                           hint="give {connect} URL, set KCTL_CONNECT_URL, or kctl context set NAME --connect-url URL")
     values = {**env, **configured} if given_url else {**configured, **env}
     url = values["url"]
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"unable to use Connect cluster {url!r}: expected an http:// or https:// URL")
+        raise ConfigError(action=f"use Connect cluster {url!r}", cause="expected an http:// or https:// URL")
     owner = f"Connect cluster {name!r}" if name else "the Connect cluster"
     basic_auth = read_secret(values, "basic-auth", owner)
     if basic_auth is not None and ":" not in basic_auth:
-        raise ConfigError(f"unable to use {owner}'s basic-auth: expected user:password")
+        raise ConfigError(action=f"use {owner}'s basic-auth", cause="expected user:password")
     bearer_token = read_secret(values, "bearer-token", owner)
     if basic_auth and bearer_token:
-        raise ConfigError(f"unable to use {owner}: both basic-auth and bearer-token are set; keep one")
+        raise ConfigError(action=f"use {owner}", cause="both basic-auth and bearer-token are set; keep one")
     return ConnectSettings(
         name=name, url=url.rstrip("/"), basic_auth=basic_auth, bearer_token=bearer_token, timeout=timeout,
         ssl_ca_location=values.get("ssl-ca-location"), ssl_certificate_location=values.get("ssl-certificate-location"),
@@ -187,7 +187,7 @@ class ConnectClient:
             if not retriable:
                 raise error
             if time.monotonic() + pause > deadline:
-                raise TimeoutError_(f"unable to {action}: Connect at {self.url} was still rebalancing after {self.settings.timeout:g} s "
+                raise TimeoutError_(action=action, cause=f"Connect at {self.url} was still rebalancing after {self.settings.timeout:g} s "
                                     f"({_message(answer) or status})", hint="try again, or give a longer {timeout}")
             time.sleep(pause)
             attempt += 1
@@ -212,17 +212,17 @@ class ConnectClient:
                 # A kept-alive connection the worker closed meanwhile: once more on a new one.
                 self.close()
                 if not retry:
-                    raise UnreachableError(f"unable to {action}: Connect at {self.url} closed the connection ({exc})") from None
+                    raise UnreachableError(action=action, cause=f"Connect at {self.url} closed the connection ({exc})") from None
             except TimeoutError:
                 self.close()
-                raise TimeoutError_(f"unable to {action}: Connect at {self.url} did not answer within {self.settings.timeout:g} s",
+                raise TimeoutError_(action=action, cause=f"Connect at {self.url} did not answer within {self.settings.timeout:g} s",
                                     hint="give a longer {timeout}") from None
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
                 reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
                 if isinstance(exc, socket.gaierror):
                     reason = f"cannot resolve {self._host}"
-                raise UnreachableError(f"unable to {action}: Connect at {self.url} is unreachable: {reason}",
+                raise UnreachableError(action=action, cause=f"Connect at {self.url} is unreachable: {reason}",
                                        hint="check the URL ({connect}, KCTL_CONNECT_URL or the context's connect settings)") from None
         if not data:
             return response.status, None
@@ -236,20 +236,19 @@ class ConnectClient:
 
     def _error(self, status: int, answer: Any, action: str, request_path: str) -> KctlError:
         message = _message(answer) or http.client.responses.get(status, "")
-        text = f"unable to {action}: {message}"
         if status in (401, 403):
-            return NotAuthorizedError(f"unable to {action}: Connect at {self.url} answered {status} ({message or 'not authorised'})",
+            return NotAuthorizedError(action=action, cause=f"Connect at {self.url} answered {status} ({message or 'not authorised'})",
                                       hint="check the Connect cluster's basic-auth or bearer-token settings")
         if status == 404:
             hint = "kctl connect list shows the connectors" if request_path.startswith("/connectors/") else None
-            return NotFoundError(text, hint=hint)
+            return NotFoundError(action=action, cause=message, hint=hint)
         # Connect answers 409 both for a name already taken and for a rebalance in
         # progress; only its message tells them apart.
         if status == 409 and "already exists" in message:
-            return AlreadyExistsError(text)
+            return AlreadyExistsError(action=action, cause=message)
         if status == 400 or status == 422:
-            return InvalidError(text)
-        return KctlError(f"unable to {action}: Connect at {self.url} answered {status}: {message}")
+            return InvalidError(action=action, cause=message)
+        return KctlError(action=action, cause=f"Connect at {self.url} answered {status}: {message}")
 
 
 def _message(answer: Any) -> str:

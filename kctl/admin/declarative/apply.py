@@ -115,7 +115,7 @@ def _acls(session: AdminSession, batch: Sequence[Change], *, remove: bool) -> di
     errors = {}
     for change, result in zip(batch, results, strict=True):
         if result.status == "failed":
-            errors[id(change)] = KctlError(f"unable to {'remove' if remove else 'add'} ACL of {change.name}: {result.error}")
+            errors[id(change)] = KctlError(action=f"{'remove' if remove else 'add'} ACL of {change.name}", cause=str(result.error))
     return errors
 
 
@@ -180,7 +180,7 @@ def _set_password(session: AdminSession, change: Change, env: Mapping[str, str])
     variable = change.data["password_env"]
     password = env.get(variable)
     if not password:
-        raise KctlError(f"unable to set the {change.data['mechanism']} credential of {change.name}: ${variable} is not set")
+        raise KctlError(action=f"set the {change.data['mechanism']} credential of {change.name}", cause=f"${variable} is not set")
     _results, errors = set_password(session, change.name, password, [change.data["mechanism"]], change.data["iterations"])
     if errors:
         raise next(iter(errors.values()))

@@ -62,7 +62,7 @@ def read(connect) -> dict[str, LiveConnector]:
     if connect is None:
         from kctl.admin.connect.rest import NoConnectCluster
 
-        raise NoConnectCluster("unable to read connectors: no Kafka Connect cluster is configured",
+        raise NoConnectCluster(action="read connectors", cause="no Kafka Connect cluster is configured",
                                hint="kctl context set NAME --connect-url URL, or KCTL_CONNECT_URL")
     from kctl.admin.connect.connectors import expanded
 
@@ -126,7 +126,7 @@ def apply_change(connect, change) -> None:
     from kctl.admin.connect import connectors
 
     if connect is None:
-        raise KctlError(f"unable to apply Connector {change.name}: no Kafka Connect cluster is configured")
+        raise KctlError(action=f"apply Connector {change.name}", cause="no Kafka Connect cluster is configured")
     if change.action == "create":
         connectors.create(connect, connectors.ConnectorSpec(name=change.name, config=change.data["config"],
                                                             initial_state=change.data["state"]))
@@ -138,4 +138,4 @@ def apply_change(connect, change) -> None:
     elif change.action == "delete":
         connectors.delete(connect, change.name)
     else:
-        raise KctlError(f"unable to apply Connector {change.name}: no way to {change.action} a connector")
+        raise KctlError(action=f"apply Connector {change.name}", cause=f"no way to {change.action} a connector")

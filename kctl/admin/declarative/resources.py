@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kctl.admin.declarative.kafka_configs import config_string
-from kctl.errors import InvalidError, KctlError
+from kctl.errors import InvalidError, KctlError, render_hint
 
 KINDS = ("Topic", "ClusterConfig", "Acl", "Quota", "User", "Connector")
 API_VERSION = "kctl/v1"
@@ -98,12 +98,15 @@ class Connector(Resource):
 class ResourceFileError(InvalidError):
     """Problems found in resource files; `problems` holds every one, each on one line."""
 
-    def __init__(self, problems: Sequence[str]):
-        if len(problems) == 1:
-            super().__init__(f"invalid resource file: {problems[0]}")
-        else:
-            super().__init__(f"invalid resource files: {len(problems)} problems (each on a line above)")
+    def __init__(self, *, problems: Sequence[str] = (), **fields: Any):
+        super().__init__(**fields)
         self.problems = list(problems)
+
+
+def _invalid(problems: Sequence[str]) -> ResourceFileError:
+    if len(problems) == 1:
+        return ResourceFileError(cause=f"invalid resource file: {problems[0]}", problems=problems)
+    return ResourceFileError(cause=f"invalid resource files: {len(problems)} problems (each on a line above)", problems=problems)
 
 
 @cache
@@ -128,7 +131,7 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
         if path != "-" and os.path.isdir(path):
             found = sorted(str(p) for p in Path(path).rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
             if not found:
-                raise InvalidError(f"unable to read {path}: the directory holds no .yaml or .yml files")
+                raise InvalidError(action=f"read {path}", cause="the directory holds no .yaml or .yml files")
             out += found
         else:
             out.append(path)
@@ -147,13 +150,13 @@ def load(paths: Sequence[str], stdin_text: str | None = None) -> list[Resource]:
             try:
                 text = Path(path).read_text(encoding="utf-8")
             except FileNotFoundError:
-                raise InvalidError(f"unable to read {path}: no such file") from None
+                raise InvalidError(action=f"read {path}", cause="no such file") from None
             except (OSError, UnicodeDecodeError) as exc:
-                raise InvalidError(f"unable to read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+                raise InvalidError(action=f"read {path}", cause=f"{getattr(exc, 'strerror', None) or exc}") from exc
         loaded += parse(text, name, problems)
     problems += _duplicates(loaded)
     if problems:
-        raise ResourceFileError(problems)
+        raise _invalid(problems)
     return loaded
 
 
@@ -343,7 +346,7 @@ def _quota_set(base: dict, spec: dict, problem) -> QuotaSet | None:
     try:
         entity = entity_of(names.get("user"), names.get("client_id"), names.get("ip"))
     except KctlError as exc:
-        problem(exc.message.replace("--default-", "default ").replace("--", ""), "spec", "entity")
+        problem(render_hint(exc.message), "spec", "entity")
         return None
     quotas = {}
     for key, raw in spec["quotas"].items():
@@ -351,7 +354,7 @@ def _quota_set(base: dict, spec: dict, problem) -> QuotaSet | None:
             name = parse_key(key, entity)
             quotas[name] = parse_value(name, str(raw))
         except KctlError as exc:
-            problem(exc.message.replace("`kctl quota delete`", "removal from the file"), "spec", "quotas", key)
+            problem(render_hint(exc.message), "spec", "quotas", key)
     return QuotaSet(**base, entity=entity, quotas=quotas)
 
 

@@ -80,12 +80,11 @@ def read(session: AdminSession, kinds: Sequence[str], *, topic_regex: re.Pattern
 
 
 def _unsupported(error: KctlError) -> bool:
+    """Whether `error` says the cluster lacks what the reader asked for: no authorizer
+    (SECURITY_DISABLED), no such API (UNSUPPORTED_VERSION), no Connect cluster set."""
     from kctl.admin.connect.rest import NoConnectCluster
 
-    if isinstance(error, NoConnectCluster):
-        return True
-    text = error.message
-    return any(s in text for s in ("SECURITY_DISABLED", "no authorizer", "does not support", "UNSUPPORTED_VERSION", "not support"))
+    return isinstance(error, NoConnectCluster) or error.kafka_error in ("SECURITY_DISABLED", "UNSUPPORTED_VERSION")
 
 
 def _topics(session: AdminSession, state: ClusterState, regex: re.Pattern[str] | None, only: Sequence[str] | None) -> None:

@@ -124,7 +124,7 @@ def describe_groups(session: AdminSession, ids: Sequence[str]) -> Partial[list[G
 
 
 def not_found(group_id: str, action: str) -> NotFoundError:
-    return NotFoundError(f"unable to {action} {group_id}: GROUP_ID_NOT_FOUND: no such group", kafka_error="GROUP_ID_NOT_FOUND",
+    return NotFoundError(action=f"{action} {group_id}", cause="GROUP_ID_NOT_FOUND: no such group", kafka_error="GROUP_ID_NOT_FOUND",
                          resource=Resource("group", group_id))
 
 
@@ -149,7 +149,7 @@ def delete_groups(session: AdminSession, ids: Sequence[str]) -> Partial[list[Gro
                 outcome = not_found(group_id, "delete group")
             elif outcome.kafka_error == "NON_EMPTY_GROUP":
                 outcome = GroupActiveError(
-                    f"unable to delete group {group_id}: NON_EMPTY_GROUP: the group has active members",
+                    action=f"delete group {group_id}", cause="NON_EMPTY_GROUP: the group has active members",
                     hint="stop its consumers first; kctl group describe lists them",
                 )
             errors[group_id] = outcome
@@ -185,7 +185,7 @@ def delete_offsets(
         meta = metadata.topics[topic]
         for p in parts or sorted(meta.partitions):
             if p not in meta.partitions:
-                raise NotFoundError(f"unable to delete offsets of group {group}: {topic} has no partition {p}")
+                raise NotFoundError(action=f"delete offsets of group {group}", cause=f"{topic} has no partition {p}")
             pairs.append((topic, p))
     wanted = [(t, p) for t, p in pairs if (t, p) in committed]
     code, outcome = protocol.offset_delete(session, group, wanted, f"delete offsets of group {group}") if wanted else (0, {})

@@ -157,7 +157,7 @@ def _with_remote_reads(session: AdminSession, results: list[GroupLag]) -> list[G
 
     # A cluster whose ListOffsets cannot ask for the earliest local offset (v8, Kafka 3.6+)
     # has no tiered storage: nothing to read. (The versions are the wire client's, known.)
-    if not session.wire_available() or session.api_versions.get(_LIST_OFFSETS, (0, 0))[1] < 8:
+    if not session.supports(_LIST_OFFSETS, 8):
         return results
     topics = sorted({p.topic for g in results for p in g.partitions})
     tiered = {name for name, found in storage_configs(session, topics).items() if found.get("remote.storage.enable")}

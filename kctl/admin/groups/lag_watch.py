@@ -28,7 +28,7 @@ def sample(session: AdminSession, groups: Sequence[str] | None, *, topics: Seque
     from the lag history in `history`; with `history` this sample is added to it. Raises
     the first error when no group could be measured; otherwise returns the errors."""
     if time_lag == "interp" and history is None:
-        raise UsageError("unable to interpolate time lag: no lag history file given")
+        raise UsageError(action="interpolate time lag", cause="no lag history file given")
     found, errors = group_lag(session, groups, topics=topics, isolation=isolation, time_lag="record" if time_lag == "record" else "none")
     if errors and not found:
         raise next(iter(errors.values()))

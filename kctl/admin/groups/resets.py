@@ -77,7 +77,7 @@ def plan_partition(
         target = spec.value or 0
     elif spec.mode == "shift":
         if current is None:
-            raise UsageError(f"unable to shift {group} {topic}-{partition}: it has no committed offset to shift")
+            raise UsageError(action=f"shift {group} {topic}-{partition}", cause="it has no committed offset to shift")
         target = current + (spec.value or 0)
     elif spec.mode == "explicit":
         target = found_at if found_at is not None else log_end
@@ -111,14 +111,14 @@ def parse_topic_scope(scopes: Sequence[str]) -> list[tuple[str, tuple[int, ...] 
     for scope in scopes:
         topic, sep, parts = scope.partition(":")
         if not topic:
-            raise UsageError(f"unable to parse --topic {scope!r}: expected TOPIC or TOPIC:0,1,2")
+            raise UsageError(action=f"parse --topic {scope!r}", cause="expected TOPIC or TOPIC:0,1,2")
         if not sep:
             out.append((topic, None))
             continue
         try:
             out.append((topic, tuple(int(p) for p in parts.split(","))))
         except ValueError:
-            raise UsageError(f"unable to parse --topic {scope!r}: expected TOPIC or TOPIC:0,1,2") from None
+            raise UsageError(action=f"parse --topic {scope!r}", cause="expected TOPIC or TOPIC:0,1,2") from None
     return out
 
 
@@ -173,7 +173,7 @@ def plan(
         offsets = committed.get(group, {})
         if group not in described and not allow_new_group:
             raise NotFoundError(
-                f"unable to reset offsets of group {group}: GROUP_ID_NOT_FOUND: no such group",
+                action=f"reset offsets of group {group}", cause="GROUP_ID_NOT_FOUND: no such group",
                 hint="{allow_new_group} creates it with these offsets", kafka_error="GROUP_ID_NOT_FOUND",
                 resource=Resource("group", group),
             )
@@ -182,7 +182,7 @@ def plan(
             pairs = [(t, p) for (g, t, p) in (spec.offsets or {}) if g == group]
             for t, p in pairs:
                 if t not in metadata.topics or p not in metadata.topics[t].partitions:
-                    raise NotFoundError(f"unable to reset offsets of {group}: {t}-{p} does not exist")
+                    raise NotFoundError(action=f"reset offsets of {group}", cause=f"{t}-{p} does not exist")
         if all_topics:
             pairs = sorted(offsets)
         for topic, parts in scopes:
@@ -192,7 +192,7 @@ def plan(
             existing = sorted(meta.partitions)
             for p in parts or existing:
                 if p not in meta.partitions:
-                    raise NotFoundError(f"unable to reset offsets of {group}: {topic} has no partition {p} (it has {len(existing)})")
+                    raise NotFoundError(action=f"reset offsets of {group}", cause=f"{topic} has no partition {p} (it has {len(existing)})")
                 pairs.append((topic, p))
         selected[group] = sorted(set(pairs))
     union = sorted({p for pairs in selected.values() for p in pairs})
@@ -207,7 +207,7 @@ def plan(
         for topic, partition in pairs:
             start, end = log[(topic, partition)]
             if start is None or end is None:
-                raise KctlError(f"unable to reset offsets of {group}: {topic}-{partition} has no leader to read offsets from")
+                raise KctlError(action=f"reset offsets of {group}", cause=f"{topic}-{partition} has no leader to read offsets from")
             current = offsets.get((topic, partition), (None, None))[0]
             at = (spec.offsets or {}).get((group, topic, partition)) if spec.mode == "explicit" else found.get((topic, partition))
             planned.append(plan_partition(group, topic, partition, current, start, end, spec, at))
@@ -254,7 +254,7 @@ def write_offsets_csv(path: str | Path, plans: Sequence[PlannedReset], *, old: b
     try:
         Path(path).write_text(offsets_csv(plans, old=old), encoding="utf-8")
     except OSError as exc:
-        raise InvalidError(f"unable to write {path}: {exc.strerror}") from exc
+        raise InvalidError(action=f"write {path}", cause=str(exc.strerror)) from exc
 
 
 def execute(session: AdminSession, plans: Sequence[PlannedReset], *, journal: Path, bootstrap: str | None, command: str,
@@ -286,7 +286,7 @@ def apply(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
     wrong = [p for p in plans if p.group in unread or after.get(p.group, {}).get((p.topic, p.partition), (None,))[0] != p.new]
     if wrong:
         p = wrong[0]
-        raise ResetIncompleteError(f"unable to verify the reset of group {p.group}: {p.topic}-{p.partition} is not at {p.new} ({len(wrong)} partition(s) differ)")
+        raise ResetIncompleteError(action=f"verify the reset of group {p.group}", cause=f"{p.topic}-{p.partition} is not at {p.new} ({len(wrong)} partition(s) differ)")
 
 
 def _commit(session: AdminSession, plans: Sequence[PlannedReset]) -> None:
@@ -311,7 +311,7 @@ def _reset_share_group(session: AdminSession, group_id: str, plans: Sequence) ->
     forgotten = {p.topic for p in plans if p.new is None}
     mixed = forgotten & {topic for topic, _ in moves}
     if mixed:
-        raise ResetIncompleteError(f"unable to reset offsets of group {group_id}: Kafka forgets a share group's "
+        raise ResetIncompleteError(action=f"reset offsets of group {group_id}", cause="Kafka forgets a share group's "
                                    f"state per topic, not per partition ({', '.join(sorted(mixed))})")
     if moves:
         code, partitions = protocol.alter_share_group_offsets(session, group_id, moves)
@@ -321,7 +321,7 @@ def _reset_share_group(session: AdminSession, group_id: str, plans: Sequence) ->
         planned = {(p.topic, p.partition) for p in plans if p.new is None}
         spared = sorted(f"{t}-{p}" for t, p in share.start_offsets_of(session, [group_id])[group_id] if t in forgotten and (t, p) not in planned)
         if spared:
-            raise ResetIncompleteError(f"unable to reset offsets of group {group_id}: forgetting the state of "
+            raise ResetIncompleteError(action=f"reset offsets of group {group_id}", cause="forgetting the state of "
                                        f"{', '.join(sorted(forgotten))} would also forget {', '.join(spared)}")
         code, topics = protocol.delete_share_group_offsets(session, group_id, sorted(forgotten))
         _raise_refusal(group_id, code, [(f"{t}: ", c) for t, c in topics.items()])
@@ -377,7 +377,7 @@ def undo_plan(session: AdminSession, entry: dict, on_active: Callable[[GroupActi
         now = committed.get(p.group, {}).get((p.topic, p.partition), (None,))[0]
         start, end = log[(p.topic, p.partition)]
         if start is None or end is None:
-            raise KctlError(f"unable to undo the reset of group {p.group}: {p.topic}-{p.partition} has no leader to read offsets from")
+            raise KctlError(action=f"undo the reset of group {p.group}", cause=f"{p.topic}-{p.partition} has no leader to read offsets from")
         if p.current is None:
             plans.append(PlannedReset(group=p.group, topic=p.topic, partition=p.partition, current=now, new=None,
                                       delta=None, log_start=start, log_end=end, note="restore_no_commit"))
@@ -413,16 +413,16 @@ def parse_offsets_csv(text: str, groups: Sequence[str], source: str) -> dict[tup
                 raise ValueError(f"expected 3 or 4 fields, found {len(cells)}")
         except ValueError as exc:
             message = str(exc) if "fields" in str(exc) else "partition and offset must be integers"
-            raise InvalidError(f"unable to read offsets file {source}: line {number}: {message}") from None
+            raise InvalidError(action=f"read offsets file {source}", cause=f"line {number}: {message}") from None
         if offset < 0:
-            raise InvalidError(f"unable to read offsets file {source}: line {number}: negative offset {offset}")
+            raise InvalidError(action=f"read offsets file {source}", cause=f"line {number}: negative offset {offset}")
         for key in targets:
             offsets[key] = offset
     if not offsets:
-        raise InvalidError(f"unable to read offsets file {source}: it lists no offsets")
+        raise InvalidError(action=f"read offsets file {source}", cause="it lists no offsets")
     missing = sorted(set(groups) - {g for g, _, _ in offsets})
     if missing:
-        raise InvalidError(f"unable to read offsets file {source}: no offsets for group {', '.join(missing)}")
+        raise InvalidError(action=f"read offsets file {source}", cause=f"no offsets for group {', '.join(missing)}")
     return offsets
 
 
@@ -451,5 +451,5 @@ def copy_offsets(session: AdminSession, source: str, groups: Sequence[str], topi
         if scope is None or (t in scope and (parts.get(t) is None or p in (parts.get(t) or ())))
     }
     if not chosen:
-        raise NotFoundError(f"unable to copy offsets from group {source}: it has no committed offsets" + (" for those topics" if topics else ""))
+        raise NotFoundError(action=f"copy offsets from group {source}", cause="it has no committed offsets" + (" for those topics" if topics else ""))
     return {(g, t, p): o for g in groups for (t, p), o in chosen.items()}

@@ -73,7 +73,7 @@ def delete_offsets(session: AdminSession, group_id: str, topics: Sequence[tuple[
     """Forget a share group's state for whole topics: a row per share-partition that had a
     start offset, and the errors (an active group refuses: GROUP_ACTIVE)."""
     if any(parts for _topic, parts in topics):
-        raise UsageError(f"unable to delete offsets of share group {group_id}: Kafka forgets a share group's state per "
+        raise UsageError(action=f"delete offsets of share group {group_id}", cause="Kafka forgets a share group's state per "
                          "topic; name topics without partitions")
     names = [topic for topic, _parts in topics]
     metadata = session.metadata("delete offsets", names)
@@ -89,8 +89,8 @@ def delete_offsets(session: AdminSession, group_id: str, topics: Sequence[tuple[
         if failed:
             name = error_name(failed)
             kind = GroupActiveError if name in ("NON_EMPTY_GROUP", "GROUP_SUBSCRIBED_TO_TOPIC") else KctlError
-            error = errors[topic] = kind(f"unable to delete offsets of share group {group_id} for {topic}: {name}: "
-                                         f"{ERRORS.get(failed, (name, name))[1]}")
+            error = errors[topic] = kind(action=f"delete offsets of share group {group_id} for {topic}",
+                                         cause=f"{name}: {ERRORS.get(failed, (name, name))[1]}", kafka_error=name)
         for partition in sorted(metadata.topics[topic].partitions):
             status = "failed" if error else "deleted" if (topic, partition) in starts else "not-committed"
             rows.append(OffsetDeletion(group=group_id, topic=topic, partition=partition, status=status,

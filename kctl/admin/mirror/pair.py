@@ -88,16 +88,16 @@ def find_pair(target: AdminSession, source: AdminSession | None, *, source_alias
     aliases = sorted(a for t in target_topics if (a := policy.checkpoints_alias(t)) is not None)
     if not aliases:
         raise NotMirrored(
-            f"unable to find MirrorMaker 2 on {target_name}: it has no *{policy.separator}checkpoints{policy.separator}internal "
+            action=f"find MirrorMaker 2 on {target_name}", cause=f"it has no *{policy.separator}checkpoints{policy.separator}internal "
             f"topic, so MM2 does not seem to replicate into it",
             hint="MM2's checkpoint connector writes <source alias>.checkpoints.internal on the target; check {target} and MM2's flows")
     if source_alias is None:
         if len(aliases) > 1:
-            raise UsageError(f"unable to choose the source alias: {target_name} has checkpoints from {', '.join(aliases)}",
+            raise UsageError(action="choose the source alias", cause=f"{target_name} has checkpoints from {', '.join(aliases)}",
                              hint="pass {source_alias} NAME")
         source_alias = aliases[0]
     elif source_alias not in aliases:
-        raise NotMirrored(f"unable to find MM2 checkpoints from alias {source_alias!r} on {target_name}: it has checkpoints from "
+        raise NotMirrored(action=f"find MM2 checkpoints from alias {source_alias!r} on {target_name}", cause="it has checkpoints from "
                           f"{', '.join(aliases)}", hint="{source_alias} is MM2's name of the source cluster (its `clusters` list)")
     if target_alias is None:
         target_alias = _target_alias(target, source_topics, target_topics, source_alias, policy)
@@ -140,7 +140,7 @@ def read_topic(session: AdminSession, topic: str, decode: Callable[[bytes | None
 
     meta = session.metadata(f"read {topic}", [topic]).topics.get(topic)
     if meta is None or meta.error is not None:
-        raise NotFoundError(f"unable to read {topic}: no such topic")
+        raise NotFoundError(action=f"read {topic}", cause="no such topic")
     ends = {p: end for (_t, p), (start, end, _e) in log_offsets(session, [(topic, p) for p in meta.partitions]).items()
             if end is not None and start is not None and end > start}
     if not ends:
@@ -157,7 +157,7 @@ def read_topic(session: AdminSession, topic: str, decode: Callable[[bytes | None
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in pending])
         while pending:
             if time.monotonic() > deadline:
-                raise TimeoutError_(f"unable to read {topic}: timed out after {session.timeout:g} s with "
+                raise TimeoutError_(action=f"read {topic}", cause=f"timed out after {session.timeout:g} s with "
                                     f"{len(pending)} partition(s) unread", hint="raise {timeout}")
             for message in consumer.consume(10_000, 0.2):
                 error = message.error()

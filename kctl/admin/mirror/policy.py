@@ -24,7 +24,7 @@ class ReplicationPolicy:
 
     def __post_init__(self) -> None:
         if self.kind not in POLICIES:
-            raise UsageError(f"unable to use replication policy {self.kind!r}: expected one of {', '.join(POLICIES)}")
+            raise UsageError(action=f"use replication policy {self.kind!r}", cause=f"expected one of {', '.join(POLICIES)}")
         if not self.separator:
             raise UsageError("unable to use an empty replication policy separator")
 

@@ -65,9 +65,9 @@ def translate(pair: MirrorPair, groups: Sequence[str] = (), *, group_regex: str 
     """The translation of every partition of the groups named (or matching `group_regex`,
     on the source or in the checkpoints); and the checkpoint records skipped as malformed."""
     if fallback not in FALLBACKS:
-        raise UsageError(f"unable to use --fallback {fallback!r}: expected one of {', '.join(FALLBACKS)}")
+        raise UsageError(action=f"use --fallback {fallback!r}", cause=f"expected one of {', '.join(FALLBACKS)}")
     if fallback == "timestamp" and pair.source is None:
-        raise UsageError("unable to use --fallback timestamp without the source cluster: it reads the source's records' timestamps")
+        raise UsageError(action="use --fallback timestamp without the source cluster", cause="it reads the source's records' timestamps")
     checkpoints, skipped = newest_checkpoints(pair)
     chosen = _groups(pair, groups, group_regex, {g for g, _t, _p in checkpoints})
     committed: dict[str, dict[tuple[str, int], int]] = {g: {} for g in chosen}
@@ -103,13 +103,12 @@ def translate(pair: MirrorPair, groups: Sequence[str] = (), *, group_regex: str 
     rows.sort(key=lambda r: (r.group, r.remote_topic, r.partition))
     unknown = [g for g in chosen if groups and not any(r.group == g for r in rows)]
     if unknown and len(unknown) < len(chosen):
-        raise NotFoundError(f"unable to translate offsets of group {unknown[0]}: it has no checkpoint on the target"
-                            + (" and no committed offsets on the source" if pair.source is not None else ""))
+        raise NotFoundError(action=f"translate offsets of group {unknown[0]}",
+                            cause="it has no checkpoint on the target" + (" and no committed offsets on the source" if pair.source is not None else ""))
     if not rows:
-        raise NotFoundError(f"unable to translate offsets of {', '.join(chosen)}: no checkpoints for "
-                            f"{'them' if len(chosen) > 1 else 'it'} on the target and no committed offsets on the source"
-                            if pair.source is not None else
-                            f"unable to translate offsets of {', '.join(chosen)}: no checkpoints on the target, and the source was not read",
+        raise NotFoundError(action=f"translate offsets of {', '.join(chosen)}",
+                            cause=f"no checkpoints for {'them' if len(chosen) > 1 else 'it'} on the target and no committed offsets on the source"
+                            if pair.source is not None else "no checkpoints on the target, and the source was not read",
                             hint="MM2 checkpoints a group once it has committed on a replicated topic (emit.checkpoints.interval.seconds)")
     return rows, skipped
 
@@ -118,18 +117,18 @@ def _groups(pair: MirrorPair, groups: Sequence[str], group_regex: str | None, ch
     if groups and group_regex:
         raise UsageError("unable to use both GROUP arguments and --group-regex")
     if not groups and not group_regex:
-        raise UsageError("unable to translate: name a GROUP or give --group-regex")
+        raise UsageError(action="translate", cause="name a GROUP or give --group-regex")
     if groups:
         return list(dict.fromkeys(groups))
     try:
         pattern = re.compile(group_regex or "")
     except re.error as exc:
-        raise UsageError(f"unable to parse --group-regex {group_regex!r}: {exc}") from None
+        raise UsageError(action=f"parse --group-regex {group_regex!r}", cause=str(exc)) from None
     found = {g for g in checkpointed if pattern.fullmatch(g)}
     if pair.source is not None:
         found.update(g for g in source_groups(pair.source) if pattern.fullmatch(g))
     if not found:
-        raise NotFoundError(f"unable to translate offsets: no group matches --group-regex {group_regex!r}")
+        raise NotFoundError(action="translate offsets", cause=f"no group matches --group-regex {group_regex!r}")
     return sorted(found)
 
 
@@ -145,8 +144,8 @@ def source_groups(session: AdminSession) -> list[str]:
 def _refuse_share_groups(session: AdminSession, groups: Sequence[str]) -> None:
     shared = sorted({g["group_id"] for g in protocol.list_groups(session) if g.get("group_type") == "share"} & set(groups))
     if shared:
-        raise UsageError(f"unable to translate offsets of share group {shared[0]}: MM2 checkpoints the committed offsets "
-                         f"of consumer groups; a share group's state (KIP-932) is not replicated",
+        raise UsageError(action=f"translate offsets of share group {shared[0]}", cause="MM2 checkpoints the committed offsets "
+                         "of consumer groups; a share group's state (KIP-932) is not replicated",
                          hint="a share group resumes on the other cluster from its share.auto.offset.reset")
 
 
@@ -224,7 +223,7 @@ def require_idle(session: AdminSession, groups: Sequence[str], where: str) -> No
     for d in found:
         if d.state not in INACTIVE_STATES:
             members = ", ".join(sorted(f"{m.client_id}@{m.host}" for m in d.members)) or "none listed"
-            raise GroupActiveError(f"unable to fail over group {d.group}: it is {d.state} on {where} ({members})",
+            raise GroupActiveError(action=f"fail over group {d.group}", cause=f"it is {d.state} on {where} ({members})",
                                    hint="stop its consumers there first, or leave out {require_idle_source}")
 
 
@@ -234,7 +233,7 @@ def failover_plan(pair: MirrorPair, translations: Sequence[Translation]) -> list
     offsets = {(t.group, t.remote_topic, t.partition): t.translated for t in translations if t.translated is not None}
     groups = sorted({g for g, _t, _p in offsets})
     if not groups:
-        raise NotFoundError("unable to fail over: nothing to commit (no checkpoints, and --fallback none)",
+        raise NotFoundError(action="fail over", cause="nothing to commit (no checkpoints, and --fallback none)",
                             hint="{fallback} timestamp|earliest|latest commits partitions MM2 has not checkpointed")
     return plan(pair.target, groups, ResetSpec(mode="explicit", offsets=offsets), allow_new_group=True)
 

@@ -89,17 +89,17 @@ def registry_settings(configured: Mapping[str, str], url_flag: str | None, timeo
     url = url_flag or configured.get("url")
     if not url:
         raise ConfigError(
-            "unable to reach a schema registry: none is configured",
+            action="reach a schema registry", cause="none is configured",
             hint="give {registry_url} URL, set KCTL_SCHEMA_REGISTRY_URL, or kctl context set NAME --schema-registry-url URL",
         )
     if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"unable to use schema registry {url!r}: expected an http:// or https:// URL")
+        raise ConfigError(action=f"use schema registry {url!r}", cause="expected an http:// or https:// URL")
     basic_auth = read_secret(configured, "basic-auth", "the schema registry")
     if basic_auth is not None and ":" not in basic_auth:
-        raise ConfigError("unable to use the schema registry's basic-auth: expected user:password")
+        raise ConfigError(action="use the schema registry's basic-auth", cause="expected user:password")
     bearer_token = read_secret(configured, "bearer-token", "the schema registry")
     if basic_auth and bearer_token:
-        raise ConfigError("unable to use the schema registry: both basic-auth and bearer-token are set; keep one")
+        raise ConfigError(action="use the schema registry", cause="both basic-auth and bearer-token are set; keep one")
     return RegistrySettings(
         url=url.rstrip("/"), basic_auth=basic_auth or None, timeout=timeout,
         bearer_token=bearer_token or None, logical_cluster=configured.get("logical-cluster"),
@@ -146,9 +146,9 @@ class Registry:
         except SchemaRegistryError as exc:
             raise registry_error(action, exc, self.settings.url) from None
         except httpx.TimeoutException:
-            raise KctlError(f"unable to {action}: the schema registry at {self.settings.url} did not answer within {self.settings.timeout:g} s", exit_code=ExitCode.TIMEOUT) from None
+            raise KctlError(action=action, cause=f"the schema registry at {self.settings.url} did not answer within {self.settings.timeout:g} s", exit_code=ExitCode.TIMEOUT) from None
         except httpx.HTTPError as exc:
-            raise UnreachableError(f"unable to {action}: cannot reach the schema registry at {self.settings.url} ({exc})") from None
+            raise UnreachableError(action=action, cause=f"cannot reach the schema registry at {self.settings.url} ({exc})") from None
 
     # -- reading -------------------------------------------------------------------------
 
@@ -282,16 +282,16 @@ def read_schema_file(path: Path, schema_type: str | None) -> tuple[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InvalidError(f"unable to read schema file {path}: {exc.strerror}") from None
+        raise InvalidError(action=f"read schema file {path}", cause=str(exc.strerror)) from None
     except UnicodeDecodeError:
-        raise InvalidError(f"unable to read schema file {path}: not UTF-8 text") from None
+        raise InvalidError(action=f"read schema file {path}", cause="not UTF-8 text") from None
     if schema_type is None:
         schema_type = {".proto": "protobuf", ".json": "json"}.get(path.suffix.lower(), "avro")
     if schema_type in ("avro", "json"):
         try:
             json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidError(f"unable to read schema file {path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+            raise InvalidError(action=f"read schema file {path}", cause=f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     return text, SCHEMA_TYPES[schema_type]
 
 
@@ -302,7 +302,7 @@ def parse_reference(text: str) -> Reference:
     if not name or not subject or not version.isdigit():
         from kctl.errors import UsageError
 
-        raise UsageError(f"unable to parse --reference {text!r}: expected NAME=SUBJECT:VERSION, such as common.proto=common-value:1")
+        raise UsageError(action=f"parse --reference {text!r}", cause="expected NAME=SUBJECT:VERSION, such as common.proto=common-value:1")
     return Reference(name=name, subject=subject, version=int(version))
 
 

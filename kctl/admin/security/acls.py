@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.kafka import AclBindingFilter
 from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, UsageError
@@ -91,7 +90,7 @@ def parse_choice(value: str, accepted: Sequence[str], what: str, *, error=UsageE
         name = "CLUSTER"  # librdkafka's name for it
     if name not in accepted:
         shown = ", ".join(a.lower().replace("_", "-") for a in accepted)
-        raise error(f"unknown {what} {value!r}; accepted: {shown}")
+        raise error(cause=f"unknown {what} {value!r}; accepted: {shown}")
     return name
 
 
@@ -100,23 +99,24 @@ def parse_principal(value: str, *, error=UsageError) -> str:
     text = value.strip()
     if not _PRINCIPAL.match(text):
         hint_name = text if text and ":" not in text else "alice"
-        raise error(f"principal {value!r} is not of the form TYPE:NAME (e.g. User:{hint_name}, User:*)")
+        raise error(cause=f"principal {value!r} is not of the form TYPE:NAME (e.g. User:{hint_name}, User:*)")
     return text
 
 
 def acl_from_row(row: Any, where: str) -> Acl:
-    """An Acl from one JSON object as `acl list -o json` prints it."""
+    """An Acl from one JSON object as `acl list -o json` prints it; `where` it is (item 3,
+    line 5) leads the cause of an error, whose action the caller names."""
     if not isinstance(row, dict):
-        raise InvalidError(f"{where}: expected an object with the keys of `kctl acl list -o json`")
+        raise InvalidError(cause=f"{where}: expected an object with the keys of `kctl acl list -o json`")
     names = [f.name for f in fields(Acl)]
     missing = [n for n in names if n not in row]
     if missing:
-        raise InvalidError(f"{where}: missing key(s) {', '.join(missing)}")
+        raise InvalidError(cause=f"{where}: missing key(s) {', '.join(missing)}")
     unknown = sorted(set(row) - set(names))
     if unknown:
-        raise InvalidError(f"{where}: unknown key(s) {', '.join(unknown)}; expected {', '.join(names)}")
+        raise InvalidError(cause=f"{where}: unknown key(s) {', '.join(unknown)}; expected {', '.join(names)}")
     if not all(isinstance(row[n], str) and row[n] for n in names):
-        raise InvalidError(f"{where}: every value must be a non-empty string")
+        raise InvalidError(cause=f"{where}: every value must be a non-empty string")
     try:
         return Acl(
             resource_type=parse_choice(row["resource_type"], RESOURCE_TYPES, "resource type", error=InvalidError),
@@ -128,34 +128,40 @@ def acl_from_row(row: Any, where: str) -> Acl:
             permission_type=parse_choice(row["permission_type"], PERMISSION_TYPES, "permission type", error=InvalidError),
         )
     except InvalidError as exc:
-        raise InvalidError(f"{where}: {exc.message}") from exc
+        raise exc.but(cause=f"{where}: {exc.cause}") from exc
 
 
 def read_acl_file(path: Path, text: str) -> list[Acl]:
     """ACLs from a JSON array (`-o json`) or JSON lines (`-o jsonl`)."""
-    where = f"unable to read ACL file {path}"
+    action = f"read ACL file {path}"
     stripped = text.strip()
     if not stripped:
-        raise InvalidError(f"{where}: it holds no ACLs")
+        raise InvalidError(action=action, cause="it holds no ACLs")
+    rows: list[tuple[str, Any]] = []
     if stripped.startswith("["):
         try:
-            rows = json.loads(stripped)
+            found = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise InvalidError(f"{where}: not valid JSON: {exc}") from exc
-        if not isinstance(rows, list) or not rows:
-            raise InvalidError(f"{where}: it holds no ACLs")
-        return [acl_from_row(row, f"{where}: item {i}") for i, row in enumerate(rows, 1)]
+            raise InvalidError(action=action, cause=f"not valid JSON: {exc}") from exc
+        if not isinstance(found, list) or not found:
+            raise InvalidError(action=action, cause="it holds no ACLs")
+        rows = [(f"item {i}", row) for i, row in enumerate(found, 1)]
+    else:
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((f"line {number}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise InvalidError(action=action, cause=f"line {number}: not valid JSON: {exc.msg}") from exc
+        if not rows:
+            raise InvalidError(action=action, cause="it holds no ACLs")
     acls = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for where, row in rows:
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidError(f"{where}: line {number}: not valid JSON: {exc.msg}") from exc
-        acls.append(acl_from_row(row, f"{where}: line {number}"))
-    if not acls:
-        raise InvalidError(f"{where}: it holds no ACLs")
+            acls.append(acl_from_row(row, where))
+        except InvalidError as exc:
+            raise exc.but(action=action) from exc
     return acls
 
 
@@ -197,7 +203,7 @@ def _binding(acl: Acl) -> Any:
 
 
 def _binding_filter(f: AclFilter) -> Any:
-    from kctl.admin.client.over_librdkafka import binding_filter
+    from kctl.admin.client.librdkafka import binding_filter
 
     return binding_filter(_fields(f))
 
@@ -229,30 +235,10 @@ def list_acls(session: AdminSession, filters: Sequence[AclFilter] = (AclFilter()
     """Every ACL matching any of the filters, sorted, without duplicates."""
     action = "list ACLs"
     try:
-        found = session.kafka.describe_acls([_fields(f) for f in filters], action)
+        found = session.describe_acls([_fields(f) for f in filters], action)
     except KctlError as exc:
         raise _not_enabled(exc) from exc
-    if not found and session.kafka.name == "librdkafka":
-        _check_authorizer(session)
     return sorted((Acl(*binding) for binding in found), key=_sort_key)
-
-
-def _check_authorizer(session: AdminSession) -> None:
-    """Raise the SECURITY_DISABLED error when the cluster has no authorizer.
-
-    librdkafka reports a DescribeAcls answered with SECURITY_DISABLED as an empty list,
-    which would read as "no ACLs". So an empty answer is asked again through kctl's wire
-    client, with a filter that matches next to nothing: the broker checks for an
-    authorizer before it filters.
-    """
-    action = "list ACLs"
-    # Kafka's codes: resource type TOPIC, pattern LITERAL, operation and permission ANY.
-    probe = {"resource_type_filter": 2, "resource_name_filter": "__kctl_authorizer_probe", "pattern_type_filter": 3,
-             "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}
-    answer = session.ask(action, "DescribeAcls", probe, 1, 3)
-    if answer.error_code:
-        error = for_kafka_code(answer.error_code, answer.error_message, action)
-        raise _not_enabled(error)
 
 
 def create_acls(session: AdminSession, acls: Sequence[Acl]) -> list[AclResult]:

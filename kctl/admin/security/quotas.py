@@ -67,16 +67,17 @@ class EffectiveQuota:
 
 def entity_of(user: str | None, client_id: str | None, ip: str | None) -> Entity:
     if ip is not None and (user is not None or client_id is not None):
-        raise UsageError("an IP quota stands alone: give --ip (or --default-ip) without --user or --client-id")
+        raise UsageError(cause="an IP quota stands alone: give {ip} (or {default_ip}) without {user} or {client_id}")
     if user is None and client_id is None and ip is None:
-        raise UsageError("name the entity: --user, --client-id (or both), --ip, or their --default-* forms")
+        raise UsageError(cause="name the entity: {user}, {client_id} (or both), {ip}, or their defaults ({default_user}, {default_client_id}, "
+                               "{default_ip})")
     if ip not in (None, DEFAULT):
         import ipaddress
 
         try:
             ipaddress.ip_address(ip)
         except ValueError as exc:
-            raise UsageError(f"--ip {ip!r} is not an IPv4 or IPv6 address") from exc
+            raise UsageError(cause=f"{{ip}} {ip!r} is not an IPv4 or IPv6 address") from exc
     return Entity(user, client_id, ip)
 
 
@@ -98,9 +99,9 @@ def parse_value(key: str, text: str) -> float:
         try:
             value = float(text)
         except ValueError as exc:
-            raise UsageError(f"unable to parse quota {key} {text!r}: expected a number") from exc
+            raise UsageError(action=f"parse quota {key} {text!r}", cause="expected a number") from exc
     if value <= 0:
-        raise UsageError(f"quota {key} must be positive, not {text}; remove a quota with `kctl quota delete`")
+        raise UsageError(cause=f"quota {key} must be positive, not {text}", hint="remove a quota with `kctl quota delete`")
     return value
 
 

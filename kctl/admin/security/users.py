@@ -74,7 +74,7 @@ def describe_users(session: AdminSession, users: Sequence[str]) -> Partial[list[
 
 def _user_error(error: KctlError, user: str) -> KctlError:
     if error.kafka_error == "RESOURCE_NOT_FOUND":
-        return NotFoundError(f"unable to describe SCRAM user {user}: no SCRAM credentials for user {user}")
+        return NotFoundError(action=f"describe SCRAM user {user}", cause=f"no SCRAM credentials for user {user}")
     return error
 
 

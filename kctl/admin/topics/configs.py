@@ -180,7 +180,7 @@ def _describe_on_wire(session, entity_type, names):
         action = f"describe configs of {_display_name(entity_type, name)}"
         key = name or "cluster-default"
         if existing is not None and name not in existing:
-            errors[key] = NotFoundError(f"unable to {action}: no such subscription")
+            errors[key] = NotFoundError(action=action, cause="no such subscription")
             continue
         fields = {"resources": [{"resource_type": _RESOURCE_TYPES[entity_type], "resource_name": name, "configuration_keys": None}]}
         try:
@@ -222,7 +222,7 @@ def parse_changes(sets=(), deletes=(), appends=(), subtracts=()) -> list[ConfigC
     names = [c.name for c in changes]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
-        raise UsageError(f"unable to alter configs: {', '.join(duplicated)} given more than once")
+        raise UsageError(action="alter configs", cause=f"{', '.join(duplicated)} given more than once")
     if not changes:
         raise UsageError("nothing to change: give --set, --delete, --append or --subtract")
     return changes
@@ -284,7 +284,7 @@ def _alter_on_wire(session, entity_type, names, changes, validate_only):
     """IncrementalAlterConfigs of the types librdkafka cannot address, one request per
     entity (a broker's loggers are altered on that broker), all sent at once."""
     if entity_type == "broker-logger" and any(c.operation in ("append", "subtract") for c in changes):
-        raise InvalidError("unable to alter broker-logger configs: loggers take --set and --delete only")
+        raise InvalidError(action="alter broker-logger configs", cause="loggers take --set and --delete only")
     configs = [{"name": c.name, "config_operation": OPERATIONS.index(c.operation), "value": c.value} for c in changes]
     action = f"alter {entity_type} configs"
     requests = [(_node(entity_type, name), "IncrementalAlterConfigs",

@@ -53,11 +53,11 @@ def parse_selector(text: str) -> PartitionSelector:
     for part in spec.split(","):
         match = _PARTITIONS.fullmatch(part.strip())
         if not match or not topic:
-            raise UsageError(f"unable to parse {text!r}: expected TOPIC or TOPIC:PARTITIONS such as orders:0-3,5,7-")
+            raise UsageError(action=f"parse {text!r}", cause="expected TOPIC or TOPIC:PARTITIONS such as orders:0-3,5,7-")
         lo = int(match.group(1))
         hi = None if match.group(2) == "" else int(match.group(2) or lo)
         if hi is not None and hi < lo:
-            raise UsageError(f"unable to parse {text!r}: range {lo}-{hi} is empty")
+            raise UsageError(action=f"parse {text!r}", cause=f"range {lo}-{hi} is empty")
         ranges.append((lo, hi))
     return PartitionSelector(topic=topic, ranges=tuple(ranges))
 
@@ -105,7 +105,7 @@ def resolve_partitions(
         for lo, hi in selector.ranges:
             if hi is not None and hi > existing[-1] or lo > existing[-1]:
                 raise NotFoundError(
-                    f"unable to {action} {selector.topic}: partition {max(lo, hi or lo)} does not exist "
+                    action=f"{action} {selector.topic}", cause=f"partition {max(lo, hi or lo)} does not exist "
                     f"(the topic has {len(existing)})"
                 )
         selected += [(selector.topic, p) for p in chosen]

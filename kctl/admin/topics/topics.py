@@ -31,7 +31,7 @@ def validate_topic_name(name: str) -> None:
         reason = "only ASCII letters, digits, '.', '_' and '-' are allowed"
     else:
         return
-    raise InvalidError(f"unable to use topic name {name!r}: {reason}")
+    raise InvalidError(action=f"use topic name {name!r}", cause=reason)
 
 
 class NewTopicSpec(Value):
@@ -61,12 +61,12 @@ def parse_replica_assignment(text: str) -> tuple[tuple[int, ...], ...]:
         try:
             replicas = tuple(int(b) for b in part.split(":"))
         except ValueError:
-            raise UsageError(f"unable to parse replica assignment {text!r}: partition {index} ({part!r}) is not broker ids joined by ':'") from None
+            raise UsageError(action=f"parse replica assignment {text!r}", cause=f"partition {index} ({part!r}) is not broker ids joined by ':'") from None
         if len(set(replicas)) != len(replicas):
-            raise UsageError(f"unable to parse replica assignment {text!r}: partition {index} lists a broker twice")
+            raise UsageError(action=f"parse replica assignment {text!r}", cause=f"partition {index} lists a broker twice")
         partitions.append(replicas)
     if len({len(r) for r in partitions}) != 1:
-        raise UsageError(f"unable to parse replica assignment {text!r}: every partition needs the same number of replicas")
+        raise UsageError(action=f"parse replica assignment {text!r}", cause="every partition needs the same number of replicas")
     return tuple(partitions)
 
 
@@ -511,10 +511,10 @@ def add_partitions(
         target = total if total is not None else before + (add or 0)
         if replica_assignment is not None and target - before != len(replica_assignment):
             raise UsageError(
-                f"unable to add partitions to {name}: the replica assignment lists {len(replica_assignment)} partition(s) but {target - before} are being added"
+                action=f"add partitions to {name}", cause=f"the replica assignment lists {len(replica_assignment)} partition(s) but {target - before} are being added"
             )
         if target < before:
-            errors[name] = InvalidError(f"unable to add partitions to {name}: it has {before} partitions; Kafka cannot remove partitions")
+            errors[name] = InvalidError(action=f"add partitions to {name}", cause=f"it has {before} partitions; Kafka cannot remove partitions")
             results[name] = PartitionsResult(name=name, status="failed", partitions_before=before, partitions_after=before, error=errors[name].message)
         elif target == before:
             results[name] = PartitionsResult(name=name, status="unchanged", partitions_before=before, partitions_after=before)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from kctl.broker.protocol.errors import ProtocolError
+
 
 @dataclass(frozen=True, slots=True)
 class Api:
@@ -140,12 +142,17 @@ def _own_message(api: Api, kind: str, version: int):
 
 
 def decode_request(api: Api, version: int, body: memoryview):
-    """Decode a request body. Trailing bytes are ignored, as Kafka does (librdkafka's
-    all-topics Metadata request carries three, see notes/broker.md §1.5)."""
-    own = _own_message(api, "Request", version)
-    if own is not None:
-        return own.decode(body)
-    return message_class(api, "Request").decode(body, version=version)
+    """Decode a request body; bytes that are no such request raise ProtocolError (whatever
+    the decoder tripped on: a short buffer, bad UTF-8, a length past the end), which the
+    server answers by closing the connection. Trailing bytes are ignored, as Kafka does
+    (librdkafka's all-topics Metadata request carries three, see notes/broker.md §1.5)."""
+    try:
+        own = _own_message(api, "Request", version)
+        if own is not None:
+            return own.decode(body)
+        return message_class(api, "Request").decode(body, version=version)
+    except Exception as exc:  # noqa: BLE001 - the decoders' errors are of many types, all "malformed"
+        raise ProtocolError(f"malformed {api.name} v{version} request: {type(exc).__name__}: {exc}") from None
 
 
 def encode_response(api: Api, version: int, fields: dict) -> bytes:

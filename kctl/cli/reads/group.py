@@ -150,7 +150,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
     for error in errors.values():
         app.error_line(error.message)
     if errors:
-        raise PartialFailure(f"unable to compute lag: {len(errors)} group(s) failed")
+        raise PartialFailure(action="compute lag", cause=f"{len(errors)} group(s) failed")
     return None
 
 

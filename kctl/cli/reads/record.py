@@ -63,9 +63,9 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
     from kctl.records.reader import read_ahead, split_records
 
     if sum(x is not None for x in (template, key_separator)) + (input_format == "jsonl") > 1:
-        raise UsageError("unable to produce: --format, --key-separator and --input jsonl exclude each other")
+        raise UsageError(action="produce", cause="--format, --key-separator and --input jsonl exclude each other")
     if not delimiter:
-        raise UsageError("unable to produce: --delimiter must not be empty")
+        raise UsageError(action="produce", cause="--delimiter must not be empty")
     marker = null_marker.encode() if null_marker is not None else None
     parse: Callable[[bytes], ProducerRecord | None] | None = None
     if key_separator is not None or template is not None:
@@ -74,20 +74,20 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
         try:
             if key_separator is not None:
                 if not key_separator:
-                    raise UsageError("unable to produce: --key-separator must not be empty")
+                    raise UsageError(action="produce", cause="--key-separator must not be empty")
                 parse = InputTemplate.key_value(key_separator, null_marker=marker)
             else:
                 parse = InputTemplate(template, null_marker=marker)
         except TemplateError as exc:
-            raise UsageError(f"unable to parse --format {template!r}: {exc}") from None
+            raise UsageError(action=f"parse --format {template!r}", cause=str(exc)) from None
     if keep_partitions and input_format != "jsonl":
-        raise UsageError("unable to produce: --keep-partitions applies to --input jsonl (--format %p and -p always choose the partition)")
+        raise UsageError(action="produce", cause="--keep-partitions applies to --input jsonl (--format %p and -p always choose the partition)")
     if input_format == "jsonl":
         from kctl.records.envelope import from_line, from_line_by_key
 
         parse = from_line if keep_partitions and partition is None else from_line_by_key
     if value_message is not None and value_schema is None and value_schema_file is None:
-        raise UsageError("unable to produce: --value-message needs --value-schema or --value-schema-file")
+        raise UsageError(action="produce", cause="--value-message needs --value-schema or --value-schema-file")
     if value_schema is not None or value_schema_file is not None:
         parse = _schema_parse(app, topic, parse, marker, value_schema, value_schema_file, subject_strategy, registry_url, value_message)
     options = ProduceOptions(
@@ -135,7 +135,7 @@ def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_fil
     from kctl.records.serdes import RecordEncoder
 
     if value_schema is not None and value_schema_file is not None:
-        raise UsageError("unable to produce: --value-schema and --value-schema-file exclude each other")
+        raise UsageError(action="produce", cause="--value-schema and --value-schema-file exclude each other")
     subject = value_schema
     version: int | str = "latest"
     if value_schema is not None:
@@ -182,4 +182,4 @@ def _open_input(path: str, app: App):
     try:
         return open(path, "rb")
     except OSError as exc:
-        raise InvalidError(f"unable to read {path}: {exc.strerror}") from None
+        raise InvalidError(action=f"read {path}", cause=str(exc.strerror)) from None
