@@ -7,6 +7,8 @@ under a string method, `in`, a comparison or an f-string handed to another error
 from __future__ import annotations
 
 import ast
+import re
+from functools import cache
 from pathlib import Path
 
 import kctl.errors
@@ -18,11 +20,17 @@ STRING_METHODS = {"startswith", "endswith", "replace", "split", "rsplit", "parti
                   "lstrip", "rstrip", "lower", "upper", "removeprefix", "removesuffix", "splitlines", "count", "format"}
 
 
-def _error_classes() -> set[str]:
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+@cache
+def _error_classes() -> frozenset[str]:
     """The names of KctlError and every subclass defined in kctl."""
     names = {"KctlError"}
     grown = True
-    trees = [ast.parse(p.read_text()) for p in _sources()]
+    trees = [_tree(p) for p in _sources()]
     while grown:
         grown = False
         for tree in trees:
@@ -31,7 +39,7 @@ def _error_classes() -> set[str]:
                         isinstance(b, ast.Name) and b.id in names or isinstance(b, ast.Attribute) and b.attr in names for b in node.bases):
                     names.add(node.name)
                     grown = True
-    return names
+    return frozenset(names)
 
 
 def _sources() -> list[Path]:
@@ -41,7 +49,7 @@ def _sources() -> list[Path]:
 def _usage_classes(classes: set[str]) -> set[str]:
     usage = {"UsageError"}
     for path in _sources():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in usage for b in node.bases):
                 usage.add(node.name)
     return usage & classes
@@ -57,7 +65,7 @@ def test_every_error_is_built_from_its_fields():
     usage = _usage_classes(classes)
     wrong = []
     for path in _sources():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if not isinstance(node, ast.Call) or _called(node) not in classes:
                 continue
             if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "click":
@@ -120,7 +128,40 @@ def test_no_code_judges_or_rewords_an_error_by_its_text():
     classes = _error_classes()
     wrong = []
     for path in _sources():
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         for name, body in _handlers(tree, classes):
             wrong += [f"{path.relative_to(KCTL)}:{line}: {what}" for line, what in _judged(body, name, classes)]
     assert not wrong, "\n".join(sorted(set(wrong)))
+
+
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
+
+
+def _literal(node: ast.AST) -> str:
+    """The literal text of a str or f-string expression (its placeholders dropped)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    return ""
+
+
+def test_the_library_names_settings_not_flags():
+    """Below the CLI an error names a setting the user can change as `{setting}`, and the
+    CLI says it as the failed command's flag (kctl.cli._hints.in_flags): the library
+    serves other callers too. Only a whole command line it suggests (`kctl topic create
+    ...`) spells flags out."""
+    classes = _error_classes()
+    wrong = []
+    for path in _sources():
+        if path.relative_to(KCTL).parts[0] in ("cli", "devtools"):
+            continue
+        for node in ast.walk(_tree(path)):
+            if not isinstance(node, ast.Call) or _called(node) not in classes:
+                continue
+            for keyword in node.keywords:
+                text = _literal(keyword.value) if keyword.arg in ("cause", "hint") else ""
+                flag = FLAG.search(text)
+                if flag and "kctl " not in text[:flag.start()]:
+                    wrong.append(f"{path.relative_to(KCTL)}:{node.lineno}: {keyword.arg} names {flag.group(0)}")
+    assert not wrong, "\n".join(wrong)

@@ -145,7 +145,7 @@ def set_context(
     msk = {} if "aws-msk-iam" in unset else dict(old.aws_msk_iam)
     msk.update({k: v for k, v in (aws_msk_iam or {}).items() if v})
     if msk and not msk.get("region"):
-        raise UsageError(action=f"set context {name!r}", cause="AWS MSK IAM needs --aws-msk-iam-region")
+        raise UsageError(action=f"set context {name!r}", cause="AWS MSK IAM needs {aws_msk_iam_region}")
     registry = {} if "schema-registry" in unset else dict(old.schema_registry)
     registry.update({k: v for k, v in (schema_registry or {}).items() if v})
     clusters = {} if "connect" in unset else {k: dict(v) for k, v in old.connect.items() if f"connect.{k}" not in unset}
@@ -153,7 +153,7 @@ def set_context(
     if given:
         cluster = {**clusters.get(connect_name, {}), **given}
         if not cluster.get("url"):
-            raise UsageError(action=f"set context {name!r}", cause=f"Connect cluster {connect_name!r} needs --connect-url")
+            raise UsageError(action=f"set context {name!r}", cause=f"Connect cluster {connect_name!r} needs {{connect_url}}")
         clusters[connect_name] = cluster
     new = Context(
         name=name,

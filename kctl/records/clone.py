@@ -195,4 +195,4 @@ def _commit_groups(writer: AdminSession, plan: ClonePlan, tracked: dict[tuple[in
 
 def check_options(with_groups: bool, with_records: bool) -> None:
     if with_groups and not with_records:
-        raise UsageError(action="clone", cause="--with-groups maps the groups' offsets onto the copied records; give --with-records too")
+        raise UsageError(action="clone", cause="{with_groups} maps the groups' offsets onto the copied records; give {with_records} too")

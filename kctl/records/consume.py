@@ -200,7 +200,7 @@ class Reading:
 
         options, session = self.options, self.session
         if options.start.kind == COMMITTED and not options.group:
-            raise UsageError(action="consume", cause="--from committed needs --group")
+            raise UsageError(action="consume", cause="{start} committed needs {group}")
         pairs = resolve_partitions(session, options.selectors, action="consume")
         explicit = any(s.ranges for s in options.selectors)
         config = consumer_config(session, options)

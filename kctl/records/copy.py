@@ -117,7 +117,7 @@ class Copy:
         source, target, options = self.source, self.target, self.options
         action = options.what
         if options.start.kind == COMMITTED and not options.group:
-            raise UsageError(action=action, cause="--from committed needs --group")
+            raise UsageError(action=action, cause="{start} committed needs {group}")
         writer = source if target is None else target
         same_partitions = _check_topics(source, target, options)
         exactly_once = target is None and options.group is not None and has_transactions(source)

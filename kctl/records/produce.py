@@ -86,7 +86,7 @@ def producer_config(session: AdminSession, options: ProduceOptions, max_message_
     acks = {"-1": "all", "all": "all", "1": "1", "0": "0"}[options.acks]
     idempotence = options.idempotence
     if idempotence and acks != "all":
-        raise UsageError(action="produce", cause=f"--idempotent needs --acks all, not {options.acks}")
+        raise UsageError(action="produce", cause=f"{{idempotent}} needs {{acks}} all, not {options.acks}")
     if idempotence is None:
         idempotence = acks == "all"
     from kctl.partitioner import PARTITIONERS

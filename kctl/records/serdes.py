@@ -250,7 +250,7 @@ class RecordEncoder:
             found = registry.version(subject, version)
         self.schema = found
         if message is not None and found.type != "PROTOBUF":
-            raise UsageError(action=f"produce with {found.subject}", cause=f"--value-message is for Protobuf schemas; this one is {ENCODINGS.get(found.type, found.type)}")
+            raise UsageError(action=f"produce with {found.subject}", cause=f"{{value_message}} is for Protobuf schemas; this one is {ENCODINGS.get(found.type, found.type)}")
         if found.type == "PROTOBUF":
             self._protobuf_setup(found, message)
             return

@@ -133,7 +133,7 @@ def spark_failure(exc: Exception, action: str) -> KctlError:
         if name == "ModuleNotFoundError":
             # Executors run their machine's python3 unless told otherwise (PYSPARK_PYTHON).
             return errors.ConfigError(
-                action=action, cause=f"the executors' Python has {message.replace('No module', 'no module')} (--ship-env ships this environment to them)",
+                action=action, cause=f"the executors' Python has {message.replace('No module', 'no module')} ({{ship_env}} ships this environment to them)",
                 hint="or install kctl[spark] on every worker with the Python PYSPARK_PYTHON names there",
             )
         # kctl's own errors (kctl.errors.NotFoundError: ...) keep their class, so their exit status.

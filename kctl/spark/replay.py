@@ -179,16 +179,16 @@ def check_destination(partition_counts: dict[str, int], request: ReplayRequest, 
     count = partition_counts[request.to_topic]
     if request.partition_map == "same" and source_partitions and max(source_partitions) >= count:
         raise InvalidError(
-            action=f"replay into {request.to_topic}", cause=f"--partition-map same needs {max(source_partitions) + 1} partitions, it has {count}",
+            action=f"replay into {request.to_topic}", cause=f"{{partition_map}} same needs {max(source_partitions) + 1} partitions, it has {count}",
             hint="add partitions (kctl topic add-partitions) or use {partition_map} modulo|hash",
         )
     if request.explicit_map:
         missing = sorted(set(source_partitions) - set(request.explicit_map))
         if missing:
-            raise InvalidError(action="replay", cause=f"--partition-map does not say where source partition {missing[0]} goes")
+            raise InvalidError(action="replay", cause=f"{{partition_map}} does not say where source partition {missing[0]} goes")
         beyond = [d for d in request.explicit_map.values() if d >= count]
         if beyond:
-            raise InvalidError(action=f"replay into {request.to_topic}", cause=f"--partition-map names partition {beyond[0]}, it has {count}")
+            raise InvalidError(action=f"replay into {request.to_topic}", cause=f"{{partition_map}} names partition {beyond[0]}, it has {count}")
     return count
 
 

@@ -379,7 +379,7 @@ def check_size(plan: Plan, max_records: int | None) -> None:
 
     if max_records and plan.records > max_records:
         raise KctlError(
-            action="run the query", cause=f"it would read {plan.records:,} records from topics, more than --max-records {max_records:,}",
+            action="run the query", cause=f"it would read {plan.records:,} records from topics, more than {{max_records}} {max_records:,}",
             hint="narrow it with WHERE on timestamp, partition or offset ({explain} shows what it reads), or raise {max_records}",
             exit_code=ExitCode.ABORTED,
         )

@@ -241,7 +241,7 @@ def find_open(session: AdminSession, topic: str, partition: int, *, producer_id:
         raise NotFoundError(action=f"abort a transaction on {where}", cause=f"no open transaction matches (open: {having})")
     if len(matches) > 1:
         raise NotFoundError(
-            action=f"abort a transaction on {where}", cause=f"{len(matches)} are open; choose one with --producer-id or --start-offset"
+            action=f"abort a transaction on {where}", cause=f"{len(matches)} are open; choose one with {{producer_id}} or {{start_offset}}"
         )
     return matches[0]
 

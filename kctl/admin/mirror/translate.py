@@ -117,7 +117,7 @@ def _groups(pair: MirrorPair, groups: Sequence[str], group_regex: str | None, ch
     if groups and group_regex:
         raise UsageError("unable to use both GROUP arguments and --group-regex")
     if not groups and not group_regex:
-        raise UsageError(action="translate", cause="name a GROUP or give --group-regex")
+        raise UsageError(action="translate", cause="name a GROUP or give {group_regex}")
     if groups:
         return list(dict.fromkeys(groups))
     try:
@@ -128,7 +128,7 @@ def _groups(pair: MirrorPair, groups: Sequence[str], group_regex: str | None, ch
     if pair.source is not None:
         found.update(g for g in source_groups(pair.source) if pattern.fullmatch(g))
     if not found:
-        raise NotFoundError(action="translate offsets", cause=f"no group matches --group-regex {group_regex!r}")
+        raise NotFoundError(action="translate offsets", cause=f"no group matches {{group_regex}} {group_regex!r}")
     return sorted(found)
 
 
@@ -233,7 +233,7 @@ def failover_plan(pair: MirrorPair, translations: Sequence[Translation]) -> list
     offsets = {(t.group, t.remote_topic, t.partition): t.translated for t in translations if t.translated is not None}
     groups = sorted({g for g, _t, _p in offsets})
     if not groups:
-        raise NotFoundError(action="fail over", cause="nothing to commit (no checkpoints, and --fallback none)",
+        raise NotFoundError(action="fail over", cause="nothing to commit (no checkpoints, and {fallback} none)",
                             hint="{fallback} timestamp|earliest|latest commits partitions MM2 has not checkpointed")
     return plan(pair.target, groups, ResetSpec(mode="explicit", offsets=offsets), allow_new_group=True)
 

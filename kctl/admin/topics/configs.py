@@ -284,7 +284,7 @@ def _alter_on_wire(session, entity_type, names, changes, validate_only):
     """IncrementalAlterConfigs of the types librdkafka cannot address, one request per
     entity (a broker's loggers are altered on that broker), all sent at once."""
     if entity_type == "broker-logger" and any(c.operation in ("append", "subtract") for c in changes):
-        raise InvalidError(action="alter broker-logger configs", cause="loggers take --set and --delete only")
+        raise InvalidError(action="alter broker-logger configs", cause="loggers take {sets} and {deletes} only")
     configs = [{"name": c.name, "config_operation": OPERATIONS.index(c.operation), "value": c.value} for c in changes]
     action = f"alter {entity_type} configs"
     requests = [(_node(entity_type, name), "IncrementalAlterConfigs",
