@@ -233,7 +233,12 @@ def test_executor_environment_failures_name_the_flag():
                         "ModuleNotFoundError: No module named 'pyarrow'\n\tat org.apache.spark...")
     error = spark_failure(missing, "dump orders")
     assert error.exit_code == ExitCode.CONFIG
-    assert str(error) == "unable to dump orders: the executors' Python has no module named 'pyarrow' (--ship-env ships this environment to them)"
+    # The library names the setting; the command line says it as its flag.
+    assert str(error) == "unable to dump orders: the executors' Python has no module named 'pyarrow' ({ship_env} ships this environment to them)"
+    from kctl.cli._hints import in_flags
+
+    assert str(in_flags(error, {"ship_env": "--ship-env"})) == (
+        "unable to dump orders: the executors' Python has no module named 'pyarrow' (--ship-env ships this environment to them)")
     unrunnable = Exception('Job aborted: java.io.IOException: Cannot run program "./kctlenv/bin/python": error=2, No such file or directory')
     error = spark_failure(unrunnable, "dump orders")
     assert error.exit_code == ExitCode.CONFIG
