@@ -7,8 +7,9 @@ off, User:admin super user) get the same SCRAM users and ACLs here, and the same
 groups and open transaction, made by admin. Then each case (an API at one version, a
 request built from that cluster's own topic ids) is sent by each principal over a raw
 connection, and the two answers are compared once what is not authorization's is masked:
-throttle times, node addresses, generated ids and timestamps (`_MASKED`: only whether they
-are set), the epochs of KIP-848 groups above 0, what each broker supports (ApiVersions'
+throttle times, node addresses, generated ids, timestamps and a log dir's disk figures
+(`_MASKED`: only whether they are set; both clusters' log dirs share one filesystem, whose
+free space moves between the two answers), the epochs of KIP-848 groups above 0, what each broker supports (ApiVersions'
 ranges, features), a new member's first assignment (`_FIRST_ASSIGNMENT`: Kafka computes it
 after answering), share groups' start offsets before Kafka's share coordinator has
 initialized them, streams' initial-rebalance-delay status, and the text of Kafka's messages
@@ -460,7 +461,7 @@ _SHARE_STATE = {"start_offset", "lag", "leader_epoch"}
 _MASKED = {"throttle_time_ms", "cluster_id", "controller_id", "node_id", "leader_id", "host", "port", "broker_id",
            "coordinator_id", "member_id", "producer_id", "log_append_time_ms", "transaction_start_time_ms",
            "session_id", "heartbeat_interval_ms", "acquisition_lock_timeout_ms", "timestamp", "last_timestamp",
-           "coordinator_epoch", "log_dir"}
+           "coordinator_epoch", "log_dir", "total_bytes", "usable_bytes"}
 # A KIP-848 group's epochs count its changes, which each broker makes in its own steps.
 _EPOCHS = {"member_epoch", "group_epoch", "assignment_epoch"}
 # Addresses, and what each broker supports (its API versions and features: two releases).

@@ -132,6 +132,8 @@ def test_kctls_own_groups_are_shown_as_such_never_stalled_or_stuck(cluster, lagg
     the groups view says whose the group is, and never counts it stalled or stuck."""
     from kctl.top.model import STUCK_SAMPLES
 
+    if cluster.backend != "bundled":
+        pytest.skip("one backend is enough: how top judges a group is its own, whatever the cluster")
     topic, _group = lagging
     own = f"kctl-redrive-{topic}"
     commit(cluster.bootstrap, own, {(topic, 0): 1, (topic, 1): 2, (topic, 2): 3})
