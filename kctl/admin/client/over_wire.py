@@ -62,7 +62,7 @@ class WireKafka:
 
     def metadata(self, topics: Sequence[str] | None, action: str, *, topic_ids: bool = True) -> ClusterMetadata:
         """One Metadata request; a named topic its broker does not know is asked of every
-        other broker at once (one more request each), never again: a broker learns of a
+        other broker (one more request each; one down is passed over), never again: a broker learns of a
         topic a moment after the controller created it, so one broker's answer is not the
         cluster's, and a name no broker knows is said at once (issue 68)."""
         wire = self.wire
@@ -80,7 +80,15 @@ class WireKafka:
         wire = self.wire
         fields = {"topics": [{"name": t} for t in unknown], "allow_auto_topic_creation": False}
         high = 12 if topic_ids else 9
-        answers = wire.call(action, lambda: wire.fan_out([(node, "Metadata", fields, 4, high) for node in brokers], wire.deadline()))
+        def ask(node: int) -> Callable[[], list[Any]]:
+            return lambda: wire.fan_out([(node, "Metadata", fields, 4, high)], wire.deadline())
+
+        answers: list[Any] = []
+        for node in brokers:
+            try:
+                answers += wire.call(action, ask(node))
+            except KctlError:
+                continue  # a broker listed but down: the others answer for it
         topics = dict(found.topics)
         for other in answers:
             for name, layout in metadata_of(other, None).topics.items():

@@ -265,9 +265,9 @@ class AdminSession:
         names them all with partitions (`exist`), or none of them. A topic created or
         deleted reaches each broker a moment after the controller commits it, and the next
         command may ask any broker, which must not say "no such topic" of a topic kctl has
-        just created (kctl looks a name up once: issue 68). Every broker is asked at once
-        through the wire client, again every 50 ms within --timeout; a session only
-        librdkafka serves settles for SETTLE_SECONDS instead."""
+        just created (kctl looks a name up once: issue 68). Every live broker is asked (one
+        that cannot be reached is passed over), again every 50 ms within --timeout; a
+        session only librdkafka serves settles for SETTLE_SECONDS instead."""
         if not topics:
             return
         if not self.wire_available():
@@ -278,8 +278,13 @@ class AdminSession:
 
         def agreed() -> bool:
             deadline = wire.deadline()
-            answers = wire.fan_out([(node, "Metadata", fields, 4, 9) for node in wire.brokers(deadline)], deadline)
-            for answer in answers:
+            for node in wire.brokers(deadline):
+                try:
+                    answer = wire.fan_out([(node, "Metadata", fields, 4, 9)], deadline)[0]
+                except (OSError, KctlError):
+                    # A broker listed but down (killed, not yet fenced) learns of it when it
+                    # is back; the change itself has been made.
+                    continue
                 present = {t.name for t in answer.topics if t.partitions and not t.error_code}
                 if present != (set(topics) if exist else set()):
                     return False
