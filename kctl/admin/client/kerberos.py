@@ -71,8 +71,10 @@ class Kerberos:
         name = gssapi.Name(self.principal, gssapi.NameType.kerberos_principal) if self.principal else None
         try:
             if self.keytab:
-                # A memory cache of this process's: the user's own cache is left alone.
-                store = {b"client_keytab": self.keytab.encode(), b"ccache": f"MEMORY:kctl-{id(self)}".encode()}
+                # A memory cache of this session's own, named afresh: the user's cache is left
+                # alone, and no later session of the process (an id() can be reused once this
+                # object is gone) finds tickets for another principal in it.
+                store = {b"client_keytab": self.keytab.encode(), b"ccache": f"MEMORY:kctl-{os.getpid()}-{os.urandom(8).hex()}".encode()}
                 credentials = gssapi.Credentials(name=name, usage="initiate", store=store)
             else:
                 credentials = gssapi.Credentials(name=name, usage="initiate")
