@@ -1,7 +1,9 @@
-"""Progress of long work, on stderr only (and the signals that stop it: stop_on_signals): a live display (done/total, rate, time left) when
-stderr is a terminal, and one summary line at the end when it is not (a pipe, a log
-file, CI). -q silences both, as it silences every note. stdout carries only the command's
-output, so `> file` and `| jq` are never mixed with progress.
+"""Progress of long work, and the signals that stop it (stop_on_signals, moving).
+
+Progress is on stderr only: a live display (done/total, rate, time left) when stderr is a
+terminal, and one summary line at the end when it is not (a pipe, a log file, CI). -q
+silences both, as it silences every note. stdout carries only the command's output, so
+`> file` and `| jq` are never mixed with progress.
 
 Usage:
     with progress(app, "produce", total=size, unit="bytes") as shown:

@@ -262,7 +262,7 @@ def consume(app: App, selectors, start, end, partitions, max_records, follow, gr
         from kctl.errors import PartialFailure
 
         raise PartialFailure(
-            action=f"commit offsets for group {group}", cause=str(report.commit_error),
+            action=f"commit offsets for group {group}", cause=report.commit_error,
             hint="the records were written, but the group will read them again; is another member consuming these partitions?",
         )
 

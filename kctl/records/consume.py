@@ -175,8 +175,8 @@ class Reading:
         self.planned: int | None = 0
         # Records read so far: kept (passed on) and filtered out by `keep`.
         self.records = self.filtered = 0
-        # Why reading stopped: end, max-records, stopped (the caller's event),
-        # interrupted, closed-pipe; set by batches() and its caller.
+        # Why reading stopped: end, max-records, interrupted (the caller's event, or
+        # Ctrl-C), closed-pipe; set by batches() and its caller.
         self.stopped = "end"
         self.commit_error: str | None = None
         self.committed: dict[Key, int] = {}
@@ -345,7 +345,7 @@ class Reading:
         join_seconds = max(_JOIN_SECONDS, self.session.timeout)
         while not self.done:
             if stop is not None and stop.is_set():
-                self.stopped = "stopped"
+                self.stopped = "interrupted"
                 return
             if not self.assigned and time.monotonic() - self.unassigned_since > join_seconds:
                 raise TimeoutError_(action="consume", cause=f"group {options.group} assigned no partitions within {join_seconds:.0f}s")

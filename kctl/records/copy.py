@@ -130,7 +130,7 @@ class Copy:
                                                  isolation="read_committed", assign=True), keep=options.where)
         per_partition: dict[int, tuple[int, int]] = {}
         pending: dict[Key, Committed] = {}
-        records = size = 0
+        size = 0
         started = time.monotonic()
         try:
             with reading:
@@ -146,12 +146,11 @@ class Copy:
                         bytes_ = len(m.key() or b"") + len(m.value() or b"")
                         per_partition[m.partition()] = (n + 1, b + bytes_)
                         size += bytes_
-                    records += len(batch.records)
                     transfer.poll()
                     pending.update((key, (offset, None)) for key, offset in batch.positions.items())
                     if on_batch is not None:
                         on_batch(reading.records + reading.filtered, reading.planned)
-                    pace(options.rate, records, started)
+                    pace(options.rate, reading.records, started)
                     if transfer.due():
                         self._commit(transfer, reading, pending)
                 self._commit(transfer, reading, pending)
@@ -159,9 +158,9 @@ class Copy:
             transfer.abandon()
             raise
         return CopyReport(
-            source=options.source.topic, target=options.target, records=records, bytes=size, filtered=reading.filtered,
+            source=options.source.topic, target=options.target, records=reading.records, bytes=size, filtered=reading.filtered,
             seconds=round(time.monotonic() - started, 3), guarantee=transfer.guarantee, placement="same" if same_partitions else "key",
-            stopped="interrupted" if reading.stopped == "stopped" else reading.stopped, source_header=options.source_header,
+            stopped=reading.stopped, source_header=options.source_header,
             partitions=tuple(PartitionCopied(partition=p, records=n, bytes=b) for p, (n, b) in sorted(per_partition.items())),
             tracked=dict(tracker.tracked) if tracker else {},
         )

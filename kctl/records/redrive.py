@@ -185,7 +185,7 @@ def redrive(session: AdminSession, options: RedriveOptions, *, stop: threading.E
         source=options.source.topic, group=options.group, records=sent, bytes=size,
         held_back=sum(p.held_count for p in parts.values()), filtered=router.filtered, without_topic=router.without_topic,
         already_sent=already, seconds=round(time.monotonic() - started, 3), guarantee=transfer.guarantee,
-        stopped="interrupted" if reading.stopped == "stopped" else reading.stopped, dry_run=options.dry_run,
+        stopped=reading.stopped, dry_run=options.dry_run,
         topics=router.report(),
         partitions=tuple(PartitionRedriven(partition=p, sent=part.sent, held_back=part.held_count,
                                            committed=None if options.dry_run else part.ledger_now().commit()[0], ledger_full=part.full)
