@@ -204,10 +204,10 @@ class Reading:
         pairs = resolve_partitions(session, options.selectors, action="consume")
         explicit = any(s.ranges for s in options.selectors)
         config = consumer_config(session, options)
-        self.incremental = (str(config.get("group.protocol", "classic")).lower() == "consumer"
-                            or "cooperative" in str(config.get("partition.assignment.strategy", "")))
+        consumer_protocol = str(config.get("group.protocol", "classic")).lower() == "consumer"
+        self.incremental = consumer_protocol or "cooperative" in str(config.get("partition.assignment.strategy", ""))
         config["on_commit"] = self.on_commit
-        if options.group and str(config.get("group.protocol", "classic")).lower() == "consumer" and _lacks_consumer_protocol(session):
+        if options.group and consumer_protocol and _lacks_consumer_protocol(session):
             # librdkafka only logs that the heartbeat is unsupported and waits; say it now.
             raise _no_consumer_protocol(", ".join(dict.fromkeys(t for t, _ in pairs)))
         consumer = self.consumer = build_client(Consumer, config, "consumer")

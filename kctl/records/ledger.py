@@ -74,9 +74,7 @@ class Ledger:
 
     def todo(self, offset: int) -> bool:
         """Whether the record at `offset` is still to send."""
-        if offset >= self.tail:
-            return True
-        return any(low <= offset < high for low, high in self.ranges)
+        return offset >= self.tail or self.held(offset)
 
     def held(self, offset: int) -> bool:
         """Whether the record at `offset` was held back (in a finite range, not the open end)."""

@@ -163,7 +163,6 @@ class Transfer:
             self.in_transaction = False
 
 
-
 def paced_batch(rate: float | None) -> int | None:
     """The batch a copy paced at `rate` records per second reads at a time: half a
     second's worth, so it sleeps between batches no longer than a transaction lasts (a

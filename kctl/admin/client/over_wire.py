@@ -61,10 +61,11 @@ class WireKafka:
         self.timeout = timeout
 
     def metadata(self, topics: Sequence[str] | None, action: str, *, topic_ids: bool = True) -> ClusterMetadata:
-        """One Metadata request; a named topic its broker does not know is asked of every
-        other broker (one more request each; one down is passed over), never again: a broker learns of a
-        topic a moment after the controller created it, so one broker's answer is not the
-        cluster's, and a name no broker knows is said at once (issue 68)."""
+        """One Metadata request; a named topic the answering broker does not know is asked of
+        every broker the answer lists (one more request each; one down is passed over),
+        never again: a broker learns of a topic a moment after the controller created it,
+        so one broker's answer is not the cluster's, and a name no broker knows is said at
+        once (issue 68)."""
         wire = self.wire
         named = None if topics is None else list(dict.fromkeys(topics))
         answer = wire.call(action, lambda: wire.metadata(named, wire.deadline(), topic_ids=topic_ids))
@@ -80,6 +81,7 @@ class WireKafka:
         wire = self.wire
         fields = {"topics": [{"name": t} for t in unknown], "allow_auto_topic_creation": False}
         high = 12 if topic_ids else 9
+
         def ask(node: int) -> Callable[[], list[Any]]:
             return lambda: wire.fan_out([(node, "Metadata", fields, 4, high)], wire.deadline())
 
