@@ -514,13 +514,20 @@ def _outside(item) -> bool:
 def _untimed(label: str, api: str, answer):
     """The answer without what depends on when each broker does its work: a new member's
     first assignment, streams' initial rebalance delay (which the bundled broker has not),
-    share start offsets before Kafka's share coordinator has set them."""
+    share start offsets before Kafka's share coordinator has set them, and a share fetch's
+    empty, error-free partitions (Kafka leaves out a partition whose share state is still
+    loading, so whether it answers one depends on timing; a refusal has an error code and stays)."""
     if not isinstance(answer, dict):
         return answer
     for key in _FIRST_ASSIGNMENT.get(label, ()):
         answer.pop(key, None)
     if api == "StreamsGroupHeartbeat" and answer.get("status"):
         answer["status"] = [s for s in answer["status"] if s["status_code"] != 5]
+    if api == "ShareFetch" and answer.get("responses"):
+        for topic in answer["responses"]:
+            topic["partitions"] = [p for p in topic["partitions"] if p["error_code"] or p["records"]
+                                   or p["acquired_records"] or p["acknowledge_error_code"]]
+        answer["responses"] = [t for t in answer["responses"] if t["partitions"]]
     if api == "DescribeShareGroupOffsets":
         for p in (p for g in answer["groups"] for t in g["topics"] for p in t["partitions"]):
             for key in _SHARE_STATE:
