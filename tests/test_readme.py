@@ -43,11 +43,11 @@ from __future__ import annotations
 import os
 import pty
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,12 +147,16 @@ class Shell:
         if answer is not None:
             os.close(stdin)
             os.write(answer, b"y\n")
+        first = ""
         if interrupt:
-            time.sleep(3)
-            assert process.poll() is None, f"{where}: `{command}` ended before Ctrl-C: {process.communicate()}"
+            # Interrupted once it is under way: its first line out.
+            assert select.select([process.stdout], [], [], 120)[0], f"{where}: `{command}` printed nothing in 120 s"
+            first = os.read(process.stdout.fileno(), 1 << 16).decode()  # unbuffered: communicate() reads on from here
+            assert process.poll() is None, f"{where}: `{command}` ended before Ctrl-C: {first}{process.communicate()}"
             os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole job
         try:
             out, err = process.communicate(timeout=timeout)
+            out = first + out
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             out, err = process.communicate()

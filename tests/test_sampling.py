@@ -12,7 +12,7 @@ from tests.support.eventually import eventually
 
 def test_a_sample_that_outlasts_the_interval_is_paced():
     def slow() -> float:
-        time.sleep(0.2)
+        time.sleep(0.2)  # the point: a sample that takes longer than the interval
         return time.monotonic()
 
     sampler = Sampler(slow, interval=0.05, pace=1.0)

@@ -15,8 +15,13 @@ from kctl.admin.client.over_wire import WireKafka
 from kctl.admin.client.session import AdminSession
 from kctl.config.model import ClientSettings
 from kctl.errors import KctlError, NotFoundError
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
+
+
+def _same(ours, theirs) -> None:
+    assert ours == theirs, (ours, theirs)
 
 
 @pytest.fixture
@@ -163,11 +168,9 @@ def test_describe_acls_is_the_same_through_both(kctl, cluster, request, unique_n
                    [(None, None, "ANY", user, None, "READ", "ALLOW"), ("CLUSTER", None, "ANY", user, None, None, None)],
                    [("GROUP", prefix, "LITERAL", None, None, None, "DENY")]]
         for asked in filters:
-            deadline = time.monotonic() + 10  # each broker's authorizer learns new ACLs a moment later
-            while (through_wire := wire.describe_acls(asked, "list ACLs")) != librdkafka.describe_acls(asked, "list ACLs"):
-                assert time.monotonic() < deadline, asked
-                time.sleep(0.2)
-            assert through_wire == librdkafka.describe_acls(asked, "list ACLs")
+            # Each broker's authorizer learns new ACLs a moment later.
+            eventually(lambda a=asked: _same(wire.describe_acls(a, "list ACLs"), librdkafka.describe_acls(a, "list ACLs")),
+                       timeout=10)
         assert wire.describe_acls(filters[0], "list ACLs") == {
             ("TOPIC", f"{prefix}.", "PREFIXED", user, "*", "READ", "ALLOW"), ("TOPIC", f"{prefix}.", "PREFIXED", user, "*", "WRITE", "ALLOW"),
             ("GROUP", prefix, "LITERAL", user, "*", "READ", "ALLOW"), ("TOPIC", f"{prefix}.x", "LITERAL", user, "10.0.0.1", "DESCRIBE", "DENY"),

@@ -31,6 +31,7 @@ from pathlib import Path
 from tests.backends.jars import JarResolutionError, _base, resolve_pom
 from tests.backends.kafka import LOG4J2 as KAFKA_LOG4J2
 from tests.backends.kafka import TEST_JVM_OPTIONS, free_port, stop_group
+from tests.support.eventually import within
 
 POM = Path(__file__).with_name("connect-pom.xml")
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
@@ -133,18 +134,19 @@ class ConnectCluster:
 
     def _wait_healthy(self, index: int, deadline: float) -> None:
         url = f"{self.urls[index]}/health"
-        while time.monotonic() < deadline:
+        def healthy() -> bool:
             process = self.processes[index]
             if process is None or process.poll() is not None:
                 raise ConnectStartError(f"Connect worker {index} exited with {process and process.returncode}:\n{self.tail(index)}")
             try:
                 request = urllib.request.Request(url, headers=self.authorization())
                 with urllib.request.urlopen(request, timeout=2) as response:
-                    if response.status == 200:
-                        return
+                    return response.status == 200
             except (OSError, urllib.error.HTTPError):
-                pass
-            time.sleep(0.2)
+                return False
+
+        if within(healthy, deadline - time.monotonic()):
+            return
         self.stop()
         raise ConnectStartError(f"Connect worker {index} was not healthy in time:\n{self.tail(index)}")
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.backends.jars import kafka_version, resolve_classpath
+from tests.support.eventually import within
 
 # Faster start for tests: small heaps, C1 only, serial GC. Kafka's own scripts use G1
 # and a 1 GiB heap; benchmarks that compare throughput pass jvm_options of their own.
@@ -482,18 +483,22 @@ class KafkaCluster:
         deadline = time.monotonic() + timeout
         admin = AdminClient({**self.client_config(), "log_level": 0, "logger": _quiet_logger()})
         last_error = "no answer"
-        while time.monotonic() < deadline:
+
+        def registered() -> bool:
+            nonlocal last_error
             for node in self.nodes:
                 if node.process and node.process.poll() is not None:
                     raise KafkaStartError(self._failure(f"node {node.node_id} exited with status {node.process.returncode}"))
             try:
                 described = admin.describe_cluster(request_timeout=2).result()
-                if len(described.nodes) >= len(running):
-                    return
-                last_error = f"{len(described.nodes)} of {len(running)} nodes registered"
             except Exception as exc:  # noqa: BLE001 - not up yet
                 last_error = str(exc)
-            time.sleep(0.2)
+                return False
+            last_error = f"{len(described.nodes)} of {len(running)} nodes registered"
+            return len(described.nodes) >= len(running)
+
+        if within(registered, deadline - time.monotonic()):
+            return
         raise KafkaStartError(self._failure(f"not ready within {timeout:g}s ({last_error})"))
 
     def _failure(self, reason: str) -> str:
@@ -594,8 +599,7 @@ def main() -> None:
     print(f"ready: bootstrap servers {cluster.bootstrap} (Ctrl-C stops)", file=sys.stderr)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        while all(n.process.poll() is None for n in cluster.nodes):
-            time.sleep(1)
+        within(lambda: any(n.process.poll() is not None for n in cluster.nodes), timeout=float("inf"), interval=1)
     except KeyboardInterrupt:
         pass
     finally:

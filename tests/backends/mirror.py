@@ -26,6 +26,7 @@ from pathlib import Path
 from tests.backends.connect import LOG4J2, resolve_classpath
 from tests.backends.jars import _base
 from tests.backends.kafka import TEST_JVM_OPTIONS, stop_group
+from tests.support.eventually import within
 
 ORACLE = Path(__file__).with_name("MirrorTranslate.java")
 
@@ -102,15 +103,17 @@ class MirrorMaker:
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        while time.monotonic() < deadline:
+
+        def created() -> bool:
             if self.process is None or self.process.poll() is not None:
                 raise MirrorStartError(f"MirrorMaker exited with {self.process and self.process.returncode}:\n{self.tail()}")
             try:
-                if topic in admin.list_topics(timeout=2).topics:
-                    return
+                return topic in admin.list_topics(timeout=2).topics
             except Exception:  # noqa: BLE001 - not up yet
-                pass
-            time.sleep(0.3)
+                return False
+
+        if within(created, deadline - time.monotonic(), interval=0.3):
+            return
         self.stop()
         raise MirrorStartError(f"MirrorMaker did not create {topic} in time:\n{self.tail()}")
 

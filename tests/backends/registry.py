@@ -28,6 +28,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.backends.kafka import free_port, stop_group
+from tests.support.eventually import within
 
 APICURIO_VERSION = "3.3.3"
 _MARKER = "RESOLVED-2"  # -2: unpacked with Python (long names whole)
@@ -136,16 +137,19 @@ class SchemaRegistry:
             self.process = subprocess.Popen(command, cwd=self.workdir, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RegistryError(f"Apicurio Registry exited with {self.process.returncode}:\n{_tail(log)}")
+        process = self.process
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                raise RegistryError(f"Apicurio Registry exited with {process.returncode}:\n{_tail(log)}")
             try:
                 with urllib.request.urlopen(f"{self.url}/subjects", timeout=2) as response:
-                    if response.status == 200:
-                        return
+                    return response.status == 200
             except OSError:
-                pass
-            time.sleep(0.2)
+                return False
+
+        if within(answers, deadline - time.monotonic()):
+            return
         self.stop()
         raise RegistryError(f"Apicurio Registry did not answer within {timeout:.0f} s:\n{_tail(log)}")
 

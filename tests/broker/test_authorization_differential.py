@@ -23,7 +23,6 @@ far as loopback allows (an ACL for 127.0.0.1 applies, one for another address do
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import defaultdict
 
@@ -44,7 +43,7 @@ from confluent_kafka.admin import (
 
 from kctl.messages import records
 from tests.broker.raw_kafka import Closed, RawClient, connect, connect_unauthenticated
-from tests.support.eventually import until
+from tests.support.eventually import until, within
 
 pytestmark = pytest.mark.integration
 
@@ -191,16 +190,19 @@ class World:
         self._until_assigned("StreamsGroupHeartbeat", 0, _streams_heartbeat("dx-gst"), lambda a: a["active_tasks"])
 
     def _until_assigned(self, api: str, version: int, fields: dict, assigned) -> str:
-        deadline = time.monotonic() + 20
-        while True:
+        def heartbeat() -> bool:
+            nonlocal fields
             answer = self.consumer_member.request(api, version, fields)
             assert answer["error_code"] == 0, answer
-            if assigned(answer) or time.monotonic() > deadline:
-                return fields["member_id"]
+            if assigned(answer):
+                return True
             fields = {**fields, "member_epoch": answer["member_epoch"]}
             if api == "StreamsGroupHeartbeat":  # after the first, only what changed is sent
                 fields.update(topology=None)
-            time.sleep(0.2)
+            return False
+
+        within(heartbeat, timeout=20)
+        return fields["member_id"]
 
     def teardown(self) -> None:
         for client in self.connections.values():
@@ -614,20 +616,21 @@ def _regex_assignment(world: World, principal: str) -> list[str]:
     """The topics a member subscribed by regex is assigned, once its assignment is made."""
     client = world.client(principal)
     fields = _group_heartbeat(f"dx-g-re-{principal}", regex="dx-(open|secret|seen)")
-    deadline = time.monotonic() + 20
+    answers: list[dict] = []
+
+    def heartbeat() -> bool:
+        sent = {**fields, "member_epoch": answers[-1]["member_epoch"]} if answers else fields
+        answers.append(client.request("ConsumerGroupHeartbeat", 1, sent))
+        return bool(answers[-1]["error_code"] or (answers[-1]["assignment"] or {}).get("topic_partitions"))
+
     try:
-        while True:
-            answer = client.request("ConsumerGroupHeartbeat", 1, fields)
-            if answer["error_code"]:
-                return [f"error {answer['error_code']}"]
-            topics = (answer["assignment"] or {}).get("topic_partitions")
-            if topics or time.monotonic() > deadline:
-                by_id = {v: k for k, v in world.ids.items()}
-                return sorted(by_id.get(t["topic_id"], "another topic") for t in topics or ())
-            fields = {**fields, "member_epoch": answer["member_epoch"]}
-            time.sleep(0.3)
+        within(heartbeat, timeout=20, interval=0.3)
     finally:
         client.close()
+    if answers[-1]["error_code"]:
+        return [f"error {answers[-1]['error_code']}"]
+    by_id = {v: k for k, v in world.ids.items()}
+    return sorted(by_id.get(t["topic_id"], "another topic") for t in (answers[-1]["assignment"] or {}).get("topic_partitions") or ())
 
 
 def test_regex_subscription_assigns_only_topics_the_member_may_describe(worlds):

@@ -14,7 +14,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker.reading import read_partition
-from tests.support.eventually import eventually
+from tests.support.eventually import eventually, within
 
 # Compared with Apache Kafka on its single node (tests/backends/plugin.py).
 pytestmark = [pytest.mark.integration, pytest.mark.single_node]
@@ -56,7 +56,7 @@ read = read_partition
 def roll(producer: Producer, topic: str) -> None:
     """Write to the active segment after segment.ms, so the segment before it rolls and
     becomes cleanable (the active segment never is)."""
-    time.sleep(0.2)
+    time.sleep(0.2)  # the point: segment.ms (100 ms) passes
     producer.produce(topic, key=b"roll", value=b"x", partition=0)
     producer.flush(15)
 
@@ -154,10 +154,8 @@ def test_kill_9_while_cleaning_leaves_old_or_new_segments(tmp_path, kctl, monkey
         for attempt in range(8):
             # Kill at a different moment each time; count the kills that caught the
             # cleaner's output half written.
-            deadline = time.monotonic() + 5 + attempt * 0.1
-            while not list(directory.glob("*.cleaned")) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            time.sleep(0.3 * attempt)
+            within(lambda: list(directory.glob("*.cleaned")), timeout=5 + attempt * 0.1, interval=0.02)
+            time.sleep(0.3 * attempt)  # the point: each kill a little later into the cleaning
             mid_clean += bool(list(directory.glob("*.cleaned")))
             process.kill()
             process.restart()

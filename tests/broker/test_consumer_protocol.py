@@ -92,7 +92,7 @@ def test_members_join_and_leave_while_records_flow(single_node, unique_name):
                 producer.produce(topic, value=b"%d" % i, partition=i % 6, on_delivery=lambda e, m: produced.append((m.partition(), m.offset())) if e is None else None)
                 i += 1
             producer.poll(0)
-            time.sleep(0.05)
+            stop_producing.wait(0.05)  # ~200 records a second
         producer.flush(30)
 
     writer = threading.Thread(target=produce, daemon=True)
@@ -107,7 +107,9 @@ def test_members_join_and_leave_while_records_flow(single_node, unique_name):
         eventually(lambda: settled([first, second, third], partitions), timeout=60, interval=0.2)
         first.stop()  # leaves the group: its partitions move to the others
         eventually(lambda: settled([second, third], partitions), timeout=60, interval=0.2)
-        time.sleep(1)
+        # Records go on flowing to the two that stay before the producer stops.
+        counts = len(second.read), len(third.read)
+        wait_for(lambda: len(second.read) > counts[0] + 20 and len(third.read) > counts[1] + 20, timeout=30)
         stop_producing.set()
         writer.join(30)
         total = len(produced)

@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kctl.broker.process import BrokerProcess, BrokerProcessError
 from kctl.broker.storage.lock import holder
 from kctl.errors import ExitCode
+from tests.support.eventually import within
 
 
 def _limit_open_files(limit: int):
@@ -189,9 +190,7 @@ def test_a_stale_pid_is_never_taken_for_the_broker(kctl, tmp_path):
     assert started.exit_code == 0, started.stderr
     first = json.loads(started.stdout)
     os.kill(first["pid"], signal.SIGKILL)  # our child: it stays a zombie, holding nothing
-    deadline = time.monotonic() + 10
-    while holder(data) is not None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    within(lambda: holder(data) is None, timeout=10, interval=0.02)
 
     unrelated = subprocess.Popen(["sleep", "120"])
     try:

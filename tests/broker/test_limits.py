@@ -18,6 +18,7 @@ from confluent_kafka import Producer
 from kctl.broker.process import BrokerProcess
 from kctl.broker.protocol import apis
 from tests.broker.conftest import read_exactly, request_frame
+from tests.support.eventually import until, within
 
 pytestmark = pytest.mark.integration
 
@@ -60,17 +61,20 @@ def answered(sock: socket.socket, frame: bytes = API_VERSIONS_V0, timeout: float
         return False
 
 
-def served_once_room(bootstrap: str, within: float = 10.0) -> socket.socket:
+def served_once_room(bootstrap: str, seconds: float = 10.0) -> socket.socket:
     """A connection that is served, once the broker has seen others close (it counts a
     connection until it has read its end)."""
-    deadline = time.monotonic() + within
-    while True:
+
+    def served() -> socket.socket | None:
         sock = connect(bootstrap)
         if answered(sock):
             return sock
         sock.close()
-        assert time.monotonic() < deadline, "no connection served"
-        time.sleep(0.05)
+        return None
+
+    sock = within(served, seconds, interval=0.05)
+    assert sock is not None, "no connection served"
+    return sock
 
 
 def closed_at(sock: socket.socket, seconds: float) -> float:
@@ -154,7 +158,8 @@ def test_idle_and_stalled_connections_are_closed_and_busy_ones_are_not(start_bro
         assert answered_at - started >= 2.3
         # ... and, answered, it is idle like any other.
         assert 0.5 <= closed_at(waiting, 10) - answered_at <= 4
-        time.sleep(0.5)
+        served = len(healthy.latencies)
+        until(lambda: len(healthy.latencies) > served + 5, timeout=10, interval=0.05)  # and it is still served
     assert healthy.failures == []
     assert len(healthy.latencies) > 50 and max(healthy.latencies) < 2.0
     assert broker.log_path.read_text().count("(connections.max.idle.ms)") >= 3
@@ -189,7 +194,7 @@ def test_a_client_that_stops_reading_holds_at_most_one_answer(start_broker):
                 sent += 1
         except (TimeoutError, BlockingIOError):
             pass  # the broker stopped reading: the kernel's buffers are full
-        time.sleep(1.5)
+        time.sleep(1.5)  # the point: the broker has time to read and answer more, if it would
         grown = rss_mb() - before
         assert grown < 40, f"the broker grew {grown:.0f} MB for one client that reads nothing ({sent} requests sent)"
         assert closed_at(reader, 10) - time.monotonic() <= 6

@@ -11,12 +11,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kctl.errors import ExitCode
-from tests.support.eventually import eventually
+from tests.support.eventually import eventually, until
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
@@ -322,7 +323,7 @@ def test_ctrl_c_while_a_slow_reader_blocks_the_output_stops_at_once_with_a_summa
     try:
         first = process.stdout.readline()  # started; from here on nobody reads and the pipe fills
         assert first
-        time.sleep(1.5)
+        until(lambda: blocked_writing(process.pid), timeout=30, interval=0.05)  # the pipe is full
         assert process.poll() is None, process.stderr.read()
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=20)  # stdout still unread
@@ -579,3 +580,15 @@ def _high_watermark_is(bootstrap: str, topic: str, expected: int) -> None:
         assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1] == expected
     finally:
         consumer.close()
+
+
+
+def blocked_writing(pid: int) -> bool:
+    """Whether a thread of process `pid` waits in the kernel to write to a full pipe."""
+    for wchan in Path(f"/proc/{pid}/task").glob("*/wchan"):
+        try:
+            if "pipe_write" in wchan.read_text():
+                return True
+        except OSError:  # the thread ended
+            pass
+    return False

@@ -4,7 +4,6 @@ metadata through an independent client."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from confluent_kafka import TopicCollection
@@ -12,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 
 from kctl.admin.client.over_librdkafka import kafka_uuid
 from kctl.errors import ExitCode
-from tests.support.eventually import eventually
+from tests.support.eventually import eventually, within
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka39]
 
@@ -38,13 +37,8 @@ def kafka_topic(cluster, name, *, wait=True):
         return None
 
 
-def wait_for(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
+def wait_for(predicate, timeout=15.0) -> bool:
+    return bool(within(predicate, timeout, interval=0.1))
 
 
 @pytest.fixture

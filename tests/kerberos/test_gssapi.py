@@ -88,7 +88,7 @@ def test_kerberos_failures_are_one_line(kctl, kerberos_kafka, tmp_path, case):
                 "kdc unreachable": (69, "Kerberos KDC unreachable")}[case]
     if case == "expired ticket":
         env = kerberos_kafka.env(kerberos_kafka.ticket_cache("alice", lifetime="2s"))
-        time.sleep(3)
+        time.sleep(3)  # the point: time passes beyond the ticket's 2-second life
     elif case == "wrong principal":  # alice's keytab, bob's name
         flags += ["-X", f"sasl.kerberos.keytab={kerberos_kafka.keytab('alice')}", "-X", f"sasl.kerberos.principal={kerberos_kafka.principal('bob')}"]
     elif case == "unknown service":

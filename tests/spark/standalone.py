@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from tests.spark.jvm import JAVA_OPTIONS
+from tests.support.eventually import within
 
 WORKER_PATH = "/usr/local/bin:/usr/bin:/bin"
 WORKER_CORES = 2
@@ -64,13 +64,12 @@ class StandaloneCluster:
         return self.url
 
     def _wait_for(self, line: str, log: Path, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while line not in log.read_text(errors="replace"):
-            dead = [p for p in self.processes if p.poll() is not None]
-            if dead or time.monotonic() > deadline:
-                tail = "\n".join(p.log.read_text(errors="replace")[-2000:] for p in self.processes)
-                raise RuntimeError(f"the Spark standalone cluster did not start: {tail}")
-            time.sleep(0.3)
+        def logged() -> bool:  # or a process ended: no use waiting
+            return line in log.read_text(errors="replace") or any(p.poll() is not None for p in self.processes)
+
+        if not within(logged, timeout, interval=0.3) or any(p.poll() is not None for p in self.processes):
+            tail = "\n".join(p.log.read_text(errors="replace")[-2000:] for p in self.processes)
+            raise RuntimeError(f"the Spark standalone cluster did not start: {tail}")
 
     def stop(self) -> None:
         for process in self.processes:

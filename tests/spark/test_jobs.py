@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 from kctl.errors import ExitCode
 from kctl.partitioner import partition_for
 from tests.spark.records import BASE_MS, MINUTE, content, produce, read_dump, read_topic, records_for
+from tests.support.eventually import until, within
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
@@ -194,17 +195,16 @@ def test_compacted_topic_with_gaps(spark, kctl, cluster, make_topic, tmp_path):
     topic = make_topic("compact", 1, "cleanup.policy=compact", "segment.ms=100", "min.cleanable.dirty.ratio=0.01", "delete.retention.ms=0")
     for round_ in range(3):
         produce(b, topic, [{"partition": 0, "key": f"k{i}".encode(), "value": f"v{round_}-{i}".encode(), "headers": None, "timestamp": BASE_MS + round_ * MINUTE + i} for i in range(5)])
-        time.sleep(0.3)
-    deadline = time.monotonic() + 60
-    rolls = 0
-    while True:  # the cleaner runs every second; the active segment is never cleaned
-        rolls += 1
-        produce(b, topic, [{"partition": 0, "key": b"roll", "value": b"x", "headers": None, "timestamp": BASE_MS + 10 * MINUTE + rolls}])
+        time.sleep(0.3)  # the point: segment.ms passes, so each round rolls a segment of its own
+    rolls: list[int] = []
+
+    def compacted() -> list[int] | None:  # the cleaner runs every second; the active segment is never cleaned
+        rolls.append(len(rolls) + 1)
+        produce(b, topic, [{"partition": 0, "key": b"roll", "value": b"x", "headers": None, "timestamp": BASE_MS + 10 * MINUTE + rolls[-1]}])
         offsets = [r[0] for r in read_topic(b, topic, 1)[0]]
-        if offsets[-1] + 1 > len(offsets):
-            break
-        assert time.monotonic() < deadline, "Kafka did not compact the topic within 60 s"
-        time.sleep(1)
+        return offsets if offsets[-1] + 1 > len(offsets) else None
+
+    offsets = until(compacted, timeout=60, interval=1)
     out = tmp_path / "dump"
     assert kctl("-b", b, "spark", "dump", "-t", topic, "--out", str(out)).exit_code == 0
     result = kctl("-b", b, "spark", "audit", "--dump", str(out), "-o", "json")
@@ -481,9 +481,8 @@ def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, confi
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    while not list(out.glob("topic=*/partition=*/.part-*")) and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)  # the read tasks' first files, still under their temporary names
+    # The read tasks' first files, still under their temporary names.
+    within(lambda: list(out.glob("topic=*/partition=*/.part-*")) or proc.poll() is not None, timeout=120, interval=0.02)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == ExitCode.INTERRUPTED, stderr

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from kctl.spark import jvm_archive  # noqa: E402
+from tests.support.eventually import within  # noqa: E402
 
 MAGIC = (0xF00BABA8).to_bytes(4, "little")
 
@@ -130,11 +130,9 @@ def test_a_real_jvm_writes_the_archive_and_the_next_one_uses_it(cluster, source,
 
     assert dump("first")["records"] == 85
     directory = Path(os.environ["XDG_CACHE_HOME"]) / "kctl" / "spark" / "jvm"
-    deadline = time.monotonic() + 120
-    for pid_file in directory.glob(".driver-*.tmp.pid"):
-        while jvm_archive._alive(int(pid_file.read_text())):  # the JVM writes as it exits
-            assert time.monotonic() < deadline, "the JVM writing the archive did not exit"
-            time.sleep(0.5)
+    for pid_file in directory.glob(".driver-*.tmp.pid"):  # the JVM writes as it exits
+        assert within(lambda p=pid_file: not jvm_archive._alive(int(p.read_text())), timeout=120, interval=0.5), \
+            "the JVM writing the archive did not exit"
     assert dump("second")["records"] == 85
     [archive] = directory.glob("driver-*.jsa")
     assert archive.read_bytes()[:4] == MAGIC and int(archive.with_name(archive.name + ".size").read_text()) == archive.stat().st_size

@@ -20,6 +20,7 @@ from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
 from tests.spark.records import BASE_MS, MINUTE, produce, read_topic, records_for
+from tests.support.eventually import within
 
 pytestmark = [pytest.mark.integration, pytest.mark.single_node]
 
@@ -253,9 +254,7 @@ def test_ctrl_c_leaves_no_result_claiming_to_be_complete(cluster, make_topic, tm
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    while not (out / "_temporary").exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)  # Spark's writers have started
+    within(lambda: (out / "_temporary").exists() or proc.poll() is not None, timeout=120, interval=0.02)  # Spark's writers have started
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == ExitCode.INTERRUPTED, stderr

@@ -13,16 +13,36 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 0.2) -> T:
-    """Call `check` until it stops raising AssertionError; its last error if time runs out."""
+def within(predicate: Callable[[], T], timeout: float, interval: float = 0.2) -> T | None:
+    """The first truthy value of `predicate`, asked every `interval` seconds; None when
+    `timeout` passes first. An exception `predicate` raises ends the wait (a process that
+    died, say). The suite's one way to wait for something to happen: every other wait in
+    tests/ goes through here, and a fixed sleep is left only where time itself must pass."""
     deadline = time.monotonic() + timeout
     while True:
+        value = predicate()
+        if value or time.monotonic() >= deadline:
+            return value or None
+        time.sleep(interval)
+
+
+def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 0.2) -> T:
+    """Call `check` until it stops raising AssertionError; its last error if time runs out."""
+    failure: AssertionError | None = None
+
+    def passed() -> tuple[T] | None:
+        nonlocal failure
         try:
-            return check()
-        except AssertionError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(interval)
+            return (check(),)  # a tuple: true even when check returns None
+        except AssertionError as exc:
+            failure = exc
+            return None
+
+    result = within(passed, timeout, interval)
+    if result is None:
+        assert failure is not None
+        raise failure
+    return result[0]
 
 
 def until(predicate: Callable[[], T], timeout: float = 60.0, interval: float = 0.5) -> T:
@@ -34,6 +54,30 @@ def until(predicate: Callable[[], T], timeout: float = 60.0, interval: float = 0
         return value
 
     return eventually(check, timeout, interval)
+
+
+def retried(action: Callable[[], T], retriable: Callable[[Exception], bool], timeout: float = 30.0,
+            interval: float = 0.3) -> T:
+    """What `action` returns, called again while it raises an exception `retriable` accepts
+    (a cluster just started still electing coordinators, say); the last such exception
+    when `timeout` passes."""
+    failure: Exception | None = None
+
+    def attempt() -> tuple[T] | None:
+        nonlocal failure
+        try:
+            return (action(),)
+        except Exception as exc:
+            if not retriable(exc):
+                raise
+            failure = exc
+            return None
+
+    result = within(attempt, timeout, interval)
+    if result is None:
+        assert failure is not None
+        raise failure
+    return result[0]
 
 
 def commit_offsets(admin, group: str, partitions: list) -> None:

@@ -2,15 +2,15 @@
 killed: `python -m tests.support.hanging_producer BOOTSTRAP TOPIC TRANSACTIONAL_ID`.
 
 It first commits one transaction of 3 records (what read_committed consumers can see),
-then writes 2 records into a second transaction it never ends, prints "open" and sleeps.
+then writes 2 records into a second transaction it never ends, prints "open" and waits.
 Killed with SIGKILL, it leaves that transaction open until its coordinator's timeout
 (15 minutes here): a hanging transaction made for real.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
-import time
 
 from confluent_kafka import Producer
 
@@ -29,7 +29,7 @@ def main() -> None:
         producer.produce(topic, value=b"open-%d" % i, partition=0)
     assert producer.flush(30) == 0
     print("open", flush=True)
-    time.sleep(3600)
+    signal.pause()  # until killed
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ partition 7. `reset()` deletes the world's topics and groups first, so a shared 
 from __future__ import annotations
 
 import json
-import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support.eventually import retried, within
 
 # name -> (partitions, replication factor; capped at the cluster's broker count)
 TOPICS = {
@@ -62,42 +63,35 @@ def _delete(admin: AdminClient) -> None:
     if doomed:
         for future in admin.delete_topics(doomed, operation_timeout=30).values():
             future.result()
-    pending, deadline = list(GROUPS), time.monotonic() + 30
-    while pending:
+    pending = list(GROUPS)
+
+    def delete_groups() -> None:
         for group, future in admin.delete_consumer_groups(pending, request_timeout=10).items():
             try:
                 future.result()
-                pending.remove(group)
             except KafkaException as exc:
-                if "GROUP_ID_NOT_FOUND" in str(exc):
-                    pending.remove(group)
-                # A cluster just started may still be electing group coordinators.
-                elif "COORDINATOR" not in str(exc) or time.monotonic() > deadline:
+                if "GROUP_ID_NOT_FOUND" not in str(exc):
                     raise
-        if pending:
-            time.sleep(0.3)
-    deadline = time.monotonic() + 30
-    while doomed and set(doomed) & set(admin.list_topics(timeout=10).topics):
-        assert time.monotonic() < deadline, f"topics not deleted: {doomed}"
-        time.sleep(0.2)
+            pending.remove(group)
+
+    if pending:
+        # A cluster just started may still be electing group coordinators.
+        retried(delete_groups, lambda exc: "COORDINATOR" in str(exc))
+    _until(lambda: not set(doomed) & set(admin.list_topics(timeout=10).topics), f"topics deleted: {doomed}", timeout=30)
 
 
 def _create(admin: AdminClient, nodes: int) -> None:
     pending = dict(TOPICS)
-    deadline = time.monotonic() + 30
-    while pending:
+
+    def create() -> None:
         futures = admin.create_topics([NewTopic(t, p, min(rf, nodes)) for t, (p, rf) in pending.items()],
                                       operation_timeout=30)
         for topic, future in futures.items():
-            try:
-                future.result()
-                del pending[topic]
-            except KafkaException as exc:
-                # Kafka may still be finishing the deletion of a topic of the same name.
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"cannot create {topic}: {exc}") from exc
-        if pending:
-            time.sleep(0.3)
+            future.result()
+            del pending[topic]
+
+    # Kafka may still be finishing the deletion of a topic of the same name.
+    retried(create, lambda exc: isinstance(exc, KafkaException))
 
 
 def _produce(bootstrap: str) -> None:
@@ -140,16 +134,9 @@ def _commit(bootstrap: str) -> None:
     }
     for group, offsets in commits.items():
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-                break
-            except KafkaException as exc:
-                # Right after the group was deleted its coordinator can still be moving.
-                if "COORDINATOR" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
+        # Right after the group was deleted its coordinator can still be moving.
+        positions = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        retried(lambda c=consumer, at=positions: c.commit(offsets=at, asynchronous=False), lambda exc: "COORDINATOR" in str(exc))
         consumer.close()
 
 
@@ -228,10 +215,7 @@ def _rest(url: str, method: str, path: str, body=None):
 
 
 def _until(predicate, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what}: not reached in {timeout:.0f} s"
-        time.sleep(0.25)
+    assert within(predicate, timeout, interval=0.25), f"{what}: not reached in {timeout:.0f} s"
 
 
 def connect_clear(url: str, bootstrap: str) -> None:

@@ -12,12 +12,12 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from tests.backends.kafka import free_port
+from tests.support.eventually import within
 
 REALM = "KCTL.TEST"
 TOOLS = ("krb5kdc", "kdb5_util", "kadmin.local", "kinit", "kdestroy")
@@ -105,17 +105,18 @@ class Realm:
         log.close()
         import socket
 
-        end = time.monotonic() + timeout
-        while True:
+        def listening() -> bool:  # or exited: no use waiting
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
+                return True
             except OSError:
-                if self._process.poll() is not None or time.monotonic() > end:
-                    output = (self.directory / "kdc.out").read_text(errors="replace")
-                    self.stop()
-                    raise RuntimeError(f"krb5kdc did not start: {output[-2000:]}") from None
-                time.sleep(0.05)
+                return self._process.poll() is not None
+
+        if within(listening, timeout, interval=0.05) and self._process.poll() is None:
+            return
+        output = (self.directory / "kdc.out").read_text(errors="replace")
+        self.stop()
+        raise RuntimeError(f"krb5kdc did not start: {output[-2000:]}")
 
     def _run(self, *argv: str, stdin: str | None = None) -> str:
         proc = subprocess.run(argv, env=self._env(), input=stdin, capture_output=True, text=True, timeout=60)

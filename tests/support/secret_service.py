@@ -8,8 +8,9 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
+
+from tests.support.eventually import within
 
 TOOLS = ("dbus-daemon", "gnome-keyring-daemon", "secret-tool")
 
@@ -62,16 +63,16 @@ class SecretService:
         assert self._keyring.stdin is not None
         self._keyring.stdin.write(b"kctl-test-keyring")
         self._keyring.stdin.close()
-        end = time.monotonic() + timeout
-        while True:  # until the service answers: storing and reading back a probe
-            probe = subprocess.run(["secret-tool", "store", "--label=probe", "kctl-probe", "1"], input="x", text=True,
-                                   env={**base, **self.env}, capture_output=True, timeout=timeout)
-            if probe.returncode == 0:
-                return
-            if self._keyring.poll() is not None or time.monotonic() > end:
-                self.stop()
-                raise RuntimeError(f"gnome-keyring-daemon did not start: {probe.stderr.strip()}")
-            time.sleep(0.1)
+        probes: list[subprocess.CompletedProcess] = []
+
+        def answers() -> bool:  # the service stores a probe
+            probes.append(subprocess.run(["secret-tool", "store", "--label=probe", "kctl-probe", "1"], input="x", text=True,
+                                         env={**base, **self.env}, capture_output=True, timeout=timeout))
+            return probes[-1].returncode == 0 or self._keyring.poll() is not None
+
+        if not within(answers, timeout, interval=0.1) or probes[-1].returncode != 0:
+            self.stop()
+            raise RuntimeError(f"gnome-keyring-daemon did not start: {probes[-1].stderr.strip()}")
 
     def lookup(self, context: str, key: str) -> str | None:
         """What the keyring holds for `key` of `context` (as kctl stores it), read by secret-tool."""
