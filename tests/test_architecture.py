@@ -347,3 +347,38 @@ def test_values_take_keywords_but_where_their_docstring_says():
             if positional != (name in POSITIONAL):
                 wrong.append(f"{name}.{node.name}: {'positional' if positional else 'keywords only'}")
     assert wrong == []
+
+
+# -- tests wait on events (issue 69) -----------------------------------------------------------
+
+WAIT = ROOT / "tests" / "support" / "eventually.py"  # within(): the one poll under tests/
+MOST_FIXED_SLEEPS = 12
+
+
+def fixed_sleeps(root: Path) -> tuple[list[str], list[str]]:
+    """Every `sleep(...)` call under `root` but the one in `within()`, and those of them
+    whose line does not say why time itself must pass (`# the point: ...`)."""
+    found, unexplained = [], []
+    for path in sorted(root.rglob("*.py")):
+        if path == WAIT:
+            continue
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "sleep":
+                where = f"{path.relative_to(root.parent)}:{node.lineno}"
+                found.append(where)
+                if "# the point" not in lines[node.lineno - 1]:
+                    unexplained.append(where)
+    return found, unexplained
+
+
+def test_tests_wait_on_events_and_each_sleep_says_why():
+    found, unexplained = fixed_sleeps(ROOT / "tests")
+    assert unexplained == [], "wait for an event (tests/support/eventually.py) or say `# the point: ...`"
+    assert len(found) <= MOST_FIXED_SLEEPS, found
+
+
+def test_the_sleep_check_finds_one(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("import time\ntime.sleep(1)\nsleep(2)  # the point: a time lag\n")
+    assert fixed_sleeps(tmp_path / "tests") == (["tests/test_x.py:2", "tests/test_x.py:3"], ["tests/test_x.py:2"])

@@ -149,7 +149,7 @@ def test_reauthentication_keeps_the_connection_and_the_principal(broker):
     time.sleep(1.0)  # the point: into the first session's life, before its end
     again = raw.authenticate(first_message(token_for("alice", 60)))
     assert again.error_code == 0 and again.session_lifetime_ms > 1000
-    time.sleep(1.0)  # past the first session's end, within the second's
+    time.sleep(1.0)  # the point: past the first session's end, within the second's
     assert raw.metadata() is not None
     # Another mechanism, or another principal, ends it.
     other = raw.ask("SaslHandshake", 1, mechanism="PLAIN")
