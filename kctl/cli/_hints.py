@@ -34,17 +34,20 @@ def in_flags(error: KctlError, options: Mapping[str, str]) -> KctlError:
     """`error` with the settings its hint and cause name as the failed command's flags
     (`options`: each option's name -> its longest flag), or the global options. In a hint,
     a setting the command lacks is named `--its-name`; in a cause (a usage error says
-    `give {ip} without {user}`), only the command's own options and the global ones are
-    replaced: a cause may quote text that has braces of its own."""
+    `give {ip} without {user}`) and an action (`use {json_schema} ...`), only the command's
+    own options and the global ones are replaced: they may quote text that has braces of
+    its own."""
     flags = {**options, **GLOBAL_FLAGS}
     in_cause = {name: flags[name] for name in settings_in(error.cause) if name in flags}
-    if not in_cause and not (error.hint and settings_in(error.hint)):
+    in_action = {name: flags[name] for name in settings_in(error.action or "") if name in flags}
+    if not in_cause and not in_action and not (error.hint and settings_in(error.hint)):
         return error
     hint = None
     if error.hint:
         hint = render_hint(error.hint, {name: flags.get(name) or "--" + name.replace("_", "-") for name in settings_in(error.hint)})
     cause = _named(error.cause, in_cause) if in_cause else None
-    return error.but(cause=cause, hint=hint)
+    action = _named(error.action, in_action) if error.action and in_action else None
+    return error.but(action=action, cause=cause, hint=hint)
 
 
 def _named(text: str, names: Mapping[str, str]) -> str:

@@ -594,13 +594,8 @@ def _sql_positions(values, flag: str) -> dict[str, dict[str, str]]:
 
 
 def _query_text(query: str, app: App) -> str:
-    from kctl.errors import UsageError
-
-    if query == "-":
-        query = app.stdin.read()
-    if not query.strip():
-        raise UsageError(action="run the query", cause="it is empty")
-    return query
+    """QUERY, or what stdin holds for `-`."""
+    return app.stdin.read() if query == "-" else query
 
 
 def _sql_rows(columns, rows):
@@ -699,28 +694,15 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
       kctl spark sql \\
           'SELECT count(*) AS n FROM dump.`/data/orders` JOIN orders USING (partition, offset)'
     """
-    from kctl.errors import KctlError, UsageError
-    from kctl.spark import frames
     from kctl.spark import sql as job
 
-    text = _query_text(query, app)
-    if out is not None and "://" in out:
-        raise UsageError(action=f"write the result to {out}", cause="--out is a directory on a local or shared file system")
-    if out is not None and limit is not None:
-        raise UsageError(action="run the query", cause="--limit bounds the rows printed, and --out writes them all (put a LIMIT in the query)")
-    if out is None and (overwrite or out_format != "parquet"):
-        raise UsageError(action="run the query", cause="--format and --overwrite are for --out")
-    if json_schema is not None and value_format != "json":
-        raise UsageError(action="run the query", cause="--schema types JSON values (--value-format json)")
-    if registry_url is not None and not decode:
-        raise UsageError(action="run the query", cause="--registry-url is for --decode")
     positions = _sql_positions(starts, "--from")
     for topic, options in _sql_positions(ends, "--to").items():
         positions.setdefault(topic, {}).update(options)
     request = job.SqlRequest(
-        query=text, positions=positions, decode=decode, json_values=value_format == "json", json_schema=json_schema,
-        max_records=max_records or None, out=Path(out).absolute() if out else None,
-        out_format=out_format, overwrite=overwrite,
+        query=_query_text(query, app), positions=positions, decode=decode, registry_url=registry_url, value_format=value_format,
+        json_schema=json_schema, max_records=max_records or None, limit=limit, explain=explain, out=out, out_format=out_format,
+        overwrite=overwrite,
     )
     kafka = _kafka(app, master)
     # Asked when the query names its first topic: a query of dumps alone needs no cluster.
@@ -743,61 +725,24 @@ def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_
             app.note(f"{topic}: the schema registry has no subject {topic}-value; its values are not decoded")
             return None
 
-    factory = _session_factory(app, master, spark_conf, packages, ship_env)
-    with contextlib.ExitStack() as stack, job.work_directories() as (plan_dir, progress_dir), \
-            _interruptible(f"the result in {out} is partial (its {job.SQL_MANIFEST} says so)" if out else None,
-                           "run the same command with --overwrite" if out else None):
-        spark = factory()
-        job.quiet_spark_errors()
-        # kctl_kafka's scans take the query's predicates (kctl.spark.pushdown).
-        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-        job.check_read_only(spark, text)
-        if json_schema is not None:
-            job.check_schema(json_schema)
-        context = job.Context(kafka=kafka, topic_exists=topic_exists, decode_plan=decode_plan, plan_dir=plan_dir, progress_dir=progress_dir, note=app.note)
-        tables = stack.enter_context(job.tables_of(spark, text))
-        try:
-            frame = job.resolve(spark, request, context, tables)
-            if limit is not None:
-                frame = frame.limit(limit)
-            plan = job.plan(spark, frame, tables, plan_dir)
-        except KctlError:
-            raise
-        except Exception as exc:
-            raise frames.spark_failure(exc, "plan the query") from exc
-        if explain:
-            _show_sql_plan(app, plan, max_records)
-            return
-        job.check_size(plan, request.max_records)
-        from kctl.spark.session import size_shuffles
-
-        size_shuffles(spark, sum(len(s.partitions) for s in plan.scans) or 1)
-        with _live_progress(app, "sql", lambda: job.partitions_done(progress_dir, plan_dir)) as report:
-            progress = frames.Progress(spark, plan.records, report, directory=progress_dir)
-            try:
-                if out is not None:
-                    manifest = job.write_out(spark, frame, request, plan, plan_dir, progress)
-                    shown = manifest["rows"]
-                else:
-                    with progress:
-                        result = frame.toArrow()
-            except KctlError:
-                raise
-            except Exception as exc:
-                raise frames.spark_failure(exc, "run the query") from exc
-        read = job.records_read(progress_dir) if plan.records else 0
+    with _interruptible(f"the result in {out} is partial (its {job.SQL_MANIFEST} says so)" if out else None,
+                        "run the same command with --overwrite" if out else None):
+        result = job.run(request, _session_factory(app, master, spark_conf, packages, ship_env), kafka=kafka,
+                         topic_exists=topic_exists, decode_plan=decode_plan, note=app.note,
+                         progress=lambda more: _live_progress(app, "sql", more))
+    if explain:
+        _show_sql_plan(app, result.plan, max_records)
+        return
     if out is None:
-        columns, rows = job.rows(result)
-        rows = _sql_rows(columns, rows)
-        shown = len(rows)
+        rows = _sql_rows(result.columns, result.rows)
         if app.out.format in ("json", "jsonl"):
-            app.out.table(rows, TableSpec([Column(c, c) for c in columns]))
+            app.out.table(rows, TableSpec([Column(c, c) for c in result.columns]))
         else:
-            app.out.table(rows, TableSpec([Column(c, c, get=_sql_getter(c)) for c in columns]))
-    read_text = f"{read:,}" if read is not None else "an unknown number of"
-    scans = len(plan.scans)
+            app.out.table(rows, TableSpec([Column(c, c, get=_sql_getter(c)) for c in result.columns]))
+    read_text = f"{result.read:,}" if result.read is not None else "an unknown number of"
     where = f" to {out}" if out is not None else ""
-    app.note(f"{shown:,} row(s){where}; read {read_text} of {plan.available:,} record(s) in {scans} topic scan(s)")
+    app.note(f"{result.row_count:,} row(s){where}; read {read_text} of {result.plan.available:,} record(s) in "
+             f"{len(result.plan.scans)} topic scan(s)")
 
 
 def _show_sql_plan(app: App, plan, max_records: int) -> None:

@@ -44,16 +44,47 @@ _WRITING_PLANS = ("org.apache.spark.sql.catalyst.plans.logical.Command", "org.ap
 
 @dataclass(frozen=True)
 class SqlRequest:
+    """One query and how to run it, refused when made if its settings contradict each
+    other (errors name the settings as `{name}`: the CLI says them as its flags)."""
+
     query: str
     # kctl_kafka options per topic (startingTimestamp, endingOffsets, ...): "" for every topic.
     positions: dict[str, dict[str, str]] = field(default_factory=dict)
     decode: bool = False  # registry-typed value_decoded for topics that have a TOPIC-value subject
-    json_values: bool = False  # --value-format json
+    registry_url: str | None = None  # the registry for decode (None: the context's)
+    value_format: str = "bytes"  # "json": value_decoded parsed from JSON values (topics decode does not type)
     json_schema: str | None = None  # Spark DDL for JSON values; inferred from a sample when None
-    max_records: int | None = None
-    out: Path | None = None
+    max_records: int | None = None  # refuse a read of more records than this
+    limit: int | None = None  # rows returned at most
+    explain: bool = False  # plan only: what the query would read
+    out: str | None = None  # a directory to write the whole result to, rather than return it
     out_format: str = "parquet"
     overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        refused = None
+        if not self.query.strip():
+            refused = "it is empty"
+        elif self.out is not None and "://" in self.out:
+            raise UsageError(action=f"write the result to {self.out}", cause="{out} is a directory on a local or shared file system")
+        elif self.out is not None and self.limit is not None:
+            refused = "{limit} bounds the rows printed, and {out} writes them all (put a LIMIT in the query)"
+        elif self.out is None and (self.overwrite or self.out_format != "parquet"):
+            refused = "{out_format} and {overwrite} are for {out}"
+        elif self.json_schema is not None and not self.json_values:
+            refused = "{json_schema} types JSON values ({value_format} json)"
+        elif self.registry_url is not None and not self.decode:
+            refused = "{registry_url} is for {decode}"
+        if refused is not None:
+            raise UsageError(action="run the query", cause=refused)
+
+    @property
+    def json_values(self) -> bool:
+        return self.value_format == "json"
+
+    @property
+    def out_path(self) -> Path | None:
+        return Path(self.out).absolute() if self.out is not None else None
 
 
 @dataclass
@@ -223,6 +254,75 @@ class Context:
     note: Callable[[str], None] = lambda _text: None
 
 
+@dataclass
+class SqlResult:
+    """What a query did: what it planned to read and, unless only explained, the rows it
+    returned or the manifest of what it wrote, and the records it read from topics (None:
+    unknown, when a cluster's executors could not report them)."""
+
+    plan: Plan
+    columns: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    written: dict[str, Any] | None = None
+    read: int | None = None
+
+    @property
+    def row_count(self) -> int:
+        return self.written["rows"] if self.written is not None else len(self.rows)
+
+
+def run(request: SqlRequest, session: Callable[[], Any], *, kafka: dict[str, Any], topic_exists: Callable[[str], bool],
+        decode_plan: Callable[[str], Any], note: Callable[[str], None] = lambda _text: None,
+        progress: Callable[[Callable[[], str]], contextlib.AbstractContextManager[frames.Report | None]] = (
+            lambda _more: contextlib.nullcontext(None))) -> SqlResult:
+    """Run `request` in the Spark session `session()` starts: refuse anything but a
+    query, find its tables (topics through `kafka`, asking `topic_exists` and, to decode,
+    `decode_plan`), plan its reads and refuse one larger than its max_records, then
+    return its rows or write them out. `progress(more)` is entered while it reads: it
+    yields a report for the records done (or None), `more()` the partitions read so far."""
+    from kctl.spark.session import size_shuffles
+
+    with contextlib.ExitStack() as stack, work_directories() as (plan_dir, progress_dir):
+        spark = session()
+        quiet_spark_errors()
+        # kctl_kafka's scans take the query's predicates (kctl.spark.pushdown).
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+        check_read_only(spark, request.query)
+        if request.json_schema is not None:
+            check_schema(request.json_schema)
+        context = Context(kafka=kafka, topic_exists=topic_exists, decode_plan=decode_plan, plan_dir=plan_dir,
+                          progress_dir=progress_dir, note=note)
+        tables = stack.enter_context(tables_of(spark, request.query))
+        try:
+            frame = resolve(spark, request, context, tables)
+            if request.limit is not None:
+                frame = frame.limit(request.limit)
+            planned = plan(spark, frame, tables, plan_dir)
+        except KctlError:
+            raise
+        except Exception as exc:
+            raise frames.spark_failure(exc, "plan the query") from exc
+        if request.explain:
+            return SqlResult(planned)
+        check_size(planned, request.max_records)
+        size_shuffles(spark, sum(len(s.partitions) for s in planned.scans) or 1)
+        result = SqlResult(planned)
+        with progress(lambda: partitions_done(progress_dir, plan_dir)) as report:
+            counting = frames.Progress(spark, planned.records, report, directory=progress_dir)
+            try:
+                if request.out is not None:
+                    result.written = write_out(spark, frame, request, planned, plan_dir, counting)
+                else:
+                    with counting:
+                        result.columns, result.rows = rows(frame.toArrow())
+            except KctlError:
+                raise
+            except Exception as exc:
+                raise frames.spark_failure(exc, "run the query") from exc
+        result.read = records_read(progress_dir) if planned.records else 0
+        return result
+
+
 @contextlib.contextmanager
 def tables_of(spark, query: str):
     """The query's Tables; their views are dropped afterwards (a session that lives on,
@@ -310,7 +410,7 @@ def check_schema(ddl: str) -> None:
     try:
         _parse_datatype_string(ddl)
     except Exception as exc:
-        raise UsageError(action=f"use --schema {ddl!r}", cause=f"{_spark_message(exc)}") from None
+        raise UsageError(action=f"use {{json_schema}} {ddl!r}", cause=f"{_spark_message(exc)}") from None
 
 
 def infer_json_schema(spark, options: dict[str, str], topic: str, note: Callable[[str], None]):
@@ -395,7 +495,7 @@ def write_out(spark, frame, request: SqlRequest, plan: Plan, plan_dir: Path, pro
     _kctl_sql.json saying complete (and _SUCCESS) only once every file is written."""
     from kctl.spark.dump import check_out
 
-    out = request.out
+    out = request.out_path
     assert out is not None
     replace = check_out(out, request.overwrite, manifest=SQL_MANIFEST, action="write the result", kind="query result")
     if replace:

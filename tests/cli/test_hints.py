@@ -75,6 +75,17 @@ def test_render_hint_names_settings_as_flags_or_words():
     assert render_hint("{ not a setting } {Upper}") == "{ not a setting } {Upper}"
 
 
+def test_an_error_names_settings_in_its_action_cause_and_hint_as_flags():
+    from kctl.cli._hints import in_flags
+    from kctl.errors import UsageError
+
+    error = UsageError(action="use {json_schema} 'a {b}'", cause="{json_schema} types JSON values ({value_format} json)",
+                       hint="or raise {timeout}")
+    said = in_flags(error, {"json_schema": "--schema", "value_format": "--value-format"})
+    assert (said.action, said.cause, said.hint) == ("use --schema 'a {b}'", "--schema types JSON values (--value-format json)",
+                                                   "or raise --timeout")
+
+
 @pytest.mark.integration
 def test_the_command_line_says_the_failed_commands_flag(kctl, cluster, unique_name, topic_for_hints):
     missing = unique_name("nogroup")

@@ -349,3 +349,25 @@ def test_pushed_predicates_become_read_limits():
     assert narrowed(0, 100, 1, limits) == (0, 0)  # a partition no predicate admits
     assert narrowed(50, 100, 0, limits) == (50, 50)  # past the offsets admitted: empty
     assert narrowed(0, 100, 3, Limits()) == (0, 100)
+
+
+@pytest.mark.parametrize(("fields", "cause"), [
+    ({"query": " \n"}, "it is empty"),
+    ({"out": "s3://bucket/result"}, "{out} is a directory on a local or shared file system"),
+    ({"out": "result", "limit": 3}, "{limit} bounds the rows printed, and {out} writes them all (put a LIMIT in the query)"),
+    ({"overwrite": True}, "{out_format} and {overwrite} are for {out}"),
+    ({"out_format": "csv"}, "{out_format} and {overwrite} are for {out}"),
+    ({"json_schema": "a INT"}, "{json_schema} types JSON values ({value_format} json)"),
+    ({"registry_url": "http://registry"}, "{registry_url} is for {decode}"),
+])
+def test_a_sql_request_refuses_settings_that_contradict_each_other(fields, cause):
+    """Refused when made, naming the settings (the CLI says them as its flags)."""
+    from kctl.errors import UsageError
+    from kctl.spark.sql import SqlRequest
+
+    with pytest.raises(UsageError) as refused:
+        SqlRequest(**{"query": "SELECT 1", **fields})
+    assert refused.value.cause == cause
+    made = SqlRequest(query="SELECT 1", value_format="json", json_schema="a INT", decode=True, registry_url="http://r",
+                      out="result", out_format="csv", overwrite=True)
+    assert made.json_values and made.out_path is not None and made.out_path.is_absolute()
