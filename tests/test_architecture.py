@@ -382,3 +382,39 @@ def test_the_sleep_check_finds_one(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_x.py").write_text("import time\ntime.sleep(1)\nsleep(2)  # the point: a time lag\n")
     assert fixed_sleeps(tmp_path / "tests") == (["tests/test_x.py:2", "tests/test_x.py:3"], ["tests/test_x.py:2"])
+
+
+# -- one declaration per command (issue 69) ----------------------------------------------------
+
+
+def stubs_that_declare_parameters() -> list[str]:
+    """The click commands whose body lives elsewhere (`@runs(...)`) but whose own function
+    takes parameters: a second declaration of what click's decorators declare, never called."""
+    found = []
+    for name, path in modules().items():
+        if not name.startswith("kctl.cli."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            runs = any(isinstance(d, ast.Call) and getattr(d.func, "id", None) == "runs" for d in node.decorator_list)
+            arguments = node.args
+            if runs and (arguments.args or arguments.kwonlyargs or arguments.vararg or arguments.kwarg):
+                found.append(f"{name}.{node.name}")
+    return found
+
+
+def test_a_command_whose_body_runs_elsewhere_declares_its_parameters_once():
+    assert stubs_that_declare_parameters() == []
+
+
+WRITING_VERBS = {"produce", "create", "delete", "alter", "add", "remove", "reset-offsets", "move", "elect", "copy", "redrive"}
+
+
+def test_the_bodies_of_the_commands_run_without_click_are_reads_and_writes_by_name():
+    """A body under cli/reads/ only reads: a command that writes has its body under cli/writes/."""
+    from kctl.cli import _direct_params as params
+
+    for command, (body, *_rest) in params.COMMANDS.items():
+        writes = command.split()[1] in WRITING_VERBS
+        assert body.startswith("kctl.cli.writes." if writes else "kctl.cli.reads."), (command, body)

@@ -1,7 +1,7 @@
 """The everyday reads run without click: `kctl topic list`, `group lag G`, ... parsed from
 the parameters click's tree declares (kctl/cli/_direct_params.py, written by `python -m
 kctl.devtools gen-docs`) and handed to the same bodies the click commands call
-(kctl.cli.reads, kctl.cli._options.runs).
+(kctl.cli.reads, kctl.cli.writes, kctl.cli._options.runs).
 
 Why: importing click costs ~20 ms of a read that Go CLIs answer in 20-50 ms in all
 (issue 59). Only the command lines click would take without a word are parsed here;

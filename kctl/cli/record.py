@@ -47,7 +47,7 @@ def _escaped(_ctx, _param, value):
 
 
 def _header_pairs(values, *, value_required: bool):
-    from kctl.cli.reads.record import header_pairs
+    from kctl.cli.writes.record import header_pairs
 
     try:
         return header_pairs(values, value_required=value_required)
@@ -81,9 +81,8 @@ def _header_pairs(values, *, value_required: bool):
 @click.option("--subject-strategy", type=click.Choice(["topic", "record", "topic-record"]), default="topic", show_default=True, help="--value-schema-file's subject: TOPIC-value, the record's full name, or TOPIC-FULLNAME.")
 @click.option("--registry-url", metavar="URL", help="The schema registry; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @global_options
-@runs("kctl.cli.reads.record:produce")
-def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, partitioner, timestamp, null_marker, compression, acks, idempotent, skip_invalid, keep_partitions, allow_auto_topic_creation,
-            value_schema, value_schema_file, value_message, subject_strategy, registry_url):
+@runs("kctl.cli.writes.record:produce")
+def produce():
     """Write records to TOPIC from stdin or a file, one per line.
 
     Each line is a value unless --key-separator, --format or --input jsonl says how to
