@@ -2,7 +2,8 @@
 
 Writes completions/kctl.{bash,zsh,fish}, man/*.1 and the `--help` pages kctl serves
 without click (kctl/cli/pages/), and the parameters of the reads kctl.cli.direct runs
-without click (kctl/cli/_direct_params.py), from the command tree. With
+without click (kctl/cli/_direct_params.py), from the command tree; and the types of Kafka's
+messages (kctl/messages/types.py) from their JSON definitions. With
 --check nothing is written; the exit status is 1 when any file is stale, missing or
 no longer generated.
 """
@@ -17,6 +18,7 @@ from kctl.devtools.completions import FILENAMES, render_completion
 from kctl.devtools.directparams import render_direct_params
 from kctl.devtools.helppages import render_help_pages
 from kctl.devtools.manpages import render_pages
+from kctl.devtools.messagetypes import render_message_types
 from kctl.devtools.tree import walk
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +31,7 @@ def expected_files() -> dict[str, str]:
     files.update({f"man/{name}": text for name, text in render_pages(commands).items()})
     files.update(render_help_pages(commands))
     files.update(render_direct_params(commands))
+    files.update(render_message_types())
     return files
 
 

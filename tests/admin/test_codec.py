@@ -207,3 +207,27 @@ def test_a_large_array_switches_to_the_written_decoder(monkeypatch):
     assert "written_read" not in vars(struct_)  # three groups: read field by field
     assert [g.group_id for g in message.decode(message.encode(groups=groups)).groups] == [g["group_id"] for g in groups]
     assert "written_read" in vars(struct_)
+
+
+def test_the_message_types_name_every_field_the_codec_reads_and_writes():
+    """kctl/messages/types.py (generated from the JSON definitions, kept current by
+    `gen-docs --check`) has, for each message, exactly the fields the codec gives a decoded
+    message at every version, and a request type accepts what the codec writes."""
+    import typing
+
+    from kctl.devtools.messagetypes import definitions
+    from kctl.messages import apis, codec
+    from kctl.messages import types as message_types
+
+    checked = 0
+    for name, spec in definitions().items():
+        declared = set(typing.get_type_hints(getattr(message_types, name)) if spec.get("type") == "request"
+                       else getattr(message_types, name).__annotations__)
+        low, high = codec.valid_versions(name)
+        for version in range(low, high + 1):
+            decoded = codec.message(name, version).decode(codec.message(name, version).encode())
+            assert set(vars(decoded)) == declared, (name, version)
+            checked += 1
+    assert checked > 300
+    # Every request with its response has its Api, named as Kafka names the API.
+    assert apis.METADATA.name == "Metadata" and apis.OFFSET_FETCH.name == "OffsetFetch"

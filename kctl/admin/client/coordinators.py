@@ -12,16 +12,29 @@ from collections.abc import Callable, Iterable, Sequence
 from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF, for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.errors import TimeoutError_
+from kctl.messages import apis
 from kctl.messages.errors import error_name
 from kctl.polling import poll
 
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol, TypeVar
 
-    # A request to send: (API name, its fields or a function of the version giving them,
+    from kctl.messages.apis import Api
+
+    R = TypeVar("R")
+
+    # A request to send: (API, its fields or a function of the version giving them,
     # lowest and highest version kctl can read the answer of).
-    Request = tuple[str, Any, int | None, int | None]
+    Request = tuple[Api[Any, R], Any, int | None, int | None]
+
+    class Part(Protocol):
+        """A key's part of an answer: its error code says whether to ask again."""
+
+        @property
+        def error_code(self) -> int: ...
+
+    P = TypeVar("P", bound=Part)
 
 GROUP, TRANSACTION = 0, 1
 _KEYS = {GROUP: "group", TRANSACTION: "transactional id"}
@@ -29,18 +42,18 @@ _COORDINATORS = {GROUP: "group", TRANSACTION: "transaction"}
 
 
 def per_coordinator(
-    session: AdminSession, key_type: int, keys: Sequence[str], request: Callable[[list[str]], Request],
-    parts: Callable[[Any], Iterable[tuple[str, Any]]], action: str,
-) -> dict[str, tuple[Any, int]]:
+    session: AdminSession, key_type: int, keys: Sequence[str], request: Callable[[list[str]], Request[R]],
+    parts: Callable[[R], Iterable[tuple[str, P]]], action: str,
+) -> dict[str, tuple[P, int]]:
     """Send request(keys) to each coordinator for the keys it owns; each key's part of the
     answer (parts(response) yields (key, part with an error_code)) and its coordinator's id.
     Keys whose coordinator is loading, not available or has moved are asked again until
     the session's timeout; their last retriable answers are then the result."""
     wire = session.wire
-    found: dict[str, tuple[Any, int]] = {}
+    found: dict[str, tuple[P, int]] = {}
     pending = list(dict.fromkeys(keys))
 
-    def run() -> tuple[dict[str, Any], dict[str, tuple[Any, int]]]:
+    def run() -> tuple[dict[str, Any], dict[str, tuple[P, int]]]:
         deadline = wire.deadline()
         coordinators = find_coordinators(session, key_type, pending, deadline)
         if coordinators is None:  # no coordinator found yet for some of the keys
@@ -51,7 +64,7 @@ def per_coordinator(
         nodes = list(owned)
         answers = wire.fan_out([(node, *request(owned[node])) for node in nodes], deadline)
         retry: dict[str, Any] = {}
-        done: dict[str, tuple[Any, int]] = {}
+        done: dict[str, tuple[P, int]] = {}
         for node, response in zip(nodes, answers):
             for key, part in parts(response):
                 if part.error_code and error_name(part.error_code) in COORDINATOR_RETRIABLE:
@@ -81,7 +94,7 @@ def find_coordinators(session: AdminSession, key_type: int, keys: Sequence[str],
     """{key: coordinator node id} (FindCoordinator v4, all keys in one request), or None
     while one of them has no coordinator yet."""
     wire = session.wire
-    (answer,) = wire.fan_out([(None, "FindCoordinator", {"key_type": key_type, "coordinator_keys": list(keys)}, 4, 6)], deadline)
+    (answer,) = wire.fan_out([(None, apis.FIND_COORDINATOR, {"key_type": key_type, "coordinator_keys": list(keys)}, 4, 6)], deadline)
     found = {}
     for c in answer.coordinators:
         if c.error_code:

@@ -32,6 +32,7 @@ from kctl.admin.client.kafka import (
 )
 from kctl.admin.client.wire import WireClient
 from kctl.errors import KctlError, Partial, Resource
+from kctl.messages import apis
 from kctl.messages.errors import error_name
 from kctl.polling import poll
 
@@ -83,7 +84,7 @@ class WireKafka:
         high = 12 if topic_ids else 9
 
         def ask(node: int) -> Callable[[], list[Any]]:
-            return lambda: wire.fan_out([(node, "Metadata", fields, 4, high)], wire.deadline())
+            return lambda: wire.fan_out([(node, apis.METADATA, fields, 4, high)], wire.deadline())
 
         answers: list[Any] = []
         for node in brokers:
@@ -130,7 +131,8 @@ class WireKafka:
                 known = given
             else:
                 answer = wire.metadata(sorted({t for t, _ in todo}), deadline, topic_ids=False)
-                known = {(t.name, p.partition_index): p.leader_id for t in answer.topics for p in t.partitions if p.leader_id >= 0}
+                known = {(t.name, p.partition_index): p.leader_id for t in answer.topics if t.name is not None
+                         for p in t.partitions if p.leader_id >= 0}
             given = None  # a partition asked again (its leader moved) is looked up afresh
             by_node: dict[int, list[TopicPartition]] = {}
             for key in sorted(todo):
@@ -145,13 +147,13 @@ class WireKafka:
                     for topic, partition in keys:
                         by_topic.setdefault(topic, []).append({"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp})
                     fields = {"replica_id": -1, "isolation_level": level, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-                    requests.append((node, "ListOffsets", fields, low, 10))
+                    requests.append((node, apis.LIST_OFFSETS, fields, low, 10))
                     order.append(index)
             retry = set()
-            for index, answer in zip(order, wire.fan_out(requests, deadline)):
-                for topic in answer.topics:
-                    for p in topic.partitions:
-                        key = (topic.name, p.partition_index)
+            for index, offsets in zip(order, wire.fan_out(requests, deadline)):
+                for listed in offsets.topics:
+                    for p in listed.partitions:
+                        key = (listed.name, p.partition_index)
                         if not p.error_code:
                             values[key][index] = OffsetAnswer(p.offset, p.timestamp, p.leader_epoch if p.leader_epoch >= 0 else None)
                             continue
@@ -186,7 +188,7 @@ class WireKafka:
             return {"resources": [{"resource_type": _RESOURCE_TYPES[kind], "resource_name": name,
                                    "configuration_keys": None if keys is None else list(keys)} for kind, name in items]}
 
-        sent = [(node, "DescribeConfigs", fields(items), 1, 4) for node, items in requests]
+        sent = [(node, apis.DESCRIBE_CONFIGS, fields(items), 1, 4) for node, items in requests]
         answers = wire.call(action, lambda: wire.fan_out(sent, wire.deadline()))
         kinds = {code: kind for kind, code in _RESOURCE_TYPES.items()}
         found: dict[tuple[str, str], dict[str, ConfigValue]] = {}
@@ -209,7 +211,7 @@ class WireKafka:
         codes = [{name: code for code, name in names.items()} for names in
                  (ACL_RESOURCE_TYPES, ACL_PATTERN_TYPES, ACL_OPERATIONS, ACL_PERMISSION_TYPES)]
         resource_codes, pattern_codes, operation_codes, permission_codes = codes
-        sent = [(None, "DescribeAcls", {"resource_type_filter": resource_codes[resource_type or "ANY"], "resource_name_filter": name,
+        sent = [(None, apis.DESCRIBE_ACLS, {"resource_type_filter": resource_codes[resource_type or "ANY"], "resource_name_filter": name,
                                         "pattern_type_filter": pattern_codes[pattern_type], "principal_filter": principal, "host_filter": host,
                                         "operation": operation_codes[operation or "ANY"], "permission_type": permission_codes[permission or "ANY"]},
                  1, 3)

@@ -15,6 +15,7 @@ from kctl.admin.client.properties import uses_gssapi, uses_token_program
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
 from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError
+from kctl.messages import apis
 from kctl.polling import poll
 
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
@@ -23,8 +24,12 @@ if TYPE_CHECKING:  # the wire client's commands never wait on a future: not impo
     from typing import Any, TypeVar
 
     from kctl.admin.client.kafka import AclBinding, AclBindingFilter, ClusterMetadata, Kafka
+    from kctl.messages import types as t
+    from kctl.messages.apis import Api
 
     T = TypeVar("T")
+    Q = TypeVar("Q")
+    R = TypeVar("R")
 
 __all__ = ["AdminSession", "build_client", "librdkafka_log", "topic_missing", "unknown_topic"]
 
@@ -247,9 +252,9 @@ class AdminSession:
         if found or self.kafka.name != "librdkafka":
             return found
         # Kafka's codes: resource type TOPIC, pattern LITERAL, operation and permission ANY.
-        probe = {"resource_type_filter": 2, "resource_name_filter": "__kctl_authorizer_probe", "pattern_type_filter": 3,
+        probe: t.DescribeAclsRequest = {"resource_type_filter": 2, "resource_name_filter": "__kctl_authorizer_probe", "pattern_type_filter": 3,
                  "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}
-        answer = self.ask(action, "DescribeAcls", probe, 1, 3)
+        answer = self.ask(action, apis.DESCRIBE_ACLS, probe, 1, 3)
         if answer.error_code:
             from kctl.admin.client.errors import for_kafka_code
 
@@ -280,7 +285,7 @@ class AdminSession:
             deadline = wire.deadline()
             for node in wire.brokers(deadline):
                 try:
-                    answer = wire.fan_out([(node, "Metadata", fields, 4, 9)], deadline)[0]
+                    answer = wire.fan_out([(node, apis.METADATA, fields, 4, 9)], deadline)[0]
                 except (OSError, KctlError):
                     # A broker listed but down (killed, not yet fenced) learns of it when it
                     # is back; the change itself has been made.
@@ -302,18 +307,19 @@ class AdminSession:
         if brokers > 1:
             time.sleep(SETTLE_SECONDS)
 
-    def ask(self, action: str, api: str, fields: Any, low: int | None = None, high: int | None = None, *,
-            node: int | None = None, needs: str | None = None) -> Any:
+    def ask(self, action: str, api: Api[Q, R], fields: Q | Callable[[int], Q], low: int | None = None, high: int | None = None, *,
+            node: int | None = None, needs: str | None = None) -> R:
         """The answer of one request through the wire client to broker `node` (None: any).
         `fields` are the request's fields (or a function of the version giving them);
         `needs` names what the request needs of the cluster, for the error of a cluster
         without the API ("unable to <action>: the cluster does not support <needs>")."""
         return self.ask_all(action, [(node, api, fields, low, high)], needs=needs)[0]
 
-    def ask_all(self, action: str, requests: Sequence[tuple[int | None, str, Any, int | None, int | None]], *,
-                needs: str | None = None) -> list[Any]:
+    def ask_all(self, action: str, requests: Sequence[tuple[int | None, Api[Any, R], Any, int | None, int | None]], *,
+                needs: str | None = None) -> list[R]:
         """The answers of several requests — (node or None, API, fields, lowest and highest
-        version) — all sent before any answer is read (WireClient.fan_out)."""
+        version) — all sent before any answer is read (WireClient.fan_out). Requests of
+        one API have its answers' type; of several, annotate each answer's."""
         wire = self.wire
         try:
             return wire.call(action, lambda: wire.fan_out(requests, wire.deadline()))
@@ -322,7 +328,7 @@ class AdminSession:
                 raise InvalidError(action=action, cause=f"the cluster does not support {needs}", kafka_error="UNSUPPORTED_VERSION") from exc
             raise
 
-    def ask_every_broker(self, action: str, api: str, fields: dict[str, Any], low: int, high: int, loading: str) -> list[tuple[int, Any]]:
+    def ask_every_broker(self, action: str, api: Api[Q, R], fields: Q, low: int, high: int, loading: str) -> list[tuple[int, R]]:
         """(broker id, answer) of every broker to `api` through the wire client (wire.
         ask_every_broker: a coordinator still loading is asked again until --timeout)."""
         from kctl.admin.client.wire import ask_every_broker

@@ -34,7 +34,13 @@ from kctl.messages.errors import error_name
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
     import socket
-    from typing import Any
+    from typing import Any, TypeVar
+
+    from kctl.messages import types as t
+    from kctl.messages.apis import Api
+
+    Q = TypeVar("Q")
+    R = TypeVar("R")
 
 
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
@@ -391,7 +397,7 @@ class WireClient:
         """The cluster's brokers (a Metadata request for no topics)."""
         return sorted(b.node_id for b in self.metadata([], deadline).brokers)
 
-    def metadata(self, topics: Sequence[str] | None, deadline: float, *, topic_ids: bool = True, create: bool = False) -> codec.Struct:
+    def metadata(self, topics: Sequence[str] | None, deadline: float, *, topic_ids: bool = True, create: bool = False) -> t.MetadataResponse:
         """A Metadata answer for `topics` (None: every topic; never creating one unless
         `create`), its brokers learnt. Without `topic_ids`, version 9 at most: the answer has
         no topic ids, whose decoding imports uuid (2 ms of a read that does not show them)."""
@@ -443,11 +449,13 @@ class WireClient:
         why = _describe(causes[-1]) if causes else "no bootstrap server given"
         return UnreachableError(action=action, cause=f"cluster unreachable at {self.settings.bootstrap_servers}: {why}", hint=_REACH_HINT)
 
-    def fan_out(self, requests: Sequence[tuple[Any, str, dict[str, Any], int | None, int | None]], deadline: float) -> list[codec.Struct]:
-        """Send every request — (node id or None for any broker, API name, fields, lowest
-        and highest version) — before reading any answer; the answers in order."""
+    def fan_out(self, requests: Sequence[tuple[Any, Api[Any, R], Any, int | None, int | None]], deadline: float) -> list[R]:
+        """Send every request — (node id or None for any broker, API, fields or a function
+        of the version giving them, lowest and highest version) — before reading any
+        answer; the answers (codec.Structs, typed by the API) in order."""
         sent = []
-        for node_id, name, fields, low, high in requests:
+        for node_id, api, fields, low, high in requests:
+            name = api.name
             connection = self.bootstrap(deadline) if node_id is None else self.node(node_id, deadline)
             try:
                 version = connection.version(name, low, high)
@@ -455,7 +463,7 @@ class WireClient:
                 # UNSUPPORTED_VERSION: what a broker without the API would answer.
                 raise InvalidError(cause=f"the cluster does not support {name}: {exc}", kafka_error="UNSUPPORTED_VERSION") from exc
             sent.append((connection, connection.send(name, version, fields(version) if callable(fields) else fields, deadline)))
-        return [connection.receive(correlation, deadline) for connection, correlation in sent]
+        return [connection.receive(correlation, deadline) for connection, correlation in sent]  # type: ignore[misc]
 
     def deadline(self) -> float:
         return time.monotonic() + self.timeout
@@ -491,8 +499,8 @@ def _describe(exc: BaseException) -> str:
     return f"_TRANSPORT: {exc}"
 
 
-def ask_every_broker(wire: WireClient, action: str, api: str, fields: dict[str, Any], low: int, high: int,
-                     loading: str) -> list[tuple[int, Any]]:
+def ask_every_broker(wire: WireClient, action: str, api: Api[Q, R], fields: Q, low: int, high: int,
+                     loading: str) -> list[tuple[int, R]]:
     """(broker id, answer) of every broker to `api`, all asked at once. While one answers
     that a coordinator is loading, not elected yet or has moved (COORDINATOR_RETRIABLE,
     after a restart or a leader change), every broker is asked again until --timeout, as
@@ -504,7 +512,7 @@ def ask_every_broker(wire: WireClient, action: str, api: str, fields: dict[str, 
     def ask() -> list[tuple[int, Any]] | None:
         deadline = wire.deadline()
         nodes = wire.brokers(deadline)
-        answers = wire.fan_out([(node, api, fields, low, high) for node in nodes], deadline)
+        answers: list[Any] = wire.fan_out([(node, api, fields, low, high) for node in nodes], deadline)  # each has an error code
         for answer in answers:
             if answer.error_code:
                 if error_name(answer.error_code) in COORDINATOR_RETRIABLE:

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from kctl.admin.client.kafka import DeliveryFailure
 from kctl.admin.client.wire import WireClient
 from kctl.errors import KctlError
-from kctl.messages import codec
+from kctl.messages import apis, codec
 from kctl.messages import records as batches
 from kctl.messages.errors import ERRORS, error_name
 from kctl.partitioner import partition_of
@@ -168,7 +168,7 @@ class WireProducer:
         fields = {"transactional_id": None, "transaction_timeout_ms": -1, "producer_id": -1, "producer_epoch": -1}
         while True:
             try:
-                (answer,) = wire.fan_out([(None, "InitProducerId", fields, 0, 4)], deadline)
+                (answer,) = wire.fan_out([(None, apis.INIT_PRODUCER_ID, fields, 0, 4)], deadline)
                 cause = None if not answer.error_code else _Outcome.of_code(answer.error_code)
             except (OSError, codec.CodecError) as exc:
                 wire.close()
@@ -213,7 +213,7 @@ class WireProducer:
         for leader, partitions in by_leader.items():
             fields = {"transactional_id": None, "acks": -1, "timeout_ms": int(max(0.1, deadline - time.monotonic()) * 1000),
                       "topic_data": [{"name": self._topic, "partition_data": [{"index": p, "records": pending[p]} for p in partitions]}]}
-            requests.append((leader, "Produce", fields, 3, 12))  # v13 names topics by id only
+            requests.append((leader, apis.PRODUCE, fields, 3, 12))  # v13 names topics by id only
         for answer in wire.fan_out(requests, deadline):
             for response in answer.responses:
                 for p in response.partition_responses:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from kctl.admin.client.session import AdminSession
 from kctl.errors import KctlError
+from kctl.messages import apis
 from kctl.values import Value
 
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
     from typing import Any
+
+    from kctl.messages.apis import Api
+
 
 
 class BrokerInfo(Value):
@@ -70,7 +74,7 @@ def active_controller(session: AdminSession, reported: int | None, quorum: Any =
             return reported
         wire = session.wire
         try:
-            (quorum,) = wire.call("describe metadata quorum", lambda: wire.fan_out([(None, "DescribeQuorum", _QUORUM, *_QUORUM_VERSIONS)], wire.deadline()))
+            (quorum,) = wire.call("describe metadata quorum", lambda: wire.fan_out([(None, apis.DESCRIBE_QUORUM, _QUORUM, *_QUORUM_VERSIONS)], wire.deadline()))
         except KctlError:
             return None
     if quorum.error_code:
@@ -96,9 +100,9 @@ def describe_cluster(session: AdminSession) -> ClusterInfo:
 
     wire = session.wire
     # Both asked at once (one round trip, not two) where the cluster has DescribeQuorum.
-    requests: list[tuple[int | None, str, Any, int, int]] = [(None, "DescribeCluster", {}, 0, 2)]
+    requests: list[tuple[int | None, Api[Any, Any], Any, int, int]] = [(None, apis.DESCRIBE_CLUSTER, {}, 0, 2)]
     if _has_quorum(session):
-        requests.append((None, "DescribeQuorum", _QUORUM, *_QUORUM_VERSIONS))
+        requests.append((None, apis.DESCRIBE_QUORUM, _QUORUM, *_QUORUM_VERSIONS))
     result, *quorum = wire.call("describe cluster", lambda: wire.fan_out(requests, wire.deadline()))
     if result.error_code:
         raise for_kafka_code(result.error_code, result.error_message, "describe cluster")
@@ -128,7 +132,7 @@ def registered_brokers(session: AdminSession) -> list[BrokerState]:
     from kctl.admin.client.errors import for_kafka_code
 
     action = "list brokers with the fenced ones"
-    result = session.ask(action, "DescribeCluster", {"include_fenced_brokers": True}, 2, 2,
+    result = session.ask(action, apis.DESCRIBE_CLUSTER, {"include_fenced_brokers": True}, 2, 2,
                          needs="listing fenced brokers (DescribeCluster v2, Kafka 4.0+)")
     if result.error_code:
         raise for_kafka_code(result.error_code, result.error_message, action)

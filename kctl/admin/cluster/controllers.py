@@ -20,6 +20,11 @@ from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.admin.cluster.features import Quorum, describe_quorum
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError, NotFoundError, TimeoutError_
+from kctl.messages import apis
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from kctl.messages import types as t
 
 NEEDS_DYNAMIC = "controller membership changes (KIP-853, Kafka 3.9+)"
 _CONTROLLERS = 2  # DescribeCluster's endpoint type for controllers (KIP-919)
@@ -143,17 +148,19 @@ def apply(session: AdminSession, plan: VoterChange, *, wait: bool = True) -> Vot
     action = f"{plan.change} controller {plan.node_id}"
     cluster_id = _cluster_id(session)
     if plan.change == "add":
-        listeners = []
+        listeners: list[t.AddRaftVoterRequestListener] = []
         for endpoint in plan.endpoints:
             name, _, address = endpoint.partition("://")
             host, _, port = address.rpartition(":")
             listeners.append({"name": name, "host": host.strip("[]"), "port": int(port)})
-        fields = {"cluster_id": cluster_id, "timeout_ms": int(session.timeout * 1000), "voter_id": plan.node_id,
-                  "voter_directory_id": _uuid_bytes(plan.directory_id), "listeners": listeners, "ack_when_committed": True}
-        answer = session.ask(action, "AddRaftVoter", fields, 0, 1, needs=NEEDS_DYNAMIC)
+        adding: t.AddRaftVoterRequest = {
+            "cluster_id": cluster_id, "timeout_ms": int(session.timeout * 1000), "voter_id": plan.node_id,
+            "voter_directory_id": _uuid_bytes(plan.directory_id), "listeners": listeners, "ack_when_committed": True}
+        answer: t.AddRaftVoterResponse | t.RemoveRaftVoterResponse = session.ask(action, apis.ADD_RAFT_VOTER, adding, 0, 1, needs=NEEDS_DYNAMIC)
     else:
-        fields = {"cluster_id": cluster_id, "voter_id": plan.node_id, "voter_directory_id": _uuid_bytes(plan.directory_id)}
-        answer = session.ask(action, "RemoveRaftVoter", fields, 0, 0, needs=NEEDS_DYNAMIC)
+        removing: t.RemoveRaftVoterRequest = {"cluster_id": cluster_id, "voter_id": plan.node_id,
+                                              "voter_directory_id": _uuid_bytes(plan.directory_id)}
+        answer = session.ask(action, apis.REMOVE_RAFT_VOTER, removing, 0, 0, needs=NEEDS_DYNAMIC)
     if answer.error_code:
         raise for_kafka_code(answer.error_code, getattr(answer, "error_message", None), action)
     if not wait:

@@ -23,6 +23,7 @@ from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.admin.cluster.replication import PartitionMove, assignments, generate, list_reassignments
 from kctl.errors import InvalidError, NotFoundError
+from kctl.messages import apis
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,7 +115,7 @@ def unregister(session: AdminSession, broker: int, *, force: bool = False, confi
         raise NotFoundError(action=action, cause=f"broker {broker} is not registered")
     if confirm is not None:
         confirm()
-    answer = session.ask(action, "UnregisterBroker", {"broker_id": broker}, 0, 0,
+    answer = session.ask(action, apis.UNREGISTER_BROKER, {"broker_id": broker}, 0, 0,
                          needs="unregistering brokers (UnregisterBroker, Kafka 3.0+ in KRaft mode)")
     if answer.error_code:
         raise for_kafka_code(answer.error_code, answer.error_message, action)

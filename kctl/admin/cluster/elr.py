@@ -13,6 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kctl.admin.client.session import AdminSession
+from kctl.messages import apis
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    pass
 
 DESCRIBE_TOPIC_PARTITIONS = 75
 # What one answer may hold (the brokers' max.request.partition.size.limit, 2000 by default):
@@ -44,13 +49,15 @@ def eligible_leaders(session: AdminSession, partition_counts: Mapping[str, int]
     action = "describe eligible leader replicas"
     pending: list[tuple[list[str], dict | None]] = [(names, None) for names in batches]
     while pending:
-        requests = [(None, "DescribeTopicPartitions",
+        requests = [(None, apis.DESCRIBE_TOPIC_PARTITIONS,
                      {"topics": [{"name": n} for n in names], "response_partition_limit": BATCH_PARTITIONS, "cursor": cursor}, 0, 0)
                     for names, cursor in pending]
         answers = session.ask_all(action, requests, needs=NEEDS_ELR)
         following: list[tuple[list[str], dict | None]] = []
         for (names, _cursor), answer in zip(pending, answers):
             for topic in answer.topics:
+                if topic.name is None:  # Kafka names every topic asked for by name
+                    continue
                 for p in topic.partitions:
                     found[(topic.name, p.partition_index)] = (tuple(p.eligible_leader_replicas or ()), tuple(p.last_known_elr or ()))
             cursor = answer.next_cursor

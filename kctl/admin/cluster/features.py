@@ -19,6 +19,13 @@ from dataclasses import dataclass, replace
 from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, UsageError
+from kctl.messages import apis
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kctl.messages import types as t
 
 # Kafka's MetadataVersion levels and names (server-common MetadataVersion, production
 # versions of Apache Kafka 4.4). tests/admin/test_feature_tables.py checks both tables
@@ -157,7 +164,7 @@ def describe_features(session: AdminSession) -> list[Feature]:
     action = "describe features"
     nodes = session.brokers(action)
     fields = {"client_software_name": "kctl", "client_software_version": "1"}
-    responses = dict(zip(nodes, session.ask_all(action, [(node, "ApiVersions", fields, 3, 4) for node in nodes], needs=_NEEDS_FEATURES)))
+    responses = dict(zip(nodes, session.ask_all(action, [(node, apis.API_VERSIONS, fields, 3, 4) for node in nodes], needs=_NEEDS_FEATURES)))
     supported: dict[str, list[tuple[int, int] | None]] = {}
     finalized: dict[str, int] = {}
     epoch = None
@@ -219,7 +226,7 @@ def update_features(session: AdminSession, plan: Sequence[FeatureUpdate], *, val
     if not changes:
         return list(plan)
     codes = {"upgrade": 1, "safe-downgrade": 2, "unsafe-downgrade": 3}
-    fields = {
+    fields: t.UpdateFeaturesRequest = {
         "timeout_ms": int(session.timeout * 1000),
         "feature_updates": [{"feature": u.feature, "max_version_level": u.to_level, "upgrade_type": codes[u.upgrade_type]} for u in changes],
         "validate_only": validate_only,
@@ -229,7 +236,7 @@ def update_features(session: AdminSession, plan: Sequence[FeatureUpdate], *, val
     # and upgrade_type need it (a broker without it cannot dry-run safely), and version 2
     # answers for the whole request only, where 1 says which feature failed. Sent again
     # after a dropped connection, it asks for the same levels: no harm.
-    response = session.ask(action, "UpdateFeatures", fields, 1, 1, needs=_NEEDS_FEATURES)
+    response = session.ask(action, apis.UPDATE_FEATURES, fields, 1, 1, needs=_NEEDS_FEATURES)
     if response.error_code:
         raise for_kafka_code(response.error_code, response.error_message, action)
     failed = {r.feature: (r.error_code, r.error_message) for r in response.results or () if r.error_code}
@@ -252,12 +259,14 @@ def update_features(session: AdminSession, plan: Sequence[FeatureUpdate], *, val
 def describe_quorum(session: AdminSession) -> Quorum:
     """The metadata quorum as its leader sees it."""
     action = "describe the metadata quorum"
-    request = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+    request: t.DescribeQuorumRequest = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
     # Any broker forwards DescribeQuorum to the active controller; the same broker's
     # ApiVersions (sent before either answer is read) has the finalized kraft.version.
-    versions = {"client_software_name": "kctl", "client_software_version": "1"}
-    answer, features = session.ask_all(action, [(None, "DescribeQuorum", request, 0, 2), (None, "ApiVersions", versions, 3, 4)],
-                                       needs=_NEEDS_QUORUM)
+    versions: t.ApiVersionsRequest = {"client_software_name": "kctl", "client_software_version": "1"}
+    answers: list[Any] = session.ask_all(action, [(None, apis.DESCRIBE_QUORUM, request, 0, 2), (None, apis.API_VERSIONS, versions, 3, 4)],
+                                         needs=_NEEDS_QUORUM)
+    answer: t.DescribeQuorumResponse = answers[0]
+    features: t.ApiVersionsResponse = answers[1]
     if answer.error_code:
         raise for_kafka_code(answer.error_code, getattr(answer, "error_message", None), action)
     partition = answer.topics[0].partitions[0]

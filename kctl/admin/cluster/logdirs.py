@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.session import AdminSession
 from kctl.errors import NotFoundError
+from kctl.messages import apis
 from kctl.messages.errors import error_name
 
 
@@ -50,7 +51,7 @@ def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brok
             raise no_such_topic(f"describe log dirs of topic {topic}", topic)
     asked = [{"topic": t, "partitions": sorted(metadata.topics[t].partitions)} for t in dict.fromkeys(topics)] if topics else None
     nodes = sorted(brokers or metadata.brokers)
-    answers = session.ask_all(action, [(node, "DescribeLogDirs", {"topics": asked}, 1, 5) for node in nodes])
+    answers = session.ask_all(action, [(node, apis.DESCRIBE_LOG_DIRS, {"topics": asked}, 1, 5) for node in nodes])
     dirs, replicas = [], []
     for broker, answer in zip(nodes, answers):
         if getattr(answer, "error_code", 0):

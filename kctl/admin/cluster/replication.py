@@ -27,7 +27,12 @@ from typing import Any
 from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial
+from kctl.messages import apis
 from kctl.polling import poll
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from kctl.messages import types as t
 
 THROTTLE_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -318,11 +323,11 @@ def _alter_reassignments(session: AdminSession, targets: dict[tuple[str, int], l
     """AlterPartitionReassignments (to the controller, through any broker): each partition's
     new replicas, or None to cancel its move. The partitions Kafka refused, with why. A
     request sent again after a dropped connection asks for the same replicas: no harm."""
-    by_topic: dict[str, list[dict]] = {}
+    by_topic: dict[str, list[t.AlterPartitionReassignmentsRequestReassignablePartition]] = {}
     for (topic, partition), replicas in targets.items():
         by_topic.setdefault(topic, []).append({"partition_index": partition, "replicas": replicas})
-    fields = {"timeout_ms": int(session.timeout * 1000), "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-    answer = session.ask(action, "AlterPartitionReassignments", fields, 0, 1, needs="partition reassignment (KIP-455)")
+    fields: t.AlterPartitionReassignmentsRequest = {"timeout_ms": int(session.timeout * 1000), "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+    answer = session.ask(action, apis.ALTER_PARTITION_REASSIGNMENTS, fields, 0, 1, needs="partition reassignment (KIP-455)")
     if answer.error_code:
         raise for_kafka_code(answer.error_code, answer.error_message, action)
     return {(t.name, p.partition_index): for_kafka_code(p.error_code, p.error_message, f"{action.split()[0]} {t.name}-{p.partition_index}")
@@ -349,7 +354,7 @@ def preview(moves: Sequence[PartitionMove]) -> list[MoveRow]:
 def list_reassignments(session: AdminSession) -> list[Reassignment]:
     """The cluster's reassignments in progress (ListPartitionReassignments)."""
     action = "list reassignments"
-    answer = session.ask(action, "ListPartitionReassignments", {"timeout_ms": int(session.timeout * 1000), "topics": None}, 0, 0,
+    answer = session.ask(action, apis.LIST_PARTITION_REASSIGNMENTS, {"timeout_ms": int(session.timeout * 1000), "topics": None}, 0, 0,
                          needs="partition reassignment (KIP-455)")
     if answer.error_code:
         raise for_kafka_code(answer.error_code, answer.error_message, action)

@@ -24,7 +24,12 @@ from kctl.admin.client.coordinators import TRANSACTION, per_coordinator
 from kctl.admin.client.errors import for_kafka_code, no_such_topic
 from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial
+from kctl.messages import apis
 from kctl.messages.errors import error_name
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from kctl.messages import types as t
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,9 @@ _NEEDS = "the transaction admin APIs (ListTransactions, DescribeTransactions, De
 def list_transactions(session: AdminSession) -> list[Transaction]:
     """Every transactional id the coordinators hold (ListTransactions to every broker)."""
     try:
-        answers = session.ask_every_broker("list transactions", "ListTransactions", {}, 0, 2, "a transaction coordinator was still loading")
+        everything: t.ListTransactionsRequest = {}
+        answers = session.ask_every_broker("list transactions", apis.LIST_TRANSACTIONS, everything, 0, 2,
+                                           "a transaction coordinator was still loading")
     except KctlError as exc:
         raise _without_api(exc, "list transactions") from exc
     rows = [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node) for node, answer in answers for t in answer.transaction_states]
@@ -103,7 +110,7 @@ def describe_transactions(session: AdminSession, transactional_ids: Sequence[str
     now = int(time.time() * 1000)
     ids = list(dict.fromkeys(transactional_ids))
     try:
-        described = per_coordinator(session, TRANSACTION, ids, lambda ids: ("DescribeTransactions", {"transactional_ids": ids}, 0, 0),
+        described = per_coordinator(session, TRANSACTION, ids, lambda ids: (apis.DESCRIBE_TRANSACTIONS, {"transactional_ids": ids}, 0, 0),
                                     lambda r: ((t.transactional_id, t) for t in r.transaction_states), "describe transactions")
     except KctlError as exc:
         raise _without_api(exc, "describe transactions") from exc
@@ -166,7 +173,7 @@ def list_producers(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> l
         return []
     action = "describe producers"
     by_leader = _leaders(session, pairs, action)
-    requests = [(leader, "DescribeProducers", {"topics": [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(owned).items()]}, 0, 0)
+    requests = [(leader, apis.DESCRIBE_PRODUCERS, {"topics": [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(owned).items()]}, 0, 0)
                 for leader, owned in by_leader.items()]
     answers = session.ask_all(action, requests, needs=_NEEDS)
     rows = []
@@ -254,10 +261,10 @@ def abort(session: AdminSession, producer: Producer) -> None:
     where = (producer.topic, producer.partition)
     action = f"abort the transaction of producer {producer.producer_id} on {producer.topic}:{producer.partition}"
     leader = next(iter(_leaders(session, [where], action)))
-    marker = {"producer_id": producer.producer_id, "producer_epoch": producer.producer_epoch, "transaction_result": False,
+    marker: t.WriteTxnMarkersRequestWritableTxnMarker = {"producer_id": producer.producer_id, "producer_epoch": producer.producer_epoch, "transaction_result": False,
               "topics": [{"name": producer.topic, "partition_indexes": [producer.partition]}],
               "coordinator_epoch": producer.coordinator_epoch}
-    answer = session.ask(action, "WriteTxnMarkers", {"markers": [marker]}, 1, 1, node=leader, needs=_NEEDS)
+    answer = session.ask(action, apis.WRITE_TXN_MARKERS, {"markers": [marker]}, 1, 1, node=leader, needs=_NEEDS)
     for result in answer.markers:
         for t in result.topics:
             for part in t.partitions:

@@ -14,13 +14,29 @@ committed partitions (earliest and latest). kctl never joins a group.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kctl.admin.client.errors import no_such_topic
 from kctl.admin.client.session import AdminSession, topic_missing
 from kctl.admin.groups import protocol
 from kctl.admin.groups.models import TYPES, GroupDescription, GroupResult, GroupSummary, OffsetDeletion
 from kctl.errors import GroupActiveError, KctlError, NotFoundError, Partial, Resource
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Protocol, TypeVar
+
+    class _Described(Protocol):
+        """What a description of any type of group says."""
+
+        @property
+        def error_code(self) -> int: ...
+        @property
+        def group_state(self) -> str: ...
+        @property
+        def members(self) -> Sequence[object]: ...
+
+    G = TypeVar("G", bound=_Described)
 
 # The API that describes each newer group type, and the Apache Kafka release that has it
 # on by default (a 3.9 cluster, or kctl's bundled broker, has neither share nor streams groups).
@@ -57,16 +73,20 @@ def _summaries(session: AdminSession, listed: dict[str, dict]) -> dict[str, Grou
     by_type: dict[str, list[str]] = {}
     for group_id, entry in listed.items():
         by_type.setdefault(listed_type(entry), []).append(group_id)
-    out = {}
-    for kind, describe in (("classic", protocol.classic_group_describe), ("consumer", protocol.consumer_group_describe),
-                           ("share", protocol.share_group_describe), ("streams", protocol.streams_group_describe)):
-        for group_id, (raw, node) in describe(session, by_type.get(kind, [])).items():
+    out: dict[str, GroupSummary] = {}
+
+    def summarize(kind: str, described: dict[str, tuple[G, int]], assignor: Callable[[G], str | None]) -> None:
+        for group_id, (raw, node) in described.items():
             if raw.error_code:
                 continue
-            assignor = raw.protocol_data if kind == "classic" else getattr(raw, "assignor_name", None)
             out[group_id] = GroupSummary(
                 group=group_id, state=listed[group_id].get("group_state") or raw.group_state, type=kind,
-                members=len(raw.members), protocol=assignor or None, coordinator=node)
+                members=len(raw.members), protocol=assignor(raw) or None, coordinator=node)
+
+    summarize("classic", protocol.classic_group_describe(session, by_type.get("classic", [])), lambda g: g.protocol_data)
+    summarize("consumer", protocol.consumer_group_describe(session, by_type.get("consumer", [])), lambda g: g.assignor_name)
+    summarize("share", protocol.share_group_describe(session, by_type.get("share", [])), lambda g: g.assignor_name)
+    summarize("streams", protocol.streams_group_describe(session, by_type.get("streams", [])), lambda _g: None)
     return out
 
 

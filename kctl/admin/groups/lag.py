@@ -263,13 +263,13 @@ def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dic
                                           owners=owners[group_id], offsets={k: o for k, (o, _md) in offsets.items()})
     described_shares = protocol.share_group_describe(session, of_kind["share"])
     share_offsets = protocol.share_group_offsets(session, of_kind["share"])
-    for group_id, (raw, _node) in described_shares.items():
-        if raw.error_code:
-            errors[group_id] = described_error(group_id, raw, "compute lag of group")
+    for group_id, (shared, _node) in described_shares.items():
+        if shared.error_code:
+            errors[group_id] = described_error(group_id, shared, "compute lag of group")
             continue
         starts = share.start_offsets(share_offsets.get(group_id, (None,))[0])
         inputs[group_id] = _LagInputs(
-            state=raw.group_state, members=len(raw.members), owners={},
+            state=shared.group_state, members=len(shared.members), owners={},
             offsets={k: start for k, (start, _lag) in starts.items()},
             kafka_lag={k: lag for k, (_start, lag) in starts.items() if lag is not None})
     return inputs, errors

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.errors import UsageError
+from kctl.messages import apis
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from kctl.messages import types as t
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 # An entity's default (Kafka: entity name null) is shown and written as this.
@@ -108,7 +113,7 @@ def parse_value(key: str, text: str) -> float:
 # -- describe --------------------------------------------------------------------------------
 
 
-def _component(kind: str, name: str | None) -> dict:
+def _component(kind: str, name: str | None) -> t.DescribeClientQuotasRequestComponentData:
     if name is None:
         return {"entity_type": kind, "match_type": MATCH_ANY, "match": None}
     if name == DEFAULT:
@@ -118,8 +123,8 @@ def _component(kind: str, name: str | None) -> dict:
 
 def _describe(session: AdminSession, components: Sequence[tuple[str, str | None]], strict: bool) -> list[Quota]:
     action = "describe client quotas"
-    fields = {"components": [_component(k, n) for k, n in components], "strict": strict}
-    response = session.ask(action, "DescribeClientQuotas", fields, 0, 1, needs=_NEEDS)
+    fields: t.DescribeClientQuotasRequest = {"components": [_component(k, n) for k, n in components], "strict": strict}
+    response = session.ask(action, apis.DESCRIBE_CLIENT_QUOTAS, fields, 0, 1, needs=_NEEDS)
     if response.error_code:
         raise for_kafka_code(response.error_code, response.error_message, action)
     quotas = []
@@ -206,12 +211,12 @@ def _user_client_chain(entity: Entity) -> list[Entity]:
 def alter_quotas(session: AdminSession, entity: Entity, set_values: Mapping[str, float], remove: Sequence[str], dry_run: bool) -> None:
     """Set and remove quotas of one entity; every other quota of it stays as it is.
     With dry_run the broker validates the change (validate_only) and applies nothing."""
-    ops = [{"key": k, "value": v, "remove": False} for k, v in set_values.items()]
+    ops: list[t.AlterClientQuotasRequestOpData] = [{"key": k, "value": v, "remove": False} for k, v in set_values.items()]
     ops += [{"key": k, "value": 0.0, "remove": True} for k in remove]
-    entity_data = [{"entity_type": k, "entity_name": n} for k, n in entity.parts()]
+    entity_data: list[t.AlterClientQuotasRequestEntityData] = [{"entity_type": k, "entity_name": n} for k, n in entity.parts()]
     action = f"alter the quotas of {entity}"
     # Sent again after a dropped connection, it sets the same values: no harm.
-    response = session.ask(action, "AlterClientQuotas", {"entries": [{"entity": entity_data, "ops": ops}], "validate_only": dry_run},
+    response = session.ask(action, apis.ALTER_CLIENT_QUOTAS, {"entries": [{"entity": entity_data, "ops": ops}], "validate_only": dry_run},
                            0, 1, needs=_NEEDS)
     for entry in response.entries:
         if entry.error_code:

@@ -17,6 +17,7 @@ from kctl.admin.client.kafka import CONFIG_SOURCES
 from kctl.admin.client.session import AdminSession, unknown_topic
 from kctl.config.secrets import MASK
 from kctl.errors import InvalidError, KctlError, NotFoundError, Partial, UsageError
+from kctl.messages import apis
 from kctl.values import Value
 
 # kctl's entity types -> Kafka's ConfigResource type names.
@@ -156,7 +157,7 @@ def _not_found_for_unknown(error: KctlError, entity_type: str, name: str) -> Kct
 def list_subscriptions(session: AdminSession) -> list[str]:
     """Names of the cluster's client-metrics subscriptions (ListConfigResources, KIP-714 and
     KIP-1142; version 0 is Kafka 3.7-4.0's ListClientMetricsResources)."""
-    answer = session.ask("list client-metrics subscriptions", "ListConfigResources",
+    answer = session.ask("list client-metrics subscriptions", apis.LIST_CONFIG_RESOURCES,
                          {"resource_types": [_RESOURCE_TYPES["client-metrics"]]}, 0, 1, needs=_needs("client-metrics"))
     if answer.error_code:
         raise for_kafka_code(answer.error_code, None, "list client-metrics subscriptions")
@@ -184,7 +185,7 @@ def _describe_on_wire(session, entity_type, names):
             continue
         fields = {"resources": [{"resource_type": _RESOURCE_TYPES[entity_type], "resource_name": name, "configuration_keys": None}]}
         try:
-            answer = session.ask(action, "DescribeConfigs", fields, 1, 4, node=_node(entity_type, name), needs=_needs(entity_type))
+            answer = session.ask(action, apis.DESCRIBE_CONFIGS, fields, 1, 4, node=_node(entity_type, name), needs=_needs(entity_type))
         except KctlError as exc:
             errors[key] = exc
             continue
@@ -287,7 +288,7 @@ def _alter_on_wire(session, entity_type, names, changes, validate_only):
         raise InvalidError(action="alter broker-logger configs", cause="loggers take {sets} and {deletes} only")
     configs = [{"name": c.name, "config_operation": OPERATIONS.index(c.operation), "value": c.value} for c in changes]
     action = f"alter {entity_type} configs"
-    requests = [(_node(entity_type, name), "IncrementalAlterConfigs",
+    requests = [(_node(entity_type, name), apis.INCREMENTAL_ALTER_CONFIGS,
                  {"resources": [{"resource_type": _RESOURCE_TYPES[entity_type], "resource_name": name, "configs": configs}],
                   "validate_only": validate_only}, 0, 1)
                 for name in names]
