@@ -42,7 +42,7 @@ class Value:
         return tuple(getattr(self, name) for name in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._fields() == other._fields()  # type: ignore[attr-defined]
+        return type(other) is type(self) and self._fields() == other._fields()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, *self._fields()))
@@ -53,7 +53,7 @@ class Value:
 
 def replace(value: V, **changes: Any) -> V:
     """A copy of `value` with some fields changed, as dataclasses.replace makes one."""
-    return type(value)(**{name: changes.get(name, getattr(value, name)) for name in value.__slots__})  # type: ignore[call-arg]
+    return type(value)(**{name: changes.get(name, getattr(value, name)) for name in value.__slots__})
 
 
 def fields(value: Value | type[Value]) -> tuple[str, ...]:

@@ -76,10 +76,12 @@ class BrokerProcess:
                 self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=log, start_new_session=self.detach, close_fds=True,
                 preexec_fn=self.preexec_fn, env={**os.environ, **self.env} if self.env else None)
+        stdout = self.process.stdout
+        assert stdout is not None  # a pipe: Popen(stdout=PIPE)
         try:
-            line = _read_line(self.process.stdout, time.monotonic() + timeout)
+            line = _read_line(stdout, time.monotonic() + timeout)
         finally:
-            self.process.stdout.close()
+            stdout.close()
         if line.startswith(READY_PREFIX):
             self.bootstrap, *self.listeners = line[len(READY_PREFIX):].split()
             return self.bootstrap

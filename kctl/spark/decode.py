@@ -199,7 +199,7 @@ def _json_type(schema, root, depth: int):
         return pa.struct([pa.field(name, _json_type(sub, root, depth + 1)) for name, sub in schema["properties"].items()])
     if kind == "array" and isinstance(schema.get("items"), dict):
         return pa.list_(_json_type(schema["items"], root, depth + 1))
-    return {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}.get(kind) or _json_text()
+    return {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}.get(kind or "") or _json_text()
 
 
 # -- the plan as kctl_kafka options ---------------------------------------------------------

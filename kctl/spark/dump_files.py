@@ -19,6 +19,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # Rows per row group: pyarrow's write_batch makes a row group of every batch (10,000
 # records), so batches are gathered into groups of about 64 MiB before writing.
@@ -57,7 +58,7 @@ def write_files(batches, directory: str, stem: str, max_records_per_file: int) -
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    writer = None
+    writer: Any = None  # a pyarrow ParquetWriter once a file is open
     temporary = ""
     sequence = in_file = total = 0
     pending: list = []

@@ -226,7 +226,7 @@ class Progress:
                 done, size = self._sample(tracker)
             except Exception:  # the context is shutting down, or the cluster did not answer
                 continue
-            if done is not None and done >= self.done:
+            if done is not None and done >= self.done and self.report is not None:
                 self.done = min(done, self.total)
                 self.report(self.done, self.total, size)
 

@@ -86,7 +86,7 @@ def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[
                 topics[name] = metadata.topics[name]
     except KafkaException as exc:
         raise _fail(exc) from None
-    pairs = []
+    pairs: list[tuple[str, Any]] = []
     for name, topic in sorted(topics.items()):
         if topic.error is not None:
             if topic.error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):

@@ -129,6 +129,7 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: 
         ranges = [{k: p[k] for k in ("topic", "partition", "start_offset", "end_offset")} for p in manifest["partitions"]]
         ordered = manifest["format"] == "parquet"
         return lambda: in_window(frames.load_dump(spark, Path(request.from_dump), manifest, ordered=True)), {"dump": str(request.from_dump), "topics": manifest["topics"], "partitions": ranges, "ordered": ordered}
+    assert request.from_topic is not None  # a replay reads a dump or a topic
     options = frames.source_options(
         kafka, [request.from_topic], include_headers=True,
         startingTimestamp=None if request.since_ms is None else str(request.since_ms),

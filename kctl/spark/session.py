@@ -104,7 +104,7 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
                 active.conf.set(key, value)
             except Exception as exc:  # a static setting (spark.jars, memory) is fixed at start-up
                 raise ConfigError(action=f"set --spark-conf {key} on the running Spark session", cause=f"{str(exc).splitlines()[0]}") from None
-        active._kctl_conf = set(conf)
+        active._kctl_conf = set(conf)  # type: ignore[attr-defined]  # kctl's note on the session
         _register(active)
         return active
     builder = SparkSession.builder.appName("kctl")
@@ -163,7 +163,7 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
         if not root.handlers:
             root.addHandler(logging.NullHandler())
     _cancel_on_interrupt(session)
-    session._kctl_conf = set(conf)  # what the user chose, for size_shuffles
+    session._kctl_conf = set(conf)  # type: ignore[attr-defined]  # what the user chose, for size_shuffles
     _register(session)
     return session
 

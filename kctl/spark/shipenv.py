@@ -81,7 +81,7 @@ def packed_environment(cache: Path, note: Callable[[str], None] = lambda _: None
     site = _site_packages_target()
     from packaging.utils import canonicalize_name
 
-    installed = {canonicalize_name(d.metadata["Name"]): d for d in metadata.distributions(path=[os.path.join(sys.prefix, site)])}
+    installed = {str(canonicalize_name(d.metadata["Name"])): d for d in metadata.distributions(path=[os.path.join(sys.prefix, site)])}
     if "kctl" not in installed:
         raise ConfigError(action="ship the environment", cause=f"kctl is not installed in {sys.prefix}",
                           hint="pip install 'kctl[spark]' (or pip install -e '.[spark]' in a checkout) into it")

@@ -162,7 +162,7 @@ def sql_error(exc, tables: Tables, original: str) -> KctlError:
     """One line for a query Spark refused: its message and where in the query."""
     message = _spark_message(exc)
     where = None
-    contexts = []
+    contexts: list[Any] = []
     with contextlib.suppress(Exception):
         contexts = exc.getQueryContext() or []
     if contexts:
@@ -346,7 +346,7 @@ def resolve(spark, request: SqlRequest, context: Context, tables: Tables):
         except AnalysisException as exc:
             if exc.getCondition() != "TABLE_OR_VIEW_NOT_FOUND":
                 raise sql_error(exc, tables, request.query) from None
-            parts = _relation_parts(exc.getMessageParameters().get("relationName", ""))
+            parts = _relation_parts((exc.getMessageParameters() or {}).get("relationName", ""))
             contexts = exc.getQueryContext() or []
             span = (contexts[0].startIndex(), contexts[0].stopIndex()) if contexts else None
             where = f" ({_where(request.query, tables.original_position(span[0]))})" if span else ""

@@ -36,9 +36,9 @@ def topic_for_name(broker, name: str, auto_create: bool):
     return None, errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def storage_error_message(action: str, exc: OSError) -> str:
+def storage_error_message(action: str, exc: Exception) -> str:
     """One line for a request the disk refused (KAFKA_STORAGE_ERROR), logged and answered."""
-    return f"cannot {action}: {exc.strerror or exc}"
+    return f"cannot {action}: {getattr(exc, 'strerror', None) or exc}"
 
 
 def answer_storage_error(result: dict, action: str, exc: OSError) -> None:

@@ -43,7 +43,9 @@ def validated_configs(entries) -> dict[str, str]:
             raise cfg.InvalidConfig(f"Unknown topic config name: {entry.name}")
         if entry.value is None:
             raise cfg.InvalidConfig(f"Null value not supported for topic configs: {entry.name}")
-        values[entry.name] = cfg.validate(definition, entry.value)
+        validated = cfg.validate(definition, entry.value)
+        assert validated is not None  # a value given validates to a value
+        values[entry.name] = validated
     return values
 
 

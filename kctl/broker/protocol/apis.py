@@ -22,6 +22,10 @@ from dataclasses import dataclass
 
 from kctl.broker.protocol.errors import ProtocolError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 @dataclass(frozen=True, slots=True)
 class Api:
@@ -124,7 +128,7 @@ def api_version_entries() -> list[dict]:
             for a in APIS.values()]
 
 
-def message_class(api: Api, kind: str) -> type:
+def message_class(api: Api, kind: str) -> Any:
     """kafka-python's Request or Response class for an API (imported on first use)."""
     cached = _classes.get((api.key, kind))
     if cached is None:

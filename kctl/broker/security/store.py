@@ -9,6 +9,7 @@ they were and the request is answered with an error.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,7 @@ class SecurityStore:
         self.credentials: dict[tuple[str, str], Credential] = {}  # (user, mechanism)
         self.acls: set[Acl] = set()
         self.quotas: dict[Entity, dict[str, float]] = {}
-        self.listeners = []  # callables told after every change of the ACLs
+        self.listeners: list[Callable[[], None]] = []  # told after every change of the ACLs
 
     def open(self) -> None:
         try:

@@ -72,7 +72,8 @@ class OffsetIndex(_IndexFile):
         entries = self._read_entries()
         if entries is None:
             return False
-        offsets, positions = [], []
+        offsets: list[int] = []
+        positions: list[int] = []
         for relative, position in entries:
             absolute = self.base_offset + relative
             if (offsets and absolute <= offsets[-1]) or position >= log_size or position < 0:
@@ -119,7 +120,8 @@ class TimeIndex(_IndexFile):
         entries = self._read_entries()
         if entries is None:
             return False
-        timestamps, offsets = [], []
+        timestamps: list[int] = []
+        offsets: list[int] = []
         for timestamp, relative in entries:
             if timestamps and (timestamp < timestamps[-1] or relative < 0):
                 return False

@@ -90,6 +90,7 @@ class Journal:
     def write(self, entry: dict) -> None:
         """Append one line, or nothing: raises OSError with the journal unchanged."""
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+        assert self._fd is not None, "the journal is open"
         try:
             write_all(self._fd, line, self._size)
         except OSError:

@@ -364,7 +364,8 @@ class Log:
     def read(self, offset: int, max_bytes: int, min_one: bool, max_offset: int | None = None) -> bytes:
         """Stored batches from `offset`, none at or past `max_offset` (read_committed stops
         at the last stable offset); caller checked log_start_offset <= offset <= LEO."""
-        chunks, remaining = [], max_bytes
+        chunks: list[bytes] = []
+        remaining = max_bytes
         for segment in self._segments_from(offset):
             if max_offset is not None and segment.base_offset >= max_offset:
                 break
