@@ -34,7 +34,7 @@ ALLOWED = {
     "kctl.admin.topics": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.cluster", "kctl.sizes",
                           "kctl.timespec"},
     "kctl.admin.groups": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.timespec", "kctl.admin.client", "kctl.admin.topics"},
-    "kctl.admin.security": {"kctl.errors", "kctl.config", "kctl.sizes", "kctl.admin.client"},
+    "kctl.admin.security": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.sizes", "kctl.admin.client"},
     "kctl.admin.registry": {"kctl.errors", "kctl.config", "kctl.admin.client"},
     # Kafka Connect's REST API; a sink connector's lag is the groups' lag code.
     "kctl.admin.connect": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.groups"},
