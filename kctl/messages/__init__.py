@@ -14,5 +14,8 @@ ShareGroupDescribe, Describe/Alter/DeleteShareGroupOffsets, StreamsGroupDescribe
 ShareFetch, ShareAcknowledge and the ones above) with this codec, and builds kafka-python's
 codec from ConsumerGroupHeartbeat's
 (kctl.broker.protocol.kip848), which kafka-python 3.0 ships no schema for. No wire format
-is written by hand. Update them together with the Kafka version the tests run.
+is written by hand. Update them together with the Kafka version the tests run, then run
+`python -m kctl.devtools gen-docs`: it writes types.py (each answer's fields as a
+Protocol, each request's as a TypedDict) and apis.py (an `Api` per request and answer,
+which types `AdminSession.ask` by the message) from these definitions.
 """

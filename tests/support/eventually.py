@@ -28,21 +28,7 @@ def within(predicate: Callable[[], T], timeout: float, interval: float = 0.2) ->
 
 def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 0.2) -> T:
     """Call `check` until it stops raising AssertionError; its last error if time runs out."""
-    failure: AssertionError | None = None
-
-    def passed() -> tuple[T] | None:
-        nonlocal failure
-        try:
-            return (check(),)  # a tuple: true even when check returns None
-        except AssertionError as exc:
-            failure = exc
-            return None
-
-    result = within(passed, timeout, interval)
-    if result is None:
-        assert failure is not None
-        raise failure
-    return result[0]
+    return _again_while(check, lambda exc: isinstance(exc, AssertionError), timeout, interval)
 
 
 def until(predicate: Callable[[], T], timeout: float = 60.0, interval: float = 0.5) -> T:
@@ -61,14 +47,20 @@ def retried(action: Callable[[], T], retriable: Callable[[Exception], bool], tim
     """What `action` returns, called again while it raises an exception `retriable` accepts
     (a cluster just started still electing coordinators, say); the last such exception
     when `timeout` passes."""
+    return _again_while(action, retriable, timeout, interval)
+
+
+def _again_while(call: Callable[[], T], failed: Callable[[Exception], bool], timeout: float, interval: float) -> T:
+    """What `call` returns, called again while it raises an exception `failed` accepts;
+    the last of them when `timeout` passes (any other is raised at once)."""
     failure: Exception | None = None
 
     def attempt() -> tuple[T] | None:
         nonlocal failure
         try:
-            return (action(),)
+            return (call(),)  # a tuple: true even when call returns None
         except Exception as exc:
-            if not retriable(exc):
+            if not failed(exc):
                 raise
             failure = exc
             return None

@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
     from typing import Any, Protocol, TypeVar
 
-    from kctl.messages.apis import Api
+    from kctl.messages.api import Api
 
     R = TypeVar("R")
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the wire client's commands never wait on a future: not impo
 
     from kctl.admin.client.kafka import AclBinding, AclBindingFilter, ClusterMetadata, Kafka
     from kctl.messages import types as t
-    from kctl.messages.apis import Api
+    from kctl.messages.api import Api
 
     T = TypeVar("T")
     Q = TypeVar("Q")

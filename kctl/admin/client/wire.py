@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     from kctl.messages import types as t
-    from kctl.messages.apis import Api
+    from kctl.messages.api import Api
 
     Q = TypeVar("Q")
     R = TypeVar("R")
