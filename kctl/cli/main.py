@@ -39,6 +39,7 @@ NOUNS: dict[str, tuple[str, str]] = {
     "diff": ("kctl.cli.declarative:diff", "Show what applying resource files would change (exit 2 on changes)"),
     "apply": ("kctl.cli.declarative:apply", "Make the cluster match resource files: plan, confirm, apply"),
     "top": ("kctl.cli.top:top", "A live terminal view: lag and its trend, throughput, ISR health"),
+    "doctor": ("kctl.cli.doctor:doctor", "What is wrong with the cluster, worst first, and the command to run next"),
     "local": ("kctl.cli.local:local", "Run the bundled single-node Kafka broker"),
     "spark": ("kctl.cli.spark:spark", "Dump, replay, audit and query (SQL) topics with PySpark"),
     "context": ("kctl.cli.context:context", "Manage named cluster connections"),
