@@ -55,16 +55,23 @@ def doctor(app: App, transaction_age):
                 elr-unrecoverable       empty ISR, no eligible leader replica
                 under-min-isr           acks=all writes are refused
                 records-lost-unread     retention deleted records a group had not read
+                log-dir-offline         a broker's log directory failed
+                no-quorum-leader        the controller quorum has no leader
       high      broker-down             a broker not alive holds replicas
                 unclean-leader-election a topic allows it (acknowledged records lost)
                 min-isr-not-below-rf    one replica down and acks=all writes fail
                 lag-nears-retention     a group's next record is 80% of retention.ms old
                 hanging-transaction     open past transaction.max.timeout.ms (or
                                         --transaction-age): read_committed reads stop
+                disk-nearly-full        under 5% of a log directory's disk free
       warning   under-replicated, at-min-isr, leader-not-preferred,
                 single-replica          one replica on a cluster of several brokers
                 lag-nears-retention     50% of retention.ms old
+                disk-nearly-full        under 15% free
+                voter-behind            a controller 30 s and more behind the leader
       info      single-replica          on one broker, as it must be
+                not-supported           a part the cluster has no API for (the
+                                        bundled broker's controller quorum)
 
     A part the cluster cannot answer (an API it lacks, an ACL) is named under NOT-READ,
     and the rest is examined. Exit status, as Nagios reads it: 0 OK (info findings at

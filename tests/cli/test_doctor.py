@@ -83,6 +83,31 @@ def test_group_checks():
     assert found[0].evidence == {"lag_seconds": 3000, "retention_ms": hour, "seconds_left": 600, "partition": 0}
 
 
+def test_disk_and_quorum_checks():
+    from kctl.admin.cluster.features import Quorum, QuorumReplica
+    from kctl.admin.cluster.logdirs import LogDir
+
+    def log_dir(broker, usable, error=None):
+        return LogDir(broker=broker, log_dir="/data", size_bytes=1, replicas=1, total_bytes=100, usable_bytes=usable, error=error)
+
+    found = checks.log_dirs([log_dir(1, 50), log_dir(2, 12), log_dir(3, 4), log_dir(4, None, "KAFKA_STORAGE_ERROR"),
+                             LogDir(broker=5, log_dir="/d", size_bytes=1, replicas=1, total_bytes=None, usable_bytes=None, error=None)])
+    assert _checks_of(ordered(found)) == [(CRITICAL, "log-dir-offline", "broker 4 log dir /data"),
+                                          (HIGH, "disk-nearly-full", "broker 3 log dir /data"),
+                                          (WARNING, "disk-nearly-full", "broker 2 log dir /data")]
+    assert found[0].next == "kctl broker log-dirs --broker 2"
+
+    def voter(node, lag, caught_up):
+        return QuorumReplica(node, "Follower", None, 100 - lag, lag, None, caught_up, ())
+
+    now = 1_000_000
+    quorum = Quorum(1, 3, 100, 40, 0, (voter(1, 0, now), voter(2, 40, now - 60_000), voter(3, 5, now - 1_000)), ())
+    [behind] = checks.quorum(quorum, now)
+    assert (behind.resource, behind.evidence) == ("controller 2", {"lag": 40, "ms_since_caught_up": 60_000, "leader_id": 1})
+    [leaderless] = checks.quorum(Quorum(-1, 3, 100, 0, 0, (), ()), now)
+    assert (leaderless.severity, leaderless.next) == (CRITICAL, "kctl cluster quorum --replication")
+
+
 def test_hanging_transaction_check():
     open_ = OpenTransaction("pay", 0, 7, 0, 0, 4, 0, 7_200_000, 4, 6, None, None)
     [finding] = checks.hanging_transactions([open_])
@@ -113,11 +138,13 @@ def doctor(kctl, bootstrap, *args):
 @pytest.mark.integration
 def test_a_healthy_broker_is_ok(kctl, fresh):
     code, report, stderr = doctor(kctl, fresh)
-    assert (code, report["status"], report["findings"], report["unread"]) == (0, "OK", [], {}), stderr
-    assert stderr.startswith("OK: no findings in ")
+    # The bundled broker runs no controller quorum: said as information, the verdict OK.
+    assert (code, report["status"], report["unread"]) == (0, "OK", {}), stderr
+    assert [(f["severity"], f["check"], f["evidence"]["part"]) for f in report["findings"]] == [("info", "not-supported", "controller quorum")]
+    assert stderr.startswith("OK: 1 info in ")
     assert kctl("-b", fresh, "topic", "create", "orders").exit_code == 0
     code, report, _ = doctor(kctl, fresh)
-    assert code == 0 and [(f["severity"], f["check"]) for f in report["findings"]] == [("info", "single-replica")]
+    assert code == 0 and [(f["severity"], f["check"]) for f in report["findings"]] == [("info", "not-supported"), ("info", "single-replica")]
     assert set(report) == {"status", "findings", "unread", "seconds"}
     assert set(report["findings"][0]) == {"severity", "check", "resource", "summary", "evidence", "why", "next"}
 

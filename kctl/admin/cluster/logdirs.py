@@ -37,9 +37,11 @@ class LogDir:
     error: str | None
 
 
-def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brokers: Sequence[int] = ()) -> tuple[list[LogDir], list[ReplicaSize]]:
+def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brokers: Sequence[int] = (),
+                      with_replicas: bool = True) -> tuple[list[LogDir], list[ReplicaSize]]:
     """Every log directory of `brokers` (all when none is named), with the sizes of the
-    replicas of `topics` in it (every replica when none is named): one DescribeLogDirs to
+    replicas of `topics` in it (every replica when none is named; none without `with_replicas`:
+    the directories alone, cheap on a cluster of many partitions): one DescribeLogDirs to
     each broker, all sent at once."""
     action = "describe log dirs"
     metadata = session.metadata(action, topics)
@@ -50,6 +52,8 @@ def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brok
         if not metadata.has(topic):
             raise no_such_topic(f"describe log dirs of topic {topic}", topic)
     asked = [{"topic": t, "partitions": sorted(metadata.topics[t].partitions)} for t in dict.fromkeys(topics)] if topics else None
+    if not with_replicas:
+        asked = []
     nodes = sorted(brokers or metadata.brokers)
     answers = session.ask_all(action, [(node, apis.DESCRIBE_LOG_DIRS, {"topics": asked}, 1, 5) for node in nodes])
     dirs, replicas = [], []

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
+from kctl.admin.cluster.features import Quorum
+from kctl.admin.cluster.logdirs import LogDir
 from kctl.admin.cluster.partitions import PartitionHealth, PartitionSnapshot
 from kctl.admin.cluster.transactions import OpenTransaction
 from kctl.admin.doctor.findings import CRITICAL, HIGH, INFO, WARNING, Finding
@@ -19,6 +21,11 @@ from kctl.values import Value
 RETENTION_WARNING, RETENTION_HIGH = 0.5, 0.8
 # Partitions named in one finding's evidence at most (the count is always whole).
 SHOWN = 10
+# A log directory's disk with less than this share free is warned of (WARNING), and
+# less than this (HIGH): a full disk takes the directory offline.
+DISK_WARNING, DISK_HIGH = 0.15, 0.05
+# A controller voter not caught up with the leader for this long is behind.
+VOTER_BEHIND_MS = 30_000
 
 
 class TopicFacts(Value):
@@ -244,3 +251,58 @@ def _duration(seconds: float) -> str:
     if seconds < 172_800:
         return f"{seconds / 3600:.1f}h"
     return f"{seconds / 86_400:.1f}d"
+
+
+def log_dirs(dirs: Sequence[LogDir]) -> list[Finding]:
+    """Log directories offline (a disk failed: the replicas in it are offline), and disks
+    nearly full, where the broker reports its usable bytes (Kafka 3.3+, KIP-827)."""
+    found = []
+    for d in dirs:
+        where = f"broker {d.broker} log dir {d.log_dir}"
+        if d.error is not None:
+            found.append(Finding(
+                severity=CRITICAL, check="log-dir-offline", resource=where, summary=f"{where} is offline ({d.error})",
+                evidence={"error": d.error}, why="its replicas are offline: their partitions run without them or stop",
+                next=_command("broker", "log-dirs", "--broker", str(d.broker))))
+        elif d.total_bytes and d.usable_bytes is not None:
+            free = d.usable_bytes / d.total_bytes
+            if free < DISK_WARNING:
+                found.append(Finding(
+                    severity=HIGH if free < DISK_HIGH else WARNING, check="disk-nearly-full", resource=where,
+                    summary=f"{where}: {free:.0%} of its disk free",
+                    evidence={"usable_bytes": d.usable_bytes, "total_bytes": d.total_bytes, "size_bytes": d.size_bytes},
+                    why="a full disk takes the log directory, and every replica in it, offline",
+                    next=_command("broker", "log-dirs", "--broker", str(d.broker))))
+    return found
+
+
+def quorum(q: Quorum, now_ms: int) -> list[Finding]:
+    """The controller quorum without a leader, or with a voter behind it for longer than
+    VOTER_BEHIND_MS (DescribeQuorum's last caught-up time)."""
+    if q.leader_id < 0:
+        return [Finding(severity=CRITICAL, check="no-quorum-leader", resource="controller quorum",
+                        summary="the controller quorum has no leader", evidence={"leader_id": q.leader_id, "voters": len(q.voters)},
+                        why="no metadata change (topic, partition leader, ISR) can be made",
+                        next=_command("cluster", "quorum", "--replication"))]
+    found = []
+    for v in q.voters:
+        if v.node_id == q.leader_id or not v.lag:
+            continue
+        behind = None if v.last_caught_up_timestamp is None else now_ms - v.last_caught_up_timestamp
+        if behind is None or behind >= VOTER_BEHIND_MS:
+            found.append(Finding(
+                severity=WARNING, check="voter-behind", resource=f"controller {v.node_id}",
+                summary=f"controller {v.node_id} is {v.lag} record(s) behind the quorum leader",
+                evidence={"lag": v.lag, "ms_since_caught_up": behind, "leader_id": q.leader_id},
+                why="one more voter lost and the quorum cannot commit metadata",
+                next=_command("cluster", "quorum", "--replication")))
+    return found
+
+
+def unsupported(part: str, cause: str) -> Finding:
+    """A part of the examination the cluster does not support (the bundled broker has no
+    controller quorum): said once, as information."""
+    return Finding(severity=INFO, check="not-supported", resource="cluster", summary=f"{part} not examined: the cluster does not support it",
+                   evidence={"part": part, "cause": cause}, why="the cluster does not answer the request this check needs",
+                   next=_command("cluster", "info"))
+

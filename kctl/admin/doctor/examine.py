@@ -23,6 +23,8 @@ from kctl.values import Value
 
 T = TypeVar("T")
 _CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "retention.ms")
+# How a part the cluster lacks the API of is said (session.ask's `needs`): an info finding.
+_UNSUPPORTED = "the cluster does not support"
 
 
 class Examination(Value):
@@ -43,6 +45,8 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None) -> 
     `transaction_age_ms` hangs (default: the brokers' transaction.max.timeout.ms, past
     which no coordinator keeps one open)."""
     from kctl.admin.client.kafka import TOPIC
+    from kctl.admin.cluster.features import describe_quorum
+    from kctl.admin.cluster.logdirs import describe_log_dirs
     from kctl.admin.cluster.partitions import snapshot
 
     started = time.monotonic()
@@ -78,6 +82,14 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None) -> 
     hanging = _part("transactions", unread, lambda: _hanging(session, pairs, transaction_age_ms))
     if hanging is not None:
         found += checks.hanging_transactions(hanging)
+    dirs = _part("log dirs", unread, lambda: describe_log_dirs(session, with_replicas=False)[0])
+    if dirs is not None:
+        found += checks.log_dirs(dirs)
+    quorum = _part("controller quorum", unread, lambda: describe_quorum(session))
+    if quorum is not None:
+        found += checks.quorum(quorum, int(time.time() * 1000))
+    for part in [p for p, why in unread.items() if why.startswith(_UNSUPPORTED)]:
+        found.append(checks.unsupported(part, unread.pop(part)))
     findings = ordered(found)
     return Examination(status=status(findings, complete=not unread), findings=findings, unread=unread,
                        seconds=round(time.monotonic() - started, 2))
