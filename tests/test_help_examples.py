@@ -10,8 +10,8 @@ The bundled broker (a new one per command) serves most commands; the commands in
 THREE_BROKERS need replicas to move (or an authorizer) and run on the kafka3 backend, reset to
 the same world (its ACLs deleted).
 Each line must exit 0 unless its trailing comment says otherwise, as in README.md:
-`# exit N`, or `# Ctrl-C stops it (exit N)` (the line runs for a few seconds, then gets
-SIGINT).
+`# exit N`, or `# Ctrl-C stops it (exit N)` (the line runs until it has settled into its
+work, tests/support/processes.py, then gets SIGINT).
 
 What an example assumes but does not show is set up in BEFORE (files it reads, a broker it
 stops, a context it uses), and these parts of the text are replaced, because a test cannot

@@ -3,8 +3,8 @@ bundled broker that the README's own quick start starts: a documented example th
 a failing test.
 
 Each line of a block is a shell command that must exit 0, unless its trailing comment says
-otherwise: `# exit N` expects N; `# Ctrl-C stops it (exit N)` runs the line for a few
-seconds, interrupts it and expects N; `# asks first` gives it a terminal that answers y.
+otherwise: `# exit N` expects N; `# Ctrl-C stops it (exit N)` runs the line until it
+has settled into its work (tests/support/processes.py), interrupts it and expects N; `# asks first` gives it a terminal that answers y.
 A `<!-- doctest: ... -->` comment right above a block says how the block is run:
 
 - `sample output`: a ```console block (`$ command` and its output), run after all the
@@ -43,7 +43,6 @@ from __future__ import annotations
 import os
 import pty
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -54,6 +53,8 @@ from pathlib import Path
 import pytest
 
 from tests.spark import selection
+from tests.support.eventually import within
+from tests.support.processes import Settled
 from tests.support.terminal import kctl_noun, run_in_terminal
 from tests.support.venvs import virtualenv_with_our_dependencies
 
@@ -147,16 +148,17 @@ class Shell:
         if answer is not None:
             os.close(stdin)
             os.write(answer, b"y\n")
-        first = ""
         if interrupt:
-            # Interrupted once it is under way: its first line out.
-            assert select.select([process.stdout], [], [], 120)[0], f"{where}: `{command}` printed nothing in 120 s"
-            first = os.read(process.stdout.fileno(), 1 << 16).decode()  # unbuffered: communicate() reads on from here
-            assert process.poll() is None, f"{where}: `{command}` ended before Ctrl-C: {first}{process.communicate()}"
+            # Interrupted once it has settled into its work (started, and waiting for records,
+            # requests or lines): it may print nothing to wait for.
+            settled = Settled(process.pid)
+            if not within(settled, timeout=120, interval=0.05):
+                os.killpg(process.pid, signal.SIGKILL)  # nothing left listening for the next test
+                pytest.fail(f"{where}: `{command}` did not settle in 120 s: {settled.describe()}")
+            assert process.poll() is None, f"{where}: `{command}` ended before Ctrl-C: {process.communicate()}"
             os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole job
         try:
             out, err = process.communicate(timeout=timeout)
-            out = first + out
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             out, err = process.communicate()
