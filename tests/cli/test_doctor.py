@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +14,7 @@ from kctl.admin.doctor import checks
 from kctl.admin.doctor.findings import CRITICAL, HIGH, INFO, WARNING, Finding, ordered, status
 from kctl.admin.groups.models import GroupLag, PartitionLag
 from kctl.errors import ExitCode
+from tests.support import hanging_producer
 
 
 def _partition(topic="t", partition=0, *, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, min_isr=2, **flags) -> PartitionHealth:
@@ -165,13 +164,7 @@ def test_each_finding_is_found_and_its_next_command_runs(kctl, fresh):
     assert kctl("-b", b, "record", "produce", "old", "--timestamp", "-50m", input="a\nb\n").exit_code == 0
     assert kctl("-b", b, "group", "reset-offsets", "slow", "-t", "old", "--to-earliest", "--allow-new-group",
                 "--execute", "--yes").exit_code == 0
-    process = subprocess.Popen([sys.executable, "-m", "tests.support.hanging_producer", b, "pay", "tx-doctor"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout.readline().strip() == "open"
-    finally:
-        process.kill()
-        process.wait(10)
+    hanging_producer.abandon(b, "pay", "tx-doctor")
 
     code, report, stderr = doctor(kctl, b, "--transaction-age", "0s")
     found = {(f["check"], f["resource"]): f for f in report["findings"]}

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
+from tests.support import hanging_producer
 from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
@@ -46,13 +45,7 @@ def hanging(kafka_cluster, kctl, unique_name):
     producer was killed (offsets 4-5), then one plain record written after it."""
     topic, transactional_id = unique_name("txn"), unique_name("tx")
     assert kctl("-b", kafka_cluster.bootstrap, "topic", "create", topic, "-p", "2").exit_code == 0
-    process = subprocess.Popen([sys.executable, "-m", "tests.support.hanging_producer", kafka_cluster.bootstrap, topic, transactional_id],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout.readline().strip() == "open"
-    finally:
-        process.kill()
-        process.wait(10)
+    hanging_producer.abandon(kafka_cluster.bootstrap, topic, transactional_id)
     plain = Producer({"bootstrap.servers": kafka_cluster.bootstrap})
     plain.produce(topic, value=b"after", partition=0)
     assert plain.flush(30) == 0

@@ -4,7 +4,8 @@ killed: `python -m tests.support.hanging_producer BOOTSTRAP TOPIC TRANSACTIONAL_
 It first commits one transaction of 3 records (what read_committed consumers can see),
 then writes 2 records into a second transaction it never ends, prints "open" and waits.
 Killed with SIGKILL, it leaves that transaction open until its coordinator's timeout
-(15 minutes here): a hanging transaction made for real.
+(15 minutes here): a hanging transaction made for real. `abandon()` does all that from a
+test.
 """
 
 from __future__ import annotations
@@ -13,6 +14,19 @@ import signal
 import sys
 
 from confluent_kafka import Producer
+
+
+def abandon(bootstrap: str, topic: str, transactional_id: str) -> None:
+    """Run this producer until its transaction is open on `topic`'s partition 0, then kill it."""
+    import subprocess
+
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.hanging_producer", bootstrap, topic, transactional_id],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "open"
+    finally:
+        process.kill()
+        process.wait(10)
 
 
 def main() -> None:
