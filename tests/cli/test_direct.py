@@ -83,8 +83,10 @@ def seeded(cluster, unique_name, config_home):
         # What is compared is kctl's parsing and dispatch, the same whatever answers.
         pytest.skip("compared on the bundled broker: the two paths differ only before the first request")
     topic, group = unique_name("direct"), unique_name("direct-group")
-    subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-q"], check=True,
-                   capture_output=True)
+    # Kept forever: the records' timestamps are of 2023, which the broker's retention would
+    # delete at its next check, between two runs of a line (a CI run met it).
+    subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-c", "retention.ms=-1",
+                    "-q"], check=True, capture_output=True)
     producer = Producer({"bootstrap.servers": cluster.bootstrap})
     for i in range(10):
         producer.produce(topic, value=b"%d" % i, partition=i % 2, timestamp=1_700_000_000_000 + i)
@@ -156,8 +158,10 @@ def test_a_one_line_produce_runs_without_click_as_click_runs_it(cluster, unique_
     if cluster.backend != "bundled":
         pytest.skip("compared on the bundled broker: the two paths differ only before the first request")
     topic = unique_name("direct-produce")
-    subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-q"], check=True,
-                   capture_output=True)
+    # Kept forever: the records' timestamps are of 2023, which the broker's retention would
+    # delete at its next check, between two runs of a line (a CI run met it).
+    subprocess.run([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-c", "retention.ms=-1",
+                    "-q"], check=True, capture_output=True)
     env = {**os.environ, "COLUMNS": "80"}
     differences, routed, expected = [], [], []
     for line, stdin, direct, records in PRODUCE_LINES:

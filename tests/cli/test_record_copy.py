@@ -81,9 +81,9 @@ def read_from(bootstrap: str, topic: str, partition: int, offset: int) -> list[t
 
 def test_copy_keeps_records_and_partitions_or_places_by_key(kctl, cluster, unique_name):
     source, same, other = unique_name("src"), unique_name("same"), unique_name("other")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "4").exit_code == 0
-    assert kctl("-b", cluster.bootstrap, "topic", "create", same, "-p", "4").exit_code == 0
-    assert kctl("-b", cluster.bootstrap, "topic", "create", other, "-p", "7").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "4", "-c", "retention.ms=-1").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", same, "-p", "4", "-c", "retention.ms=-1").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", other, "-p", "7", "-c", "retention.ms=-1").exit_code == 0
     seed(cluster.bootstrap, source, 500)
 
     run = kctl("-b", cluster.bootstrap, "record", "copy", source, same, "-o", "json")
@@ -112,7 +112,7 @@ def test_copy_refuses_a_missing_topic_and_a_copy_onto_itself(kctl, cluster, uniq
     SOURCE and TARGET that are one topic of one cluster are refused (exit 64), whether
     reached by the same bootstrap or through --to-context, and nothing is written."""
     source = unique_name("src")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", source).exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-c", "retention.ms=-1").exit_code == 0
     assert kctl("-b", cluster.bootstrap, "record", "produce", source, input="a\nb\n").exit_code == 0
     missing = unique_name("missing")
     run = kctl("-b", cluster.bootstrap, "record", "copy", source, missing)
@@ -136,8 +136,8 @@ def test_copy_killed_mid_way_and_rerun_is_exactly_once(kctl, cluster, unique_nam
     """A copy with --group on one cluster, killed with SIGKILL while it writes, then run
     again: a read_committed reader of the target sees every source record exactly once."""
     source, target, group = unique_name("src"), unique_name("dst"), unique_name("copy")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "3").exit_code == 0
-    assert kctl("-b", cluster.bootstrap, "topic", "create", target, "-p", "3").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "3", "-c", "retention.ms=-1").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", target, "-p", "3", "-c", "retention.ms=-1").exit_code == 0
     total = 20_000
     seed(cluster.bootstrap, source, total)
     argv = [sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "record", "copy", source, target, "--group", group]
@@ -173,8 +173,8 @@ def test_copy_across_clusters_is_at_least_once_with_source_positions(kctl, clust
     other.start()
     try:
         source, target, group = unique_name("src"), unique_name("dst"), unique_name("copy")
-        assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "2").exit_code == 0
-        assert kctl("-b", other.bootstrap, "topic", "create", target, "-p", "2").exit_code == 0
+        assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "2", "-c", "retention.ms=-1").exit_code == 0
+        assert kctl("-b", other.bootstrap, "topic", "create", target, "-p", "2", "-c", "retention.ms=-1").exit_code == 0
         seed(cluster.bootstrap, source, 300)
         run = kctl("-b", cluster.bootstrap, "record", "copy", source, target, "--to-context", other.bootstrap, "--group", group,
                    "--source-header")
@@ -201,7 +201,7 @@ def test_redrive_holds_back_what_it_does_not_send_and_never_sends_twice(kctl, cl
     held-back records and skip what was sent, so every record reaches its topic once."""
     dlq, first, second, missing = unique_name("dlq"), unique_name("a"), unique_name("b"), unique_name("missing")
     for topic in (dlq, first, second):
-        assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "2").exit_code == 0
+        assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "2", "-c", "retention.ms=-1").exit_code == 0
     producer = Producer({"bootstrap.servers": cluster.bootstrap})
     expected: dict[str, list[int]] = {first: [], second: [], missing: []}
     for i in range(40):
@@ -278,7 +278,7 @@ def test_topic_clone_with_records_and_groups(kctl, cluster, unique_name):
     source, target, group = unique_name("src"), unique_name("clone"), unique_name("g")
     # A config that leaves the records alone: seed's timestamps are of 2023, and a retention
     # of a day would let the brokers' retention check (every second) delete them mid-test.
-    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "3", "-c", "max.message.bytes=2000000").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-p", "3", "-c", "max.message.bytes=2000000", "-c", "retention.ms=-1").exit_code == 0
     seed(cluster.bootstrap, source, 300)
     deleted = kctl("-b", cluster.bootstrap, "record", "delete", f"{source}:0", "--before", "10", "--yes")
     assert deleted.exit_code == 0, deleted.stderr
@@ -288,7 +288,8 @@ def test_topic_clone_with_records_and_groups(kctl, cluster, unique_name):
     consumer.close()
 
     planned = json.loads(kctl("-b", cluster.bootstrap, "topic", "clone", source, target, "--dry-run", "-o", "json").stdout)
-    assert (planned["status"], planned["partitions"], planned["configs"]) == ("planned", 3, {"max.message.bytes": "2000000"})
+    assert (planned["status"], planned["partitions"], planned["configs"]) == ("planned", 3, {"max.message.bytes": "2000000",
+                                                                                            "retention.ms": "-1"})
     refused = kctl("-b", cluster.bootstrap, "topic", "clone", source, target, "--with-groups")
     assert refused.exit_code == 64, refused.stderr
     run = kctl("-b", cluster.bootstrap, "topic", "clone", source, target, "--with-records", "--with-groups", "-o", "json")
@@ -334,7 +335,7 @@ def test_a_failed_or_interrupted_clone_says_what_it_left_and_how_to_go_on(kctl, 
     from kctl.records.clone import clone, plan_clone
 
     source, target = unique_name("src"), unique_name("clone")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", source).exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-c", "retention.ms=-1").exit_code == 0
     producer = Producer({"bootstrap.servers": cluster.bootstrap})
     for _ in range(3):
         producer.produce(source, key=b"k", value=b"x" * 4000)
@@ -348,7 +349,7 @@ def test_a_failed_or_interrupted_clone_says_what_it_left_and_how_to_go_on(kctl, 
                     "and the clone can run again"), hint
 
     many, stopped = unique_name("many"), unique_name("stopped")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", many).exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", many, "-c", "retention.ms=-1").exit_code == 0
     seed(cluster.bootstrap, many, 3000)
     session = AdminSession(ClientSettings(bootstrap_servers=cluster.bootstrap, properties={}, timeout=30, context=None))
     stop = threading.Event()
@@ -377,8 +378,8 @@ def test_copy_to_a_target_that_refuses_records_is_one_line_and_commits_nothing(k
     """A target whose max.message.bytes is below the records' size refuses them: one line,
     exit 4, and the group has nothing committed (nothing is reported as copied)."""
     source, target, group = unique_name("src"), unique_name("small"), unique_name("g")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", source).exit_code == 0
-    assert kctl("-b", cluster.bootstrap, "topic", "create", target, "-c", "max.message.bytes=1000").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", source, "-c", "retention.ms=-1").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", target, "-c", "max.message.bytes=1000", "-c", "retention.ms=-1").exit_code == 0
     producer = Producer({"bootstrap.servers": cluster.bootstrap})
     for _ in range(5):
         producer.produce(source, key=b"k", value=b"x" * 4000)

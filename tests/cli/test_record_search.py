@@ -34,7 +34,7 @@ def consumed(kctl, bootstrap: str, *args: str) -> tuple[list[dict], str]:
 
 def test_where_selects_by_json_fields_headers_keys_and_times(kctl, cluster, unique_name):
     topic = unique_name("search")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "3").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "3", "-c", "retention.ms=-1").exit_code == 0
     seed(cluster.bootstrap, topic)
 
     rows, _ = consumed(kctl, cluster.bootstrap, topic, "--where", 'value.type == "refund" && value.amount > 400')
@@ -58,7 +58,7 @@ def test_where_selects_by_json_fields_headers_keys_and_times(kctl, cluster, uniq
 
 def test_where_that_does_not_parse_is_one_line(kctl, cluster, unique_name):
     topic = unique_name("search")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", topic).exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-c", "retention.ms=-1").exit_code == 0
     for expression, says in (('value.type == "refund" &&', "column 26: Syntax error"),
                              ("vlaue.amount > 1", "unknown variable 'vlaue'"),
                              ("value.amount + 1", None)):
@@ -74,7 +74,7 @@ def test_key_reads_the_partition_javas_producer_puts_it_in(kctl, cluster, kafka_
     partition, and kctl's own produce puts every key where the Java producer did."""
     java, ours = unique_name("java"), unique_name("kctl")
     for topic in (java, ours):
-        assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "7").exit_code == 0
+        assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "7", "-c", "retention.ms=-1").exit_code == 0
     lines = "".join(f"user-{i}:{i}\n" for i in range(200))
     proc = subprocess.run(kafka_tools.tool_command("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", cluster.bootstrap,
                                                    "--topic", java, "--property", "parse.key=true", "--property", "key.separator=:"),
@@ -92,7 +92,7 @@ def test_key_reads_the_partition_javas_producer_puts_it_in(kctl, cluster, kafka_
         assert f"reading only {java}:{theirs[key]}, where murmur2 puts key '{key}'" in err, err
     # librdkafka's default partitioner puts keys elsewhere: --partitioner names it, all reads everything.
     consistent = unique_name("crc")
-    assert kctl("-b", cluster.bootstrap, "topic", "create", consistent, "-p", "7").exit_code == 0
+    assert kctl("-b", cluster.bootstrap, "topic", "create", consistent, "-p", "7", "-c", "retention.ms=-1").exit_code == 0
     assert kctl("-b", cluster.bootstrap, "record", "produce", consistent, "-K", ":", "--partitioner", "consistent", input=lines).exit_code == 0
     placed = {r["key"]: r["partition"] for r in consumed(kctl, cluster.bootstrap, consistent)[0]}
     moved = next(k for k in placed if placed[k] != theirs[k])
