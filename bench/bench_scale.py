@@ -5,7 +5,7 @@ sizes given (partitions:groups): a 1,000-partition topic `big`, then topics of 5
 partitions; groups that committed offsets on 10 partitions each (20 records in each).
 At each size, medians of --runs: `topic list`, `topic describe big`, `partition list
 --under-replicated`, `group list`, `group lag --all -o json` beside kafka-topics and
-kafka-consumer-groups; `cluster health` alone (Kafka has no such tool); each kctl
+kafka-consumer-groups; `cluster health` and `doctor` alone (Kafka has no such tools); each kctl
 command's peak RSS; and the time of one sample of the lag exporter (`group lag --serve`).
 With matplotlib installed (pip install '.[bench]') --plot writes seconds against size.
 
@@ -138,6 +138,7 @@ def measure(cluster: KafkaCluster, kctl: list[str], runs: int, anchor_runs: int)
         ("group lag --all -o json", ours("group", "lag", "--all", "-o", "json"), "kafka-consumer-groups --describe --all-groups",
          groups("--describe", "--all-groups")),
         ("cluster health", ours("cluster", "health"), "", None),
+        ("doctor", ours("doctor"), "", None),
     ]
     rows = []
     for name, argv, anchor, anchor_argv in cases:
