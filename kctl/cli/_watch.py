@@ -1,6 +1,7 @@
-"""The --watch loop of the verdict commands (`cluster health`, `mirror status`): check,
-show, and check again every --interval until Ctrl-C, a healthy verdict with
---exit-when-healthy, or --max-wait; the exit status is the last check's."""
+"""The verdict commands (`cluster health`, `mirror status`, `doctor`): their exit status
+by verdict, as Nagios reads it, and their --watch loop: check, show, and check again every
+--interval until Ctrl-C, a healthy verdict with --exit-when-healthy, or --max-wait; the
+exit status is the last check's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 
 from kctl.cli._app import App, until_stopped
 from kctl.output.spec import DocumentSpec
+
+# A verdict's exit status (kctl.errors.EXIT_CODE_MEANINGS: "health and status commands").
+VERDICT_EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 
 
 def show(app: App, verdict: Any, spec: DocumentSpec, *, watch: bool) -> None:

@@ -55,7 +55,6 @@ HEALTH_DOCUMENT = DocumentSpec(
     ),
 )
 
-_EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 
 
 @cluster.command("health")
@@ -81,7 +80,7 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
       kctl cluster health --watch --exit-when-healthy --max-wait 600
     """
     from kctl.admin.cluster.health import check
-    from kctl.cli._watch import show, watch_loop
+    from kctl.cli._watch import VERDICT_EXIT, show, watch_loop
     from kctl.errors import ExitCode, KctlError, TimeoutError_, UnreachableError
 
     def once() -> int:
@@ -97,7 +96,7 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
             app.error_line(exc.message)
             return ExitCode.UNKNOWN
         show(app, verdict, HEALTH_DOCUMENT, watch=watch)
-        return _EXIT[verdict.status]
+        return VERDICT_EXIT[verdict.status]
 
     status = watch_loop(app, once, watch=watch, interval=interval, exit_when_healthy=exit_when_healthy, max_wait=max_wait)
     click.get_current_context().exit(status)

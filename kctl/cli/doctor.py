@@ -25,7 +25,6 @@ DOCTOR_DOCUMENT = DocumentSpec(
     ),
     sections=(Section("findings", "FINDINGS", FINDINGS_TABLE),),
 )
-_EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 
 
 def _evidence(figures: dict) -> str:
@@ -86,6 +85,7 @@ def doctor(app: App, transaction_age):
       kctl doctor -o json | jq -r '.findings[] | select(.severity == "critical") | .next'
     """
     from kctl.admin.doctor.examine import examine
+    from kctl.cli._watch import VERDICT_EXIT
     from kctl.timespec import parse_duration
 
     age_ms = int(parse_duration(transaction_age) * 1000) if transaction_age else None
@@ -94,4 +94,4 @@ def doctor(app: App, transaction_age):
     counts = {s: sum(1 for f in examination.findings if f.severity == s) for s in ("critical", "high", "warning", "info")}
     said = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"
     app.note(f"{examination.status}: {said} in {examination.seconds:.1f} s")
-    click.get_current_context().exit(_EXIT[examination.status])
+    click.get_current_context().exit(VERDICT_EXIT[examination.status])

@@ -63,7 +63,6 @@ STATUS_DOCUMENT = DocumentSpec(
     ),
     sections=(Section("partitions", "PARTITIONS", PARTITION_TABLE), Section("groups", "GROUPS", GROUP_TABLE)),
 )
-_EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
 
 
 @click.group(cls=LazyGroup)
@@ -177,7 +176,7 @@ def status(app: App, source, target, source_alias, target_alias, policy, separat
     """
     from kctl.admin.mirror.status import Thresholds
     from kctl.admin.mirror.status import status as judge
-    from kctl.cli._watch import show, watch_loop
+    from kctl.cli._watch import VERDICT_EXIT, show, watch_loop
     from kctl.errors import TimeoutError_, UnreachableError
 
     thresholds = Thresholds(max_heartbeat_age=max_heartbeat_age, max_lag=max_lag, max_lag_seconds=max_lag_seconds,
@@ -194,14 +193,14 @@ def status(app: App, source, target, source_alias, target_alias, policy, separat
             verdict = judge(pair, thresholds)
         except UnreachableError as exc:
             app.error_line(exc.message)
-            return _EXIT["CRITICAL"]
+            return VERDICT_EXIT["CRITICAL"]
         except TimeoutError_ as exc:
             app.error_line(exc.message)
-            return _EXIT["UNKNOWN"]
+            return VERDICT_EXIT["UNKNOWN"]
         if verdict.skipped_records:
             app.warn(f"{verdict.skipped_records} record(s) of {pair.checkpoints_topic} did not decode and were skipped")
         show(app, verdict, STATUS_DOCUMENT, watch=watch)
-        return _EXIT[verdict.status]
+        return VERDICT_EXIT[verdict.status]
 
     code = watch_loop(app, once, watch=watch, interval=interval, exit_when_healthy=exit_when_healthy, max_wait=max_wait)
     click.get_current_context().exit(code)

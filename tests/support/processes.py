@@ -32,32 +32,27 @@ class Settled:
         return now - since >= self.window and ticks - before <= self.most_ticks
 
     def _read(self) -> tuple[int, bool]:
-        """CPU ticks the group's processes used, and whether every thread of them sleeps."""
-        ticks, asleep = 0, True
+        """CPU ticks the group's processes used, and whether every thread of them sleeps
+        (or has ended: a zombie not yet reaped, which the caller's poll() tells)."""
+        found = self._processes()
+        return sum(ticks for _pid, _name, _states, ticks in found), all(
+            state in "SIZX" for _pid, _name, states, _ticks in found for state in states)
+
+    def describe(self) -> str:
+        """The group's processes and their threads' states, for a failure's message."""
+        return "; ".join(f"{pid} {name} {states} {ticks} ticks" for pid, name, states, ticks in self._processes()) or "no process"
+
+    def _processes(self) -> list[tuple[str, str, str, int]]:
+        """(pid, command, each thread's state letter, CPU ticks) of the group's processes."""
+        found = []
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 if int(fields[2]) != self.pgid:  # field 5 of proc(5): the process group
                     continue
-                ticks += int(fields[11]) + int(fields[12])  # utime, stime
-                for task in stat.parent.glob("task/*/stat"):
-                    # Asleep, idle, or ended (a zombie not yet reaped: the caller's poll() says so).
-                    asleep = asleep and task.read_text().rsplit(")", 1)[1].split()[0] in ("S", "I", "Z", "X")
+                states = "".join(task.read_text().rsplit(")", 1)[1].split()[0] for task in stat.parent.glob("task/*/stat"))
+                name = (stat.parent / "comm").read_text().strip()
+                found.append((stat.parent.name, name, states, int(fields[11]) + int(fields[12])))  # utime, stime
             except (OSError, IndexError, ValueError):  # a process that ended meanwhile
                 continue
-        return ticks, asleep
-
-    def describe(self) -> str:
-        """The group's processes and their threads' states, for a failure's message."""
-        out = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-                if int(fields[2]) == self.pgid:
-                    states = "".join(t.read_text().rsplit(")", 1)[1].split()[0] for t in stat.parent.glob("task/*/stat"))
-                    out.append(f"{stat.parent.name} {(stat.parent / 'comm').read_text().strip()} {states} "
-                               f"{int(fields[11]) + int(fields[12])} ticks")
-            except (OSError, IndexError, ValueError):
-                continue
-        return "; ".join(out) or "no process"
-
+        return found

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kctl.admin.client.errors import for_kafka_code, no_such_topic
+from kctl.admin.client.kafka import ClusterMetadata
 from kctl.admin.client.session import AdminSession
 from kctl.errors import NotFoundError
 from kctl.messages import apis
@@ -38,13 +39,14 @@ class LogDir:
 
 
 def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brokers: Sequence[int] = (),
-                      with_replicas: bool = True) -> tuple[list[LogDir], list[ReplicaSize]]:
+                      with_replicas: bool = True, metadata: ClusterMetadata | None = None) -> tuple[list[LogDir], list[ReplicaSize]]:
     """Every log directory of `brokers` (all when none is named), with the sizes of the
     replicas of `topics` in it (every replica when none is named; none without `with_replicas`:
     the directories alone, cheap on a cluster of many partitions): one DescribeLogDirs to
-    each broker, all sent at once."""
+    each broker, all sent at once; `metadata`, when the caller has just read the cluster's."""
     action = "describe log dirs"
-    metadata = session.metadata(action, topics)
+    if metadata is None:
+        metadata = session.metadata(action, topics)
     for broker in brokers:
         if broker not in metadata.brokers:
             raise NotFoundError(action=f"describe log dirs of broker {broker}", cause=f"no such broker (brokers: {', '.join(map(str, sorted(metadata.brokers)))})")

@@ -48,6 +48,7 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None) -> 
     from kctl.admin.cluster.features import describe_quorum
     from kctl.admin.cluster.logdirs import describe_log_dirs
     from kctl.admin.cluster.partitions import snapshot
+    from kctl.admin.groups.lag import group_lag
 
     started = time.monotonic()
     unread: dict[str, str] = {}
@@ -72,7 +73,7 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None) -> 
                 min_isr=_number(values.get("min.insync.replicas")), retention_ms=retention[name],
                 unclean_leader_election=unclean is not None and unclean.value == "true"))
         found += checks.durability(facts, len(metadata.brokers))
-    lag = _part("group lag", unread, lambda: _group_lag(session))
+    lag = _part("group lag", unread, lambda: group_lag(session, None, time_lag="record"))
     if lag is not None:
         groups, refused = lag
         if refused:
@@ -82,7 +83,7 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None) -> 
     hanging = _part("transactions", unread, lambda: _hanging(session, pairs, transaction_age_ms))
     if hanging is not None:
         found += checks.hanging_transactions(hanging)
-    dirs = _part("log dirs", unread, lambda: describe_log_dirs(session, with_replicas=False)[0])
+    dirs = _part("log dirs", unread, lambda: describe_log_dirs(session, with_replicas=False, metadata=metadata)[0])
     if dirs is not None:
         found += checks.log_dirs(dirs)
     quorum = _part("controller quorum", unread, lambda: describe_quorum(session))
@@ -107,13 +108,6 @@ def _part(name: str, unread: dict[str, str], read: Callable[[], T]) -> T | None:
     except KctlError as exc:
         unread[name] = exc.cause
     return None
-
-
-def _group_lag(session: AdminSession) -> tuple[list, dict]:
-    from kctl.admin.groups.lag import group_lag
-
-    results, errors = group_lag(session, None, time_lag="record")
-    return results, errors
 
 
 def _hanging(session: AdminSession, pairs: list[tuple[str, int]], age_ms: int | None) -> list:

@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kctl.admin.cluster.health import CRITICAL as CRITICAL_STATUS
+from kctl.admin.cluster.health import OK, STATUS_ORDER, UNKNOWN
+from kctl.admin.cluster.health import WARNING as WARNING_STATUS
 from kctl.values import Value
 
 CRITICAL, HIGH, WARNING, INFO = "critical", "high", "warning", "info"
@@ -14,8 +17,8 @@ CRITICAL, HIGH, WARNING, INFO = "critical", "high", "warning", "info"
 SEVERITIES = (CRITICAL, HIGH, WARNING, INFO)
 # The verdict: critical and high findings need acting on now (CRITICAL), warnings soon
 # (WARNING); info findings leave the cluster OK.
-STATUS_OF = {CRITICAL: "CRITICAL", HIGH: "CRITICAL", WARNING: "WARNING", INFO: "OK"}
-STATUSES = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
+# `cluster health`'s verdicts (kctl.admin.cluster.health), in its order.
+STATUS_OF = {CRITICAL: CRITICAL_STATUS, HIGH: CRITICAL_STATUS, WARNING: WARNING_STATUS, INFO: OK}
 
 
 class Finding(Value):
@@ -46,7 +49,7 @@ def ordered(findings: Sequence[Finding]) -> list[Finding]:
 def status(findings: Sequence[Finding], *, complete: bool = True) -> str:
     """The verdict: the worst finding's, UNKNOWN when a check could not read what it needs
     and nothing worse was found."""
-    worst = max((STATUSES.index(STATUS_OF[f.severity]) for f in findings), default=0)
-    if not complete and worst < STATUSES.index("CRITICAL"):
-        return "UNKNOWN"
-    return STATUSES[worst]
+    worst = max((STATUS_ORDER.index(STATUS_OF[f.severity]) for f in findings), default=0)
+    if not complete and worst < STATUS_ORDER.index(CRITICAL_STATUS):
+        return UNKNOWN
+    return STATUS_ORDER[worst]
