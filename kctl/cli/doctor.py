@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from kctl.cli._app import App
@@ -21,6 +23,7 @@ DOCTOR_DOCUMENT = DocumentSpec(
     fields=(
         Field("status", "STATUS"),
         Field("findings", "FINDINGS", get=lambda e: len(e.findings)),
+        Field("window_seconds", "WINDOW-SECONDS"),
         Field("unread", "NOT-READ", get=lambda e: "; ".join(f"{part}: {why}" for part, why in e.unread.items()) or None),
     ),
     sections=(Section("findings", "FINDINGS", FINDINGS_TABLE),),
@@ -35,19 +38,29 @@ def _evidence(figures: dict) -> str:
 
 
 @click.command("doctor")
+@click.argument("scope", required=False, type=click.Choice(["group", "topic", "broker"]), metavar="[group|topic|broker NAME]")
+@click.argument("name", required=False, metavar=" ")
+@click.option("--sample", metavar="DURATION",
+              help="Look twice, this far apart, and judge what moved: groups stalled or falling behind, stuck rebalances and "
+                   "last stable offsets, ISR changes, topics without writes.")
 @click.option("--transaction-age", metavar="DURATION",
               help="A transaction open longer than this hangs (default: the brokers' transaction.max.timeout.ms).")
+@click.option("-w", "--watch", is_flag=True, help="Examine again every --interval until Ctrl-C, saying which findings are new and "
+                                                  "which are gone (exit: the last examination's status).")
+@click.option("--interval", metavar="DURATION", default="30s", show_default=True, help="Time between examinations with --watch.")
+@click.option("--max-wait", type=click.FloatRange(min=0), metavar="SECONDS", help="With --watch: stop after this long with the last status.")
 @global_options
 @pass_app
-def doctor(app: App, transaction_age):
+def doctor(app: App, scope, name, sample, transaction_age, watch, interval, max_wait):
     """Find what is wrong with the cluster: each problem, how bad, the evidence, and the
     command to run next.
 
     Reads the cluster through the Kafka protocol alone (no JMX, no metrics reporter)
     and reports each finding with its severity, where it is, what it is, and NEXT: a
     kctl command that shows more or fixes it (EVIDENCE, the figures seen, and WHY with
-    -o wide; all of it with -o json). What it looks for (CHECK names, stable for
-    scripts):
+    -o wide; all of it with -o json). `group G`, `topic T` or `broker N` examine only
+    what concerns it (a group's topics; a broker's replicas, disks and skew). What it
+    looks for (CHECK names, stable for scripts):
 
     \b
       critical  offline-partitions      partitions without a leader
@@ -66,32 +79,89 @@ def doctor(app: App, transaction_age):
       warning   under-replicated, at-min-isr, leader-not-preferred,
                 single-replica          one replica on a cluster of several brokers
                 lag-nears-retention     50% of retention.ms old
+                lag-without-members     lag, and no member to consume it
+                subscribed-topic-missing  members subscribe to a topic that does not exist
+                replica-skew, leader-skew, disk-skew
+                                        a broker above 1.10x the mean
+                versions-differ         brokers answer different API versions
                 disk-nearly-full        under 15% free
                 voter-behind            a controller 30 s and more behind the leader
       info      single-replica          on one broker, as it must be
+                large-partition         a replica over 50 GiB
                 not-supported           a part the cluster has no API for (the
                                         bundled broker's controller quorum)
+
+    With --sample or --watch, between two looks (Burrow's judgements for groups):
+
+    \b
+      warning   group-stalled           members, lag, and a committed offset that
+                                        did not move
+                group-rewound           a committed offset went back
+                lag-growing             lag grew while the group consumed
+                rebalance-stuck         the same rebalancing state in both looks
+                lso-stuck               the last stable offset did not move, below
+                                        the log end (an open transaction)
+                isr-flapping            a partition's ISR changed
+      info      no-writes               topics whose log end did not move
 
     A part the cluster cannot answer (an API it lacks, an ACL) is named under NOT-READ,
     and the rest is examined. Exit status, as Nagios reads it: 0 OK (info findings at
     most), 1 WARNING, 2 CRITICAL (a critical or high finding), 3 UNKNOWN (a part could
-    not be read and nothing critical was found); 69 when no broker can be reached.
+    not be read and nothing critical was found); 69 when no broker can be reached, 5
+    when the group, topic or broker named does not exist.
 
     \b
     Examples:
-      kctl doctor
-      kctl doctor -o wide
-      kctl doctor --transaction-age 10m
+      kctl doctor  # exit 1
+      kctl doctor -o wide  # exit 1
+      kctl doctor group billing  # exit 1
+      kctl doctor broker 1 -o json
+      kctl doctor --sample 5s  # exit 1
+      kctl doctor --transaction-age 10m  # exit 1
       kctl doctor -o json | jq -r '.findings[] | select(.severity == "critical") | .next'
+      kctl doctor --watch --interval 1m  # Ctrl-C stops it (exit 1)
     """
-    from kctl.admin.doctor.examine import examine
-    from kctl.cli._watch import VERDICT_EXIT
+    from kctl.admin.doctor.examine import CLUSTER, Scope, examine
+    from kctl.cli._watch import VERDICT_EXIT, show, watch_loop
     from kctl.timespec import parse_duration
 
+    if scope is not None and name is None:
+        raise click.UsageError(f"doctor {scope} needs a name: kctl doctor {scope} NAME")
+    if scope == "broker" and not name.isdigit():
+        raise click.UsageError(f"doctor broker needs a broker id (a number), not {name!r}")
     age_ms = int(parse_duration(transaction_age) * 1000) if transaction_age else None
-    examination = examine(app.session, transaction_age_ms=age_ms)
-    app.out.document(examination, DOCTOR_DOCUMENT)
-    counts = {s: sum(1 for f in examination.findings if f.severity == s) for s in ("critical", "high", "warning", "info")}
-    said = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"
-    app.note(f"{examination.status}: {said} in {examination.seconds:.1f} s")
-    click.get_current_context().exit(VERDICT_EXIT[examination.status])
+    window = parse_duration(sample) if sample else None
+    every = parse_duration(interval)
+    where = CLUSTER if scope is None else Scope(kind=scope, name=name)
+    last: dict = {}
+
+    def once() -> int:
+        examination, taken = examine(app.session, transaction_age_ms=age_ms, scope=where, previous=last.get("sample"),
+                                     sampled=bool(window or watch))
+        show(app, examination, DOCTOR_DOCUMENT, watch=watch)
+        if "findings" in last:
+            _say_changes(app, last["findings"], examination.findings)
+        last.update(sample=taken, findings=examination.findings)
+        counts = {s: sum(1 for f in examination.findings if f.severity == s) for s in ("critical", "high", "warning", "info")}
+        said = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"
+        app.note(f"{examination.status}: {said} in {examination.seconds:.1f} s")
+        return VERDICT_EXIT[examination.status]
+
+    if window:
+        _first, last["sample"] = examine(app.session, transaction_age_ms=age_ms, scope=where, sampled=True)
+        app.note(f"looking again in {sample}")
+        time.sleep(window)
+    status = watch_loop(app, once, watch=watch, interval=every, exit_when_healthy=False, max_wait=max_wait)
+    click.get_current_context().exit(status)
+
+
+def _say_changes(app: App, before: list, after: list) -> None:
+    """Under --watch: the findings new since the last examination and those gone."""
+    def key(f):
+        return (f.severity, f.check, f.resource)
+
+    earlier, now = {key(f): f for f in before}, {key(f): f for f in after}
+    for k in sorted(set(now) - set(earlier)):
+        app.note(f"new: {' '.join(k)}: {now[k].summary}")
+    for k in sorted(set(earlier) - set(now)):
+        app.note(f"gone: {' '.join(k)}")

@@ -231,3 +231,18 @@ def test_the_message_types_name_every_field_the_codec_reads_and_writes():
     assert checked > 300
     # Every request with its response has its Api, named as Kafka names the API.
     assert apis.METADATA.name == "Metadata" and apis.OFFSET_FETCH.name == "OffsetFetch"
+
+
+def test_api_names_agree_with_the_definitions_and_the_bundled_broker():
+    """kctl.messages.api_keys names each API as kctl's message definitions and the bundled
+    broker's table do, and every key up to the newest either of them knows."""
+    from pathlib import Path
+
+    from kctl.broker.protocol.apis import _APIS
+    from kctl.messages import api_keys
+
+    defined = {codec.definition(p.stem)["apiKey"]: p.stem.removesuffix("Request") for p in Path(codec.__file__).parent.glob("*Request.json")}
+    served = {api.key: api.name for api in _APIS}
+    assert {k: api_keys.NAMES.get(k) for k in defined} == defined
+    assert {k: api_keys.NAMES.get(k) for k in served} == served
+    assert sorted(api_keys.NAMES) == list(range(max(api_keys.NAMES) + 1)) and max(api_keys.NAMES) >= max(defined) and api_keys.name(999) == "API 999"

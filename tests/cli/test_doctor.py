@@ -10,7 +10,7 @@ import pytest
 
 from kctl.admin.cluster.partitions import PartitionHealth, PartitionSnapshot
 from kctl.admin.cluster.transactions import OpenTransaction
-from kctl.admin.doctor import checks
+from kctl.admin.doctor import checks, spread, trends
 from kctl.admin.doctor.findings import CRITICAL, HIGH, INFO, WARNING, Finding, ordered, status
 from kctl.admin.groups.models import GroupLag, PartitionLag
 from kctl.errors import ExitCode
@@ -114,6 +114,92 @@ def test_hanging_transaction_check():
     assert finding.evidence["age_ms"] == 7_200_000 and finding.summary.endswith("for 2.0h")
 
 
+def _group(name, rows, *, members=1, state="Stable") -> GroupLag:
+    """A group's lag: rows of (partition, committed, log end) on topic t."""
+    partitions = tuple(PartitionLag(group=name, topic="t", partition=p, committed=c, log_start=0, log_end=e, raw_lag=e - c, lag=e - c,
+                                    flags=(), member_id=None, client_id=None) for p, c, e in rows)
+    return GroupLag(group=name, state=state, members=members, lag_sum=sum(p.lag or 0 for p in partitions),
+                    lag_max=max((p.lag or 0 for p in partitions), default=0), lag_seconds_max=None, partitions_without_commit=0,
+                    partitions=partitions)
+
+
+def _sample(taken, groups=(), *, isr=None, log_end=None, stable=None) -> trends.Sample:
+    return trends.Sample(taken=taken, isr=isr or {}, log_end=log_end or {}, stable=stable or {}, groups={g.group: g for g in groups})
+
+
+def test_trends_judge_groups_as_burrow_does():
+    """Between two looks: stalled (members, lag, committed offset unmoved), rewound,
+    falling behind (lag grew while it consumed), stuck rebalancing; a group that kept up,
+    or one without members, is not judged stalled."""
+    first = _sample(0, [_group("stuck", [(0, 5, 10)]), _group("back", [(0, 8, 10)], members=0), _group("slow", [(0, 5, 10), (1, 0, 4)]),
+                        _group("fine", [(0, 5, 10)]), _group("idle", [(0, 5, 10)], members=0),
+                        _group("joining", [], state="PreparingRebalance"), _group("done", [], state="Assigning")])
+    second = _sample(30, [_group("stuck", [(0, 5, 12)]), _group("back", [(0, 3, 10)], members=0), _group("slow", [(0, 7, 20), (1, 1, 9)]),
+                          _group("fine", [(0, 12, 12)]), _group("idle", [(0, 5, 10)], members=0),
+                          _group("joining", [], state="PreparingRebalance"), _group("done", [], state="Stable")])
+    found = ordered(trends.compare(first, second))
+    assert _checks_of(found) == [(WARNING, "group-rewound", "group back"), (WARNING, "group-stalled", "group stuck"),
+                                 (WARNING, "lag-growing", "group slow"), (WARNING, "rebalance-stuck", "group joining")]
+    rewound, stalled, growing, stuck = found
+    assert rewound.evidence["partitions"] == "t:0 8->3" and stalled.evidence["lag"] == 7
+    assert growing.evidence == {"lag_before": 9, "lag_after": 21, "consumed_per_second": 0.1, "produced_per_second": 0.5,
+                                "window_seconds": 30}
+    assert stuck.evidence["state"] == "PreparingRebalance" and stuck.summary.endswith("for at least 30s")
+
+
+def test_trends_of_partitions():
+    """A last stable offset unmoved below the log end, an ISR that changed, topics
+    without writes (internal ones aside)."""
+    a, b, c = ("pay", 0), ("pay", 1), ("logs", 0)
+    first = _sample(0, isr={a: (1, 2, 3), b: (1, 2, 3), c: (1, 2)}, log_end={a: 10, b: 10, c: 5, ("__consumer_offsets", 0): 1},
+                    stable={a: 4, b: 10, c: 5})
+    second = _sample(60, isr={a: (1, 2, 3), b: (1, 3), c: (2, 1)}, log_end={a: 12, b: 11, c: 5, ("__consumer_offsets", 0): 1},
+                     stable={a: 4, b: 11, c: 5})
+    found = ordered(trends.compare(first, second))
+    assert _checks_of(found) == [(WARNING, "isr-flapping", "topic pay"), (WARNING, "lso-stuck", "topic pay"), (INFO, "no-writes", "cluster")]
+    flapping, stuck, idle = found
+    assert flapping.evidence["isr"] == {"1": {"before": [1, 2, 3], "after": [1, 3]}}  # the same replicas in another order: no change
+    assert stuck.evidence["last_stable_offset"] == {"0": 4} and stuck.next == "kctl producer list pay:0"
+    assert idle.evidence["examples"] == "logs" and idle.summary == "1 topic(s) had no writes in 60s"
+
+
+def test_spread_over_brokers():
+    from kctl.admin.cluster.logdirs import LogDir, ReplicaSize
+
+    # Broker 1 leads and holds every partition of "hot" on top of an even spread.
+    even = [_partition("even", i, replicas=(1 + i % 3, 1 + (i + 1) % 3), leader=1 + i % 3, isr=(1 + i % 3, 1 + (i + 1) % 3)) for i in range(30)]
+    hot = [_partition("hot", i, replicas=(1,), isr=(1,), leader=1) for i in range(10)]
+    snapshot = PartitionSnapshot(live_brokers=(1, 2, 3), partitions=tuple(even + hot))
+    gib = 1 << 30
+    dirs = [LogDir(broker=b, log_dir="/d", size_bytes=size, replicas=1, total_bytes=None, usable_bytes=None, error=None)
+            for b, size in ((1, 10 * gib), (2, 10 * gib), (3, 14 * gib))]
+    found = ordered(spread.skew(snapshot, dirs))
+    assert _checks_of(found) == [(WARNING, "disk-skew", "broker 3"), (WARNING, "leader-skew", "broker 1"), (WARNING, "replica-skew", "broker 1")]
+    assert found[2].evidence == {"brokers_above": [1], "by_broker": {"1": 30, "2": 20, "3": 20}, "mean": 23.3, "threshold": 1.1}
+    assert found[1].next == "kctl replication elect-leaders --preferred --all" and found[2].next == "kctl broker balance"
+    # Small differences are not skew: one replica more, a few bytes more on an empty cluster.
+    small = PartitionSnapshot(live_brokers=(1, 2), partitions=(_partition("x", 0, replicas=(1,), isr=(1,)),))
+    assert spread.skew(small, dirs[:2]) == [] and spread.skew(PartitionSnapshot(live_brokers=(1,), partitions=tuple(hot)), dirs) == []
+    [large] = spread.large_partitions([ReplicaSize(broker=1, log_dir="/d", topic="big", partition=3, size_bytes=60 * gib, offset_lag=0,
+                                                   is_future=False),
+                                       ReplicaSize(broker=2, log_dir="/d", topic="big", partition=4, size_bytes=gib, offset_lag=0,
+                                                   is_future=False)])
+    assert (large.severity, large.evidence["partitions"], large.next) == (INFO, "3", "kctl broker log-dirs -t big --replicas")
+    same = {0: (0, 9), 1: (0, 17)}
+    assert spread.versions_differ({1: same, 2: dict(same)}) == []
+    [differ] = spread.versions_differ({1: same, 2: {0: (0, 9), 1: (0, 16)}, 3: {0: (0, 9)}})
+    assert differ.evidence["apis"] == {"Fetch": {"1": "0-17", "2": "0-16", "3": "-"}}
+
+
+def test_groups_without_members_or_topics():
+    idle = _group("idle", [(0, 5, 10)], members=0, state="Empty")
+    kctl_own = _group("kctl-redrive-abc", [(0, 5, 10)], members=0, state="Empty")
+    [finding] = checks.lag_without_members([idle, kctl_own, _group("busy", [(0, 5, 10)])])
+    assert (finding.resource, finding.evidence, finding.next) == ("group idle", {"lag": 5, "state": "Empty", "topics": "t"}, "kctl group lag idle")
+    [missing] = checks.missing_subscriptions({"app": {"m1": ("orders", "ordrs"), "m2": ("orders",)}, "ok": {"m": ("orders",)}}, ["orders"])
+    assert (missing.resource, missing.evidence) == ("group app", {"topics": "ordrs", "members": 1})
+
+
 # -- on a real broker ----------------------------------------------------------------------------
 
 
@@ -144,7 +230,7 @@ def test_a_healthy_broker_is_ok(kctl, fresh):
     assert kctl("-b", fresh, "topic", "create", "orders").exit_code == 0
     code, report, _ = doctor(kctl, fresh)
     assert code == 0 and [(f["severity"], f["check"]) for f in report["findings"]] == [("info", "not-supported"), ("info", "single-replica")]
-    assert set(report) == {"status", "findings", "unread", "seconds"}
+    assert set(report) == {"status", "findings", "unread", "seconds", "window_seconds"}
     assert set(report["findings"][0]) == {"severity", "check", "resource", "summary", "evidence", "why", "next"}
 
 
@@ -246,3 +332,130 @@ def test_the_help_lists_every_check():
     names |= {c[2] for c in checks._PARTITION_CONDITIONS}
     assert len(names) >= 13
     assert [n for n in sorted(names) if n not in (command.help or "")] == []
+
+
+def _consumer(bootstrap: str, group: str, topics: list[str], **settings):
+    """A member of `group` that has been assigned its partitions and commits nothing by
+    itself (polled until it holds an assignment)."""
+    from confluent_kafka import Consumer
+
+    from tests.support.eventually import within
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", **settings})
+    consumer.subscribe(topics)
+    within(lambda: consumer.poll(0.2) is not None and consumer.assignment(), timeout=60, interval=0)
+    return consumer
+
+
+@pytest.mark.integration
+def test_two_looks_judge_what_moved(kctl, fresh):
+    """Between two examinations (the library's, so nothing races the window): a group
+    rewound, one falling behind while it consumes, one stalled with a member, an open
+    transaction holding the last stable offset, topics without writes; and at one look,
+    a member subscribed to a topic that does not exist, a group with lag and no member."""
+    from kctl.admin.client.session import AdminSession
+    from kctl.admin.doctor.examine import examine
+    from kctl.config.model import ClientSettings
+
+    b = fresh
+    for topic in ("work", "busy", "kept", "pay"):
+        assert kctl("-b", b, "topic", "create", topic).exit_code == 0
+    for topic in ("work", "busy", "kept"):
+        assert kctl("-b", b, "record", "produce", topic, input="".join(f"{i}\n" for i in range(20))).exit_code == 0
+    for group, topic, offset in (("stuck", "work", 0), ("growing", "busy", 0), ("back", "kept", 10)):
+        assert kctl("-b", b, "group", "reset-offsets", group, "-t", topic, "--to-offset", str(offset), "--allow-new-group",
+                    "--execute", "--yes").exit_code == 0
+    hanging_producer.abandon(b, "pay", "tx-trend")
+    # KIP-848 heartbeats carry the subscription as given (librdkafka's classic JoinGroup
+    # lists only the topics it found).
+    stuck = _consumer(b, "stuck", ["work", "no-such-topic"], **{"group.protocol": "consumer"})
+    growing = _consumer(b, "growing", ["busy"], **{"group.protocol": "consumer"})
+    session = AdminSession(ClientSettings(bootstrap_servers=b, properties={}, timeout=30, context=None))
+    try:
+        first, sample = examine(session, sampled=True)
+        assert first.window_seconds is None
+        at_once = {(f.check, f.resource): f for f in first.findings}
+        assert at_once[("subscribed-topic-missing", "group stuck")].evidence == {"topics": "no-such-topic", "members": 1}
+        assert at_once[("lag-without-members", "group back")].evidence["lag"] == 10
+        assert not {"group-stalled", "lso-stuck", "no-writes"} & {f.check for f in first.findings}  # one look judges no trend
+
+        assert kctl("-b", b, "group", "reset-offsets", "back", "-t", "kept", "--to-offset", "4", "--execute", "--yes").exit_code == 0
+        assert kctl("-b", b, "record", "produce", "busy", input="".join(f"{i}\n" for i in range(30))).exit_code == 0
+        from confluent_kafka import TopicPartition
+
+        growing.commit(offsets=[TopicPartition("busy", 0, 5)], asynchronous=False)
+        second, _ = examine(session, previous=sample, sampled=True)
+    finally:
+        session.close()
+        stuck.close()
+        growing.close()
+    assert second.window_seconds is not None
+    found = {(f.check, f.resource): f for f in second.findings}
+    assert found[("group-rewound", "group back")].evidence["partitions"] == "kept:0 10->4"
+    behind = found[("lag-growing", "group growing")].evidence
+    assert (behind["lag_before"], behind["lag_after"]) == (20, 45)
+    assert found[("group-stalled", "group stuck")].evidence["lag"] == 20
+    lso = found[("lso-stuck", "topic pay")]
+    assert lso.evidence["last_stable_offset"] == {"0": 4} and lso.evidence["log_end_offset"] == {"0": 6}
+    assert "busy" not in found[("no-writes", "cluster")].evidence["examples"]
+    for finding in second.findings:
+        ran = kctl("-b", b, *shlex.split(finding.next)[1:])
+        assert ran.exit_code == 0, (finding.next, ran.stderr)
+
+
+@pytest.mark.integration
+def test_sample_and_scopes_through_the_command(kctl, fresh):
+    """`--sample` looks twice and judges a stalled group; `group G`, `topic T` and `broker
+    N` report only what concerns them; a name that does not exist is one line, exit 5."""
+    b = fresh
+    for topic in ("work", "other"):
+        assert kctl("-b", b, "topic", "create", topic).exit_code == 0
+        assert kctl("-b", b, "record", "produce", topic, input="a\nb\nc\n").exit_code == 0
+    for group, topic in (("stuck", "work"), ("idle", "other")):
+        assert kctl("-b", b, "group", "reset-offsets", group, "-t", topic, "--to-earliest", "--allow-new-group",
+                    "--execute", "--yes").exit_code == 0
+    member = _consumer(b, "stuck", ["work"])
+    try:
+        code, report, stderr = doctor(kctl, b, "--sample", "1s")
+        # A classic member's subscription, from its JoinGroup metadata.
+        described = json.loads(kctl("-b", b, "group", "describe", "stuck", "-o", "json").stdout)
+        assert [m["subscribed_topics"] for m in described[0]["members"]] == [["work"]]
+    finally:
+        member.close()
+    assert code == 1 and report["window_seconds"] >= 1, stderr  # WARNING
+    assert "looking again in 1s" in stderr
+    checks_found = {(f["check"], f["resource"]) for f in report["findings"]}
+    assert {("group-stalled", "group stuck"), ("lag-without-members", "group idle"), ("no-writes", "cluster")} <= checks_found
+
+    _code, group, _ = doctor(kctl, b, "group", "idle")
+    assert [(f["check"], f["resource"]) for f in group["findings"]] == [("lag-without-members", "group idle"), ("single-replica", "cluster")]
+    _code, topic, _ = doctor(kctl, b, "topic", "work")
+    assert {f["resource"] for f in topic["findings"]} == {"group stuck", "cluster"}  # the groups on it; no quorum note
+    _code, broker, _ = doctor(kctl, b, "broker", "1")
+    assert "group" not in " ".join(f["resource"] for f in broker["findings"])
+    for args, code in ((("group", "nope"), ExitCode.NOT_FOUND), (("topic", "nope"), ExitCode.NOT_FOUND),
+                       (("broker", "9"), ExitCode.NOT_FOUND), (("broker", "one"), ExitCode.USAGE), (("topic",), ExitCode.USAGE)):
+        result = kctl("-b", b, "doctor", *args)
+        assert result.exit_code == code and len(result.stderr.splitlines()) <= 2 and "Traceback" not in result.stderr, (args, result.stderr)
+
+
+@pytest.mark.integration
+def test_replicas_and_leaders_piled_on_one_broker(kctl, cluster, unique_name):
+    """A topic whose every replica and leader is on broker 1: replica-skew and
+    leader-skew name it; `doctor broker 1` has them, `doctor broker 2` not."""
+    if cluster.nodes < 3:
+        pytest.skip("needs 3 brokers")
+    hot = unique_name("hot")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", hot, "--replica-assignment", ",".join(["1"] * 120)).exit_code == 0
+    try:
+        _code, report, stderr = doctor(kctl, cluster.bootstrap, "broker", "1")
+        found = {f["check"]: f for f in report["findings"]}
+        assert found["replica-skew"]["evidence"]["brokers_above"] == [1], stderr
+        assert found["leader-skew"]["evidence"]["brokers_above"] == [1]
+        assert found["replica-skew"]["next"] == "kctl broker balance"
+        assert kctl("-b", cluster.bootstrap, "broker", "balance").exit_code == 0
+        _code, other, _ = doctor(kctl, cluster.bootstrap, "broker", "2")
+        assert not {"replica-skew", "leader-skew"} & {f["check"] for f in other["findings"]}
+    finally:
+        assert kctl("-b", cluster.bootstrap, "topic", "delete", hot, "--yes").exit_code == 0

@@ -14,7 +14,7 @@ from kctl.admin.client.librdkafka import LibrdkafkaAdmin, build_client, librdkaf
 from kctl.admin.client.properties import uses_gssapi, uses_token_program
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
-from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError
+from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError, UnreachableError
 from kctl.messages import apis
 from kctl.polling import poll
 
@@ -225,6 +225,19 @@ class AdminSession:
         once: what a Kafka release lacks (share groups before 4.x) is said before asking."""
         wire = self.wire
         return wire.call("describe the cluster's APIs", lambda: wire.bootstrap(wire.deadline()).versions)
+
+    def broker_api_versions(self, brokers: Collection[int]) -> dict[int, dict[int, tuple[int, int]]]:
+        """The APIs each of `brokers` supports, as its own connection's ApiVersions said
+        ({broker: {API key: (min, max)}}); a broker that cannot be reached is left out
+        (it is down: what asks about its replicas says so)."""
+        wire = self.wire
+        out = {}
+        for node in sorted(brokers):
+            try:
+                out[node] = wire.call("describe a broker's APIs", lambda node=node: wire.node(node, wire.deadline()).versions)
+            except UnreachableError:
+                continue
+        return out
 
     def close(self) -> None:
         self.__dict__.pop("kafka", None)

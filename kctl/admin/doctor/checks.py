@@ -306,3 +306,36 @@ def unsupported(part: str, cause: str) -> Finding:
                    evidence={"part": part, "cause": cause}, why="the cluster does not answer the request this check needs",
                    next=_command("cluster", "info"))
 
+
+
+def lag_without_members(groups: Sequence[GroupLag]) -> list[Finding]:
+    """Groups with lag and no member to consume it (Burrow's "stopped"): kctl's own
+    bookkeeping groups aside."""
+    from kctl.admin.groups.models import kctl_group
+
+    return [Finding(
+        severity=WARNING, check="lag-without-members", resource=f"group {g.group}",
+        summary=f"group {g.group} is {g.lag_sum:,} record(s) behind and has no members",
+        evidence={"lag": g.lag_sum, "state": g.state,
+                  "topics": ", ".join(sorted({p.topic for p in g.partitions if p.lag})[:SHOWN])},
+        why="nothing consumes its records: the consumers stopped, or the group is no longer used (delete it)",
+        next=_command("group", "lag", g.group))
+        for g in sorted(groups, key=lambda g: g.group) if g.lag_sum > 0 and g.members == 0 and kctl_group(g.group) is None]
+
+
+def missing_subscriptions(subscriptions: Mapping[str, Mapping[str, Sequence[str]]], topics: Iterable[str]) -> list[Finding]:
+    """Groups whose members subscribe to topics that do not exist ({group: {member:
+    subscribed topics}}): one finding per group."""
+    known = set(topics)
+    found = []
+    for group, members in sorted(subscriptions.items()):
+        missing = sorted({t for subscribed in members.values() for t in subscribed if t not in known})
+        if missing:
+            found.append(Finding(
+                severity=WARNING, check="subscribed-topic-missing", resource=f"group {group}",
+                summary=f"members of group {group} subscribe to {len(missing)} topic(s) that do not exist: {', '.join(missing[:SHOWN])}",
+                evidence={"topics": ", ".join(missing[:SHOWN]),
+                          "members": sum(1 for subscribed in members.values() if set(subscribed) - known)},
+                why="they wait for records that never come: a misspelt name, or a topic deleted under them",
+                next=_command("group", "describe", group)))
+    return found

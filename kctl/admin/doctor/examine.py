@@ -3,10 +3,14 @@
 One Metadata request (brokers, topics, replicas, ISR; eligible leader replicas where the
 cluster reports them), one DescribeConfigs of every topic (min.insync.replicas, unclean
 leader election, retention), every group's lag with the age of its next record (ListGroups,
-the group describes, OffsetFetch, ListOffsets, one fetch per lagging partition), and the
-producers of every partition (DescribeProducers) for hanging transactions. A part the
-cluster cannot answer (an API it lacks, a refusal) is named in `unread`, and the verdict is
-UNKNOWN unless a worse finding stands: the rest is still examined.
+the group describes, OffsetFetch, ListOffsets, one fetch per lagging partition) and its
+members' subscriptions, the producers of every partition (DescribeProducers) for hanging
+transactions, every broker's log directories with their replicas' sizes, the API versions
+each broker's connection was told, and the controller quorum. A scope (a group, a topic,
+a broker) reads and judges only what concerns it. A part the cluster cannot answer (an API
+it lacks, a refusal) is named in `unread`, and the verdict is UNKNOWN unless a worse
+finding stands: the rest is still examined. Two looks some time apart (the earlier one's
+Sample passed to the later) add the trend checks (kctl.admin.doctor.trends).
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from kctl.admin.client.session import AdminSession
-from kctl.admin.doctor import checks
+from kctl.admin.doctor import checks, spread, trends
 from kctl.admin.doctor.findings import Finding, ordered, status
-from kctl.errors import KctlError, NotAuthorizedError, UnreachableError
-from kctl.values import Value
+from kctl.admin.doctor.trends import Sample
+from kctl.errors import InvalidError, KctlError, NotAuthorizedError, NotFoundError, UnreachableError
+from kctl.values import Value, replace
 
 T = TypeVar("T")
 _CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "retention.ms")
@@ -27,73 +32,191 @@ _CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "retention.
 _UNSUPPORTED = "the cluster does not support"
 
 
+class Scope(Value):
+    """What to examine: the whole cluster (kind None), or what concerns one group, topic or
+    broker."""
+
+    __slots__ = ("kind", "name")
+
+    def __init__(self, *, kind: str | None = None, name: str = ""):
+        self.kind = kind
+        self.name = name
+
+
+CLUSTER = Scope()
+
+
 class Examination(Value):
     """What kctl doctor found: the verdict, the findings worst first, and the parts of the
-    cluster it could not read (each with why)."""
+    cluster it could not read (each with why); with two looks at it, how far apart."""
 
-    __slots__ = ("status", "findings", "unread", "seconds")
+    __slots__ = ("status", "findings", "unread", "seconds", "window_seconds")
 
-    def __init__(self, *, status: str, findings: list[Finding], unread: dict[str, str], seconds: float):
+    def __init__(self, *, status: str, findings: list[Finding], unread: dict[str, str], seconds: float,
+                 window_seconds: float | None = None):
         self.status = status
         self.findings = findings
         self.unread = unread
         self.seconds = seconds
+        # The time since the earlier look the trend checks compared with (--sample,
+        # --watch); null after one look.
+        self.window_seconds = window_seconds
 
 
-def examine(session: AdminSession, *, transaction_age_ms: int | None = None) -> Examination:
-    """Examine the whole cluster (internal topics included); a transaction open longer than
-    `transaction_age_ms` hangs (default: the brokers' transaction.max.timeout.ms, past
-    which no coordinator keeps one open)."""
-    from kctl.admin.client.kafka import TOPIC
-    from kctl.admin.cluster.features import describe_quorum
-    from kctl.admin.cluster.logdirs import describe_log_dirs
+def examine(session: AdminSession, *, transaction_age_ms: int | None = None, scope: Scope = CLUSTER,
+            previous: Sample | None = None, sampled: bool = False) -> tuple[Examination, Sample]:
+    """Examine the cluster (internal topics included), or what of it `scope` names; a
+    transaction open longer than `transaction_age_ms` hangs (default: the brokers'
+    transaction.max.timeout.ms, past which no coordinator keeps one open). With `sampled`
+    the sample returned holds the log end and last stable offsets too, and with
+    `previous` (an earlier look's sample) the trend checks compare the two."""
     from kctl.admin.cluster.partitions import snapshot
     from kctl.admin.groups.lag import group_lag
 
     started = time.monotonic()
     unread: dict[str, str] = {}
     metadata = session.metadata("examine the cluster")
-    found: list[Finding] = []
-    partitions = snapshot(session, include_internal=True, metadata=metadata, with_elr=True)
-    found += checks.partitions(partitions) + checks.offline_brokers(partitions) + checks.preferred_leaders(partitions)
-    names = sorted(name for name, t in metadata.topics.items() if t.partitions)
-    configs = _part("topic configs", unread, lambda: session.kafka.describe_configs([(TOPIC, t) for t in names], "describe topic configs",
-                                                                                     keys=_CONFIGS))
-    retention: dict[str, int | None] = {}
-    if configs is not None:
-        results, errors = configs
-        if errors:
-            unread["topic configs"] = f"{len(errors)} topic(s) could not be read"
-        facts = []
-        for (_kind, name), values in results.items():
-            retention[name] = _number(values.get("retention.ms"))
-            unclean = values.get("unclean.leader.election.enable")
-            facts.append(checks.TopicFacts(
-                topic=name, replication_factor=max(len(p.replicas) for p in metadata.topics[name].partitions.values()),
-                min_isr=_number(values.get("min.insync.replicas")), retention_ms=retention[name],
-                unclean_leader_election=unclean is not None and unclean.value == "true"))
-        found += checks.durability(facts, len(metadata.brokers))
-    lag = _part("group lag", unread, lambda: group_lag(session, None, time_lag="record"))
-    if lag is not None:
-        groups, refused = lag
-        if refused:
-            unread["group lag"] = f"{len(refused)} group(s) could not be read: " + ", ".join(sorted(refused)[:5])
-        found += checks.unread_losses(groups) + checks.retention_ahead(groups, retention)
-    pairs = [(name, p) for name in names for p in sorted(metadata.topics[name].partitions)]
+    cluster = snapshot(session, include_internal=True, metadata=metadata, with_elr=True)
+    topics = sorted(name for name, t in metadata.topics.items() if t.partitions)
+    broker = _in_scope(scope, metadata, cluster, topics)
+    groups = None
+    if scope.kind != "broker":
+        lag = _part("group lag", unread, lambda: group_lag(session, [scope.name] if scope.kind == "group" else None,
+                                                          topics=[scope.name] if scope.kind == "topic" else (), time_lag="record"))
+        if lag is not None:
+            groups, refused = lag
+            if scope.kind == "group" and scope.name in refused:
+                raise refused[scope.name].but(action=f"examine group {scope.name}")
+            if refused:
+                unread["group lag"] = f"{len(refused)} group(s) could not be read: " + ", ".join(sorted(refused)[:5])
+            groups = [g for g in groups if g.partitions or scope.kind != "topic"]
+    if scope.kind == "topic":
+        topics = [scope.name]
+    elif scope.kind == "group":
+        topics = sorted({p.topic for g in groups or () for p in g.partitions} & set(topics))
+    elif scope.kind == "broker":
+        topics = sorted({p.topic for p in cluster.partitions if broker in p.replicas})
+    chosen = set(topics)
+    partitions = replace(cluster, partitions=tuple(p for p in cluster.partitions if p.topic in chosen and (broker is None or broker in p.replicas)))
+    found = checks.partitions(partitions) + checks.offline_brokers(partitions) + checks.preferred_leaders(partitions)
+    retention = _topic_checks(session, metadata, topics, unread, found)
+    if groups is not None:
+        found += (checks.unread_losses(groups) + checks.retention_ahead(groups, retention) + checks.lag_without_members(groups))
+        subscriptions = _part("group members", unread, lambda: _subscriptions(session, scope))
+        if subscriptions is not None:
+            found += checks.missing_subscriptions(subscriptions, metadata.topics)
+    pairs = [(name, p) for name in topics for p in sorted(metadata.topics[name].partitions)]
     hanging = _part("transactions", unread, lambda: _hanging(session, pairs, transaction_age_ms))
     if hanging is not None:
         found += checks.hanging_transactions(hanging)
-    dirs = _part("log dirs", unread, lambda: describe_log_dirs(session, with_replicas=False, metadata=metadata)[0])
-    if dirs is not None:
-        found += checks.log_dirs(dirs)
-    quorum = _part("controller quorum", unread, lambda: describe_quorum(session))
-    if quorum is not None:
-        found += checks.quorum(quorum, int(time.time() * 1000))
+    found += _broker_checks(session, metadata, cluster, scope, broker, unread)
     for part in [p for p, why in unread.items() if why.startswith(_UNSUPPORTED)]:
         found.append(checks.unsupported(part, unread.pop(part)))
+    sample = _sample(session, partitions, groups, pairs if sampled else [])
+    if previous is not None:
+        found += trends.compare(previous, sample)
     findings = ordered(found)
+    window = None if previous is None else round(sample.taken - previous.taken, 1)
     return Examination(status=status(findings, complete=not unread), findings=findings, unread=unread,
-                       seconds=round(time.monotonic() - started, 2))
+                       seconds=round(time.monotonic() - started, 2), window_seconds=window), sample
+
+
+def _in_scope(scope: Scope, metadata, cluster, topics: list[str]) -> int | None:
+    """Check that what `scope` names exists (the group is checked as its lag is read); the
+    broker's id for a broker scope."""
+    from kctl.admin.topics.topics import no_such_topic
+
+    if scope.kind == "topic" and scope.name not in topics:
+        raise no_such_topic(f"examine topic {scope.name}", scope.name)
+    if scope.kind != "broker":
+        return None
+    try:
+        broker = int(scope.name)
+    except ValueError:
+        raise InvalidError(action="examine a broker", cause=f"{scope.name!r} is not a broker id (a number)") from None
+    # A broker that is down still holds its replicas: it is examined too.
+    if broker not in metadata.brokers and not any(broker in p.replicas for p in cluster.partitions):
+        raise NotFoundError(action=f"examine broker {broker}",
+                            cause=f"no such broker (brokers: {', '.join(map(str, sorted(metadata.brokers)))})")
+    return broker
+
+
+def _topic_checks(session: AdminSession, metadata, topics: list[str], unread: dict[str, str], found: list[Finding]) -> dict[str, int | None]:
+    """The durability checks of `topics`' configs (appended to `found`); each topic's
+    retention.ms."""
+    from kctl.admin.client.kafka import TOPIC
+
+    retention: dict[str, int | None] = {}
+    if not topics:
+        return retention
+    configs = _part("topic configs", unread, lambda: session.kafka.describe_configs([(TOPIC, t) for t in topics], "describe topic configs",
+                                                                                     keys=_CONFIGS))
+    if configs is None:
+        return retention
+    results, errors = configs
+    if errors:
+        unread["topic configs"] = f"{len(errors)} topic(s) could not be read"
+    facts = []
+    for (_kind, name), values in results.items():
+        retention[name] = _number(values.get("retention.ms"))
+        unclean = values.get("unclean.leader.election.enable")
+        facts.append(checks.TopicFacts(
+            topic=name, replication_factor=max(len(p.replicas) for p in metadata.topics[name].partitions.values()),
+            min_isr=_number(values.get("min.insync.replicas")), retention_ms=retention[name],
+            unclean_leader_election=unclean is not None and unclean.value == "true"))
+    found += checks.durability(facts, len(metadata.brokers))
+    return retention
+
+
+def _broker_checks(session: AdminSession, metadata, cluster, scope: Scope, broker: int | None, unread: dict[str, str]) -> list[Finding]:
+    """Log directories (offline, disks nearly full), large partitions, skew, versions and
+    the controller quorum: of the whole cluster, of one broker, or (a topic scope) the
+    topic's large partitions alone; none for a group."""
+    from kctl.admin.cluster.features import describe_quorum
+    from kctl.admin.cluster.logdirs import describe_log_dirs
+
+    if scope.kind == "group":
+        return []
+    topics = [scope.name] if scope.kind == "topic" else []
+    found: list[Finding] = []
+    dirs = _part("log dirs", unread, lambda: describe_log_dirs(session, topics=topics, metadata=metadata))
+    if dirs is not None:
+        found += spread.large_partitions([r for r in dirs[1] if broker is None or r.broker == broker])
+        if scope.kind != "topic":
+            found += checks.log_dirs([d for d in dirs[0] if broker is None or d.broker == broker])
+            found += [f for f in spread.skew(cluster, dirs[0]) if broker is None or broker in f.evidence["brokers_above"]]
+    if scope.kind == "topic":
+        return found
+    versions = _part("broker versions", unread, lambda: session.broker_api_versions(metadata.brokers))
+    if versions is not None:
+        found += spread.versions_differ(versions)
+    if scope.kind is None:
+        quorum = _part("controller quorum", unread, lambda: describe_quorum(session))
+        if quorum is not None:
+            found += checks.quorum(quorum, int(time.time() * 1000))
+    return found
+
+
+def _subscriptions(session: AdminSession, scope: Scope) -> dict[str, dict[str, tuple[str, ...]]]:
+    from kctl.admin.groups import protocol
+    from kctl.admin.groups.groups import subscriptions
+
+    listed = protocol.list_groups(session)
+    return subscriptions(session, [g for g in listed if scope.kind != "group" or g["group_id"] == scope.name])
+
+
+def _sample(session: AdminSession, partitions, groups, pairs: list[tuple[str, int]]) -> trends.Sample:
+    """What a later look compares with: ISRs and groups (already read), and with `pairs`
+    their log end and last stable offsets (two ListOffsets rounds)."""
+    from kctl.admin.topics.offsets import log_offsets
+
+    ends: dict = {}
+    stable: dict = {}
+    if pairs:
+        ends = {k: end for k, (_start, end, _epoch) in log_offsets(session, pairs, "read_uncommitted").items()}
+        stable = {k: end for k, (_start, end, _epoch) in log_offsets(session, pairs, "read_committed").items()}
+    return trends.Sample(taken=time.monotonic(), isr={(p.topic, p.partition): p.isr for p in partitions.partitions},
+                         log_end=ends, stable=stable, groups={g.group: g for g in groups or ()})
 
 
 def _part(name: str, unread: dict[str, str], read: Callable[[], T]) -> T | None:

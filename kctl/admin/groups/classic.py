@@ -24,6 +24,20 @@ def assigned(raw: Any, member: Any) -> list[tuple[str, int]]:
     return [(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions]
 
 
+def subscribed(raw: Any, member: Any) -> tuple[str, ...]:
+    """The topics a member of a consumer-protocol group subscribed to (its JoinGroup
+    metadata, sorted)."""
+    from kctl.messages import codec
+
+    if raw.protocol_type != "consumer" or not member.member_metadata:
+        return ()
+    try:
+        decoded = codec.decode_versioned("ConsumerProtocolSubscription", member.member_metadata)
+    except codec.CodecError:  # as assigned(): a client's malformed metadata is shown as none
+        return ()
+    return tuple(sorted(decoded.topics))
+
+
 def member_info(raw: Any, member: Any) -> MemberInfo:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in assigned(raw, member):
@@ -32,6 +46,7 @@ def member_info(raw: Any, member: Any) -> MemberInfo:
         member_id=member.member_id, group_instance_id=member.group_instance_id or None, client_id=member.client_id,
         host=member.client_host,
         assignment=tuple(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(by_topic.items())),
+        subscribed_topics=subscribed(raw, member),
     )
 
 

@@ -143,6 +143,28 @@ def describe_groups(session: AdminSession, ids: Sequence[str]) -> Partial[list[G
     return Partial([found[g] for g in ids if g in found], errors)
 
 
+def subscriptions(session: AdminSession, listed: Sequence[dict]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The topics each member of each group with members subscribed to by name ({group:
+    {member id: topics}}; `listed`: what ListGroups said of the groups). Classic groups
+    of the consumer protocol, consumer and share groups; a group that cannot be described
+    is left out."""
+    from kctl.admin.groups import classic
+
+    of_type: dict[str, list[str]] = {kind: [] for kind in TYPES}
+    for g in listed:
+        if g.get("group_state") != "Empty":
+            of_type.setdefault(listed_type(g), []).append(g["group_id"])
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for group_id, (raw, _node) in protocol.classic_group_describe(session, of_type["classic"]).items():
+        if not raw.error_code and raw.members:
+            out[group_id] = {m.member_id: classic.subscribed(raw, m) for m in raw.members}
+    for kind, describe in (("consumer", protocol.consumer_group_describe), ("share", protocol.share_group_describe)):
+        for group_id, (described, _node) in describe(session, of_type[kind]).items():
+            if not described.error_code and described.members:
+                out[group_id] = {m.member_id: tuple(sorted(m.subscribed_topic_names or ())) for m in described.members}
+    return out
+
+
 def not_found(group_id: str, action: str) -> NotFoundError:
     return NotFoundError(action=f"{action} {group_id}", cause="GROUP_ID_NOT_FOUND: no such group", kafka_error="GROUP_ID_NOT_FOUND",
                          resource=Resource("group", group_id))
