@@ -21,13 +21,19 @@ SERVER_JVM_OPTIONS = ("-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCP
                       "-Djava.awt.headless=true")
 
 
-def time_command(argv: list[str], runs: int, env: dict | None = None) -> float:
-    """Median wall-clock seconds of `argv`, after one warm-up run (page cache)."""
-    subprocess.run(argv, check=True, capture_output=True, env=env)
+def time_command(argv: list[str], runs: int, env: dict | None = None, *, exits: tuple[int, ...] = (0,)) -> float:
+    """Median wall-clock seconds of `argv`, after one warm-up run (page cache); each run
+    must end with one of `exits` (a verdict command's status says what it found)."""
+    def run() -> None:
+        done = subprocess.run(argv, capture_output=True, env=env)
+        if done.returncode not in exits:
+            raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
+
+    run()
     samples = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True, env=env)
+        run()
         samples.append(time.perf_counter() - started)
     return statistics.median(samples)
 

@@ -43,9 +43,9 @@ ALLOWED = {
     "kctl.admin.declarative": {"kctl.errors", "kctl.config", "kctl.admin.client", "kctl.admin.cluster", "kctl.admin.topics",
                                "kctl.admin.security", "kctl.admin.connect"},
     # kctl doctor reads what the other concerns read and judges it (API names from
-    # kctl.messages, for brokers answering different versions).
+    # kctl.messages, for brokers answering different versions; client quotas).
     "kctl.admin.doctor": {"kctl.errors", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.cluster",
-                          "kctl.admin.topics", "kctl.admin.groups"},
+                          "kctl.admin.topics", "kctl.admin.groups", "kctl.admin.security"},
     "kctl.admin": set(),  # the package's own __init__: a docstring
     # topic clone (records/clone.py) maps the groups' offsets onto the records it copies.
     "kctl.records": {"kctl.errors", "kctl.timespec", "kctl.config", "kctl.messages", "kctl.admin.client", "kctl.admin.topics",

@@ -88,6 +88,7 @@ def doctor(app: App, scope, name, sample, transaction_age, watch, interval, max_
                 voter-behind            a controller 30 s and more behind the leader
       info      single-replica          on one broker, as it must be
                 large-partition         a replica over 50 GiB
+                quotas-throttle         client quotas set: the lowest of each kind
                 not-supported           a part the cluster has no API for (the
                                         bundled broker's controller quorum)
 

@@ -459,3 +459,27 @@ def test_replicas_and_leaders_piled_on_one_broker(kctl, cluster, unique_name):
         assert not {"replica-skew", "leader-skew"} & {f["check"] for f in other["findings"]}
     finally:
         assert kctl("-b", cluster.bootstrap, "topic", "delete", hot, "--yes").exit_code == 0
+
+
+def test_quotas_check():
+    [finding] = checks.quotas({"user alice": {"producer_byte_rate": 1048576.0, "consumer_byte_rate": 2e6},
+                               "user bob": {"producer_byte_rate": 1000.0}, "ip 10.0.0.7": {"connection_creation_rate": 20.0}})
+    assert (finding.severity, finding.evidence["entities"], finding.next) == (INFO, 2, "kctl quota list")
+    assert finding.evidence["lowest"]["producer_byte_rate"] == {"value": 1000.0, "entity": "user bob"}
+    assert checks.quotas({"ip 10.0.0.7": {"connection_creation_rate": 20.0}}) == []
+
+
+@pytest.mark.integration
+def test_client_quotas_that_throttle(kctl, cluster, unique_name):
+    """A quota of one byte a second on a user: the lowest producer quota, said as info."""
+    if cluster.nodes < 3:
+        pytest.skip("the bundled broker keeps no quotas; kafka3 is the cluster with them")
+    user = unique_name("slow")
+    assert kctl("-b", cluster.bootstrap, "quota", "set", "--user", user, "--set", "producer_byte_rate=1").exit_code == 0
+    try:
+        _code, report, stderr = doctor(kctl, cluster.bootstrap)
+        [finding] = [f for f in report["findings"] if f["check"] == "quotas-throttle"]
+        assert finding["evidence"]["lowest"]["producer_byte_rate"] == {"value": 1.0, "entity": f"user {user}"}, stderr
+        assert kctl("-b", cluster.bootstrap, *shlex.split(finding["next"])[1:]).exit_code == 0
+    finally:
+        assert kctl("-b", cluster.bootstrap, "quota", "delete", "--user", user, "--quota", "producer_byte_rate", "--yes").exit_code == 0

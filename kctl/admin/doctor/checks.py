@@ -339,3 +339,28 @@ def missing_subscriptions(subscriptions: Mapping[str, Mapping[str, Sequence[str]
                 why="they wait for records that never come: a misspelt name, or a topic deleted under them",
                 next=_command("group", "describe", group)))
     return found
+
+
+# Quotas that slow clients down (bytes per second, or a share of request time): what a
+# client throttled by one would feel.
+_THROTTLING = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
+
+
+def quotas(by_entity: Mapping[str, Mapping[str, float]]) -> list[Finding]:
+    """Client quotas that throttle ({entity: {quota: value}}): one info finding naming the
+    lowest of each kind, as a producer or consumer slower than expected is often one
+    the broker throttles (only the throttled client sees its throttle time)."""
+    lowest: dict[str, tuple[float, str]] = {}
+    for entity, values in sorted(by_entity.items()):
+        for quota, value in values.items():
+            if quota in _THROTTLING and (quota not in lowest or value < lowest[quota][0]):
+                lowest[quota] = (value, entity)
+    if not lowest:
+        return []
+    entities = sum(1 for values in by_entity.values() if set(values) & set(_THROTTLING))
+    return [Finding(
+        severity=INFO, check="quotas-throttle", resource="cluster",
+        summary=f"{entities} client quota entit(ies) throttle: " + ", ".join(f"{q} {v:g} ({e})" for q, (v, e) in sorted(lowest.items())),
+        evidence={"entities": entities, "lowest": {q: {"value": v, "entity": e} for q, (v, e) in sorted(lowest.items())}},
+        why="a client over its quota is slowed by the broker (its requests answered late), not refused",
+        next=_command("quota", "list"))]

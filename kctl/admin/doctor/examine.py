@@ -6,7 +6,7 @@ leader election, retention), every group's lag with the age of its next record (
 the group describes, OffsetFetch, ListOffsets, one fetch per lagging partition) and its
 members' subscriptions, the producers of every partition (DescribeProducers) for hanging
 transactions, every broker's log directories with their replicas' sizes, the API versions
-each broker's connection was told, and the controller quorum. A scope (a group, a topic,
+each broker's connection was told, the controller quorum and the client quotas. A scope (a group, a topic,
 a broker) reads and judges only what concerns it. A part the cluster cannot answer (an API
 it lacks, a refusal) is named in `unread`, and the verdict is UNKNOWN unless a worse
 finding stands: the rest is still examined. Two looks some time apart (the earlier one's
@@ -174,6 +174,7 @@ def _broker_checks(session: AdminSession, metadata, cluster, scope: Scope, broke
     topic's large partitions alone; none for a group."""
     from kctl.admin.cluster.features import describe_quorum
     from kctl.admin.cluster.logdirs import describe_log_dirs
+    from kctl.admin.security.quotas import quotas_by_entity
 
     if scope.kind == "group":
         return []
@@ -194,6 +195,9 @@ def _broker_checks(session: AdminSession, metadata, cluster, scope: Scope, broke
         quorum = _part("controller quorum", unread, lambda: describe_quorum(session))
         if quorum is not None:
             found += checks.quorum(quorum, int(time.time() * 1000))
+        quotas = _part("client quotas", unread, lambda: quotas_by_entity(session))
+        if quotas is not None:
+            found += checks.quotas({str(entity): values for entity, values in quotas.items()})
     return found
 
 
