@@ -326,11 +326,12 @@ def test_the_help_lists_every_check():
 
     from kctl.cli.doctor import doctor as command
 
-    source = Path(checks.__file__).read_text()
-    names = {node.value.value for node in ast.walk(ast.parse(source))
-             if isinstance(node, ast.keyword) and node.arg == "check" and isinstance(node.value, ast.Constant)}
-    names |= {c[2] for c in checks._PARTITION_CONDITIONS}
-    assert len(names) >= 13
+    names = set()
+    for module in (checks, trends, spread):
+        names |= {node.value.value for node in ast.walk(ast.parse(Path(module.__file__).read_text()))
+                  if isinstance(node, ast.keyword) and node.arg == "check" and isinstance(node.value, ast.Constant)}
+    names |= {c[2] for c in checks._PARTITION_CONDITIONS} | {f"{m}-skew" for m in ("replica", "leader", "disk")}
+    assert len(names) >= 30
     assert [n for n in sorted(names) if n not in (command.help or "")] == []
 
 
@@ -483,3 +484,39 @@ def test_client_quotas_that_throttle(kctl, cluster, unique_name):
         assert kctl("-b", cluster.bootstrap, *shlex.split(finding["next"])[1:]).exit_code == 0
     finally:
         assert kctl("-b", cluster.bootstrap, "quota", "delete", "--user", user, "--quota", "producer_byte_rate", "--yes").exit_code == 0
+
+
+@pytest.mark.integration
+def test_a_member_that_does_not_rejoin_holds_the_rebalance(kctl, fresh):
+    """Classic group: a member that stops polling does not rejoin when a second one joins,
+    and the group waits in PreparingRebalance (up to the first one's max.poll.interval.ms):
+    two looks find it in that state both times."""
+    from confluent_kafka import Consumer
+
+    from kctl.admin.client.session import AdminSession
+    from kctl.admin.doctor.examine import Scope, examine
+    from kctl.config.model import ClientSettings
+    from tests.support.eventually import eventually
+
+    b = fresh
+    assert kctl("-b", b, "topic", "create", "held-topic").exit_code == 0
+    assert kctl("-b", b, "record", "produce", "held-topic", input="a\n").exit_code == 0
+    first_member = _consumer(b, "held", ["held-topic"], **{"max.poll.interval.ms": 60_000})
+    second_member = Consumer({"bootstrap.servers": b, "group.id": "held"})
+    second_member.subscribe(["held-topic"])
+    session = AdminSession(ClientSettings(bootstrap_servers=b, properties={}, timeout=30, context=None))
+    scope = Scope(kind="group", name="held")
+    try:
+        def rebalancing():
+            second_member.poll(0.1)  # its JoinGroup waits for the first member, which does not poll
+            examination, sample = examine(session, scope=scope, sampled=True)
+            assert sample.groups["held"].state == "PreparingRebalance", sample.groups["held"].state
+            return sample
+        earlier = eventually(rebalancing, timeout=30)
+        later, _ = examine(session, scope=scope, previous=earlier)
+    finally:
+        session.close()
+        second_member.close()
+        first_member.close()
+    [stuck] = [f for f in later.findings if f.check == "rebalance-stuck"]
+    assert (stuck.resource, stuck.evidence["state"], stuck.next) == ("group held", "PreparingRebalance", "kctl group describe held")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 import pytest
 
@@ -48,6 +49,14 @@ def test_eligible_leader_replicas_as_kafka_reports_them(kctl, operated_kafka, un
         return row
 
     assert (partition()["elr"], partition()["last_known_elr"]) == ([], [])
+    # kctl doctor's two looks (issue 70), one before the stop and one after: the ISR changed.
+    from kctl.admin.client.session import AdminSession
+    from kctl.admin.doctor.examine import Scope, examine
+    from kctl.config.model import ClientSettings
+
+    session = AdminSession(ClientSettings(bootstrap_servers=cluster.bootstrap, properties={}, timeout=30, context=None))
+    scope = Scope(kind="topic", name=topic)
+    _, before = examine(session, scope=scope, sampled=True)
     cluster.stop_node(4)
     try:
         def in_elr() -> dict:
@@ -55,6 +64,11 @@ def test_eligible_leader_replicas_as_kafka_reports_them(kctl, operated_kafka, un
             assert row["isr"] == [3] and row["elr"] == [4], row
             return row
         eventually(in_elr, timeout=30)
+        after, _ = examine(session, scope=scope, previous=before)
+        session.close()
+        [flapping] = [f for f in after.findings if f.check == "isr-flapping"]
+        changed = flapping.evidence["isr"]["0"]
+        assert (sorted(changed["before"]), changed["after"]) == ([3, 4], [3]), flapping.evidence
         assert kafka_elr(cluster, topic)[0][0] == [4]
         described = run_json(kctl, cluster.bootstrap, "topic", "describe", topic)
         assert described[0]["partitions"][0]["elr"] == [4]
@@ -77,6 +91,19 @@ def test_eligible_leader_replicas_as_kafka_reports_them(kctl, operated_kafka, un
         verdict = json.loads(health.stdout)
         assert {"topic": topic, "partition": 0} in verdict["elr_recoverable_partitions"]
         assert any("eligible leader replica can lead again" in r for r in verdict["reasons"])
+        # kctl doctor (issue 70), narrowed to the topic: its partition offline, the two
+        # brokers down that hold its replicas, and NEXT commands that run.
+        doctor = kctl("-b", cluster.bootstrap, "doctor", "topic", topic, "-o", "json")
+        findings = json.loads(doctor.stdout)["findings"]
+        found = {(f["severity"], f["check"], f["resource"]) for f in findings}
+        assert doctor.exit_code == 2, doctor.stderr
+        assert {("critical", "offline-partitions", f"topic {topic}"), ("high", "broker-down", "broker 3"),
+                ("high", "broker-down", "broker 4")} <= found, found
+        # (Not the fix of min-isr-not-below-rf it also finds: that config change would end
+        # the ELR this test goes on to watch.)
+        for finding in findings:
+            if finding["check"] in ("offline-partitions", "broker-down"):
+                assert kctl("-b", cluster.bootstrap, *shlex.split(finding["next"])[1:]).exit_code == 0, finding["next"]
     finally:
         cluster.start_node(3, 4)
 

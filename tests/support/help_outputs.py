@@ -80,6 +80,9 @@ _PATTERNS = (
     # letters (a digit is not a sign: 2.4% of random ids have none, and a CI run met one).
     (re.compile(r"(?<![\w.-])(?=[\w-]*[A-Z])(?=[\w-]*[a-z])[A-Za-z0-9_-]{22}(?![\w.-])"), "<id>"),
     (re.compile(r"\b\d+(\.\d+)?( ?ms| ?s)\b"), "<duration>"),
+    # How long a look took, and how far apart two were (kctl doctor): a loaded run's are longer.
+    (re.compile(r'("(?:window_)?seconds":)\d+(\.\d+)?'), r"\1<duration>"),
+    (re.compile(r"^(WINDOW-SECONDS\s+)\d+(\.\d+)?$", re.M), r"\1<duration>"),
     (re.compile(r"[\d,.]+ (records|MB|MiB|KiB|bytes)/s\b"), r"<rate> \1/s"),
     # Sizes on disk: a partition's depends on how the producer batched the world's records
     # (a loaded CI run sent one partition's ten in two batches: 706 B where 645 B was recorded).
