@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import kctl_argv
+from common import commit_group_offsets, kctl_argv
 
 TOPICS, PARTITIONS, GROUPS, GROUP_PARTITIONS = 100, 1000, 10_000, 10
 
@@ -34,18 +34,12 @@ def grow(bootstrap: str) -> None:
         for future in admin.create_topics(topics[i:i + 10], operation_timeout=300, request_timeout=300).values():
             future.result()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-    pending = []
+    requests = []
     for g in range(GROUPS):
         topic, first = f"t{g % TOPICS:03d}", (g // TOPICS) * GROUP_PARTITIONS % PARTITIONS
         producer.produce(topic, b"x", partition=first)
-        offsets = ConsumerGroupTopicPartitions(f"g{g:05d}", [TopicPartition(topic, first + k, 0) for k in range(GROUP_PARTITIONS)])
-        pending += admin.alter_consumer_group_offsets([offsets], request_timeout=120).values()
-        if len(pending) >= 200:
-            for future in pending:
-                future.result()
-            pending = []
-    for future in pending:
-        future.result()
+        requests.append(ConsumerGroupTopicPartitions(f"g{g:05d}", [TopicPartition(topic, first + k, 0) for k in range(GROUP_PARTITIONS)]))
+    commit_group_offsets(admin, requests)
     assert producer.flush(120) == 0
     print(f"grew to {TOPICS * PARTITIONS:,} partitions and {GROUPS:,} groups in {time.monotonic() - started:.0f} s", flush=True)
 

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import kctl_argv, print_rows, time_command
+from common import commit_group_offsets, kctl_argv, print_rows, time_command
 
 from tests.backends.kafka import KafkaCluster
 
@@ -44,16 +44,9 @@ def seed(bootstrap: str, groups: int, partitions: int) -> None:
         producer.produce("lagged", value=b"x" * 100, partition=i % partitions)
     producer.flush(60)
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    pending = []
-    for g in range(groups):
-        request = ConsumerGroupTopicPartitions(f"bench-group-{g:04d}", [TopicPartition("lagged", p, (g + p) % 20) for p in range(partitions)])
-        pending += list(admin.alter_consumer_group_offsets([request]).values())
-        if len(pending) >= 200:
-            for future in pending:
-                future.result()
-            pending = []
-    for future in pending:
-        future.result()
+    commit_group_offsets(admin, (ConsumerGroupTopicPartitions(f"bench-group-{g:04d}", [TopicPartition("lagged", p, (g + p) % 20)
+                                                                                        for p in range(partitions)])
+                                 for g in range(groups)))
 
 
 def seed_consumer_protocol_groups(bootstrap: str, groups: int, partitions: int) -> None:

@@ -59,3 +59,17 @@ def print_rows(rows: list[tuple[str, float, str, float | None]]) -> None:
             print(f"{name:<34} {ours:>8.3f}   {anchor:<40}")
         else:
             print(f"{name:<34} {ours:>8.3f}   {anchor:<40} {theirs:>9.3f} {theirs / ours:>8.1f}x")
+
+
+def commit_group_offsets(admin, requests) -> None:
+    """Commit each group's offsets (confluent-kafka ConsumerGroupTopicPartitions, one group
+    a request, as AdminClient allows), 200 requests in flight at a time."""
+    pending: list = []
+    for request in requests:
+        pending += admin.alter_consumer_group_offsets([request], request_timeout=120).values()
+        if len(pending) >= 200:
+            for future in pending:
+                future.result()
+            pending = []
+    for future in pending:
+        future.result()
