@@ -7,7 +7,7 @@ import time
 import click
 
 from kctl.cli._app import App
-from kctl.cli._options import global_options, pass_app
+from kctl.cli._options import RegexType, global_options, pass_app
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
 FINDINGS_TABLE = TableSpec((
@@ -43,6 +43,9 @@ def _evidence(figures: dict) -> str:
 @click.option("--sample", metavar="DURATION",
               help="Look twice, this far apart, and judge what moved: groups stalled or falling behind, stuck rebalances and "
                    "last stable offsets, ISR changes, topics without writes.")
+@click.option("--ignore-group", "ignore_groups", multiple=True, type=RegexType(), metavar="REGEX",
+              help="Leave groups whose whole id matches out of the group checks (repeatable): abandoned or batch groups "
+                   "a monitor should not warn of.")
 @click.option("--transaction-age", metavar="DURATION",
               help="A transaction open longer than this hangs (default: the brokers' transaction.max.timeout.ms).")
 @click.option("-w", "--watch", is_flag=True, help="Examine again every --interval until Ctrl-C, saying which findings are new and "
@@ -51,7 +54,7 @@ def _evidence(figures: dict) -> str:
 @click.option("--max-wait", type=click.FloatRange(min=0), metavar="SECONDS", help="With --watch: stop after this long with the last status.")
 @global_options
 @pass_app
-def doctor(app: App, scope, name, sample, transaction_age, watch, interval, max_wait):
+def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch, interval, max_wait):
     """Find what is wrong with the cluster: each problem, how bad, the evidence, and the
     command to run next.
 
@@ -118,6 +121,7 @@ def doctor(app: App, scope, name, sample, transaction_age, watch, interval, max_
       kctl doctor group billing  # exit 1
       kctl doctor broker 1 -o json
       kctl doctor --sample 5s  # exit 1
+      kctl doctor --ignore-group 'billing|batch-.*'
       kctl doctor --transaction-age 10m  # exit 1
       kctl doctor -o json | jq -r '.findings[] | select(.severity == "critical") | .next'
       kctl doctor --watch --interval 1m  # Ctrl-C stops it (exit 1)
@@ -138,7 +142,7 @@ def doctor(app: App, scope, name, sample, transaction_age, watch, interval, max_
 
     def once() -> int:
         examination, taken = examine(app.session, transaction_age_ms=age_ms, scope=where, previous=last.get("sample"),
-                                     sampled=bool(window or watch))
+                                     sampled=bool(window or watch), ignore_groups=ignore_groups)
         show(app, examination, DOCTOR_DOCUMENT, watch=watch)
         if "findings" in last:
             _say_changes(app, last["findings"], examination.findings)
@@ -149,7 +153,7 @@ def doctor(app: App, scope, name, sample, transaction_age, watch, interval, max_
         return VERDICT_EXIT[examination.status]
 
     if window:
-        _first, last["sample"] = examine(app.session, transaction_age_ms=age_ms, scope=where, sampled=True)
+        _first, last["sample"] = examine(app.session, transaction_age_ms=age_ms, scope=where, sampled=True, ignore_groups=ignore_groups)
         app.note(f"looking again in {sample}")
         time.sleep(window)
     status = watch_loop(app, once, watch=watch, interval=every, exit_when_healthy=False, max_wait=max_wait)

@@ -429,6 +429,10 @@ def test_sample_and_scopes_through_the_command(kctl, fresh):
     checks_found = {(f["check"], f["resource"]) for f in report["findings"]}
     assert {("group-stalled", "group stuck"), ("lag-without-members", "group idle"), ("no-writes", "cluster")} <= checks_found
 
+    _code, quiet, _ = doctor(kctl, b, "--ignore-group", "id.*", "--ignore-group", "stuck")
+    assert [f["resource"] for f in quiet["findings"] if f["resource"].startswith("group")] == []
+    _code, partly, _ = doctor(kctl, b, "--ignore-group", "id")  # a whole id, not a part of one
+    assert ("lag-without-members", "group idle") in {(f["check"], f["resource"]) for f in partly["findings"]}
     _code, group, _ = doctor(kctl, b, "group", "idle")
     assert [(f["check"], f["resource"]) for f in group["findings"]] == [("lag-without-members", "group idle"), ("single-replica", "cluster")]
     _code, topic, _ = doctor(kctl, b, "topic", "work")
@@ -436,7 +440,8 @@ def test_sample_and_scopes_through_the_command(kctl, fresh):
     _code, broker, _ = doctor(kctl, b, "broker", "1")
     assert "group" not in " ".join(f["resource"] for f in broker["findings"])
     for args, code in ((("group", "nope"), ExitCode.NOT_FOUND), (("topic", "nope"), ExitCode.NOT_FOUND),
-                       (("broker", "9"), ExitCode.NOT_FOUND), (("broker", "one"), ExitCode.USAGE), (("topic",), ExitCode.USAGE)):
+                       (("broker", "9"), ExitCode.NOT_FOUND), (("broker", "one"), ExitCode.USAGE), (("topic",), ExitCode.USAGE),
+                       (("--ignore-group", "(",), ExitCode.USAGE)):
         result = kctl("-b", b, "doctor", *args)
         assert result.exit_code == code and len(result.stderr.splitlines()) <= 2 and "Traceback" not in result.stderr, (args, result.stderr)
 

@@ -15,8 +15,9 @@ Sample passed to the later) add the trend checks (kctl.admin.doctor.trends).
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kctl.admin.client.session import AdminSession
@@ -64,11 +65,13 @@ class Examination(Value):
 
 
 def examine(session: AdminSession, *, transaction_age_ms: int | None = None, scope: Scope = CLUSTER,
-            previous: Sample | None = None, sampled: bool = False) -> tuple[Examination, Sample]:
+            previous: Sample | None = None, sampled: bool = False, ignore_groups: Sequence[re.Pattern[str]] = ()
+            ) -> tuple[Examination, Sample]:
     """Examine the cluster (internal topics included), or what of it `scope` names; a
     transaction open longer than `transaction_age_ms` hangs (default: the brokers'
-    transaction.max.timeout.ms, past which no coordinator keeps one open). With `sampled`
-    the sample returned holds the log end and last stable offsets too, and with
+    transaction.max.timeout.ms, past which no coordinator keeps one open); groups whose
+    whole id matches one of `ignore_groups` are left out of the group checks. With
+    `sampled` the sample returned holds the log end and last stable offsets too, and with
     `previous` (an earlier look's sample) the trend checks compare the two."""
     from kctl.admin.cluster.partitions import snapshot
     from kctl.admin.groups.lag import group_lag
@@ -89,7 +92,7 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None, sco
                 raise refused[scope.name].but(action=f"examine group {scope.name}")
             if refused:
                 unread["group lag"] = f"{len(refused)} group(s) could not be read: " + ", ".join(sorted(refused)[:5])
-            groups = [g for g in groups if g.partitions or scope.kind != "topic"]
+            groups = [g for g in groups if (g.partitions or scope.kind != "topic") and not _ignored(g.group, ignore_groups)]
     if scope.kind == "topic":
         topics = [scope.name]
     elif scope.kind == "group":
@@ -104,7 +107,8 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None, sco
         found += (checks.unread_losses(groups) + checks.retention_ahead(groups, retention) + checks.lag_without_members(groups))
         subscriptions = _part("group members", unread, lambda: _subscriptions(session, scope))
         if subscriptions is not None:
-            found += checks.missing_subscriptions(subscriptions, metadata.topics)
+            found += checks.missing_subscriptions({g: members for g, members in subscriptions.items() if not _ignored(g, ignore_groups)},
+                                                  metadata.topics)
     pairs = [(name, p) for name in topics for p in sorted(metadata.topics[name].partitions)]
     hanging = _part("transactions", unread, lambda: _hanging(session, pairs, transaction_age_ms))
     if hanging is not None:
@@ -199,6 +203,10 @@ def _broker_checks(session: AdminSession, metadata, cluster, scope: Scope, broke
         if quotas is not None:
             found += checks.quotas({str(entity): values for entity, values in quotas.items()})
     return found
+
+
+def _ignored(group: str, patterns: Sequence[re.Pattern[str]]) -> bool:
+    return any(p.fullmatch(group) for p in patterns)
 
 
 def _subscriptions(session: AdminSession, scope: Scope) -> dict[str, dict[str, tuple[str, ...]]]:
