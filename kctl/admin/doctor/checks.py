@@ -307,7 +307,6 @@ def unsupported(part: str, cause: str) -> Finding:
                    next=_command("cluster", "info"))
 
 
-
 def lag_without_members(groups: Sequence[GroupLag]) -> list[Finding]:
     """Groups with lag and no member to consume it (Burrow's "stopped"): kctl's own
     bookkeeping groups aside."""

@@ -105,7 +105,8 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None, sco
     retention = _topic_checks(session, metadata, topics, unread, found)
     if groups is not None:
         found += (checks.unread_losses(groups) + checks.retention_ahead(groups, retention) + checks.lag_without_members(groups))
-        subscriptions = _part("group members", unread, lambda: _subscriptions(session, scope))
+        # (A topic that exists is no missing subscription: a topic scope asks none.)
+        subscriptions = None if scope.kind == "topic" else _part("group members", unread, lambda: _subscriptions(session, scope))
         if subscriptions is not None:
             found += checks.missing_subscriptions({g: members for g, members in subscriptions.items() if not _ignored(g, ignore_groups)},
                                                   metadata.topics)
