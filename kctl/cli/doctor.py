@@ -112,7 +112,9 @@ def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch,
     and the rest is examined. Exit status, as Nagios reads it: 0 OK (info findings at
     most), 1 WARNING, 2 CRITICAL (a critical or high finding), 3 UNKNOWN (a part could
     not be read and nothing critical was found); 69 when no broker can be reached, 5
-    when the group, topic or broker named does not exist.
+    when the group, topic or broker named does not exist. Under --watch an examination
+    that fails is one line, judged CRITICAL (no broker reached) or UNKNOWN, and the next
+    one tries again.
 
     \b
     Examples:
@@ -141,8 +143,18 @@ def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch,
     last: dict = {}
 
     def once() -> int:
-        examination, taken = examine(app.session, transaction_age_ms=age_ms, scope=where, previous=last.get("sample"),
-                                     sampled=bool(window or watch), ignore_groups=ignore_groups)
+        from kctl.errors import ExitCode, KctlError, UnreachableError
+
+        try:
+            examination, taken = examine(app.session, transaction_age_ms=age_ms, scope=where, previous=last.get("sample"),
+                                         sampled=bool(window or watch), ignore_groups=ignore_groups)
+        except KctlError as exc:
+            if not watch:
+                raise
+            # Under --watch a pass that fails is said and judged, as `cluster health
+            # --watch` judges one, and the next pass tries again.
+            app.error_line(exc.message)
+            return ExitCode.CRITICAL if isinstance(exc, UnreachableError) else ExitCode.UNKNOWN
         show(app, examination, DOCTOR_DOCUMENT, watch=watch)
         if "findings" in last:
             _say_changes(app, last["findings"], examination.findings)

@@ -315,6 +315,10 @@ def test_bad_input_and_an_unreachable_cluster(kctl):
     unreachable = kctl("-b", "127.0.0.1:1", "--timeout", "2", "doctor")
     assert unreachable.exit_code == ExitCode.UNREACHABLE and len(unreachable.stderr.splitlines()) <= 2
     assert unreachable.stderr.startswith("error: ")
+    # Watching, each examination that fails is one line and judged: the last one's status.
+    watched = kctl("-b", "127.0.0.1:1", "--timeout", "1", "doctor", "--watch", "--interval", "0.2s", "--max-wait", "0.5")
+    assert watched.exit_code == ExitCode.CRITICAL and watched.stderr.splitlines()[0].startswith("error: unable to examine"), watched.stderr
+    assert "Traceback" not in watched.stderr
     bad = kctl("-b", "127.0.0.1:1", "doctor", "--transaction-age", "soon")
     assert bad.exit_code == ExitCode.USAGE and "Traceback" not in bad.stderr
 
