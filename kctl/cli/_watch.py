@@ -10,10 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 from kctl.cli._app import App, until_stopped
+from kctl.errors import KctlError, UnreachableError
 from kctl.output.spec import DocumentSpec
 
 # A verdict's exit status (kctl.errors.EXIT_CODE_MEANINGS: "health and status commands").
 VERDICT_EXIT = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
+
+
+def failed(app: App, exc: KctlError) -> int:
+    """A check that could not be made, said in one line and judged: CRITICAL when no
+    broker was reached, UNKNOWN otherwise (a refusal, a timeout)."""
+    app.error_line(exc.message)
+    return VERDICT_EXIT["CRITICAL"] if isinstance(exc, UnreachableError) else VERDICT_EXIT["UNKNOWN"]
 
 
 def show(app: App, verdict: Any, spec: DocumentSpec, *, watch: bool) -> None:

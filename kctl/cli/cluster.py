@@ -56,7 +56,6 @@ HEALTH_DOCUMENT = DocumentSpec(
 )
 
 
-
 @cluster.command("health")
 @click.option("-w", "--watch", is_flag=True, help="Check again every --interval until Ctrl-C (exit: the last check's status).")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS", help="Time between checks with --watch.")
@@ -80,21 +79,14 @@ def health(app: App, watch, interval, exit_when_healthy, max_wait):
       kctl cluster health --watch --exit-when-healthy --max-wait 600
     """
     from kctl.admin.cluster.health import check
-    from kctl.cli._watch import VERDICT_EXIT, show, watch_loop
-    from kctl.errors import ExitCode, KctlError, TimeoutError_, UnreachableError
+    from kctl.cli._watch import VERDICT_EXIT, failed, show, watch_loop
+    from kctl.errors import KctlError
 
     def once() -> int:
         try:
             verdict = check(app.session)
-        except UnreachableError as exc:
-            app.error_line(exc.message)
-            return ExitCode.CRITICAL
-        except TimeoutError_ as exc:
-            app.error_line(exc.message)
-            return ExitCode.UNKNOWN
         except KctlError as exc:
-            app.error_line(exc.message)
-            return ExitCode.UNKNOWN
+            return failed(app, exc)
         show(app, verdict, HEALTH_DOCUMENT, watch=watch)
         return VERDICT_EXIT[verdict.status]
 

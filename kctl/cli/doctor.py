@@ -129,7 +129,7 @@ def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch,
       kctl doctor --watch --interval 1m  # Ctrl-C stops it (exit 1)
     """
     from kctl.admin.doctor.examine import CLUSTER, Scope, examine
-    from kctl.cli._watch import VERDICT_EXIT, show, watch_loop
+    from kctl.cli._watch import VERDICT_EXIT, failed, show, watch_loop
     from kctl.timespec import parse_duration
 
     if scope is not None and name is None:
@@ -143,7 +143,7 @@ def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch,
     last: dict = {}
 
     def once() -> int:
-        from kctl.errors import ExitCode, KctlError, UnreachableError
+        from kctl.errors import KctlError
 
         try:
             examination, taken = examine(app.session, transaction_age_ms=age_ms, scope=where, previous=last.get("sample"),
@@ -151,10 +151,8 @@ def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch,
         except KctlError as exc:
             if not watch:
                 raise
-            # Under --watch a pass that fails is said and judged, as `cluster health
-            # --watch` judges one, and the next pass tries again.
-            app.error_line(exc.message)
-            return ExitCode.CRITICAL if isinstance(exc, UnreachableError) else ExitCode.UNKNOWN
+            # Under --watch a pass that fails is said and judged, and the next one tries again.
+            return failed(app, exc)
         show(app, examination, DOCTOR_DOCUMENT, watch=watch)
         if "findings" in last:
             _say_changes(app, last["findings"], examination.findings)

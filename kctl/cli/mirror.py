@@ -176,7 +176,7 @@ def status(app: App, source, target, source_alias, target_alias, policy, separat
     """
     from kctl.admin.mirror.status import Thresholds
     from kctl.admin.mirror.status import status as judge
-    from kctl.cli._watch import VERDICT_EXIT, show, watch_loop
+    from kctl.cli._watch import VERDICT_EXIT, failed, show, watch_loop
     from kctl.errors import TimeoutError_, UnreachableError
 
     thresholds = Thresholds(max_heartbeat_age=max_heartbeat_age, max_lag=max_lag, max_lag_seconds=max_lag_seconds,
@@ -191,12 +191,8 @@ def status(app: App, source, target, source_alias, target_alias, policy, separat
         try:
             pair = _pair(app, source, target, source_alias, target_alias, policy, separator, need_source=True)
             verdict = judge(pair, thresholds)
-        except UnreachableError as exc:
-            app.error_line(exc.message)
-            return VERDICT_EXIT["CRITICAL"]
-        except TimeoutError_ as exc:
-            app.error_line(exc.message)
-            return VERDICT_EXIT["UNKNOWN"]
+        except (UnreachableError, TimeoutError_) as exc:
+            return failed(app, exc)
         if verdict.skipped_records:
             app.warn(f"{verdict.skipped_records} record(s) of {pair.checkpoints_topic} did not decode and were skipped")
         show(app, verdict, STATUS_DOCUMENT, watch=watch)

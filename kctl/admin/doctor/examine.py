@@ -74,6 +74,8 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None, sco
     `sampled` the sample returned holds the log end and last stable offsets too, and with
     `previous` (an earlier look's sample) the trend checks compare the two."""
     from kctl.admin.cluster.partitions import snapshot
+    from kctl.admin.groups import protocol
+    from kctl.admin.groups.groups import subscriptions as subscribed
     from kctl.admin.groups.lag import group_lag
 
     started = time.monotonic()
@@ -83,9 +85,12 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None, sco
     topics = sorted(name for name, t in metadata.topics.items() if t.partitions)
     broker = _in_scope(scope, metadata, cluster, topics)
     groups = None
-    if scope.kind != "broker":
+    # ListGroups once, for the lag and the members' subscriptions both.
+    listed = _part("group lag", unread, lambda: protocol.list_groups(session)) if scope.kind != "broker" else None
+    if listed is not None:
         lag = _part("group lag", unread, lambda: group_lag(session, [scope.name] if scope.kind == "group" else None,
-                                                          topics=[scope.name] if scope.kind == "topic" else (), time_lag="record"))
+                                                          topics=[scope.name] if scope.kind == "topic" else (), time_lag="record",
+                                                          listed=listed))
         if lag is not None:
             groups, refused = lag
             if scope.kind == "group" and scope.name in refused:
@@ -105,8 +110,9 @@ def examine(session: AdminSession, *, transaction_age_ms: int | None = None, sco
     retention = _topic_checks(session, metadata, topics, unread, found)
     if groups is not None:
         found += (checks.unread_losses(groups) + checks.retention_ahead(groups, retention) + checks.lag_without_members(groups))
-        # (A topic that exists is no missing subscription: a topic scope asks none.)
-        subscriptions = None if scope.kind == "topic" else _part("group members", unread, lambda: _subscriptions(session, scope))
+    if groups is not None and scope.kind != "topic":  # (a topic that exists is no missing subscription)
+        asked = [g for g in listed or () if scope.kind != "group" or g["group_id"] == scope.name]
+        subscriptions = _part("group members", unread, lambda: subscribed(session, asked))
         if subscriptions is not None:
             found += checks.missing_subscriptions({g: members for g, members in subscriptions.items() if not _ignored(g, ignore_groups)},
                                                   metadata.topics)
@@ -210,24 +216,20 @@ def _ignored(group: str, patterns: Sequence[re.Pattern[str]]) -> bool:
     return any(p.fullmatch(group) for p in patterns)
 
 
-def _subscriptions(session: AdminSession, scope: Scope) -> dict[str, dict[str, tuple[str, ...]]]:
-    from kctl.admin.groups import protocol
-    from kctl.admin.groups.groups import subscriptions
-
-    listed = protocol.list_groups(session)
-    return subscriptions(session, [g for g in listed if scope.kind != "group" or g["group_id"] == scope.name])
-
-
 def _sample(session: AdminSession, partitions, groups, pairs: list[tuple[str, int]]) -> trends.Sample:
     """What a later look compares with: ISRs and groups (already read), and with `pairs`
-    their log end and last stable offsets (two ListOffsets rounds)."""
-    from kctl.admin.topics.offsets import log_offsets
+    their log end and last stable offsets (two ListOffsets rounds of the latest offset,
+    to the leaders the snapshot names)."""
+    from kctl.admin.client.kafka import LATEST_TIMESTAMP
 
-    ends: dict = {}
-    stable: dict = {}
-    if pairs:
-        ends = {k: end for k, (_start, end, _epoch) in log_offsets(session, pairs, "read_uncommitted").items()}
-        stable = {k: end for k, (_start, end, _epoch) in log_offsets(session, pairs, "read_committed").items()}
+    leaders = {(p.topic, p.partition): p.leader for p in partitions.partitions if p.leader is not None}
+
+    def latest(isolation: str) -> dict:
+        found, _errors = session.kafka.list_offsets(pairs, (LATEST_TIMESTAMP,), isolation, "read log end offsets", leaders)
+        return {k: answer.offset for k, (answer,) in found.items() if answer is not None}
+
+    ends = latest("read_uncommitted") if pairs else {}
+    stable = latest("read_committed") if pairs else {}
     return trends.Sample(taken=time.monotonic(), isr={(p.topic, p.partition): p.isr for p in partitions.partitions},
                          log_end=ends, stable=stable, groups={g.group: g for g in groups or ()})
 

@@ -133,12 +133,14 @@ def group_lag(
     isolation: str = "read_uncommitted",
     time_lag: str = "none",
     now_ms: int | None = None,
+    listed: Sequence[dict] | None = None,
 ) -> Partial[list[GroupLag]]:
     """Lag of the named groups (every group of every type when `ids` is None), optionally
-    only `topics`. Share groups' lag is Kafka's: records after the share-partition start
-    offset not yet acknowledged."""
-    listed = {g["group_id"]: g for g in protocol.list_groups(session)}
-    results, errors, _log = _lag(session, listed, sorted(listed) if ids is None else ids, topics, isolation, ())
+    only `topics`; `listed`, what ListGroups just said when the caller has asked it.
+    Share groups' lag is Kafka's: records after the share-partition start offset not yet
+    acknowledged."""
+    listed_by_id = {g["group_id"]: g for g in (protocol.list_groups(session) if listed is None else listed)}
+    results, errors, _log = _lag(session, listed_by_id, sorted(listed_by_id) if ids is None else ids, topics, isolation, ())
     results = _with_remote_reads(session, results)
     if time_lag == "record":
         results = _with_record_time_lag(session, results, now_ms)
