@@ -36,16 +36,17 @@ def order(number: int) -> tuple[bytes, bytes]:
     return f"o-{number}".encode(), json.dumps(value, separators=(",", ":")).encode()
 
 
-def reset(bootstrap: str, nodes: int, *, acls: bool = True) -> None:
+def reset(bootstrap: str, nodes: int, *, acls: bool = True, billing_behind: int = 2) -> None:
     """The world, on `nodes` brokers (topics get at most that many replicas); its ACLs
-    deleted on clusters of several nodes unless `acls` is false (no authorizer)."""
+    deleted on clusters of several nodes unless `acls` is false (no authorizer); billing
+    `billing_behind` records behind on every orders partition."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     _delete(admin)
     if nodes > 1 and acls:
         _delete_acls(admin)
     _create(admin, nodes)
     _produce(bootstrap)
-    _commit(bootstrap)
+    _commit(bootstrap, billing_behind)
 
 
 def _delete_acls(admin: AdminClient) -> None:
@@ -117,8 +118,8 @@ def _produce(bootstrap: str) -> None:
     assert producer.flush(30) == 0, "world records not delivered"
 
 
-def _commit(bootstrap: str) -> None:
-    """billing is 2 behind on every orders partition and caught up on payments and
+def _commit(bootstrap: str, billing_behind: int) -> None:
+    """billing is `billing_behind` (2) behind on every orders partition and caught up on payments and
     old-orders; audit is caught up on orders; old-consumer read old-orders. All empty."""
     ends = {}
     probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "kctl-world-probe"})
@@ -127,7 +128,7 @@ def _commit(bootstrap: str) -> None:
             ends[(topic, partition)] = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
     probe.close()
     commits = {
-        "billing": {**{k: max(0, v - 2) for k, v in ends.items() if k[0] == "orders"},
+        "billing": {**{k: max(0, v - billing_behind) for k, v in ends.items() if k[0] == "orders"},
                     **{k: v for k, v in ends.items() if k[0] != "orders"}},
         "audit": {k: v for k, v in ends.items() if k[0] == "orders"},
         "old-consumer": {k: v for k, v in ends.items() if k[0] == "old-orders"},
