@@ -238,3 +238,353 @@ def remove_controller(app: App, node_id, directory_id, dry_run, no_wait, yes):
 
     given = parse_directory_id(directory_id) if directory_id is not None else None
     _change_voters(app, plan_remove(app.session, node_id, given), dry_run=dry_run, no_wait=no_wait, yes=yes)
+
+
+def _bytes(key: str):
+    def get(row):
+        from kctl.sizes import format_bytes
+
+        return format_bytes(getattr(row, key))
+
+    return get
+
+
+def _change(before: str, after: str, *, size: bool = False):
+    """'before -> after' of two fields of a row (human sizes with `size`)."""
+    def get(row):
+        from kctl.sizes import format_bytes
+
+        old, new = getattr(row, before), getattr(row, after)
+        if size:
+            old, new = format_bytes(old), format_bytes(new)
+        return str(new) if old == new else f"{old} -> {new}"
+
+    return get
+
+
+BAR_WIDTH = 20
+
+
+def bar(value: float | None, scale: float | None) -> str | None:
+    """`value` as a bar of BAR_WIDTH cells, full at `scale` (eighths of a cell)."""
+    if value is None or not scale:
+        return None
+    eighths = round(max(0.0, min(1.0, value / scale)) * BAR_WIDTH * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")).ljust(BAR_WIDTH, "·")
+
+
+def _share_bar(rows):
+    """The BAR column of the brokers' table: bytes after the plan, full at the largest."""
+    scale = max((max(r.bytes_before, r.bytes_after) for r in rows), default=0)
+    return lambda row: bar(row.bytes_after, scale)
+
+
+PLAN_BROKER_COLUMNS = (
+    Column("broker", "BROKER", align="right"),
+    Column("rack", "RACK"),
+    Column("bytes_after", "BYTES", get=_change("bytes_before", "bytes_after", size=True), align="right"),
+    Column("bytes_target", "SHARE", get=lambda r: f"{r.bytes_after / r.bytes_target:.2f}x" if r.bytes_target else None, align="right"),
+    Column("replicas_after", "REPLICAS", get=_change("replicas_before", "replicas_after"), align="right"),
+    Column("leaders_after", "LEADERS", get=_change("leaders_before", "leaders_after"), align="right"),
+    Column("bytes_in", "IN", get=_bytes("bytes_in"), align="right"),
+    Column("bytes_out", "OUT", get=_bytes("bytes_out"), align="right"),
+    Column("used_bytes_after", "DISK-USED", get=lambda r: f"{100 * r.used_bytes_after / r.capacity_bytes:.0f}%"
+           if r.capacity_bytes and r.used_bytes_after is not None else None, align="right"),
+)
+PLAN_MOVE_TABLE = TableSpec(
+    (
+        Column("topic", "TOPIC"),
+        Column("partition", "PARTITION", align="right"),
+        Column("current", "CURRENT"),
+        Column("target", "TARGET"),
+        Column("size_bytes", "SIZE", get=_bytes("size_bytes"), align="right"),
+        Column("reason", "GOAL"),
+        Column("bytes_moved", "BYTES-MOVED", wide=True, align="right"),
+    )
+)
+
+
+def _plan_document(plan) -> DocumentSpec:
+    brokers = TableSpec((*PLAN_BROKER_COLUMNS[:3], Column("bytes_after", "", get=_share_bar(plan.brokers)), *PLAN_BROKER_COLUMNS[3:]))
+    skew = {s.measure: s for s in plan.skew}
+    return DocumentSpec(
+        fields=(
+            Field("moves", "MOVES", get=lambda p: f"{len(p.moves)} partition(s)"),
+            Field("bytes_moved", "BYTES-MOVED", get=_moved),
+            *(Field("skew", f"{name.upper()}-SKEW", get=_skew_text(skew[name])) for name in ("bytes", "replicas", "leaders")),
+            Field("elect", "ELECT", get=lambda p: f"{len(p.elect)} partition(s) get their preferred leader" if p.elect else None),
+            Field("left_alone", "LEFT-ALONE", get=lambda p: f"{p.left_alone} partition(s) moving, leaderless or on a dead broker"
+                  if p.left_alone else None),
+            Field("unmet", "UNMET", get=lambda p: "; ".join(p.unmet) or None),
+        ),
+        sections=(Section("brokers", "BROKERS", brokers), Section("moves", "MOVES", PLAN_MOVE_TABLE, optional=True)),
+    )
+
+
+def _skew_text(skew):
+    return lambda _plan: f"{skew.before:.2f}x -> {skew.after:.2f}x (max/mean)"
+
+
+def _moved(plan) -> str:
+    from kctl.sizes import format_bytes
+
+    bound = plan.lower_bound_bytes
+    ratio = f", {plan.bytes_moved / bound:.2f}x the lower bound {format_bytes(bound)}" if bound else ""
+    return f"{format_bytes(plan.bytes_moved)}{ratio}"
+
+
+def _percent(key: str):
+    return lambda row: None if getattr(row, key) is None else f"{getattr(row, key):.0f}%"
+
+
+def _rate(key: str):
+    def get(row):
+        from kctl.sizes import format_bytes
+
+        value = getattr(row, key)
+        return None if value is None else f"{format_bytes(int(value))}/s"
+
+    return get
+
+
+def _measure(skew, value: float):
+    from kctl.sizes import format_bytes
+
+    return format_bytes(int(value)) if skew.measure == "bytes" else (int(value) if skew.measure != "bytes" and value == int(value) else value)
+
+
+def _usage_document(report) -> DocumentSpec:
+    scale = max((b.capacity_bytes or 0 for b in report.brokers), default=0) if all(b.capacity_bytes for b in report.brokers) else 0
+    scale = scale or max((b.bytes for b in report.brokers), default=0)
+    # Against capacity where every broker reports it (how full), else against the largest.
+    full = bool(report.brokers) and all(b.capacity_bytes for b in report.brokers)
+    brokers = TableSpec((
+        Column("broker", "BROKER", align="right"),
+        Column("rack", "RACK"),
+        Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
+        Column("bytes", "", get=lambda b: bar((b.capacity_bytes - (b.usable_bytes or 0)) if full else b.bytes, scale)),
+        Column("share_of_mean", "OF-MEAN", get=lambda b: f"{b.share_of_mean:.2f}x", align="right"),
+        Column("replicas", "REPLICAS", align="right"),
+        Column("leaders", "LEADERS", align="right"),
+        Column("used_percent", "DISK-USED", get=_percent("used_percent"), align="right"),
+        Column("usable_bytes", "FREE", get=_bytes("usable_bytes"), align="right"),
+        Column("bytes_per_second", "GROWTH", get=_rate("bytes_per_second"), align="right"),
+        Column("bytes", "BYTES-EXACT", wide=True, align="right"),
+    ))
+    dirs = TableSpec((
+        Column("broker", "BROKER", align="right"),
+        Column("log_dir", "LOG-DIR"),
+        Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
+        Column("replicas", "REPLICAS", align="right"),
+        Column("used_percent", "DISK-USED", get=_percent("used_percent"), align="right"),
+        Column("usable_bytes", "FREE", get=_bytes("usable_bytes"), align="right"),
+        Column("total_bytes", "TOTAL", get=_bytes("total_bytes"), align="right"),
+        Column("bytes_per_second", "GROWTH", get=_rate("bytes_per_second"), align="right"),
+        Column("days_until_full", "DAYS-TO-FULL", get=lambda d: "bounded by retention" if d.bounded else d.days_until_full, align="right"),
+        Column("error", "ERROR"),
+    ))
+    skew = TableSpec((
+        Column("measure", "MEASURE"),
+        Column("skew", "SKEW", get=lambda s: f"{s.skew:.2f}x", align="right"),
+        Column("max", "MAX", get=lambda s: _measure(s, s.max), align="right"),
+        Column("mean", "MEAN", get=lambda s: _measure(s, s.mean), align="right"),
+        Column("broker", "ON-BROKER", align="right"),
+    ))
+    topics = TableSpec((
+        Column("topic", "TOPIC"),
+        Column("partitions", "PARTITIONS", align="right"),
+        Column("replication_factor", "RF", align="right"),
+        Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
+        Column("records_per_second", "RECORDS/S", align="right"),
+        Column("bytes_per_second", "GROWTH", get=_rate("bytes_per_second"), align="right"),
+    ))
+    partitions = TableSpec((
+        Column("topic", "TOPIC"),
+        Column("partition", "PARTITION", align="right"),
+        Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
+        Column("replicas", "REPLICAS"),
+        Column("leader", "LEADER", align="right"),
+    ))
+    return DocumentSpec(
+        fields=(
+            Field("bytes", "BYTES", get=lambda r: _bytes("bytes")(r) + (f" of {_bytes('capacity_bytes')(r)} disk" if r.capacity_bytes else "")),
+            Field("sampled_seconds", "SAMPLED", get=lambda r: None if r.sampled_seconds is None else f"{r.sampled_seconds:.1f} s"),
+        ),
+        sections=(Section("brokers", "BROKERS", brokers), Section("skew", "SKEW", skew), Section("log_dirs", "LOG-DIRS", dirs),
+                  Section("topics", "LARGEST TOPICS", topics), Section("partitions", "LARGEST PARTITIONS", partitions)),
+    )
+
+
+@cluster.command("usage")
+@click.option("--sample", metavar="DURATION", help="Look twice this far apart (e.g. 30s, 5m) for write rates and days until full.")
+@click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics in the largest topics and partitions (repeatable).")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, metavar="N", help="How many of the largest topics and partitions.")
+@global_options
+@pass_app
+def usage(app: App, sample, topics, top):
+    """Show what each broker holds: bytes, disk, replicas, leaders, their skew, and growth.
+
+    BROKERS has each broker's bytes (every replica's size, as DescribeLogDirs reports
+    it) with a bar (against its disk's capacity where every broker reports capacity,
+    KIP-827, else against the largest), its bytes against the mean, replicas, leaders
+    and its disks' use. SKEW is max/mean of bytes, replicas and leaders (1.00x is even;
+    `kctl cluster balance` evens them). LOG-DIRS has every log dir's size and capacity.
+    LARGEST TOPICS and PARTITIONS list the --top largest.
+
+    With --sample, a second look that long after the first gives GROWTH (bytes per
+    second per broker, log dir and topic, RECORDS/S from the log end offsets) and
+    DAYS-TO-FULL per log dir at that rate: "bounded by retention" when every topic
+    growing there has a retention that deletes (it stops growing).
+
+    \b
+    Examples:
+      kctl cluster usage
+      kctl cluster usage --sample 1m --top 5
+      kctl cluster usage -o json | jq '.skew[] | select(.skew > 1.1)'
+    """
+    from kctl.admin.cluster.usage import usage as read_usage
+    from kctl.admin.topics.topics import validate_topic_name
+    from kctl.timespec import parse_duration
+
+    for topic in topics:
+        validate_topic_name(topic)
+    seconds = parse_duration(sample) if sample else None
+    report = read_usage(app.session, sample=seconds, largest=top, topics=topics)
+    app.out.document(report, _usage_document(report))
+
+
+@cluster.command("balance")
+@click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC", help="Only move these topics' partitions (repeatable).")
+@click.option("--brokers", metavar="ID,ID,...", help="Only these brokers receive replicas (e.g. brokers just added).")
+@click.option("--goal", "goals", multiple=True, type=click.Choice(["replicas", "disk", "leaders"]),
+              help="Only these goals (repeatable; default: all three, rack safety and the disk limit always hold).")
+@click.option("--max-move", metavar="BYTES", help="Move at most this many bytes (e.g. 50GB): the plan stops short of balance.")
+@click.option("--disk-threshold", type=click.FloatRange(min=0, max=1, min_open=True), default=0.8, show_default=True,
+              metavar="FRACTION", help="No broker fuller than this fraction of its disks, where brokers report their capacity.")
+@click.option("--execute", is_flag=True, help="Run the plan (without it: a dry run that only shows it).")
+@click.option("--throttle", metavar="RATE", help="Replication throttle while replicas move, e.g. 50MB/s.")
+@click.option("--max-partitions", type=click.IntRange(min=1), default=5, show_default=True, metavar="N",
+              help="With --execute: at most N partitions moving at once.")
+@click.option("--wait-timeout", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="With --execute: stop starting moves after this long (those started go on; run again to resume).")
+@click.option("--plan-out", type=click.Path(dir_okay=False, writable=True), metavar="PATH",
+              help="Also write the plan as kafka-reassign-partitions JSON.")
+@yes_option
+@global_options
+@pass_app
+def balance(app: App, topics, brokers, goals, max_move, disk_threshold, execute, throttle, max_partitions, wait_timeout, plan_out, yes):
+    """Even out replicas, disk bytes and leaders over the brokers, moving the least data.
+
+    Plans from what the brokers report (partition sizes from DescribeLogDirs, racks,
+    disk capacity where reported): no metrics reporter, capacity file or service. Goals,
+    in priority order: rack safety (no two replicas of a partition in one rack; unsafe
+    partitions are fixed first), the disk limit (no broker above --disk-threshold of its
+    capacity at any step), replica count (within 10% of the mean), disk bytes (within 5%
+    of each broker's share: the mean, or in proportion to capacity), leaders (preferred
+    leaders evened out by reordering replicas, no data moved). Disk moves take, for each
+    pair of brokers, the largest replica that fits what both lack: BYTES-MOVED is shown
+    beside the lower bound (what the brokers below their share lack). The same cluster
+    always gives the same plan.
+
+    Without --execute it is a dry run. With it the moves run a few partitions at a time
+    (--max-partitions), one new replica per partition per step, under --throttle, with
+    progress on stderr; then the preferred leaders are elected. Killed or stopped by
+    --wait-timeout, run it again: it waits for the moves in flight and plans the rest.
+    A single broker has nothing to balance.
+
+    \b
+    Examples:
+      kctl cluster balance
+      kctl cluster balance --brokers 5,6 --max-move 500GB
+      kctl cluster balance --goal leaders --execute --yes
+      kctl cluster balance --execute --throttle 50MB/s --max-partitions 10 --yes
+      kctl cluster balance --plan-out plan.json -o json | jq .bytes_moved
+    """
+    from kctl.admin.cluster.balance import Options, plan_cluster
+    from kctl.admin.topics.topics import validate_topic_name
+    from kctl.errors import UsageError
+    from kctl.sizes import parse_bytes
+
+    for topic in topics:
+        validate_topic_name(topic)
+    destinations = None
+    if brokers:
+        try:
+            destinations = frozenset(int(b) for b in brokers.split(",") if b.strip())
+        except ValueError:
+            raise UsageError(action=f"parse --brokers {brokers!r}", cause="expected broker ids such as 5,6") from None
+    options = Options(goals=tuple(goals) or ("replicas", "disk", "leaders"), topics=frozenset(topics) or None, destinations=destinations,
+                      max_move_bytes=parse_bytes(max_move, "--max-move") if max_move else None, disk_threshold=disk_threshold)
+    rate = parse_bytes(throttle, "--throttle") if throttle is not None else None
+    plan, facts = plan_cluster(app.session, options)
+    if execute and facts.in_flight:
+        facts = _wait_in_flight(app, facts, wait_timeout)
+        plan, facts = plan_cluster(app.session, options)
+    if plan_out:
+        from kctl.admin.cluster.replication import plan_to_json
+
+        with open(plan_out, "w", encoding="utf-8") as handle:
+            handle.write(plan_to_json([m.move for m in plan.moves]))
+    if len(facts.brokers) < 2:
+        app.out.document(plan, _plan_document(plan))
+        app.note("one broker: nothing to balance")
+        return
+    if not execute or (not plan.moves and not plan.elect):
+        app.out.document(plan, _plan_document(plan))
+        if not plan.moves and not plan.elect:
+            app.note("balanced: nothing to move")
+        else:
+            app.note(f"dry run: {len(plan.moves)} partition(s) would move; --execute runs it")
+        return
+    _run_plan(app, plan, facts, rate=rate, max_partitions=max_partitions, wait_timeout=wait_timeout, yes=yes)
+
+
+def _wait_in_flight(app: App, facts, wait_timeout):
+    """Wait for the reassignments in progress (a balance killed midway, or another tool's)
+    before planning: their partitions would otherwise be planned around as they were."""
+    from kctl.admin.cluster.replication import PartitionMove
+    from kctl.cli._moves import finish, wait_for_moves
+
+    moving = [PartitionMove(topic=r.topic, partition=r.partition, current=tuple(b for b in r.replicas if b not in r.adding_replicas),
+                            target=tuple(b for b in r.replicas if b not in r.removing_replicas)) for r in facts.in_flight]
+    app.note(f"{len(moving)} partition(s) moving now: waiting for them first")
+    rows = wait_for_moves(app, moving, wait_timeout=wait_timeout, preserve_throttles=True)
+    if any(r.status != "done" for r in rows):
+        finish(app, rows, "balance the cluster")
+    return facts
+
+
+def _run_plan(app: App, plan, facts, *, rate, max_partitions, wait_timeout, yes) -> None:
+    from kctl.admin.cluster.replication import elect_leaders
+    from kctl.admin.cluster.stepwise import run
+    from kctl.cli._moves import MOVE_TABLE, finish
+    from kctl.cli._progress import progress, stop_on_signals
+    from kctl.errors import TimeoutError_
+
+    app.confirm(f"Move {len(plan.moves)} partition(s) to balance the cluster ({_moved(plan)})?", yes=yes, action="balance the cluster")
+    racks = {b: f.rack for b, f in facts.brokers.items()}
+    rows = []
+    stop = stop_on_signals(interrupt=False)  # Ctrl-C: start nothing more, report where the moves stand
+    if plan.moves:
+        app.note(f"balancing: {len(plan.moves)} partition(s), {_moved(plan)}")
+        with progress(app, "balance", total=len(plan.moves), unit="partitions") as shown:
+            def advanced(done: int, total: int) -> None:
+                shown.update(done)
+                shown.summary = f"balance: {done}/{total} partition(s) moved in {shown.seconds:.0f}s"
+
+            rows = run(app.session, [m.move for m in plan.moves], racks, max_partitions=max_partitions, throttle=rate,
+                       wait_timeout=wait_timeout, stop=stop, on_progress=advanced)
+    if all(r.status in ("done", "unchanged") for r in rows) and plan.elect:
+        elected, errors = elect_leaders(app.session, list(plan.elect))
+        for key, error in errors.items():
+            app.warn(f"preferred leader of {key} not elected: {error.message}")
+        app.note(f"preferred leaders elected for {sum(1 for r in elected if r.status == 'elected')} partition(s)")
+    pending = [r for r in rows if r.status == "pending"]
+    if pending and not any(r.status == "failed" for r in rows):
+        app.out.table(rows, MOVE_TABLE)
+        if stop.is_set():
+            raise KeyboardInterrupt
+        raise TimeoutError_(action="balance the cluster", cause=f"{len(pending)} partition(s) not started before --wait-timeout",
+                            hint="run the same command again: it waits for the moves in flight, then plans the rest")
+    finish(app, rows, "balance the cluster")

@@ -168,12 +168,15 @@ class KafkaCluster:
         standalone: bool = False,
         roles: dict[int, str] | None = None,
         tiered_storage: bool = False,
+        racks: dict[int, str] | None = None,
     ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kctl-kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.jvm_options = jvm_options
         self.tool_jvm_options = tool_jvm_options
         self.overrides = dict(overrides or {})
+        # broker.rack of each node that has one.
+        self.racks = dict(racks or {})
         # With users, clients authenticate with SASL (PLAIN for sasl_users, SCRAM-SHA-256
         # and -512 for scram_users, OAUTHBEARER with Kafka's unsecured JWTs for anyone) and
         # the StandardAuthorizer enforces ACLs; "admin" (the brokers' own identity) is the
@@ -340,6 +343,8 @@ class KafkaCluster:
                     "allow.everyone.if.no.acl.found": "false",
                 }
             )
+        if node.node_id in self.racks:
+            properties["broker.rack"] = self.racks[node.node_id]
         properties.update(self.overrides)
         return properties
 

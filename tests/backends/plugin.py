@@ -409,6 +409,23 @@ def operated_kafka(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def racked_kafka(tmp_path_factory):
+    """Four Kafka 4.x brokers in two racks (1 and 3 in rack a, 2 and 4 in rack b) for
+    `kctl cluster balance` (issue 71): node 1 is also the controller (a dynamic quorum
+    of one, formatted --standalone), the others are brokers only. Started for the module
+    that asks, when the `kafka` backend is selected."""
+    if "kafka" not in selected_backends():
+        pytest.skip("the four-broker cluster runs with the kafka backend")
+    from tests.backends.kafka import TEST_TOOL_JVM_OPTIONS, KafkaCluster
+
+    cluster = KafkaCluster(nodes=4, workdir=tmp_path_factory.mktemp("racked"), standalone=True,
+                           roles={2: "broker", 3: "broker", 4: "broker"}, racks={1: "a", 2: "b", 3: "a", 4: "b"},
+                           tool_jvm_options=TEST_TOOL_JVM_OPTIONS)
+    yield _start_dedicated("four brokers in two racks", cluster)
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
 def tiered_kafka(tmp_path_factory):
     """A Kafka node with tiered storage (KIP-405): Kafka's LocalTieredStorage in a local
     directory and the topic-based remote log metadata manager. Kafka 4.3.1, the newest
