@@ -110,7 +110,8 @@ RETRIED = {
 # brokers: run on the operated cluster (tests/backends/plugin.py: node 2 a controller
 # observing node 1's quorum, brokers 1, 3 and 4), the world on two replicas for the drains.
 DYNAMIC_QUORUM = {("cluster", "add-controller"), ("cluster", "remove-controller")}
-OPERATED = DYNAMIC_QUORUM | {("broker", "drain"), ("broker", "unregister")}
+# cluster balance: brokers to balance (the operated cluster's: 1 and 4 once 3 is unregistered).
+OPERATED = DYNAMIC_QUORUM | {("broker", "drain"), ("broker", "unregister"), ("cluster", "balance")}
 # Nodes of the operated cluster an example assumes stopped (and its broker drained).
 STOPPED_BEFORE = {"kctl broker unregister 3 --yes": 3}
 
@@ -524,8 +525,10 @@ def never_the_same(example: Example) -> str | None:
         return "MM2's checkpoints, offset syncs and heartbeats depend on when it ran"
     if example.path in DYNAMIC_QUORUM:
         return "directory ids and ports are the test cluster's own"
-    if example.path == ("broker", "drain"):
+    if example.path in (("broker", "drain"), ("cluster", "balance")):
         return "which brokers take the replicas depends on where the topics were placed"
+    if example.path == ("cluster", "usage"):
+        return "the disks' capacity and free space are the machine's"
     if example.path == ("top",):
         return "a full-screen terminal application (run in a pseudo-terminal until its first data, then q)"
     if example.path in THREE_BROKERS and example.path[:1] in ((), ("topic",), ("replication",), ("broker",)):

@@ -355,15 +355,13 @@ def _measure(skew, value: float):
 
 
 def _usage_document(report) -> DocumentSpec:
-    scale = max((b.capacity_bytes or 0 for b in report.brokers), default=0) if all(b.capacity_bytes for b in report.brokers) else 0
-    scale = scale or max((b.bytes for b in report.brokers), default=0)
-    # Against capacity where every broker reports it (how full), else against the largest.
-    full = bool(report.brokers) and all(b.capacity_bytes for b in report.brokers)
+    # Against the broker holding most: the skew at a glance (DISK-USED says how full).
+    scale = max((b.bytes for b in report.brokers), default=0)
     brokers = TableSpec((
         Column("broker", "BROKER", align="right"),
         Column("rack", "RACK"),
         Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
-        Column("bytes", "", get=lambda b: bar((b.capacity_bytes - (b.usable_bytes or 0)) if full else b.bytes, scale)),
+        Column("bytes", "", get=lambda b: bar(b.bytes, scale)),
         Column("share_of_mean", "OF-MEAN", get=lambda b: f"{b.share_of_mean:.2f}x", align="right"),
         Column("replicas", "REPLICAS", align="right"),
         Column("leaders", "LEADERS", align="right"),
@@ -426,9 +424,8 @@ def usage(app: App, sample, topics, top):
     """Show what each broker holds: bytes, disk, replicas, leaders, their skew, and growth.
 
     BROKERS has each broker's bytes (every replica's size, as DescribeLogDirs reports
-    it) with a bar (against its disk's capacity where every broker reports capacity,
-    KIP-827, else against the largest), its bytes against the mean, replicas, leaders
-    and its disks' use. SKEW is max/mean of bytes, replicas and leaders (1.00x is even;
+    it) with a bar against the broker holding most, its bytes against the mean,
+    replicas, leaders and its disks' use (where brokers report capacity, KIP-827). SKEW is max/mean of bytes, replicas and leaders (1.00x is even;
     `kctl cluster balance` evens them). LOG-DIRS has every log dir's size and capacity.
     LARGEST TOPICS and PARTITIONS list the --top largest.
 
@@ -440,7 +437,7 @@ def usage(app: App, sample, topics, top):
     \b
     Examples:
       kctl cluster usage
-      kctl cluster usage --sample 1m --top 5
+      kctl cluster usage --sample 5s --top 5
       kctl cluster usage -o json | jq '.skew[] | select(.skew > 1.1)'
     """
     from kctl.admin.cluster.usage import usage as read_usage
@@ -496,7 +493,7 @@ def balance(app: App, topics, brokers, goals, max_move, disk_threshold, execute,
     \b
     Examples:
       kctl cluster balance
-      kctl cluster balance --brokers 5,6 --max-move 500GB
+      kctl cluster balance --brokers 4 --max-move 500GB  # onto broker 4 only
       kctl cluster balance --goal leaders --execute --yes
       kctl cluster balance --execute --throttle 50MB/s --max-partitions 10 --yes
       kctl cluster balance --plan-out plan.json -o json | jq .bytes_moved
