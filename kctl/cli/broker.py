@@ -89,6 +89,7 @@ LOG_DIR_TABLE = TableSpec(
         Column("usable_bytes", "USABLE", get=_human("usable_bytes"), align="right"),
         Column("total_bytes", "TOTAL", get=_human("total_bytes"), align="right"),
         Column("error", "ERROR"),
+        Column("cordoned", "CORDONED", wide=True),
         Column("size_bytes", "SIZE-BYTES", wide=True, align="right"),
     )
 )

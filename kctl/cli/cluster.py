@@ -379,6 +379,7 @@ def _usage_document(report) -> DocumentSpec:
         Column("usable_bytes", "FREE", get=_bytes("usable_bytes"), align="right"),
         Column("total_bytes", "TOTAL", get=_bytes("total_bytes"), align="right"),
         Column("bytes_per_second", "GROWTH", get=_rate("bytes_per_second"), align="right"),
+        Column("cordoned", "CORDONED", get=lambda d: "yes" if d.cordoned else None),
         Column("days_until_full", "DAYS-TO-FULL", get=lambda d: "bounded by retention" if d.bounded else d.days_until_full, align="right"),
         Column("error", "ERROR"),
     ))
@@ -426,7 +427,8 @@ def usage(app: App, sample, topics, top):
     BROKERS has each broker's bytes (every replica's size, as DescribeLogDirs reports
     it) with a bar against the broker holding most, its bytes against the mean,
     replicas, leaders and its disks' use (where brokers report capacity, KIP-827). SKEW is max/mean of bytes, replicas and leaders (1.00x is even;
-    `kctl cluster balance` evens them). LOG-DIRS has every log dir's size and capacity.
+    `kctl cluster balance` evens them). LOG-DIRS has every log dir's size and capacity,
+    and CORDONED for one its broker's cordoned.log.dirs names (KIP-1066, Kafka 4.3+).
     LARGEST TOPICS and PARTITIONS list the --top largest.
 
     With --sample, a second look that long after the first gives GROWTH (bytes per
@@ -482,7 +484,8 @@ def balance(app: App, topics, brokers, goals, max_move, disk_threshold, execute,
     leaders evened out by reordering replicas, no data moved). Disk moves take, for each
     pair of brokers, the largest replica that fits what both lack: BYTES-MOVED is shown
     beside the lower bound (what the brokers below their share lack). The same cluster
-    always gives the same plan.
+    always gives the same plan. A broker whose log dirs are all cordoned (KIP-1066)
+    receives nothing.
 
     Without --execute it is a dry run. With it the moves run a few partitions at a time
     (--max-partitions), one new replica per partition per step, under --throttle, with

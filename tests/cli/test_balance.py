@@ -2,7 +2,7 @@
 4.x brokers in two racks made skewed on purpose (a large topic on brokers 1 and 2, a small
 one on 3 and 4, a partition with both replicas in rack a, every large leader on broker 1),
 balanced, killed midway and resumed, and judged with Kafka's own tools (LogDirsCommand's
-sizes, Metadata); a single broker has nothing to balance, and its usage grows while
+sizes, Metadata); a cordoned broker (KIP-1066) left out; a single broker has nothing to balance, and its usage grows while
 records arrive."""
 
 from __future__ import annotations
@@ -195,6 +195,38 @@ def test_kafkas_generate_moves_more_for_the_same_balance(racked_kafka, tmp_path)
     moved = sum(size[(p["topic"], p["partition"])] * len(set(p["replicas"]) - was[(p["topic"], p["partition"])]) for p in proposed["partitions"])
     # kctl plans nothing on a balanced cluster; --generate re-places it from scratch.
     assert moved > 0
+
+
+def test_a_cordoned_broker_receives_nothing(kctl, racked_kafka):
+    """KIP-1066 (Kafka 4.3+): broker 4's one log dir cordoned, a new skew is balanced onto
+    the others only, and `cluster usage` shows the dir cordoned."""
+    cluster = racked_kafka
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_topics([NewTopic("fresh", 6, -1, replica_assignment=[[1, 2]] * 6)], operation_timeout=30).values():
+        future.result()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 20})
+    for partition in range(6):
+        for _ in range(64):  # 1 MiB
+            producer.produce("fresh", os.urandom(16 * 1024), partition=partition)
+    assert producer.flush(30) == 0
+    in_sync(cluster)
+    directory = str(cluster.node(4).directory)
+    cordon = kctl("-b", cluster.bootstrap, "config", "alter", "broker", "4", "--set", f"cordoned.log.dirs={directory}")
+    assert cordon.exit_code == 0, cordon.stderr
+    try:
+        def cordoned() -> dict:
+            report = json.loads(kctl("-b", cluster.bootstrap, "cluster", "usage", "-o", "json").stdout)
+            assert {d["broker"]: d["cordoned"] for d in report["log_dirs"]} == {1: False, 2: False, 3: False, 4: True}
+            return report
+        eventually(cordoned)
+        plan = json.loads(kctl("-b", cluster.bootstrap, "cluster", "balance", "-o", "json").stdout)
+        assert plan["moves"]
+        assert not any(4 in set(m["target"]) - set(m["current"]) for m in plan["moves"]), plan["moves"]
+        assert {b["broker"]: b["bytes_in"] for b in plan["brokers"]}[4] == 0
+    finally:
+        kctl("-b", cluster.bootstrap, "config", "alter", "broker", "4", "--delete", "cordoned.log.dirs")
+        for future in admin.delete_topics(["fresh"], operation_timeout=30).values():
+            future.result()
 
 
 def test_balance_and_usage_refuse_bad_input(kctl, racked_kafka):

@@ -8,6 +8,7 @@ The goals, in priority order, as Cruise Control orders its own:
 1. rack safety (hard): no move puts two replicas of a partition in one rack (while there
    are as many racks as replicas; fewer racks, no more in one than an even spread), and
    partitions already unsafe are fixed first;
+   A broker whose every log dir is cordoned (KIP-1066) receives nothing.
 2. disk limit (hard, where the brokers report their disks' capacity, KIP-827): no broker
    above --disk-threshold of its capacity at any step, counting every replica it receives
    before any it gives up; brokers above it are offloaded;
@@ -157,7 +158,8 @@ class _Planner:
         # Racks count only when every broker has one (Kafka's rule for rack-aware placement).
         self.rack_count = len(set(self.racks.values())) if self.racks and all(self.racks.values()) else 0
         allowed = self.options.destinations
-        self.destinations = [b for b in self.live if allowed is None or b in allowed]
+        # A cordoned broker (every log dir cordoned, KIP-1066) takes nothing.
+        self.destinations = [b for b in self.live if (allowed is None or b in allowed) and not self.brokers[b].cordoned]
         self.facts = {(p.topic, p.partition): p for p in sorted(partitions, key=lambda p: (p.topic, p.partition))}
         self.target: dict[Key, list[int]] = {k: list(p.replicas) for k, p in self.facts.items()}
         self.reason: dict[Key, str] = {}

@@ -26,6 +26,8 @@ class BrokerFacts:
     # and used by anything (total - usable).
     capacity_bytes: int | None = None
     used_bytes: int | None = None
+    # Every log dir of it cordoned (KIP-1066): it takes no new replica.
+    cordoned: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,7 +65,8 @@ def read_facts(session: AdminSession, *, action: str = "read the cluster's layou
         reported = bool(mine) and all(d.total_bytes is not None and d.usable_bytes is not None for d in mine)
         brokers[node] = BrokerFacts(id=node, rack=broker.rack,
                                     capacity_bytes=sum(d.total_bytes or 0 for d in mine) if reported else None,
-                                    used_bytes=sum((d.total_bytes or 0) - (d.usable_bytes or 0) for d in mine) if reported else None)
+                                    used_bytes=sum((d.total_bytes or 0) - (d.usable_bytes or 0) for d in mine) if reported else None,
+                                    cordoned=bool(mine) and all(d.cordoned for d in mine))
     sizes: dict[tuple[str, int], int] = {}
     for r in replicas:
         if not r.is_future:

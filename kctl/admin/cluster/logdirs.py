@@ -36,6 +36,9 @@ class LogDir:
     total_bytes: int | None
     usable_bytes: int | None
     error: str | None
+    # Cordoned (KIP-1066, Kafka 4.3+: the broker's cordoned.log.dirs): no new replica is
+    # placed in it. False where the broker does not say (before DescribeLogDirs v5).
+    cordoned: bool = False
 
 
 def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brokers: Sequence[int] = (),
@@ -80,6 +83,7 @@ def describe_log_dirs(session: AdminSession, *, topics: Sequence[str] = (), brok
                     total_bytes=total if total >= 0 else None,
                     usable_bytes=usable if usable >= 0 else None,
                     error=error_name(d.error_code) if d.error_code else None,
+                    cordoned=bool(getattr(d, "is_cordoned", False)),
                 )
             )
     return dirs, replicas

@@ -1,9 +1,8 @@
 """What each broker holds and how fast it grows (`kctl cluster usage`): bytes per broker
 and log dir against their disks' capacity (KIP-827), replicas and leaders, the skew of
 each (max/mean), the largest topics and partitions, and from two looks `sample` seconds
-apart, write rates and the days until each log dir is full, from kctl.admin.cluster.layout's facts.
-Cordoned log dirs (KIP-1066) are not in any DescribeLogDirs version Kafka 4.4 answers, so
-they are not shown.
+apart, write rates and the days until each log dir is full, and which log dirs are cordoned (KIP-1066),
+from kctl.admin.cluster.layout's facts.
 """
 
 from __future__ import annotations
@@ -36,6 +35,8 @@ class BrokerUsage:
     used_percent: float | None
     # With a sample: how fast its replicas grew (bytes per second).
     bytes_per_second: float | None
+    # Every log dir of it cordoned (KIP-1066): it takes no new replica.
+    cordoned: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +54,7 @@ class LogDirUsage:
     days_until_full: float | None
     bounded: bool | None
     error: str | None
+    cordoned: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,7 +184,8 @@ def report(first: _Look, second: _Look | None, bounded: Mapping[str, bool], *, l
                 days = round(d.usable_bytes / per_second / 86400, 1)
         dirs.append(LogDirUsage(broker=d.broker, log_dir=d.log_dir, bytes=d.size_bytes, replicas=d.replicas, total_bytes=d.total_bytes,
                                 usable_bytes=d.usable_bytes, used_percent=_percent(d.total_bytes, d.usable_bytes),
-                                bytes_per_second=per_second, days_until_full=days, bounded=is_bounded, error=d.error))
+                                bytes_per_second=per_second, days_until_full=days, bounded=is_bounded, error=d.error,
+                                cordoned=d.cordoned))
     mean = sum(held.values()) / len(live) if live else 0
     before_held: dict[int, int] = defaultdict(int)
     for r in first.facts.replicas:
@@ -197,7 +200,7 @@ def report(first: _Look, second: _Look | None, bounded: Mapping[str, bool], *, l
         brokers.append(BrokerUsage(broker=b, rack=facts.brokers[b].rack, bytes=held[b], share_of_mean=round(held[b] / mean, 3) if mean else 1.0,
                                    replicas=count[b], leaders=leaders[b], log_dirs=len([d for d in facts.dirs if d.broker == b]),
                                    capacity_bytes=total, usable_bytes=usable, used_percent=_percent(total, usable),
-                                   bytes_per_second=rate(held[b], before_held.get(b, held[b]))))
+                                   bytes_per_second=rate(held[b], before_held.get(b, held[b])), cordoned=facts.brokers[b].cordoned))
     wanted = set(topics)
     topic_bytes: dict[str, int] = defaultdict(int)
     for r in facts.replicas:
