@@ -454,7 +454,7 @@ def usage(app: App, sample, topics, top):
 
 
 @cluster.command("balance")
-@click.option("-t", "--topic", "topics", multiple=True, metavar="TOPIC", help="Only move these topics' partitions (repeatable).")
+@click.option("-t", "--topic", "--topics", "topics", multiple=True, metavar="TOPIC", help="Only move these topics' partitions (repeatable).")
 @click.option("--brokers", metavar="ID,ID,...", help="Only these brokers receive replicas (e.g. brokers just added).")
 @click.option("--goal", "goals", multiple=True, type=click.Choice(["replicas", "disk", "leaders"]),
               help="Only these goals (repeatable; default: all three, rack safety and the disk limit always hold).")

@@ -177,26 +177,6 @@ def test_balance_evens_out_a_skewed_cluster_and_resumes_after_a_kill(kctl, racke
     assert {s["measure"]: s["skew"] for s in report["skew"]}["bytes"] <= 1.10
 
 
-def test_kafkas_generate_moves_more_for_the_same_balance(racked_kafka, tmp_path):
-    """The figure the issue asks for beside kctl's: what kafka-reassign-partitions
-    --generate would move from the balanced layout the test above left (everything it
-    re-places from scratch moves)."""
-    cluster = racked_kafka
-    sizes = in_sync(cluster)
-    size = {key: s for mine in sizes.values() for key, s in mine.items()}
-    (tmp_path / "topics.json").write_text(json.dumps({"version": 1, "topics": [{"topic": t} for t in ("big", "small", "unsafe")]}))
-    proc = cluster.run_tool("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "--bootstrap-server", cluster.bootstrap,
-                                  "--generate", "--topics-to-move-json-file", str(tmp_path / "topics.json"), "--broker-list", "1,2,3,4")
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    current = json.loads(lines[lines.index("Current partition replica assignment") + 1])
-    proposed = json.loads(lines[lines.index("Proposed partition reassignment configuration") + 1])
-    was = {(p["topic"], p["partition"]): set(p["replicas"]) for p in current["partitions"]}
-    moved = sum(size[(p["topic"], p["partition"])] * len(set(p["replicas"]) - was[(p["topic"], p["partition"])]) for p in proposed["partitions"])
-    # kctl plans nothing on a balanced cluster; --generate re-places it from scratch.
-    assert moved > 0
-
-
 def test_a_cordoned_broker_receives_nothing(kctl, racked_kafka):
     """KIP-1066 (Kafka 4.3+): broker 4's one log dir cordoned, a new skew is balanced onto
     the others only, and `cluster usage` shows the dir cordoned."""
