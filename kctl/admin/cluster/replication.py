@@ -304,22 +304,22 @@ def execute(session: AdminSession, moves: Sequence[PartitionMove], *, throttle: 
         set_throttles(session, changing, throttle)
     outcome: dict[tuple[str, int], KctlError] = {}
     if changing:
-        outcome = _alter_reassignments(session, {(m.topic, m.partition): list(m.target) for m in changing}, "reassign partitions")
+        outcome = alter_reassignments(session, {(m.topic, m.partition): list(m.target) for m in changing}, "reassign partitions")
     rows, errors = [], {}
     for m in moves:
         if m.target == m.current:
-            rows.append(_row(m, "unchanged"))
+            rows.append(move_row(m, "unchanged"))
             continue
         failure = outcome.get((m.topic, m.partition))
         if failure is not None:
             errors[f"{m.topic}-{m.partition}"] = failure
-            rows.append(_row(m, "failed", failure.message))
+            rows.append(move_row(m, "failed", failure.message))
         else:
-            rows.append(_row(m, "started"))
+            rows.append(move_row(m, "started"))
     return Partial(rows, errors)
 
 
-def _alter_reassignments(session: AdminSession, targets: dict[tuple[str, int], list[int] | None], action: str) -> dict[tuple[str, int], KctlError]:
+def alter_reassignments(session: AdminSession, targets: dict[tuple[str, int], list[int] | None], action: str) -> dict[tuple[str, int], KctlError]:
     """AlterPartitionReassignments (to the controller, through any broker): each partition's
     new replicas, or None to cancel its move. The partitions Kafka refused, with why. A
     request sent again after a dropped connection asks for the same replicas: no harm."""
@@ -334,7 +334,7 @@ def _alter_reassignments(session: AdminSession, targets: dict[tuple[str, int], l
             for t in answer.responses for p in t.partitions if p.error_code}
 
 
-def _row(m: PartitionMove, status: str, error: str | None = None) -> MoveRow:
+def move_row(m: PartitionMove, status: str, error: str | None = None) -> MoveRow:
     return MoveRow(
         topic=m.topic,
         partition=m.partition,
@@ -348,7 +348,7 @@ def _row(m: PartitionMove, status: str, error: str | None = None) -> MoveRow:
 
 
 def preview(moves: Sequence[PartitionMove]) -> list[MoveRow]:
-    return [_row(m, "move" if m.target != m.current else "unchanged") for m in moves]
+    return [move_row(m, "move" if m.target != m.current else "unchanged") for m in moves]
 
 
 def list_reassignments(session: AdminSession) -> list[Reassignment]:
@@ -389,12 +389,12 @@ def _where_moves_stand(session: AdminSession, moves: Sequence[PartitionMove]) ->
     for m in moves:
         key = (m.topic, m.partition)
         if key in in_progress:
-            rows.append(_row(m, "in-progress"))
+            rows.append(move_row(m, "in-progress"))
         elif tuple(current.get(key, ())) == m.target:
-            rows.append(_row(m, "done"))
+            rows.append(move_row(m, "done"))
         else:
             now = current.get(key, ())
-            rows.append(_row(PartitionMove(topic=m.topic, partition=m.partition, current=tuple(now), target=m.target), "failed", "the replicas differ from the plan and nothing is in progress"))
+            rows.append(move_row(PartitionMove(topic=m.topic, partition=m.partition, current=tuple(now), target=m.target), "failed", "the replicas differ from the plan and nothing is in progress"))
     return rows
 
 
@@ -405,7 +405,7 @@ def cancel(session: AdminSession, moves: Sequence[PartitionMove] | None = None) 
         wanted = {(m.topic, m.partition) for m in moves}
         ongoing = [r for r in ongoing if (r.topic, r.partition) in wanted]
     if ongoing:
-        refused = _alter_reassignments(session, {(r.topic, r.partition): None for r in ongoing}, "cancel reassignments")
+        refused = alter_reassignments(session, {(r.topic, r.partition): None for r in ongoing}, "cancel reassignments")
         # A move that ended between the listing and the cancel has nothing left to cancel.
         refused = {key: error for key, error in refused.items() if error.kafka_error != "NO_REASSIGNMENT_IN_PROGRESS"}
         if refused:

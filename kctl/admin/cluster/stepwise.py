@@ -23,9 +23,9 @@ from kctl.admin.client.session import AdminSession
 from kctl.admin.cluster.replication import (
     MoveRow,
     PartitionMove,
-    _alter_reassignments,
-    _row,
+    alter_reassignments,
     list_reassignments,
+    move_row,
     set_throttles,
     verify,
 )
@@ -79,10 +79,10 @@ def run(session: AdminSession, moves: Sequence[PartitionMove], racks: Mapping[in
             submit[key] = list(remaining.popleft())
             active[key] = remaining
         if submit:
-            refused = _alter_reassignments(session, submit, "balance partitions")
+            refused = alter_reassignments(session, submit, "balance partitions")
             for key, error in refused.items():
                 active.pop(key, None)
-                failed[key] = _row(by_key[key], "failed", error.message)
+                failed[key] = move_row(by_key[key], "failed", error.message)
             submit = {}
         if not active:
             break
@@ -109,14 +109,14 @@ def run(session: AdminSession, moves: Sequence[PartitionMove], racks: Mapping[in
              and (m.topic, m.partition) not in waiting]
     rows = {(r.topic, r.partition): r for r in verify(session, ended, clear=not queue and not active)} if ended else {}
     rows.update(failed)
-    rows.update({key: _row(by_key[key], "in-progress") for key in active})
+    rows.update({key: move_row(by_key[key], "in-progress") for key in active})
     out = []
     for m in moves:
         key = (m.topic, m.partition)
         if m.target == m.current:
-            out.append(_row(m, "unchanged"))
+            out.append(move_row(m, "unchanged"))
         elif key in rows:
             out.append(rows[key])
         else:
-            out.append(_row(m, "pending"))
+            out.append(move_row(m, "pending"))
     return out
