@@ -59,6 +59,7 @@ def balance(app: App, internal):
     PREFERRED-LEADERS counts partitions whose first replica is the broker;
     NOT-LEADING-PREFERRED counts those it should lead but does not, which a preferred
     leader election would move back. OUT-OF-SYNC counts its replicas outside the ISR.
+    `kctl cluster balance` evens replicas, bytes and leaders out.
 
     \b
     Examples:

@@ -176,7 +176,7 @@ def test_spread_over_brokers():
     found = ordered(spread.skew(snapshot, dirs))
     assert _checks_of(found) == [(WARNING, "disk-skew", "broker 3"), (WARNING, "leader-skew", "broker 1"), (WARNING, "replica-skew", "broker 1")]
     assert found[2].evidence == {"brokers_above": [1], "by_broker": {"1": 30, "2": 20, "3": 20}, "mean": 23.3, "threshold": 1.1}
-    assert found[1].next == "kctl replication elect-leaders --preferred --all" and found[2].next == "kctl broker balance"
+    assert found[1].next == "kctl replication elect-leaders --preferred --all" and found[2].next == found[0].next == "kctl cluster balance"
     # Small differences are not skew: one replica more, a few bytes more on an empty cluster.
     small = PartitionSnapshot(live_brokers=(1, 2), partitions=(_partition("x", 0, replicas=(1,), isr=(1,)),))
     assert spread.skew(small, dirs[:2]) == [] and spread.skew(PartitionSnapshot(live_brokers=(1,), partitions=tuple(hot)), dirs) == []
@@ -463,8 +463,8 @@ def test_replicas_and_leaders_piled_on_one_broker(kctl, cluster, unique_name):
         found = {f["check"]: f for f in report["findings"]}
         assert found["replica-skew"]["evidence"]["brokers_above"] == [1], stderr
         assert found["leader-skew"]["evidence"]["brokers_above"] == [1]
-        assert found["replica-skew"]["next"] == "kctl broker balance"
-        assert kctl("-b", cluster.bootstrap, "broker", "balance").exit_code == 0
+        assert found["replica-skew"]["next"] == "kctl cluster balance"
+        assert kctl("-b", cluster.bootstrap, "cluster", "balance").exit_code == 0
         _code, other, _ = doctor(kctl, cluster.bootstrap, "broker", "2")
         assert not {"replica-skew", "leader-skew"} & {f["check"] for f in other["findings"]}
     finally:

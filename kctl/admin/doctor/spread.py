@@ -43,9 +43,9 @@ def skew(snapshot: PartitionSnapshot, dirs: Sequence[LogDir], *, min_bytes: int 
             disk[d.broker] += d.size_bytes
     found = []
     for measure, counts, minimum, fix in (
-            ("replica", replicas, SKEW_MIN_COUNT, _command("broker", "balance")),
+            ("replica", replicas, SKEW_MIN_COUNT, _command("cluster", "balance")),
             ("leader", leaders, SKEW_MIN_COUNT, _command("replication", "elect-leaders", "--preferred", "--all")),
-            ("disk", disk, min_bytes, _command("broker", "log-dirs"))):
+            ("disk", disk, min_bytes, _command("cluster", "balance"))):
         mean = sum(counts.values()) / len(counts)
         over = {b: n for b, n in counts.items() if n > mean * SKEW and n - mean >= minimum}
         if not over:
