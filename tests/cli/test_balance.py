@@ -132,13 +132,20 @@ def test_balance_evens_out_a_skewed_cluster_and_resumes_after_a_kill(kctl, racke
     first = subprocess.Popen([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, "cluster", "balance", "--execute", "--yes",
                               "--throttle", "1MB/s", "--max-partitions", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              start_new_session=True)
+    seen: list[dict] = []
     try:
         def moved_one() -> bool:
+            listed = kctl("-b", cluster.bootstrap, "replication", "reassign", "list", "-o", "json")
+            seen.append({"moving": json.loads(listed.stdout)} if listed.exit_code == 0 else {"error": listed.stderr})
             now = layout(admin)
             return any(now[k][0] != before[k][0] and set(now[k][0]) <= set(m["target"]) and len(now[k][0]) == len(before[k][0])
                        for m in plan["moves"] for k in [(m["topic"], m["partition"])] if set(m["target"]) != set(before[k][0]))
         until(moved_one, timeout=120)
         assert first.poll() is None, "the balance ended before it could be killed midway"
+        # Gently: one partition moving at a time (--max-partitions 1), one new replica each.
+        assert all("moving" in look and len(look["moving"]) <= 1 for look in seen), seen
+        assert all(len(r["adding_replicas"]) <= 1 for look in seen for r in look["moving"]), seen
+        assert any(look["moving"] for look in seen), seen
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(10)
