@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ LONG_GROUPS = (
     # ~90 s: issue 57's dynamic-quorum cluster (brokers stopped and drained) and the
     # tiered storage node
     "tests/cli/test_kafka4_operations.py",
+    "tests/cli/test_balance.py",  # ~30 s: four Kafka brokers in two racks (cluster balance)
     "connect-help",  # ~60 s: the `kctl connect` --help examples, on one Connect worker
     "mirror-help",  # ~50 s: the `kctl mirror` --help examples, on one MirrorMaker 2
     "connect",  # ~40 s: tests/connect on the bundled broker, one Connect worker at a time
@@ -142,6 +144,35 @@ class WorkerGroups:
                 return self.groups.get(nodeid, nodeid)
 
         return ByGroup(config, log)
+
+    # What each worker did and when it ended, and the longest groups: printed at the end
+    # of a run, for the order of LONG_GROUPS (a long group handed out late ends the run).
+    busy: dict[str, float] | None = None
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report):
+        node = getattr(report, "node", None)  # set on the controller for a worker's report
+        if node is None or "KCTL_TEST_GROUPS_DIR" not in os.environ:
+            return
+        if self.busy is None:
+            self.busy, self.ended, self.group_seconds, self.started = {}, {}, {}, time.monotonic() - report.duration
+        worker = node.gateway.id
+        self.busy[worker] = self.busy.get(worker, 0.0) + report.duration
+        self.ended[worker] = time.monotonic()
+        if not hasattr(self, "groups"):
+            self.groups = json.loads(_groups_file().read_text()) if _groups_file().exists() else {}
+        group = self.groups.get(report.nodeid, report.nodeid)
+        self.group_seconds[group] = self.group_seconds.get(group, 0.0) + report.duration
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.busy:
+            return
+        terminalreporter.write_sep("-", "workers and the longest groups")
+        for worker in sorted(self.busy):
+            terminalreporter.write_line(f"{worker}: {self.busy[worker]:.0f} s in tests, its last ended {self.ended[worker] - self.started:.0f} s in")
+        for group, seconds in sorted(self.group_seconds.items(), key=lambda g: -g[1])[:12]:
+            terminalreporter.write_line(f"{seconds:6.0f} s  {group}")
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config):
