@@ -7,7 +7,7 @@ import click
 from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options, pass_app, runs, yes_option
-from kctl.output.spec import Column, TableSpec
+from kctl.output.spec import Column, TableSpec, human_bytes
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list"})
@@ -72,23 +72,14 @@ def balance(app: App, internal):
     app.out.table(broker_balance(snapshot(app.session, include_internal=internal)), BALANCE_TABLE)
 
 
-def _human(key: str):
-    def get(row):
-        from kctl.sizes import format_bytes
-
-        return format_bytes(getattr(row, key))
-
-    return get
-
-
 LOG_DIR_TABLE = TableSpec(
     (
         Column("broker", "BROKER", align="right"),
         Column("log_dir", "LOG-DIR"),
-        Column("size_bytes", "SIZE", get=_human("size_bytes"), align="right"),
+        Column("size_bytes", "SIZE", get=human_bytes("size_bytes"), align="right"),
         Column("replicas", "REPLICAS", align="right"),
-        Column("usable_bytes", "USABLE", get=_human("usable_bytes"), align="right"),
-        Column("total_bytes", "TOTAL", get=_human("total_bytes"), align="right"),
+        Column("usable_bytes", "USABLE", get=human_bytes("usable_bytes"), align="right"),
+        Column("total_bytes", "TOTAL", get=human_bytes("total_bytes"), align="right"),
         Column("error", "ERROR"),
         Column("cordoned", "CORDONED", wide=True),
         Column("size_bytes", "SIZE-BYTES", wide=True, align="right"),
@@ -100,7 +91,7 @@ REPLICA_SIZE_TABLE = TableSpec(
         Column("log_dir", "LOG-DIR"),
         Column("topic", "TOPIC"),
         Column("partition", "PARTITION", align="right"),
-        Column("size_bytes", "SIZE", get=_human("size_bytes"), align="right"),
+        Column("size_bytes", "SIZE", get=human_bytes("size_bytes"), align="right"),
         Column("offset_lag", "OFFSET-LAG", align="right"),
         Column("is_future", "FUTURE"),
         Column("size_bytes", "SIZE-BYTES", wide=True, align="right"),

@@ -7,7 +7,7 @@ import click
 from kctl.cli._app import App
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options, pass_app, runs, yes_option
-from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
+from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec, human_bytes
 
 
 @click.group(cls=LazyGroup, aliases={"describe": "info"})
@@ -240,15 +240,6 @@ def remove_controller(app: App, node_id, directory_id, dry_run, no_wait, yes):
     _change_voters(app, plan_remove(app.session, node_id, given), dry_run=dry_run, no_wait=no_wait, yes=yes)
 
 
-def _bytes(key: str):
-    def get(row):
-        from kctl.sizes import format_bytes
-
-        return format_bytes(getattr(row, key))
-
-    return get
-
-
 def _change(before: str, after: str, *, size: bool = False):
     """'before -> after' of two fields of a row (human sizes with `size`)."""
     def get(row):
@@ -287,8 +278,8 @@ PLAN_BROKER_COLUMNS = (
     Column("bytes_target", "SHARE", get=lambda r: f"{r.bytes_after / r.bytes_target:.2f}x" if r.bytes_target else None, align="right"),
     Column("replicas_after", "REPLICAS", get=_change("replicas_before", "replicas_after"), align="right"),
     Column("leaders_after", "LEADERS", get=_change("leaders_before", "leaders_after"), align="right"),
-    Column("bytes_in", "IN", get=_bytes("bytes_in"), align="right"),
-    Column("bytes_out", "OUT", get=_bytes("bytes_out"), align="right"),
+    Column("bytes_in", "IN", get=human_bytes("bytes_in"), align="right"),
+    Column("bytes_out", "OUT", get=human_bytes("bytes_out"), align="right"),
     Column("used_bytes_after", "DISK-USED", get=lambda r: f"{100 * r.used_bytes_after / r.capacity_bytes:.0f}%"
            if r.capacity_bytes and r.used_bytes_after is not None else None, align="right"),
 )
@@ -298,7 +289,7 @@ PLAN_MOVE_TABLE = TableSpec(
         Column("partition", "PARTITION", align="right"),
         Column("current", "CURRENT"),
         Column("target", "TARGET"),
-        Column("size_bytes", "SIZE", get=_bytes("size_bytes"), align="right"),
+        Column("size_bytes", "SIZE", get=human_bytes("size_bytes"), align="right"),
         Column("reason", "GOAL"),
         Column("bytes_moved", "BYTES-MOVED", wide=True, align="right"),
     )
@@ -354,30 +345,38 @@ def _measure(skew, value: float):
     return format_bytes(int(value)) if skew.measure == "bytes" else (int(value) if skew.measure != "bytes" and value == int(value) else value)
 
 
+def _held(report) -> str:
+    """Every replica's bytes, of the brokers' disks where they report capacity."""
+    from kctl.sizes import format_bytes
+
+    disks = f" of {format_bytes(report.capacity_bytes)} disk" if report.capacity_bytes else ""
+    return f"{format_bytes(report.bytes)}{disks}"
+
+
 def _usage_document(report) -> DocumentSpec:
     # Against the broker holding most: the skew at a glance (DISK-USED says how full).
     scale = max((b.bytes for b in report.brokers), default=0)
     brokers = TableSpec((
         Column("broker", "BROKER", align="right"),
         Column("rack", "RACK"),
-        Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
+        Column("bytes", "BYTES", get=human_bytes("bytes"), align="right"),
         Column("bytes", "", get=lambda b: bar(b.bytes, scale)),
         Column("share_of_mean", "OF-MEAN", get=lambda b: f"{b.share_of_mean:.2f}x", align="right"),
         Column("replicas", "REPLICAS", align="right"),
         Column("leaders", "LEADERS", align="right"),
         Column("used_percent", "DISK-USED", get=_percent("used_percent"), align="right"),
-        Column("usable_bytes", "FREE", get=_bytes("usable_bytes"), align="right"),
+        Column("usable_bytes", "FREE", get=human_bytes("usable_bytes"), align="right"),
         Column("bytes_per_second", "GROWTH", get=_rate("bytes_per_second"), align="right"),
         Column("bytes", "BYTES-EXACT", wide=True, align="right"),
     ))
     dirs = TableSpec((
         Column("broker", "BROKER", align="right"),
         Column("log_dir", "LOG-DIR"),
-        Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
+        Column("bytes", "BYTES", get=human_bytes("bytes"), align="right"),
         Column("replicas", "REPLICAS", align="right"),
         Column("used_percent", "DISK-USED", get=_percent("used_percent"), align="right"),
-        Column("usable_bytes", "FREE", get=_bytes("usable_bytes"), align="right"),
-        Column("total_bytes", "TOTAL", get=_bytes("total_bytes"), align="right"),
+        Column("usable_bytes", "FREE", get=human_bytes("usable_bytes"), align="right"),
+        Column("total_bytes", "TOTAL", get=human_bytes("total_bytes"), align="right"),
         Column("bytes_per_second", "GROWTH", get=_rate("bytes_per_second"), align="right"),
         Column("cordoned", "CORDONED", get=lambda d: "yes" if d.cordoned else None),
         Column("days_until_full", "DAYS-TO-FULL", get=lambda d: "bounded by retention" if d.bounded else d.days_until_full, align="right"),
@@ -394,20 +393,20 @@ def _usage_document(report) -> DocumentSpec:
         Column("topic", "TOPIC"),
         Column("partitions", "PARTITIONS", align="right"),
         Column("replication_factor", "RF", align="right"),
-        Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
+        Column("bytes", "BYTES", get=human_bytes("bytes"), align="right"),
         Column("records_per_second", "RECORDS/S", align="right"),
         Column("bytes_per_second", "GROWTH", get=_rate("bytes_per_second"), align="right"),
     ))
     partitions = TableSpec((
         Column("topic", "TOPIC"),
         Column("partition", "PARTITION", align="right"),
-        Column("bytes", "BYTES", get=_bytes("bytes"), align="right"),
+        Column("bytes", "BYTES", get=human_bytes("bytes"), align="right"),
         Column("replicas", "REPLICAS"),
         Column("leader", "LEADER", align="right"),
     ))
     return DocumentSpec(
         fields=(
-            Field("bytes", "BYTES", get=lambda r: _bytes("bytes")(r) + (f" of {_bytes('capacity_bytes')(r)} disk" if r.capacity_bytes else "")),
+            Field("bytes", "BYTES", get=_held),
             Field("sampled_seconds", "SAMPLED", get=lambda r: None if r.sampled_seconds is None else f"{r.sampled_seconds:.1f} s"),
         ),
         sections=(Section("brokers", "BROKERS", brokers), Section("skew", "SKEW", skew), Section("log_dirs", "LOG-DIRS", dirs),

@@ -32,6 +32,17 @@ class Column:
         return self.get(row) if self.get is not None else getattr(row, self.key)
 
 
+def human_bytes(key: str) -> Callable[[Any], str | None]:
+    """A Column's `get` showing the bytes in field `key` as du -h does (1.5 KiB); JSON and
+    CSV keep the exact figure."""
+    def get(row: Any) -> str | None:
+        from kctl.sizes import format_bytes  # only when a table is drawn
+
+        return format_bytes(getattr(row, key))
+
+    return get
+
+
 class TableSpec:
     __slots__ = ("columns",)
 
