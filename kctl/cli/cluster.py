@@ -518,7 +518,7 @@ def balance(app: App, topics, brokers, goals, max_move, disk_threshold, execute,
     rate = parse_bytes(throttle, "--throttle") if throttle is not None else None
     plan, facts = plan_cluster(app.session, options)
     if execute and facts.in_flight:
-        facts = _wait_in_flight(app, facts, wait_timeout)
+        _wait_in_flight(app, facts.in_flight, wait_timeout)
         plan, facts = plan_cluster(app.session, options)
     if plan_out:
         from kctl.admin.cluster.replication import plan_to_json
@@ -539,19 +539,18 @@ def balance(app: App, topics, brokers, goals, max_move, disk_threshold, execute,
     _run_plan(app, plan, facts, rate=rate, max_partitions=max_partitions, wait_timeout=wait_timeout, yes=yes)
 
 
-def _wait_in_flight(app: App, facts, wait_timeout):
+def _wait_in_flight(app: App, in_flight, wait_timeout) -> None:
     """Wait for the reassignments in progress (a balance killed midway, or another tool's)
     before planning: their partitions would otherwise be planned around as they were."""
     from kctl.admin.cluster.replication import PartitionMove
     from kctl.cli._moves import finish, wait_for_moves
 
     moving = [PartitionMove(topic=r.topic, partition=r.partition, current=tuple(b for b in r.replicas if b not in r.adding_replicas),
-                            target=tuple(b for b in r.replicas if b not in r.removing_replicas)) for r in facts.in_flight]
+                            target=tuple(b for b in r.replicas if b not in r.removing_replicas)) for r in in_flight]
     app.note(f"{len(moving)} partition(s) moving now: waiting for them first")
     rows = wait_for_moves(app, moving, wait_timeout=wait_timeout, preserve_throttles=True)
     if any(r.status != "done" for r in rows):
         finish(app, rows, "balance the cluster")
-    return facts
 
 
 def _run_plan(app: App, plan, facts, *, rate, max_partitions, wait_timeout, yes) -> None:
