@@ -340,9 +340,12 @@ def _rate(key: str):
 
 
 def _measure(skew, value: float):
+    """A skew row's figure: bytes as du -h shows them, counts whole where they are."""
     from kctl.sizes import format_bytes
 
-    return format_bytes(int(value)) if skew.measure == "bytes" else (int(value) if skew.measure != "bytes" and value == int(value) else value)
+    if skew.measure == "bytes":
+        return format_bytes(int(value))
+    return int(value) if value == int(value) else value  # a count, or a mean of counts
 
 
 def _held(report) -> str:
@@ -542,11 +545,9 @@ def balance(app: App, topics, brokers, goals, max_move, disk_threshold, execute,
 def _wait_in_flight(app: App, in_flight, wait_timeout) -> None:
     """Wait for the reassignments in progress (a balance killed midway, or another tool's)
     before planning: their partitions would otherwise be planned around as they were."""
-    from kctl.admin.cluster.replication import PartitionMove
     from kctl.cli._moves import finish, wait_for_moves
 
-    moving = [PartitionMove(topic=r.topic, partition=r.partition, current=tuple(b for b in r.replicas if b not in r.adding_replicas),
-                            target=tuple(b for b in r.replicas if b not in r.removing_replicas)) for r in in_flight]
+    moving = [r.move for r in in_flight]
     app.note(f"{len(moving)} partition(s) moving now: waiting for them first")
     rows = wait_for_moves(app, moving, wait_timeout=wait_timeout, preserve_throttles=True)
     if any(r.status != "done" for r in rows):

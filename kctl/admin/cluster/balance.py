@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kctl.admin.cluster.layout import BrokerFacts, ClusterFacts, PartitionFacts, read_facts
+from kctl.admin.cluster.layout import BrokerFacts, ClusterFacts, PartitionFacts, read_facts, replicas_and_leaders
 from kctl.admin.cluster.replication import PartitionMove
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -171,13 +171,12 @@ class _Planner:
         }
         self.left_alone = sum(1 for k, p in self.facts.items()
                               if k not in self.movable and (options.topics is None or p.topic in options.topics))
+        self.count, self.leaders_before = replicas_and_leaders(self.facts.values(), self.live)
         self.size_on: dict[int, int] = dict.fromkeys(self.live, 0)
-        self.count: dict[int, int] = dict.fromkeys(self.live, 0)
         for p in self.facts.values():
             for b in p.replicas:
                 if b in live:
                     self.size_on[b] += p.size_bytes
-                    self.count[b] += 1
         self.size_before = dict(self.size_on)
         self.count_before = dict(self.count)
         self.incoming: dict[int, int] = dict.fromkeys(self.live, 0)
@@ -532,8 +531,10 @@ class _Planner:
                                      reason=self.reason.get(key, "leaders")))
         elect = tuple(k for k, replicas in self.target.items()
                       if k in self.movable and replicas and self.facts[k].leader != replicas[0])
-        return BalancePlan(moves=tuple(moves), brokers=self._brokers(), bytes_moved=sum(m.bytes_moved for m in moves),
-                           lower_bound_bytes=lower_bound(self.size_before, self.share), skew=self._skew(), elect=elect,
+        leaders_before, leaders_after = self.leaders_before, self._leaders_after()
+        return BalancePlan(moves=tuple(moves), brokers=self._brokers(leaders_before, leaders_after),
+                           bytes_moved=sum(m.bytes_moved for m in moves), lower_bound_bytes=lower_bound(self.size_before, self.share),
+                           skew=self._skew(leaders_before, leaders_after), elect=elect,
                            left_alone=self.left_alone, unmet=tuple(dict.fromkeys(self.unmet)))
 
     def _judge(self) -> None:
@@ -556,16 +557,16 @@ class _Planner:
                     f"broker {b} {self.size_on[b] / max(self.share[b], 1):.2f}x its share" for b in out)
                     + ": no replica left whose move brings them closer" + budget)
 
-    def _leaders(self, after: bool) -> Counter[int]:
+    def _leaders_after(self) -> Counter[int]:
+        """Partitions each broker leads once the plan's preferred leaders are elected."""
         lead: Counter[int] = Counter({b: 0 for b in self.live})
         for key, facts in self.facts.items():
-            leader = self.target[key][0] if after and key in self.movable else facts.leader
+            leader = self.target[key][0] if key in self.movable else facts.leader
             if leader is not None and leader in lead:
                 lead[leader] += 1
         return lead
 
-    def _brokers(self) -> tuple[BrokerBalance, ...]:
-        before, after = self._leaders(False), self._leaders(True)
+    def _brokers(self, before: Mapping[int, int], after: Mapping[int, int]) -> tuple[BrokerBalance, ...]:
         rows = []
         for b in self.live:
             facts = self.brokers[b]
@@ -576,12 +577,11 @@ class _Planner:
                                       used_bytes_after=used, bytes_in=self.incoming[b], bytes_out=self.outgoing[b]))
         return tuple(rows)
 
-    def _skew(self) -> tuple[Skew, ...]:
+    def _skew(self, before: Mapping[int, int], after: Mapping[int, int]) -> tuple[Skew, ...]:
         def ratio(values: Mapping[int, float]) -> float:
             mean = sum(values.values()) / len(values) if values else 0
             return round(max(values.values()) / mean, 3) if mean else 1.0
 
-        before, after = self._leaders(False), self._leaders(True)
         return (Skew(measure="bytes", before=ratio(self.size_before), after=ratio(self.size_on)),
                 Skew(measure="replicas", before=ratio(self.count_before), after=ratio(self.count)),
                 Skew(measure="leaders", before=ratio(before), after=ratio(after)))

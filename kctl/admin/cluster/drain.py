@@ -81,12 +81,11 @@ def _split(current: dict, in_flight: dict, drained: tuple[int, ...]) -> tuple[li
     for key, replicas in current.items():
         flight = in_flight.get(key)
         if flight is not None:
-            target = tuple(b for b in flight.replicas if b not in flight.removing_replicas)
-            original = tuple(b for b in flight.replicas if b not in flight.adding_replicas)
-            if not set(target) & set(drained):
-                moving.append(PartitionMove(topic=key[0], partition=key[1], current=original, target=target))
+            move = flight.move
+            if not set(move.target) & set(drained):
+                moving.append(move)
                 continue
-            replicas = original
+            replicas = move.current
         settled[key] = replicas
     return moving, settled
 

@@ -10,12 +10,17 @@ taken where it is going.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kctl.admin.client.kafka import ClusterMetadata
 from kctl.admin.client.session import AdminSession
 from kctl.admin.cluster.logdirs import LogDir, ReplicaSize, describe_log_dirs
 from kctl.admin.cluster.replication import Reassignment, list_reassignments
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,8 +83,22 @@ def read_facts(session: AdminSession, *, action: str = "read the cluster's layou
             flight = in_flight.get((name, number))
             replicas_ = tuple(layout.replicas)
             if flight is not None:  # where it is going: the replicas it keeps and adds
-                replicas_ = tuple(b for b in flight.replicas if b not in flight.removing_replicas)
+                replicas_ = flight.move.target
             partitions.append(PartitionFacts(topic=name, partition=number, replicas=replicas_, leader=layout.leader,
                                              size_bytes=sizes.get((name, number), 0), moving=flight is not None))
     return ClusterFacts(metadata=metadata, brokers=brokers, partitions=partitions, dirs=dirs, replicas=replicas,
                         in_flight=sorted(in_flight.values(), key=lambda r: (r.topic, r.partition)))
+
+
+def replicas_and_leaders(partitions: Iterable[Any], brokers: Iterable[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """How many replicas each of `brokers` holds and how many partitions it leads, of
+    `partitions` (anything with `replicas` and `leader`); other brokers are not counted."""
+    replicas = dict.fromkeys(brokers, 0)
+    leaders = dict(replicas)
+    for p in partitions:
+        for broker in p.replicas:
+            if broker in replicas:
+                replicas[broker] += 1
+        if p.leader in leaders:
+            leaders[p.leader] += 1
+    return replicas, leaders

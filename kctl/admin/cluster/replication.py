@@ -79,6 +79,14 @@ class Reassignment:
     adding_replicas: tuple[int, ...]
     removing_replicas: tuple[int, ...]
 
+    @property
+    def move(self) -> PartitionMove:
+        """Where the partition comes from (the replicas not being added) and where it goes
+        (those not being removed)."""
+        return PartitionMove(topic=self.topic, partition=self.partition,
+                             current=tuple(b for b in self.replicas if b not in self.adding_replicas),
+                             target=tuple(b for b in self.replicas if b not in self.removing_replicas))
+
 
 @dataclass(frozen=True, kw_only=True)
 class ElectionResult:

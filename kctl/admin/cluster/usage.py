@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kctl.admin.client.kafka import LATEST_TIMESTAMP
 from kctl.admin.client.session import AdminSession
-from kctl.admin.cluster.layout import ClusterFacts, read_facts
+from kctl.admin.cluster.layout import ClusterFacts, read_facts, replicas_and_leaders
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kctl.admin.cluster.logdirs import ReplicaSize
 
 # How many topics and partitions the report lists, largest first.
 LARGEST = 10
@@ -153,18 +159,9 @@ def report(first: _Look, second: _Look | None, bounded: Mapping[str, bool], *, l
     def rate(after: float, before: float) -> float | None:
         return None if not seconds else round(max(0.0, after - before) / seconds, 1)
 
-    held: dict[int, int] = dict.fromkeys(live, 0)
-    count: dict[int, int] = dict.fromkeys(live, 0)
-    leaders: dict[int, int] = dict.fromkeys(live, 0)
-    for p in facts.partitions:
-        for b in p.replicas:
-            if b in count:
-                count[b] += 1
-        if p.leader in leaders:
-            leaders[p.leader] += 1
-    for r in facts.replicas:
-        if r.broker in held and not r.is_future:
-            held[r.broker] += r.size_bytes
+    count, leaders = replicas_and_leaders(facts.partitions, live)
+    on_broker = _sizes(facts.replicas, lambda r: r.broker)
+    held = {b: on_broker.get(b, 0) for b in live}
     before_dirs = {(d.broker, d.log_dir): d.size_bytes for d in first.facts.dirs}
     dirs = []
     growing: dict[tuple[int, str], set[str]] = defaultdict(set)
@@ -187,34 +184,24 @@ def report(first: _Look, second: _Look | None, bounded: Mapping[str, bool], *, l
                                 bytes_per_second=per_second, days_until_full=days, bounded=is_bounded, error=d.error,
                                 cordoned=d.cordoned))
     mean = sum(held.values()) / len(live) if live else 0
-    before_held: dict[int, int] = defaultdict(int)
-    for r in first.facts.replicas:
-        if not r.is_future:
-            before_held[r.broker] += r.size_bytes
+    before_held = _sizes(first.facts.replicas, lambda r: r.broker)
     brokers = []
     for b in live:
-        mine = [d for d in facts.dirs if d.broker == b and d.error is None]
-        reported = bool(mine) and all(d.total_bytes is not None and d.usable_bytes is not None for d in mine)
-        total = sum(d.total_bytes or 0 for d in mine) if reported else None
-        usable = sum(d.usable_bytes or 0 for d in mine) if reported else None
+        disks = facts.brokers[b]  # their capacity where every log dir reports it
+        total = disks.capacity_bytes
+        usable = None if total is None or disks.used_bytes is None else total - disks.used_bytes
         brokers.append(BrokerUsage(broker=b, rack=facts.brokers[b].rack, bytes=held[b], share_of_mean=round(held[b] / mean, 3) if mean else 1.0,
                                    replicas=count[b], leaders=leaders[b], log_dirs=len([d for d in facts.dirs if d.broker == b]),
                                    capacity_bytes=total, usable_bytes=usable, used_percent=_percent(total, usable),
                                    bytes_per_second=rate(held[b], before_held.get(b, held[b])), cordoned=facts.brokers[b].cordoned))
     wanted = set(topics)
-    topic_bytes: dict[str, int] = defaultdict(int)
-    for r in facts.replicas:
-        if not r.is_future:
-            topic_bytes[r.topic] += r.size_bytes
+    topic_bytes = _sizes(facts.replicas, lambda r: r.topic)
     ends_rate: dict[str, float] = defaultdict(float)
     bytes_rate: dict[str, float] = defaultdict(float)
     if second is not None and seconds:
         for key, end in second.ends.items():
             ends_rate[key[0]] += max(0, end - first.ends.get(key, end)) / seconds
-        earlier_topic: dict[str, int] = defaultdict(int)
-        for r in first.facts.replicas:
-            if not r.is_future:
-                earlier_topic[r.topic] += r.size_bytes
+        earlier_topic = _sizes(first.facts.replicas, lambda r: r.topic)
         for name, size in topic_bytes.items():
             bytes_rate[name] = max(0, size - earlier_topic.get(name, size)) / seconds
     layouts = facts.metadata.topics
@@ -232,6 +219,15 @@ def report(first: _Look, second: _Look | None, bounded: Mapping[str, bool], *, l
     return UsageReport(brokers=tuple(brokers), skew=_skew(held, count, leaders), log_dirs=tuple(dirs), topics=tuple(topic_rows[:largest]),
                        partitions=tuple(partition_rows[:largest]), sampled_seconds=round(seconds, 1) if seconds else None,
                        bytes=sum(held.values()), capacity_bytes=sum(c or 0 for c in capacities) if capacities and all(capacities) else None)
+
+
+def _sizes(replicas: Sequence[ReplicaSize], key: Callable[[ReplicaSize], Any]) -> dict[Any, int]:
+    """The bytes of the replicas (not those being moved between log dirs) by `key`."""
+    found: dict[Any, int] = defaultdict(int)
+    for r in replicas:
+        if not r.is_future:
+            found[key(r)] += r.size_bytes
+    return found
 
 
 def _percent(total: int | None, usable: int | None) -> float | None:

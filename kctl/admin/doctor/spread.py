@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kctl.admin.cluster.layout import replicas_and_leaders
 from kctl.admin.cluster.logdirs import LogDir, ReplicaSize
 from kctl.admin.cluster.partitions import PartitionSnapshot
 from kctl.admin.doctor.checks import SHOWN, _command, _names
@@ -29,14 +30,7 @@ def skew(snapshot: PartitionSnapshot, dirs: Sequence[LogDir], *, min_bytes: int 
     live = sorted(snapshot.live_brokers)
     if len(live) < 2:
         return []
-    replicas = dict.fromkeys(live, 0)
-    leaders = dict.fromkeys(live, 0)
-    for p in snapshot.partitions:
-        for broker in p.replicas:
-            if broker in replicas:
-                replicas[broker] += 1
-        if p.leader in leaders:
-            leaders[p.leader] += 1
+    replicas, leaders = replicas_and_leaders(snapshot.partitions, live)
     disk = dict.fromkeys(live, 0)
     for d in dirs:
         if d.broker in disk and d.error is None:
