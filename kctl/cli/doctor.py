@@ -89,8 +89,11 @@ def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch,
                 versions-differ         brokers answer different API versions
                 disk-nearly-full        under 15% free
                 voter-behind            a controller 30 s and more behind the leader
+                log-dir-cordoned        every log dir of a broker cordoned (KIP-1066):
+                                        it takes no new replica
       info      single-replica          on one broker, as it must be
                 large-partition         a replica over 50 GiB
+                log-dir-cordoned        one log dir of several cordoned
                 quotas-throttle         client quotas set: the lowest of each kind
                 not-supported           a part the cluster has no API for (the
                                         bundled broker's controller quorum)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -210,6 +211,13 @@ def test_a_cordoned_broker_receives_nothing(kctl, racked_kafka):
         assert plan["moves"]
         assert not any(4 in set(m["target"]) - set(m["current"]) for m in plan["moves"]), plan["moves"]
         assert {b["broker"]: b["bytes_in"] for b in plan["brokers"]}[4] == 0
+        # doctor names the cordon, and its NEXT command, run as printed, lifts it.
+        doctor = kctl("-b", cluster.bootstrap, "doctor", "broker", "4", "-o", "json")
+        [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "log-dir-cordoned"]
+        assert (finding["severity"], finding["resource"], finding["evidence"]) == ("warning", "broker 4", {"cordoned": [directory], "log_dirs": 1})
+        lift = kctl("-b", cluster.bootstrap, *shlex.split(finding["next"])[1:])
+        assert lift.exit_code == 0, lift.stderr
+        until(lambda: not any(d["cordoned"] for d in json.loads(kctl("-b", cluster.bootstrap, "cluster", "usage", "-o", "json").stdout)["log_dirs"]))
     finally:
         kctl("-b", cluster.bootstrap, "config", "alter", "broker", "4", "--delete", "cordoned.log.dirs")
         for future in admin.delete_topics(["fresh"], operation_timeout=30).values():

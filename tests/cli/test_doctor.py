@@ -96,6 +96,17 @@ def test_disk_and_quorum_checks():
                                           (WARNING, "disk-nearly-full", "broker 2 log dir /data")]
     assert found[0].next == "kctl broker log-dirs --broker 2"
 
+    def placed(broker, name, cordoned):
+        return LogDir(broker=broker, log_dir=name, size_bytes=1, replicas=1, total_bytes=None, usable_bytes=None, error=None,
+                      cordoned=cordoned)
+
+    found = checks.log_dirs([placed(1, "/a", False), placed(2, "/a", True), placed(2, "/b", False), placed(3, "/a", True),
+                             placed(3, "/b", True)])
+    assert _checks_of(ordered(found)) == [(WARNING, "log-dir-cordoned", "broker 3"), (INFO, "log-dir-cordoned", "broker 2 log dir /a")]
+    whole = ordered(found)[0]
+    assert whole.evidence == {"cordoned": ["/a", "/b"], "log_dirs": 2}
+    assert whole.next == "kctl config alter broker 3 --delete cordoned.log.dirs"
+
     def voter(node, lag, caught_up):
         return QuorumReplica(node, "Follower", None, 100 - lag, lag, None, caught_up, ())
 

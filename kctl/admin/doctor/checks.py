@@ -254,9 +254,10 @@ def _duration(seconds: float) -> str:
 
 
 def log_dirs(dirs: Sequence[LogDir]) -> list[Finding]:
-    """Log directories offline (a disk failed: the replicas in it are offline), and disks
-    nearly full, where the broker reports its usable bytes (Kafka 3.3+, KIP-827)."""
-    found = []
+    """Log directories offline (a disk failed: the replicas in it are offline), disks
+    nearly full, where the broker reports its usable bytes (Kafka 3.3+, KIP-827), and log
+    directories cordoned (Kafka 4.3+, KIP-1066)."""
+    found = _cordoned(dirs)
     for d in dirs:
         where = f"broker {d.broker} log dir {d.log_dir}"
         if d.error is not None:
@@ -273,6 +274,31 @@ def log_dirs(dirs: Sequence[LogDir]) -> list[Finding]:
                     evidence={"usable_bytes": d.usable_bytes, "total_bytes": d.total_bytes, "size_bytes": d.size_bytes},
                     why="a full disk takes the log directory, and every replica in it, offline",
                     next=_command("broker", "log-dirs", "--broker", str(d.broker))))
+    return found
+
+
+def _cordoned(dirs: Sequence[LogDir]) -> list[Finding]:
+    """A cordoned log dir takes no new replica; a broker whose every log dir is cordoned
+    takes none at all, so a topic created or reassigned onto it fails. Cordoning is how a
+    disk is emptied before it is removed, so one dir is info; a whole broker cordoned,
+    often forgotten after the work, is a warning."""
+    by_broker: dict[int, list[LogDir]] = {}
+    for d in dirs:
+        by_broker.setdefault(d.broker, []).append(d)
+    found = []
+    for broker, mine in sorted(by_broker.items()):
+        cordoned = [d.log_dir for d in mine if d.cordoned]
+        if not cordoned:
+            continue
+        whole = len(cordoned) == len(mine)
+        where = f"broker {broker}" if whole else f"broker {broker} log dir {', '.join(cordoned)}"
+        found.append(Finding(
+            severity=WARNING if whole else INFO, check="log-dir-cordoned", resource=where,
+            summary=f"broker {broker}: every log dir cordoned" if whole else f"{where} is cordoned",
+            evidence={"cordoned": cordoned, "log_dirs": len(mine)},
+            why=("the broker takes no new replica: topics and reassignments placed on it fail" if whole
+                 else "it takes no new replica; the broker's other log dirs do"),
+            next=_command("config", "alter", "broker", str(broker), "--delete", "cordoned.log.dirs")))
     return found
 
 
