@@ -72,7 +72,7 @@ def list_():
 @click.option("-f", "--file", "file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), help="Create the ACLs in this file: the JSON (or JSON lines) that `acl list -o json` prints; - reads stdin.")
 @global_options
 @pass_app
-def create(app: App, topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, deny, producer, idempotent, consumer, file):
+def create(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transactional_ids: tuple[str, ...], cluster: bool, principals: tuple[str, ...], hosts: tuple[str, ...], operations: tuple[str, ...], pattern: str, deny: bool, producer: bool, idempotent: bool, consumer: bool, file: Path | None):
     """Create ACLs: every combination of principals, hosts, operations and resources.
 
     Creating an ACL that exists already changes nothing. --producer and --consumer
@@ -158,7 +158,7 @@ def _read_file(app: App, path: Path):
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission, all_, dry_run, yes):
+def delete(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transactional_ids: tuple[str, ...], cluster: bool, principals: tuple[str, ...], hosts: tuple[str, ...], operations: tuple[str, ...], pattern: str, permission: str | None, all_: bool, dry_run: bool, yes: bool):
     """Delete the ACLs a filter matches, after showing them and asking.
 
     The filter options are those of `acl list`, and what `acl list` shows with them is

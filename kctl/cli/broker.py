@@ -53,7 +53,7 @@ BALANCE_TABLE = TableSpec(
 @click.option("-i", "--internal", is_flag=True, help="Count internal topics' partitions too.")
 @global_options
 @pass_app
-def balance(app: App, internal):
+def balance(app: App, internal: bool):
     """Show how partitions spread over brokers: leaders, replicas, ISR membership.
 
     PREFERRED-LEADERS counts partitions whose first replica is the broker;
@@ -105,7 +105,7 @@ REPLICA_SIZE_TABLE = TableSpec(
 @click.option("--replicas", is_flag=True, help="One row per replica instead of per log directory.")
 @global_options
 @pass_app
-def log_dirs(app: App, topics, brokers, replicas):
+def log_dirs(app: App, topics: tuple[str, ...], brokers: tuple[int, ...], replicas: bool):
     """Show log directories: size used, replicas, free and total space.
 
     Sizes are human-readable in tables and exact bytes in JSON and CSV (SIZE-BYTES
@@ -137,7 +137,7 @@ def log_dirs(app: App, topics, brokers, replicas):
 @yes_option
 @global_options
 @pass_app
-def drain(app: App, brokers, execute, throttle, wait, wait_timeout, plan_out, yes):
+def drain(app: App, brokers: tuple[int, ...], execute: bool, throttle: str | None, wait: bool, wait_timeout: float | None, plan_out: str | None, yes: bool):
     """Move every replica off brokers before they are retired.
 
     The plan moves each partition holding one of the brokers to the other live brokers,
@@ -204,7 +204,7 @@ def _in_progress(row):
 @yes_option
 @global_options
 @pass_app
-def unregister(app: App, broker_id, force, yes):
+def unregister(app: App, broker_id: int, force: bool, yes: bool):
     """Remove the registration of a broker that is gone (kafka-cluster unregister).
 
     A KRaft cluster keeps a stopped broker registered (fenced) until it is unregistered.

@@ -63,7 +63,7 @@ HEALTH_DOCUMENT = DocumentSpec(
 @click.option("--max-wait", type=click.FloatRange(min=0), metavar="SECONDS", help="With --watch: stop after this long with the last status.")
 @global_options
 @pass_app
-def health(app: App, watch, interval, exit_when_healthy, max_wait):
+def health(app: App, watch: bool, interval: float, exit_when_healthy: bool, max_wait: float | None):
     """Judge the cluster's health, with a Nagios-style exit status.
 
     CRITICAL (2): offline or unavailable partitions, partitions under
@@ -130,7 +130,7 @@ QUORUM_DOCUMENT = DocumentSpec(
 @click.option("--replication", is_flag=True, help="Only the replicas: voters and observers, one row each (kafka-metadata-quorum --replication).")
 @global_options
 @pass_app
-def quorum(app: App, replication):
+def quorum(app: App, replication: bool):
     """Describe the KRaft metadata quorum: leader, epoch, high watermark, and each voter's
     and observer's log end offset, lag and last fetch, as kafka-metadata-quorum does.
 
@@ -190,7 +190,7 @@ def _change_voters(app: App, plan, *, dry_run: bool, no_wait: bool, yes: bool) -
 @yes_option
 @global_options
 @pass_app
-def add_controller(app: App, node_id, dry_run, no_wait, yes):
+def add_controller(app: App, node_id: int, dry_run: bool, no_wait: bool, yes: bool):
     """Make a controller that observes the metadata quorum one of its voters (KIP-853).
 
     The controller must be running as an observer of a dynamic quorum (Kafka 3.9+,
@@ -221,7 +221,7 @@ def add_controller(app: App, node_id, dry_run, no_wait, yes):
 @yes_option
 @global_options
 @pass_app
-def remove_controller(app: App, node_id, directory_id, dry_run, no_wait, yes):
+def remove_controller(app: App, node_id: int, directory_id: str | None, dry_run: bool, no_wait: bool, yes: bool):
     """Remove a voter from the metadata quorum (KIP-853); it may go on as an observer.
 
     Its directory id comes from the quorum (--directory-id for one it no longer
@@ -423,7 +423,7 @@ def _usage_document(report) -> DocumentSpec:
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, metavar="N", help="How many of the largest topics and partitions.")
 @global_options
 @pass_app
-def usage(app: App, sample, topics, top):
+def usage(app: App, sample: str | None, topics: tuple[str, ...], top: int):
     """Show what each broker holds: bytes, disk, replicas, leaders, their skew, and growth.
 
     BROKERS has each broker's bytes (every replica's size, as DescribeLogDirs reports
@@ -474,7 +474,7 @@ def usage(app: App, sample, topics, top):
 @yes_option
 @global_options
 @pass_app
-def balance(app: App, topics, brokers, goals, max_move, disk_threshold, execute, throttle, max_partitions, wait_timeout, plan_out, yes):
+def balance(app: App, topics: tuple[str, ...], brokers: str | None, goals: tuple[str, ...], max_move: str | None, disk_threshold: float, execute: bool, throttle: str | None, max_partitions: int, wait_timeout: float | None, plan_out: str | None, yes: bool):
     """Even out replicas, disk bytes and leaders over the brokers, moving the least data.
 
     Plans from what the brokers report (partition sizes from DescribeLogDirs, racks,

@@ -9,7 +9,7 @@ SHELLS = ("bash", "zsh", "fish")
 
 @click.command("completion")
 @click.argument("shell", type=click.Choice(SHELLS))
-def completion(shell):
+def completion(shell: str):
     """Print the completion script for SHELL.
 
     The script is generated from the command tree, the same as completions/ in the

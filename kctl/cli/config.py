@@ -56,7 +56,7 @@ def describe():
 @change_options
 @global_options
 @pass_app
-def alter(app: App, entity_type, names, sets, deletes, appends, subtracts, dry_run):
+def alter(app: App, entity_type: str, names: tuple[str, ...], sets: tuple[tuple[str, str], ...], deletes: tuple[str, ...], appends: tuple[tuple[str, str], ...], subtracts: tuple[tuple[str, str], ...], dry_run: bool):
     """Change configs incrementally: only the named keys change.
 
     TYPE is as for `config describe`. --append and --subtract edit list configs
@@ -90,7 +90,7 @@ def alter(app: App, entity_type, names, sets, deletes, appends, subtracts, dry_r
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, entity_type, names, dry_run, yes):
+def delete(app: App, entity_type: str, names: tuple[str, ...], dry_run: bool, yes: bool):
     """Delete client-metrics subscriptions (TYPE is client-metrics), after asking.
 
     Every config of each subscription is deleted, which removes it, as
@@ -104,8 +104,8 @@ def delete(app: App, entity_type, names, dry_run, yes):
     """
     from kctl.admin.topics.configs import AlterResult, delete_subscriptions, describe_configs
 
-    names = list(dict.fromkeys(names))
-    found, missing = describe_configs(app.session, entity_type, names)
+    unique = list(dict.fromkeys(names))
+    found, missing = describe_configs(app.session, entity_type, unique)
     if not found:
         raise next(iter(missing.values()))
     going = ", ".join(r.entity_name for r in found)

@@ -104,7 +104,7 @@ def connect():
 @connect_option
 @global_options
 @pass_app
-def info(app: App, connect_choice):
+def info(app: App, connect_choice: str | None):
     """Show the worker's version, commit and Kafka cluster id.
 
     \b
@@ -121,7 +121,7 @@ def info(app: App, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def health(app: App, connect_choice):
+def health(app: App, connect_choice: str | None):
     """Check the worker's health (KIP-1017, Connect 3.9+); the exit status says it.
 
     0 healthy, 1 starting, 2 unhealthy, 3 unknown (a worker before 3.9 has no health
@@ -146,7 +146,7 @@ def health(app: App, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def plugins(app: App, everything, connect_choice):
+def plugins(app: App, everything: bool, connect_choice: str | None):
     """List the plugins the workers have: class, type and version.
 
     \b
@@ -165,7 +165,7 @@ def plugins(app: App, everything, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def validate(app: App, class_name, file, connect_choice):
+def validate(app: App, class_name: str | None, file: Path, connect_choice: str | None):
     """Validate a connector config with the plugin itself: each field's errors (exit 65
     when there are any).
 
@@ -199,7 +199,7 @@ def validate(app: App, class_name, file, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def list_(app: App, connect_choice):
+def list_(app: App, connect_choice: str | None):
     """List connectors: type, state, tasks running/total and failed, worker (one request).
 
     \b
@@ -220,7 +220,7 @@ def list_(app: App, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def describe(app: App, name, trace, no_lag, connect_choice):
+def describe(app: App, name: str, trace: bool, no_lag: bool, connect_choice: str | None):
     """Show a connector: state, worker, topics, tasks, config, and a sink's lag.
 
     Config values are Connect's as stored: secrets from config providers stay their
@@ -253,7 +253,7 @@ def describe(app: App, name, trace, no_lag, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def create(app: App, file, name, initial_state, connect_choice):
+def create(app: App, file: Path, name: str | None, initial_state: str | None, connect_choice: str | None):
     """Create a connector from a file (exit 6 when one of that name exists).
 
     \b
@@ -281,7 +281,7 @@ def create(app: App, file, name, initial_state, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def update(app: App, name, file, dry_run, yes, connect_choice):
+def update(app: App, name: str, file: Path, dry_run: bool, yes: bool, connect_choice: str | None):
     """Replace a connector's config with a file's (PUT), showing the changes and asking.
 
     \b
@@ -314,7 +314,7 @@ def update(app: App, name, file, dry_run, yes, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def patch(app: App, name, sets, deletes, connect_choice):
+def patch(app: App, name: str, sets: tuple[tuple[str, str], ...], deletes: tuple[str, ...], connect_choice: str | None):
     """Change some of a connector's config keys, keeping the rest (PATCH, KIP-477, 3.8+).
 
     \b
@@ -352,7 +352,7 @@ no_wait_option = click.option("--no-wait", is_flag=True, help="Return once Conne
 @connect_option
 @global_options
 @pass_app
-def pause(app: App, name, no_wait, connect_choice):
+def pause(app: App, name: str, no_wait: bool, connect_choice: str | None):
     """Pause a connector and its tasks (they stay assigned); waits until they are PAUSED.
 
     \b
@@ -369,7 +369,7 @@ def pause(app: App, name, no_wait, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def resume(app: App, name, no_wait, connect_choice):
+def resume(app: App, name: str, no_wait: bool, connect_choice: str | None):
     """Resume a paused or stopped connector; waits until its tasks run again.
 
     \b
@@ -385,7 +385,7 @@ def resume(app: App, name, no_wait, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def stop(app: App, name, no_wait, connect_choice):
+def stop(app: App, name: str, no_wait: bool, connect_choice: str | None):
     """Stop a connector: it and its tasks shut down, the config kept (KIP-875, 3.5+); waits until the tasks are gone.
 
     \b
@@ -405,7 +405,7 @@ def stop(app: App, name, no_wait, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def restart(app: App, name, include_tasks, only_failed, task, no_wait, connect_choice):
+def restart(app: App, name: str, include_tasks: bool, only_failed: bool, task: int | None, no_wait: bool, connect_choice: str | None):
     """Restart a connector, its tasks, only what failed, or one task.
 
     \b
@@ -433,7 +433,7 @@ def restart(app: App, name, include_tasks, only_failed, task, no_wait, connect_c
 @connect_option
 @global_options
 @pass_app
-def delete(app: App, name, yes, connect_choice):
+def delete(app: App, name: str, yes: bool, connect_choice: str | None):
     """Delete a connector: its tasks stop and its config is gone (its offsets stay).
 
     \b
@@ -457,7 +457,7 @@ def delete(app: App, name, yes, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def topics(app: App, name, reset, yes, connect_choice):
+def topics(app: App, name: str, reset: bool, yes: bool, connect_choice: str | None):
     """List the topics a connector has used (KIP-558), or --reset that record.
 
     \b
@@ -496,7 +496,7 @@ def offsets():
 @connect_option
 @global_options
 @pass_app
-def offsets_get(app: App, name, connect_choice):
+def offsets_get(app: App, name: str, connect_choice: str | None):
     """Show a connector's offsets: a sink's per topic partition, a source's as it wrote them.
 
     \b
@@ -538,7 +538,7 @@ def _offsets_change(app: App, plan, execute: bool, resume: bool, client) -> None
 @connect_option
 @global_options
 @pass_app
-def offsets_alter(app: App, name, file, undo, execute, resume, connect_choice):
+def offsets_alter(app: App, name: str, file: Path | None, undo: str | None, execute: bool, resume: bool, connect_choice: str | None):
     """Set some of a connector's offsets (a null offset removes one), or --undo a change.
 
     \b
@@ -557,6 +557,7 @@ def offsets_alter(app: App, name, file, undo, execute, resume, connect_choice):
     if undo:
         _entry, plan = plan_undo(client, name, journal_dir(app.env), undo)
     else:
+        assert file is not None  # one of the two, checked above
         plan = plan_alter(client, name, read_offsets_file(file))
     _offsets_change(app, plan, execute, resume, client)
 
@@ -567,7 +568,7 @@ def offsets_alter(app: App, name, file, undo, execute, resume, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def offsets_reset(app: App, name, execute, resume, connect_choice):
+def offsets_reset(app: App, name: str, execute: bool, resume: bool, connect_choice: str | None):
     """Forget all of a connector's offsets: a source reads from the start, a sink from its
     consumer's auto.offset.reset.
 
@@ -595,7 +596,7 @@ def logger():
 @connect_option
 @global_options
 @pass_app
-def logger_list(app: App, prefix, connect_choice):
+def logger_list(app: App, prefix: str | None, connect_choice: str | None):
     """List loggers with a level set and their levels; PREFIX keeps those it starts.
 
     \b
@@ -616,7 +617,7 @@ def logger_list(app: App, prefix, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def logger_set(app: App, name, level, scope, connect_choice):
+def logger_set(app: App, name: str, level: str, scope: str, connect_choice: str | None):
     """Set a logger's level (and its descendants').
 
     \b

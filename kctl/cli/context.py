@@ -63,7 +63,7 @@ def list_(app: App):
 @click.argument("name", required=False)
 @global_options
 @pass_app
-def show(app: App, name):
+def show(app: App, name: str | None):
     """Show a stored context, or without NAME the settings in effect now.
 
     The settings in effect include -b, -X, --timeout and KCTL_* variables. Secrets
@@ -86,7 +86,7 @@ def show(app: App, name):
 @click.argument("name")
 @global_options
 @pass_app
-def use(app: App, name):
+def use(app: App, name: str):
     """Make NAME the current context.
 
     \b
@@ -122,9 +122,9 @@ def use(app: App, name):
 @click.option("--secrets-in", type=click.Choice(["auto", "keyring", "file"]), default="auto", show_default=True,
               help="Where passwords and client secrets given now are kept: the OS keyring (auto: when one is available, else the file, with a note) or config.toml (mode 600).")
 @pass_app
-def set_(app: App, name, bootstrap, properties, timeout, unset, make_current, aws_msk_iam_region, aws_msk_iam_profile, aws_msk_iam_role_arn,
-         schema_registry_url, schema_registry_basic_auth_file, schema_registry_bearer_token_file, schema_registry_ca,
-         connect_url, connect_name, connect_basic_auth_file, connect_bearer_token_file, connect_ca, password_stdin, secrets_in):
+def set_(app: App, name: str, bootstrap: str | None, properties: tuple[tuple[str, str], ...], timeout: float | None, unset: tuple[str, ...], make_current: bool, aws_msk_iam_region: str | None, aws_msk_iam_profile: str | None, aws_msk_iam_role_arn: str | None,
+         schema_registry_url: str | None, schema_registry_basic_auth_file: str | None, schema_registry_bearer_token_file: str | None, schema_registry_ca: str | None,
+         connect_url: str | None, connect_name: str, connect_basic_auth_file: str | None, connect_bearer_token_file: str | None, connect_ca: str | None, password_stdin: bool, secrets_in: str):
     """Create or update a context.
 
     The first context created becomes the current one. Passwords and client secrets
@@ -237,7 +237,7 @@ def _forget(app: App, name: str, keys) -> None:
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, name, yes):
+def delete(app: App, name: str, yes: bool):
     """Delete a context from the config file, and its secrets from the OS keyring.
 
     \b

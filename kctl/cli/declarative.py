@@ -3,6 +3,7 @@ resource files, the plan that makes a cluster match them, and its execution."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def _kinds(values: Sequence[str]) -> list[str]:
 @connect_option
 @global_options
 @pass_app
-def export(app: App, kinds, topic_regex, directory, connect_choice):
+def export(app: App, kinds: tuple[str, ...], topic_regex: re.Pattern[str] | None, directory: Path | None, connect_choice: str | None):
     """Write the cluster's state as resource files (YAML).
 
     Topics with their partitions, replication factor and config overrides (values the
@@ -207,7 +208,7 @@ def _plans(app: App, resources, prune: bool, topic_regex, connect_choice: str | 
 @connect_option
 @global_options
 @pass_app
-def diff(app: App, files, prune, topic_regex, connect_choice):
+def diff(app: App, files: tuple[str, ...], prune: bool, topic_regex: re.Pattern[str] | None, connect_choice: str | None):
     """Show the changes that would make the cluster match the files.
 
     One line per change: topics to create, configs to set or reset (old -> new),
@@ -255,7 +256,7 @@ def diff(app: App, files, prune, topic_regex, connect_choice):
 @connect_option
 @global_options
 @pass_app
-def apply(app: App, files, validate, dry_run, prune, topic_regex, throttle, wait, wait_timeout, yes, connect_choice):
+def apply(app: App, files: tuple[str, ...], validate: bool, dry_run: bool, prune: bool, topic_regex: re.Pattern[str] | None, throttle: str | None, wait: bool, wait_timeout: float | None, yes: bool, connect_choice: str | None):
     """Make the cluster match the files: plan, confirm, apply, report.
 
     Changes go in a safe order: topics created, configs set, partitions added,

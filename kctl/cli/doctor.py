@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import click
@@ -54,7 +55,7 @@ def _evidence(figures: dict) -> str:
 @click.option("--max-wait", type=click.FloatRange(min=0), metavar="SECONDS", help="With --watch: stop after this long with the last status.")
 @global_options
 @pass_app
-def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch, interval, max_wait):
+def doctor(app: App, scope: str | None, name: str | None, sample: str | None, ignore_groups: tuple[re.Pattern[str], ...], transaction_age: str | None, watch: bool, interval: str, max_wait: float | None):
     """Find what is wrong with the cluster: each problem, how bad, the evidence, and the
     command to run next.
 
@@ -137,12 +138,12 @@ def doctor(app: App, scope, name, sample, ignore_groups, transaction_age, watch,
 
     if scope is not None and name is None:
         raise click.UsageError(f"doctor {scope} needs a name: kctl doctor {scope} NAME")
-    if scope == "broker" and not name.isdigit():
+    if scope == "broker" and not (name or "").isdigit():
         raise click.UsageError(f"doctor broker needs a broker id (a number), not {name!r}")
     age_ms = int(parse_duration(transaction_age) * 1000) if transaction_age else None
     window = parse_duration(sample) if sample else None
     every = parse_duration(interval)
-    where = CLUSTER if scope is None else Scope(kind=scope, name=name)
+    where = CLUSTER if scope is None or name is None else Scope(kind=scope, name=name)
     last: dict = {}
 
     def once() -> int:

@@ -124,7 +124,7 @@ def _run_update(app: App, current, targets: dict[str, int], *, downgrade: bool, 
 
 @feature.command("upgrade")
 @_update_command("upgrade")
-def upgrade(app: App, features, release_version, dry_run, yes):
+def upgrade(app: App, features: tuple[str, ...], release_version: str | None, dry_run: bool, yes: bool):
     """Raise finalized feature levels, after showing the change and asking.
 
     Kafka applies the change on every broker at once and refuses a level a broker does
@@ -154,7 +154,7 @@ def upgrade(app: App, features, release_version, dry_run, yes):
 
 @feature.command("downgrade")
 @_update_command("downgrade")
-def downgrade(app: App, features, unsafe, dry_run, yes):
+def downgrade(app: App, features: tuple[str, ...], unsafe: bool, dry_run: bool, yes: bool):
     """Lower finalized feature levels (level 0 disables a feature), after asking.
 
     A safe downgrade is refused by the controller when it would lose metadata;

@@ -150,7 +150,7 @@ STATUS_TABLE = TableSpec(
 @click.option("--state-file", type=click.Path(dir_okay=False), metavar="PATH", help="Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).")
 @global_options
 @pass_app
-def status(app: App, groups, all_, window, warn_lag, crit_lag, warn_seconds, crit_seconds, state_file):
+def status(app: App, groups: tuple[str, ...], all_: bool, window: int, warn_lag: int | None, crit_lag: int | None, warn_seconds: float | None, crit_seconds: float | None, state_file: str | None):
     """Judge groups Burrow-style from the lag history, with Nagios exit statuses.
 
     Each run adds a sample to the history and judges each partition by the last
@@ -199,7 +199,7 @@ def status(app: App, groups, all_, window, warn_lag, crit_lag, warn_seconds, cri
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, groups, yes):
+def delete(app: App, groups: tuple[str, ...], yes: bool):
     """Delete groups and their committed offsets (only groups without members).
 
     \b
@@ -257,7 +257,7 @@ def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_
 @yes_option
 @global_options
 @pass_app
-def reset_offsets(app: App, groups, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration, from_file, to_group, export, backup, topics, all_topics, execute, allow_new_group, undo, yes):
+def reset_offsets(app: App, groups: tuple[str, ...], to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None, to_datetime: str | None, by_duration: str | None, from_file: str | None, to_group: str | None, export: str | None, backup: str | None, topics: tuple[str, ...], all_topics: bool, execute: bool, allow_new_group: bool, undo: str | None, yes: bool):
     """Reset committed offsets: a dry run unless --execute.
 
     The plan shows each partition's current and new offset, the delta (negative
@@ -338,7 +338,7 @@ DELETION_TABLE = TableSpec(
 @yes_option
 @global_options
 @pass_app
-def delete_offsets(app: App, group_id, topics, yes):
+def delete_offsets(app: App, group_id: str, topics: tuple[str, ...], yes: bool):
     """Delete a group's committed offsets for some topics or partitions.
 
     The group then starts those partitions from auto.offset.reset. Kafka refuses

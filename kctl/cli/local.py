@@ -81,8 +81,8 @@ def local():
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A broker setting in server.properties' names, for this run (repeatable): num.partitions, auto.create.topics.enable, log.retention.ms|minutes|hours, log.retention.bytes, log.segment.bytes, message.max.bytes and the other log.* topic defaults, connections.max.idle.ms, max.connections, max.connections.per.ip[.overrides], socket.request.max.bytes, fetch.max.bytes, default.replication.factor=1, ...")
 @global_options
 @pass_app
-def start(app: App, port, host, data_dir, foreground, context_name, no_context, sasl, users, users_file, tls, tls_cert,
-          tls_key, listeners, authorizer, super_users, num_partitions, configs):
+def start(app: App, port: int, host: str, data_dir: Path | None, foreground: bool, context_name: str, no_context: bool, sasl: str | None, users: tuple[str, ...], users_file: Path | None, tls: bool, tls_cert: Path | None,
+          tls_key: Path | None, listeners: tuple[str, ...], authorizer: bool, super_users: tuple[str, ...], num_partitions: int | None, configs: tuple[str, ...]):
     """Start the broker (detached) and print its bootstrap address.
 
     Data and broker.log live in the data directory, which survives restarts. One
@@ -186,7 +186,7 @@ def _run_foreground(app: App, config, context_name: str, no_context: bool, data_
 @data_dir_option
 @global_options
 @pass_app
-def stop(app: App, data_dir):
+def stop(app: App, data_dir: Path | None):
     """Stop the broker cleanly (logs flushed, checkpoints written).
 
     Stopping an instance that is not running is not an error.
@@ -207,7 +207,7 @@ def stop(app: App, data_dir):
 @data_dir_option
 @global_options
 @pass_app
-def status(app: App, data_dir):
+def status(app: App, data_dir: Path | None):
     """Show whether the broker runs, where, and how much data it holds.
 
     Exits 0 when the broker runs and 3 when it does not (the LSB init-script habit),
@@ -233,7 +233,7 @@ def status(app: App, data_dir):
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until Ctrl-C (exit 0).")
 @global_options
 @pass_app
-def logs(app: App, data_dir, lines, follow):
+def logs(app: App, data_dir: Path | None, lines: int, follow: bool):
     """Print the broker's log (broker.log in the data directory).
 
     \b
@@ -263,7 +263,7 @@ def logs(app: App, data_dir, lines, follow):
 @yes_option
 @global_options
 @pass_app
-def purge(app: App, data_dir, yes):
+def purge(app: App, data_dir: Path | None, yes: bool):
     """Stop the broker and delete its data directory: every topic, offset and log.
 
     \b

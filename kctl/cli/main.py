@@ -125,7 +125,7 @@ def _root(function):
 @click.version_option(__version__, "--version", prog_name="kctl", message="%(prog)s %(version)s")
 @_root
 @click.pass_context
-def cli(ctx: click.Context, bootstrap, context, properties, output_format, no_headers, timeout, quiet, debug):
+def cli(ctx: click.Context, bootstrap: str | None, context: str | None, properties: tuple[str, ...], output_format: str | None, no_headers: bool, timeout: float | None, quiet: bool, debug: bool):
     env = dict(os.environ)
     if "help" in properties:
         from kctl.config.properties import print_property_help

@@ -3,6 +3,8 @@ offsets translated from MM2's checkpoints, and failover/failback that commit the
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from kctl.cli._app import App
@@ -151,8 +153,8 @@ def _same(a: str | None, b: str | None) -> bool:
 @click.option("--max-wait", type=click.FloatRange(min=0), metavar="SECONDS", help="With --watch: stop after this long with the last status.")
 @global_options
 @pass_app
-def status(app: App, source, target, source_alias, target_alias, policy, separator, max_heartbeat_age, max_lag, max_lag_seconds,
-           max_checkpoint_age, exclude_groups, required, watch, interval, exit_when_healthy, max_wait):
+def status(app: App, source: str | None, target: str | None, source_alias: str | None, target_alias: str | None, policy: str, separator: str, max_heartbeat_age: float, max_lag: int | None, max_lag_seconds: float,
+           max_checkpoint_age: float, exclude_groups: re.Pattern[str] | None, required: tuple[str, ...], watch: bool, interval: float, exit_when_healthy: bool, max_wait: float | None):
     """Judge MM2's replication between two clusters, with a Nagios-style exit status.
 
     Shows the replicated topics and their names on the target, each partition's lag
@@ -229,7 +231,7 @@ _GROUP_REGEX = click.option("--group-regex", type=RegexType(), metavar="REGEX", 
 @_FALLBACK
 @global_options
 @pass_app
-def translate_(app: App, groups, group_regex, source, target, source_alias, target_alias, policy, separator, fallback):
+def translate_(app: App, groups: tuple[str, ...], group_regex: re.Pattern[str] | None, source: str | None, target: str | None, source_alias: str | None, target_alias: str | None, policy: str, separator: str, fallback: str):
     """Show where groups would resume on the target: their offsets translated by MM2.
 
     Each partition's target offset is the newest checkpoint's (what
@@ -297,8 +299,8 @@ def failover_options(command):
 
 @mirror.command("failover")
 @failover_options
-def failover(app: App, groups, group_regex, source, target, source_alias, target_alias, policy, separator, fallback,
-             require_idle_source, execute, undo, yes):
+def failover(app: App, groups: tuple[str, ...], group_regex: re.Pattern[str] | None, source: str | None, target: str | None, source_alias: str | None, target_alias: str | None, policy: str, separator: str, fallback: str,
+             require_idle_source: bool, execute: bool, undo: str | None, yes: bool):
     """Move groups to the target: commit their translated offsets there.
 
     A dry run unless --execute. The offsets are those of `mirror translate`, committed
@@ -323,8 +325,8 @@ def failover(app: App, groups, group_regex, source, target, source_alias, target
 
 @mirror.command("failback")
 @failover_options
-def failback(app: App, groups, group_regex, source, target, source_alias, target_alias, policy, separator, fallback,
-             require_idle_source, execute, undo, yes):
+def failback(app: App, groups: tuple[str, ...], group_regex: re.Pattern[str] | None, source: str | None, target: str | None, source_alias: str | None, target_alias: str | None, policy: str, separator: str, fallback: str,
+             require_idle_source: bool, execute: bool, undo: str | None, yes: bool):
     """Move groups back to the source: commit on it the offsets MM2's reverse flow
     (target -> source) checkpointed.
 

@@ -75,7 +75,7 @@ def quota():
 @entity_options
 @global_options
 @pass_app
-def list_(app: App, user, default_user, client_id, default_client_id, ip, default_ip):
+def list_(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool):
     """List quotas: every one, or those of entities matching the options.
 
     --user alice lists alice's quotas and those of alice with any client id; <default>
@@ -104,7 +104,7 @@ def list_(app: App, user, default_user, client_id, default_client_id, ip, defaul
 @entity_options
 @global_options
 @pass_app
-def describe(app: App, user, default_user, client_id, default_client_id, ip, default_ip):
+def describe(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool):
     """Show the quotas that apply to a client, and the entity each comes from.
 
     Kafka takes each quota from the most specific entity that sets it: user and client
@@ -129,7 +129,7 @@ def describe(app: App, user, default_user, client_id, default_client_id, ip, def
 @click.option("--dry-run", is_flag=True, help="Have the broker validate the change and apply nothing.")
 @global_options
 @pass_app
-def set_(app: App, user, default_user, client_id, default_client_id, ip, default_ip, settings, dry_run):
+def set_(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool, settings: tuple[tuple[str, str], ...], dry_run: bool):
     """Set quotas of one entity; its other quotas stay as they are.
 
     \b
@@ -162,7 +162,7 @@ def set_(app: App, user, default_user, client_id, default_client_id, ip, default
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, user, default_user, client_id, default_client_id, ip, default_ip, keys, dry_run, yes):
+def delete(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool, keys: tuple[str, ...], dry_run: bool, yes: bool):
     """Remove quotas of one entity (all of them, or those of --quota).
 
     \b

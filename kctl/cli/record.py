@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -153,8 +154,8 @@ def produce():
 @click.option("--registry-url", metavar="URL", help="The schema registry for --value-format/--key-format; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @global_options
 @pass_app
-def consume(app: App, selectors, start, end, partitions, max_records, follow, group, commit, isolation, key_filter, partitioner, grep, where,
-            headers, template, value_format, key_format, registry_url):
+def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | None, partitions: tuple[int, ...], max_records: int | None, follow: bool, group: str | None, commit: bool, isolation: str, key_filter: str | None, partitioner: str, grep: re.Pattern[bytes] | None, where: str | None,
+            headers: tuple[str, ...], template: str | None, value_format: str | None, key_format: str | None, registry_url: str | None):
     """Read records from topics and write them to stdout.
 
     Reads every partition from --from (the earliest offset, or the group's committed
@@ -386,7 +387,7 @@ def _max_records(max_records, limit):
 @click.option("--source-header", is_flag=True, help="Add a kctl-copy-source header (topic/partition/offset in SOURCE) to each record copied.")
 @global_options
 @pass_app
-def copy(app: App, source, target, to_cluster, start, end, group, where, max_records, limit, rate, partitioner, source_header):
+def copy(app: App, source: str, target: str, to_cluster: str | None, start: str | None, end: str | None, group: str | None, where: str | None, max_records: int | None, limit: int | None, rate: float | None, partitioner: str, source_header: bool):
     """Copy records from SOURCE to TARGET, on this cluster or another.
 
     The copy is the same records: keys, values, headers and timestamps are kept (add
@@ -468,7 +469,7 @@ REDRIVE_TABLE = TableSpec((Column("topic", "TOPIC"), Column("records", "RECORDS"
 @click.option("--dry-run", is_flag=True, help="Count the records per target topic; send nothing, commit nothing.")
 @global_options
 @pass_app
-def redrive(app: App, dlq, headers, where, strip_error_headers, create_topics, group, start, end, max_records, limit, rate, dry_run):
+def redrive(app: App, dlq: str, headers: tuple[str, ...], where: str | None, strip_error_headers: bool, create_topics: bool, group: str | None, start: str | None, end: str | None, max_records: int | None, limit: int | None, rate: float | None, dry_run: bool):
     """Send a dead-letter topic's records back to the topics they came from.
 
     Each record goes to the topic its header names: Kafka Connect's
@@ -561,7 +562,7 @@ def _held_back(done, options) -> list[str]:
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, selectors, before, dry_run, yes):
+def delete(app: App, selectors: tuple[str, ...], before: str, dry_run: bool, yes: bool):
     """Delete records at the start of partitions (moves the log start offset).
 
     Kafka can only delete a prefix of a partition: every record below the given offset.

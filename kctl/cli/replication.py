@@ -76,7 +76,7 @@ def reassign():
 @click.option("--rollback-out", type=click.Path(dir_okay=False, writable=True), help="Also write the current assignment here, to undo with.")
 @global_options
 @pass_app
-def generate(app: App, topics, brokers, replication_factor, disable_rack_aware, rollback_out):
+def generate(app: App, topics: tuple[str, ...], brokers: str | None, replication_factor: int | None, disable_rack_aware: bool, rollback_out: str | None):
     """Propose a balanced, rack-aware placement and print it as a plan.
 
     Replicas that can stay do stay; the rest go to the least-loaded brokers, preferring
@@ -120,7 +120,7 @@ def generate(app: App, topics, brokers, replication_factor, disable_rack_aware, 
 @yes_option
 @global_options
 @pass_app
-def execute(app: App, plan, throttle, wait, wait_timeout, rollback_out, dry_run, yes):
+def execute(app: App, plan: str, throttle: str | None, wait: bool, wait_timeout: float | None, rollback_out: str | None, dry_run: bool, yes: bool):
     """Start moving replicas as PLAN says (a file, or - for stdin).
 
     With --throttle the same replication throttles kafka-reassign-partitions sets are
@@ -159,7 +159,7 @@ def execute(app: App, plan, throttle, wait, wait_timeout, rollback_out, dry_run,
 @click.option("--preserve-throttles", is_flag=True, help="Leave the throttles in place even when everything is done.")
 @global_options
 @pass_app
-def verify_(app: App, plan, preserve_throttles):
+def verify_(app: App, plan: str, preserve_throttles: bool):
     """Report each partition of PLAN as done, in-progress or failed.
 
     When every partition is done the replication throttles are removed (unless
@@ -181,7 +181,7 @@ def verify_(app: App, plan, preserve_throttles):
 @yes_option
 @global_options
 @pass_app
-def cancel_(app: App, plan, all_, yes):
+def cancel_(app: App, plan: str | None, all_: bool, yes: bool):
     """Cancel in-progress reassignments (those of PLAN, or --all).
 
     Replicas added so far are removed and the partitions keep their original replicas.
@@ -228,7 +228,7 @@ def list_(app: App):
 @yes_option
 @global_options
 @pass_app
-def elect_leaders(app: App, selectors, kind, all_, yes):
+def elect_leaders(app: App, selectors: tuple[str, ...], kind: str | None, all_: bool, yes: bool):
     """Run preferred or unclean leader elections.
 
     Partitions already led by their preferred replica report not-needed. Unclean

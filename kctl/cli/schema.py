@@ -83,7 +83,7 @@ def schema():
 @registry_option
 @global_options
 @pass_app
-def list_(app: App, prefix, deleted, registry_url):
+def list_(app: App, prefix: str | None, deleted: bool, registry_url: str | None):
     """List subjects, sorted by name.
 
     \b
@@ -101,7 +101,7 @@ def list_(app: App, prefix, deleted, registry_url):
 @registry_option
 @global_options
 @pass_app
-def versions(app: App, subject, deleted, registry_url):
+def versions(app: App, subject: str, deleted: bool, registry_url: str | None):
     """List a subject's versions: number, schema id, type, references.
 
     \b
@@ -118,7 +118,7 @@ def versions(app: App, subject, deleted, registry_url):
 @registry_option
 @global_options
 @pass_app
-def describe(app: App, subject, version, registry_url):
+def describe(app: App, subject: str, version: str, registry_url: str | None):
     """Show one version of a subject: id, type, references and the schema itself.
 
     The schema is printed after the summary, JSON indented; with -o json it is the
@@ -139,7 +139,7 @@ def describe(app: App, subject, version, registry_url):
 @registry_option
 @global_options
 @pass_app
-def get_by_id(app: App, schema_id, registry_url):
+def get_by_id(app: App, schema_id: int, registry_url: str | None):
     """Show the schema with this id (the 4 bytes after a record's magic byte).
 
     \b
@@ -164,7 +164,7 @@ def _show_schema(app: App, found) -> None:
 @registry_option
 @global_options
 @pass_app
-def register(app: App, subject, file, schema_type, references, registry_url):
+def register(app: App, subject: str, file: Path, schema_type: str | None, references: tuple[str, ...], registry_url: str | None):
     """Register a schema under a subject (a new version, unless the subject already has
     this schema, whose version is then shown). The registry checks it against the
     subject's compatibility level and refuses an incompatible one (exit 65).
@@ -186,7 +186,7 @@ def register(app: App, subject, file, schema_type, references, registry_url):
 @registry_option
 @global_options
 @pass_app
-def check(app: App, subject, file, schema_type, references, registry_url):
+def check(app: App, subject: str, file: Path, schema_type: str | None, references: tuple[str, ...], registry_url: str | None):
     """Check whether a schema could be registered under a subject, by the subject's
     compatibility level: exit 0 when compatible, 2 when not (with the registry's
     reasons), so it can gate a deploy.
@@ -214,7 +214,7 @@ def check(app: App, subject, file, schema_type, references, registry_url):
 @registry_option
 @global_options
 @pass_app
-def delete(app: App, subject, version, permanent, yes, registry_url):
+def delete(app: App, subject: str, version: int | None, permanent: bool, yes: bool, registry_url: str | None):
     """Delete a subject (or one version): softly by default, so its versions stay
     readable with --deleted and its ids keep decoding records; --permanent afterwards
     removes them for good. Asks first (--yes without a terminal).
@@ -256,7 +256,7 @@ def config():
 @registry_option
 @global_options
 @pass_app
-def config_get(app: App, subject, registry_url):
+def config_get(app: App, subject: str | None, registry_url: str | None):
     """Show the compatibility level of a subject (its own, or the global one it follows:
     SOURCE says which), or without SUBJECT the global one.
 
@@ -275,7 +275,7 @@ def config_get(app: App, subject, registry_url):
 @registry_option
 @global_options
 @pass_app
-def config_set(app: App, subject, level, registry_url):
+def config_set(app: App, subject: str | None, level: str, registry_url: str | None):
     """Set the compatibility level of a subject, or without SUBJECT the global one.
 
     \b
@@ -291,7 +291,7 @@ def config_set(app: App, subject, level, registry_url):
 @registry_option
 @global_options
 @pass_app
-def config_delete(app: App, subject, registry_url):
+def config_delete(app: App, subject: str, registry_url: str | None):
     """Remove a subject's own compatibility level: it follows the global one again.
 
     \b
@@ -312,7 +312,7 @@ def mode():
 @registry_option
 @global_options
 @pass_app
-def mode_get(app: App, subject, registry_url):
+def mode_get(app: App, subject: str | None, registry_url: str | None):
     """Show the mode of a subject (SOURCE: its own, or the global one), or without
     SUBJECT the global one.
 
@@ -331,7 +331,7 @@ def mode_get(app: App, subject, registry_url):
 @registry_option
 @global_options
 @pass_app
-def mode_set(app: App, subject, mode_, force, registry_url):
+def mode_set(app: App, subject: str | None, mode_: str, force: bool, registry_url: str | None):
     """Set the mode of a subject, or without SUBJECT the registry's.
 
     \b

@@ -254,7 +254,7 @@ DUMP_SPEC = DocumentSpec(
 @_spark_options
 @global_options
 @pass_app
-def dump(app: App, topics, out, fmt, start, end, overwrite, decode, registry_url, master, spark_conf, engine, packages, ship_env):
+def dump(app: App, topics: tuple[str, ...], out: str, fmt: str, start: str | None, end: str | None, overwrite: bool, decode: bool, registry_url: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool):
     """Dump topics to Parquet or JSON Lines files, one directory per partition.
 
     The offsets to read are fixed before the job starts (records produced meanwhile
@@ -355,7 +355,7 @@ REPLAY_SPEC = DocumentSpec(
 @_spark_options
 @global_options
 @pass_app
-def replay(app: App, from_topic, from_dump, to_topic, since, until, partition_map, timestamps, exactly_once, resume, manifest_file, master, spark_conf, engine, packages, ship_env):
+def replay(app: App, from_topic: str | None, from_dump: str | None, to_topic: str, since: str | None, until: str | None, partition_map: str, timestamps: str, exactly_once: bool, resume: bool, manifest_file: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool):
     """Write a topic's or a dump's records into another topic.
 
     Keys (null too), values (tombstones too), headers in order, timestamps and each
@@ -473,7 +473,7 @@ AUDIT_TABLE = TableSpec((
 @_spark_options
 @global_options
 @pass_app
-def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_path, master, spark_conf, engine, packages, ship_env):
+def audit(app: App, topic: str | None, dump_dir: str | None, compare_to: str | None, check_json: bool, schema_file: str | None, key_path: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool):
     """Check a topic's or a dump's records: counts, gaps, order, nulls, duplicates.
 
     Per partition: records, offset range, gaps (compaction and transaction markers
@@ -497,14 +497,15 @@ def audit(app: App, topic, dump_dir, compare_to, check_json, schema_file, key_pa
     from kctl.spark.audit_inputs import check_topics, is_dump, plan_input, read_input
     from kctl.spark.session import size_shuffles
 
-    if (topic is None) == (dump_dir is None):
+    first = dump_dir if dump_dir is not None else topic
+    if first is None or (topic is not None and dump_dir is not None):
         raise UsageError(action="audit", cause="give exactly one of --topic and --dump")
     factory = _session_factory(app, master, spark_conf, packages, ship_env, uses_kafka=topic is not None or compare_to is not None)
     json_schema = _json_schema(schema_file) if schema_file else None
-    sides = [(dump_dir or topic, dump_dir is not None)] + ([(compare_to, is_dump(compare_to))] if compare_to is not None else [])
+    sides = [(first, dump_dir is not None)] + ([(compare_to, is_dump(compare_to))] if compare_to is not None else [])
     compacted = check_topics(app.session, [name for name, dump in sides if not dump])
     kafka = _kafka(app, master, engine) if any(not dump for _name, dump in sides) else {}
-    source = f"dump {dump_dir}" if dump_dir else topic
+    source = f"dump {dump_dir}" if dump_dir else first
     with _interruptible(), _live_progress(app, "audit") as progress_report, _scratch_directory(progress_report is not None) as progress_dir:
         planned = [plan_input(name, dump=dump, kafka=kafka, compacted=compacted) for name, dump in sides]
         read = [read_input(factory(), side, engine, progress_dir) for side in planned]
@@ -654,7 +655,7 @@ def _sql_cell(value):
 @_spark_options(engine=False)
 @global_options
 @pass_app
-def sql(app: App, query, starts, ends, decode, registry_url, value_format, json_schema, explain, max_records, limit, out, out_format, overwrite, master, spark_conf, packages, ship_env):
+def sql(app: App, query: str, starts: tuple[str, ...], ends: tuple[str, ...], decode: bool, registry_url: str | None, value_format: str, json_schema: str | None, explain: bool, max_records: int, limit: int | None, out: str | None, out_format: str, overwrite: bool, master: str | None, spark_conf: tuple[str, ...], packages: tuple[str, ...], ship_env: bool):
     """Query topics with SQL: every topic is a table, time bounds read only that time.
 
     Each topic the query names is a table with a dump's columns: key and value (binary;

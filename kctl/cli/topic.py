@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from kctl.cli._app import App
@@ -110,7 +112,7 @@ def describe():
 @click.option("--dry-run", is_flag=True, help="Ask the brokers to validate the request without creating anything.")
 @global_options
 @pass_app
-def create(app: App, names, partitions, replication_factor, configs, replica_assignment, if_not_exists, dry_run):
+def create(app: App, names: tuple[str, ...], partitions: int | None, replication_factor: int | None, configs: tuple[tuple[str, str], ...], replica_assignment: str | None, if_not_exists: bool, dry_run: bool):
     """Create topics.
 
     Creating several topics is one request; each topic's outcome is reported, and the
@@ -165,7 +167,7 @@ CLONE_DOCUMENT = DocumentSpec(
 @click.option("--dry-run", is_flag=True, help="Show what would be created; change nothing.")
 @global_options
 @pass_app
-def clone(app: App, source, target, to_cluster, replication_factor, with_records, with_groups, dry_run):
+def clone(app: App, source: str, target: str, to_cluster: str | None, replication_factor: int | None, with_records: bool, with_groups: bool, dry_run: bool):
     """Create TARGET as a copy of SOURCE: partitions, replication factor, configs.
 
     The configs are those set on SOURCE itself (defaults stay the target's). With
@@ -219,7 +221,7 @@ def clone(app: App, source, target, to_cluster, replication_factor, with_records
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, names, regex, if_exists, yes):
+def delete(app: App, names: tuple[str, ...], regex: re.Pattern[str] | None, if_exists: bool, yes: bool):
     """Delete topics and all their records.
 
     Asks for confirmation on a terminal; without one, --yes is required. Internal
@@ -247,7 +249,7 @@ def delete(app: App, names, regex, if_exists, yes):
         if if_exists:
             app.note("no topics to delete")
             return
-        raise NotFoundError(action="delete topics", cause=f"no topic matches {regex.pattern!r}")
+        raise NotFoundError(action="delete topics", cause=f"no topic matches {regex.pattern if regex else names!r}")
     app.confirm(
         f"Delete {len(chosen)} topic(s) and all their records: {', '.join(chosen)}?",
         yes=yes,
@@ -262,7 +264,7 @@ def delete(app: App, names, regex, if_exists, yes):
 @change_options
 @global_options
 @pass_app
-def alter_config(app: App, names, sets, deletes, appends, subtracts, dry_run):
+def alter_config(app: App, names: tuple[str, ...], sets: tuple[tuple[str, str], ...], deletes: tuple[str, ...], appends: tuple[tuple[str, str], ...], subtracts: tuple[tuple[str, str], ...], dry_run: bool):
     """Change topic configs incrementally (the same as `kctl config alter topic`).
 
     \b
@@ -283,7 +285,7 @@ def alter_config(app: App, names, sets, deletes, appends, subtracts, dry_run):
 @click.option("--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @global_options
 @pass_app
-def set_replication_factor(app: App, name, replication_factor, throttle, wait, wait_timeout, dry_run):
+def set_replication_factor(app: App, name: str, replication_factor: int, throttle: str | None, wait: bool, wait_timeout: float | None, dry_run: bool):
     """Change a topic's replication factor: plan, execute and wait, with progress.
 
     New replicas go to the least-loaded brokers (rack-aware); when lowering, the
@@ -336,7 +338,7 @@ PARTITIONS_RESULT_TABLE = TableSpec(
 @click.option("--dry-run", is_flag=True, help="Ask the brokers to validate without adding anything.")
 @global_options
 @pass_app
-def add_partitions(app: App, names, total, add, replica_assignment, dry_run):
+def add_partitions(app: App, names: tuple[str, ...], total: int | None, add: int | None, replica_assignment: str | None, dry_run: bool):
     """Add partitions to topics (Kafka can add partitions, never remove them).
 
     Keys hash to partitions by the partition count, so adding partitions moves where

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from kctl.cli._app import App
@@ -101,7 +103,7 @@ def list_(app: App):
 @click.argument("transactional_ids", nargs=-1, required=True, metavar="TRANSACTIONAL-ID...")
 @global_options
 @pass_app
-def describe(app: App, transactional_ids):
+def describe(app: App, transactional_ids: tuple[str, ...]):
     """Show transactions: state, producer id and epoch, timeout, how long the open one has
     run and the partitions it has written to.
 
@@ -131,7 +133,7 @@ def _partitions(app: App, topics, regex):
 @click.option("--max-age", metavar="DURATION", help="Report transactions whose producer last wrote longer ago than this (default: the brokers' transaction.max.timeout.ms).")
 @global_options
 @pass_app
-def find_hanging(app: App, topics, regex, max_age):
+def find_hanging(app: App, topics: tuple[str, ...], regex: re.Pattern[str] | None, max_age: str | None):
     """Find open transactions that hold partitions back.
 
     A transaction open longer than any transaction may last (transaction.max.timeout.ms)
@@ -167,7 +169,7 @@ def find_hanging(app: App, topics, regex, max_age):
 @yes_option
 @global_options
 @pass_app
-def abort(app: App, where, producer_id, start_offset, yes):
+def abort(app: App, where: str, producer_id: int | None, start_offset: int | None, yes: bool):
     """Abort an open transaction on a partition, as kafka-transactions abort does.
 
     kctl finds the open transaction on the partition (DescribeProducers; --producer-id
@@ -209,7 +211,7 @@ def producer():
 @click.argument("selectors", nargs=-1, required=True, metavar="TOPIC[:PARTITIONS]...")
 @global_options
 @pass_app
-def producer_list(app: App, selectors):
+def producer_list(app: App, selectors: tuple[str, ...]):
     """List the active producers of partitions (DescribeProducers), as kafka-transactions
     describe-producers does, for whole topics or some partitions.
 

@@ -54,7 +54,7 @@ def list_(app: App):
 @click.argument("users", nargs=-1, required=True, metavar="USER...")
 @global_options
 @pass_app
-def describe(app: App, users):
+def describe(app: App, users: tuple[str, ...]):
     """Show users' SCRAM credentials: mechanism and iterations (never a password or hash).
 
     A user without SCRAM credentials is not found (exit 5).
@@ -84,7 +84,7 @@ def describe(app: App, users):
 @click.option("--password-stdin", is_flag=True, help="Read the password from the first line of stdin (for scripts) instead of a prompt.")
 @global_options
 @pass_app
-def set_password(app: App, name, extra, mechanisms, iterations, password_stdin):
+def set_password(app: App, name: str, extra: tuple[str, ...], mechanisms: tuple[str, ...], iterations: int, password_stdin: bool):
     """Create a SCRAM user or change its password.
 
     The password is read from a prompt (asked twice) or, with --password-stdin, from
@@ -131,7 +131,7 @@ def _read_password(app: App, name: str, from_stdin: bool) -> str:
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, name, mechanisms, yes):
+def delete(app: App, name: str, mechanisms: tuple[str, ...], yes: bool):
     """Delete a user's SCRAM credentials (all of them, or those of --mechanism).
 
     Clients that log in as the user with a deleted mechanism are refused from then on;

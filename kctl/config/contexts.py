@@ -124,7 +124,7 @@ def set_context(
     properties: Sequence[tuple[str, str]] = (),
     unset: Sequence[str] = (),
     make_current: bool = False,
-    aws_msk_iam: Mapping[str, str] | None = None,
+    aws_msk_iam: Mapping[str, str | None] | None = None,
     schema_registry: Mapping[str, str | None] | None = None,
     connect_name: str = "default",
     connect: Mapping[str, str | None] | None = None,

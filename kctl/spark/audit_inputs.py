@@ -5,6 +5,7 @@ the ranges it was read from and the records each partition should hold). A
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ def check_topics(session: AdminSession, topics: list[str]) -> set[str]:
     return compacted_topics(session, topics)
 
 
-def compacted_topics(session: AdminSession, topics: list[str]) -> set[str]:
+def compacted_topics(session: AdminSession, topics: Sequence[str]) -> set[str]:
     """Which of `topics` are compacted (their offset gaps are expected), in one request;
     a dump records them in its manifest for a later audit of the dump."""
     from kctl.admin.topics.configs import describe_configs
