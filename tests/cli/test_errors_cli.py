@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -14,8 +16,11 @@ from kctl.errors import ExitCode
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """The real console-script path, in its own process: timing tests measure what users
-    wait for (an in-process client's teardown would otherwise count)."""
-    return subprocess.run([sys.executable, "-c", "from kctl.cli.main import main; main()", *args], capture_output=True, text=True, timeout=60)
+    wait for (an in-process client's teardown would otherwise count). A config home of its
+    own: a developer's current context would change the hints."""
+    with tempfile.TemporaryDirectory() as home:
+        return subprocess.run([sys.executable, "-c", "from kctl.cli.main import main; main()", *args], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "XDG_CONFIG_HOME": home})
 
 
 def _closed_port() -> int:
