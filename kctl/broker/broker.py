@@ -43,6 +43,9 @@ class BrokerConfig:
     host: str = "127.0.0.1"
     port: int = 9092
     advertised_host: str | None = None
+    # The --port listener's port as clients must dial it, when something between them and
+    # the broker (a proxy, a port forward) listens on another one.
+    advertised_port: int | None = None
     node_id: int = 1
     cluster_id: str | None = None
     auto_create_topics: bool = True
@@ -100,6 +103,11 @@ class BrokerConfig:
     @property
     def advertised(self) -> tuple[str, int]:
         return self.advertised_host or self.host, self.port
+
+    def advertised_port_of(self, listener: Listener) -> int:
+        """The port clients are told for `listener`: --advertised-port for the --port one."""
+        main = not any(listener is extra for extra in self.extra_listeners)
+        return self.advertised_port if main and self.advertised_port else listener.port
 
 
 class Broker:

@@ -78,6 +78,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9092)
     parser.add_argument("--advertised-host")
+    parser.add_argument("--advertised-port", type=int,
+                        help="the --port listener's port as clients reach it (a proxy or port forward in front)")
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--log-file", type=Path)
     parser.add_argument("--log-level", default="INFO")
@@ -118,7 +120,7 @@ def config_from_args(args) -> BrokerConfig:
     fields = {"num_partitions": args.num_partitions, "auto_create_topics": not args.no_auto_create,
               "log_cleaner_enable": not args.no_log_cleaner, **settings.parse(args.config)}
     config = BrokerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
-                          advertised_host=args.advertised_host, node_id=args.node_id,
+                          advertised_host=args.advertised_host, advertised_port=args.advertised_port, node_id=args.node_id,
                           **fields, **security_settings(args))
     if config.ssl_client_auth != "none":
         if not any(listener.tls for listener in config.listeners):

@@ -69,6 +69,7 @@ def per_coordinator(
             for key, part in parts(response):
                 if part.error_code and error_name(part.error_code) in COORDINATOR_RETRIABLE:
                     retry[key] = (part, node)
+                    wire.coordinators.pop((key_type, key), None)  # moved or loading: find it again
                 else:
                     done[key] = (part, node)
         return retry, done
@@ -91,16 +92,18 @@ def per_coordinator(
 
 
 def find_coordinators(session: AdminSession, key_type: int, keys: Sequence[str], deadline: float) -> dict[str, int] | None:
-    """{key: coordinator node id} (FindCoordinator v4, all keys in one request), or None
-    while one of them has no coordinator yet."""
+    """{key: coordinator node id} (FindCoordinator v4, all keys not found before in this
+    command in one request), or None while one of them has no coordinator yet."""
     wire = session.wire
-    (answer,) = wire.fan_out([(None, apis.FIND_COORDINATOR, {"key_type": key_type, "coordinator_keys": list(keys)}, 4, 6)], deadline)
-    found = {}
-    for c in answer.coordinators:
-        if c.error_code:
-            if error_name(c.error_code) in COORDINATOR_RETRIABLE:
-                return None
-            raise for_kafka_code(c.error_code, c.error_message, f"find the coordinator of {_KEYS[key_type]} {c.key}")
-        wire.learn(c.node_id, c.host, c.port)
-        found[c.key] = c.node_id
-    return found
+    known = wire.coordinators
+    unknown = [key for key in keys if (key_type, key) not in known]
+    if unknown:
+        (answer,) = wire.fan_out([(None, apis.FIND_COORDINATOR, {"key_type": key_type, "coordinator_keys": unknown}, 4, 6)], deadline)
+        for c in answer.coordinators:
+            if c.error_code:
+                if error_name(c.error_code) in COORDINATOR_RETRIABLE:
+                    return None
+                raise for_kafka_code(c.error_code, c.error_message, f"find the coordinator of {_KEYS[key_type]} {c.key}")
+            wire.learn(c.node_id, c.host, c.port)
+            known[(key_type, c.key)] = c.node_id
+    return {key: known[(key_type, key)] for key in keys}

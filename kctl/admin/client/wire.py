@@ -136,6 +136,9 @@ class Connection:
             if security.tls:
                 sock = security.ssl_context().wrap_socket(sock, server_hostname=host)
             self._sock = sock
+            # The address the connection reached, to recognise the broker when it
+            # advertises itself under another name (kctl.admin.client.wire.WireClient.node).
+            self.peer: tuple[str, int] = sock.getpeername()[:2]
             self.versions = self._api_versions()
             if security.mechanism:
                 self._authenticate(security)
@@ -343,6 +346,9 @@ class WireClient:
         self._client_id = settings.properties.get("client.id", "kctl")
         self._connections: dict[Any, Connection] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
+        # (key type, key) -> the coordinator's node id, as FindCoordinator said during
+        # this command; forgotten when a request to it says it is not (or no longer) so.
+        self.coordinators: dict[tuple[int, str], int] = {}
 
     # -- connections ----------------------------------------------------------------------
 
@@ -383,11 +389,30 @@ class WireClient:
                 self.brokers(deadline)
             host, port = self._addresses[node_id]
             boot = self._connections.get("bootstrap")
-            if boot is not None and boot.address == f"{host}:{port}":
+            if boot is not None and self._is_bootstrap(boot, node_id, host, port):
                 self._connections[node_id] = boot  # the bootstrap server is this broker: no second connection
             else:
                 self._connections[node_id] = self._open(host, port, deadline)
         return self._connections[node_id]
+
+    def _is_bootstrap(self, boot: Connection, node_id: int, host: str, port: int) -> bool:
+        """Whether the bootstrap connection reached broker `node_id` (advertised at
+        host:port), so that a second connection, its handshakes and ApiVersions are saved:
+        the same address or, without TLS, a name that resolves to the address the bootstrap
+        connection reached (`localhost` for 127.0.0.1, a DNS alias). With TLS one address
+        may front every broker, told apart by SNI. (A Metadata answer listing one broker
+        does not prove that broker answered: a fenced broker still answers, listing others.)"""
+        if boot.address == f"{host}:{port}":
+            return True
+        if self.security.tls or port != boot.peer[1]:
+            return False
+        import _socket
+
+        try:
+            resolved = _socket.getaddrinfo(host.encode() if host.isascii() else host, port, 0, _socket.SOCK_STREAM)
+        except OSError:
+            return False
+        return any(address[:2] == boot.peer for *_, address in resolved)
 
     def learn(self, node_id: int, host: str, port: int) -> None:
         """A broker's address from an answer (FindCoordinator names the coordinator's)."""
@@ -472,6 +497,7 @@ class WireClient:
         for connection in set(self._connections.values()):
             connection.close()
         self._connections.clear()
+        self.coordinators.clear()  # found again on the new connections
 
 
 class ConnectFailed(ConnectionError):

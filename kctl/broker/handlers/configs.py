@@ -33,7 +33,7 @@ def _static_broker_configs(broker) -> dict[str, str]:
         "node.id": str(c.node_id), "broker.id": str(c.node_id),
         "process.roles": "broker,controller",
         "listeners": ",".join(str(listener) for listener in c.listeners),
-        "advertised.listeners": ",".join(f"{listener.protocol}://{c.advertised_host or listener.host}:{listener.port}"
+        "advertised.listeners": ",".join(f"{listener.protocol}://{c.advertised_host or listener.host}:{c.advertised_port_of(listener)}"
                                          for listener in c.listeners),
         "sasl.enabled.mechanisms": ",".join(c.sasl_mechanisms),
         "super.users": ";".join(c.super_users),

@@ -22,7 +22,7 @@ def advertised(broker, context) -> tuple[str, int]:
     """The address of the listener the request came in on (Kafka answers each listener
     with its own endpoints, so a SASL_SSL client is sent on to the SASL_SSL port)."""
     listener = context.session.listener
-    return broker.config.advertised_host or listener.host, listener.port
+    return broker.config.advertised_host or listener.host, broker.config.advertised_port_of(listener)
 
 
 def _brokers(broker, context, key: str = "node_id") -> list[dict]:

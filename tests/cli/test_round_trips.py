@@ -1,0 +1,108 @@
+"""How many requests each everyday read sends, counted by the delaying proxy the distance
+benchmark uses (bench/delay_proxy.py, here with no delay), in front of a bundled broker
+that advertises itself under another name than the one kctl bootstraps by (`localhost`
+for 127.0.0.1, as a load balancer or DNS alias would). On a cluster 20 ms away every
+request kctl waits for costs 20 ms: a read that grows a request fails here, whatever
+the time it took (bench/bench_distance.py measures the times)."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from kctl.broker.process import BrokerProcess
+from kctl.messages.api_keys import name as api_name
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# read -> the most requests it may send, in order of what it sends today. One connection
+# each: the bootstrap connection is recognised as the cluster's broker.
+BUDGET = {
+    ("topic", "list"): 2,  # ApiVersions, Metadata
+    ("topic", "describe", "t"): 6,  # ApiVersions, Metadata, ListOffsets x2, DescribeConfigs x2
+    ("partition", "list", "--under-replicated"): 2,
+    ("cluster", "info"): 2,  # ApiVersions, DescribeCluster
+    ("broker", "list"): 2,
+    ("group", "list"): 5,  # ApiVersions, Metadata, ListGroups, FindCoordinator, DescribeGroups
+    ("group", "describe", "g"): 6,  # ... FindCoordinator once, OffsetFetch, DescribeGroups
+    ("group", "lag", "g"): 9,
+    ("group", "lag", "--all"): 9,
+    ("offset", "get", "t"): 4,  # ApiVersions, Metadata, ListOffsets x2
+    ("config", "describe", "topic", "t"): 2,  # ApiVersions, DescribeConfigs
+}
+
+
+def _load_proxy():
+    spec = importlib.util.spec_from_file_location("delay_proxy", ROOT / "bench" / "delay_proxy.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["delay_proxy"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def behind_proxy(tmp_path_factory):
+    """(proxy, bootstrap): a bundled broker advertised as localhost:PROXY, and the proxy's
+    address by its other name, 127.0.0.1:PROXY."""
+    port = _free_port()
+    proxy = _load_proxy().DelayProxy(("127.0.0.1", port), 0.0)
+    proxy_port = proxy.start()
+    broker = BrokerProcess(tmp_path_factory.mktemp("distance"), port=port,
+                           extra_args=["--advertised-host", "localhost", "--advertised-port", str(proxy_port)])
+    broker.start()
+    bootstrap = f"127.0.0.1:{proxy_port}"
+    try:
+        created = subprocess.run([sys.executable, "-m", "kctl", "-b", bootstrap, "topic", "create", "t", "-p", "4", "-q"],
+                                 capture_output=True, text=True)
+        assert created.returncode == 0, created.stderr
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "enable.auto.commit": False})
+        consumer.commit(offsets=[TopicPartition("t", p, 0) for p in range(4)], asynchronous=False)
+        consumer.close()
+        yield proxy, bootstrap
+    finally:
+        broker.stop()
+        proxy.stop()
+
+
+@pytest.mark.parametrize("read", list(BUDGET), ids=" ".join)
+def test_each_read_sends_no_more_requests_than_its_budget(behind_proxy, read):
+    proxy, bootstrap = behind_proxy
+    proxy.take()
+    result = subprocess.run([sys.executable, "-m", "kctl", "-b", bootstrap, *read], capture_output=True, text=True)
+    traffic = proxy.take()
+    assert result.returncode == 0, result.stderr
+    sent = [api_name(r.api_key) for r in traffic.requests]
+    assert len(sent) <= BUDGET[read], sent
+    assert traffic.connections == 1, f"{traffic.connections} connections: {sent}"
+
+
+def test_the_proxy_counts_what_a_client_sends(behind_proxy):
+    """The counting itself: librdkafka's metadata read is ApiVersions and Metadata, on
+    the bootstrap connection and then, librdkafka not recognising its broker under the
+    advertised name, on a second one."""
+    from confluent_kafka.admin import AdminClient
+
+    proxy, bootstrap = behind_proxy
+    proxy.take()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    assert "t" in admin.list_topics(timeout=10).topics
+    traffic = proxy.take()
+    sent = [api_name(r.api_key) for r in traffic.requests]
+    assert sent[:2] == ["ApiVersions", "Metadata"], sent
+    # The broker sends clients back through the proxy (--advertised-port), or what they
+    # ask after their first Metadata answer would go round it, uncounted.
+    [broker] = admin.list_topics(timeout=10).brokers.values()
+    assert (broker.host, broker.port) == ("localhost", proxy.port)
