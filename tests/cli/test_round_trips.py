@@ -30,9 +30,13 @@ BUDGET = {
     ("cluster", "info"): 2,  # ApiVersions, DescribeCluster
     ("broker", "list"): 2,
     ("group", "list"): 5,  # ApiVersions, Metadata, ListGroups, FindCoordinator, DescribeGroups
-    ("group", "describe", "g"): 6,  # ... FindCoordinator once, OffsetFetch, DescribeGroups
-    ("group", "lag", "g"): 9,
-    ("group", "lag", "--all"): 9,
+    # A named group's type and state from its coordinator's ListGroups (no Metadata for
+    # the brokers); its coordinator found once.
+    ("group", "describe", "g"): 5,  # ApiVersions, FindCoordinator, ListGroups, OffsetFetch, DescribeGroups
+    # ... Metadata, ListOffsets x3 (log start, end, and the earliest local offset: tiered
+    # storage seen without a DescribeConfigs round)
+    ("group", "lag", "g"): 8,
+    ("group", "lag", "--all"): 9,  # ApiVersions, Metadata, ListGroups, FindCoordinator, OffsetFetch, Metadata, ListOffsets x3
     ("offset", "get", "t"): 4,  # ApiVersions, Metadata, ListOffsets x2
     ("config", "describe", "topic", "t"): 2,  # ApiVersions, DescribeConfigs
 }

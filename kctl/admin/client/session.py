@@ -341,12 +341,14 @@ class AdminSession:
                 raise InvalidError(action=action, cause=f"the cluster does not support {needs}", kafka_error="UNSUPPORTED_VERSION") from exc
             raise
 
-    def ask_every_broker(self, action: str, api: Api[Q, R], fields: Q, low: int, high: int, loading: str) -> list[tuple[int, R]]:
-        """(broker id, answer) of every broker to `api` through the wire client (wire.
-        ask_every_broker: a coordinator still loading is asked again until --timeout)."""
+    def ask_every_broker(self, action: str, api: Api[Q, R], fields: Q, low: int, high: int, loading: str, *,
+                         nodes: Callable[[float], list[int] | None] | None = None) -> list[tuple[int, R]]:
+        """(broker id, answer) of every broker (or of the brokers `nodes(deadline)` names)
+        to `api` through the wire client (wire.ask_every_broker: a coordinator still
+        loading is asked again until --timeout)."""
         from kctl.admin.client.wire import ask_every_broker
 
-        return ask_every_broker(self.wire, action, api, fields, low, high, loading)
+        return ask_every_broker(self.wire, action, api, fields, low, high, loading, nodes=nodes)
 
     def ask_until_found(self, ask: Callable[[], T], lacks_one: Callable[[T], bool]) -> T:
         """`ask()`, and again while `lacks_one(answer)` says something is not there yet (a

@@ -526,25 +526,27 @@ def _describe(exc: BaseException) -> str:
 
 
 def ask_every_broker(wire: WireClient, action: str, api: Api[Q, R], fields: Q, low: int, high: int,
-                     loading: str) -> list[tuple[int, R]]:
-    """(broker id, answer) of every broker to `api`, all asked at once. While one answers
-    that a coordinator is loading, not elected yet or has moved (COORDINATOR_RETRIABLE,
-    after a restart or a leader change), every broker is asked again until --timeout, as
-    Kafka's admin client does; `loading` says what was still loading then. Any other error
-    code is raised."""
+                     loading: str, *, nodes: Callable[[float], list[int] | None] | None = None) -> list[tuple[int, R]]:
+    """(broker id, answer) of every broker to `api` (or of those `nodes(deadline)` names;
+    None while it cannot say yet), all asked at once. While one answers that a coordinator
+    is loading, not elected yet or has moved (COORDINATOR_RETRIABLE, after a restart or a
+    leader change), every broker is asked again until --timeout, as Kafka's admin client
+    does; `loading` says what was still loading then. Any other error code is raised."""
     from kctl.admin.client.errors import COORDINATOR_RETRIABLE, RETRY_BACKOFF, for_kafka_code
     from kctl.polling import poll
 
     def ask() -> list[tuple[int, Any]] | None:
         deadline = wire.deadline()
-        nodes = wire.brokers(deadline)
-        answers: list[Any] = wire.fan_out([(node, api, fields, low, high) for node in nodes], deadline)  # each has an error code
+        asked = wire.brokers(deadline) if nodes is None else nodes(deadline)
+        if asked is None:
+            return None
+        answers: list[Any] = wire.fan_out([(node, api, fields, low, high) for node in asked], deadline)  # each has an error code
         for answer in answers:
             if answer.error_code:
                 if error_name(answer.error_code) in COORDINATOR_RETRIABLE:
                     return None
                 raise for_kafka_code(answer.error_code, None, action)
-        return list(zip(nodes, answers))
+        return list(zip(asked, answers))
 
     found = poll(lambda: wire.call(action, ask), lambda answer: answer is not None, timeout=wire.timeout,
                  interval=RETRY_BACKOFF, stop_before=True)

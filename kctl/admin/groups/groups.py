@@ -120,7 +120,7 @@ def describe_groups(session: AdminSession, ids: Sequence[str]) -> Partial[list[G
     from kctl.admin.groups import classic, consumer, share, streams
 
     ids = list(dict.fromkeys(ids))
-    types = {g["group_id"]: listed_type(g) for g in protocol.list_groups(session)}
+    types = {g["group_id"]: listed_type(g) for g in protocol.list_groups(session, ids)}
     of_type = {kind: [g for g in ids if types.get(g, "classic") == kind] for kind in TYPES}
     committed, refused = committed_offsets(session, [g for g in ids if types.get(g, "classic") != "share"])
     share_offsets = protocol.share_group_offsets(session, of_type["share"])

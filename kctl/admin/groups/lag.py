@@ -139,9 +139,9 @@ def group_lag(
     only `topics`; `listed`, what ListGroups just said when the caller has asked it.
     Share groups' lag is Kafka's: records after the share-partition start offset not yet
     acknowledged."""
-    listed_by_id = {g["group_id"]: g for g in (protocol.list_groups(session) if listed is None else listed)}
-    results, errors, _log = _lag(session, listed_by_id, sorted(listed_by_id) if ids is None else ids, topics, isolation, ())
-    results = _with_remote_reads(session, results)
+    listed_by_id = {g["group_id"]: g for g in (protocol.list_groups(session, ids) if listed is None else listed)}
+    results, errors, _log, local = _lag(session, listed_by_id, sorted(listed_by_id) if ids is None else ids, topics, isolation, ())
+    results = _with_remote_reads(results, local)
     if time_lag == "record":
         results = _with_record_time_lag(session, results, now_ms)
     return Partial(results, errors)
@@ -150,26 +150,39 @@ def group_lag(
 _LIST_OFFSETS = 2  # ListOffsets' API key
 
 
-def _with_remote_reads(session: AdminSession, results: list[GroupLag]) -> list[GroupLag]:
-    """Marks the partitions of topics with tiered storage whose next offset to read is below
-    the earliest local offset (remote_read). One DescribeConfigs of the groups' topics; the
-    tiered ones' earliest local offsets in one ListOffsets round."""
-    from kctl.admin.topics.offsets import tiered_offsets
-    from kctl.admin.topics.topics import storage_configs
+def _log_positions(session: AdminSession, partitions: Sequence[tuple[str, int]], isolation: str,
+                   leaders: Mapping[tuple[str, int], int] | None) -> tuple[dict[tuple[str, int], tuple[int | None, int | None]],
+                                                                         dict[tuple[str, int], int]]:
+    """(log start, log end) of every partition, and the earliest local offset of those
+    whose older records are in remote storage (tiered: the earliest local offset above the
+    log start), all in one round of ListOffsets. A cluster whose ListOffsets cannot ask for
+    the earliest local offset (v8, Kafka 3.6+) has no tiered storage. (The versions are the
+    wire client's, known.) Asked beside the log offsets, the local ones spare the
+    DescribeConfigs round a tiered-storage check would otherwise cost."""
+    from kctl.admin.topics.offsets import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
-    # A cluster whose ListOffsets cannot ask for the earliest local offset (v8, Kafka 3.6+)
-    # has no tiered storage: nothing to read. (The versions are the wire client's, known.)
-    if not session.supports(_LIST_OFFSETS, 8):
+    timestamps: tuple[int, ...] = (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP)
+    if session.supports(_LIST_OFFSETS, 8):
+        timestamps += (EARLIEST_LOCAL_TIMESTAMP,)
+    found, _errors = session.kafka.list_offsets(partitions, timestamps, isolation, "list offsets", leaders)
+    log: dict[tuple[str, int], tuple[int | None, int | None]] = {}
+    local: dict[tuple[str, int], int] = {}
+    for key, (start, end, *rest) in found.items():
+        log[key] = (start.offset if start else None, end.offset if end else None)
+        first_local = rest[0].offset if rest and rest[0] else None
+        if start and first_local is not None and first_local > start.offset:
+            local[key] = first_local
+    return log, local
+
+
+def _with_remote_reads(results: list[GroupLag], local: Mapping[tuple[str, int], int]) -> list[GroupLag]:
+    """Marks the partitions whose next offset to read is below the earliest local offset
+    of a tiered topic (remote_read: `local`, from _log_positions)."""
+    if not local:
         return results
-    topics = sorted({p.topic for g in results for p in g.partitions})
-    tiered = {name for name, found in storage_configs(session, topics).items() if found.get("remote.storage.enable")}
-    keys = sorted({(p.topic, p.partition) for g in results for p in g.partitions if p.topic in tiered and p.committed is not None})
-    if not keys:
-        return results
-    local = tiered_offsets(session, keys)
     out = []
     for g in results:
-        rows = tuple(replace(p, remote_read=True) if (earliest := local.get((p.topic, p.partition), (None, None))[0]) is not None
+        rows = tuple(replace(p, remote_read=True) if (earliest := local.get((p.topic, p.partition))) is not None
                      and p.committed is not None and next_offset(p) < earliest else p for p in g.partitions)
         out.append(replace(g, partitions=rows))
     return out
@@ -185,14 +198,14 @@ def cluster_lag(
     errors), the log offsets (start, end) of the partitions asked about, and what ListGroups
     said of each group (group_type, group_state)."""
     listed = {g["group_id"]: g for g in protocol.list_groups(session)}
-    results, errors, log = _lag(session, listed, sorted(listed), (), isolation, partitions, leaders)
+    results, errors, log, _local = _lag(session, listed, sorted(listed), (), isolation, partitions, leaders)
     return Partial(results, errors), log, listed
 
 
 def _lag(
     session: AdminSession, listed: dict[str, dict], ids: Sequence[str], topics: Sequence[str], isolation: str,
     also: Sequence[tuple[str, int]], leaders: Mapping[tuple[str, int], int] | None = None,
-) -> tuple[list[GroupLag], dict[str, KctlError], dict[tuple[str, int], tuple[int | None, int | None]]]:
+) -> tuple[list[GroupLag], dict[str, KctlError], dict[tuple[str, int], tuple[int | None, int | None]], dict[tuple[str, int], int]]:
     ids = list(dict.fromkeys(ids))
     inputs, errors = _lag_inputs(session, ids, listed)
     partitions: set[tuple[str, int]] = set(also)
@@ -200,7 +213,7 @@ def _lag(
         partitions.update(k for k in (*item.offsets, *item.owners) if not topics or k[0] in topics)
     # Offsets were fetched first and log ends are read now, so log ends are never older
     # than commits and a negative raw lag means something real.
-    log = log_offsets(session, sorted(partitions), isolation, leaders)
+    log, local = _log_positions(session, sorted(partitions), isolation, leaders)
     results = []
     for group_id in ids:
         found = inputs.get(group_id)
@@ -226,7 +239,7 @@ def _lag(
                 partitions=tuple(rows),
             )
         )
-    return results, errors, log
+    return results, errors, log, local
 
 
 def _lag_inputs(session: AdminSession, ids: Sequence[str], listed: dict[str, dict]) -> tuple[dict[str, _LagInputs], dict[str, KctlError]]:

@@ -35,17 +35,30 @@ if TYPE_CHECKING:
     DescribedGroups = dict[str, tuple[t.DescribeGroupsResponseDescribedGroup, int]]
 
 
-def list_groups(session: AdminSession) -> list[dict]:
-    """Every group of the cluster: group_id, group_type (classic, consumer, share, streams)
-    and group_state as Kafka names them; one ListGroups per broker. A broker still loading
-    its groups (after a restart or a leader change) is asked again until the timeout."""
+def list_groups(session: AdminSession, ids: Sequence[str] | None = None) -> list[dict]:
+    """Every group of the cluster (or only those of `ids` that exist): group_id,
+    group_type (classic, consumer, share, streams) and group_state as Kafka names them;
+    one ListGroups per broker, or, for `ids`, per coordinator of theirs (a group is listed
+    by its coordinator: no Metadata request for the brokers, a round trip less). A broker
+    still loading its groups (after a restart or a leader change) is asked again until
+    the timeout."""
+    from kctl.admin.client.coordinators import GROUP, find_coordinators
+
     groups: dict[str, dict] = {}
     every: t.ListGroupsRequest = {"states_filter": [], "types_filter": []}
+
+    def coordinators(deadline: float) -> list[int] | None:
+        assert ids is not None
+        found = find_coordinators(session, GROUP, ids, deadline)
+        return None if found is None else sorted(set(found.values()))
+
     for _node, answer in session.ask_every_broker("list groups", apis.LIST_GROUPS, every, 0, 5,
-                                                  "a group coordinator was still loading its groups"):
+                                                  "a group coordinator was still loading its groups",
+                                                  nodes=None if ids is None else coordinators):
         for g in answer.groups:
-            groups[g.group_id] = {"group_id": g.group_id, "protocol_type": g.protocol_type,
-                                  "group_state": g.group_state or None, "group_type": g.group_type or None}
+            if ids is None or g.group_id in ids:
+                groups[g.group_id] = {"group_id": g.group_id, "protocol_type": g.protocol_type,
+                                      "group_state": g.group_state or None, "group_type": g.group_type or None}
     return list(groups.values())
 
 
