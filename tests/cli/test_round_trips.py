@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # each: the bootstrap connection is recognised as the cluster's broker.
 BUDGET = {
     ("topic", "list"): 2,  # ApiVersions, Metadata
-    ("topic", "describe", "t"): 6,  # ApiVersions, Metadata, ListOffsets x2, DescribeConfigs x2
+    ("topic", "describe", "t"): 5,  # ApiVersions, Metadata, ListOffsets x2, DescribeConfigs (storage and cleanup.policy)
     ("partition", "list", "--under-replicated"): 2,
     ("cluster", "info"): 2,  # ApiVersions, DescribeCluster
     ("broker", "list"): 2,

@@ -245,6 +245,7 @@ def test_describe_notes_a_compacted_topic_that_is_not_compacted(kctl, cluster, u
     assert kafka_topic(cluster, compacted) is not None
     result = kctl("-b", cluster.bootstrap, "topic", "describe", compacted, plain, "-o", "json")
     assert (result.exit_code, result.stderr) == (0, "")
+    assert [t["cleanup_policy"] for t in json.loads(result.stdout)] == ["compact", "delete"]
     if cluster.backend != "bundled":
         return
     off = BrokerProcess(tmp_path / "no-cleaner", extra_args=["--no-log-cleaner"])

@@ -65,13 +65,14 @@ class PartitionInfo(Value):
 
 
 class TopicDescription(Value):
-    __slots__ = ("name", "topic_id", "internal", "replication_factor", "partitions", "remote_storage", "retention_ms", "retention_bytes", "local_retention_ms", "local_retention_bytes")
+    __slots__ = ("name", "topic_id", "internal", "replication_factor", "partitions", "remote_storage", "retention_ms", "retention_bytes",
+                 "local_retention_ms", "local_retention_bytes", "cleanup_policy")
 
     def __init__(
         self, *,
         name: str, topic_id: str | None, internal: bool, replication_factor: int, partitions: tuple[PartitionInfo, ...],
         remote_storage: bool | None = None, retention_ms: int | None = None, retention_bytes: int | None = None,
-        local_retention_ms: int | None = None, local_retention_bytes: int | None = None,
+        local_retention_ms: int | None = None, local_retention_bytes: int | None = None, cleanup_policy: str | None = None,
     ):
         self.name = name
         self.topic_id = topic_id
@@ -86,6 +87,8 @@ class TopicDescription(Value):
         self.retention_bytes = retention_bytes
         self.local_retention_ms = local_retention_ms
         self.local_retention_bytes = local_retention_bytes
+        # cleanup.policy (delete, compact or both), read with the retention configs.
+        self.cleanup_policy = cleanup_policy
 
 
 class TopicResult(Value):

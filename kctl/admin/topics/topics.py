@@ -139,16 +139,20 @@ def _described(topic: TopicLayout, *, live: set[int] | None, offsets: dict | Non
         retention_bytes=storage.get("retention.bytes"),
         local_retention_ms=storage.get("local.retention.ms"),
         local_retention_bytes=storage.get("local.retention.bytes"),
+        cleanup_policy=storage.get("cleanup.policy"),
     )
 
 
-# The configs that say how a topic is stored, read for every described topic.
-STORAGE_CONFIGS = ("remote.storage.enable", "retention.ms", "retention.bytes", "local.retention.ms", "local.retention.bytes")
+# The configs that say how a topic is stored, read for every described topic (in one
+# DescribeConfigs: cleanup.policy with them, for the compaction note).
+STORAGE_CONFIGS = ("remote.storage.enable", "retention.ms", "retention.bytes", "local.retention.ms", "local.retention.bytes",
+                   "cleanup.policy")
 
 
 def storage_configs(session: AdminSession, names: Sequence[str]) -> dict[str, dict]:
-    """{topic: {config: value}} of STORAGE_CONFIGS (remote.storage.enable as a bool, the
-    others as ints); a topic whose configs cannot be read is left out."""
+    """{topic: {config: value}} of STORAGE_CONFIGS (remote.storage.enable as a bool,
+    cleanup.policy as it is, the others as ints); a topic whose configs cannot be read is
+    left out."""
     from kctl.admin.client.kafka import TOPIC
 
     if not names:
@@ -164,7 +168,7 @@ def storage_configs(session: AdminSession, names: Sequence[str]) -> dict[str, di
             value = getattr(entries.get(key), "value", None)
             if value is None:
                 continue
-            values[key] = value == "true" if key == "remote.storage.enable" else int(value)
+            values[key] = value == "true" if key == "remote.storage.enable" else value if key == "cleanup.policy" else int(value)
         # Brokers that predate tiered storage know no remote.storage.enable: it is off.
         values.setdefault("remote.storage.enable", False)
         out[name] = values
@@ -329,14 +333,19 @@ def describe_topics(
 
 def uncompacted_topics(session: AdminSession, topics: Sequence[TopicDescription]) -> list[str]:
     """Topics whose cleanup.policy includes compact while a broker holding their replicas
-    runs no log cleaner (log.cleaner.enable=false): their records are never compacted. Best effort: configs that cannot be read count as fine."""
+    runs no log cleaner (log.cleaner.enable=false): their records are never compacted.
+    The policy comes with the description where it was read; best effort: configs that
+    cannot be read count as fine."""
     from kctl.admin.client.kafka import BROKER, TOPIC
 
     if not topics:
         return []
     try:
-        policies, _unread = session.kafka.describe_configs([(TOPIC, t.name) for t in topics], "describe topic configs", keys=["cleanup.policy"])
-        compacted = {name for (_kind, name), found in policies.items() if "compact" in (getattr(found.get("cleanup.policy"), "value", None) or "")}
+        compacted = {t.name for t in topics if "compact" in (t.cleanup_policy or "")}
+        unknown = [t.name for t in topics if t.cleanup_policy is None]
+        if unknown:
+            policies, _unread = session.kafka.describe_configs([(TOPIC, n) for n in unknown], "describe topic configs", keys=["cleanup.policy"])
+            compacted |= {name for (_kind, name), found in policies.items() if "compact" in (getattr(found.get("cleanup.policy"), "value", None) or "")}
         if not compacted:
             return []
         replicas_of = {t.name: {r for p in t.partitions for r in p.replicas} for t in topics if t.name in compacted}
