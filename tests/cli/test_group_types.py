@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.errors import ExitCode
 from tests.support.eventually import eventually
+from tests.support.members import close_members
 from tests.top.pilot import groups_shown
 
 pytestmark = pytest.mark.integration
@@ -119,8 +120,7 @@ def test_consumer_protocol_group_mid_reconciliation(kctl, consumer_protocol_clus
 
         eventually(stable, timeout=60, interval=0.2)
     finally:
-        first.close()
-        second.close()
+        close_members([first, second])
 
 
 def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, consumer_protocol_cluster, topic, unique_name, tmp_path, kafka_tools):
@@ -167,8 +167,7 @@ def test_consumer_protocol_group_epochs_assignments_and_resets(kctl, consumer_pr
         assert refused.exit_code == ExitCode.GROUP_ACTIVE, refused.stderr
         assert "member-0@" in refused.stderr and "member-1@" in refused.stderr
     finally:
-        for member in members:
-            member.close()
+        close_members(members)
 
     def empty():
         (g,) = as_json(kctl, consumer_protocol_cluster, "group", "describe", group)

@@ -8,6 +8,7 @@ the time it took (bench/bench_distance.py measures the times)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -57,10 +58,15 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _kctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kctl", *args], capture_output=True, text=True, env=env)
+
+
 @pytest.fixture(scope="module")
 def behind_proxy(tmp_path_factory):
-    """(proxy, bootstrap): a bundled broker advertised as localhost:PROXY, and the proxy's
-    address by its other name, 127.0.0.1:PROXY."""
+    """(proxy, bootstrap, env): a bundled broker advertised as localhost:PROXY, the
+    proxy's address by its other name, 127.0.0.1:PROXY, and an environment with a cache
+    of kctl's own (the broker's API versions, learnt by the first command)."""
     port = _free_port()
     proxy = _load_proxy().DelayProxy(("127.0.0.1", port), 0.0)
     proxy_port = proxy.start()
@@ -68,14 +74,14 @@ def behind_proxy(tmp_path_factory):
                            extra_args=["--advertised-host", "localhost", "--advertised-port", str(proxy_port)])
     broker.start()
     bootstrap = f"127.0.0.1:{proxy_port}"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("cache"))}
     try:
-        created = subprocess.run([sys.executable, "-m", "kctl", "-b", bootstrap, "topic", "create", "t", "-p", "4", "-q"],
-                                 capture_output=True, text=True)
+        created = _kctl(env, "-b", bootstrap, "topic", "create", "t", "-p", "4", "-q")
         assert created.returncode == 0, created.stderr
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "enable.auto.commit": False})
         consumer.commit(offsets=[TopicPartition("t", p, 0) for p in range(4)], asynchronous=False)
         consumer.close()
-        yield proxy, bootstrap
+        yield proxy, bootstrap, env
     finally:
         broker.stop()
         proxy.stop()
@@ -83,9 +89,9 @@ def behind_proxy(tmp_path_factory):
 
 @pytest.mark.parametrize("read", list(BUDGET), ids=" ".join)
 def test_each_read_sends_no_more_requests_than_its_budget(behind_proxy, read):
-    proxy, bootstrap = behind_proxy
+    proxy, bootstrap, env = behind_proxy
     proxy.take()
-    result = subprocess.run([sys.executable, "-m", "kctl", "-b", bootstrap, *read], capture_output=True, text=True)
+    result = _kctl(env, "-b", bootstrap, *read)
     traffic = proxy.take()
     assert result.returncode == 0, result.stderr
     sent = [api_name(r.api_key) for r in traffic.requests]
@@ -99,7 +105,7 @@ def test_the_proxy_counts_what_a_client_sends(behind_proxy):
     advertised name, on a second one."""
     from confluent_kafka.admin import AdminClient
 
-    proxy, bootstrap = behind_proxy
+    proxy, bootstrap, _env = behind_proxy
     proxy.take()
     admin = AdminClient({"bootstrap.servers": bootstrap})
     assert "t" in admin.list_topics(timeout=10).topics
@@ -110,3 +116,55 @@ def test_the_proxy_counts_what_a_client_sends(behind_proxy):
     # ask after their first Metadata answer would go round it, uncounted.
     [broker] = admin.list_topics(timeout=10).brokers.values()
     assert (broker.host, broker.port) == ("localhost", proxy.port)
+
+
+def _cache_file(env: dict[str, str], bootstrap: str) -> Path:
+    return Path(env["XDG_CACHE_HOME"]) / "kctl" / "api-versions" / bootstrap.replace(":", "_")
+
+
+def test_api_versions_go_out_beside_the_first_request(behind_proxy):
+    """With the broker's versions cached, the first request does not wait for ApiVersions'
+    answer: both are sent before either answer arrives (one round, seen by the proxy as
+    two requests on the connection with no answer between them)."""
+    proxy, bootstrap, env = behind_proxy
+    assert _cache_file(env, bootstrap).read_text().splitlines()[0].split()[0] == "0"  # learnt by the fixture's first command
+    proxy.delay = 0.05  # 100 ms round trips: a request sent after an answer is >= 100 ms after the one before
+    try:
+        proxy.take()
+        result = _kctl(env, "-b", bootstrap, "topic", "list")
+        traffic = proxy.take()
+    finally:
+        proxy.delay = 0.0
+    assert result.returncode == 0, result.stderr
+    first, second = traffic.requests[:2]
+    assert [api_name(first.api_key), api_name(second.api_key)] == ["ApiVersions", "Metadata"]
+    assert second.at - first.at < 0.05
+
+
+@pytest.mark.parametrize("cached", ["0 0 1\n3 0 5\n", "not a cache\n"], ids=["stale", "garbage"])
+def test_a_wrong_cache_never_changes_the_result(behind_proxy, cached):
+    """A cache that says other versions than the broker answers (an upgrade, another
+    broker on the address since): the answer read beside the first request disagrees,
+    the read is asked again on a new connection as without a cache, and the cache is
+    mended. The output is the same."""
+    proxy, bootstrap, env = behind_proxy
+    expected = _kctl(env, "-b", bootstrap, "topic", "describe", "t", "-o", "json")
+    assert expected.returncode == 0, expected.stderr
+    right = _cache_file(env, bootstrap).read_text()
+    _cache_file(env, bootstrap).write_text(cached)
+    proxy.take()
+    result = _kctl(env, "-b", bootstrap, "topic", "describe", "t", "-o", "json")
+    traffic = proxy.take()
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == expected.stdout
+    assert _cache_file(env, bootstrap).read_text() == right
+    if cached.startswith("0 0 1"):  # Metadata v5 chosen from it: the answer says otherwise, and a new connection asks
+        assert traffic.connections == 2, [api_name(r.api_key) for r in traffic.requests]
+
+
+def test_every_pipelined_api_is_one_kctl_speaks():
+    from kctl.admin.client.wire import _READS
+    from kctl.messages import codec
+
+    for name in _READS:
+        assert codec.definition(name + "Request")["type"] == "request"

@@ -7,7 +7,10 @@ Why not a client library: a one-shot command's budget above Python's floor is ~2
 its bootstrap 20-40 ms. This module and the stdlib it needs cost a few ms, and it sends
 exactly the requests a command needs: ApiVersions and (with SASL) the handshake on each
 connection, then the command's own, to several brokers at once (every request is sent
-before any answer is read).
+before any answer is read). On a cluster a network away each round trip counts: the
+first reads go out beside ApiVersions at the versions the broker answered last time
+(ApiVersionsCache), and the connection that reached the bootstrap server serves the
+broker it reached.
 
 Security is the same as the other clients' and read from the same settings: TLS (`ssl`,
 with librdkafka's ssl.* properties), SASL PLAIN, SCRAM-SHA-256/512 (RFC 5802, written
@@ -123,7 +126,16 @@ class Connection:
     """One broker connection: framing, API versions, SASL. Requests may be pipelined: send
     several, then receive their answers in order."""
 
-    def __init__(self, host: str, port: int, security: Security, client_id: str, deadline: float):
+    def __init__(self, host: str, port: int, security: Security, client_id: str, deadline: float, *,
+                 expected: dict[int, tuple[int, int]] | None = None,
+                 learnt: Callable[[dict[int, tuple[int, int]]], None] | None = None):
+        """`expected`: the API versions this broker answered before (kctl's cache). Then
+        ApiVersions is sent without waiting for its answer, and the first requests go out
+        beside it at the versions chosen from `expected` (a round trip less on every
+        connection); its answer, read before theirs, must choose the same versions, or the
+        connection fails as one that dropped (ConnectionResetError, asked again on a new
+        one by WireClient.call), so the cache never changes a result. Not with SASL, whose
+        handshake comes first. `learnt` is given every ApiVersions answer."""
         self.address = f"{host}:{port}"
         self.host = host
         self._client_id = client_id.encode()
@@ -139,9 +151,19 @@ class Connection:
             # The address the connection reached, to recognise the broker when it
             # advertises itself under another name (kctl.admin.client.wire.WireClient.node).
             self.peer: tuple[str, int] = sock.getpeername()[:2]
-            self.versions = self._api_versions()
-            if security.mechanism:
-                self._authenticate(security)
+            self._learnt = learnt
+            self._expected = expected
+            # ApiVersions' correlation id while its answer is unread; the versions chosen
+            # from `expected` meanwhile: (name, low, high, chosen).
+            self._versions_answer: int | None = None
+            self._speculated: list[tuple[str, int | None, int | None, int]] = []
+            self._versions: dict[int, tuple[int, int]] = {}
+            if expected is not None and not security.mechanism:
+                self._versions_answer = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
+            else:
+                self._versions = self._api_versions()
+                if security.mechanism:
+                    self._authenticate(security)
         except BaseException:
             sock.close()
             raise
@@ -166,6 +188,8 @@ class Connection:
         return self._correlation
 
     def receive(self, correlation: int, deadline: float | None = None) -> codec.Struct:
+        if self._versions_answer is not None and correlation != self._versions_answer:
+            self._settle(deadline)  # ApiVersions was sent first: its answer comes first
         response, flexible_header = self._pending.pop(correlation)
         self._sock.settimeout(_remaining(deadline or self._deadline))
         (size,) = _SIZE.unpack(self._read(4))
@@ -211,23 +235,49 @@ class Connection:
     # -- versions -----------------------------------------------------------------------
 
     def _api_versions(self) -> dict[int, tuple[int, int]]:
-        fields = {"client_software_name": "kctl", "client_software_version": "1"}
-        # v3 (Kafka 2.4+): every cluster kctl supports has it.
-        answer = self.request("ApiVersions", 3, fields)
+        return self._versions_of(self.request("ApiVersions", 3, _VERSIONS_FIELDS))
+
+    def _versions_of(self, answer: codec.Struct) -> dict[int, tuple[int, int]]:
         if answer.error_code:
             raise KctlError(action="connect", cause=f"{self.address} refused ApiVersions: {error_name(answer.error_code)}")
-        return {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
+        versions = {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
+        if self._learnt is not None:
+            self._learnt(versions)
+        return versions
+
+    def _settle(self, deadline: float | None = None) -> None:
+        """Read the pipelined ApiVersions answer; the versions chosen from the cache before
+        it must be the ones it chooses."""
+        correlation, self._versions_answer = self._versions_answer, None
+        assert correlation is not None
+        self._versions = self._versions_of(self.receive(correlation, deadline))
+        speculated, self._speculated = self._speculated, []
+        for name, low, high, chosen in speculated:
+            if _choose(self._versions, name, low, high) != chosen:
+                raise ConnectionResetError(f"{self.address} now answers {name} at another version than kctl's cache said")
+
+    @property
+    def versions(self) -> dict[int, tuple[int, int]]:
+        """{API key: (lowest, highest version)} the broker speaks."""
+        if self._versions_answer is not None:
+            self._settle()
+        return self._versions
 
     def version(self, name: str, low: int | None = None, high: int | None = None) -> int:
-        """The highest version of API `name` both sides speak, within [low, high]."""
-        ours_low, ours_high = codec.valid_versions(name + "Request")
-        low = ours_low if low is None else max(low, ours_low)
-        high = ours_high if high is None else min(high, ours_high)
-        key = codec.definition(name + "Request")["apiKey"]
-        theirs = self.versions.get(key)
-        if theirs is not None and max(low, theirs[0]) <= min(high, theirs[1]):
-            return min(high, theirs[1])
-        raise UnsupportedApi(cause=f"{self.address} does not support {name} v{low}-{high}")
+        """The highest version of API `name` both sides speak, within [low, high] (while
+        ApiVersions' answer is unread, as the cache expects it)."""
+        if self._versions_answer is not None and self._expected is not None and name in _READS:
+            chosen = _choose(self._expected, name, low, high)
+            if chosen is not None:
+                self._speculated.append((name, low, high, chosen))
+                return chosen
+        chosen = _choose(self.versions, name, low, high)
+        if chosen is None:
+            ours_low, ours_high = codec.valid_versions(name + "Request")
+            low = ours_low if low is None else max(low, ours_low)
+            high = ours_high if high is None else min(high, ours_high)
+            raise UnsupportedApi(cause=f"{self.address} does not support {name} v{low}-{high}")
+        return chosen
 
     # -- SASL ---------------------------------------------------------------------------
 
@@ -283,6 +333,31 @@ class Connection:
         expected = base64.b64encode(hmac.digest(hmac.digest(salted, b"Server Key", digest), auth_message, digest)).decode()
         if server_final != f"v={expected}":
             raise NotAuthorizedError(cause=f"authentication failed at {self.address}: the broker's SCRAM signature does not verify", hint=_AUTH_HINT)
+
+
+_VERSIONS_FIELDS = {"client_software_name": "kctl", "client_software_version": "1"}  # ApiVersions v3 (Kafka 2.4+)
+# The APIs sent beside a pipelined ApiVersions: reads, which may be asked again on a new
+# connection when the broker's versions turn out other than the cache said (a write would
+# be done twice). InitProducerId only hands out a producer id.
+_READS = frozenset((
+    "Metadata", "ListOffsets", "DescribeConfigs", "DescribeCluster", "FindCoordinator", "ListGroups", "OffsetFetch",
+    "DescribeGroups", "ConsumerGroupDescribe", "ShareGroupDescribe", "StreamsGroupDescribe", "DescribeTopicPartitions",
+    "DescribeLogDirs", "DescribeAcls", "DescribeClientQuotas", "ListPartitionReassignments", "DescribeProducers",
+    "ListTransactions", "DescribeTransactions", "DescribeQuorum",
+    "DescribeShareGroupOffsets", "InitProducerId",
+))
+
+
+def _choose(versions: dict[int, tuple[int, int]], name: str, low: int | None, high: int | None) -> int | None:
+    """The highest version of API `name` kctl and a broker answering `versions` both speak
+    within [low, high]; None when there is none."""
+    ours_low, ours_high = codec.valid_versions(name + "Request")
+    low = ours_low if low is None else max(low, ours_low)
+    high = ours_high if high is None else min(high, ours_high)
+    theirs = versions.get(codec.definition(name + "Request")["apiKey"])
+    if theirs is not None and max(low, theirs[0]) <= min(high, theirs[1]):
+        return min(high, theirs[1])
+    return None
 
 
 def _connect(host: str, port: int, timeout: float, tls: bool) -> Any:
@@ -349,17 +424,25 @@ class WireClient:
         # (key type, key) -> the coordinator's node id, as FindCoordinator said during
         # this command; forgotten when a request to it says it is not (or no longer) so.
         self.coordinators: dict[tuple[int, str], int] = {}
+        # Whether new connections send their first requests beside ApiVersions (Connection);
+        # not after a connection failed, so that the next is tried as without a cache.
+        self._pipelined = True
 
     # -- connections ----------------------------------------------------------------------
 
-    def _open(self, host: str, port: int, deadline: float) -> Connection:
-        return Connection(host, port, self.security, self._client_id, deadline)
+    def _open(self, host: str, port: int, deadline: float, *, pipelined: bool = True) -> Connection:
+        """A connection to host:port; `pipelined`: its ApiVersions beside its first requests
+        where kctl's cache knows what this broker answers (Connection)."""
+        cache = ApiVersionsCache(f"{host}:{port}", self.security.tls)
+        expected = cache.read() if pipelined and self._pipelined else None
+        return Connection(host, port, self.security, self._client_id, deadline, expected=expected,
+                          learnt=lambda versions: cache.write(versions, expected))
 
     def connect(self, host: str, port: int, action: str) -> Connection:
         """A connection of the caller's own to host:port, authenticated (not pooled: the
         GSSAPI bridge relays on it); what fails is said as call() says it."""
         try:
-            return self._open(host, port, self.deadline())
+            return self._open(host, port, self.deadline(), pipelined=False)
         except KctlError as exc:
             raise exc if exc.action is not None else exc.but(action=action) from exc
         except codec.CodecError as exc:
@@ -449,6 +532,7 @@ class WireClient:
                     raise
                 debug("kctl.wire", "connection lost (%s): reconnecting", exc)
                 self.close()
+                self._pipelined = False
                 return body()
         except KctlError as exc:
             if exc.action is not None:
@@ -498,6 +582,45 @@ class WireClient:
             connection.close()
         self._connections.clear()
         self.coordinators.clear()  # found again on the new connections
+
+
+class ApiVersionsCache:
+    """What a broker answered to ApiVersions, kept between runs in
+    $XDG_CACHE_HOME/kctl/api-versions/ (a line per API: key, lowest, highest version), one
+    file per address and TLS, so that the next run's first requests can go out beside its
+    ApiVersions. Only a guess: the answer is still read on every connection and must agree
+    (Connection). Plain text, not JSON: importing json would cost every read ~1 ms."""
+
+    def __init__(self, address: str, tls: bool):
+        name = "".join(c if c.isalnum() or c in ".-" else "_" for c in address) + ("-tls" if tls else "")
+        self.path = os.path.join(_cache_home(), "kctl", "api-versions", name)
+
+    def read(self) -> dict[int, tuple[int, int]] | None:
+        try:
+            with open(self.path, encoding="ascii") as file:
+                versions = {}
+                for line in file:
+                    key, low, high = line.split()
+                    versions[int(key)] = (int(low), int(high))
+                return versions or None
+        except (OSError, ValueError):
+            return None  # none yet, or unreadable: ask, as without a cache
+
+    def write(self, versions: dict[int, tuple[int, int]], known: dict[int, tuple[int, int]] | None) -> None:
+        if versions == known:
+            return
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            temporary = f"{self.path}.{os.getpid()}"
+            with open(temporary, "w", encoding="ascii") as file:
+                file.write("".join(f"{key} {low} {high}\n" for key, (low, high) in sorted(versions.items())))
+            os.replace(temporary, self.path)
+        except OSError:
+            pass  # a read-only home: every run asks first, as without a cache
+
+
+def _cache_home() -> str:
+    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".cache")
 
 
 class ConnectFailed(ConnectionError):
