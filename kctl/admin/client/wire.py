@@ -156,7 +156,7 @@ class Connection:
             # ApiVersions' correlation id while its answer is unread; the versions chosen
             # from `expected` meanwhile: (name, low, high, chosen).
             self._versions_answer: int | None = None
-            self._speculated: list[tuple[str, int | None, int | None, int]] = []
+            self._speculated: list[tuple[str, int | None, int | None, int | None]] = []
             self._versions: dict[int, tuple[int, int]] = {}
             if expected is not None and not security.mechanism:
                 self._versions_answer = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
@@ -254,7 +254,7 @@ class Connection:
         speculated, self._speculated = self._speculated, []
         for name, low, high, chosen in speculated:
             if _choose(self._versions, name, low, high) != chosen:
-                raise ConnectionResetError(f"{self.address} now answers {name} at another version than kctl's cache said")
+                raise ConnectionResetError(f"{self.address} now answers {name} at other versions than kctl's cache said")
 
     @property
     def versions(self) -> dict[int, tuple[int, int]]:
@@ -262,6 +262,15 @@ class Connection:
         if self._versions_answer is not None:
             self._settle()
         return self._versions
+
+    def supports(self, name: str, low: int | None = None, high: int | None = None) -> bool:
+        """Whether the broker speaks API `name` within [low, high] (a read's; while
+        ApiVersions' answer is unread, as the cache expects it, checked when it comes)."""
+        if self._versions_answer is not None and self._expected is not None and name in _READS:
+            chosen = _choose(self._expected, name, low, high)
+            self._speculated.append((name, low, high, chosen))
+            return chosen is not None
+        return _choose(self.versions, name, low, high) is not None
 
     def version(self, name: str, low: int | None = None, high: int | None = None) -> int:
         """The highest version of API `name` both sides speak, within [low, high] (while

@@ -99,11 +99,18 @@ def describe_cluster(session: AdminSession) -> ClusterInfo:
     from kctl.admin.client.errors import for_kafka_code
 
     wire = session.wire
-    # Both asked at once (one round trip, not two) where the cluster has DescribeQuorum.
-    requests: list[tuple[int | None, Api[Any, Any], Any, int, int]] = [(None, apis.DESCRIBE_CLUSTER, {}, 0, 2)]
-    if _has_quorum(session):
-        requests.append((None, apis.DESCRIBE_QUORUM, _QUORUM, *_QUORUM_VERSIONS))
-    result, *quorum = wire.call("describe cluster", lambda: wire.fan_out(requests, wire.deadline()))
+
+    def ask() -> list[Any]:
+        # Both asked at once (one round trip, not two) where the cluster has DescribeQuorum;
+        # whether it has is the bootstrap connection's to say (beside ApiVersions when
+        # kctl's cache knows the broker: no round trip of its own).
+        deadline = wire.deadline()
+        requests: list[tuple[int | None, Api[Any, Any], Any, int, int]] = [(None, apis.DESCRIBE_CLUSTER, {}, 0, 2)]
+        if wire.bootstrap(deadline).supports("DescribeQuorum", *_QUORUM_VERSIONS):
+            requests.append((None, apis.DESCRIBE_QUORUM, _QUORUM, *_QUORUM_VERSIONS))
+        return wire.fan_out(requests, deadline)
+
+    result, *quorum = wire.call("describe cluster", ask)
     if result.error_code:
         raise for_kafka_code(result.error_code, result.error_message, "describe cluster")
     reported = result.controller_id if result.controller_id >= 0 else None
