@@ -162,6 +162,35 @@ def test_a_wrong_cache_never_changes_the_result(behind_proxy, cached):
         assert traffic.connections == 2, [api_name(r.api_key) for r in traffic.requests]
 
 
+def test_a_cached_address_that_no_longer_answers_fails_as_without_the_cache(tmp_path):
+    """Something that accepts connections and never answers, where the cache remembers a
+    broker: the same one line, exit status and time as without the cache."""
+    import socket as sockets
+    import threading
+    import time
+
+    from kctl.errors import ExitCode
+
+    listener = sockets.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held = []
+    threading.Thread(target=lambda: [held.append(listener.accept()) for _ in range(8)], daemon=True).start()
+    address = f"127.0.0.1:{listener.getsockname()[1]}"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    try:
+        without = _kctl(env, "-b", address, "--timeout", "1", "topic", "list")
+        _cache_file(env, address).parent.mkdir(parents=True, exist_ok=True)
+        _cache_file(env, address).write_text("0 0 4\n3 0 12\n18 0 4\n")
+        started = time.monotonic()
+        cached = _kctl(env, "-b", address, "--timeout", "1", "topic", "list")
+        assert time.monotonic() - started < 3
+    finally:
+        listener.close()
+    assert (cached.returncode, cached.stderr) == (without.returncode, without.stderr) == (ExitCode.UNREACHABLE, without.stderr)
+    assert without.stderr.startswith(f"error: unable to list topics: cluster unreachable at {address}"), without.stderr
+
+
 def test_every_pipelined_api_is_one_kctl_speaks():
     from kctl.admin.client.wire import _READS
     from kctl.messages import codec

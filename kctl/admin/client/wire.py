@@ -250,7 +250,13 @@ class Connection:
         it must be the ones it chooses."""
         correlation, self._versions_answer = self._versions_answer, None
         assert correlation is not None
-        self._versions = self._versions_of(self.receive(correlation, deadline))
+        try:
+            answer = self.receive(correlation, deadline)
+        except (OSError, codec.CodecError) as exc:
+            # No answer to ApiVersions: what a connection without the cache would have
+            # met before its first request (WireClient.call tries again without it).
+            raise _NoVersions([exc]) from exc
+        self._versions = self._versions_of(answer)
         speculated, self._speculated = self._speculated, []
         for name, low, high, chosen in speculated:
             if _choose(self._versions, name, low, high) != chosen:
@@ -536,6 +542,15 @@ class WireClient:
         try:
             try:
                 return body()
+            except _NoVersions as exc:
+                if not self._pipelined or any(isinstance(cause, TimeoutError) for cause in exc.causes):
+                    raise  # silent until the deadline: unreachable, as without the cache
+                # As if the connection had failed when it opened: the bootstrap servers
+                # are tried again, one after another, each asked ApiVersions first.
+                debug("kctl.wire", "no answer to a pipelined ApiVersions (%s): connecting again", exc)
+                self.close()
+                self._pipelined = False
+                return body()
             except OSError as exc:
                 if isinstance(exc, (ConnectFailed, TimeoutError)) or not self._connections:
                     raise
@@ -638,6 +653,10 @@ class ConnectFailed(ConnectionError):
     def __init__(self, causes: list[BaseException]):
         super().__init__(f"no bootstrap server answered: {_describe(causes[-1]) if causes else 'none given'}")
         self.causes = causes
+
+
+class _NoVersions(ConnectFailed):
+    """A connection whose first requests went out beside ApiVersions got no answer to it."""
 
 
 def _describe(exc: BaseException) -> str:
