@@ -10,6 +10,7 @@ import pytest
 
 from kctl.errors import ExitCode
 from tests.security.flags import sasl_flags
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -22,9 +23,15 @@ def test_authenticated_admin_uses_both_clients(kctl, secured, unique_name):
     info = kctl(*flags, "cluster", "info", "-o", "json")
     assert info.exit_code == 0, info.stderr
     assert json.loads(info.stdout)["controller_id"] == 1
-    listed = kctl(*flags, "broker", "log-dirs", "-t", topic, "--replicas", "-o", "json")
-    assert listed.exit_code == 0, listed.stderr
-    assert {r["partition"] for r in json.loads(listed.stdout)} == {0, 1}
+
+    # A broker creates a new topic's logs as it applies the metadata, after CreateTopics
+    # has answered: DescribeLogDirs lists a partition once its log exists.
+    def listed_both():
+        listed = kctl(*flags, "broker", "log-dirs", "-t", topic, "--replicas", "-o", "json")
+        assert listed.exit_code == 0, listed.stderr
+        assert {r["partition"] for r in json.loads(listed.stdout)} == {0, 1}
+
+    eventually(listed_both)
 
 
 def test_context_with_credentials_from_the_environment(kctl, secured):

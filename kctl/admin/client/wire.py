@@ -269,28 +269,28 @@ class Connection:
             self._settle()
         return self._versions
 
-    def supports(self, name: str, low: int | None = None, high: int | None = None) -> bool:
-        """Whether the broker speaks API `name` within [low, high] (a read's; while
-        ApiVersions' answer is unread, as the cache expects it, checked when it comes)."""
+    def _chosen(self, name: str, low: int | None, high: int | None) -> int | None:
+        """The version of API `name` to send (None: none both sides speak). For a read while
+        ApiVersions' answer is unread, as the cache expects it; recorded, and checked when
+        the answer comes (_settle)."""
         if self._versions_answer is not None and self._expected is not None and name in _READS:
             chosen = _choose(self._expected, name, low, high)
             self._speculated.append((name, low, high, chosen))
-            return chosen is not None
-        return _choose(self.versions, name, low, high) is not None
+            return chosen
+        return _choose(self.versions, name, low, high)
+
+    def supports(self, name: str, low: int | None = None, high: int | None = None) -> bool:
+        """Whether the broker speaks API `name` within [low, high]."""
+        return self._chosen(name, low, high) is not None
 
     def version(self, name: str, low: int | None = None, high: int | None = None) -> int:
-        """The highest version of API `name` both sides speak, within [low, high] (while
-        ApiVersions' answer is unread, as the cache expects it)."""
-        if self._versions_answer is not None and self._expected is not None and name in _READS:
-            chosen = _choose(self._expected, name, low, high)
-            if chosen is not None:
-                self._speculated.append((name, low, high, chosen))
-                return chosen
-        chosen = _choose(self.versions, name, low, high)
+        """The highest version of API `name` both sides speak, within [low, high]. What the
+        cache says a broker lacks is judged by its answer (the recorded guess is checked)."""
+        chosen = self._chosen(name, low, high)
         if chosen is None:
-            ours_low, ours_high = codec.valid_versions(name + "Request")
-            low = ours_low if low is None else max(low, ours_low)
-            high = ours_high if high is None else min(high, ours_high)
+            chosen = _choose(self.versions, name, low, high)
+        if chosen is None:
+            low, high = _within_ours(name, low, high)
             raise UnsupportedApi(cause=f"{self.address} does not support {name} v{low}-{high}")
         return chosen
 
@@ -366,13 +366,17 @@ _READS = frozenset((
 def _choose(versions: dict[int, tuple[int, int]], name: str, low: int | None, high: int | None) -> int | None:
     """The highest version of API `name` kctl and a broker answering `versions` both speak
     within [low, high]; None when there is none."""
-    ours_low, ours_high = codec.valid_versions(name + "Request")
-    low = ours_low if low is None else max(low, ours_low)
-    high = ours_high if high is None else min(high, ours_high)
+    low_, high_ = _within_ours(name, low, high)
     theirs = versions.get(codec.definition(name + "Request")["apiKey"])
-    if theirs is not None and max(low, theirs[0]) <= min(high, theirs[1]):
-        return min(high, theirs[1])
+    if theirs is not None and max(low_, theirs[0]) <= min(high_, theirs[1]):
+        return min(high_, theirs[1])
     return None
+
+
+def _within_ours(name: str, low: int | None, high: int | None) -> tuple[int, int]:
+    """[low, high] (None: no bound) within the versions of `name` kctl's codec speaks."""
+    ours_low, ours_high = codec.valid_versions(name + "Request")
+    return (ours_low if low is None else max(low, ours_low)), (ours_high if high is None else min(high, ours_high))
 
 
 def _connect(host: str, port: int, timeout: float, tls: bool) -> Any:
@@ -542,17 +546,14 @@ class WireClient:
         try:
             try:
                 return body()
-            except _NoVersions as exc:
-                if not self._pipelined or any(isinstance(cause, TimeoutError) for cause in exc.causes):
-                    raise  # silent until the deadline: unreachable, as without the cache
-                # As if the connection had failed when it opened: the bootstrap servers
-                # are tried again, one after another, each asked ApiVersions first.
-                debug("kctl.wire", "no answer to a pipelined ApiVersions (%s): connecting again", exc)
-                self.close()
-                self._pipelined = False
-                return body()
             except OSError as exc:
-                if isinstance(exc, (ConnectFailed, TimeoutError)) or not self._connections:
+                if isinstance(exc, _NoVersions):
+                    # As if the connection had failed when it opened: the bootstrap servers
+                    # are tried again, one after another, each asked ApiVersions first;
+                    # silent until the deadline, it is unreachable, as without the cache.
+                    if not self._pipelined or any(isinstance(cause, TimeoutError) for cause in exc.causes):
+                        raise
+                elif isinstance(exc, (ConnectFailed, TimeoutError)) or not self._connections:
                     raise
                 debug("kctl.wire", "connection lost (%s): reconnecting", exc)
                 self.close()
@@ -616,8 +617,10 @@ class ApiVersionsCache:
     (Connection). Plain text, not JSON: importing json would cost every read ~1 ms."""
 
     def __init__(self, address: str, tls: bool):
+        from kctl.config.file import cache_dir  # imported by every command already (contexts)
+
         name = "".join(c if c.isalnum() or c in ".-" else "_" for c in address) + ("-tls" if tls else "")
-        self.path = os.path.join(_cache_home(), "kctl", "api-versions", name)
+        self.path = os.path.join(cache_dir(os.environ), "api-versions", name)
 
     def read(self) -> dict[int, tuple[int, int]] | None:
         try:
@@ -641,10 +644,6 @@ class ApiVersionsCache:
             os.replace(temporary, self.path)
         except OSError:
             pass  # a read-only home: every run asks first, as without a cache
-
-
-def _cache_home() -> str:
-    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".cache")
 
 
 class ConnectFailed(ConnectionError):

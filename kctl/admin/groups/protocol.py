@@ -46,17 +46,17 @@ def list_groups(session: AdminSession, ids: Sequence[str] | None = None) -> list
 
     groups: dict[str, dict] = {}
     every: t.ListGroupsRequest = {"states_filter": [], "types_filter": []}
+    wanted = None if ids is None else set(ids)
 
     def coordinators(deadline: float) -> list[int] | None:
-        assert ids is not None
-        found = find_coordinators(session, GROUP, ids, deadline)
+        found = find_coordinators(session, GROUP, sorted(wanted or ()), deadline)
         return None if found is None else sorted(set(found.values()))
 
     for _node, answer in session.ask_every_broker("list groups", apis.LIST_GROUPS, every, 0, 5,
                                                   "a group coordinator was still loading its groups",
-                                                  nodes=None if ids is None else coordinators):
+                                                  nodes=None if wanted is None else coordinators):
         for g in answer.groups:
-            if ids is None or g.group_id in ids:
+            if wanted is None or g.group_id in wanted:
                 groups[g.group_id] = {"group_id": g.group_id, "protocol_type": g.protocol_type,
                                       "group_state": g.group_state or None, "group_type": g.group_type or None}
     return list(groups.values())
