@@ -23,6 +23,53 @@ from kctl.broker.broker import Broker, BrokerConfig
 from kctl.broker.process import READY_PREFIX, read_ready_file
 from kctl.broker.storage.manager import StorageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Protocol, TypedDict
+
+    from kctl.broker.security.listeners import Listener
+
+    class BrokerArgs(Protocol):
+        """The options parse_args reads (an argparse.Namespace)."""
+
+        data_dir: Path
+        host: str
+        port: int
+        advertised_host: str | None
+        advertised_port: int | None
+        node_id: int
+        log_file: Path | None
+        log_level: str
+        ready_file: Path | None
+        num_partitions: int
+        no_auto_create: bool
+        no_log_cleaner: bool
+        config: list[str]
+        sasl: str | None
+        user: list[str]
+        users_file: Path | None
+        tls: bool
+        tls_cert: Path | None
+        tls_key: Path | None
+        listener: list[str]
+        authorizer: bool
+        super_user: list[str]
+        allow_everyone_if_no_acl_found: bool
+
+    class SecuritySettings(TypedDict):
+        """BrokerConfig's security fields, as security_settings gives them."""
+
+        security_protocol: str
+        extra_listeners: list[Listener]
+        sasl_mechanisms: tuple[str, ...]
+        users: dict[str, str]
+        tls_cert: Path | None
+        tls_key: Path | None
+        authorizer: bool
+        super_users: tuple[str, ...]
+        allow_everyone_if_no_acl_found: bool
+
 log = logging.getLogger("kctl.broker")
 
 
@@ -35,12 +82,13 @@ class AddressInUse(StorageError):
 ADDRESS_IN_USE = 98
 
 
-async def serve(config: BrokerConfig, ready=None, stop: asyncio.Event | None = None) -> dict:
+async def serve(config: BrokerConfig, ready: Callable[[Broker], None] | None = None,
+                stop: asyncio.Event | None = None) -> dict[str, int]:
     """Open the data directory, listen, call ready(broker) and run until `stop` is set."""
     from kctl.broker.server import BrokerServer
 
     broker = Broker(config)
-    report = broker.open()
+    report: dict[str, int] = broker.open()
     if not report["clean_shutdown"] and report["partitions"]:
         log.warning("recovered after an unclean shutdown: %d partitions checked, %d bytes "
                     "truncated", report["partitions"], report["truncated_bytes"])
@@ -71,7 +119,7 @@ async def serve(config: BrokerConfig, ready=None, stop: asyncio.Event | None = N
     return report
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m kctl.broker",
                                      description="kctl's bundled single-node Kafka broker")
     parser.add_argument("--data-dir", required=True, type=Path)
@@ -112,7 +160,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 USERS_ENV = "KCTL_BROKER_USERS"
 
 
-def config_from_args(args) -> BrokerConfig:
+def config_from_args(args: BrokerArgs) -> BrokerConfig:
     """The broker's configuration from parsed options (ValueError: one line); --config
     wins over the older flags for the same setting."""
     from kctl.broker import settings
@@ -133,7 +181,7 @@ def config_from_args(args) -> BrokerConfig:
     return config
 
 
-def security_settings(args) -> dict:
+def security_settings(args: BrokerArgs) -> SecuritySettings:
     """BrokerConfig's security fields from the options (ValueError: one line)."""
     from kctl.broker.security import options
     from kctl.broker.security.listeners import Listener, protocol_for
@@ -148,18 +196,18 @@ def security_settings(args) -> dict:
     mechanisms = options.parse_mechanisms(args.sasl) if args.sasl else MECHANISMS
     protocol = protocol_for(bool(args.sasl), args.tls)
     extra = options.extra_listeners(args.listener, args.host)
-    settings = {"security_protocol": protocol, "extra_listeners": extra, "sasl_mechanisms": mechanisms,
-                "users": users, "tls_cert": args.tls_cert, "tls_key": args.tls_key,
-                "authorizer": args.authorizer,
-                "super_users": tuple(options.parse_principal(p) for p in args.super_user),
-                "allow_everyone_if_no_acl_found": args.allow_everyone_if_no_acl_found}
+    settings: SecuritySettings = {"security_protocol": protocol, "extra_listeners": extra, "sasl_mechanisms": mechanisms,
+                                  "users": users, "tls_cert": args.tls_cert, "tls_key": args.tls_key,
+                                  "authorizer": args.authorizer,
+                                  "super_users": tuple(options.parse_principal(p) for p in args.super_user),
+                                  "allow_everyone_if_no_acl_found": args.allow_everyone_if_no_acl_found}
     options.check([Listener(protocol, args.host, args.port), *extra], mechanisms, users,
                   args.tls_cert, args.tls_key)
     return settings
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+def main(argv: list[str] | None = None) -> int:
+    args: BrokerArgs = parse_args(argv)
     handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler()
     handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -172,7 +220,7 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    def ready(broker):
+    def ready(broker: Broker) -> None:
         host, port = config.advertised
         if args.ready_file:  # for `kctl local status`; the stdout line is what starts wait for
             tmp = args.ready_file.with_name(args.ready_file.name + ".tmp")

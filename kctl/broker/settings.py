@@ -18,13 +18,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import cast
 
 from kctl.broker import configs as cfg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    # A BrokerConfig field's value, as parse gives it.
+    _Setting = int | bool | str | dict[str, int] | dict[tuple[str, str], int]
 
 OVERRIDES = "max.connections.per.ip.overrides"
 
 
-def _at_least(lowest: int | None):
+def _at_least(lowest: int | None) -> Callable[[str, str], int]:
     """An integer setting's converter: its value, at least `lowest`."""
     def convert(name: str, value: str) -> int:
         try:
@@ -77,7 +86,7 @@ def _overrides(name: str, value: str) -> dict[str, int]:
 
 
 # server.properties name -> (BrokerConfig field, the converter that checks its value)
-FIELDS = {
+FIELDS: dict[str, tuple[str, Callable[[str, str], _Setting]]] = {
     "num.partitions": ("num_partitions", _at_least(1)),
     "auto.create.topics.enable": ("auto_create_topics", _boolean),
     "socket.request.max.bytes": ("max_request_bytes", _at_least(1)),
@@ -130,19 +139,20 @@ def names() -> list[str]:
                    "listener.name.<listener>.<mechanism>.connections.max.reauth.ms"})
 
 
-def parse(pairs: Sequence[str]) -> dict:
+def parse(pairs: Sequence[str]) -> dict[str, Any]:  # BrokerConfig's keyword arguments, of its fields' types
     """BrokerConfig's fields from KEY=VALUE pairs: those FIELDS name, plus `log_defaults`
     ({broker name: value} of topic config defaults, log.retention.* resolved to
     log.retention.ms) and `static_configs` (every pair as given, for DescribeConfigs).
     A later pair wins over an earlier one of the same name. ValueError: one line."""
     given: dict[str, str] = {}
+    value: str | int  # a pair's text, then log.retention.*'s number
     for pair in pairs:
         name, sep, value = pair.partition("=")
         name, value = name.strip(), value.strip()
         if not name or not sep:
             raise ValueError(f"--config {pair!r} is not of the form KEY=VALUE")
         given[name] = value
-    fields: dict = {}
+    fields: dict[str, _Setting] = {}
     log_defaults: dict[str, str] = {}
     for name, value in given.items():
         scoped = _REAUTH_SCOPED.fullmatch(name)
@@ -151,7 +161,8 @@ def parse(pairs: Sequence[str]) -> dict:
             if listener not in SASL_LISTENERS:
                 raise ValueError(f"--config {name}: {scoped.group(1)} is not a SASL listener "
                                  f"(listener names are {', '.join(n.lower() for n in SASL_LISTENERS)})")
-            fields.setdefault("connections_max_reauth_ms_scoped", {})[(listener, mechanism)] = _at_least(0)(name, value)
+            cast("dict[tuple[str, str], int]",  # the only value of that key
+                 fields.setdefault("connections_max_reauth_ms_scoped", {}))[(listener, mechanism)] = _at_least(0)(name, value)
         elif name in FIELDS:
             field, convert = FIELDS[name]
             fields[field] = convert(name, value)

@@ -14,12 +14,21 @@ from kctl.cli.reads.acl import ACL_COLUMNS, ACL_TABLE, OPERATION_NAMES, filters_
 from kctl.errors import PartialFailure, UsageError
 from kctl.output.spec import Column, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, TypeVar
+
+    from kctl.admin.security.acls import Acl, AclResult
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
+
 RESULT_TABLE = TableSpec((*ACL_COLUMNS, Column("status", "STATUS"), Column("error", "ERROR")))
 
 
 
-def resource_options(command):
-    options = [
+def resource_options(command: _F) -> _F:
+    options: list[Callable[[_F], _F]] = [
         click.option("--topic", "topics", multiple=True, metavar="NAME", help="A topic (repeatable; '*' is every topic)."),
         click.option("--group", "groups", multiple=True, metavar="NAME", help="A group (repeatable; '*' is every group)."),
         click.option("--transactional-id", "transactional_ids", multiple=True, metavar="ID", help="A transactional id (repeatable)."),
@@ -34,7 +43,7 @@ def resource_options(command):
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
-def acl():
+def acl() -> None:
     """List, create and delete ACLs (the cluster's authorizer must be enabled)."""
 
 
@@ -44,7 +53,7 @@ def acl():
 @click.option("--permission", metavar="allow|deny", help="Only ALLOW or only DENY ACLs.")
 @global_options
 @runs("kctl.cli.reads.acl:list_")
-def list_():
+def list_() -> None:
     """List ACLs; with no filter, every ACL on the cluster.
 
     Each option narrows the list; repeated values (or comma lists for --operation) match
@@ -72,7 +81,7 @@ def list_():
 @click.option("-f", "--file", "file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), help="Create the ACLs in this file: the JSON (or JSON lines) that `acl list -o json` prints; - reads stdin.")
 @global_options
 @pass_app
-def create(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transactional_ids: tuple[str, ...], cluster: bool, principals: tuple[str, ...], hosts: tuple[str, ...], operations: tuple[str, ...], pattern: str, deny: bool, producer: bool, idempotent: bool, consumer: bool, file: Path | None):
+def create(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transactional_ids: tuple[str, ...], cluster: bool, principals: tuple[str, ...], hosts: tuple[str, ...], operations: tuple[str, ...], pattern: str, deny: bool, producer: bool, idempotent: bool, consumer: bool, file: Path | None) -> None:
     """Create ACLs: every combination of principals, hosts, operations and resources.
 
     Creating an ACL that exists already changes nothing. --producer and --consumer
@@ -95,7 +104,9 @@ def create(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transacti
     _report(app, results, "create ACLs")
 
 
-def _wanted(app, topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, deny, producer, idempotent, consumer, file):
+def _wanted(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transactional_ids: tuple[str, ...], cluster: bool,
+            principals: Sequence[str], hosts: Sequence[str], operations: tuple[str, ...], pattern: str, deny: bool, producer: bool,
+            idempotent: bool, consumer: bool, file: Path | None) -> list[Acl]:
     from kctl.admin.security.acls import OPERATIONS, PATTERN_TYPES, Acl, consumer_acls, parse_choice, parse_principal, producer_acls
 
     if file is not None:
@@ -116,7 +127,7 @@ def _wanted(app, topics, groups, transactional_ids, cluster, principals, hosts, 
             raise UsageError("--producer and --consumer need --topic")
         if consumer and not groups:
             raise UsageError("--consumer needs --group (the consumer group that reads the topics)")
-        acls = []
+        acls: list[Acl] = []
         for principal, host in itertools.product(principals, hosts):
             if producer:
                 acls += producer_acls(principal, host, topics, pattern_type, transactional_ids, idempotent)
@@ -136,7 +147,7 @@ def _wanted(app, topics, groups, transactional_ids, cluster, principals, hosts, 
     ]
 
 
-def _read_file(app: App, path: Path):
+def _read_file(app: App, path: Path) -> list[Acl]:
     from kctl.admin.security.acls import read_acl_file
     from kctl.errors import InvalidError
 
@@ -158,7 +169,7 @@ def _read_file(app: App, path: Path):
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transactional_ids: tuple[str, ...], cluster: bool, principals: tuple[str, ...], hosts: tuple[str, ...], operations: tuple[str, ...], pattern: str, permission: str | None, all_: bool, dry_run: bool, yes: bool):
+def delete(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transactional_ids: tuple[str, ...], cluster: bool, principals: tuple[str, ...], hosts: tuple[str, ...], operations: tuple[str, ...], pattern: str, permission: str | None, all_: bool, dry_run: bool, yes: bool) -> None:
     """Delete the ACLs a filter matches, after showing them and asking.
 
     The filter options are those of `acl list`, and what `acl list` shows with them is
@@ -202,7 +213,7 @@ def _count(n: int) -> str:
     return f"{n} ACL" if n == 1 else f"{n} ACLs"
 
 
-def _report(app: App, results, action: str) -> None:
+def _report(app: App, results: Sequence[AclResult], action: str) -> None:
     app.out.table(results, RESULT_TABLE)
     failed = [r for r in results if r.status == "failed"]
     for result in failed:

@@ -9,6 +9,12 @@ from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import KeyValueType, global_options, pass_app, yes_option
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from kctl.config.model import ConfigFile
+
 CONTEXT_TABLE = TableSpec(
     (Column("current", "CURRENT", get=lambda c: "*" if c.current else ""), Column("name", "NAME"), Column("bootstrap_servers", "BOOTSTRAP-SERVERS"))
 )
@@ -28,7 +34,7 @@ CONTEXT_DOCUMENT = DocumentSpec(
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
-def context():
+def context() -> None:
     """Manage named cluster connections.
 
     Contexts live in $KCTL_CONFIG or $XDG_CONFIG_HOME/kctl/config.toml (created
@@ -37,7 +43,7 @@ def context():
     """
 
 
-def _save(app: App, config) -> None:
+def _save(app: App, config: ConfigFile) -> None:
     from kctl.config.file import save
 
     save(app.config_path, config)
@@ -46,7 +52,7 @@ def _save(app: App, config) -> None:
 @context.command("list")
 @global_options
 @pass_app
-def list_(app: App):
+def list_(app: App) -> None:
     """List contexts; the current one is marked with *.
 
     \b
@@ -63,7 +69,7 @@ def list_(app: App):
 @click.argument("name", required=False)
 @global_options
 @pass_app
-def show(app: App, name: str | None):
+def show(app: App, name: str | None) -> None:
     """Show a stored context, or without NAME the settings in effect now.
 
     The settings in effect include -b, -X, --timeout and KCTL_* variables. Secrets
@@ -86,7 +92,7 @@ def show(app: App, name: str | None):
 @click.argument("name")
 @global_options
 @pass_app
-def use(app: App, name: str):
+def use(app: App, name: str) -> None:
     """Make NAME the current context.
 
     \b
@@ -122,9 +128,12 @@ def use(app: App, name: str):
 @click.option("--secrets-in", type=click.Choice(["auto", "keyring", "file"]), default="auto", show_default=True,
               help="Where passwords and client secrets given now are kept: the OS keyring (auto: when one is available, else the file, with a note) or config.toml (mode 600).")
 @pass_app
-def set_(app: App, name: str, bootstrap: str | None, properties: tuple[tuple[str, str], ...], timeout: float | None, unset: tuple[str, ...], make_current: bool, aws_msk_iam_region: str | None, aws_msk_iam_profile: str | None, aws_msk_iam_role_arn: str | None,
-         schema_registry_url: str | None, schema_registry_basic_auth_file: str | None, schema_registry_bearer_token_file: str | None, schema_registry_ca: str | None,
-         connect_url: str | None, connect_name: str, connect_basic_auth_file: str | None, connect_bearer_token_file: str | None, connect_ca: str | None, password_stdin: bool, secrets_in: str):
+def set_(app: App, name: str, bootstrap: str | None, properties: tuple[tuple[str, str], ...], timeout: float | None,
+         unset: tuple[str, ...], make_current: bool, aws_msk_iam_region: str | None, aws_msk_iam_profile: str | None,
+         aws_msk_iam_role_arn: str | None, schema_registry_url: str | None, schema_registry_basic_auth_file: str | None,
+         schema_registry_bearer_token_file: str | None, schema_registry_ca: str | None, connect_url: str | None, connect_name: str,
+         connect_basic_auth_file: str | None, connect_bearer_token_file: str | None, connect_ca: str | None, password_stdin: bool,
+         secrets_in: str) -> None:
     """Create or update a context.
 
     The first context created becomes the current one. Passwords and client secrets
@@ -197,7 +206,7 @@ def _password_from_stdin() -> str:
     return password
 
 
-def _store_secrets(app: App, name: str, properties: tuple, secrets_in: str) -> tuple[str, ...]:
+def _store_secrets(app: App, name: str, properties: tuple[tuple[str, str], ...], secrets_in: str) -> tuple[str, ...]:
     """Store the secrets among `properties` in the OS keyring as --secrets-in says; the
     keys stored (the others stay in the file)."""
     from kctl.config.contexts import stored_secret
@@ -222,7 +231,7 @@ def _store_secrets(app: App, name: str, properties: tuple, secrets_in: str) -> t
     return tuple(stored)
 
 
-def _forget(app: App, name: str, keys) -> None:
+def _forget(app: App, name: str, keys: Iterable[str]) -> None:
     """Remove `keys` of context `name` from the OS keyring, saying what could not be."""
     from kctl.config.os_keyring import forget
 
@@ -237,7 +246,7 @@ def _forget(app: App, name: str, keys) -> None:
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, name: str, yes: bool):
+def delete(app: App, name: str, yes: bool) -> None:
     """Delete a context from the config file, and its secrets from the OS keyring.
 
     \b

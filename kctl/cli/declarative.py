@@ -14,6 +14,19 @@ from kctl.cli._options import RegexType, global_options, pass_app, yes_option
 from kctl.errors import ExitCode, KctlError, PartialFailure, UsageError
 from kctl.output.spec import Column, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from kctl.admin.client.session import AdminSession
+    from kctl.admin.cluster.replication import PartitionMove
+    from kctl.admin.connect.rest import ConnectClient
+    from kctl.admin.declarative.apply import ApplyResult
+    from kctl.admin.declarative.plan import Change
+    from kctl.admin.declarative.resources import Resource
+    from kctl.config.model import ClientSettings
+
+    # (context, session, the session if opened here else None, changes, Connect client)
+    _Plan = tuple[str | None, AdminSession, AdminSession | None, list[Change], ConnectClient | None]
+
 KIND_NAMES = ("Topic", "ClusterConfig", "Acl", "Quota", "User", "Connector")
 PLAN_TABLE = TableSpec(
     (
@@ -50,7 +63,7 @@ topic_regex_option = click.option(
 )
 
 
-def _connect(app: App, settings, choice: str | None, kinds: Sequence[str]):
+def _connect(app: App, settings: ClientSettings, choice: str | None, kinds: Sequence[str]) -> ConnectClient | None:
     """The Connect client for the Connector kind, closed when the command ends; None when
     the kind is not wanted, or none is configured and none was asked for (the kind is
     then skipped or refused, as a kind the cluster lacks)."""
@@ -88,7 +101,8 @@ def _kinds(values: Sequence[str]) -> list[str]:
 @connect_option
 @global_options
 @pass_app
-def export(app: App, kinds: tuple[str, ...], topic_regex: re.Pattern[str] | None, directory: Path | None, connect_choice: str | None):
+def export(app: App, kinds: tuple[str, ...], topic_regex: re.Pattern[str] | None, directory: Path | None,
+           connect_choice: str | None) -> None:
     """Write the cluster's state as resource files (YAML).
 
     Topics with their partitions, replication factor and config overrides (values the
@@ -131,7 +145,7 @@ def export(app: App, kinds: tuple[str, ...], topic_regex: re.Pattern[str] | None
         app.note(f"wrote {len(docs)} file(s) to {directory}")
 
 
-def _load(app: App, files: Sequence[str]):
+def _load(app: App, files: Sequence[str]) -> list[Resource]:
     from kctl.admin.declarative.resources import ResourceFileError, load
 
     stdin_text = app.stdin.read() if "-" in files else None
@@ -144,18 +158,18 @@ def _load(app: App, files: Sequence[str]):
         raise
 
 
-def _groups(app: App, resources):
+def _groups(app: App, resources: Sequence[Resource]) -> dict[str | None, list[Resource]]:
     """Resources by the context they are for; --context or -b on the command line wins
     over every file's context."""
     if app.context is not None or app.bootstrap is not None:
         return {None: list(resources)}
-    groups: dict[str | None, list] = {}
+    groups: dict[str | None, list[Resource]] = {}
     for resource in resources:
         groups.setdefault(resource.context, []).append(resource)
     return groups
 
 
-def _session(app: App, context: str | None):
+def _session(app: App, context: str | None) -> tuple[AdminSession, AdminSession | None]:
     if context is None:
         return app.session, None
     from kctl.admin.client.session import AdminSession
@@ -166,7 +180,8 @@ def _session(app: App, context: str | None):
     return session, session
 
 
-def _plans(app: App, resources, prune: bool, topic_regex, connect_choice: str | None = None):
+def _plans(app: App, resources: Sequence[Resource], prune: bool, topic_regex: re.Pattern[str] | None,
+           connect_choice: str | None = None) -> list[_Plan]:
     """(context, session, the session if opened here else None, changes) per context the
     files name."""
     import dataclasses
@@ -175,7 +190,7 @@ def _plans(app: App, resources, prune: bool, topic_regex, connect_choice: str | 
     from kctl.admin.declarative.resources import Topic
     from kctl.admin.declarative.state import read
 
-    out = []
+    out: list[_Plan] = []
     for context, members in _groups(app, resources).items():
         if topic_regex is not None:
             members = [r for r in members if not isinstance(r, Topic) or topic_regex.fullmatch(r.name)]
@@ -208,7 +223,7 @@ def _plans(app: App, resources, prune: bool, topic_regex, connect_choice: str | 
 @connect_option
 @global_options
 @pass_app
-def diff(app: App, files: tuple[str, ...], prune: bool, topic_regex: re.Pattern[str] | None, connect_choice: str | None):
+def diff(app: App, files: tuple[str, ...], prune: bool, topic_regex: re.Pattern[str] | None, connect_choice: str | None) -> None:
     """Show the changes that would make the cluster match the files.
 
     One line per change: topics to create, configs to set or reset (old -> new),
@@ -228,7 +243,7 @@ def diff(app: App, files: tuple[str, ...], prune: bool, topic_regex: re.Pattern[
     from kctl.admin.declarative.plan import summary
 
     resources = _load(app, files)
-    every = []
+    every: list[Change] = []
     plans = _plans(app, resources, prune, topic_regex, connect_choice)
     for context, _session, owned, changes, _connect in plans:
         if owned is not None:
@@ -256,7 +271,7 @@ def diff(app: App, files: tuple[str, ...], prune: bool, topic_regex: re.Pattern[
 @connect_option
 @global_options
 @pass_app
-def apply(app: App, files: tuple[str, ...], validate: bool, dry_run: bool, prune: bool, topic_regex: re.Pattern[str] | None, throttle: str | None, wait: bool, wait_timeout: float | None, yes: bool, connect_choice: str | None):
+def apply(app: App, files: tuple[str, ...], validate: bool, dry_run: bool, prune: bool, topic_regex: re.Pattern[str] | None, throttle: str | None, wait: bool, wait_timeout: float | None, yes: bool, connect_choice: str | None) -> None:
     """Make the cluster match the files: plan, confirm, apply, report.
 
     Changes go in a safe order: topics created, configs set, partitions added,
@@ -297,6 +312,8 @@ def apply(app: App, files: tuple[str, ...], validate: bool, dry_run: bool, prune
         removals = sum(1 for c in every if c.symbol == "-")
         question = f"Apply {summary(every)}" + (f" (removes {removals})" if removals else "") + "?"
         app.confirm(question, yes=yes, action="apply the plan")
+        results: list[ApplyResult]
+        waits: list[tuple[AdminSession, list[PartitionMove]]]
         results, waits = [], []
         for _context, session, _owned, changes, connect in plans:
             done, moves = applying(session, changes, throttle=rate, env=app.env, connect=connect)
@@ -312,7 +329,7 @@ def apply(app: App, files: tuple[str, ...], validate: bool, dry_run: bool, prune
     _finish(app, results)
 
 
-def _wait(app: App, waits, wait: bool, wait_timeout: float | None) -> None:
+def _wait(app: App, waits: Sequence[tuple[AdminSession, Sequence[PartitionMove]]], wait: bool, wait_timeout: float | None) -> None:
     if not waits:
         return
     if not wait:
@@ -324,7 +341,7 @@ def _wait(app: App, waits, wait: bool, wait_timeout: float | None) -> None:
         finish(app, wait_for_moves(app, moves, wait_timeout=wait_timeout, session=session), "reassign partitions")
 
 
-def _finish(app: App, results) -> None:
+def _finish(app: App, results: Sequence[ApplyResult]) -> None:
     bad = [r for r in results if r.status in ("failed", "refused")]
     for result in bad:
         what = "refused" if result.status == "refused" else f"{result.action} failed"

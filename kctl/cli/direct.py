@@ -18,7 +18,41 @@ from collections.abc import Mapping, Sequence
 
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
-    from typing import Any
+    import re
+    from typing import Any, Literal, Protocol, TypeAlias
+
+    from kctl.cli._app import App
+
+    # A value type, as kctl/cli/_direct_params.py's docstring describes it (None: text).
+    _Kind: TypeAlias = (
+        tuple[Literal["int", "float"], float | None, float | None, bool, bool]
+        | tuple[Literal["choice"], tuple[str, ...], bool]
+        | tuple[Literal["regex"]]
+        | tuple[Literal["other"], str]
+        | None
+    )
+    # A value as _convert gives it.
+    _Value: TypeAlias = str | int | float | re.Pattern[str] | None
+    # GLOBALS: flag -> (App attribute, takes a value, value type).
+    _GlobalSpec: TypeAlias = tuple[str, bool, _Kind]
+    # An option: (name, takes a value, value when given as a flag, repeatable, value type).
+    _OptionSpec: TypeAlias = tuple[str, bool, bool | str | None, bool, _Kind]
+    # An argument: (name, nargs, required, value type).
+    _ArgumentSpec: TypeAlias = tuple[str, int, bool, _Kind]
+    # COMMANDS: "noun verb" -> (body, options, arguments, defaults).
+    _Command: TypeAlias = tuple[str, Mapping[str, _OptionSpec], tuple[_ArgumentSpec, ...], Mapping[str, object]]
+
+    class _Params(Protocol):
+        """kctl.cli._direct_params, the module."""
+
+        @property
+        def GLOBALS(self) -> Mapping[str, _GlobalSpec]: ...
+        @property
+        def NOUNS(self) -> Mapping[str, str]: ...
+        @property
+        def VERBS(self) -> Mapping[Any, Mapping[str, str]]: ...  # Any: _parse looks a noun up as NOUNS.get gives it, or None
+        @property
+        def COMMANDS(self) -> Mapping[str, _Command]: ...
 
 
 class _ToClick(Exception):
@@ -40,6 +74,10 @@ def run(args: Sequence[str], env: Mapping[str, str]) -> int | None:
         return None
     from kctl.cli._app import App
 
+    body: str
+    options: Mapping[str, _OptionSpec]
+    _arguments: tuple[_ArgumentSpec, ...]
+    _defaults: Mapping[str, object]
     body, options, _arguments, _defaults = params.COMMANDS[command]
     app = App(
         env=dict(env),
@@ -55,7 +93,7 @@ def run(args: Sequence[str], env: Mapping[str, str]) -> int | None:
         try:
             module, name = body.split(":")
             __import__(module)
-            status = getattr(sys.modules[module], name)(app, **values)
+            status: int | None = getattr(sys.modules[module], name)(app, **values)
         finally:
             app.close()
     except SystemExit:
@@ -65,7 +103,7 @@ def run(args: Sequence[str], env: Mapping[str, str]) -> int | None:
     return status or 0
 
 
-def _failure_status(app, options: Mapping[str, tuple]) -> int:
+def _failure_status(app: App, options: Mapping[str, _OptionSpec]) -> int:
     """As kctl.cli.main's tree renders a failure: a hint's settings as the command's
     flags (kctl.cli._lazy), a missing name with the closest one and a stopped bundled
     broker with its start (kctl.cli._suggest)."""
@@ -85,7 +123,7 @@ def _failure_status(app, options: Mapping[str, tuple]) -> int:
     return failure_status(failure, False)  # type: ignore[arg-type]
 
 
-def _parse(args: Sequence[str], params) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]:
+def _parse(args: Sequence[str], params: _Params) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, object]]:
     """(command, root's global options, the command's global options, its parameters by
     name), or _ToClick."""
     root: dict[str, Any] = {}
@@ -124,7 +162,7 @@ def _parse(args: Sequence[str], params) -> tuple[str, dict[str, Any], dict[str, 
     return command, root, given, {**defaults, **{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}}
 
 
-def _option(rest: list[str], options: Mapping[str, tuple], values: dict[str, Any]) -> bool | None:
+def _option(rest: list[str], options: Mapping[str, _OptionSpec], values: dict[str, Any]) -> bool | None:
     """Take the command's own option at the head of `rest` into `values`; None when it
     is not one of them."""
     spec, value = _match(rest, options)
@@ -139,7 +177,7 @@ def _option(rest: list[str], options: Mapping[str, tuple], values: dict[str, Any
     return True
 
 
-def _global(rest: list[str], globals_: Mapping[str, tuple], into: dict[str, Any]) -> None:
+def _global(rest: list[str], globals_: Mapping[str, _GlobalSpec], into: dict[str, Any]) -> None:
     spec, value = _match(rest, {opt: (name, takes_value, True, name == "properties", kind)
                                 for opt, (name, takes_value, kind) in globals_.items()})
     if spec is None:
@@ -152,7 +190,7 @@ def _global(rest: list[str], globals_: Mapping[str, tuple], into: dict[str, Any]
         into[name] = converted
 
 
-def _match(rest: list[str], options: Mapping[str, tuple]) -> tuple[tuple | None, str | None]:
+def _match(rest: list[str], options: Mapping[str, _OptionSpec]) -> tuple[_OptionSpec | None, str | None]:
     """The option spec at the head of `rest` and its value (both taken off `rest`), as
     click's parser reads `--name value`, `--name=value`, `-n value` and `-nvalue`."""
     token = rest[0]
@@ -179,7 +217,7 @@ def _match(rest: list[str], options: Mapping[str, tuple]) -> tuple[tuple | None,
     return spec, rest.pop(0)
 
 
-def _convert(value: str | None, kind: tuple | None) -> Any:
+def _convert(value: str | None, kind: _Kind) -> _Value:
     """`value` as click's type `kind` converts it, or _ToClick for what click would
     refuse (its message) or a type this parser leaves to it."""
     if kind is None or value is None:

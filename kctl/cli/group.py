@@ -11,6 +11,13 @@ from kctl.cli._options import RegexType, global_options, pass_app, runs, yes_opt
 from kctl.cli._resets import run_reset
 from kctl.output.spec import Column, DocumentSpec, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kctl.admin.groups.resets import ResetSpec
+    from kctl.errors import GroupActiveError
+
 RESULT_TABLE = TableSpec((Column("group", "GROUP"), Column("status", "STATUS"), Column("error", "ERROR", wide=True)))
 # kctl.admin.groups.STATES and TYPES, repeated here so that --help imports no client
 # library (a test keeps them equal).
@@ -19,7 +26,7 @@ GROUP_TYPES = ("classic", "consumer", "share", "streams")
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
-def group():
+def group() -> None:
     """Groups of every type (classic, consumer, share, streams): members, offsets, lag."""
 
 
@@ -29,7 +36,7 @@ def group():
 @click.option("--type", "types", multiple=True, type=click.Choice(GROUP_TYPES, case_sensitive=False), metavar="TYPE", help=f"Only groups of this type: {', '.join(GROUP_TYPES)} (repeatable).")
 @global_options
 @runs("kctl.cli.reads.group:list_")
-def list_():
+def list_() -> None:
     """List groups of every type with state, type, member count and assignor.
 
     Types are Kafka 4's: classic (the JoinGroup protocol), consumer (KIP-848,
@@ -51,7 +58,7 @@ def list_():
 @click.argument("groups", nargs=-1, required=True, metavar="GROUP...")
 @global_options
 @runs("kctl.cli.reads.group:describe")
-def describe():
+def describe() -> None:
     """Show groups: state, members (client id, host, assignment), offsets.
 
     Groups of every type are described with what Kafka knows of them. Consumer
@@ -88,7 +95,7 @@ def describe():
 @click.option("--serve", metavar="[HOST]:PORT", help="Serve the lag as Prometheus metrics on http://HOST:PORT/metrics (and /healthz), sampling every --interval, until Ctrl-C or SIGTERM (exit 0).")
 @global_options
 @runs("kctl.cli.reads.group:lag")
-def lag():
+def lag() -> None:
     """Show lag per partition: committed offset, log start and end, records left.
 
     LAG is what is left to consume: log end minus the committed offset, counted from
@@ -150,7 +157,7 @@ STATUS_TABLE = TableSpec(
 @click.option("--state-file", type=click.Path(dir_okay=False), metavar="PATH", help="Lag history file (default $XDG_STATE_HOME/kctl/lag/<bootstrap>.json).")
 @global_options
 @pass_app
-def status(app: App, groups: tuple[str, ...], all_: bool, window: int, warn_lag: int | None, crit_lag: int | None, warn_seconds: float | None, crit_seconds: float | None, state_file: str | None):
+def status(app: App, groups: tuple[str, ...], all_: bool, window: int, warn_lag: int | None, crit_lag: int | None, warn_seconds: float | None, crit_seconds: float | None, state_file: str | None) -> None:
     """Judge groups Burrow-style from the lag history, with Nagios exit statuses.
 
     Each run adds a sample to the history and judges each partition by the last
@@ -199,7 +206,7 @@ def status(app: App, groups: tuple[str, ...], all_: bool, window: int, warn_lag:
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, groups: tuple[str, ...], yes: bool):
+def delete(app: App, groups: tuple[str, ...], yes: bool) -> None:
     """Delete groups and their committed offsets (only groups without members).
 
     \b
@@ -214,18 +221,22 @@ def delete(app: App, groups: tuple[str, ...], yes: bool):
     report(app, results, errors, RESULT_TABLE, "delete groups")
 
 
-def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime, by_duration):
+def _spec(app: App, to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None,
+          to_datetime: str | None, by_duration: str | None) -> ResetSpec:
+    from typing import cast
+
     from kctl.admin.groups.resets import ResetSpec
     from kctl.timespec import format_instant, parse_duration, parse_instant
 
+    # Each lambda is called only when its flag is given (so its value is not None).
     chosen = [
         (to_earliest, lambda: ResetSpec(mode="earliest")),
         (to_latest, lambda: ResetSpec(mode="latest")),
         (to_current, lambda: ResetSpec(mode="current")),
         (to_offset is not None, lambda: ResetSpec(mode="offset", value=to_offset)),
         (shift_by is not None, lambda: ResetSpec(mode="shift", value=shift_by)),
-        (to_datetime is not None, lambda: ResetSpec(mode="timestamp", value=parse_instant(to_datetime))),
-        (by_duration is not None, lambda: ResetSpec(mode="timestamp", value=parse_instant(f"-{parse_duration(by_duration)}"))),
+        (to_datetime is not None, lambda: ResetSpec(mode="timestamp", value=parse_instant(cast(str, to_datetime)))),
+        (by_duration is not None, lambda: ResetSpec(mode="timestamp", value=parse_instant(f"-{parse_duration(cast(str, by_duration))}"))),
     ]
     picked = [make for given, make in chosen if given]
     if len(picked) != 1:
@@ -257,7 +268,7 @@ def _spec(app: App, to_earliest, to_latest, to_current, to_offset, shift_by, to_
 @yes_option
 @global_options
 @pass_app
-def reset_offsets(app: App, groups: tuple[str, ...], to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None, to_datetime: str | None, by_duration: str | None, from_file: str | None, to_group: str | None, export: str | None, backup: str | None, topics: tuple[str, ...], all_topics: bool, execute: bool, allow_new_group: bool, undo: str | None, yes: bool):
+def reset_offsets(app: App, groups: tuple[str, ...], to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None, to_datetime: str | None, by_duration: str | None, from_file: str | None, to_group: str | None, export: str | None, backup: str | None, topics: tuple[str, ...], all_topics: bool, execute: bool, allow_new_group: bool, undo: str | None, yes: bool) -> None:
     """Reset committed offsets: a dry run unless --execute.
 
     The plan shows each partition's current and new offset, the delta (negative
@@ -288,8 +299,9 @@ def reset_offsets(app: App, groups: tuple[str, ...], to_earliest: bool, to_lates
 
     ids = list(dict.fromkeys(groups))
     # A dry run of an active group is shown, with the refusal --execute would meet.
-    on_active = None if execute else (lambda refusal: app.warn(f"{refusal.action}: {refusal.cause}; "
-                                                               "this plan is a preview: --execute is refused until then"))
+    on_active: Callable[[GroupActiveError], None] | None = None if execute else (
+        lambda refusal: app.warn(f"{refusal.action}: {refusal.cause}; "
+                                 "this plan is a preview: --execute is refused until then"))
 
     if undo is not None:
         entry, plans = plan_undo(app.session, journal_dir(app.env), undo, bootstrap=app.settings.bootstrap_servers, on_active=on_active)
@@ -338,7 +350,7 @@ DELETION_TABLE = TableSpec(
 @yes_option
 @global_options
 @pass_app
-def delete_offsets(app: App, group_id: str, topics: tuple[str, ...], yes: bool):
+def delete_offsets(app: App, group_id: str, topics: tuple[str, ...], yes: bool) -> None:
     """Delete a group's committed offsets for some topics or partitions.
 
     The group then starts those partitions from auto.offset.reset. Kafka refuses

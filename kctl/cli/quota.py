@@ -10,8 +10,17 @@ from kctl.cli._options import KeyValueType, global_options, pass_app, yes_option
 from kctl.errors import NotFoundError, UsageError
 from kctl.output.spec import Column, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeVar
 
-def _number(value):
+    from kctl.admin.security.quotas import Entity
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _number(value: float | None) -> str | None:
     """1048576.0 as 1048576: quota values are doubles on the wire, whole numbers in use."""
     if value is None:
         return None
@@ -38,8 +47,8 @@ EFFECTIVE_TABLE = TableSpec(
 QUOTA_NAMES = "producer_byte_rate, consumer_byte_rate, request_percentage, controller_mutation_rate (users, client ids); connection_creation_rate (IPs)"
 
 
-def entity_options(command):
-    options = [
+def entity_options(command: _F) -> _F:
+    options: list[Callable[[_F], _F]] = [
         click.option("--user", metavar="NAME", help="A user principal's name (alice for User:alice)."),
         click.option("--default-user", is_flag=True, help="The default for users without their own quota."),
         click.option("--client-id", metavar="ID", help="A client id."),
@@ -52,7 +61,7 @@ def entity_options(command):
     return command
 
 
-def _name(value, default: bool, option: str):
+def _name(value: str | None, default: bool, option: str) -> str | None:
     from kctl.admin.security.quotas import DEFAULT
 
     if value is not None and default:
@@ -60,14 +69,15 @@ def _name(value, default: bool, option: str):
     return DEFAULT if default else value
 
 
-def _entity(user, default_user, client_id, default_client_id, ip, default_ip):
+def _entity(user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None,
+            default_ip: bool) -> Entity:
     from kctl.admin.security.quotas import entity_of
 
     return entity_of(_name(user, default_user, "user"), _name(client_id, default_client_id, "client-id"), _name(ip, default_ip, "ip"))
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
-def quota():
+def quota() -> None:
     """Client quotas: byte rates, request and mutation rates of users, client ids and IPs."""
 
 
@@ -75,7 +85,8 @@ def quota():
 @entity_options
 @global_options
 @pass_app
-def list_(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool):
+def list_(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None,
+          default_ip: bool) -> None:
     """List quotas: every one, or those of entities matching the options.
 
     --user alice lists alice's quotas and those of alice with any client id; <default>
@@ -104,7 +115,8 @@ def list_(app: App, user: str | None, default_user: bool, client_id: str | None,
 @entity_options
 @global_options
 @pass_app
-def describe(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool):
+def describe(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None,
+             default_ip: bool) -> None:
     """Show the quotas that apply to a client, and the entity each comes from.
 
     Kafka takes each quota from the most specific entity that sets it: user and client
@@ -129,7 +141,8 @@ def describe(app: App, user: str | None, default_user: bool, client_id: str | No
 @click.option("--dry-run", is_flag=True, help="Have the broker validate the change and apply nothing.")
 @global_options
 @pass_app
-def set_(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool, settings: tuple[tuple[str, str], ...], dry_run: bool):
+def set_(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool,
+         settings: tuple[tuple[str, str], ...], dry_run: bool) -> None:
     """Set quotas of one entity; its other quotas stay as they are.
 
     \b
@@ -144,7 +157,7 @@ def set_(app: App, user: str | None, default_user: bool, client_id: str | None, 
     entity = _entity(user, default_user, client_id, default_client_id, ip, default_ip)
     if not settings:
         raise UsageError(f"give at least one --set QUOTA=VALUE; quotas: {QUOTA_NAMES}")
-    values = {}
+    values: dict[str, float] = {}
     for key, text in settings:
         name = parse_key(key, entity)
         values[name] = parse_value(name, text)
@@ -162,7 +175,8 @@ def set_(app: App, user: str | None, default_user: bool, client_id: str | None, 
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None, default_ip: bool, keys: tuple[str, ...], dry_run: bool, yes: bool):
+def delete(app: App, user: str | None, default_user: bool, client_id: str | None, default_client_id: bool, ip: str | None,
+           default_ip: bool, keys: tuple[str, ...], dry_run: bool, yes: bool) -> None:
     """Remove quotas of one entity (all of them, or those of --quota).
 
     \b
@@ -176,7 +190,7 @@ def delete(app: App, user: str | None, default_user: bool, client_id: str | None
     entity = _entity(user, default_user, client_id, default_client_id, ip, default_ip)
     asked = [parse_key(k, entity) for k in keys]
 
-    def lacks(current: dict) -> bool:
+    def lacks(current: dict[str, float]) -> bool:
         return not current or any(k not in current for k in asked)
 
     # A quota set a moment ago may not have reached the broker answering yet (quota set
@@ -196,7 +210,7 @@ def delete(app: App, user: str | None, default_user: bool, client_id: str | None
     _show(app, entity, quotas_after(app.session, entity, {}, wanted))
 
 
-def _show(app: App, entity, values: dict) -> None:
+def _show(app: App, entity: Entity, values: Mapping[str, float]) -> None:
     """The entity's quotas after a change, read back from the cluster."""
     from kctl.admin.security.quotas import Quota
 

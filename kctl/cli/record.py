@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -16,7 +16,25 @@ from kctl.cli._progress import moving, progress, stop_on_signals
 from kctl.output.spec import Column, DocumentSpec, Field, TableSpec
 
 if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Protocol, TextIO
+
+    from kctl.admin.topics.offsets import PartitionSelector
+    from kctl.records.copy import CopyReport
+    from kctl.records.model import ConsumedRecord
+    from kctl.records.output import RecordWriter
     from kctl.records.position import Position
+    from kctl.records.redrive import RedriveOptions, RedriveReport
+    from kctl.records.serdes import RecordDecoder
+
+    class WherePredicate(Protocol):
+        """compile_where's predicate: it counts the records the expression failed on."""
+
+        errors: int
+        first_error: str | None
+
+        def __call__(self, record: ConsumedRecord) -> bool: ...
 
 DELETE_TABLE = TableSpec(
     (
@@ -34,20 +52,20 @@ DELETE_TABLE = TableSpec(
 
 
 @click.group(cls=LazyGroup)
-def record():
+def record() -> None:
     """Produce, consume, copy, redrive and delete records."""
 
 
 COMPRESSION = click.Choice(["none", "gzip", "snappy", "lz4", "zstd"])
 
 
-def _escaped(_ctx, _param, value):
+def _escaped(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     from kctl.records.model import unescape
 
     return None if value is None else unescape(value)
 
 
-def _header_pairs(values, *, value_required: bool):
+def _header_pairs(values: Iterable[str], *, value_required: bool) -> list[tuple[str, str | None]]:
     from kctl.cli.writes.record import header_pairs
 
     try:
@@ -83,7 +101,7 @@ def _header_pairs(values, *, value_required: bool):
 @click.option("--registry-url", metavar="URL", help="The schema registry; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @global_options
 @runs("kctl.cli.writes.record:produce")
-def produce():
+def produce() -> None:
     """Write records to TOPIC from stdin or a file, one per line.
 
     Each line is a value unless --key-separator, --format or --input jsonl says how to
@@ -155,7 +173,8 @@ def produce():
 @global_options
 @pass_app
 def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | None, partitions: tuple[int, ...], max_records: int | None, follow: bool, group: str | None, commit: bool, isolation: str, key_filter: str | None, partitioner: str, grep: re.Pattern[bytes] | None, where: str | None,
-            headers: tuple[str, ...], template: str | None, value_format: str | None, key_format: str | None, registry_url: str | None):
+            headers: tuple[str, ...], template: str | None, value_format: str | None, key_format: str | None,
+            registry_url: str | None) -> None:
     """Read records from topics and write them to stdout.
 
     Reads every partition from --from (the earliest offset, or the group's committed
@@ -231,7 +250,7 @@ def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | 
         selectors=parsed, start=start_at, end=end_at, follow=follow, max_records=max_records,
         group=group, commit=commit, isolation=isolation,
     )
-    signalled = stop_on_signals()
+    signalled: threading.Event = stop_on_signals()
     # Records going to a file or a pipe: progress on stderr (a live display on a terminal).
     with progress(app, "consume", unit="records", enabled=not app.stdout_is_tty) as shown:
         report = consume_records(app.session, options, writer.write, keep, gone=_reader_gone(app.stdout),
@@ -267,29 +286,29 @@ def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | 
         )
 
 
-def _where(expression: str | None):
+def _where(expression: str | None) -> WherePredicate | None:
     """--where's predicate (kctl.records.where), or None without one."""
     if expression is None:
         return None
     from kctl.records.where import compile_where
 
-    return compile_where(expression)
+    return cast("WherePredicate", compile_where(expression))  # the predicate carries errors and first_error
 
 
-def _note_where_failures(app: App, selection, outcome: str) -> None:
+def _note_where_failures(app: App, selection: WherePredicate | None, outcome: str) -> None:
     """Say how many records --where could not be evaluated on (they do not match)."""
     if selection is not None and selection.errors:
         app.note(f"note: --where failed on {selection.errors} record(s), which {outcome}; the first: {selection.first_error}")
 
 
-def _partitions_of_key(app: App, selectors, key: bytes, partitioner: str):
+def _partitions_of_key(app: App, selectors: list[PartitionSelector], key: bytes, partitioner: str) -> list[PartitionSelector]:
     """Each topic's selector narrowed to the partition `partitioner` maps `key` to, said
     on stderr (an empty key under the consistent partitioner has none: every partition)."""
     from kctl.admin.topics.offsets import PartitionSelector
     from kctl.partitioner import partition_of
 
     metadata = app.session.metadata("consume", [s.topic for s in selectors])
-    narrowed = []
+    narrowed: list[PartitionSelector] = []
     for selector in selectors:
         layout = metadata.topics.get(selector.topic)
         count = len(layout.partitions) if layout is not None else 0
@@ -303,14 +322,14 @@ def _partitions_of_key(app: App, selectors, key: bytes, partitioner: str):
     return narrowed
 
 
-def _note_held_back(app: App, selectors) -> None:
+def _note_held_back(app: App, selectors: Sequence[PartitionSelector]) -> None:
     from kctl.admin.topics.offsets import resolve_partitions
     from kctl.cli._transactions import note_held_back
 
     note_held_back(app, resolve_partitions(app.session, selectors, action="consume"))
 
 
-def _decoder(app: App, registry_url: str | None, *, key_format: str | None, value_format: str | None):
+def _decoder(app: App, registry_url: str | None, *, key_format: str | None, value_format: str | None) -> RecordDecoder | None:
     """A RecordDecoder when --key-format or --value-format asks for one."""
     if key_format is None and value_format is None:
         return None
@@ -319,7 +338,7 @@ def _decoder(app: App, registry_url: str | None, *, key_format: str | None, valu
     return RecordDecoder(app.registry(registry_url), key_format=key_format, value_format=value_format, warn=app.warn)
 
 
-def _writer(app: App, template: str | None, decoder=None):
+def _writer(app: App, template: str | None, decoder: RecordDecoder | None = None) -> RecordWriter:
     from kctl.errors import UsageError
     from kctl.records.output import record_writer
     from kctl.records.template import TemplateError
@@ -337,7 +356,7 @@ def _writer(app: App, template: str | None, decoder=None):
         raise UsageError(action=f"parse --format {template!r}", cause=str(exc)) from None
 
 
-def _reader_gone(stream):
+def _reader_gone(stream: TextIO) -> Callable[[], bool]:
     """Whether stdout is a pipe whose reader has gone (`--follow | head` after head
     exits): Linux flags the write end with POLLERR, so an idle follower need not wait
     for its next record to find out."""
@@ -366,7 +385,7 @@ COPY_DOCUMENT = DocumentSpec(
 )
 
 
-def _max_records(max_records, limit):
+def _max_records(max_records: int | None, limit: int | None) -> int | None:
     """-n/--max-records, or the --limit earlier releases named it (kept, hidden)."""
     return max_records if max_records is not None else limit
 
@@ -387,7 +406,9 @@ def _max_records(max_records, limit):
 @click.option("--source-header", is_flag=True, help="Add a kctl-copy-source header (topic/partition/offset in SOURCE) to each record copied.")
 @global_options
 @pass_app
-def copy(app: App, source: str, target: str, to_cluster: str | None, start: str | None, end: str | None, group: str | None, where: str | None, max_records: int | None, limit: int | None, rate: float | None, partitioner: str, source_header: bool):
+def copy(app: App, source: str, target: str, to_cluster: str | None, start: str | None, end: str | None, group: str | None,
+         where: str | None, max_records: int | None, limit: int | None, rate: float | None, partitioner: str,
+         source_header: bool) -> None:
     """Copy records from SOURCE to TARGET, on this cluster or another.
 
     The copy is the same records: keys, values, headers and timestamps are kept (add
@@ -428,7 +449,7 @@ def copy(app: App, source: str, target: str, to_cluster: str | None, start: str 
         max_records=_max_records(max_records, limit), rate=rate, partitioner=partitioner, source_header=source_header,
     )
     other = app.session_for(to_cluster, "--to-context") if to_cluster is not None else None
-    done = moving(app, "copy", lambda stop, on_batch: copy_records(app.session, other, options, stop=stop, on_batch=on_batch))
+    done: CopyReport = moving(app, "copy", lambda stop, on_batch: copy_records(app.session, other, options, stop=stop, on_batch=on_batch))
     if app.out.format in ("json", "jsonl"):
         app.out.document(done, COPY_DOCUMENT)
     else:
@@ -469,7 +490,9 @@ REDRIVE_TABLE = TableSpec((Column("topic", "TOPIC"), Column("records", "RECORDS"
 @click.option("--dry-run", is_flag=True, help="Count the records per target topic; send nothing, commit nothing.")
 @global_options
 @pass_app
-def redrive(app: App, dlq: str, headers: tuple[str, ...], where: str | None, strip_error_headers: bool, create_topics: bool, group: str | None, start: str | None, end: str | None, max_records: int | None, limit: int | None, rate: float | None, dry_run: bool):
+def redrive(app: App, dlq: str, headers: tuple[str, ...], where: str | None, strip_error_headers: bool, create_topics: bool,
+            group: str | None, start: str | None, end: str | None, max_records: int | None, limit: int | None, rate: float | None,
+            dry_run: bool) -> None:
     """Send a dead-letter topic's records back to the topics they came from.
 
     Each record goes to the topic its header names: Kafka Connect's
@@ -510,7 +533,7 @@ def redrive(app: App, dlq: str, headers: tuple[str, ...], where: str | None, str
         where=selection, max_records=_max_records(max_records, limit), rate=rate, route_headers=tuple(headers) or DLQ_TOPIC_HEADERS,
         strip_error_headers=strip_error_headers, create_topics=create_topics, dry_run=dry_run,
     )
-    done = moving(app, "redrive", lambda stop, on_batch: redrive_records(app.session, options, stop=stop, on_batch=on_batch))
+    done: RedriveReport = moving(app, "redrive", lambda stop, on_batch: redrive_records(app.session, options, stop=stop, on_batch=on_batch))
     if app.out.format in ("json", "jsonl"):
         app.out.document(done, DocumentSpec())
     else:
@@ -529,7 +552,7 @@ def redrive(app: App, dlq: str, headers: tuple[str, ...], where: str | None, str
                         exit_code=ExitCode.INTERRUPTED)
 
 
-def _held_back(done, options) -> list[str]:
+def _held_back(done: RedriveReport, options: RedriveOptions) -> list[str]:
     """The notes saying which records a redrive held back, why, and what sends them."""
     if not done.held_back:
         return []
@@ -562,7 +585,7 @@ def _held_back(done, options) -> list[str]:
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, selectors: tuple[str, ...], before: str, dry_run: bool, yes: bool):
+def delete(app: App, selectors: tuple[str, ...], before: str, dry_run: bool, yes: bool) -> None:
     """Delete records at the start of partitions (moves the log start offset).
 
     Kafka can only delete a prefix of a partition: every record below the given offset.

@@ -13,6 +13,10 @@ from kctl.cli._moves import MOVE_TABLE, finish, wait_for_moves
 from kctl.cli._options import global_options, pass_app, yes_option
 from kctl.output.spec import Column, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from kctl.admin.cluster.replication import PartitionMove
+
 ONGOING_TABLE = TableSpec(
     (
         Column("topic", "TOPIC"),
@@ -33,7 +37,7 @@ ELECTION_TABLE = TableSpec(
 )
 
 
-def _read_plan(app: App, path: str):
+def _read_plan(app: App, path: str) -> list[PartitionMove]:
     from kctl.admin.cluster.replication import load_plan
     from kctl.errors import InvalidError
 
@@ -55,12 +59,12 @@ def _rate(text: str | None) -> int | None:
 
 
 @click.group(cls=LazyGroup)
-def replication():
+def replication() -> None:
     """Reassign partitions and elect leaders."""
 
 
 @replication.group("reassign", cls=LazyGroup)
-def reassign():
+def reassign() -> None:
     """Move partition replicas between brokers (kafka-reassign-partitions compatible).
 
     Plans are kafka-reassign-partitions.sh's JSON, so either tool can generate, execute
@@ -76,7 +80,8 @@ def reassign():
 @click.option("--rollback-out", type=click.Path(dir_okay=False, writable=True), help="Also write the current assignment here, to undo with.")
 @global_options
 @pass_app
-def generate(app: App, topics: tuple[str, ...], brokers: str | None, replication_factor: int | None, disable_rack_aware: bool, rollback_out: str | None):
+def generate(app: App, topics: tuple[str, ...], brokers: str | None, replication_factor: int | None, disable_rack_aware: bool,
+             rollback_out: str | None) -> None:
     """Propose a balanced, rack-aware placement and print it as a plan.
 
     Replicas that can stay do stay; the rest go to the least-loaded brokers, preferring
@@ -120,7 +125,8 @@ def generate(app: App, topics: tuple[str, ...], brokers: str | None, replication
 @yes_option
 @global_options
 @pass_app
-def execute(app: App, plan: str, throttle: str | None, wait: bool, wait_timeout: float | None, rollback_out: str | None, dry_run: bool, yes: bool):
+def execute(app: App, plan: str, throttle: str | None, wait: bool, wait_timeout: float | None, rollback_out: str | None, dry_run: bool,
+            yes: bool) -> None:
     """Start moving replicas as PLAN says (a file, or - for stdin).
 
     With --throttle the same replication throttles kafka-reassign-partitions sets are
@@ -159,7 +165,7 @@ def execute(app: App, plan: str, throttle: str | None, wait: bool, wait_timeout:
 @click.option("--preserve-throttles", is_flag=True, help="Leave the throttles in place even when everything is done.")
 @global_options
 @pass_app
-def verify_(app: App, plan: str, preserve_throttles: bool):
+def verify_(app: App, plan: str, preserve_throttles: bool) -> None:
     """Report each partition of PLAN as done, in-progress or failed.
 
     When every partition is done the replication throttles are removed (unless
@@ -181,7 +187,7 @@ def verify_(app: App, plan: str, preserve_throttles: bool):
 @yes_option
 @global_options
 @pass_app
-def cancel_(app: App, plan: str | None, all_: bool, yes: bool):
+def cancel_(app: App, plan: str | None, all_: bool, yes: bool) -> None:
     """Cancel in-progress reassignments (those of PLAN, or --all).
 
     Replicas added so far are removed and the partitions keep their original replicas.
@@ -207,7 +213,7 @@ def cancel_(app: App, plan: str | None, all_: bool, yes: bool):
 @reassign.command("list")
 @global_options
 @pass_app
-def list_(app: App):
+def list_(app: App) -> None:
     """List reassignments in progress, with the replicas being added and removed.
 
     \b
@@ -228,7 +234,7 @@ def list_(app: App):
 @yes_option
 @global_options
 @pass_app
-def elect_leaders(app: App, selectors: tuple[str, ...], kind: str | None, all_: bool, yes: bool):
+def elect_leaders(app: App, selectors: tuple[str, ...], kind: str | None, all_: bool, yes: bool) -> None:
     """Run preferred or unclean leader elections.
 
     Partitions already led by their preferred replica report not-needed. Unclean

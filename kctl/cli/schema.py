@@ -12,6 +12,15 @@ from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options, pass_app, yes_option
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    from kctl.admin.registry.schemas import Reference, SchemaVersion
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
+
 SUBJECT_TABLE = TableSpec((Column("subject", "SUBJECT"),))
 REFERENCE_TABLE = TableSpec((Column("name", "NAME"), Column("subject", "SUBJECT"), Column("version", "VERSION", align="right")))
 VERSION_TABLE = TableSpec((
@@ -32,7 +41,7 @@ CHECK_DOCUMENT = DocumentSpec(
 TYPE_CHOICE = click.Choice(["avro", "protobuf", "json"])
 
 
-def registry_option(command):
+def registry_option(command: _F) -> _F:
     return click.option(
         "--registry-url", "registry_url", metavar="URL",
         help="The schema registry (Confluent's REST API); default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL; credentials: KCTL_SCHEMA_REGISTRY_BASIC_AUTH=user:password]",
@@ -47,15 +56,15 @@ def _version(text: str) -> int | str:
     raise UsageError(action=f"parse --version {text!r}", cause="expected a version number (1, 2, ...) or latest")
 
 
-def _schema_input(file: Path, schema_type: str | None, references: tuple[str, ...]):
+def _schema_input(file: Path, schema_type: str | None, references: tuple[str, ...]) -> tuple[str, str, list[Reference]]:
     from kctl.admin.registry.schemas import parse_reference, read_schema_file
 
     text, registry_type = read_schema_file(file, schema_type)
     return text, registry_type, [parse_reference(r) for r in references]
 
 
-def schema_file_options(command):
-    options = [
+def schema_file_options(command: _F) -> _F:
+    options: list[Callable[[_F], _F]] = [
         click.option("-f", "--file", "file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The schema: Avro (.avsc), Protobuf (.proto) or JSON Schema (.json)."),
         click.option("--type", "schema_type", type=TYPE_CHOICE, help="The schema's type; default: from the file's extension (.proto, .json), else avro."),
         click.option("--reference", "references", multiple=True, metavar="NAME=SUBJECT:VERSION", help="A schema it imports or names, registered under SUBJECT (repeatable); e.g. common.proto=common-value:1."),
@@ -66,7 +75,7 @@ def schema_file_options(command):
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
-def schema():
+def schema() -> None:
     """Subjects and schemas of a Schema Registry: list, describe, register, check, delete.
 
     Any registry with Confluent's REST API (Confluent Schema Registry, Apicurio's
@@ -83,7 +92,7 @@ def schema():
 @registry_option
 @global_options
 @pass_app
-def list_(app: App, prefix: str | None, deleted: bool, registry_url: str | None):
+def list_(app: App, prefix: str | None, deleted: bool, registry_url: str | None) -> None:
     """List subjects, sorted by name.
 
     \b
@@ -101,7 +110,7 @@ def list_(app: App, prefix: str | None, deleted: bool, registry_url: str | None)
 @registry_option
 @global_options
 @pass_app
-def versions(app: App, subject: str, deleted: bool, registry_url: str | None):
+def versions(app: App, subject: str, deleted: bool, registry_url: str | None) -> None:
     """List a subject's versions: number, schema id, type, references.
 
     \b
@@ -118,7 +127,7 @@ def versions(app: App, subject: str, deleted: bool, registry_url: str | None):
 @registry_option
 @global_options
 @pass_app
-def describe(app: App, subject: str, version: str, registry_url: str | None):
+def describe(app: App, subject: str, version: str, registry_url: str | None) -> None:
     """Show one version of a subject: id, type, references and the schema itself.
 
     The schema is printed after the summary, JSON indented; with -o json it is the
@@ -139,7 +148,7 @@ def describe(app: App, subject: str, version: str, registry_url: str | None):
 @registry_option
 @global_options
 @pass_app
-def get_by_id(app: App, schema_id: int, registry_url: str | None):
+def get_by_id(app: App, schema_id: int, registry_url: str | None) -> None:
     """Show the schema with this id (the 4 bytes after a record's magic byte).
 
     \b
@@ -150,7 +159,7 @@ def get_by_id(app: App, schema_id: int, registry_url: str | None):
     _show_schema(app, app.registry(registry_url).by_id(schema_id))
 
 
-def _show_schema(app: App, found) -> None:
+def _show_schema(app: App, found: SchemaVersion) -> None:
     from kctl.admin.registry.schemas import pretty
 
     app.out.document(found, SCHEMA_DOCUMENT)
@@ -164,7 +173,7 @@ def _show_schema(app: App, found) -> None:
 @registry_option
 @global_options
 @pass_app
-def register(app: App, subject: str, file: Path, schema_type: str | None, references: tuple[str, ...], registry_url: str | None):
+def register(app: App, subject: str, file: Path, schema_type: str | None, references: tuple[str, ...], registry_url: str | None) -> None:
     """Register a schema under a subject (a new version, unless the subject already has
     this schema, whose version is then shown). The registry checks it against the
     subject's compatibility level and refuses an incompatible one (exit 65).
@@ -186,7 +195,7 @@ def register(app: App, subject: str, file: Path, schema_type: str | None, refere
 @registry_option
 @global_options
 @pass_app
-def check(app: App, subject: str, file: Path, schema_type: str | None, references: tuple[str, ...], registry_url: str | None):
+def check(app: App, subject: str, file: Path, schema_type: str | None, references: tuple[str, ...], registry_url: str | None) -> None:
     """Check whether a schema could be registered under a subject, by the subject's
     compatibility level: exit 0 when compatible, 2 when not (with the registry's
     reasons), so it can gate a deploy.
@@ -214,7 +223,7 @@ def check(app: App, subject: str, file: Path, schema_type: str | None, reference
 @registry_option
 @global_options
 @pass_app
-def delete(app: App, subject: str, version: int | None, permanent: bool, yes: bool, registry_url: str | None):
+def delete(app: App, subject: str, version: int | None, permanent: bool, yes: bool, registry_url: str | None) -> None:
     """Delete a subject (or one version): softly by default, so its versions stay
     readable with --deleted and its ids keep decoding records; --permanent afterwards
     removes them for good. Asks first (--yes without a terminal).
@@ -246,7 +255,7 @@ SETTING_TABLE_MODE = TableSpec((
 
 
 @schema.group("config", cls=LazyGroup)
-def config():
+def config() -> None:
     """The compatibility level the registry checks new schemas against: global, or a
     subject's own."""
 
@@ -256,7 +265,7 @@ def config():
 @registry_option
 @global_options
 @pass_app
-def config_get(app: App, subject: str | None, registry_url: str | None):
+def config_get(app: App, subject: str | None, registry_url: str | None) -> None:
     """Show the compatibility level of a subject (its own, or the global one it follows:
     SOURCE says which), or without SUBJECT the global one.
 
@@ -275,7 +284,7 @@ def config_get(app: App, subject: str | None, registry_url: str | None):
 @registry_option
 @global_options
 @pass_app
-def config_set(app: App, subject: str | None, level: str, registry_url: str | None):
+def config_set(app: App, subject: str | None, level: str, registry_url: str | None) -> None:
     """Set the compatibility level of a subject, or without SUBJECT the global one.
 
     \b
@@ -291,7 +300,7 @@ def config_set(app: App, subject: str | None, level: str, registry_url: str | No
 @registry_option
 @global_options
 @pass_app
-def config_delete(app: App, subject: str, registry_url: str | None):
+def config_delete(app: App, subject: str, registry_url: str | None) -> None:
     """Remove a subject's own compatibility level: it follows the global one again.
 
     \b
@@ -302,7 +311,7 @@ def config_delete(app: App, subject: str, registry_url: str | None):
 
 
 @schema.group("mode", cls=LazyGroup)
-def mode():
+def mode() -> None:
     """The registry's mode: READWRITE, READONLY (no new schemas), IMPORT (schemas keep
     the ids they are given, for migrating a registry)."""
 
@@ -312,7 +321,7 @@ def mode():
 @registry_option
 @global_options
 @pass_app
-def mode_get(app: App, subject: str | None, registry_url: str | None):
+def mode_get(app: App, subject: str | None, registry_url: str | None) -> None:
     """Show the mode of a subject (SOURCE: its own, or the global one), or without
     SUBJECT the global one.
 
@@ -331,7 +340,7 @@ def mode_get(app: App, subject: str | None, registry_url: str | None):
 @registry_option
 @global_options
 @pass_app
-def mode_set(app: App, subject: str | None, mode_: str, force: bool, registry_url: str | None):
+def mode_set(app: App, subject: str | None, mode_: str, force: bool, registry_url: str | None) -> None:
     """Set the mode of a subject, or without SUBJECT the registry's.
 
     \b

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import click
 
@@ -21,9 +21,24 @@ from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import global_options, pass_app
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
+if TYPE_CHECKING:
+    from typing import TypedDict, Unpack
+
+    from kctl.errors import ExitCode
+    from kctl.spark.decode import DecodePlan
+    from kctl.spark.frames import Report
+    from kctl.spark.session import SparkSession  # pyspark's, named where kctl.spark owns it
+    from kctl.spark.sql import Plan
+
+    class _ColumnOptions(TypedDict, total=False):
+        align: str
+        wide: bool
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 
 @click.group(cls=LazyGroup)
-def spark():
+def spark() -> None:
     """Dump, replay, audit and query (SQL) topics with PySpark.
 
     Jobs run on a local Spark (local[*]) by default, or on the cluster --master names;
@@ -39,10 +54,14 @@ def spark():
     """
 
 
-def _spark_options(function=None, *, engine: bool = True):
+@overload
+def _spark_options(function: _F, *, engine: bool = True) -> _F: ...
+@overload
+def _spark_options(function: None = None, *, engine: bool = True) -> Callable[[_F], _F]: ...
+def _spark_options(function: _F | None = None, *, engine: bool = True) -> _F | Callable[[_F], _F]:
     """The options every Spark command takes; engine=False for a command that always
     reads with kctl_kafka (spark sql: push-down and decoding are the reader's)."""
-    decorators = [
+    decorators: list[Callable[[_F], _F]] = [
         click.option("--master", metavar="URL", help="Spark master: local[N], spark://HOST:7077, yarn, ... [default: $KCTL_SPARK_MASTER or local[*]]"),
         click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", help="Spark configuration property (repeatable), e.g. spark.executor.memory=4g."),
         click.option("--engine", type=click.Choice(["auto", "python", "jvm"]), default="auto", show_default=True, help="Who reads topics: kctl's kctl_kafka source (python), Spark's Kafka connector (jvm), or the connector when it is on the classpath (auto)."),
@@ -52,7 +71,7 @@ def _spark_options(function=None, *, engine: bool = True):
     if not engine:
         del decorators[2]
 
-    def apply(function):
+    def apply(function: _F) -> _F:
         for decorator in reversed(decorators):
             function = decorator(function)
         return function
@@ -60,7 +79,8 @@ def _spark_options(function=None, *, engine: bool = True):
     return apply(function) if function is not None else apply
 
 
-def _session_factory(app: App, master, spark_conf, packages, ship_env: bool, *, uses_kafka: bool = True):
+def _session_factory(app: App, master: str | None, spark_conf: Sequence[str], packages: Sequence[str], ship_env: bool, *,
+                     uses_kafka: bool = True) -> Callable[[], SparkSession]:
     from kctl.spark.session import check_requirements, parse_conf, spark_session
 
     if uses_kafka:
@@ -93,7 +113,7 @@ def _shipped_env(app: App, master: str | None) -> Path | None:
 
 
 @contextlib.contextmanager
-def _interruptible(what: str | None = None, how_to_go_on: str | None = None):
+def _interruptible(what: str | None = None, how_to_go_on: str | None = None) -> Iterator[None]:
     """Ctrl-C during a job (kctl.spark.session cancels Spark's jobs): whatever the job
     raised then (KeyboardInterrupt, or the cancelled job's error) ends the command with
     exit 130 and one line saying what is left and how to go on."""
@@ -110,7 +130,7 @@ def _interruptible(what: str | None = None, how_to_go_on: str | None = None):
 
 
 @contextlib.contextmanager
-def _live_progress(app: App, label: str, more=None):
+def _live_progress(app: App, label: str, more: Callable[[], str] | None = None) -> Iterator[Report | None]:
     """On a terminal, a live bar while the job runs (records done of the total from the
     planned offsets, bytes of keys and values when known, what `more()` adds, rate, time
     left): yields the job's `report`. Elsewhere, or with -q, None: the command's summary
@@ -121,7 +141,7 @@ def _live_progress(app: App, label: str, more=None):
     from kctl.cli._progress import progress
     from kctl.sizes import format_bytes
 
-    def report(done, total, size):
+    def report(done: int, total: int, size: int | None) -> None:
         details = ["" if size is None else format_bytes(size), more() if more is not None else ""]
         shown.update(done, total=total, detail=", ".join(d for d in details if d))
 
@@ -131,7 +151,7 @@ def _live_progress(app: App, label: str, more=None):
 
 
 @contextlib.contextmanager
-def _scratch_directory(wanted: bool):
+def _scratch_directory(wanted: bool) -> Iterator[Path | None]:
     """A temporary directory (removed afterwards) when wanted, else None."""
     if not wanted:
         yield None
@@ -154,7 +174,7 @@ def _refuse_msk_iam(app: App) -> None:
         )
 
 
-def _kafka(app: App, master: str | None, engine: str = "python") -> dict:
+def _kafka(app: App, master: str | None, engine: str = "python") -> dict[str, Any]:
     """The client settings the job's readers and writers get: librdkafka's, through the
     session's GSSAPI bridge on a Kerberos cluster."""
     _refuse_msk_iam(app)
@@ -184,18 +204,18 @@ def _gssapi(app: App) -> bool:
     return uses_gssapi(app.settings.properties, app.settings.aws_msk_iam)
 
 
-def _item(key: str, title: str, **kwargs) -> Column:
+def _item(key: str, title: str, **kwargs: Unpack[_ColumnOptions]) -> Column:
     return Column(key, title, get=itemgetter(key), **kwargs)
 
 
-def _show(app: App, document: dict, spec: DocumentSpec) -> None:
+def _show(app: App, document: Mapping[str, object], spec: DocumentSpec) -> None:
     if app.out.format in ("json", "jsonl"):
         app.out.document(document, spec)
     else:
         app.out.document(SimpleNamespace(**document), spec)
 
 
-def _position(text: str | None, topics, flag: str) -> dict[str, str]:
+def _position(text: str | None, topics: Sequence[str], flag: str) -> dict[str, str]:
     """--from/--to: earliest, latest, @TIME, or JSON offsets as the JVM connector takes them."""
     from kctl.errors import UsageError
     from kctl.timespec import parse_instant
@@ -254,7 +274,7 @@ DUMP_SPEC = DocumentSpec(
 @_spark_options
 @global_options
 @pass_app
-def dump(app: App, topics: tuple[str, ...], out: str, fmt: str, start: str | None, end: str | None, overwrite: bool, decode: bool, registry_url: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool):
+def dump(app: App, topics: tuple[str, ...], out: str, fmt: str, start: str | None, end: str | None, overwrite: bool, decode: bool, registry_url: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool) -> None:
     """Dump topics to Parquet or JSON Lines files, one directory per partition.
 
     The offsets to read are fixed before the job starts (records produced meanwhile
@@ -355,7 +375,7 @@ REPLAY_SPEC = DocumentSpec(
 @_spark_options
 @global_options
 @pass_app
-def replay(app: App, from_topic: str | None, from_dump: str | None, to_topic: str, since: str | None, until: str | None, partition_map: str, timestamps: str, exactly_once: bool, resume: bool, manifest_file: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool):
+def replay(app: App, from_topic: str | None, from_dump: str | None, to_topic: str, since: str | None, until: str | None, partition_map: str, timestamps: str, exactly_once: bool, resume: bool, manifest_file: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool) -> None:
     """Write a topic's or a dump's records into another topic.
 
     Keys (null too), values (tombstones too), headers in order, timestamps and each
@@ -473,7 +493,7 @@ AUDIT_TABLE = TableSpec((
 @_spark_options
 @global_options
 @pass_app
-def audit(app: App, topic: str | None, dump_dir: str | None, compare_to: str | None, check_json: bool, schema_file: str | None, key_path: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool):
+def audit(app: App, topic: str | None, dump_dir: str | None, compare_to: str | None, check_json: bool, schema_file: str | None, key_path: str | None, master: str | None, spark_conf: tuple[str, ...], engine: str, packages: tuple[str, ...], ship_env: bool) -> ExitCode:
     """Check a topic's or a dump's records: counts, gaps, order, nulls, duplicates.
 
     Per partition: records, offset range, gaps (compaction and transaction markers
@@ -540,7 +560,7 @@ def audit(app: App, topic: str | None, dump_dir: str | None, compare_to: str | N
     return ExitCode.OK
 
 
-def _json_schema(path: str):
+def _json_schema(path: str) -> object:
     from kctl.errors import InvalidError
     from kctl.spark.audit import load_json_schema
 
@@ -579,7 +599,7 @@ SQL_PLAN_SPEC = DocumentSpec(
 )
 
 
-def _sql_positions(values, flag: str) -> dict[str, dict[str, str]]:
+def _sql_positions(values: Sequence[str], flag: str) -> dict[str, dict[str, str]]:
     """--from/--to: POSITION for every topic ("" below), or TOPIC=POSITION for one."""
     from kctl.errors import UsageError
 
@@ -599,13 +619,13 @@ def _query_text(query: str, app: App) -> str:
     return app.stdin.read() if query == "-" else query
 
 
-def _sql_rows(columns, rows):
+def _sql_rows(columns: Sequence[str], rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
     """Result rows for kctl's output: nested values as JSON text in tables, binary as
     UTF-8 text when it is (base64 otherwise); JSON output keeps structures and base64."""
     import datetime as dt
     from decimal import Decimal
 
-    def plain(value):
+    def plain(value: object) -> object:
         if isinstance(value, Decimal):
             return float(value)
         if isinstance(value, dt.datetime):
@@ -619,11 +639,11 @@ def _sql_rows(columns, rows):
     return [{c: plain(row[c]) for c in columns} for row in rows]
 
 
-def _sql_getter(column: str) -> Callable[[Any], str]:
+def _sql_getter(column: str) -> Callable[[Mapping[str, object]], object]:
     return lambda row: _sql_cell(row[column])
 
 
-def _sql_cell(value):
+def _sql_cell(value: object) -> object:
     import base64
 
     from kctl.output.render import dumps
@@ -655,7 +675,7 @@ def _sql_cell(value):
 @_spark_options(engine=False)
 @global_options
 @pass_app
-def sql(app: App, query: str, starts: tuple[str, ...], ends: tuple[str, ...], decode: bool, registry_url: str | None, value_format: str, json_schema: str | None, explain: bool, max_records: int, limit: int | None, out: str | None, out_format: str, overwrite: bool, master: str | None, spark_conf: tuple[str, ...], packages: tuple[str, ...], ship_env: bool):
+def sql(app: App, query: str, starts: tuple[str, ...], ends: tuple[str, ...], decode: bool, registry_url: str | None, value_format: str, json_schema: str | None, explain: bool, max_records: int, limit: int | None, out: str | None, out_format: str, overwrite: bool, master: str | None, spark_conf: tuple[str, ...], packages: tuple[str, ...], ship_env: bool) -> None:
     """Query topics with SQL: every topic is a table, time bounds read only that time.
 
     Each topic the query names is a table with a dump's columns: key and value (binary;
@@ -716,7 +736,7 @@ def sql(app: App, query: str, starts: tuple[str, ...], ends: tuple[str, ...], de
         metadata = app.session.metadata(f"read {topic}", [topic])
         return topic in metadata.topics and metadata.topics[topic].error is None
 
-    def decode_plan(topic: str):
+    def decode_plan(topic: str) -> DecodePlan | None:
         from kctl.errors import NotFoundError
         from kctl.spark.decode import plan_decode
 
@@ -746,7 +766,7 @@ def sql(app: App, query: str, starts: tuple[str, ...], ends: tuple[str, ...], de
              f"{len(result.plan.scans)} topic scan(s)")
 
 
-def _show_sql_plan(app: App, plan, max_records: int) -> None:
+def _show_sql_plan(app: App, plan: Plan, max_records: int) -> None:
     partitions = [
         {"table": scan.table, "pushed": " AND ".join(scan.pushed) or None, **p, "records": p["end_offset"] - p["start_offset"]}
         for scan in plan.scans for p in scan.partitions

@@ -14,6 +14,10 @@ from kctl.cli._options import KeyValueType, RegexType, global_options, pass_app,
 from kctl.errors import NotFoundError, Resource
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
+if TYPE_CHECKING:
+    from kctl.records.clone import CloneReport
+
 RESULT_TABLE = TableSpec(
     (
         Column("name", "NAME"),
@@ -27,7 +31,7 @@ DELETE_TABLE = TableSpec((Column("name", "NAME"), Column("status", "STATUS"), Co
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list", "rm": "delete"})
-def topic():
+def topic() -> None:
     """List, describe, create and delete topics."""
 
 
@@ -44,7 +48,7 @@ def topic():
 @click.option("--overrides", "count_overrides", is_flag=True, help="Count each topic's config overrides (always with -o wide).")
 @global_options
 @runs("kctl.cli.reads.topic:list_")
-def list_():
+def list_() -> None:
     """List topics: partitions, replication factor, config overrides.
 
     The health filters keep topics having at least one partition in that condition
@@ -69,7 +73,7 @@ def list_():
 @click.option("-d", "--detail", is_flag=True, help="Also each leader replica's size and in-progress reassignments (ADDING, REMOVING).")
 @global_options
 @runs("kctl.cli.reads.topic:describe")
-def describe():
+def describe() -> None:
     """Show topics partition by partition: leader and epoch, replicas, ISR, offsets.
 
     OFFLINE-REPLICAS are replicas on brokers that are not alive. LOG-START-OFFSET and
@@ -112,7 +116,7 @@ def describe():
 @click.option("--dry-run", is_flag=True, help="Ask the brokers to validate the request without creating anything.")
 @global_options
 @pass_app
-def create(app: App, names: tuple[str, ...], partitions: int | None, replication_factor: int | None, configs: tuple[tuple[str, str], ...], replica_assignment: str | None, if_not_exists: bool, dry_run: bool):
+def create(app: App, names: tuple[str, ...], partitions: int | None, replication_factor: int | None, configs: tuple[tuple[str, str], ...], replica_assignment: str | None, if_not_exists: bool, dry_run: bool) -> None:
     """Create topics.
 
     Creating several topics is one request; each topic's outcome is reported, and the
@@ -167,7 +171,7 @@ CLONE_DOCUMENT = DocumentSpec(
 @click.option("--dry-run", is_flag=True, help="Show what would be created; change nothing.")
 @global_options
 @pass_app
-def clone(app: App, source: str, target: str, to_cluster: str | None, replication_factor: int | None, with_records: bool, with_groups: bool, dry_run: bool):
+def clone(app: App, source: str, target: str, to_cluster: str | None, replication_factor: int | None, with_records: bool, with_groups: bool, dry_run: bool) -> None:
     """Create TARGET as a copy of SOURCE: partitions, replication factor, configs.
 
     The configs are those set on SOURCE itself (defaults stay the target's). With
@@ -201,8 +205,8 @@ def clone(app: App, source: str, target: str, to_cluster: str | None, replicatio
         return
     from kctl.cli._progress import moving
 
-    done = moving(app, "clone", lambda stop, on_batch: clone_topic(app.session, other, plan, with_records=with_records, stop=stop,
-                                                                   on_batch=on_batch), enabled=with_records)
+    done: CloneReport = moving(app, "clone", lambda stop, on_batch: clone_topic(app.session, other, plan, with_records=with_records,
+                                                                                stop=stop, on_batch=on_batch), enabled=with_records)
     app.out.document(done, CLONE_DOCUMENT)
     if done.left_behind:
         app.warn(f"kctl's bookkeeping group {done.left_behind} was left behind (it could not be deleted): "
@@ -221,7 +225,7 @@ def clone(app: App, source: str, target: str, to_cluster: str | None, replicatio
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, names: tuple[str, ...], regex: re.Pattern[str] | None, if_exists: bool, yes: bool):
+def delete(app: App, names: tuple[str, ...], regex: re.Pattern[str] | None, if_exists: bool, yes: bool) -> None:
     """Delete topics and all their records.
 
     Asks for confirmation on a terminal; without one, --yes is required. Internal
@@ -264,7 +268,7 @@ def delete(app: App, names: tuple[str, ...], regex: re.Pattern[str] | None, if_e
 @change_options
 @global_options
 @pass_app
-def alter_config(app: App, names: tuple[str, ...], sets: tuple[tuple[str, str], ...], deletes: tuple[str, ...], appends: tuple[tuple[str, str], ...], subtracts: tuple[tuple[str, str], ...], dry_run: bool):
+def alter_config(app: App, names: tuple[str, ...], sets: tuple[tuple[str, str], ...], deletes: tuple[str, ...], appends: tuple[tuple[str, str], ...], subtracts: tuple[tuple[str, str], ...], dry_run: bool) -> None:
     """Change topic configs incrementally (the same as `kctl config alter topic`).
 
     \b
@@ -285,7 +289,7 @@ def alter_config(app: App, names: tuple[str, ...], sets: tuple[tuple[str, str], 
 @click.option("--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @global_options
 @pass_app
-def set_replication_factor(app: App, name: str, replication_factor: int, throttle: str | None, wait: bool, wait_timeout: float | None, dry_run: bool):
+def set_replication_factor(app: App, name: str, replication_factor: int, throttle: str | None, wait: bool, wait_timeout: float | None, dry_run: bool) -> None:
     """Change a topic's replication factor: plan, execute and wait, with progress.
 
     New replicas go to the least-loaded brokers (rack-aware); when lowering, the
@@ -338,7 +342,8 @@ PARTITIONS_RESULT_TABLE = TableSpec(
 @click.option("--dry-run", is_flag=True, help="Ask the brokers to validate without adding anything.")
 @global_options
 @pass_app
-def add_partitions(app: App, names: tuple[str, ...], total: int | None, add: int | None, replica_assignment: str | None, dry_run: bool):
+def add_partitions(app: App, names: tuple[str, ...], total: int | None, add: int | None, replica_assignment: str | None,
+                   dry_run: bool) -> None:
     """Add partitions to topics (Kafka can add partitions, never remove them).
 
     Keys hash to partitions by the partition count, so adding partitions moves where

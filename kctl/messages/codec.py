@@ -26,7 +26,15 @@ from functools import cache, cached_property
 
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeAlias
+
+    # A field's decoder and encoder: the value read from a _Reader, and the value written
+    # as chunks of bytes appended to `out`. Field values are whatever the definition says
+    # (ints, strings, bytes, UUIDs, lists, Structs).
+    Read: TypeAlias = "Callable[[_Reader], Any]"
+    Write: TypeAlias = "Callable[[list[bytes], Any], None]"
+    # A message's JSON definition, or one of its fields' (kctl/messages/*.json).
+    Spec: TypeAlias = "dict[str, Any]"
 
 _HERE = os.path.dirname(__file__)
 _COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
@@ -95,7 +103,7 @@ class _Reader:
         return chunk
 
 
-def _fixed(fmt: str) -> tuple[Callable[[_Reader], Any], Callable[[list, Any], None]]:
+def _fixed(fmt: str) -> tuple[Read, Write]:
     packer = struct.Struct(">" + fmt)
 
     def read(r: _Reader) -> Any:
@@ -106,7 +114,7 @@ def _fixed(fmt: str) -> tuple[Callable[[_Reader], Any], Callable[[list, Any], No
         r.pos += packer.size
         return value
 
-    def write(out: list, value: Any) -> None:
+    def write(out: list[bytes], value: Any) -> None:
         out.append(packer.pack(value))
 
     return read, write
@@ -132,7 +140,7 @@ def read_uvarint(r: _Reader) -> int:
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
-def write_uvarint(out: list, value: int) -> None:
+def write_uvarint(out: list[bytes], value: int) -> None:
     if value < 0x80:  # most lengths and counts: one byte, from a table
         out.append(_ONE_BYTE[value])
         return
@@ -167,11 +175,11 @@ def _read_uuid(r: _Reader) -> Any:
     return uuid.UUID(bytes=r.take(16))
 
 
-def _write_uuid(out: list, value: Any) -> None:
+def _write_uuid(out: list[bytes], value: Any) -> None:
     out.append(_NULL_UUID if value is None else getattr(value, "bytes", value))
 
 
-def _length_prefixed(compact: bool, nullable: bool, what: str):
+def _length_prefixed(compact: bool, nullable: bool, what: str) -> tuple[Read, Write]:
     """Reader and writer of a length and that many bytes (a string decodes them as UTF-8)."""
 
     def read_length(r: _Reader) -> int:
@@ -196,7 +204,7 @@ def _length_prefixed(compact: bool, nullable: bool, what: str):
         r.pos = end
         return str(r.data[start:end], "utf-8") if what == "string" else bytes(r.data[start:end])
 
-    def write(out: list, value: Any) -> None:
+    def write(out: list[bytes], value: Any) -> None:
         if value is None:
             if compact:
                 out.append(b"\x00")
@@ -224,13 +232,13 @@ def _read_count(r: _Reader, compact: bool) -> int:
     return read_uvarint(r) - 1
 
 
-def _write_count(out: list, value: Any, compact: bool) -> None:
+def _write_count(out: list[bytes], value: Any, compact: bool) -> None:
     """An array's length as _read_count reads it (None: a null array)."""
     count = -1 if value is None else len(value)
     write_uvarint(out, count + 1) if compact else _INT32[1](out, count)
 
 
-def _fixed_array(fmt: str, compact: bool, nullable: bool):
+def _fixed_array(fmt: str, compact: bool, nullable: bool) -> tuple[Read, Write]:
     """Reader and writer of an array of fixed-size numbers (replica lists, partition ids),
     the items read by one struct.unpack_from."""
     size = struct.calcsize(">" + fmt)
@@ -248,7 +256,7 @@ def _fixed_array(fmt: str, compact: bool, nullable: bool):
         r.pos += count * size
         return values
 
-    def write(out: list, value: Any) -> None:
+    def write(out: list[bytes], value: Any) -> None:
         _write_count(out, value, compact)
         if value is not None:
             out.append(struct.pack(f">{len(value)}{fmt}", *value))
@@ -266,7 +274,7 @@ class _Field:
         self.fmt = fmt  # struct format of a fixed-size field read in order (None: any other)
 
 
-def _default(spec: dict, kind: str, nullable: bool) -> Any:
+def _default(spec: Spec, kind: str, nullable: bool) -> Any:
     value = spec.get("default")
     if value == "null" and nullable:
         return None
@@ -305,7 +313,7 @@ class _Compiled:
     def read(self, r: _Reader) -> Struct:
         return self.reader(1)(r)
 
-    def write(self, out: list, value: Any) -> None:
+    def write(self, out: list[bytes], value: Any) -> None:
         self.writer(1)(out, value)
 
     def reader(self, count: int) -> Callable[[_Reader], Struct]:
@@ -313,7 +321,7 @@ class _Compiled:
         self._reads += count
         return self.written_read if self._reads > _WRITE_OUT_AFTER else self._read_fields
 
-    def writer(self, count: int) -> Callable[[list, Any], None]:
+    def writer(self, count: int) -> Write:
         """The encoder for the next `count` structs."""
         self._writes += count
         return self.written_write if self._writes > _WRITE_OUT_AFTER else self._write_fields
@@ -338,7 +346,7 @@ class _Compiled:
         o.__dict__ = values
         return o
 
-    def _write_fields(self, out: list, value: Any) -> None:
+    def _write_fields(self, out: list[bytes], value: Any) -> None:
         """written_write's encoding, field by field."""
         get = value.get if type(value) is dict else (lambda name, default: getattr(value, name, default))
         for f in self.fields:
@@ -361,7 +369,7 @@ class _Compiled:
         env: dict[str, Any] = {"Struct": Struct, "new": object.__new__, "error": struct.error, "CodecError": CodecError,
                                "read_tags": self._read_tags}
         lines = ["def read(r):", "    data = r.data", "    try:"]
-        items = []
+        items: list[str] = []
         index = 0
         while index < len(self.fields):
             f = self.fields[index]
@@ -370,7 +378,7 @@ class _Compiled:
                 items.append(f"{f.name!r}: {'[]' if isinstance(f.default, list) else f'D{index}'}")
                 index += 1
             elif f.fmt is not None:
-                run = []
+                run: list[tuple[int, _Field]] = []
                 while index < len(self.fields) and self.fields[index].fmt is not None:
                     run.append((index, self.fields[index]))
                     index += 1
@@ -394,7 +402,7 @@ class _Compiled:
         exec(compile("\n".join(lines), f"<kctl codec {id(self)}>", "exec"), env)  # noqa: S102 - code built above from field names
         return env["read"]
 
-    def _read_tags(self, r: _Reader, values: dict) -> None:
+    def _read_tags(self, r: _Reader, values: dict[str, Any]) -> None:
         for f in self.tagged.values():
             values[f.name] = _fresh(f.default)
         for _ in range(read_uvarint(r)):
@@ -407,7 +415,7 @@ class _Compiled:
             r.pos = end
 
     @cached_property
-    def written_write(self) -> Callable[[list, Any], None]:
+    def written_write(self) -> Write:
         """An encoder written out for this struct, as `written_read` is: fields taken from
         a dict (or an object's attributes), runs of fixed-size fields packed by one struct.pack.
         The bundled broker encodes its answers with it (a Metadata answer of 2,000
@@ -441,12 +449,12 @@ class _Compiled:
         exec(compile("\n".join(lines), f"<kctl codec write {id(self)}>", "exec"), env)  # noqa: S102 - code built above from field names
         return env["write"]
 
-    def _write_tags(self, out: list, get: Callable[[str, Any], Any]) -> None:
-        present = []
+    def _write_tags(self, out: list[bytes], get: Callable[[str, Any], Any]) -> None:
+        present: list[tuple[int, bytes]] = []
         for tag, f in sorted(self.tagged.items()):
             v = get(f.name, _MISSING)
             if v is not _MISSING and v != f.default:
-                parts: list = []
+                parts: list[bytes] = []
                 f.write(parts, v)
                 present.append((tag, b"".join(parts)))
         write_uvarint(out, len(present))
@@ -464,8 +472,8 @@ def _fresh(default: Any) -> Any:
     return [] if isinstance(default, list) else default
 
 
-def _compile_fields(specs: list[dict], version: int, flexible: bool, common: dict[str, list[dict]]) -> _Compiled:
-    fields = []
+def _compile_fields(specs: list[Spec], version: int, flexible: bool, common: dict[str, list[Spec]]) -> _Compiled:
+    fields: list[_Field] = []
     for spec in specs:
         name = snake(spec["name"])
         present = _in_range(spec.get("versions"), version)
@@ -483,7 +491,7 @@ def _compile_fields(specs: list[dict], version: int, flexible: bool, common: dic
     return _Compiled(fields, flexible)
 
 
-def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: bool, common: dict[str, list[dict]]):
+def _type_codec(spec: Spec, kind: str, version: int, flexible: bool, nullable: bool, common: dict[str, list[Spec]]) -> tuple[Read, Write]:
     if kind in _PRIMITIVES:
         read, write, _ = _PRIMITIVES[kind]
         return read, write
@@ -496,6 +504,8 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
         return _fixed_array(_FORMATS[kind[2:]], flexible, nullable)
     if kind.startswith("[]"):
         element = kind[2:]
+        item_read: Read | None
+        item_write: Write | None
         if element in _PRIMITIVES or element in ("string", "bytes", "uuid"):
             item_read, item_write = _type_codec({}, element, version, flexible, False, common)
         else:
@@ -513,7 +523,7 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
             read = item_read or struct_.reader(count)
             return [read(r) for _ in range(count)]
 
-        def write_array(out: list, value: Any) -> None:
+        def write_array(out: list[bytes], value: Any) -> None:
             _write_count(out, value, flexible)
             write = item_write or struct_.writer(len(value or ()))
             for item in value or ():
@@ -527,7 +537,7 @@ def _type_codec(spec: dict, kind: str, version: int, flexible: bool, nullable: b
     def read_nullable(r: _Reader) -> Any:
         return None if _INT8[0](r) < 0 else struct_.read(r)
 
-    def write_nullable(out: list, value: Any) -> None:
+    def write_nullable(out: list[bytes], value: Any) -> None:
         if value is None:
             out.append(b"\xff")
         else:
@@ -546,7 +556,7 @@ def has_definition(name: str) -> bool:
 
 
 @cache
-def definition(name: str) -> dict:
+def definition(name: str) -> Spec:
     """A message's JSON definition from this package (e.g. "MetadataResponse")."""
     with open(os.path.join(_HERE, f"{name}.json"), encoding="utf-8") as file:
         text = file.read()
@@ -569,7 +579,7 @@ class Message:
         self._struct = _compile_fields(spec["fields"], version, self.flexible, common)
 
     def encode(self, **fields: Any) -> bytes:
-        out: list = []
+        out: list[bytes] = []
         self._struct.write(out, fields)
         return b"".join(out)
 

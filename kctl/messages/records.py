@@ -26,6 +26,15 @@ import google_crc32c
 
 from kctl.values import Value
 
+TYPE_CHECKING = False  # typing is not imported at run time (see kctl.values)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from _typeshed import ReadableBuffer
+
+    # The bytes a batch is read from: a file's (bytes) or one built here (bytearray).
+    BatchBytes = bytes | bytearray
+
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12  # base_offset + batch_length: what precedes the length-counted bytes
@@ -112,18 +121,18 @@ class BatchHeader(Value):
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
 
-def read_header(buf, pos: int = 0) -> BatchHeader:
+def read_header(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
     return BatchHeader(*HEADER.unpack_from(buf, pos))
 
 
-def crc_ok(buf, pos: int, header: BatchHeader) -> bool:
+def crc_ok(buf: BatchBytes, pos: int, header: BatchHeader) -> bool:
     # google-crc32c accepts only bytes (not memoryviews), hence the slice copy.
     return google_crc32c.value(bytes(buf[pos + 21:pos + header.size])) == header.crc
 
 
-def split_batches(buf) -> list[tuple[int, BatchHeader]]:
+def split_batches(buf: BatchBytes) -> list[tuple[int, BatchHeader]]:
     """(position, header) of each batch in a records field; raises on a torn batch."""
-    batches = []
+    batches: list[tuple[int, BatchHeader]] = []
     pos, end = 0, len(buf)
     while pos < end:
         if end - pos < HEADER_SIZE:
@@ -144,13 +153,13 @@ def assign_offsets(batch: bytearray, base_offset: int, leader_epoch: int) -> Non
 
 def set_log_append_time(batch: bytearray, now_ms: int) -> None:
     """For message.timestamp.type=LogAppendTime: flag the batch, stamp max_timestamp, re-CRC."""
-    attributes = _ATTRIBUTES.unpack_from(batch, 21)[0] | TIMESTAMP_TYPE_BIT
+    attributes: int = _ATTRIBUTES.unpack_from(batch, 21)[0] | TIMESTAMP_TYPE_BIT
     _ATTRIBUTES.pack_into(batch, 21, attributes)
     _TIMESTAMP.pack_into(batch, 35, now_ms)
     _CRC.pack_into(batch, 17, google_crc32c.value(bytes(batch[21:])))
 
 
-def record_timestamps(batch, header: BatchHeader) -> list[tuple[int, int]]:
+def record_timestamps(batch: BatchBytes, header: BatchHeader) -> list[tuple[int, int]]:
     """(offset, timestamp) of each record: ListOffsets by timestamp must name the first
     *record* at or after a time, so compressed batches are decompressed for it."""
     if header.attributes & TIMESTAMP_TYPE_BIT:
@@ -229,7 +238,7 @@ def compress(data: bytes, codec: int, xerial: bool = False) -> bytes:
     raise InvalidBatch(f"unknown compression codec {codec}", 2)
 
 
-def iter_records(batch, header: BatchHeader):
+def iter_records(batch: BatchBytes, header: BatchHeader) -> Iterator[Record]:
     """Each Record of a batch (decompressed when it is)."""
     payload = decompress(bytes(batch[HEADER_SIZE:header.size]), header.compression)
     pos = 0
@@ -249,7 +258,7 @@ def iter_records(batch, header: BatchHeader):
         pos = end
 
 
-def iter_keys(batch, header: BatchHeader):
+def iter_keys(batch: BatchBytes, header: BatchHeader) -> Iterator[tuple[int, bytes | None, bool]]:
     """(offset, key or None, is_tombstone) of each record: what the log cleaner's offset
     map needs, without copying values.
 
@@ -353,7 +362,7 @@ def build_batch(header: BatchHeader, records_block: bytes, records_count: int, x
     return batch
 
 
-def _varint(buf, pos: int) -> tuple[int, int]:
+def _varint(buf: BatchBytes, pos: int) -> tuple[int, int]:
     """A zig-zag signed varint, as records use."""
     value = shift = 0
     while True:
@@ -389,7 +398,7 @@ def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinat
     return batch
 
 
-def marker_type(batch, header: BatchHeader) -> int | None:
+def marker_type(batch: BatchBytes, header: BatchHeader) -> int | None:
     """ABORT or COMMIT for a control batch holding an end-transaction marker, else None."""
     if not header.is_control or header.records_count < 1:
         return None
@@ -401,6 +410,8 @@ def marker_type(batch, header: BatchHeader) -> int | None:
     key_length, pos = _varint(batch, pos)
     if key_length < 4:
         return None
+    _version: int
+    kind: int
     _version, kind = _MARKER_KEY.unpack_from(batch, pos)
     return kind if kind in (ABORT, COMMIT) else None
 

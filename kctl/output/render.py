@@ -27,18 +27,18 @@ from kctl.values import Value
 
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
-    from typing import Any, TextIO
+    from typing import TextIO
 
 # Wide enough that rich never folds or truncates a cell; the terminal wraps long lines.
 _RICH_WIDTH = 100_000
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type[object], tuple[str, ...]] = {}
 _PLAIN = (str, int, float, bool, type(None))
 _PLAIN_TYPES = frozenset(_PLAIN)
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: object) -> object:
     """JSON-ready data; dataclass fields in declaration order (their names are the keys).
 
     Hot for large listings (100,000 lag rows), hence the fast paths: plain values and
@@ -76,7 +76,7 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def _field_names(value: Any) -> tuple[str, ...] | None:
+def _field_names(value: object) -> tuple[str, ...] | None:
     """A result's field names in declaration order (its JSON keys), remembered per type:
     a Value's (kctl.values) or a dataclass's; None for anything else. dataclasses is not
     imported to ask: nothing is a dataclass unless it was."""
@@ -91,7 +91,7 @@ def _field_names(value: Any) -> tuple[str, ...] | None:
     return names
 
 
-def _encode_default(value: Any) -> Any:
+def _encode_default(value: object) -> object:
     """json's hook for what it cannot encode itself: dataclasses become dicts whose values
     the C encoder walks on its own, so large listings are not walked in Python."""
     kind = type(value)
@@ -106,7 +106,7 @@ def _encode_default(value: Any) -> Any:
     return converted
 
 
-def dumps(value: Any, *, indent: int | None = None) -> str:
+def dumps(value: object, *, indent: int | None = None) -> str:
     """JSON text of `value` as to_jsonable shapes it (compact unless `indent`).
 
     The C encoder with a default hook is several times faster than to_jsonable's walk
@@ -124,7 +124,7 @@ def dumps(value: Any, *, indent: int | None = None) -> str:
         return json.dumps(to_jsonable(value), indent=indent, separators=separators)
 
 
-def _cell(value: Any, *, for_table: bool) -> str:
+def _cell(value: object, *, for_table: bool) -> str:
     if value is None:
         return "-" if for_table else ""
     if isinstance(value, bool):
@@ -150,7 +150,7 @@ def _plain_escape(text: str) -> str:
 _NEEDS_ESCAPE = re.compile(r"[\t\n\\]").search
 
 
-def _plain_cell(value: Any) -> str:
+def _plain_cell(value: object) -> str:
     """_plain_escape(_cell(value)) with a fast path for plain strings: listings of 10,000
     rows (ACLs, partitions) spent half their time here (measured: 0.17 s of 0.24 s)."""
     text = value if type(value) is str else _cell(value, for_table=False)
@@ -167,7 +167,7 @@ class Output:
         self.no_headers = no_headers
         self.format = ("table" if tty else "plain") if fmt == "auto" else fmt
 
-    def _json(self, value: Any) -> None:
+    def _json(self, value: object) -> None:
         """One JSON value: indented on a terminal; compact when piped, which Python's
         C encoder writes ~10x faster (100,000 lag rows: 0.3 s instead of 3 s)."""
         if self.tty:
@@ -175,7 +175,7 @@ class Output:
         else:
             self._write(dumps(value) + "\n")
 
-    def _json_list(self, items: Sequence[Any]) -> None:
+    def _json_list(self, items: Sequence[object]) -> None:
         """A JSON array, streamed item by item when piped so memory stays flat."""
         if self.tty:
             self._json(list(items))
@@ -206,7 +206,7 @@ class Output:
             return True
         return any(c.key == key for c in spec.visible(wide=self.format == "wide"))
 
-    def table(self, rows: Sequence[Any], spec: TableSpec) -> None:
+    def table(self, rows: Sequence[object], spec: TableSpec) -> None:
         self._refuse_prom()
         if self.format == "json":
             self._json_list(rows)
@@ -223,14 +223,14 @@ class Output:
 
     # -- single objects -------------------------------------------------------------------
 
-    def document(self, obj: Any, spec: DocumentSpec) -> None:
+    def document(self, obj: object, spec: DocumentSpec) -> None:
         self._refuse_prom()
         if self.format == "json":
             self._json(obj)
         else:
             self.documents([obj], spec)
 
-    def documents(self, objs: Sequence[Any], spec: DocumentSpec) -> None:
+    def documents(self, objs: Sequence[object], spec: DocumentSpec) -> None:
         """Several objects of one kind; JSON is a list, jsonl a line each."""
         self._refuse_prom()
         if self.format == "json":
@@ -260,7 +260,7 @@ class Output:
                 self._write("\n")
             self._document_text(obj, spec)
 
-    def _document_text(self, obj: Any, spec: DocumentSpec) -> None:
+    def _document_text(self, obj: object, spec: DocumentSpec) -> None:
         plain = self.format == "plain"
         if spec.fields:
             pairs = [(f.title, _cell(f.value(obj), for_table=not plain)) for f in spec.fields]
@@ -289,7 +289,7 @@ class Output:
         self.stream.write(text)
         self.stream.flush()
 
-    def _plain(self, rows: Sequence[Any], columns: list[Column]) -> None:
+    def _plain(self, rows: Sequence[object], columns: list[Column]) -> None:
         lines = []
         if not self.no_headers:
             lines.append("\t".join(c.title for c in columns))
@@ -297,7 +297,7 @@ class Output:
             lines.append("\t".join([_plain_cell(c.value(row)) for c in columns]))
         self._write("".join(line + "\n" for line in lines))
 
-    def _csv(self, rows: Sequence[Any], columns: Sequence[Column]) -> None:
+    def _csv(self, rows: Sequence[object], columns: Sequence[Column]) -> None:
         import csv
 
         writer = csv.writer(self.stream, lineterminator="\n")
@@ -307,7 +307,7 @@ class Output:
             writer.writerow([_cell(c.value(row), for_table=False) for c in columns])
         self.stream.flush()
 
-    def _aligned(self, rows: Sequence[Any], columns: list[Column]) -> None:
+    def _aligned(self, rows: Sequence[object], columns: list[Column]) -> None:
         cells = [[_plain_escape(_cell(c.value(row), for_table=True)) for c in columns] for row in rows]
         if self.tty:
             self._rich_table(cells, columns)
@@ -317,7 +317,7 @@ class Output:
         headers = () if self.no_headers else [c.title for c in columns]
         if not cells and not headers:
             return
-        text = tabulate(
+        text: str = tabulate(
             cells,
             headers=headers,
             tablefmt="plain",

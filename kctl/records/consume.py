@@ -22,13 +22,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kctl.admin.client.errors import translate
 from kctl.admin.client.session import AdminSession, build_client
 from kctl.admin.topics.offsets import PartitionSelector, list_offsets, offsets_for_time, resolve_partitions
 from kctl.errors import ConfigError, KctlError, TimeoutError_, UsageError
 from kctl.records.position import COMMITTED, EARLIEST, LATEST, Position
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 _BATCH = 1000
 _POLL_SECONDS = 0.2
@@ -233,7 +236,7 @@ class Reading:
             self.closing = True
             _close(self.consumer)
 
-    def on_commit(self, error: Any, partitions: list) -> None:
+    def on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """librdkafka's commit callback, served while consuming and in close() (the final
         commit): a failed auto-commit would otherwise only be logged."""
         from kctl.admin.client.errors import describe
@@ -248,7 +251,7 @@ class Reading:
             if tp.error is None and tp.offset >= 0:
                 self.committed[(tp.topic, tp.partition)] = tp.offset
 
-    def start_partitions(self, pairs: Sequence[Key]) -> list:
+    def start_partitions(self, pairs: Sequence[Key]) -> list[TopicPartition]:
         """TopicPartitions to assign, positioned at their start; empty ranges are skipped."""
         from confluent_kafka import TopicPartition
 
@@ -260,7 +263,7 @@ class Reading:
         starts, ends = _bounds(self.session, self.options, pairs, committed)
         self.starts.update(starts)
         self.ends.update(ends)
-        chosen = []
+        chosen: list[TopicPartition] = []
         for key in pairs:
             if key in ends and starts[key] >= ends[key]:
                 continue
@@ -281,7 +284,7 @@ class Reading:
         return {(tp.topic, tp.partition): (tp.offset, tp.metadata)
                 for tp in self.consumer.committed(asked, timeout=self.session.timeout)}
 
-    def on_assign(self, consumer: Any, partitions: list) -> None:
+    def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         chosen = self.start_partitions([(tp.topic, tp.partition) for tp in partitions])
         if self.incremental:  # `partitions` are only the ones added
             consumer.incremental_assign(chosen)
@@ -289,7 +292,7 @@ class Reading:
             consumer.assign(chosen)
         self.assigned = True
 
-    def on_revoke(self, consumer: Any, partitions: list) -> None:
+    def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self.closing:
             # close() revokes everything while the handle is being destroyed, when asking it
             # anything fails (_DESTROY); with nothing unassigned here, confluent-kafka
@@ -431,7 +434,8 @@ def _close(consumer: Any) -> None:
         pass
 
 
-def _take(run: Reading, messages: list, keep, end_ms: int | None, room: int | None) -> tuple[list, dict[Key, int], int]:
+def _take(run: Reading, messages: list, keep: Callable[[Any], bool] | None, end_ms: int | None,
+          room: int | None) -> tuple[list, dict[Key, int], int]:
     """(records for the sink, next offset per partition to store, records filtered out)
     from one batch. Most batches lie wholly inside every partition's range, which a few
     C-level passes establish; only a batch that crosses an end, a limit, an error or a
@@ -459,7 +463,8 @@ def _take(run: Reading, messages: list, keep, end_ms: int | None, room: int | No
     return _take_slowly(run, messages, keep, end_ms, room)
 
 
-def _take_slowly(run: Reading, messages: list, keep, end_ms: int | None, room: int | None) -> tuple[list, dict[Key, int], int]:
+def _take_slowly(run: Reading, messages: list, keep: Callable[[Any], bool] | None, end_ms: int | None,
+                 room: int | None) -> tuple[list, dict[Key, int], int]:
     from confluent_kafka import KafkaError
 
     out: list = []
@@ -499,7 +504,7 @@ def _take_slowly(run: Reading, messages: list, keep, end_ms: int | None, room: i
     return out, positions, dropped
 
 
-def _consume_error(error, topic: str | None) -> KctlError:
+def _consume_error(error: KafkaError, topic: str | None) -> KctlError:
     """The KctlError for an error that ends consuming. A cluster without the consumer group
     protocol (KIP-848) refuses its heartbeat; librdkafka says only "API version not
     supported", so kctl names the setting to change."""

@@ -10,7 +10,7 @@ counted, and the error says how far the input got.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from kctl.admin.client.errors import describe, error_class, error_class_named, error_of, kafka_name
 from kctl.admin.client.kafka import DeliveryFailure, TopicLayout
@@ -18,6 +18,30 @@ from kctl.admin.client.session import AdminSession, build_client
 from kctl.errors import ExitCode, InvalidError, KctlError, NotFoundError, PartialFailure, UsageError
 from kctl.records.model import ANY_PARTITION, ProducerRecord, RecordError
 from kctl.values import Value
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-line produce does without it
+if TYPE_CHECKING:
+    import tempfile
+    from typing import Any, Protocol
+
+    from confluent_kafka import KafkaError
+
+    class RecordProducer(Protocol):
+        """What produce() writes with: confluent_kafka's Producer, or kctl's WireProducer
+        for a small input (kctl.admin.client.wire_producer)."""
+
+        def produce(self, topic: str, value: bytes | None = ..., key: bytes | None = ..., partition: int = ..., *,
+                    timestamp: int = ..., headers: list[tuple[str, bytes | None]] | None = ...) -> None: ...
+        def poll(self, timeout: float, /) -> int: ...
+        def flush(self, timeout: float, /) -> int: ...
+        def __len__(self) -> int: ...
+
+    class DeliveredRecord(Protocol):
+        """The record librdkafka's delivery callback names (a confluent_kafka.Message, which
+        has its partition once produced)."""
+
+        def partition(self) -> int: ...
+        def value(self) -> bytes | None: ...
 
 # What the CLI reads ahead of producing, to learn whether the input is small and complete.
 READ_AHEAD_BYTES = 64 * 1024
@@ -82,7 +106,7 @@ class ProduceReport(Value):
         self.seconds = seconds
 
 
-def producer_config(session: AdminSession, options: ProduceOptions, max_message_bytes: int | None) -> dict:
+def producer_config(session: AdminSession, options: ProduceOptions, max_message_bytes: int | None) -> dict[str, object]:
     acks = {"-1": "all", "all": "all", "1": "1", "0": "0"}[options.acks]
     idempotence = options.idempotence
     if idempotence and acks != "all":
@@ -91,7 +115,7 @@ def producer_config(session: AdminSession, options: ProduceOptions, max_message_
         idempotence = acks == "all"
     from kctl.partitioner import PARTITIONERS
 
-    config = {
+    config: dict[str, object] = {
         "message.timeout.ms": DEFAULT_MESSAGE_TIMEOUT_MS,
         "linger.ms": 5,
         "allow.auto.create.topics": "false",
@@ -166,7 +190,7 @@ class _Failures:
         if self.first is None:
             self.first = failure
 
-    def librdkafka(self, error, message) -> None:
+    def librdkafka(self, error: KafkaError | None, message: DeliveredRecord) -> None:
         """librdkafka's delivery callback: its error, in Kafka's names."""
         if error is not None:
             text = describe(error).removeprefix(kafka_name(error)).removeprefix(": ")
@@ -190,7 +214,7 @@ def produce(
     (kctl.records.wire_produce), which has no producer-id timer to wait for."""
     topic = options.topic
     failures = _Failures()
-    producer = None
+    producer: RecordProducer | None = None
     if input_complete and _defaults(options):
         layout = _layout(session, topic, f"produce to {topic}")
         partitions = len(layout.partitions)
@@ -236,7 +260,8 @@ def produce(
     return report
 
 
-def _checked_partitions(topic: str, chunks: Iterable[Sequence[bytes]], parse, partitions: int) -> Iterable[Sequence[bytes]]:
+def _checked_partitions(topic: str, chunks: Iterable[Sequence[bytes]], parse: Callable[[bytes], ProducerRecord | None] | None,
+                        partitions: int) -> Iterable[Sequence[bytes]]:
     """All of the input, read before anything is written: refused when a record names a
     partition the topic lacks. Kept in a spooled temporary file (memory up to 64 MiB)."""
     import struct
@@ -264,7 +289,7 @@ def _checked_partitions(topic: str, chunks: Iterable[Sequence[bytes]], parse, pa
     return _unspooled(spool)
 
 
-def _unspooled(spool) -> Iterable[Sequence[bytes]]:
+def _unspooled(spool: tempfile.SpooledTemporaryFile[bytes]) -> Iterator[list[bytes]]:
     import struct
 
     spool.seek(0)
@@ -289,7 +314,7 @@ class _State:
         self.skipped = 0
 
 
-def _queue(producer, *args, **kwargs) -> None:
+def _queue(producer: RecordProducer, *args: Any, **kwargs: Any) -> None:
     """producer.produce once librdkafka's queue has room again (the loops try first
     without this extra call per record)."""
     while True:
@@ -301,7 +326,7 @@ def _queue(producer, *args, **kwargs) -> None:
             pass
 
 
-def _local_errors(producer) -> tuple[type[BaseException], ...]:
+def _local_errors(producer: RecordProducer) -> tuple[type[BaseException], ...]:
     """What producer.produce raises for a record it refuses before sending it."""
     if hasattr(producer, "local_errors"):
         return producer.local_errors
@@ -310,10 +335,12 @@ def _local_errors(producer) -> tuple[type[BaseException], ...]:
     return (KafkaException,)
 
 
-def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> KctlError | None:
+def _produce_plain(producer: RecordProducer, topic: str, chunks: Iterable[Sequence[bytes]], null_marker: bytes | None,
+                   failures: _Failures, state: _State) -> KctlError | None:
     """The hot path: every input item is a value, nothing else is set."""
     local_errors = _local_errors(producer)
     produce = producer.produce
+    value: bytes | None
     for chunk in chunks:
         for value in chunk:
             state.line += 1
@@ -333,7 +360,9 @@ def _produce_plain(producer, topic, chunks, null_marker, failures, state) -> Kct
     return None
 
 
-def _produce_records(producer, topic, chunks, parse, options, partitions, failures, state, on_skip) -> KctlError | None:
+def _produce_records(producer: RecordProducer, topic: str, chunks: Iterable[Sequence[bytes]],
+                     parse: Callable[[bytes], ProducerRecord | None] | None, options: ProduceOptions, partitions: int,
+                     failures: _Failures, state: _State, on_skip: Callable[[int, str], None]) -> KctlError | None:
     local_errors = _local_errors(producer)
     produce = producer.produce
     fixed_headers = list(options.headers)
@@ -390,7 +419,7 @@ def _local_error(exc: BaseException, topic: str, line: int) -> KctlError:
     return kind(action=f"produce to {topic}", cause=f"line {line}: {describe(error)}", kafka_error=kafka_name(error))
 
 
-def _flush(producer, session: AdminSession) -> int:
+def _flush(producer: RecordProducer, session: AdminSession) -> int:
     """Wait for every queued record's fate; the number still undecided (0 normally)."""
     deadline = time.monotonic() + DEFAULT_MESSAGE_TIMEOUT_MS / 1000 + session.timeout
     remaining = len(producer)

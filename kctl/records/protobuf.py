@@ -17,9 +17,45 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Protocol
+
+    from kctl.admin.registry.schemas import Reference, Registry
+
+    # google.protobuf has no type information: what kctl reads of its objects.
+    class MessageDescriptor(Protocol):
+        """A message type's Descriptor."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def full_name(self) -> str: ...
+        @property
+        def nested_types(self) -> Sequence[MessageDescriptor]: ...
+
+    class FileDescriptor(Protocol):
+        @property
+        def message_types_by_name(self) -> Mapping[str, MessageDescriptor]: ...
+
+    class ProtoMessage(Protocol):
+        """A message of a class GetMessageClass made."""
+
+        @property
+        def DESCRIPTOR(self) -> MessageDescriptor: ...
+        def ParseFromString(self, serialized: bytes, /) -> int: ...
+        def SerializeToString(self) -> bytes: ...
+
+    class FileDescriptorProto(Protocol):
+        """descriptor_pb2.FileDescriptorProto: one .proto file, compiled."""
+
+        name: str
+        @property
+        def dependency(self) -> Sequence[str]: ...
 
 
 class ProtobufError(ValueError):
@@ -29,16 +65,16 @@ class ProtobufError(ValueError):
 class ProtoSchema:
     """One registered Protobuf schema, compiled: its messages as classes."""
 
-    def __init__(self, pool, file_descriptor):
+    def __init__(self, pool: object, file_descriptor: FileDescriptor):
         self.pool = pool
         self.file = file_descriptor
-        self._classes: dict[tuple[int, ...], Any] = {}
+        self._classes: dict[tuple[int, ...], Callable[[], ProtoMessage]] = {}
 
-    def messages(self) -> list:
+    def messages(self) -> list[MessageDescriptor]:
         """The file's top-level message descriptors, in declaration order (index 0 first)."""
         return list(self.file.message_types_by_name.values())
 
-    def descriptor(self, indexes: tuple[int, ...]):
+    def descriptor(self, indexes: tuple[int, ...]) -> MessageDescriptor:
         """The message at Confluent's message indexes ([0]: the file's first message)."""
         found = self.messages()
         descriptor = None
@@ -47,11 +83,11 @@ class ProtoSchema:
                 raise ProtobufError(f"message index {list(indexes)} is not in the schema")
             descriptor = found[index]
             found = list(descriptor.nested_types)
-        return descriptor
+        return cast("MessageDescriptor", descriptor)  # the loop runs at least once
 
     def indexes_of(self, full_name: str) -> tuple[int, ...]:
         """Confluent's message indexes of FULL_NAME (or a bare message name)."""
-        def walk(descriptors, path):
+        def walk(descriptors: Sequence[MessageDescriptor], path: tuple[int, ...]) -> tuple[int, ...] | None:
             for i, d in enumerate(descriptors):
                 if d.full_name == full_name or d.name == full_name:
                     return (*path, i)
@@ -66,14 +102,14 @@ class ProtoSchema:
             raise UsageError(f"the schema has no message {full_name} (its messages: {names})")
         return found
 
-    def message_class(self, indexes: tuple[int, ...]):
+    def message_class(self, indexes: tuple[int, ...]) -> Callable[[], ProtoMessage]:
         if indexes not in self._classes:
             from google.protobuf import message_factory
 
             self._classes[indexes] = message_factory.GetMessageClass(self.descriptor(indexes))
         return self._classes[indexes]
 
-    def decode(self, indexes: tuple[int, ...], payload: bytes) -> dict:
+    def decode(self, indexes: tuple[int, ...], payload: bytes) -> dict[str, Any]:
         """PAYLOAD as a dict in Protobuf's JSON mapping, with the .proto's field names and
         fields at their default values included (as Confluent's console consumer shows)."""
         from google.protobuf import json_format
@@ -86,7 +122,7 @@ class ProtoSchema:
             raise ProtobufError(f"not a {message.DESCRIPTOR.full_name}: {exc}") from None
         return json_format.MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
 
-    def encode(self, indexes: tuple[int, ...], datum: Any) -> bytes:
+    def encode(self, indexes: tuple[int, ...], datum: object) -> bytes:
         """DATUM (JSON as Protobuf's JSON mapping reads it) as the message's bytes."""
         from google.protobuf import json_format
 
@@ -120,11 +156,12 @@ def frame(schema_id: int, indexes: tuple[int, ...], payload: bytes) -> bytes:
     return SchemaId("PROTOBUF", schema_id, None, list(indexes)).id_to_bytes() + payload
 
 
-def compile_schema(registry, schema_text: str, references, *, name: str = "schema.proto") -> ProtoSchema:
+def compile_schema(registry: Registry | None, schema_text: str, references: Iterable[Reference] | None, *,
+                   name: str = "schema.proto") -> ProtoSchema:
     """SCHEMA_TEXT (with REFERENCES, kctl's or confluent's Reference objects, fetched from
     REGISTRY) as a ProtoSchema."""
     sources: dict[str, str] = {}
-    binaries: dict[str, Any] = {}
+    binaries: dict[str, FileDescriptorProto] = {}
     _collect(registry, name, schema_text, references, sources, binaries, set())
     descriptors = dict(binaries)
     if sources:
@@ -150,7 +187,8 @@ def compile_schema(registry, schema_text: str, references, *, name: str = "schem
         raise ProtobufError(f"the schema does not link: {exc}") from None
 
 
-def _collect(registry, name, text, references, sources, binaries, seen) -> None:
+def _collect(registry: Registry | None, name: str, text: str, references: Iterable[Reference] | None, sources: dict[str, str],
+             binaries: dict[str, FileDescriptorProto], seen: set[str]) -> None:
     if name in seen:
         return
     seen.add(name)
@@ -161,11 +199,11 @@ def _collect(registry, name, text, references, sources, binaries, seen) -> None:
     else:
         sources[name] = text
     for reference in references or ():
-        found = registry.version(reference.subject, reference.version)
+        found = cast("Registry", registry).version(reference.subject, reference.version)  # references come with a registry
         _collect(registry, reference.name, found.schema, found.references, sources, binaries, seen)
 
 
-def _descriptor_proto(text: str):
+def _descriptor_proto(text: str) -> FileDescriptorProto | None:
     """TEXT as a FileDescriptorProto when it is one in base64, else None (.proto text)."""
     if not text or any(c.isspace() for c in text.strip()) or "{" in text or ";" in text:
         return None
@@ -179,7 +217,7 @@ def _descriptor_proto(text: str):
     return proto
 
 
-def _well_known(file_name: str):
+def _well_known(file_name: str) -> FileDescriptorProto:
     """google/protobuf/*.proto and the like, which schemas import without a reference."""
     import importlib
 
@@ -196,7 +234,7 @@ def _well_known(file_name: str):
     return proto
 
 
-def _protoc(sources: dict[str, str], binaries: dict[str, Any]) -> dict[str, Any]:
+def _protoc(sources: dict[str, str], binaries: dict[str, FileDescriptorProto]) -> dict[str, FileDescriptorProto]:
     """SOURCES (.proto texts by file name) compiled by protoc into FileDescriptorProtos."""
     try:
         import grpc_tools

@@ -15,9 +15,38 @@ import io
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import fastavro
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Protocol, TypeAlias, TypeVar
+
+    from confluent_kafka._types import HeadersType
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+    from confluent_kafka.serialization import SerializationContext
+    from fastavro.validation import ValidationErrorData
+
+    from kctl.admin.registry.schemas import Registry, SchemaVersion
+    from kctl.records.model import ConsumedRecord, ProducerRecord
+    from kctl.records.protobuf import ProtobufError, ProtoSchema
+
+    # An Avro schema as fastavro parses it: a type's name, a union, or a JSON object
+    # (whose members are any JSON).
+    AvroSchema: TypeAlias = str | list["AvroSchema"] | dict[str, Any]
+    # A value as JSON reads it, and as fastavro writes it (bytes for bytes and fixed).
+    Datum: TypeAlias = None | bool | int | float | str | bytes | list["Datum"] | dict[str, "Datum"]
+
+    class SettableRecord(ConsumedRecord, Protocol):
+        """A consumed record whose key and value can be replaced (confluent_kafka.Message)."""
+
+        def set_key(self, key: bytes) -> None: ...
+        def set_value(self, value: bytes) -> None: ...
+
+    Settable = TypeVar("Settable", bound=SettableRecord)
 
 # --value-format / --key-format -> the registry's schema type ("auto": whichever it is).
 FORMATS = {"avro": "AVRO", "protobuf": "PROTOBUF", "json-schema": "JSON", "auto": None}
@@ -31,7 +60,7 @@ class DecodeError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
-    data: Any  # as the deserializer returns it; json_default encodes what JSON lacks
+    data: object  # as the deserializer returns it; json_default encodes what JSON lacks
     schema_id: int
     schema_type: str
     subject: str | None
@@ -49,7 +78,8 @@ class RecordDecoder:
 
     fields: tuple[str, ...]
 
-    def __init__(self, registry, *, key_format: str | None, value_format: str | None, warn=None):
+    def __init__(self, registry: Registry, *, key_format: str | None, value_format: str | None,
+                 warn: Callable[[str], None] | None = None):
         self.registry = registry
         self.client = registry.client
         self.formats = {"key": key_format, "value": value_format}
@@ -57,15 +87,15 @@ class RecordDecoder:
         self.warn = warn or (lambda message: None)
         self.failures = 0
         self._types: dict[int, str | None] = {}
-        self._subjects: dict[tuple[int, str, str], str | None] = {}
-        self._deserializers: dict[str, Any] = {}
-        self._protos: dict[int, Any] = {}  # schema id -> ProtoSchema, or the ProtobufError compiling it
+        self._subjects: dict[tuple[int, str | None, str], str | None] = {}
+        self._deserializers: dict[str, AvroDeserializer | JSONDeserializer] = {}
+        self._protos: dict[int, ProtoSchema | ProtobufError] = {}  # schema id -> ProtoSchema, or the ProtobufError compiling it
         # Avro schemas without references or rules, parsed: read with fastavro directly,
         # which is what the deserializer does after its lookups and rule checks
         # (measured: 2 µs a record against its 11 µs).
-        self._plain_avro: dict[int, Any] = {}
+        self._plain_avro: dict[int, AvroSchema] = {}
 
-    def decode(self, message, field: str) -> Decoded | None:
+    def decode(self, message: ConsumedRecord, field: str) -> Decoded | None:
         """The decoded key or value of a confluent_kafka.Message; None to show it as bytes."""
         wanted = self.formats[field]
         if wanted is None:
@@ -82,7 +112,7 @@ class RecordDecoder:
                 self.warn(f"{where}: {field} not decoded ({exc}); shown as bytes")
             return None
 
-    def _decode(self, message, field: str, data: bytes, wanted: str) -> Decoded | None:
+    def _decode(self, message: ConsumedRecord, field: str, data: bytes, wanted: str) -> Decoded | None:
         found = schema_id(data)
         if found is None:
             if wanted == "auto":
@@ -95,6 +125,7 @@ class RecordDecoder:
             raise DecodeError(f"schema {found} is {ENCODINGS.get(kind, kind)}, not {wanted}")
         plain = self._plain_avro.get(found)
         if plain is not None:  # the hot path: no context, no deserializer machinery
+            decoded: object
             try:
                 decoded = fastavro.schemaless_reader(io.BytesIO(data[5:]), plain, None)
             except Exception as exc:  # fastavro's errors on a payload that does not fit
@@ -107,7 +138,7 @@ class RecordDecoder:
         subject = self._subjects[key] if key in self._subjects else self._subject(found, message.topic(), field)
         return Decoded(decoded, found, kind, subject)
 
-    def _protobuf(self, found: int, data: bytes):
+    def _protobuf(self, found: int, data: bytes) -> dict[str, Any]:
         from kctl.records.protobuf import ProtobufError, compile_schema, split_payload
 
         if found not in self._protos:
@@ -124,10 +155,12 @@ class RecordDecoder:
         except ProtobufError as exc:
             raise DecodeError(f"schema {found}: {exc}") from None
 
-    def _deserialized(self, kind: str, found: int, message, field: str, data: bytes):
+    def _deserialized(self, kind: str, found: int, message: ConsumedRecord, field: str, data: bytes) -> object:
         from confluent_kafka.serialization import MessageField, SerializationContext
 
-        context = SerializationContext(message.topic(), MessageField.KEY if field == "key" else MessageField.VALUE, message.headers())
+        # A consumed record has its topic; its headers are a list of (name, bytes or None).
+        context = SerializationContext(cast("str", message.topic()), MessageField.KEY if field == "key" else MessageField.VALUE,
+                                       cast("HeadersType | None", message.headers()))
         try:
             return self._deserializer(kind)(data, context)
         except Exception as exc:  # the deserializers raise SerializationError, fastavro's and jsonschema's errors
@@ -150,7 +183,7 @@ class RecordDecoder:
                 self._plain_avro[found] = fastavro.parse_schema(json.loads(schema.schema))
         return self._types[found]
 
-    def _subject(self, found: int, topic: str, field: str) -> str | None:
+    def _subject(self, found: int, topic: str | None, field: str) -> str | None:
         """The subject the schema is registered under: the topic's (TopicNameStrategy)
         when it is one of them, else the first."""
         if (found, topic, field) not in self._subjects:
@@ -163,7 +196,7 @@ class RecordDecoder:
             self._subjects[(found, topic, field)] = preferred if preferred in subjects else (subjects[0] if subjects else None)
         return self._subjects[(found, topic, field)]
 
-    def _deserializer(self, kind: str):
+    def _deserializer(self, kind: str) -> AvroDeserializer | JSONDeserializer:
         if kind not in self._deserializers:
             from confluent_kafka.schema_registry import topic_subject_name_strategy
 
@@ -184,7 +217,7 @@ class RecordDecoder:
         return self._deserializers[kind]
 
 
-def json_default(value: Any) -> Any:
+def json_default(value: object) -> str:
     """What JSON lacks, for json.dumps(default=...): Avro bytes and fixed as Avro's JSON
     encoding has them (one character per byte, ISO-8859-1), decimals as strings (no float
     rounding), times as ISO-8601, UUIDs as text."""
@@ -201,7 +234,7 @@ def json_default(value: Any) -> Any:
 ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default)
 
 
-def decoded_envelope(envelope: dict[str, Any], message, decoder: RecordDecoder) -> dict[str, Any]:
+def decoded_envelope(envelope: dict[str, object], message: ConsumedRecord, decoder: RecordDecoder) -> dict[str, object]:
     """ENVELOPE (envelope.to_envelope) with the decoder's fields decoded: the key or value
     as JSON, `*_encoding` avro|json-schema|protobuf, and `*_schema_id` and `*_subject`
     (null when the record's key or value is not decoded)."""
@@ -215,7 +248,7 @@ def decoded_envelope(envelope: dict[str, Any], message, decoder: RecordDecoder) 
     return envelope
 
 
-def decode_in_place(messages: list, decoder: RecordDecoder) -> list:
+def decode_in_place(messages: list[Settable], decoder: RecordDecoder) -> list[Settable]:
     """MESSAGES with decoded keys and values replaced by their compact JSON text (for
     --format templates)."""
     for message in messages:
@@ -233,8 +266,18 @@ class RecordEncoder:
     the subject its strategy names. A value that does not fit says where, as a RecordError
     for produce to report with its line."""
 
-    def __init__(self, registry, topic: str, *, subject: str | None, version: int | str = "latest",
-                 schema_file=None, schema_type: str | None = None, strategy: str = "topic", message: str | None = None):
+    schema: SchemaVersion
+    # Avro: the parsed schema; JSON Schema: its validator (jsonschema has no types).
+    parsed: AvroSchema
+    validator: Any
+    serializer: AvroSerializer | JSONSerializer
+    context: SerializationContext
+    # Protobuf: the compiled schema, and the message indexes of the values' message.
+    proto: ProtoSchema
+    indexes: tuple[int, ...]
+
+    def __init__(self, registry: Registry, topic: str, *, subject: str | None, version: int | str = "latest",
+                 schema_file: Path | None = None, schema_type: str | None = None, strategy: str = "topic", message: str | None = None):
         from confluent_kafka.schema_registry import Schema
 
         from kctl.errors import UsageError
@@ -247,7 +290,7 @@ class RecordEncoder:
             subject = subject or _subject_for(strategy, topic, text, kind, message)
             found = registry.register(subject, text, kind, [])
         else:
-            found = registry.version(subject, version)
+            found = registry.version(cast("str", subject), version)  # without a schema file the caller names the subject
         self.schema = found
         if message is not None and found.type != "PROTOBUF":
             raise UsageError(action=f"produce with {found.subject}", cause=f"{{value_message}} is for Protobuf schemas; this one is {ENCODINGS.get(found.type, found.type)}")
@@ -274,7 +317,7 @@ class RecordEncoder:
 
         self.context = SerializationContext(topic, MessageField.VALUE)
 
-    def _protobuf_setup(self, found, message: str | None) -> None:
+    def _protobuf_setup(self, found: SchemaVersion, message: str | None) -> None:
         from kctl.errors import UsageError
         from kctl.records.protobuf import ProtobufError, compile_schema
 
@@ -286,13 +329,13 @@ class RecordEncoder:
             raise UsageError(action=f"produce with {found.subject}", cause="the schema has no message")
         self.indexes = self.proto.indexes_of(message) if message else (0,)
 
-    def encode(self, record):
+    def encode(self, record: ProducerRecord | None) -> ProducerRecord | None:
         from kctl.records.model import RecordError
 
         if record is None or record.value is None:
             return record  # a skipped line, or a tombstone
         try:
-            datum = json.loads(record.value)
+            datum: Datum = json.loads(record.value)
         except ValueError as exc:
             raise RecordError(f"value is not JSON ({exc})") from None
         if self.schema.type == "PROTOBUF":
@@ -303,7 +346,7 @@ class RecordEncoder:
             except ProtobufError as exc:
                 raise RecordError(str(exc)) from None
         if self.schema.type == "AVRO":
-            named = self.parsed.get("__named_schemas", {}) if isinstance(self.parsed, dict) else {}
+            named: dict[str, AvroSchema] = self.parsed.get("__named_schemas", {}) if isinstance(self.parsed, dict) else {}
             datum = _from_avro_json(datum, self.parsed, named)
         self._validate(datum)
         try:
@@ -312,7 +355,7 @@ class RecordEncoder:
             raise RecordError(f"value does not fit schema {self.schema.id}: {exc}") from None
         return record._replace(value=value)
 
-    def _validate(self, datum) -> None:
+    def _validate(self, datum: Datum) -> None:
         from kctl.records.model import RecordError
 
         if self.schema.type == "AVRO":
@@ -330,7 +373,7 @@ class RecordEncoder:
             raise RecordError(f"{problem.json_path}: {problem.message}")
 
 
-def _from_avro_json(datum, schema, named: dict):
+def _from_avro_json(datum: Datum, schema: AvroSchema, named: dict[str, AvroSchema]) -> Datum:
     """JSON as consume writes Avro (bytes and fixed as ISO-8859-1 text) or as Avro's JSON
     encoding has it (unions tagged {"type": value}), turned into what fastavro writes:
     bytes for bytes, the bare value for a union."""
@@ -357,7 +400,7 @@ def _from_avro_json(datum, schema, named: dict):
         return datum
     kind = schema.get("type")
     if kind == "record" and isinstance(datum, dict):
-        fields = {f["name"]: f["type"] for f in schema["fields"]}
+        fields: dict[str, AvroSchema] = {f["name"]: f["type"] for f in schema["fields"]}
         return {k: (_from_avro_json(v, fields[k], named) if k in fields else v) for k, v in datum.items()}
     if kind == "array" and isinstance(datum, list):
         return [_from_avro_json(v, schema["items"], named) for v in datum]
@@ -368,28 +411,30 @@ def _from_avro_json(datum, schema, named: dict):
     return datum
 
 
-def _branch_name(branch) -> str:
+def _branch_name(branch: AvroSchema) -> str:
     if isinstance(branch, dict):
         return str(branch.get("name") or branch.get("type"))
     return str(branch)
 
 
-def _avro_problem(error) -> str:
+def _avro_problem(error: ValidationErrorData) -> str:
     """One fastavro validation error as a line: the field's path, what the schema wanted,
     what the value had."""
+    schema: AvroSchema
+    datum: Datum
     schema, datum = error.schema, error.datum
     if isinstance(schema, dict) and schema.get("type") == "record" and isinstance(datum, dict):
         missing = [f for f in schema["fields"] if f["name"] not in datum and "default" not in f]
         if missing:
             field = missing[0]
             return f"{schema['name']}.{field['name']}: missing (the schema wants {_type_name(field['type'])})"
-    where = error.field or (schema.get("name") if isinstance(schema, dict) else "value")
+    where: str | None = error.field or (schema.get("name") if isinstance(schema, dict) else "value")
     if datum is None:  # fastavro reads a missing field as null
         return f"{where}: missing or null (the schema wants {_type_name(schema)})"
     return f"{where}: the schema wants {_type_name(schema)}, the value has {json.dumps(datum, default=str)[:80]}"
 
 
-def _type_name(schema) -> str:
+def _type_name(schema: AvroSchema) -> str:
     if isinstance(schema, list):
         return " or ".join(_type_name(s) for s in schema)
     if isinstance(schema, dict):
@@ -415,8 +460,8 @@ def _subject_for(strategy: str, topic: str, text: str, kind: str, message: str |
             raise UsageError(action=f"name a subject by --subject-strategy {strategy}", cause="the schema has no message")
         full = proto.descriptor(proto.indexes_of(message) if message else (0,)).full_name
         return full if strategy == "record" else f"{topic}-{full}"
-    document = json.loads(text) if kind in ("AVRO", "JSON") else {}
-    name = document.get("name") if kind == "AVRO" else document.get("title")
+    document: dict[str, Any] = json.loads(text) if kind in ("AVRO", "JSON") else {}
+    name: str | None = document.get("name") if kind == "AVRO" else document.get("title")
     if not name:
         raise UsageError(action=f"name a subject by --subject-strategy {strategy}", cause=f"the schema has no {'name' if kind == 'AVRO' else 'title'}")
     full = f"{document['namespace']}.{name}" if kind == "AVRO" and document.get("namespace") and "." not in name else name

@@ -26,14 +26,29 @@ import decimal
 import io
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from fastavro.types import NamedSchemas
+    from fastavro.types import Schema as AvroSchema
+    from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+    from kctl.admin.registry.schemas import Reference, Registry, RegistrySettings
+    from kctl.records.protobuf import ProtoSchema
+
+# A schema as its decoder takes it (_parse): fastavro's parsed Avro, a compiled ProtoSchema,
+# or a JSON Schema document (json.loads's value: a dict, which AvroSchema's dict covers).
+_Parsed: TypeAlias = "AvroSchema | ProtoSchema"
+# A writer's schema (_Decoder._writer): its type, the parsed schema, whether it is the reader's.
+_Writer: TypeAlias = "tuple[str, _Parsed, bool]"
 
 COLUMNS = ("value_schema_id", "value_decoded", "value_decode_error")
 
 
-def _json_text():
+def _json_text() -> pa.DataType:
     """The type of a field held as JSON text. large_string only to tell it from a string
     field while decoding (a string goes in quoted); Spark gets a string (spark_type)."""
     import pyarrow as pa
@@ -45,20 +60,20 @@ def _json_text():
 class DecodePlan:
     """What the executors need: the registry and the reader's schema (picklable)."""
 
-    registry: Any  # kctl.admin.registry.schemas.RegistrySettings
+    registry: RegistrySettings
     subject: str
     schema_id: int
     version: int | None
     type: str  # AVRO | PROTOBUF | JSON
     schema: str
-    references: tuple  # kctl.admin.registry.schemas.Reference
+    references: tuple[Reference, ...]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, str | int | None]:
         """For the manifest."""
         return {"subject": self.subject, "schema_id": self.schema_id, "version": self.version, "type": self.type}
 
 
-def plan_decode(registry, topic: str) -> DecodePlan:
+def plan_decode(registry: Registry, topic: str) -> DecodePlan:
     """TOPIC's values decoded as its subject's (TopicNameStrategy) latest schema."""
     from kctl.errors import NotFoundError
 
@@ -75,12 +90,12 @@ def plan_decode(registry, topic: str) -> DecodePlan:
 
 # -- types ------------------------------------------------------------------------------
 
-def arrow_type(plan: DecodePlan):
+def arrow_type(plan: DecodePlan) -> pa.DataType:
     """The value_decoded column's Arrow type for PLAN's schema."""
     return _type_of(plan.type, _parse(plan.type, plan.schema, plan.references, plan.schema_id, _registry(plan)))
 
 
-def _parse(kind: str, text: str, references, schema_id: int, registry):
+def _parse(kind: str, text: str, references: tuple[Reference, ...], schema_id: int, registry: Registry) -> _Parsed:
     """A schema as its decoder takes it: fastavro's parsed Avro, a compiled ProtoSchema,
     a JSON Schema document."""
     if kind == "AVRO":
@@ -92,14 +107,14 @@ def _parse(kind: str, text: str, references, schema_id: int, registry):
     return json.loads(text)
 
 
-def _type_of(kind: str, parsed):
+def _type_of(kind: str, parsed: _Parsed) -> pa.DataType:
     import pyarrow as pa
 
     if kind == "AVRO":
-        named = dict(parsed.get("__named_schemas", {})) if isinstance(parsed, dict) else {}
-        return _avro_type(parsed, named, ())
+        named: NamedSchemas = dict(parsed.get("__named_schemas", {})) if isinstance(parsed, dict) else {}
+        return _avro_type(cast("AvroSchema", parsed), named, ())
     if kind == "PROTOBUF":
-        return _proto_type(parsed.descriptor((0,)), ())
+        return _proto_type(cast("ProtoSchema", parsed).descriptor((0,)), ())
     found = _json_type(parsed, parsed, 0)
     return found if pa.types.is_struct(found) else pa.struct([pa.field("value", found)])
 
@@ -108,7 +123,7 @@ _AVRO_PRIMITIVES = {"null": "null", "boolean": "bool_", "int": "int32", "long": 
                     "double": "float64", "bytes": "binary", "string": "string"}
 
 
-def _avro_type(schema, named: dict, seen: tuple):
+def _avro_type(schema: AvroSchema, named: NamedSchemas, seen: tuple[str, ...]) -> pa.DataType:
     import pyarrow as pa
 
     if isinstance(schema, str):
@@ -134,7 +149,7 @@ def _avro_type(schema, named: dict, seen: tuple):
     if logical in ("time-millis", "time-micros", "uuid"):
         return pa.string()  # Spark has no time of day; a UUID is text
     if kind == "record":
-        name = schema.get("name")
+        name = cast(str, schema.get("name"))  # fastavro's parsed records all have one
         full = f"{schema['namespace']}.{name}" if schema.get("namespace") and "." not in str(name) else name
         named[full] = named[name] = schema
         inner = (*seen, full, name)
@@ -147,23 +162,24 @@ def _avro_type(schema, named: dict, seen: tuple):
         return pa.map_(pa.string(), _avro_type(schema["values"], named, seen))
     if kind == "fixed":
         return pa.binary()
-    return _avro_type(kind, named, seen)  # {"type": "long"} and logical types Spark lacks (time-*, uuid)
+    return _avro_type(cast("AvroSchema", kind), named, seen)  # {"type": "long"} and logical types Spark lacks (time-*, uuid)
 
 
-def _proto_type(descriptor, seen: tuple):
+def _proto_type(descriptor: Descriptor, seen: tuple[str, ...]) -> pa.DataType:
     import pyarrow as pa
     from google.protobuf.descriptor import FieldDescriptor as F
 
     if descriptor.full_name == "google.protobuf.Timestamp":
         return pa.timestamp("us", tz="UTC")
     seen = (*seen, descriptor.full_name)
-    scalars = {F.TYPE_DOUBLE: pa.float64(), F.TYPE_FLOAT: pa.float32(), F.TYPE_INT64: pa.int64(), F.TYPE_SINT64: pa.int64(),
+    scalars: dict[int, pa.DataType] = {
+               F.TYPE_DOUBLE: pa.float64(), F.TYPE_FLOAT: pa.float32(), F.TYPE_INT64: pa.int64(), F.TYPE_SINT64: pa.int64(),
                F.TYPE_SFIXED64: pa.int64(), F.TYPE_UINT64: pa.decimal128(20, 0), F.TYPE_FIXED64: pa.decimal128(20, 0),
                F.TYPE_INT32: pa.int32(), F.TYPE_SINT32: pa.int32(), F.TYPE_SFIXED32: pa.int32(), F.TYPE_UINT32: pa.int64(),
                F.TYPE_FIXED32: pa.int64(), F.TYPE_BOOL: pa.bool_(), F.TYPE_STRING: pa.string(), F.TYPE_BYTES: pa.binary(),
                F.TYPE_ENUM: pa.string()}
 
-    def field_type(field):
+    def field_type(field: FieldDescriptor) -> pa.DataType:
         if field.type in (F.TYPE_MESSAGE, F.TYPE_GROUP):
             inner = field.message_type
             if inner.GetOptions().map_entry:
@@ -180,7 +196,7 @@ def _proto_type(descriptor, seen: tuple):
     return pa.struct(fields)
 
 
-def _json_type(schema, root, depth: int):
+def _json_type(schema: object, root: object, depth: int) -> pa.DataType:
     import pyarrow as pa
 
     if not isinstance(schema, dict) or depth > 32:
@@ -199,7 +215,8 @@ def _json_type(schema, root, depth: int):
         return pa.struct([pa.field(name, _json_type(sub, root, depth + 1)) for name, sub in schema["properties"].items()])
     if kind == "array" and isinstance(schema.get("items"), dict):
         return pa.list_(_json_type(schema["items"], root, depth + 1))
-    return {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}.get(kind or "") or _json_text()
+    return cast("pa.DataType | None", {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(),
+                                       "boolean": pa.bool_()}.get(kind or "")) or _json_text()
 
 
 # -- the plan as kctl_kafka options ---------------------------------------------------------
@@ -207,6 +224,29 @@ def _json_type(schema, root, depth: int):
 # The registry's credentials travel under keys with "password" and "token" in them: Spark
 # redacts such options in its UI and logs (spark.redaction.regex).
 OPTION, SECRET_OPTION, TOKEN_OPTION = "kctl.decode", "kctl.decode.password", "kctl.decode.token"
+
+
+class _RegistryDocument(TypedDict):
+    """OPTION's "registry": RegistrySettings without its secrets."""
+
+    url: str
+    timeout: float
+    logical_cluster: str | None
+    ssl_ca_location: str | None
+    ssl_certificate_location: str | None
+    ssl_key_location: str | None
+
+
+class _PlanDocument(TypedDict):
+    """OPTION's value (JSON): a DecodePlan."""
+
+    subject: str
+    schema_id: int
+    version: int | None
+    type: str
+    schema: str
+    references: list[tuple[str, str, int]]  # [name, subject, version] (JSON arrays)
+    registry: _RegistryDocument
 
 
 def plan_options(plan: DecodePlan) -> dict[str, str]:
@@ -226,13 +266,13 @@ def plan_options(plan: DecodePlan) -> dict[str, str]:
     return options
 
 
-def plan_from_options(options) -> DecodePlan | None:
+def plan_from_options(options: Mapping[str, str]) -> DecodePlan | None:
     from kctl.admin.registry.schemas import Reference, RegistrySettings
 
     text = options.get(OPTION)
     if not text:
         return None
-    document = json.loads(text)
+    document: _PlanDocument = json.loads(text)
     settings = RegistrySettings(basic_auth=options.get(SECRET_OPTION) or None, bearer_token=options.get(TOKEN_OPTION) or None, **document["registry"])
     references = tuple(Reference(name=n, subject=s, version=v) for n, s, v in document["references"])
     return DecodePlan(settings, document["subject"], document["schema_id"], document["version"], document["type"], document["schema"], references)
@@ -243,7 +283,7 @@ def columns_ddl(plan: DecodePlan) -> str:
     return f", value_schema_id int, value_decoded {_ddl(spark_type(arrow_type(plan)))}, value_decode_error string"
 
 
-def spark_type(kind):
+def spark_type(kind: pa.DataType) -> pa.DataType:
     """KIND with every timestamp in microseconds, as Spark holds them."""
     import pyarrow as pa
 
@@ -261,7 +301,7 @@ def spark_type(kind):
     return kind
 
 
-def _ddl(kind) -> str:
+def _ddl(kind: pa.DataType) -> str:
     import pyarrow as pa
 
     t = pa.types
@@ -282,7 +322,7 @@ def _ddl(kind) -> str:
 
 # -- decoding (in the read tasks) --------------------------------------------------------
 
-def decode_batches(batches, plan: DecodePlan) -> Iterator:
+def decode_batches(batches: Iterable[pa.RecordBatch], plan: DecodePlan) -> Iterator[pa.RecordBatch]:
     """BATCHES (source schema) with the three decode columns added."""
     import pyarrow as pa
 
@@ -290,7 +330,9 @@ def decode_batches(batches, plan: DecodePlan) -> Iterator:
     decoded_type = decoder.type
     column_type = spark_type(decoded_type)
     for batch in batches:
-        ids, values, errors = [], [], []
+        ids: list[int | None] = []
+        values: list[object] = []
+        errors: list[str | None] = []
         for value in batch.column("value").to_pylist():
             schema_id, datum, error = decoder.decode(value)
             ids.append(schema_id)
@@ -303,7 +345,7 @@ def decode_batches(batches, plan: DecodePlan) -> Iterator:
         yield pa.RecordBatch.from_arrays(columns, names=[*batch.schema.names, *COLUMNS])
 
 
-def _typed_array(values: list, errors: list, kind):
+def _typed_array(values: list[object], errors: list[str | None], kind: pa.DataType) -> pa.Array[pa.Scalar[pa.DataType]]:
     """VALUES as an Arrow array of KIND; a value Arrow refuses (out of range) becomes
     null with its error, one by one, rather than failing the batch."""
     import pyarrow as pa
@@ -331,9 +373,9 @@ class _Decoder:
         self._reader = _parse(plan.type, plan.schema, plan.references, plan.schema_id, self.registry)
         self.type = _type_of(plan.type, self._reader)
         # schema id -> (type, parsed, whether it is the reader's), or the error getting it.
-        self._writers: dict[int, Any] = {plan.schema_id: (plan.type, self._reader, True)}
+        self._writers: dict[int, _Writer | Exception] = {plan.schema_id: (plan.type, self._reader, True)}
 
-    def decode(self, value: bytes | None) -> tuple[int | None, Any, str | None]:
+    def decode(self, value: bytes | None) -> tuple[int | None, object, str | None]:
         from kctl.records.serdes import schema_id as framed_id
 
         if value is None:
@@ -347,7 +389,7 @@ class _Decoder:
         except Exception as exc:  # whatever a payload can make a decoder raise: kept as the row's error
             return schema_id, None, " ".join(str(exc).split()) or type(exc).__name__
 
-    def _writer(self, schema_id: int):
+    def _writer(self, schema_id: int) -> _Writer:
         if schema_id not in self._writers:
             try:
                 found = self.registry.by_id(schema_id)
@@ -361,45 +403,46 @@ class _Decoder:
             raise writer
         return writer
 
-    def _decode(self, writer, value: bytes):
+    def _decode(self, writer: _Writer, value: bytes) -> object:
         kind, parsed, same = writer
         if kind == "AVRO":
             import fastavro
 
             # The reader's own schema needs no resolution (the common case, and faster).
-            return fastavro.schemaless_reader(io.BytesIO(value[5:]), parsed, None if same else self._reader)
+            return fastavro.schemaless_reader(io.BytesIO(value[5:]), cast("AvroSchema", parsed),
+                                              None if same else cast("AvroSchema", self._reader))
         if kind == "PROTOBUF":
             from kctl.records.protobuf import split_payload
 
-            return parsed.decode(*split_payload(value))
+            return cast("ProtoSchema", parsed).decode(*split_payload(value))
         return json.loads(value[5:])
 
 
-def _registry(plan: DecodePlan):
+def _registry(plan: DecodePlan) -> Registry:
     from kctl.admin.registry.schemas import Registry
 
     return Registry(plan.registry)
 
 
-def _avro_schema(text: str, references, registry):
+def _avro_schema(text: str, references: tuple[Reference, ...], registry: Registry) -> AvroSchema:
     """An Avro schema parsed with the named types of its references (fetched)."""
     import fastavro
 
-    named: dict = {}
+    named: NamedSchemas = {}
     for reference in references or ():
         found = registry.version(reference.subject, reference.version)
         fastavro.parse_schema(_avro_schema_json(found.schema), named_schemas=named)
     return fastavro.parse_schema(_avro_schema_json(text), named_schemas=named)
 
 
-def _avro_schema_json(text: str):
+def _avro_schema_json(text: str) -> AvroSchema:
     try:
         return json.loads(text)
     except ValueError:
         return text  # a bare primitive name
 
 
-def conform(value, kind):
+def conform(value: object, kind: pa.DataType) -> object:
     """VALUE (as a decoder returns it) shaped for the Arrow type KIND: fields matched by
     name, Protobuf's JSON mapping undone (int64 as strings, bytes as base64), and what the
     type cannot hold as null."""

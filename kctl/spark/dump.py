@@ -17,15 +17,21 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kctl.errors import AlreadyExistsError, InvalidError, KctlError
 from kctl.spark import frames
 from kctl.spark.manifest import DUMP_MANIFEST, SUCCESS, new_dump_manifest, now_iso, write_json
 from kctl.spark.session import size_shuffles
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from kctl.spark.decode import DecodePlan
+    from kctl.spark.planning import PartitionBounds
 
 # Where the read tasks keep their progress while the dump runs (kctl.spark.reading.reporting):
 # hidden from Spark, pyarrow and DuckDB by its leading underscore, and removed after the write.
@@ -42,7 +48,7 @@ class DumpRequest:
     extra_options: tuple[tuple[str, str], ...] = ()  # startingTimestamp etc.
     max_records_per_file: int = 5_000_000
     compacted_topics: tuple[str, ...] = ()  # their offset gaps are expected (audit)
-    decode: Any = None  # a kctl.spark.decode.DecodePlan: values as typed columns too
+    decode: DecodePlan | None = None  # values as typed columns too
 
 
 def check_out(out: Path, overwrite: bool, *, manifest: str = DUMP_MANIFEST, action: str = "dump", kind: str = "dump") -> bool:
@@ -60,7 +66,7 @@ def check_out(out: Path, overwrite: bool, *, manifest: str = DUMP_MANIFEST, acti
     return False
 
 
-def _jsonl_frame(frame):
+def _jsonl_frame(frame: DataFrame) -> DataFrame:
     """JSON Lines columns: base64 for bytes, plus the value as text when it is UTF-8
     (and --decode's columns, binary fields inside them base64 as Spark writes them)."""
     from pyspark.sql import functions as F
@@ -83,7 +89,7 @@ def _jsonl_frame(frame):
 
 
 @contextlib.contextmanager
-def _unsorted_writes(spark):
+def _unsorted_writes(spark: SparkSession) -> Iterator[None]:
     """Write each task's records in the order they are read, without a sort.
 
     Every read task holds one offset range of one partition, already in offset order
@@ -95,6 +101,7 @@ def _unsorted_writes(spark):
     task holds more partitions than writers, which these tasks never do."""
     settings = {"spark.sql.optimizer.plannedWrite.enabled": "false", "spark.sql.maxConcurrentOutputFileWriters": "4"}
     saved = {key: spark.conf.get(key, None) for key in settings}
+    value: str | None  # a setting's, then the saved one (None: unset)
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
@@ -107,7 +114,7 @@ def _unsorted_writes(spark):
                 spark.conf.set(key, value)
 
 
-def count_written(spark, out: Path, manifest: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+def count_written(spark: SparkSession, out: Path, manifest: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
     """Per-partition counts and offset/timestamp ranges of what is on disk."""
     from pyspark.sql import functions as F
 
@@ -126,7 +133,7 @@ def count_written(spark, out: Path, manifest: dict[str, Any]) -> dict[tuple[str,
     return {(r["topic"], r["partition"]): r.asDict() for r in rows}
 
 
-def count_undecoded(spark, out: Path, fmt: str) -> int:
+def count_undecoded(spark: SparkSession, out: Path, fmt: str) -> int:
     """Values --decode could not decode (their value_decode_error says why)."""
     from pyspark.sql import functions as F
 
@@ -134,7 +141,8 @@ def count_undecoded(spark, out: Path, fmt: str) -> int:
     return reader(str(out)).where(F.col("value_decode_error").isNotNull()).count()
 
 
-def _write_with_spark(spark, engine: str, options: dict[str, str], bounds, request: DumpRequest) -> None:
+def _write_with_spark(spark: SparkSession, engine: str, options: dict[str, str], bounds: list[PartitionBounds],
+                      request: DumpRequest) -> None:
     """The records through Spark's own writers (JSON Lines; the JVM connector's reads)."""
     from kctl.spark.decode import COLUMNS as DECODED
 
@@ -150,7 +158,7 @@ def _write_with_spark(spark, engine: str, options: dict[str, str], bounds, reque
             writer.option("compression", "zstd").parquet(str(request.out))
 
 
-def _write_directly(spark, options: dict[str, str], bounds, request: DumpRequest) -> None:
+def _write_directly(spark: SparkSession, options: dict[str, str], bounds: list[PartitionBounds], request: DumpRequest) -> None:
     """One Spark task per offset range (as kctl_kafka plans them) reads and writes its
     records with pyarrow (dump_files.write_ranges)."""
     from functools import partial
@@ -172,7 +180,8 @@ def _write_directly(spark, options: dict[str, str], bounds, request: DumpRequest
     job.collect()
 
 
-def dump(spark_factory: Callable[[], Any], kafka: dict[str, Any], request: DumpRequest, report: frames.Report | None = None) -> dict[str, Any]:
+def dump(spark_factory: Callable[[], SparkSession], kafka: Mapping[str, object], request: DumpRequest,
+         report: frames.Report | None = None) -> dict[str, Any]:
     """Run the dump; returns the completed manifest. On failure the manifest says partial.
     `report` gets the records dumped so far while the job runs."""
     # The read tasks' progress files: under --out, which a cluster's executors share.

@@ -17,16 +17,22 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kctl.spark.planning import OffsetRange
 
 # Rows per row group: pyarrow's write_batch makes a row group of every batch (10,000
 # records), so batches are gathered into groups of about 64 MiB before writing.
 ROW_GROUP_BYTES = 64 << 20
 
 
-def write_ranges(options: dict[str, str], out: str, max_records_per_file: int, ranges) -> Iterator[tuple[str, int, int]]:
+def write_ranges(options: dict[str, str], out: str, max_records_per_file: int,
+                 ranges: Iterable[OffsetRange]) -> Iterator[tuple[str, int, int]]:
     """A Spark task (mapPartitions): RANGES (planning.OffsetRange) read and written under
     OUT; yields (topic, partition, records written) per range."""
     from kctl.spark import options as parser
@@ -52,7 +58,7 @@ def write_ranges(options: dict[str, str], out: str, max_records_per_file: int, r
         yield offsets.topic, offsets.partition, records
 
 
-def write_files(batches, directory: str, stem: str, max_records_per_file: int) -> int:
+def write_files(batches: Iterable[pa.RecordBatch], directory: str, stem: str, max_records_per_file: int) -> int:
     """BATCHES (source schema) without their topic and partition columns as zstd Parquet
     files DIRECTORY/STEM-NNNN.zstd.parquet of at most MAX_RECORDS_PER_FILE records."""
     import pyarrow as pa
@@ -61,7 +67,7 @@ def write_files(batches, directory: str, stem: str, max_records_per_file: int) -
     writer: Any = None  # a pyarrow ParquetWriter once a file is open
     temporary = ""
     sequence = in_file = total = 0
-    pending: list = []
+    pending: list[pa.RecordBatch] = []
     pending_bytes = 0
 
     def flush() -> None:

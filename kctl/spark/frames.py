@@ -9,25 +9,30 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from kctl import errors
 from kctl.errors import InvalidError, KctlError
 from kctl.spark.options import OptionError, SourceOptions, parse
 from kctl.spark.planning import PartitionBounds, plan_bounds
 
+if TYPE_CHECKING:
+    from pyspark.core.status import StatusTracker
+    from pyspark.sql import DataFrame, SparkSession
+
 # librdkafka properties the Java client knows under the same name (for --engine jvm).
 _JAVA_PROPERTIES = ("bootstrap.servers", "security.protocol", "sasl.mechanism", "client.id", "request.timeout.ms")
 
 
-def kafka_options(kafka: dict[str, Any]) -> dict[str, str]:
+def kafka_options(kafka: Mapping[str, object]) -> dict[str, str]:
     """The CLI's librdkafka settings as `kafka.*` data source options (strings)."""
     return {f"kafka.{k}": str(v) for k, v in kafka.items() if not callable(v)}
 
 
-def source_options(kafka: dict[str, Any], topics: Sequence[str], *, include_headers: bool = True, **extra: str | None) -> dict[str, str]:
+def source_options(kafka: Mapping[str, object], topics: Sequence[str], *, include_headers: bool = True,
+                   **extra: str | None) -> dict[str, str]:
     """kctl_kafka options for reading `topics` with the CLI's client settings."""
     options = kafka_options(kafka)
     options["subscribe"] = ",".join(topics)
@@ -61,7 +66,7 @@ def pinned(options: dict[str, str], bounds: Sequence[PartitionBounds]) -> dict[s
     return kept
 
 
-def load_topic(spark, engine: str, options: dict[str, str], bounds: Sequence[PartitionBounds]):
+def load_topic(spark: SparkSession, engine: str, options: dict[str, str], bounds: Sequence[PartitionBounds]) -> DataFrame:
     """A DataFrame of exactly the planned ranges, read by kctl_kafka or the JVM connector."""
     exact = pinned(options, bounds)
     if engine == "jvm":
@@ -70,7 +75,7 @@ def load_topic(spark, engine: str, options: dict[str, str], bounds: Sequence[Par
     return spark.read.format("kctl_kafka").options(**exact).load()
 
 
-def choose_engine(spark, engine: str) -> str:
+def choose_engine(spark: SparkSession, engine: str) -> str:
     from kctl.spark.session import has_jvm_connector
 
     if engine == "python":
@@ -95,7 +100,7 @@ JSONL_SCHEMA = (
 COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
 
 
-def load_dump(spark, directory: Path, manifest: dict[str, Any], *, ordered: bool = False):
+def load_dump(spark: SparkSession, directory: Path, manifest: dict[str, Any], *, ordered: bool = False) -> DataFrame:
     """A dump's records with the source schema (partitions restored from the layout).
 
     ordered: a Parquet dump is read by kctl_dump, one task per partition in offset order
@@ -201,20 +206,20 @@ class Progress:
     tasks completed, since Spark reports records read only when a task ends.
     """
 
-    def __init__(self, spark, total: int, report: Report | None, *, directory: Path | None = None,
-                 measure: Callable[[], int] | None = None, every: float = 0.25):
+    def __init__(self, spark: SparkSession, total: int, report: Report | None, *, directory: Path | None = None,
+                 measure: Callable[[], int] | None = None, every: float = 0.25) -> None:
         self.spark, self.total, self.report = spark, total, report
         self.directory, self.measure, self.every = directory, measure, every
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._run, name="kctl-spark-progress", daemon=True)
         self.done = 0  # never shown going back (a later job of the command counts from zero)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         if self.report is not None:
             self.thread.start()
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.stop_event.set()
         if self.thread.is_alive():
             self.thread.join(timeout=2)
@@ -230,7 +235,7 @@ class Progress:
                 self.done = min(done, self.total)
                 self.report(self.done, self.total, size)
 
-    def _sample(self, tracker) -> tuple[int | None, int | None]:
+    def _sample(self, tracker: StatusTracker) -> tuple[int | None, int | None]:
         if self.measure is not None:
             return self.measure(), None
         if self.directory is not None:

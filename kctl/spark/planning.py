@@ -13,12 +13,22 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from kctl.admin.client.errors import describe, error_class, error_of
 from kctl.errors import InvalidError, KctlError, NotFoundError, UnreachableError
 from kctl.spark.options import EARLIEST, LATEST, OptionError, SourceOptions
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, KafkaError
+    from confluent_kafka.admin import TopicMetadata
+
+    from kctl.spark.pushdown import Limits
+
+# (topic, partition)
+_Key = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,17 @@ class PartitionBounds:
     high_watermark: int
     start: int
     end: int  # exclusive
+
+
+class BoundsDocument(TypedDict):
+    """PartitionBounds as JSON (record_plan's partitions, a dump manifest's)."""
+
+    topic: str
+    partition: int
+    log_start_offset: int
+    high_watermark: int
+    start_offset: int
+    end_offset: int
 
 
 @dataclass(frozen=True)
@@ -60,7 +81,7 @@ def consumer_config(options: SourceOptions, role: str) -> dict[str, Any]:
     return with_token_program(config)  # a token command runs where the consumer does
 
 
-def _fail(exc_or_error) -> KctlError:
+def _fail(exc_or_error: BaseException | KafkaError) -> KctlError:
     """The project's error class for a librdkafka error (one exception type from planning)."""
     error = error_of(exc_or_error) if isinstance(exc_or_error, BaseException) else exc_or_error
     if error is None:
@@ -70,9 +91,10 @@ def _fail(exc_or_error) -> KctlError:
     return kind(cause=describe(error))
 
 
-def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[str, int]]:
+def _partitions(consumer: Consumer, options: SourceOptions, timeout: float) -> list[_Key]:
     from confluent_kafka import KafkaError, KafkaException
 
+    topics: dict[str, TopicMetadata]
     try:
         if options.subscribe_pattern is not None:
             metadata = consumer.list_topics(timeout=timeout)
@@ -86,7 +108,7 @@ def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[
                 topics[name] = metadata.topics[name]
     except KafkaException as exc:
         raise _fail(exc) from None
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[_Key] = []
     for name, topic in sorted(topics.items()):
         if topic.error is not None:
             if topic.error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
@@ -102,7 +124,7 @@ def _partitions(consumer, options: SourceOptions, timeout: float) -> list[tuple[
     return pairs
 
 
-def _by_time(consumer, pairs, stamps: dict[tuple[str, int], int], timeout: float) -> dict[tuple[str, int], int]:
+def _by_time(consumer: Consumer, pairs: list[_Key], stamps: dict[_Key, int], timeout: float) -> dict[_Key, int]:
     """{(topic, partition): first offset at or after its timestamp, or -1 for none}."""
     from confluent_kafka import KafkaException, TopicPartition
 
@@ -118,7 +140,7 @@ def _by_time(consumer, pairs, stamps: dict[tuple[str, int], int], timeout: float
     return {(tp.topic, tp.partition): tp.offset for tp in found}
 
 
-def _stamps(global_ms: int | None, per_partition, pairs) -> dict[tuple[str, int], int]:
+def _stamps(global_ms: int | None, per_partition: dict[str, dict[int, int]] | None, pairs: list[_Key]) -> dict[_Key, int]:
     if global_ms is not None:
         return {pair: global_ms for pair in pairs}
     if per_partition:
@@ -126,15 +148,16 @@ def _stamps(global_ms: int | None, per_partition, pairs) -> dict[tuple[str, int]
     return {}
 
 
-def _offset(spec, key: tuple[str, int], default: int) -> int:
+def _offset(spec: str | dict[str, dict[int, int]], key: _Key, default: int) -> int:
     if spec == "earliest":
         return EARLIEST
     if spec == "latest":
         return LATEST
-    return spec.get(key[0], {}).get(key[1], default)
+    # The options parser makes every other position a {topic: {partition: offset}} map.
+    return cast("dict[str, dict[int, int]]", spec).get(key[0], {}).get(key[1], default)
 
 
-def plan_bounds(options: SourceOptions, *, timeout: float = 30.0, limits=None) -> list[PartitionBounds]:
+def plan_bounds(options: SourceOptions, *, timeout: float = 30.0, limits: Limits | None = None) -> list[PartitionBounds]:
     """Where each selected partition's read starts and ends, checked against its log;
     cut by `limits` (kctl.spark.pushdown.Limits, a scan's pushed predicates) when given."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -145,7 +168,7 @@ def plan_bounds(options: SourceOptions, *, timeout: float = 30.0, limits=None) -
         raise OptionError(f"a kafka.* option was refused: {exc.args[0].str() if exc.args else exc}") from None
     try:
         pairs = _partitions(consumer, options, timeout)
-        marks = {}
+        marks: dict[_Key, tuple[int, int]] = {}
         for topic, partition in pairs:
             try:
                 marks[(topic, partition)] = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout, cached=False)
@@ -163,9 +186,10 @@ def plan_bounds(options: SourceOptions, *, timeout: float = 30.0, limits=None) -
     return bounds
 
 
-def _bounds(options: SourceOptions, pairs, marks, start_stamps, starts_by_time, ends_by_time) -> list[PartitionBounds]:
+def _bounds(options: SourceOptions, pairs: list[_Key], marks: dict[_Key, tuple[int, int]], start_stamps: dict[_Key, int],
+            starts_by_time: dict[_Key, int], ends_by_time: dict[_Key, int]) -> list[PartitionBounds]:
     """Each partition's [start, end) from the options, checked against its log."""
-    bounds = []
+    bounds: list[PartitionBounds] = []
     for key in pairs:
         low, high = marks[key]
         if key in starts_by_time:
@@ -196,7 +220,7 @@ def _bounds(options: SourceOptions, pairs, marks, start_stamps, starts_by_time, 
     return bounds
 
 
-def record_plan(directory: str, scan: str, table: str | None, bounds: list[PartitionBounds], pushed) -> None:
+def record_plan(directory: str, scan: str, table: str | None, bounds: list[PartitionBounds], pushed: Iterable[str]) -> None:
     """DIRECTORY/SCAN.json: a scan's ranges, for the process that started the query
     (planning runs in a process of Spark's own). Written whole or not at all."""
     from pathlib import Path
@@ -214,7 +238,7 @@ def record_plan(directory: str, scan: str, table: str | None, bounds: list[Parti
     })
 
 
-def _narrow(consumer, bounds: list[PartitionBounds], limits, timeout: float) -> list[PartitionBounds]:
+def _narrow(consumer: Consumer, bounds: list[PartitionBounds], limits: Limits, timeout: float) -> list[PartitionBounds]:
     """The bounds cut by a scan's pushed predicates: time bounds become offsets by
     ListOffsets, asked only for the partitions still read."""
     from kctl.spark.pushdown import narrowed
@@ -222,7 +246,7 @@ def _narrow(consumer, bounds: list[PartitionBounds], limits, timeout: float) -> 
     pairs = [(b.topic, b.partition) for b in bounds if limits.admits_partition(b.partition) and b.end > b.start]
     starts = _by_time(consumer, pairs, dict.fromkeys(pairs, limits.time_low_ms), timeout) if limits.time_low_ms is not None else {}
     ends = _by_time(consumer, pairs, dict.fromkeys(pairs, limits.time_end_ms), timeout) if limits.time_end_ms is not None else {}
-    out = []
+    out: list[PartitionBounds] = []
     for b in bounds:
         key = (b.topic, b.partition)
         # -1: no record at or after the time, so a start bound leaves nothing, an end bound cuts nothing.
@@ -240,7 +264,7 @@ def split(bounds: list[PartitionBounds], min_partitions: int | None = None, max_
     ranges = [OffsetRange(b.topic, b.partition, b.start, b.end) for b in bounds if b.end > b.start]
     if min_partitions is not None and min_partitions > len(ranges):
         total = sum(r.size for r in ranges)
-        cut = []
+        cut: list[OffsetRange] = []
         for r in ranges:
             parts = max(1, round(r.size / total * min_partitions))
             cut.extend(_cut(r, -(-r.size // parts)))

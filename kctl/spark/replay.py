@@ -19,14 +19,33 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 from kctl.spark import frames
 from kctl.spark.manifest import now_iso, read_dump_manifest, write_json
 from kctl.spark.planning import PartitionBounds
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
 PARTITION_MAPS = ("same", "hash", "modulo")
+
+
+class _Range(TypedDict):
+    """A source range as the replay manifest keeps it (source.partitions)."""
+
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int
+
+
+class _Result(TypedDict):
+    """What the sink reports (sink.report_result): records per destination partition."""
+
+    delivered: dict[str, int]
+    skipped: dict[str, int]
 
 
 @dataclass
@@ -68,7 +87,7 @@ def load_partition_map(path: str) -> dict[int, int]:
     return {int(k): v for k, v in raw.items()}
 
 
-def _destination_partition(frame, request: ReplayRequest, partitions: int):
+def _destination_partition(frame: DataFrame, request: ReplayRequest, partitions: int) -> DataFrame:
     from pyspark.sql import functions as F
 
     source = F.col("partition")
@@ -84,11 +103,11 @@ def _destination_partition(frame, request: ReplayRequest, partitions: int):
     return frame.withColumn("dst", mapping[source])
 
 
-def _hash_placement(partitions: int):
+def _hash_placement(partitions: int) -> Callable[[bytes | None, int], int]:
     """A row UDF (pandas-free): murmur2 of the key; a null key, which has no hash, stays
     with its source partition (modulo the destination's count)."""
 
-    def place(key, source_partition):
+    def place(key: bytes | None, source_partition: int) -> int:
         from kctl.partitioner import partition_for
 
         return partition_for(key, partitions) if key is not None else source_partition % partitions
@@ -96,7 +115,7 @@ def _hash_placement(partitions: int):
     return place
 
 
-def _timestamp_column(mode: str):
+def _timestamp_column(mode: str) -> Column:
     from pyspark.sql import functions as F
 
     if mode == "now":
@@ -107,7 +126,8 @@ def _timestamp_column(mode: str):
     return millis
 
 
-def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: list[dict] | None = None) -> tuple[Callable[[], Any], dict[str, Any]]:
+def _source_frame(spark: SparkSession, kafka: Mapping[str, object], request: ReplayRequest,
+                  pinned: list[_Range] | None = None) -> tuple[Callable[[], DataFrame], dict[str, Any]]:
     """What makes the DataFrame of the records to replay, and a description of them for
     the manifest; `pinned` are the exact ranges of an interrupted replay of a topic, read
     again as they were. The DataFrame is made only when asked for: a Parquet dump
@@ -115,7 +135,7 @@ def _source_frame(spark, kafka: dict[str, Any], request: ReplayRequest, pinned: 
     worker for kctl_dump's schema)."""
     from pyspark.sql import functions as F
 
-    def in_window(frame):
+    def in_window(frame: DataFrame) -> DataFrame:
         # Timestamps select records even where offsets were looked up by time: a record
         # written late with an older timestamp is outside the window wherever it sits.
         if request.since_ms is not None:
@@ -152,7 +172,7 @@ def replay_manifest_path(env: Mapping[str, str], to_topic: str) -> Path:
     return state_dir(env) / "replays" / f"{to_topic}.json"
 
 
-def resumed(path: Path, to_topic: str) -> tuple[dict, ReplayRequest]:
+def resumed(path: Path, to_topic: str) -> tuple[dict[str, Any], ReplayRequest]:
     """The manifest of the interrupted replay into `to_topic` at `path`, and its request:
     what --resume finishes. A missing, foreign or complete manifest is refused."""
     try:
@@ -193,7 +213,7 @@ def check_destination(partition_counts: dict[str, int], request: ReplayRequest, 
     return count
 
 
-def _ordered_rows(frame, request: ReplayRequest, count: int, *, shuffle: bool):
+def _ordered_rows(frame: DataFrame, request: ReplayRequest, count: int, *, shuffle: bool) -> DataFrame:
     """The sink's columns, each destination partition's records in one task, in
     (source partition, offset) order."""
     from pyspark.sql import functions as F
@@ -208,7 +228,7 @@ def _ordered_rows(frame, request: ReplayRequest, count: int, *, shuffle: bool):
     return rows.select("key", "value", "headers", F.col("dst").alias("partition"), "timestamp_ms")
 
 
-def _replay_dump_directly(spark, request: ReplayRequest, sink: dict[str, str]) -> None:
+def _replay_dump_directly(spark: SparkSession, request: ReplayRequest, sink: dict[str, str]) -> None:
     """A Parquet dump into the partitions of the same numbers: one Spark task per dump
     partition reads its files and produces them (sink.replay_dump_parts), the same
     tasks and guarantees as the DataFrame write, without moving every record through
@@ -229,8 +249,8 @@ def _replay_dump_directly(spark, request: ReplayRequest, sink: dict[str, str]) -
 
 
 def replay(
-    spark_factory: Callable[[], Any],
-    kafka: dict[str, Any],
+    spark_factory: Callable[[], SparkSession],
+    kafka: Mapping[str, object],
     request: ReplayRequest,
     *,
     destination_partitions: Callable[[str], dict[str, int]],
@@ -248,13 +268,15 @@ def replay(
     # Only partitions with records in range need somewhere to go.
     source_partitions = sorted({p["partition"] for p in source["partitions"] if p["end_offset"] > p["start_offset"]})
     count = check_destination(destination_partitions(request.to_topic), request, source_partitions)
+    run_id: str
+    baseline: dict[int, int]
     if resume_from is not None:
         run_id, baseline = resume_from["run_id"], {int(p): o for p, o in resume_from["baseline"].items()}
         if resume_from.get("source", {}).get("partitions") != source["partitions"]:
             raise InvalidError(action="resume", cause="the dump changed since the interrupted replay (its offset ranges differ)")
     else:
         run_id, baseline = uuid.uuid4().hex[:12], high_watermarks(request.to_topic, count)
-    manifest = {
+    manifest: dict[str, Any] = {
         "kind": "kctl-replay",
         "run_id": run_id,
         "status": "running",
@@ -299,7 +321,7 @@ def replay(
                     _ordered_rows(make_frame(), request, count, shuffle=not no_shuffle).write.format("kctl_kafka").mode("append").options(**sink).save()
             except Exception as exc:
                 raise frames.spark_failure(exc, f"replay into {request.to_topic}") from exc
-        result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else {"delivered": {}, "skipped": {}}
+        result: _Result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else {"delivered": {}, "skipped": {}}
     except BaseException as exc:
         manifest.update(status="partial", finished_at=now_iso(), error=exc.message if isinstance(exc, KctlError) else f"{type(exc).__name__}: {exc}")
         write_json(manifest_path, manifest)

@@ -14,11 +14,17 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kctl.errors import ConfigError, KctlError
 from kctl.spark import jvm_archive
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from pyspark.sql import SparkSession
 
 DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
@@ -83,7 +89,7 @@ def resolved_master(master: str | None) -> str:
 
 
 def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequence[str] = (), quiet: bool = True,
-                  shipped_env: Path | None = None, class_archive: bool = True):
+                  shipped_env: Path | None = None, class_archive: bool = True) -> SparkSession:
     """The active SparkSession if there is one (spark-submit, tests), else a new one.
 
     shipped_env: an archive of this environment (kctl.spark.shipenv) for the executors
@@ -168,7 +174,7 @@ def spark_session(master: str | None, conf: dict[str, str], *, packages: Sequenc
     return session
 
 
-def _cancel_on_interrupt(session) -> None:
+def _cancel_on_interrupt(session: SparkSession) -> None:
     """Ctrl-C during a job cancels Spark's jobs and ends in KeyboardInterrupt, cleanly.
 
     PySpark's own SIGINT handler calls cancelAllJobs on the main thread while that thread
@@ -194,7 +200,7 @@ def _cancel_on_interrupt(session) -> None:
                 session.sparkContext.cancelAllJobs()
             time.sleep(0.05)
 
-    def on_sigint(signum, frame) -> None:
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
         if INTERRUPTED.is_set() or not _waiting_on_jvm(frame):
             INTERRUPTED.set()
             raise KeyboardInterrupt
@@ -204,7 +210,7 @@ def _cancel_on_interrupt(session) -> None:
     signal.signal(signal.SIGINT, on_sigint)
 
 
-def _waiting_on_jvm(frame) -> bool:
+def _waiting_on_jvm(frame: FrameType | None) -> bool:
     while frame is not None:
         if f"{os.sep}py4j{os.sep}" in frame.f_code.co_filename:
             return True
@@ -212,7 +218,7 @@ def _waiting_on_jvm(frame) -> bool:
     return False
 
 
-def size_shuffles(spark, input_partitions: int) -> int | None:
+def size_shuffles(spark: SparkSession, input_partitions: int) -> int | None:
     """Set spark.sql.shuffle.partitions from the data unless the user chose it (with
     --spark-conf or spark-submit --conf, both of which land in the SparkConf).
 
@@ -259,7 +265,7 @@ def _log4j_option(existing: str) -> str:
 
 
 @contextlib.contextmanager
-def _jvm_output_to(path: Path | None):
+def _jvm_output_to(path: Path | None) -> Iterator[None]:
     """The JVM (and the Python workers it starts) inherit stdout and stderr when the
     gateway is launched: point file descriptors 1 and 2 at a log file for that moment, so
     the JVM's console chatter (and anything the JVM prints on stdout, like a crash report)
@@ -283,7 +289,7 @@ def _jvm_output_to(path: Path | None):
         os.close(log)
 
 
-def _register(session) -> None:
+def _register(session: SparkSession) -> None:
     """Register kctl's data sources once per session: each registration pickles the
     class and round-trips to the JVM, and a command may ask for its session twice."""
     if getattr(session, "_kctl_sources", False):
@@ -292,14 +298,14 @@ def _register(session) -> None:
 
     session.dataSource.register(KafkaDataSource)
     session.dataSource.register(DumpDataSource)
-    session._kctl_sources = True
+    session._kctl_sources = True  # type: ignore[attr-defined]  # kctl's note on the session
 
 
-def has_jvm_connector(session) -> bool:
+def has_jvm_connector(session: SparkSession) -> bool:
     """Whether Spark can find its `kafka` data source (spark-sql-kafka-0-10 added with
     --packages or spark.jars); asked the way Spark itself looks formats up."""
     try:
-        jvm = session._jvm
+        jvm: Any = session._jvm  # py4j's JVMView (untyped); None before a context starts, caught below
         jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource("kafka", session._jsparkSession.sessionState().conf())
         return True
     except Exception:  # py4j wraps the AnalysisException for a missing source

@@ -23,14 +23,27 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 from kctl.spark import frames
 from kctl.spark.manifest import SUCCESS, now_iso, write_json
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.errors import PySparkException
+    from pyspark.errors.exceptions.base import QueryContext
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from kctl.spark.decode import DecodePlan
+    from kctl.spark.planning import BoundsDocument
+
+# A py4j proxy of a JVM object (Spark's parser and plans): py4j has no types.
+JavaObject: TypeAlias = Any
 
 SQL_MANIFEST = "_kctl_sql.json"
 # Analyse, add the missing table, analyse again: a bound on the tables one query names.
@@ -94,7 +107,7 @@ class Scan:
     scan: str
     table: str
     pushed: list[str]
-    partitions: list[dict[str, Any]]
+    partitions: list[BoundsDocument]
 
     @property
     def records(self) -> int:
@@ -138,6 +151,15 @@ class Tables:
         return index
 
 
+class _ScanDocument(TypedDict):
+    """A scan's plan as planning.record_plan writes it (kctl.table is always set here)."""
+
+    scan: str
+    table: str
+    pushed: list[str]
+    partitions: list[BoundsDocument]
+
+
 class SqlError(UsageError):
     """The query is not valid SQL, names what does not exist, or does not type-check."""
 
@@ -148,7 +170,7 @@ def _where(text: str, index: int) -> str:
     return f"line {line}, column {column}"
 
 
-def _spark_message(exc) -> str:
+def _spark_message(exc: BaseException) -> str:
     """Spark's error text without its [CONDITION] tag, SQLSTATE and plan dump."""
     text = str(exc).strip()
     lines = [line for line in text.splitlines() if line.strip()]
@@ -158,11 +180,11 @@ def _spark_message(exc) -> str:
     return first.rstrip(" ;")
 
 
-def sql_error(exc, tables: Tables, original: str) -> KctlError:
+def sql_error(exc: PySparkException, tables: Tables, original: str) -> KctlError:
     """One line for a query Spark refused: its message and where in the query."""
     message = _spark_message(exc)
     where = None
-    contexts: list[Any] = []
+    contexts: list[QueryContext] = []
     with contextlib.suppress(Exception):
         contexts = exc.getQueryContext() or []
     if contexts:
@@ -182,7 +204,7 @@ def quiet_spark_errors() -> None:
     logging.getLogger("SQLQueryContextLogger").disabled = True
 
 
-def check_read_only(spark, query: str) -> None:
+def check_read_only(spark: SparkSession, query: str) -> None:
     """Parse the query and refuse anything but a query (kctl spark sql never writes), and
     a query naming two topics that differ only in case: Spark's names ignore case, so the
     second would silently read the first."""
@@ -212,7 +234,7 @@ def check_read_only(spark, query: str) -> None:
             raise SqlError(action="run the query", cause=f"it names {first} and {second}, which Spark cannot tell apart (its table names ignore case)")
 
 
-def _parsed_nodes(plan):
+def _parsed_nodes(plan: JavaObject) -> Iterator[JavaObject]:
     """Every node of a parsed plan: children, CTE definitions, subqueries in expressions."""
     pending = [plan]
     while pending:
@@ -222,13 +244,15 @@ def _parsed_nodes(plan):
             pending.extend(_scala_list(more))
 
 
-def _scala_list(sequence) -> list:
+def _scala_list(sequence: JavaObject) -> list[JavaObject]:
     return [sequence.apply(i) for i in range(sequence.size())]
 
 
-def _java_class(spark, name: str):
+def _java_class(spark: SparkSession, name: str) -> JavaObject | None:
     try:
-        return spark._jvm.java.lang.Class.forName(name, False, spark._jvm.java.lang.Thread.currentThread().getContextClassLoader())
+        # _jvm is None only before a SparkContext starts (an error here is caught either way).
+        return cast("JavaObject", spark._jvm).java.lang.Class.forName(
+            name, False, cast("JavaObject", spark._jvm).java.lang.Thread.currentThread().getContextClassLoader())
     except Exception:  # a Spark without that class has no plans of that kind
         return None
 
@@ -246,9 +270,9 @@ def _quoted(name: str) -> str:
 class Context:
     """What resolving tables needs from the command: the cluster and the registry."""
 
-    kafka: dict[str, Any]
+    kafka: Mapping[str, object]
     topic_exists: Callable[[str], bool]
-    decode_plan: Callable[[str], Any]  # topic -> DecodePlan, or None without a subject
+    decode_plan: Callable[[str], DecodePlan | None]  # topic -> DecodePlan, or None without a subject
     plan_dir: Path
     progress_dir: Path
     note: Callable[[str], None] = lambda _text: None
@@ -271,8 +295,8 @@ class SqlResult:
         return self.written["rows"] if self.written is not None else len(self.rows)
 
 
-def run(request: SqlRequest, session: Callable[[], Any], *, kafka: dict[str, Any], topic_exists: Callable[[str], bool],
-        decode_plan: Callable[[str], Any], note: Callable[[str], None] = lambda _text: None,
+def run(request: SqlRequest, session: Callable[[], SparkSession], *, kafka: Mapping[str, object], topic_exists: Callable[[str], bool],
+        decode_plan: Callable[[str], DecodePlan | None], note: Callable[[str], None] = lambda _text: None,
         progress: Callable[[Callable[[], str]], contextlib.AbstractContextManager[frames.Report | None]] = (
             lambda _more: contextlib.nullcontext(None))) -> SqlResult:
     """Run `request` in the Spark session `session()` starts: refuse anything but a
@@ -324,7 +348,7 @@ def run(request: SqlRequest, session: Callable[[], Any], *, kafka: dict[str, Any
 
 
 @contextlib.contextmanager
-def tables_of(spark, query: str):
+def tables_of(spark: SparkSession, query: str) -> Iterator[Tables]:
     """The query's Tables; their views are dropped afterwards (a session that lives on,
     under spark-submit or in tests, must not answer a later query from a stale view)."""
     tables = Tables(query)
@@ -336,7 +360,7 @@ def tables_of(spark, query: str):
                 spark.catalog.dropTempView(view)  # the name itself (createOrReplaceTempView parses its argument)
 
 
-def resolve(spark, request: SqlRequest, context: Context, tables: Tables):
+def resolve(spark: SparkSession, request: SqlRequest, context: Context, tables: Tables) -> DataFrame:
     """The query's DataFrame, every table it names registered as a view."""
     from pyspark.errors import AnalysisException
 
@@ -354,7 +378,8 @@ def resolve(spark, request: SqlRequest, context: Context, tables: Tables):
     raise SqlError(action="run the query", cause=f"it names more than {MAX_TABLES} tables")
 
 
-def _add_table(spark, request: SqlRequest, context: Context, tables: Tables, parts: list[str], span, where: str) -> None:
+def _add_table(spark: SparkSession, request: SqlRequest, context: Context, tables: Tables, parts: list[str], span: tuple[int, int] | None,
+               where: str) -> None:
     if len(parts) == 2 and parts[0].lower() == "dump" and span is not None:
         view = f"dump:{parts[1]}"
         if view not in tables.views:
@@ -379,7 +404,7 @@ def _add_table(spark, request: SqlRequest, context: Context, tables: Tables, par
     tables.views[topic] = topic
 
 
-def _topic_frame(spark, request: SqlRequest, context: Context, topic: str):
+def _topic_frame(spark: SparkSession, request: SqlRequest, context: Context, topic: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     options = frames.source_options(context.kafka, [topic], include_headers=True)
@@ -413,7 +438,7 @@ def check_schema(ddl: str) -> None:
         raise UsageError(action=f"use {{json_schema}} {ddl!r}", cause=f"{_spark_message(exc)}") from None
 
 
-def infer_json_schema(spark, options: dict[str, str], topic: str, note: Callable[[str], None]):
+def infer_json_schema(spark: SparkSession, options: dict[str, str], topic: str, note: Callable[[str], None]) -> StructType:
     """The Spark DDL of a topic's JSON values, inferred by Spark's JSON reader from the
     newest JSON_SAMPLE records (spread over the partitions)."""
     from kctl.spark.planning import PartitionBounds
@@ -436,7 +461,7 @@ def infer_json_schema(spark, options: dict[str, str], topic: str, note: Callable
     return inferred
 
 
-def _dump_frame(spark, directory: Path, where: str):
+def _dump_frame(spark: SparkSession, directory: Path, where: str) -> tuple[DataFrame, int]:
     from kctl.spark.manifest import read_dump_manifest
 
     if not directory.exists():
@@ -448,7 +473,7 @@ def _dump_frame(spark, directory: Path, where: str):
     return frames.load_dump(spark, directory, manifest), int(manifest.get("records") or 0)
 
 
-def plan(spark, frame, tables: Tables, plan_dir: Path) -> Plan:
+def plan(spark: SparkSession, frame: DataFrame, tables: Tables, plan_dir: Path) -> Plan:
     """Plan the query (Spark's optimizer pushes the predicates, each scan plans its
     ranges) and read what the scans chose. Reads no records."""
     forget_plans(plan_dir)
@@ -465,10 +490,10 @@ def forget_plans(plan_dir: Path) -> None:
 def read_scans(plan_dir: Path) -> list[Scan]:
     import json
 
-    scans = []
+    scans: list[Scan] = []
     for path in sorted(plan_dir.glob("*.json")):
         with contextlib.suppress(OSError, ValueError, KeyError):  # forgotten while read
-            document = json.loads(path.read_text(encoding="utf-8"))
+            document: _ScanDocument = json.loads(path.read_text(encoding="utf-8"))
             scans.append(Scan(document["scan"], document["table"], document["pushed"], document["partitions"]))
     scans.sort(key=lambda s: (s.table, s.pushed))
     return scans
@@ -485,12 +510,13 @@ def check_size(plan: Plan, max_records: int | None) -> None:
         )
 
 
-def rows(table) -> tuple[list[str], list[dict[str, Any]]]:
+def rows(table: pa.Table) -> tuple[list[str], list[dict[str, Any]]]:
     """Column names and rows (dicts) of an Arrow table of results."""
     return list(table.column_names), table.to_pylist()
 
 
-def write_out(spark, frame, request: SqlRequest, plan: Plan, plan_dir: Path, progress: frames.Progress) -> dict[str, Any]:
+def write_out(spark: SparkSession, frame: DataFrame, request: SqlRequest, plan: Plan, plan_dir: Path,
+              progress: frames.Progress) -> dict[str, Any]:
     """Write the whole result to --out (Parquet, CSV or JSON Lines part files), with
     _kctl_sql.json saying complete (and _SUCCESS) only once every file is written."""
     from kctl.spark.dump import check_out
@@ -527,7 +553,7 @@ def write_out(spark, frame, request: SqlRequest, plan: Plan, plan_dir: Path, pro
 
 
 @contextlib.contextmanager
-def work_directories():
+def work_directories() -> Iterator[tuple[Path, Path]]:
     """(plan directory, progress directory): temporary, on the driver's machine (planning
     runs there; on a cluster whose executors cannot see it, records read are unknown)."""
     root = Path(tempfile.mkdtemp(prefix="kctl-sql-"))

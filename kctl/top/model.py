@@ -23,11 +23,22 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kctl.admin.groups.groups import listed_type
 from kctl.admin.groups.models import kctl_group
 from kctl.top.trend import BUCKETS, Trend, direction, sparkline
+
+if TYPE_CHECKING:
+    from kctl.admin.client.session import AdminSession
+    from kctl.admin.cluster.brokers import BrokerInfo
+    from kctl.admin.cluster.health import ClusterHealth
+    from kctl.admin.cluster.partitions import PartitionHealth
+    from kctl.admin.connect.connectors import ConnectorSummary
+    from kctl.admin.connect.rest import ConnectClient
+    from kctl.admin.groups.lag_time import TimeLagEstimator
+    from kctl.admin.groups.models import GroupLag
+    from kctl.errors import KctlError
 
 STUCK_SAMPLES = 5
 RECENT = 5
@@ -41,25 +52,25 @@ class ClusterSample:
     taken_at: float  # epoch seconds
     cluster_id: str | None
     controller_id: int | None
-    brokers: tuple  # kctl.admin.cluster.brokers.BrokerInfo
-    health: Any  # kctl.admin.cluster.health.ClusterHealth
-    partitions: tuple  # kctl.admin.cluster.partitions.PartitionHealth
+    brokers: tuple[BrokerInfo, ...]
+    health: ClusterHealth
+    partitions: tuple[PartitionHealth, ...]
     log: dict[tuple[str, int], tuple[int | None, int | None]]
-    groups: list  # kctl.admin.groups.models.GroupLag
-    listed: dict[str, dict]  # what ListGroups said of each group (group_type, group_state)
-    errors: dict[str, Any]  # group -> KctlError: groups that could not be read this time
+    groups: list[GroupLag]
+    listed: dict[str, dict[str, str | None]]  # what ListGroups said of each group (group_type, group_state)
+    errors: dict[str, KctlError]  # group -> KctlError: groups that could not be read this time
     # Kafka Connect's connectors (kctl.admin.connect.connectors.ConnectorSummary), None
     # without a Connect cluster; why they could not be read this time.
-    connectors: tuple | None = None
+    connectors: tuple[ConnectorSummary, ...] | None = None
     connect_error: str | None = None
     # Whether a Connect cluster is configured at all (the connectors view says how to).
     connect_configured: bool = False
     # (group, topic, partition) -> why a lagging partition's lag in seconds is unknown.
-    time_lag_notes: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    time_lag_notes: dict[tuple[str, str, int], str | None] = field(default_factory=dict)
 
 
-def take(session: Any, *, isolation: str = "read_uncommitted", clock: Callable[[], float] = time.time,
-         connect: Any = None, time_lag: Any = None) -> ClusterSample:
+def take(session: AdminSession, *, isolation: str = "read_uncommitted", clock: Callable[[], float] = time.time,
+         connect: ConnectClient | None = None, time_lag: TimeLagEstimator | None = None) -> ClusterSample:
     """One sample; `time_lag` (a kctl.admin.groups.lag_time.TimeLagEstimator kept by the
     sampler between samples) fills the lag in seconds."""
     from kctl.admin.cluster.brokers import describe_cluster
@@ -73,7 +84,7 @@ def take(session: Any, *, isolation: str = "read_uncommitted", clock: Callable[[
         session, [(p.topic, p.partition) for p in partitions.partitions], isolation=isolation,
         leaders={(p.topic, p.partition): p.leader for p in partitions.partitions if p.leader is not None})
     taken_at = clock()
-    notes = {}
+    notes: dict[tuple[str, str, int], str | None] = {}
     if time_lag is not None:
         now_ms = int(taken_at * 1000)
         timeout = min(session.timeout, RECORD_TIME_TIMEOUT)
@@ -87,7 +98,7 @@ def take(session: Any, *, isolation: str = "read_uncommitted", clock: Callable[[
                          groups, listed, errors, connectors, connect_error, connect is not None, notes)
 
 
-def _connectors(connect: Any) -> tuple[tuple | None, str | None]:
+def _connectors(connect: ConnectClient | None) -> tuple[tuple[ConnectorSummary, ...] | None, str | None]:
     """The Connect cluster's connectors; a Connect cluster that cannot be read is shown as
     such, not an error of the whole sample (the Kafka cluster may be fine)."""
     if connect is None:
@@ -226,7 +237,7 @@ def _connectors_note(sample: ClusterSample) -> str | None:
     return None if sample.connectors else "the Connect cluster has no connectors"
 
 
-def _status(p: Any) -> str:
+def _status(p: PartitionHealth) -> str:
     for flag in ("offline", "under_min_isr", "under_replicated"):
         if getattr(p, flag):
             return flag.replace("_", "-")
@@ -334,7 +345,7 @@ class Window:
             connectors_note=_connectors_note(sample),
             errors=tuple(getattr(e, "message", str(e)) for e in sample.errors.values()), _sample=sample, _window=self)
 
-    def _forget(self, live_partitions: set, live_groups: set) -> None:
+    def _forget(self, live_partitions: set[tuple[str, str, int]], live_groups: set[str]) -> None:
         """Drop the trends of groups and partitions that are gone (a deleted group, a
         partition no longer committed), so a long session does not grow."""
         if len(self.partition_trends) > len(live_partitions):
@@ -344,12 +355,12 @@ class Window:
             self.group_trends = {k: v for k, v in self.group_trends.items() if k in live_groups}
             self.recent = {k: v for k, v in self.recent.items() if k in live_groups}
 
-    def _topics(self, sample: ClusterSample, reading: dict, bucket: int) -> tuple[list[PartitionRow], list[TopicRow]]:
+    def _topics(self, sample: ClusterSample, reading: dict[str, dict[str, int]], bucket: int) -> tuple[list[PartitionRow], list[TopicRow]]:
         previous = self.previous
         elapsed = sample.taken_at - previous.taken_at if previous is not None else 0.0
         before = previous.log if previous is not None and elapsed > 0 else {}
         partition_rows = []
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[tuple[float | None, bool]]] = {}
         for p in sample.partitions:
             key = (p.topic, p.partition)
             start, end = sample.log.get(key, (None, None))

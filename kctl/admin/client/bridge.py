@@ -30,12 +30,19 @@ import socket
 import ssl
 import struct
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kctl.admin.client.logs import logger
 from kctl.messages import codec
 
-log = logger("kctl.bridge")
+if TYPE_CHECKING:
+    import logging
+    from collections.abc import Callable, Mapping
+    from typing import Protocol
+
+    from kctl.admin.client.wire import Connection
+
+log: logging.Logger = logger("kctl.bridge")
 _SIZE = struct.Struct(">i")
 _REQUEST = struct.Struct(">hhi")
 _USER = "kctl"
@@ -58,17 +65,17 @@ class Bridge:
     """Loopback listeners for one cluster's brokers; `open_upstream(host, port)` makes an
     authenticated connection to a broker (the wire client's Connection)."""
 
-    def __init__(self, open_upstream: Any):
+    def __init__(self, open_upstream: Callable[[str, int], Connection]):
         self._open_upstream = open_upstream
         self.secret = secrets.token_urlsafe(24)
         self._selector = selectors.DefaultSelector()
         self._listeners: dict[tuple[str, int], int] = {}  # broker address -> local port
         self._lock = threading.Lock()
-        self._ready: collections.deque = collections.deque()  # (downstream, upstream) made by openers
+        self._ready: collections.deque[tuple[socket.socket, Connection]] = collections.deque()  # (downstream, upstream) made by openers
         self._wake_read, self._wake_write = socket.socketpair()
         self._wake_read.setblocking(False)
         self._selector.register(self._wake_read, selectors.EVENT_READ, ("wake", None))
-        self._spare: dict[tuple[str, int], Any] = {}  # an upstream connection opened before any client came
+        self._spare: dict[tuple[str, int], Connection] = {}  # an upstream connection opened before any client came
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="kctl-bridge", daemon=True)
         self._thread.start()
@@ -82,7 +89,7 @@ class Bridge:
         self._spare[first] = self._open_upstream(*first)
         return [f"127.0.0.1:{self.listen(*address)}" for address in bootstrap]
 
-    def librdkafka_config(self, config: dict[str, Any], bootstrap: list[str]) -> dict[str, Any]:
+    def librdkafka_config(self, config: Mapping[str, object], bootstrap: list[str]) -> dict[str, object]:
         """`config` for a librdkafka client that connects through the bridge: its SASL and TLS
         settings are the bridge's business, PLAIN with the bridge's secret is librdkafka's."""
         bridged = {k: v for k, v in config.items()
@@ -182,7 +189,7 @@ class _Outbox:
     __slots__ = ("chunks", "offset")
 
     def __init__(self) -> None:
-        self.chunks: collections.deque = collections.deque()
+        self.chunks: collections.deque[bytes | memoryview] = collections.deque()
         self.offset = 0
 
     def __bool__(self) -> bool:
@@ -201,7 +208,7 @@ class _Outbox:
                 self.offset = 0
 
 
-def _received(sock: Any) -> list[bytes]:
+def _received(sock: socket.socket) -> list[bytes]:
     """What a non-blocking socket holds now (TLS's buffered records included)."""
     chunks: list[bytes] = []
     while True:
@@ -219,6 +226,14 @@ def _received(sock: Any) -> list[bytes]:
     return chunks
 
 
+if TYPE_CHECKING:
+    class _Address(Protocol):
+        """A broker in an answer (Metadata's, DescribeCluster's) or a coordinator (FindCoordinator's)."""
+
+        host: str
+        port: int
+
+
 class _Pair:
     """One librdkafka connection (downstream) and its broker connection (upstream)."""
 
@@ -232,13 +247,13 @@ class _Pair:
         self.rewrite: dict[int, tuple[int, int]] = {}  # correlation id -> (API key, version)
         self.passing = 0  # bytes of the answer being passed on still to come
         self.gathering = 0  # the size of the answer being gathered to rewrite (0: none)
-        self.events: dict[Any, int] = {}
+        self.events: dict[socket.socket, int] = {}
         for sock in (downstream, upstream):
             sock.setblocking(False)
             bridge._selector.register(sock, selectors.EVENT_READ, ("pair", self))
             self.events[sock] = selectors.EVENT_READ
 
-    def ready(self, sock: Any, events: int) -> None:
+    def ready(self, sock: object, events: int) -> None:
         try:
             if events & selectors.EVENT_READ:
                 if sock is self.down:
@@ -268,6 +283,7 @@ class _Pair:
         """librdkafka's requests, each handled whole (they are small: fetches and metadata
         asked for, batches to produce)."""
         buffer = self.down_in
+        size: int
         while len(buffer) >= 4:
             (size,) = _SIZE.unpack_from(buffer)
             if size < 8:
@@ -284,6 +300,8 @@ class _Pair:
         direct time when each answer was gathered first), except the answers to rewrite,
         gathered whole; a frame's first 8 bytes (size, correlation id) decide which."""
         view, position, end = memoryview(chunk), 0, len(chunk)
+        size: int
+        correlation: int
         while position < end:
             if self.passing:
                 take = min(self.passing, end - position)
@@ -316,6 +334,9 @@ class _Pair:
     # -- librdkafka -> broker -------------------------------------------------------------------
 
     def _request(self, frame: bytes) -> None:
+        key: int
+        version: int
+        correlation: int
         key, version, correlation = _REQUEST.unpack_from(frame, 4)
         if key in (_SASL_HANDSHAKE, _SASL_AUTHENTICATE):
             self._sasl(frame, key, version, correlation)
@@ -335,7 +356,7 @@ class _Pair:
         fields = request.decode(frame, body)
         if key == _SASL_HANDSHAKE:
             error = 0 if fields.mechanism == "PLAIN" else _UNSUPPORTED_SASL_MECHANISM
-            answer: dict[str, Any] = {"error_code": error, "mechanisms": ["PLAIN"]}
+            answer: dict[str, object] = {"error_code": error, "mechanisms": ["PLAIN"]}
         else:
             expected = f"\x00{_USER}\x00{self.bridge.secret}".encode()
             good = hmac.compare_digest(bytes(fields.auth_bytes), expected)
@@ -352,6 +373,7 @@ class _Pair:
     # -- broker -> librdkafka -------------------------------------------------------------------
 
     def _response(self, frame: bytes) -> None:
+        correlation: int
         (correlation,) = _SIZE.unpack_from(frame, 4)
         wanted = self.rewrite.pop(correlation, None)
         if wanted is not None:
@@ -386,7 +408,7 @@ class _Pair:
         head = frame[4:position]
         return _SIZE.pack(len(head) + len(body)) + head + body
 
-    def _local(self, broker: Any) -> None:
+    def _local(self, broker: _Address) -> None:
         if broker.host and broker.port > 0:
             broker.port = self.bridge.listen(broker.host, broker.port)
             broker.host = "127.0.0.1"

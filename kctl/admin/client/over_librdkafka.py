@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from kctl.admin.client.errors import kafka_name
 from kctl.admin.client.kafka import (
@@ -36,6 +36,68 @@ from kctl.admin.client.over_wire import RETRIABLE_OFFSETS, RETRY_BACKOFF, leader
 from kctl.errors import InvalidError, KctlError, Partial, Resource
 from kctl.polling import poll
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from typing import Protocol
+
+    # What kctl reads of confluent-kafka's answers, which reach here as Any (the session's
+    # AdminClient and wait_all); its own annotations leave several of these fields None.
+
+    class _PartitionMetadata(Protocol):
+        id: int
+        leader: int  # -1 without one
+        replicas: list[int]
+        isrs: list[int]
+
+    class _TopicMetadata(Protocol):
+        partitions: dict[int, _PartitionMetadata]
+        error: object  # a KafkaError, or None
+
+    class _BrokerMetadata(Protocol):
+        id: int
+        host: str
+        port: int
+
+    class _ClusterMetadata(Protocol):
+        topics: dict[str, _TopicMetadata]
+        brokers: dict[int, _BrokerMetadata]
+
+    class _TopicDescription(Protocol):
+        topic_id: object  # a Uuid
+        is_internal: bool
+
+    class _ConfluentPartition(Protocol):
+        topic: str
+        partition: int
+
+    class _OffsetResult(Protocol):
+        offset: int
+        timestamp: int
+
+    class _ConfigResource(Protocol):
+        name: str
+        restype: object  # a ResourceType
+
+    class _ConfigEntry(Protocol):
+        name: str
+        value: str | None
+        source: object  # a ConfigSource
+        is_sensitive: bool
+        is_read_only: bool
+
+    class _AclBinding(Protocol):
+        # enum members (ResourceType, ResourcePatternType, AclOperation, AclPermissionType)
+        restype: object
+        resource_pattern_type: object
+        operation: object
+        permission_type: object
+        name: str
+        principal: str
+        host: str
+
+    class _Producer(Protocol):
+        def list_topics(self, topic: str, *, timeout: float) -> _ClusterMetadata: ...
+
 
 class LibrdkafkaKafka:
     name = "librdkafka"
@@ -47,7 +109,7 @@ class LibrdkafkaKafka:
         """Every topic is listed (librdkafka's Metadata for one topic may create it on a
         broker that auto-creates), then `topics` kept; ids and the internal flag come from
         DescribeTopics, asked only with `topic_ids`."""
-        raw = self.session.list_all_topics(action)
+        raw: _ClusterMetadata = self.session.list_all_topics(action)
         names = list(raw.topics) if topics is None else list(dict.fromkeys(topics))
         present = [n for n in names if n in raw.topics and raw.topics[n].error is None]
         # A named topic the listing lacks: DescribeTopics says whether it is missing or
@@ -76,7 +138,13 @@ class LibrdkafkaKafka:
             topics=found,
         )
 
-    def _described(self, names: list[str], action: str, *, keep_errors: bool = False) -> dict[str, Any]:
+    @overload
+    def _described(self, names: list[str], action: str) -> dict[str, _TopicDescription]: ...
+
+    @overload
+    def _described(self, names: list[str], action: str, *, keep_errors: bool) -> dict[str, _TopicDescription | KctlError]: ...
+
+    def _described(self, names: list[str], action: str, *, keep_errors: bool = False) -> Mapping[str, _TopicDescription | KctlError]:
         """DescribeTopics' answer per topic (its KctlError too, with `keep_errors`)."""
         if not names:
             return {}
@@ -105,7 +173,7 @@ class LibrdkafkaKafka:
         todo = [set(values) for _ in timestamps]
         asked_before = False
 
-        def ask() -> list[set]:
+        def ask() -> list[set[TopicPartition]]:
             nonlocal todo, asked_before
             if asked_before:
                 # Asked again only where the refreshed metadata names a leader: an offline
@@ -113,11 +181,13 @@ class LibrdkafkaKafka:
                 layout = self.metadata(sorted({t for keys in todo for t, _ in keys}), action, topic_ids=False)
                 todo = [{key for key in keys if _has_leader(layout, key)} for keys in todo]
             asked_before = True
-            asked = [session.client.list_offsets({Confluent(t, p): _spec(timestamp) for t, p in keys}, isolation_level=level,
-                                                 request_timeout=session.timeout) if keys else {}
-                     for keys, timestamp in zip(todo, timestamps)]
+            asked: list[Mapping[_ConfluentPartition, Future[_OffsetResult]]] = [
+                session.client.list_offsets({Confluent(t, p): _spec(timestamp) for t, p in keys}, isolation_level=level,
+                                            request_timeout=session.timeout) if keys else {}
+                for keys, timestamp in zip(todo, timestamps)]
             for index, futures in enumerate(asked):
-                answers = session.wait_all({(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
+                answers: dict[TopicPartition, _OffsetResult | KctlError] = session.wait_all(
+                    {(tp.topic, tp.partition): f for tp, f in futures.items()}, action)
                 retry = set()
                 for key, answer in answers.items():
                     if isinstance(answer, KctlError):
@@ -144,12 +214,12 @@ class LibrdkafkaKafka:
         from confluent_kafka.admin import ConfigResource, ResourceType
 
         session = self.session
-        kinds = {TOPIC: ResourceType.TOPIC, BROKER: ResourceType.BROKER}
+        kinds: dict[str, ResourceType] = {TOPIC: ResourceType.TOPIC, BROKER: ResourceType.BROKER}
         wanted = list(dict.fromkeys(resources))
         if not wanted:
             return Partial({}, {})
         futures = session.client.describe_configs([ConfigResource(kinds[kind], name) for kind, name in wanted], request_timeout=session.timeout)
-        by_resource = session.wait_all(futures, action)
+        by_resource: dict[_ConfigResource, dict[str, _ConfigEntry] | KctlError] = session.wait_all(futures, action)
         found: dict[tuple[str, str], dict[str, ConfigValue]] = {}
         errors: dict[tuple[str, str], KctlError] = {}
         for (kind, name) in wanted:
@@ -170,9 +240,11 @@ class LibrdkafkaKafka:
         futures = {i: session.client.describe_acls(binding_filter(f), request_timeout=session.timeout) for i, f in enumerate(filters)}
         # Kafka's name of each of confluent-kafka's enum members: Enum.name is a property,
         # and 10,000 ACLs made it a measurable part of `acl list`.
-        names = {m: m.name for kind in (AclOperation, AclPermissionType, ResourcePatternType, ResourceType) for m in kind}
+        names: dict[object, str] = {m: m.name for kind in (AclOperation, AclPermissionType, ResourcePatternType, ResourceType)
+                                    for m in kind}
         names[ResourceType.BROKER] = "CLUSTER"
         found: set[AclBinding] = set()
+        result: list[_AclBinding] | KctlError
         for result in session.wait_all(futures, action).values():
             if isinstance(result, KctlError):
                 raise result
@@ -188,7 +260,7 @@ class LibrdkafkaKafka:
 
         from kctl.admin.client.librdkafka import build_client
 
-        producer = build_client(Producer, {**self.session.config(), "allow.auto.create.topics": "true"}, "producer")
+        producer: _Producer = build_client(Producer, {**self.session.config(), "allow.auto.create.topics": "true"}, "producer")
         timeout = min(self.session.timeout, AUTO_CREATE_SECONDS)
         started = time.monotonic()
 
@@ -203,14 +275,14 @@ class LibrdkafkaKafka:
         return poll(ask, settled, timeout=timeout, interval=0.1)
 
     def small_input_producer(self, topic: TopicLayout, on_failure: Callable[[DeliveryFailure], None],
-                             timeout: float, partitioner: str = "murmur2") -> Any | None:
+                             timeout: float, partitioner: str = "murmur2") -> None:
         return None  # librdkafka's own producer serves every input on this path
 
     def close(self) -> None:
         pass  # the AdminClient is the session's
 
 
-def _spec(timestamp: int) -> Any:
+def _spec(timestamp: int) -> object:
     from confluent_kafka.admin import OffsetSpec
 
     if timestamp == EARLIEST_TIMESTAMP:

@@ -11,15 +11,23 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources as package_files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from kctl.admin.declarative.kafka_configs import config_string
 from kctl.errors import InvalidError, KctlError, render_hint
+
+if TYPE_CHECKING:
+    from typing import Any, Protocol, Required, TypedDict, Unpack
+
+    from kctl.admin.security.acls import Acl
+    from kctl.admin.security.quotas import Entity
+    from kctl.errors import ExitCode
+    from kctl.errors import Resource as ErrorResource
 
 KINDS = ("Topic", "ClusterConfig", "Acl", "Quota", "User", "Connector")
 API_VERSION = "kctl/v1"
@@ -68,12 +76,12 @@ class ClusterConfig(Resource):
 
 @dataclass(frozen=True)
 class AclSet(Resource):
-    acls: tuple  # of kctl.admin.security.acls.Acl
+    acls: tuple[Acl, ...]
 
 
 @dataclass(frozen=True)
 class QuotaSet(Resource):
-    entity: Any  # kctl.admin.security.quotas.Entity
+    entity: Entity
     quotas: Mapping[str, float]
 
 
@@ -95,10 +103,23 @@ class Connector(Resource):
     secrets: Mapping[str, str] = field(default_factory=dict)
 
 
+if TYPE_CHECKING:
+    class _ErrorFields(TypedDict, total=False):
+        """KctlError's keyword arguments."""
+
+        action: str | None
+        cause: Required[str]
+        hint: str | None
+        exit_code: ExitCode | None
+        kafka_error: str | None
+        resource: ErrorResource | None
+        service_code: int | None
+
+
 class ResourceFileError(InvalidError):
     """Problems found in resource files; `problems` holds every one, each on one line."""
 
-    def __init__(self, *, problems: Sequence[str] = (), **fields: Any):
+    def __init__(self, *, problems: Sequence[str] = (), **fields: Unpack[_ErrorFields]):
         super().__init__(**fields)
         self.problems = list(problems)
 
@@ -109,13 +130,122 @@ def _invalid(problems: Sequence[str]) -> ResourceFileError:
     return ResourceFileError(cause=f"invalid resource files: {len(problems)} problems (each on a line above)", problems=problems)
 
 
+# -- what the documents hold once the schema has passed them ------------------------------
+
+# For mypy only, like every class and alias of this block: made at run time, they took
+# 2 ms of the module's import.
+if TYPE_CHECKING:
+    # A config value as YAML gives it (the schema's config_value).
+    ConfigScalar = str | int | float | bool
+    # The keys leading to a value in a document (mapping keys and list indexes), for its line.
+    KeyPath = tuple[str | int, ...]
+
+    class _Metadata(TypedDict, total=False):
+        name: Required[str]
+        context: str
+        labels: dict[str, str]
+
+    class _Document(TypedDict, total=False):
+        api_version: str
+        kind: Required[str]
+        metadata: Required[_Metadata]
+        # The spec of `kind` (the schema checked which).
+        spec: Required[_TopicSpec | _ClusterConfigSpec | _AclSpec | _QuotaSpec | _UserSpec | _ConnectorSpec]
+
+    class _Base(TypedDict):
+        """The fields of Resource."""
+
+        kind: str
+        name: str
+        context: str | None
+        where: str
+
+    class _PolicySpec(TypedDict, total=False):
+        min_retention_ms: int
+        allow_config_delete: bool
+        allow_replication_change: bool
+        allow_partition_increase: bool
+
+    class _TopicSpec(TypedDict, total=False):
+        partitions: Required[int]
+        replication_factor: int
+        configs: dict[str, ConfigScalar]
+        placement: str
+        replicas: list[list[int]]
+        policy: _PolicySpec
+
+    class _ClusterConfigSpec(TypedDict):
+        configs: dict[str, ConfigScalar]
+
+    class _AclSpec(TypedDict):
+        acls: list[dict[str, str]]
+
+    class _QuotaEntitySpec(TypedDict, total=False):
+        user: str
+        client_id: str
+        ip: str
+
+    class _QuotaSpec(TypedDict):
+        entity: _QuotaEntitySpec
+        quotas: dict[str, float | str]
+
+    class _CredentialSpec(TypedDict, total=False):
+        mechanism: Required[str]
+        iterations: int
+
+    class _UserSpec(TypedDict, total=False):
+        credentials: Required[list[_CredentialSpec]]
+        password_env: str
+
+    class _ConnectorSpec(TypedDict, total=False):
+        config: Required[dict[str, ConfigScalar]]
+        state: str
+        secrets: dict[str, str]
+
+    class _Problem(Protocol):
+        """Appends a problem found at `keys` of the document."""
+
+        def __call__(self, message: str, *keys: str | int) -> None: ...
+
+    class _Mark(Protocol):
+        line: int
+
+    class _Node(Protocol):
+        """A PyYAML node."""
+
+        start_mark: _Mark
+
+    class _Loader(Protocol):
+        """A PyYAML loader (SafeLoader, CSafeLoader)."""
+
+        def check_node(self) -> bool: ...
+
+        def get_node(self) -> _Node: ...
+
+        def construct_document(self, node: _Node) -> object: ...
+
+        def dispose(self) -> None: ...
+
+    class _SchemaError(Protocol):
+        """jsonschema's ValidationError."""
+
+        validator: str
+        absolute_path: Sequence[str | int]
+        message: str
+        instance: object
+        schema: Mapping[str, Any]
+
+    class _Validator(Protocol):
+        def iter_errors(self, instance: object) -> Iterable[_SchemaError]: ...
+
+
 @cache
-def schema() -> dict:
+def schema() -> dict[str, Any]:
     return json.loads(package_files.files(__package__).joinpath("resources.schema.json").read_text(encoding="utf-8"))
 
 
 @cache
-def _validator():
+def _validator() -> _Validator:
     import jsonschema
 
     return jsonschema.Draft202012Validator(schema())
@@ -166,7 +296,7 @@ def parse(text: str, path: str, problems: list[str]) -> list[Resource]:
 
     # One pass with libyaml's C parser when PyYAML has it (the wheels do): pure Python
     # parsing was two thirds of a 2,000-topic diff. Nodes keep the line numbers.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    loader: _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     nodes, documents = [], []
     try:
         while loader.check_node():
@@ -174,7 +304,7 @@ def parse(text: str, path: str, problems: list[str]) -> list[Resource]:
             nodes.append(node)
             documents.append(loader.construct_document(node))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        mark: _Mark | None = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         problems.append(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}")
         return []
@@ -184,13 +314,14 @@ def parse(text: str, path: str, problems: list[str]) -> list[Resource]:
     for document, node in zip(documents, nodes, strict=True):
         if document is None:
             continue  # an empty document (a trailing ---)
-        lines: dict[tuple, int] = {}
+        lines: dict[KeyPath, int] = {}
         _record_lines(node, (), lines)
         located = _Located(path, lines, node.start_mark.line + 1)
         before = len(problems)
         _check_schema(document, located, problems)
         if len(problems) == before:
-            resource = _build(document, located, problems)
+            # The schema passed it: a _Document.
+            resource = _build(cast("_Document", document), located, problems)
             if resource is not None and len(problems) == before:
                 out.append(resource)
     if not out and not problems and not any(d is not None for d in documents):
@@ -201,10 +332,10 @@ def parse(text: str, path: str, problems: list[str]) -> list[Resource]:
 @dataclass(frozen=True)
 class _Located:
     path: str
-    lines: Mapping[tuple, int]
+    lines: Mapping[KeyPath, int]
     start: int
 
-    def at(self, *keys) -> str:
+    def at(self, *keys: str | int) -> str:
         """FILE:LINE of the deepest of `keys` the file has."""
         for end in range(len(keys), -1, -1):
             if keys[:end] in self.lines:
@@ -212,7 +343,7 @@ class _Located:
         return f"{self.path}:{self.start}"
 
 
-def _record_lines(node, path: tuple, lines: dict[tuple, int]) -> None:
+def _record_lines(node: _Node, path: KeyPath, lines: dict[KeyPath, int]) -> None:
     import yaml
 
     lines.setdefault(path, node.start_mark.line + 1)
@@ -226,7 +357,7 @@ def _record_lines(node, path: tuple, lines: dict[tuple, int]) -> None:
             _record_lines(item, path + (index,), lines)
 
 
-def _label(document: Any) -> str:
+def _label(document: object) -> str:
     if not isinstance(document, dict):
         return "document"
     found = document.get("kind")
@@ -236,7 +367,7 @@ def _label(document: Any) -> str:
     return f"{kind} {name}" if isinstance(name, str) else kind
 
 
-def _check_schema(document: Any, located: _Located, problems: list[str]) -> None:
+def _check_schema(document: object, located: _Located, problems: list[str]) -> None:
     validator = _validator()
     label = _label(document)
     for error in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path]):
@@ -255,22 +386,25 @@ def _check_schema(document: Any, located: _Located, problems: list[str]) -> None
         problems.append(f"{located.at(*keys)}: {label}: {where}: {message}")
 
 
-def _build(document: dict, located: _Located, problems: list[str]) -> Resource | None:
+def _build(document: _Document, located: _Located, problems: list[str]) -> Resource | None:
     kind = document["kind"]
     metadata = document["metadata"]
     spec = document["spec"]
     label = f"{kind} {metadata['name']}"
-    base = dict(kind=kind, name=metadata["name"], context=metadata.get("context"), where=f"{located.path}:{located.start}")
+    base: _Base = dict(kind=kind, name=metadata["name"], context=metadata.get("context"), where=f"{located.path}:{located.start}")
 
-    def problem(message: str, *keys) -> None:
+    def problem(message: str, *keys: str | int) -> None:
         problems.append(f"{located.at(*keys)}: {label}: {message}")
 
-    builder = {"Topic": _topic, "ClusterConfig": _cluster_config, "Acl": _acl_set, "Quota": _quota_set, "User": _user,
-               "Connector": _connector}[kind]
+    # Each builder takes its kind's spec (the schema checked it is that kind's).
+    builders: dict[str, Callable[[_Base, Any, _Problem], Resource | None]] = {
+        "Topic": _topic, "ClusterConfig": _cluster_config, "Acl": _acl_set, "Quota": _quota_set, "User": _user,
+        "Connector": _connector}
+    builder = builders[kind]
     return builder(base, spec, problem)
 
 
-def _configs(scope: str, configs: Mapping[str, Any], problem) -> dict[str, str]:
+def _configs(scope: str, configs: Mapping[str, ConfigScalar], problem: _Problem) -> dict[str, str]:
     from kctl.admin.declarative.kafka_configs import MANAGED_BY_REASSIGNMENT, check, definitions
 
     out = {}
@@ -290,7 +424,7 @@ def _configs(scope: str, configs: Mapping[str, Any], problem) -> dict[str, str]:
     return out
 
 
-def _topic(base: dict, spec: dict, problem) -> Topic | None:
+def _topic(base: _Base, spec: _TopicSpec, problem: _Problem) -> Topic | None:
     from kctl.admin.topics.topics import validate_topic_name
 
     try:
@@ -320,14 +454,14 @@ def _topic(base: dict, spec: dict, problem) -> Topic | None:
     return Topic(**base, partitions=spec["partitions"], replication_factor=rf, configs=configs, replicas=replicas, placement=placement, policy=policy)
 
 
-def _cluster_config(base: dict, spec: dict, problem) -> ClusterConfig | None:
+def _cluster_config(base: _Base, spec: _ClusterConfigSpec, problem: _Problem) -> ClusterConfig | None:
     name = base["name"]
     if name != CLUSTER_DEFAULT and not name.isdigit():
         problem(f"name must be {CLUSTER_DEFAULT!r} (every broker) or a broker id, not {name!r}", "metadata", "name")
     return ClusterConfig(**base, configs=_configs("broker", spec["configs"], problem))
 
 
-def _acl_set(base: dict, spec: dict, problem) -> AclSet | None:
+def _acl_set(base: _Base, spec: _AclSpec, problem: _Problem) -> AclSet | None:
     from kctl.admin.security.acls import acl_from_row
 
     acls = []
@@ -339,7 +473,7 @@ def _acl_set(base: dict, spec: dict, problem) -> AclSet | None:
     return AclSet(**base, acls=tuple(sorted(set(acls))))
 
 
-def _quota_set(base: dict, spec: dict, problem) -> QuotaSet | None:
+def _quota_set(base: _Base, spec: _QuotaSpec, problem: _Problem) -> QuotaSet | None:
     from kctl.admin.security.quotas import entity_of, parse_key, parse_value
 
     names = spec["entity"]
@@ -358,7 +492,7 @@ def _quota_set(base: dict, spec: dict, problem) -> QuotaSet | None:
     return QuotaSet(**base, entity=entity, quotas=quotas)
 
 
-def _user(base: dict, spec: dict, problem) -> User | None:
+def _user(base: _Base, spec: _UserSpec, problem: _Problem) -> User | None:
     mechanisms = [c["mechanism"] for c in spec["credentials"]]
     if len(set(mechanisms)) != len(mechanisms):
         problem("a mechanism is listed twice in credentials", "spec", "credentials")
@@ -366,7 +500,7 @@ def _user(base: dict, spec: dict, problem) -> User | None:
     return User(**base, credentials=credentials, password_env=spec.get("password_env"))
 
 
-def _connector(base: dict, spec: dict, problem) -> Connector | None:
+def _connector(base: _Base, spec: _ConnectorSpec, problem: _Problem) -> Connector | None:
     from kctl.admin.declarative.connectors import check_spec
 
     checked = check_spec(base["name"], spec, problem)
@@ -374,7 +508,7 @@ def _connector(base: dict, spec: dict, problem) -> Connector | None:
 
 
 def _duplicates(loaded: Iterable[Resource]) -> list[str]:
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple[str | None, str, str], str] = {}
     problems = []
     for resource in loaded:
         if isinstance(resource, AclSet):

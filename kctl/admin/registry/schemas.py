@@ -9,7 +9,17 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import ParamSpec, TypeVar
+
+    from confluent_kafka.schema_registry import Schema
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    P = ParamSpec("P")
+    T = TypeVar("T")
 
 from kctl.admin.client.confluent import registry_rest_client
 from kctl.config.secrets import read_secret
@@ -114,7 +124,7 @@ class Registry:
     def __init__(self, settings: RegistrySettings):
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
-        config: dict[str, Any] = {"url": settings.url, "timeout": settings.timeout, "max.retries": 1}
+        config: dict[str, str | float] = {"url": settings.url, "timeout": settings.timeout, "max.retries": 1}
         if settings.basic_auth:
             config["basic.auth.user.info"] = settings.basic_auth
         if settings.bearer_token:
@@ -134,7 +144,7 @@ class Registry:
         if close is not None:
             close()
 
-    def _call(self, action: str, function, *args, **kwargs):
+    def _call(self, action: str, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         from kctl.admin.client.confluent import registry_http_library
@@ -167,7 +177,8 @@ class Registry:
             registered = self._call(action, self.client.get_latest_version, subject)
         else:
             registered = self._call(action, self.client.get_version, subject, int(version), deleted=deleted)
-        return _schema_version(registered.subject, registered.version, registered.schema_id, registered.schema)
+        # The registry's answer has the id (the client types its fields Optional: its from_dict reads them with get).
+        return _schema_version(registered.subject, registered.version, cast("int", registered.schema_id), registered.schema)
 
     def by_id(self, schema_id: int) -> SchemaVersion:
         schema = self._call(f"get schema {schema_id}", self.client.get_schema, schema_id)
@@ -183,7 +194,7 @@ class Registry:
         self._call(action, self.client.register_schema, subject, schema)
         registered = self._call(action, self.client.lookup_schema, subject, schema)
         self.client.clear_caches()  # they hold the text as sent; show it as the registry keeps it
-        return self.version(subject, registered.version)
+        return self.version(subject, cast("int", registered.version))
 
     def check(self, subject: str, schema_text: str, schema_type: str, references: list[Reference]) -> Compatibility:
         """Whether the schema could be registered under the subject, by the subject's
@@ -259,12 +270,15 @@ def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-def _schema_version(subject: str | None, version: int | None, schema_id: int, schema) -> SchemaVersion:
-    references = tuple(Reference(name=r.name, subject=r.subject, version=r.version) for r in (schema.references or []))
-    return SchemaVersion(subject=subject, version=version, id=schema_id, type=schema.schema_type or "AVRO", references=references, schema=schema.schema_str)
+def _schema_version(subject: str | None, version: int | None, schema_id: int, schema: Schema) -> SchemaVersion:
+    # A registered schema has its text, and each of its references all three fields (the client types them Optional).
+    references = tuple(Reference(name=cast("str", r.name), subject=cast("str", r.subject), version=cast("int", r.version))
+                       for r in (schema.references or []))
+    return SchemaVersion(subject=subject, version=version, id=schema_id, type=schema.schema_type or "AVRO", references=references,
+                         schema=cast("str", schema.schema_str))
 
 
-def registry_error(action: str, exc, url: str) -> KctlError:
+def registry_error(action: str, exc: SchemaRegistryError, url: str) -> KctlError:
     """The registry's error (HTTP status, its error code, its message) as a KctlError."""
     status, code, message = exc.http_status_code, exc.error_code, exc.error_message
     if status in (401, 403):

@@ -26,8 +26,15 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from kctl.broker.protocol import errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from kctl.broker.coordinator.groups import GroupCoordinator
 
 log = logging.getLogger("kctl.broker.coordinator")
 
@@ -44,7 +51,7 @@ def _pairs(assignment: Assignment) -> set[tuple[str, int]]:
     return {(t, p) for t, ps in assignment.items() for p in ps}
 
 
-def _grouped(pairs) -> Assignment:
+def _grouped(pairs: Iterable[tuple[str, int]]) -> Assignment:
     out: Assignment = {}
     for t, p in pairs:
         out.setdefault(t, set()).add(p)
@@ -68,7 +75,7 @@ class ConsumerMember:
     revoking: set[tuple[str, int]] = field(default_factory=set)
     revocation_deadline: int = 0
     last_heartbeat: int = 0
-    last_sent: frozenset | None = None
+    last_sent: frozenset[tuple[str, int]] | None = None
     left_static: bool = False  # left with epoch -2: its partitions wait for it
     # Whether the member's principal may DESCRIBE a topic (None: no authorizer): a regex
     # subscription resolves only to such topics, as Kafka resolves it.
@@ -115,7 +122,7 @@ class ConsumerGroupCoordinator:
     """`topics()` gives the broker's topics and partition counts; `classic` is the classic
     coordinator, whose empty groups are converted."""
 
-    def __init__(self, clock: Callable[[], int], topics: Callable[[], dict[str, int]], classic):
+    def __init__(self, clock: Callable[[], int], topics: Callable[[], dict[str, int]], classic: GroupCoordinator):
         self.clock = clock
         self.topics = topics
         self.classic = classic
@@ -148,9 +155,12 @@ class ConsumerGroupCoordinator:
         if member_epoch in (LEAVE, STATIC_LEAVE):
             return self._leave(group, member_id, instance_id, member_epoch)
         returning = False
+        member: ConsumerMember | None
         if member_epoch == 0:
             returning = instance_id is not None and instance_id in group.static_members
-            member, error = self._join(group, member_id, instance_id, rack_id, rebalance_timeout_ms, client_id, client_host)
+            # A member whenever there is no error.
+            member, error = cast("tuple[ConsumerMember, HeartbeatResult | None]", self._join(
+                group, member_id, instance_id, rack_id, rebalance_timeout_ms, client_id, client_host))
             if error:
                 return error
         else:
@@ -189,7 +199,8 @@ class ConsumerGroupCoordinator:
             member.last_sent = frozenset(member.assigned)
         return HeartbeatResult(errors.NONE, None, member.member_id, member.member_epoch, self.heartbeat_interval_ms, assignment)
 
-    def _validate(self, group_id, member_id, member_epoch, rebalance_timeout_ms, names, regex, assignor) -> HeartbeatResult | None:
+    def _validate(self, group_id: str, member_id: str, member_epoch: int, rebalance_timeout_ms: int, names: list[str] | None,
+                  regex: str | None, assignor: str | None) -> HeartbeatResult | None:
         def invalid(message: str) -> HeartbeatResult:
             return HeartbeatResult(errors.INVALID_REQUEST, message)
 
@@ -214,7 +225,8 @@ class ConsumerGroupCoordinator:
                 return HeartbeatResult(errors.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex} is invalid: {exc}.")
         return None
 
-    def _join(self, group: ConsumerGroup, member_id: str, instance_id, rack_id, rebalance_timeout_ms, client_id, client_host):
+    def _join(self, group: ConsumerGroup, member_id: str, instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
+              client_id: str, client_host: str) -> tuple[ConsumerMember, None] | tuple[None, HeartbeatResult]:
         if not member_id:  # v0 clients: the coordinator names the member
             import uuid
 
@@ -244,7 +256,7 @@ class ConsumerGroupCoordinator:
             group.static_members[instance_id] = member_id
         return member, None
 
-    def _leave(self, group: ConsumerGroup, member_id: str, instance_id, epoch: int) -> HeartbeatResult:
+    def _leave(self, group: ConsumerGroup, member_id: str, instance_id: str | None, epoch: int) -> HeartbeatResult:
         member = group.members.get(member_id)
         if member is None:
             return HeartbeatResult(errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
@@ -296,7 +308,7 @@ class ConsumerGroupCoordinator:
         group.target = assign(subscribed, counts, group.target)
         group.assignment_epoch = group.group_epoch
 
-    def _reconcile(self, group: ConsumerGroup, member: ConsumerMember, owned, now: int) -> None:
+    def _reconcile(self, group: ConsumerGroup, member: ConsumerMember, owned: set[tuple[str, int]] | None, now: int) -> None:
         """One step of Kafka's CurrentAssignmentBuilder for this member."""
         if member.state == UNREVOKED:
             if owned is None or owned & member.revoking:
@@ -389,7 +401,8 @@ class ConsumerGroupCoordinator:
 # -- assignors (server side) ---------------------------------------------------------------------
 
 
-def _uniform(subscribed: dict[str, set[str]], counts: dict[str, int], previous: dict) -> dict[str, set[tuple[str, int]]]:
+def _uniform(subscribed: dict[str, set[str]], counts: dict[str, int],
+             previous: dict[str, set[tuple[str, int]]]) -> dict[str, set[tuple[str, int]]]:
     """Kafka's uniform assignor in spirit: as even as subscriptions allow, and sticky (a
     partition stays with its member unless balance needs it elsewhere)."""
     members = sorted(subscribed)
@@ -428,7 +441,8 @@ def _uniform(subscribed: dict[str, set[str]], counts: dict[str, int], previous: 
     return result
 
 
-def _range(subscribed: dict[str, set[str]], counts: dict[str, int], previous: dict) -> dict[str, set[tuple[str, int]]]:
+def _range(subscribed: dict[str, set[str]], counts: dict[str, int],
+           previous: dict[str, set[tuple[str, int]]]) -> dict[str, set[tuple[str, int]]]:
     """Kafka's range assignor: per topic, contiguous ranges in member order (co-partitioned
     topics line up)."""
     result: dict[str, set[tuple[str, int]]] = {m: set() for m in subscribed}

@@ -8,6 +8,11 @@ import uuid
 from kctl.broker.protocol import errors
 from kctl.broker.storage.manager import topic_name_problem
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kctl.broker.broker import Broker
+    from kctl.broker.storage.manager import TopicInfo
+
 log = logging.getLogger("kctl.broker")
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -20,7 +25,7 @@ NO_OPERATIONS = -2147483648
 INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 
 
-def topic_for_name(broker, name: str, auto_create: bool):
+def topic_for_name(broker: Broker, name: str, auto_create: bool) -> tuple[TopicInfo | None, int]:
     """(TopicInfo or None, error code): auto-creates when the broker and request allow."""
     info = broker.logs.topics.get(name)
     if info is not None:
@@ -41,14 +46,14 @@ def storage_error_message(action: str, exc: Exception) -> str:
     return f"cannot {action}: {getattr(exc, 'strerror', None) or exc}"
 
 
-def answer_storage_error(result: dict, action: str, exc: OSError) -> None:
+def answer_storage_error(result: dict[str, object], action: str, exc: OSError) -> None:
     """Log the failure in one line and answer it in `result` as KAFKA_STORAGE_ERROR."""
     message = storage_error_message(action, exc)
     log.error("%s", message)
     result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
 
 
-def answer_storage_errors(results: list[dict], action: str, exc: OSError) -> None:
+def answer_storage_errors(results: list[dict[str, object]], action: str, exc: OSError) -> None:
     """A change the disk refused: every result that had succeeded becomes KAFKA_STORAGE_ERROR."""
     message = storage_error_message(action, exc)
     log.error("%s", message)
@@ -57,7 +62,7 @@ def answer_storage_errors(results: list[dict], action: str, exc: OSError) -> Non
             result.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=message)
 
 
-def topic_name(broker, name: str | None, topic_id) -> str | None:
+def topic_name(broker: Broker, name: str | None, topic_id: uuid.UUID | None) -> str | None:
     """The topic a request names, by name (older versions) or by id (newer ones)."""
     if topic_id is not None and topic_id != ZERO_UUID:
         return broker.logs.topic_ids.get(topic_id)
@@ -69,7 +74,7 @@ def leader_epoch_error(current_leader_epoch: int) -> int:
     return errors.UNKNOWN_LEADER_EPOCH if (current_leader_epoch or 0) > 0 else errors.NONE
 
 
-def other_group_type(broker, group_id: str, kind: str, empty_classic: bool = False) -> str | None:
+def other_group_type(broker: Broker, group_id: str, kind: str, empty_classic: bool = False) -> str | None:
     """The type of a group of that id other than `kind` (an empty classic group counts
     only with `empty_classic`, as the describes count it: Kafka lets a modern group take
     its id), or None. Group ids are one namespace."""

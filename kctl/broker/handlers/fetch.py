@@ -3,9 +3,60 @@
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from kctl.broker.handlers.common import leader_epoch_error, topic_name
 from kctl.broker.protocol import errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import uuid
+    from typing import Protocol
+
+    from kctl.broker.broker import Broker
+    from kctl.broker.server import RequestContext
+
+    # The fields these handlers read off the decoded requests (kafka-python's or kctl's codec's structs).
+    class _FetchPartition(Protocol):
+        partition: int
+        fetch_offset: int
+        partition_max_bytes: int
+
+    class _FetchTopic(Protocol):
+        topic: str
+        topic_id: uuid.UUID
+        partitions: list[_FetchPartition]
+
+    class _FetchRequest(Protocol):
+        max_wait_ms: int
+        max_bytes: int
+        min_bytes: int
+        isolation_level: int
+        topics: list[_FetchTopic]
+
+    class _ListOffsetsPartition(Protocol):
+        partition_index: int
+        timestamp: int
+
+    class _ListOffsetsTopic(Protocol):
+        name: str
+        partitions: list[_ListOffsetsPartition]
+
+    class _ListOffsetsRequest(Protocol):
+        isolation_level: int
+        topics: list[_ListOffsetsTopic]
+
+    class _EpochPartition(Protocol):
+        partition: int
+        current_leader_epoch: int
+        leader_epoch: int
+
+    class _EpochTopic(Protocol):
+        topic: str
+        partitions: list[_EpochPartition]
+
+    class _OffsetForLeaderEpochRequest(Protocol):
+        topics: list[_EpochTopic]
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
@@ -13,11 +64,12 @@ EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4,
 READ_COMMITTED = 1
 
 
-def _fetch_partition(broker, name, p, budget: int, first: bool, isolation: int) -> dict:
+def _fetch_partition(broker: Broker, name: str | None, p: _FetchPartition, budget: int, first: bool,
+                     isolation: int) -> dict[str, object]:
     plog = broker.logs.logs.get((name, p.partition)) if name is not None else None
-    result = {"partition_index": p.partition, "error_code": errors.NONE, "high_watermark": -1,
-              "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-              "preferred_read_replica": -1, "records": b""}
+    result: dict[str, object] = {"partition_index": p.partition, "error_code": errors.NONE, "high_watermark": -1,
+                                 "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+                                 "preferred_read_replica": -1, "records": b""}
     if plog is None:
         result["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION if name is not None \
             else errors.UNKNOWN_TOPIC_ID
@@ -46,7 +98,7 @@ def _fetch_partition(broker, name, p, budget: int, first: bool, isolation: int) 
     return result
 
 
-async def fetch(broker, context, request):
+async def fetch(broker: Broker, context: RequestContext, request: _FetchRequest) -> dict[str, object]:
     version = context.version
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     by_id = version >= 13
@@ -56,15 +108,15 @@ async def fetch(broker, context, request):
         budget = min(request.max_bytes, broker.config.fetch_max_bytes)
         total = 0
         has_error = False
-        responses = []
+        responses: list[dict[str, object]] = []
         for topic, name in zip(request.topics, names):
-            partitions = []
+            partitions: list[dict[str, object]] = []
             for p in topic.partitions:
                 result = _fetch_partition(broker, name, p, budget - total, total == 0, request.isolation_level)
-                total += len(result["records"])
+                total += len(cast("bytes", result["records"]))
                 has_error |= result["error_code"] != errors.NONE
                 partitions.append(result)
-            entry = {"partitions": partitions}
+            entry: dict[str, object] = {"partitions": partitions}
             if by_id:
                 entry["topic_id"] = topic.topic_id
             else:
@@ -78,9 +130,9 @@ async def fetch(broker, context, request):
             "responses": responses}
 
 
-def _list_offset(broker, name, p, version, isolation: int) -> dict:
-    result = {"partition_index": p.partition_index, "error_code": errors.NONE,
-              "timestamp": -1, "offset": -1, "leader_epoch": -1}
+def _list_offset(broker: Broker, name: str, p: _ListOffsetsPartition, version: int, isolation: int) -> dict[str, object]:
+    result: dict[str, object] = {"partition_index": p.partition_index, "error_code": errors.NONE,
+                                 "timestamp": -1, "offset": -1, "leader_epoch": -1}
     plog = broker.logs.logs.get((name, p.partition_index))
     if plog is None:
         result["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -111,22 +163,23 @@ def _list_offset(broker, name, p, version, isolation: int) -> dict:
     return result
 
 
-async def list_offsets(broker, context, request):
+async def list_offsets(broker: Broker, context: RequestContext, request: _ListOffsetsRequest) -> dict[str, object]:
     isolation = request.isolation_level if context.version >= 2 else 0
-    topics = []
+    topics: list[dict[str, object]] = []
     for topic in request.topics:
         topics.append({"name": topic.name, "partitions": [
             _list_offset(broker, topic.name, p, context.version, isolation) for p in topic.partitions]})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-async def offset_for_leader_epoch(broker, context, request):
-    topics = []
+async def offset_for_leader_epoch(broker: Broker, context: RequestContext,
+                                  request: _OffsetForLeaderEpochRequest) -> dict[str, object]:
+    topics: list[dict[str, object]] = []
     for topic in request.topics:
-        partitions = []
+        partitions: list[dict[str, object]] = []
         for p in topic.partitions:
-            result = {"error_code": errors.NONE, "partition": p.partition, "leader_epoch": -1,
-                      "end_offset": -1}
+            result: dict[str, object] = {"error_code": errors.NONE, "partition": p.partition, "leader_epoch": -1,
+                                         "end_offset": -1}
             plog = broker.logs.logs.get((topic.topic, p.partition))
             if plog is None:
                 result["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION

@@ -3,14 +3,40 @@
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 from kctl.broker.handlers.common import CLUSTER_OPERATIONS, INTERNAL_TOPICS, NO_OPERATIONS, TOPIC_OPERATIONS, ZERO_UUID, topic_for_name
 from kctl.broker.protocol import apis, errors
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import uuid
+    from typing import Protocol
+
+    from kctl.broker.broker import Broker
+    from kctl.broker.security.listeners import Listener
+    from kctl.broker.server import RequestContext
+    from kctl.broker.storage.manager import TopicInfo
+
+    # The fields these handlers read off the decoded requests (kafka-python's or kctl's codec's structs).
+    class _MetadataTopic(Protocol):
+        name: str | None  # null from v10 on, when the topic is asked by id
+
+    class _MetadataRequest(Protocol):
+        allow_auto_topic_creation: bool
+        include_topic_authorized_operations: bool
+        topics: list[_MetadataTopic] | None
+
+    class _DescribeClusterRequest(Protocol):
+        include_cluster_authorized_operations: bool
+
+    class _FindCoordinatorRequest(Protocol):
+        coordinator_keys: list[str]
+
 log = logging.getLogger("kctl.broker")
 
 
-async def api_versions(broker, context, request):
+async def api_versions(broker: Broker, context: RequestContext, request: object) -> dict[str, object]:
     return {
         "error_code": errors.NONE,
         "api_keys": apis.api_version_entries(),
@@ -18,28 +44,30 @@ async def api_versions(broker, context, request):
     }
 
 
-def advertised(broker, context) -> tuple[str, int]:
+def advertised(broker: Broker, context: RequestContext) -> tuple[str, int]:
     """The address of the listener the request came in on (Kafka answers each listener
     with its own endpoints, so a SASL_SSL client is sent on to the SASL_SSL port)."""
-    listener = context.session.listener
+    listener = cast("Listener", context.session.listener)  # Session.listener is said to be an object
     return broker.config.advertised_host or listener.host, broker.config.advertised_port_of(listener)
 
 
-def _brokers(broker, context, key: str = "node_id") -> list[dict]:
+def _brokers(broker: Broker, context: RequestContext, key: str = "node_id") -> list[dict[str, object]]:
     host, port = advertised(broker, context)
     return [{key: broker.node_id, "host": host, "port": port, "rack": None}]
 
 
-async def metadata(broker, context, request):
+async def metadata(broker: Broker, context: RequestContext, request: _MetadataRequest) -> dict[str, object]:
     version = context.version
     allow_auto = request.allow_auto_topic_creation if version >= 4 else True
     include_ops = version >= 8 and request.include_topic_authorized_operations
     if request.topics is None or (version == 0 and not request.topics):
-        wanted = [(name, None) for name in sorted(broker.logs.topics)]
+        wanted: list[tuple[str | None, uuid.UUID | None]] = [(name, None) for name in sorted(broker.logs.topics)]
         allow_auto = False
     else:
         wanted = [(t.name, getattr(t, "topic_id", None)) for t in request.topics]
-    topics = []
+    topics: list[dict[str, object]] = []
+    info: TopicInfo | None  # what topic_for_name answers, with an error code
+    error: int
     for name, topic_id in wanted:
         if name is None and topic_id is not None and topic_id != ZERO_UUID:
             name = broker.logs.topic_ids.get(topic_id)
@@ -47,7 +75,8 @@ async def metadata(broker, context, request):
                 topics.append({"error_code": errors.UNKNOWN_TOPIC_ID, "name": None,
                                "topic_id": topic_id, "partitions": []})
                 continue
-        info, error = topic_for_name(broker, name, allow_auto)
+        # A null name without an id too: topic_name_problem refuses it as an empty name.
+        info, error = topic_for_name(broker, cast("str", name), allow_auto)
         if info is None:
             topics.append({"error_code": error, "name": name, "topic_id": ZERO_UUID,
                            "is_internal": False, "partitions": []})
@@ -62,15 +91,15 @@ async def metadata(broker, context, request):
                            for p in range(info.partitions)],
             "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else NO_OPERATIONS,
         })
-    response = {"throttle_time_ms": 0, "brokers": _brokers(broker, context),
-                "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
-                "topics": topics}
+    response: dict[str, object] = {"throttle_time_ms": 0, "brokers": _brokers(broker, context),
+                                   "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
+                                   "topics": topics}
     if version >= 13:
         response["error_code"] = errors.NONE
     return response
 
 
-async def describe_cluster(broker, context, request):
+async def describe_cluster(broker: Broker, context: RequestContext, request: _DescribeClusterRequest) -> dict[str, object]:
     return {
         "throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
         "endpoint_type": 1, "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
@@ -80,7 +109,7 @@ async def describe_cluster(broker, context, request):
     }
 
 
-async def find_coordinator(broker, context, request):
+async def find_coordinator(broker: Broker, context: RequestContext, request: _FindCoordinatorRequest) -> dict[str, object]:
     host, port = advertised(broker, context)
     key_type = getattr(request, "key_type", 0) if context.version >= 1 else 0
     if key_type == 0:  # a group's coordinator: Kafka creates the offsets topic on this call

@@ -3,34 +3,56 @@
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 from kctl.broker.handlers.common import INTERNAL_TOPICS, answer_storage_error, topic_for_name, topic_name
 from kctl.broker.protocol import errors
 from kctl.messages.records import InvalidBatch
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from kctl.broker.broker import Broker
+    from kctl.broker.server import RequestContext
+
+    # The fields this handler reads off the decoded request (kafka-python's or kctl's codec's structs).
+    class _PartitionProduceData(Protocol):
+        index: int
+        records: bytes | memoryview | None
+
+    class _TopicProduceData(Protocol):
+        name: str  # up to v12; from v13 on, the topic_id read with getattr
+        partition_data: list[_PartitionProduceData]
+
+    class _ProduceRequest(Protocol):
+        acks: int
+        topic_data: list[_TopicProduceData]
+
 log = logging.getLogger("kctl.broker.produce")
 
 
-async def produce(broker, context, request):
+async def produce(broker: Broker, context: RequestContext, request: _ProduceRequest) -> dict[str, object] | None:
     version = context.version
     acks = request.acks
-    responses = []
+    responses: list[dict[str, object]] = []
     appended = False
     for topic in request.topic_data:
         name = topic_name(broker, topic.name if version <= 12 else None,
                           getattr(topic, "topic_id", None))
         info, topic_error = (None, errors.UNKNOWN_TOPIC_ID) if name is None else \
             topic_for_name(broker, name, False)  # Produce never creates a topic (Kafka's neither)
-        partitions = []
+        partitions: list[dict[str, object]] = []
         for data in topic.partition_data:
-            result = {"index": data.index, "error_code": errors.NONE, "base_offset": -1,
-                      "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
-                      "error_message": None}
+            result: dict[str, object] = {"index": data.index, "error_code": errors.NONE, "base_offset": -1,
+                                         "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
+                                         "error_message": None}
             partitions.append(result)
             if acks not in (-1, 0, 1):
                 result["error_code"] = errors.INVALID_REQUIRED_ACKS
                 continue
-            plog = broker.logs.logs.get((name, data.index)) if info is not None else None
+            # info is not None only when name is not
+            plog = broker.logs.logs.get((cast("str", name), data.index)) if info is not None else None
             if name in INTERNAL_TOPICS:  # the coordinators write it, clients never do
                 result["error_code"] = errors.INVALID_TOPIC_EXCEPTION
                 result["error_message"] = f"Cannot append to internal topic {name}"

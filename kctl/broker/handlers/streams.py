@@ -4,6 +4,7 @@ topics the topology needs, as Kafka's broker creates them."""
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 from kctl.broker import configs as cfg
 from kctl.broker.coordinator.streams import TopicInfo
@@ -11,24 +12,43 @@ from kctl.broker.handlers.common import other_group_type
 from kctl.broker.protocol import errors
 from kctl.broker.security import authorizer as az
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Protocol
+
+    from kctl.broker.broker import Broker
+    from kctl.broker.coordinator.streams import Task
+    from kctl.broker.server import RequestContext
+
+    # The fields these handlers read off the decoded requests (kctl's codec's structs); the
+    # coordinator reads the heartbeat's others.
+    class _StreamsGroupHeartbeatRequest(Protocol):
+        member_id: str
+
+    class _StreamsGroupDescribeRequest(Protocol):
+        group_ids: list[str]
+
 log = logging.getLogger("kctl.broker.streams")
 
 
-def _other_type(broker):
+def _other_type(broker: Broker) -> Callable[[str], str | None]:
     return lambda group_id: other_group_type(broker, group_id, "streams")
 
 
-def _tasks(pairs) -> list[dict]:
+def _tasks(pairs: Iterable[Task]) -> list[dict[str, object]]:
     by_subtopology: dict[str, list[int]] = {}
     for subtopology, partition in sorted(pairs):
         by_subtopology.setdefault(subtopology, []).append(partition)
     return [{"subtopology_id": s, "partitions": ps} for s, ps in by_subtopology.items()]
 
 
-def _create(broker, info: TopicInfo) -> str | None:
+def _create(broker: Broker, info: TopicInfo) -> str | None:
     """Create an internal topic; why not, or None."""
     try:
-        configs = {k: cfg.validate(cfg.TOPIC_CONFIGS[k], v) for k, v in info.configs if k in cfg.TOPIC_CONFIGS}
+        # A value given validates to a value (cfg.validate's None is for a None value).
+        configs = cast("dict[str, str]", {k: cfg.validate(cfg.TOPIC_CONFIGS[k], v) for k, v in info.configs
+                                          if k in cfg.TOPIC_CONFIGS})
         broker.logs.create_topic(info.name, info.partitions, configs)
         log.info("created internal topic %s with %d partitions", info.name, info.partitions)
         return None
@@ -38,7 +58,8 @@ def _create(broker, info: TopicInfo) -> str | None:
         return f"{info.name} ({exc.strerror or exc})"
 
 
-async def streams_group_heartbeat(broker, context, request):
+async def streams_group_heartbeat(broker: Broker, context: RequestContext,
+                                  request: _StreamsGroupHeartbeatRequest) -> dict[str, object]:
     result = broker.streams_groups.heartbeat(request, context.header.client_id or "", "/" + context.client_host,
                                              _other_type(broker))
     statuses = list(result.statuses)
@@ -58,6 +79,7 @@ async def streams_group_heartbeat(broker, context, request):
     if failed and statuses:
         code, detail = statuses[-1]
         statuses[-1] = (code, f"{detail}; Creation failed: {', '.join(failed)}")
+    answer: dict[str, object]
     answer = {"throttle_time_ms": 0, "error_code": result.error, "error_message": result.message,
               "member_id": request.member_id, "member_epoch": result.member_epoch,
               "heartbeat_interval_ms": 5000, "acceptable_recovery_lag": 0, "task_offset_interval_ms": 60000,  # Kafka's default
@@ -69,13 +91,14 @@ async def streams_group_heartbeat(broker, context, request):
     return answer
 
 
-def _topic_info(info: TopicInfo) -> dict:
+def _topic_info(info: TopicInfo) -> dict[str, object]:
     return {"name": info.name, "partitions": info.partitions, "replication_factor": info.replication_factor,
             "topic_configs": [{"key": k, "value": v} for k, v in info.configs]}
 
 
-async def streams_group_describe(broker, context, request):
-    described = []
+async def streams_group_describe(broker: Broker, context: RequestContext,
+                                 request: _StreamsGroupDescribeRequest) -> dict[str, object]:
+    described: list[dict[str, object]] = []
     for group_id in request.group_ids:
         group = broker.streams_groups.groups.get(group_id)
         if group is None:

@@ -11,8 +11,84 @@ from kctl.broker.handlers.common import INTERNAL_TOPICS, answer_storage_error, t
 from kctl.broker.protocol import errors
 from kctl.broker.storage.manager import TopicInfo, topic_name_problem
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Protocol
 
-def _replication_error(broker, factor: int) -> str | None:
+    from kctl.broker.broker import Broker
+    from kctl.broker.server import RequestContext
+
+    # The fields these handlers read off the decoded requests (kafka-python's or kctl's codec's structs).
+    class _Config(Protocol):
+        name: str
+        value: str | None
+
+    class _Assignment(Protocol):
+        broker_ids: list[int]
+
+    class _CreatableTopic(Protocol):
+        name: str
+        num_partitions: int
+        replication_factor: int
+        assignments: list[_Assignment] | None
+        configs: list[_Config] | None
+
+    class _CreateTopicsRequest(Protocol):
+        topics: list[_CreatableTopic]
+        validate_only: bool
+
+    class _DeleteTopicState(Protocol):
+        name: str | None
+        topic_id: uuid.UUID
+
+    class _DeleteTopicsRequest(Protocol):
+        topics: list[_DeleteTopicState]
+        topic_names: list[str]
+
+    class _CreatePartitionsTopic(Protocol):
+        name: str
+        count: int
+        assignments: list[_Assignment] | None
+
+    class _CreatePartitionsRequest(Protocol):
+        topics: list[_CreatePartitionsTopic]
+        validate_only: bool
+
+    class _DeleteRecordsPartition(Protocol):
+        partition_index: int
+        offset: int
+
+    class _DeleteRecordsTopic(Protocol):
+        name: str
+        partitions: list[_DeleteRecordsPartition]
+
+    class _DeleteRecordsRequest(Protocol):
+        topics: list[_DeleteRecordsTopic]
+
+    class _TopicPartitions(Protocol):
+        topic: str
+        partitions: list[int]
+
+    class _ElectLeadersRequest(Protocol):
+        topic_partitions: list[_TopicPartitions] | None
+
+    class _DescribeLogDirsRequest(Protocol):
+        topics: list[_TopicPartitions] | None
+
+    class _ReassignablePartition(Protocol):
+        partition_index: int
+        replicas: list[int] | None
+
+    class _ReassignableTopic(Protocol):
+        name: str
+        partitions: list[_ReassignablePartition]
+
+    class _AlterPartitionReassignmentsRequest(Protocol):
+        topics: list[_ReassignableTopic]
+
+
+def _replication_error(broker: Broker, factor: int) -> str | None:
     if factor in (-1, 1):
         return None
     if factor <= 0:
@@ -21,7 +97,7 @@ def _replication_error(broker, factor: int) -> str | None:
             f"factor of {factor} cannot be reached because only 1 broker(s) are registered.")
 
 
-def _assignment_error(broker, assignments) -> str | None:
+def _assignment_error(broker: Broker, assignments: list[list[int]]) -> str | None:
     """A single node accepts only assignments of exactly [this node]."""
     for replicas in map(list, assignments):
         if replicas == [broker.node_id]:
@@ -34,9 +110,9 @@ def _assignment_error(broker, assignments) -> str | None:
     return None
 
 
-def validated_configs(entries) -> dict[str, str]:
+def validated_configs(entries: Iterable[_Config] | None) -> dict[str, str]:
     """Topic config overrides from a request, or cfg.InvalidConfig."""
-    values = {}
+    values: dict[str, str] = {}
     for entry in entries or []:
         definition = cfg.TOPIC_CONFIGS.get(entry.name)
         if definition is None:
@@ -49,9 +125,9 @@ def validated_configs(entries) -> dict[str, str]:
     return values
 
 
-def described_topic_configs(broker, info) -> list[dict]:
+def described_topic_configs(broker: Broker, info: TopicInfo) -> list[dict[str, object]]:
     values = broker.logs.resolved_configs(info)
-    result = []
+    result: list[dict[str, object]] = []
     for name, value in sorted(values.items()):
         source = cfg.DYNAMIC_TOPIC_CONFIG if name in info.configs else cfg.DEFAULT_CONFIG
         result.append({"name": name, "value": value, "read_only": False,
@@ -59,11 +135,11 @@ def described_topic_configs(broker, info) -> list[dict]:
     return result
 
 
-async def create_topics(broker, context, request):
-    results = []
+async def create_topics(broker: Broker, context: RequestContext, request: _CreateTopicsRequest) -> dict[str, object]:
+    results: list[dict[str, object]] = []
     for topic in request.topics:
-        result = {"name": topic.name, "error_code": errors.NONE, "error_message": None,
-                  "num_partitions": -1, "replication_factor": -1, "configs": None}
+        result: dict[str, object] = {"name": topic.name, "error_code": errors.NONE, "error_message": None,
+                                     "num_partitions": -1, "replication_factor": -1, "configs": None}
         results.append(result)
         name = topic.name
         problem = topic_name_problem(name)
@@ -116,17 +192,17 @@ class _Failure(Exception):
         self.code, self.message = code, message
 
 
-async def delete_topics(broker, context, request):
+async def delete_topics(broker: Broker, context: RequestContext, request: _DeleteTopicsRequest) -> dict[str, object]:
     version = context.version
     if version >= 6:
-        wanted = [(t.name, t.topic_id) for t in request.topics]
+        wanted: list[tuple[str | None, uuid.UUID | None]] = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    results = []
+    results: list[dict[str, object]] = []
     for name, topic_id in wanted:
         resolved = topic_name(broker, name, topic_id)
-        result = {"name": resolved if resolved is not None else name, "topic_id": topic_id,
-                  "error_code": errors.NONE, "error_message": None}
+        result: dict[str, object] = {"name": resolved if resolved is not None else name, "topic_id": topic_id,
+                                     "error_code": errors.NONE, "error_message": None}
         if resolved is None or resolved not in broker.logs.topics:
             if name is None:
                 result["error_code"] = errors.UNKNOWN_TOPIC_ID
@@ -147,10 +223,10 @@ async def delete_topics(broker, context, request):
     return {"throttle_time_ms": 0, "responses": results}
 
 
-async def create_partitions(broker, context, request):
-    results = []
+async def create_partitions(broker: Broker, context: RequestContext, request: _CreatePartitionsRequest) -> dict[str, object]:
+    results: list[dict[str, object]] = []
     for topic in request.topics:
-        result = {"name": topic.name, "error_code": errors.NONE, "error_message": None}
+        result: dict[str, object] = {"name": topic.name, "error_code": errors.NONE, "error_message": None}
         results.append(result)
         info = broker.logs.topics.get(topic.name)
         if info is None:
@@ -184,13 +260,13 @@ async def create_partitions(broker, context, request):
     return {"throttle_time_ms": 0, "results": results}
 
 
-async def delete_records(broker, context, request):
-    topics = []
+async def delete_records(broker: Broker, context: RequestContext, request: _DeleteRecordsRequest) -> dict[str, object]:
+    topics: list[dict[str, object]] = []
     for topic in request.topics:
-        partitions = []
+        partitions: list[dict[str, object]] = []
         for p in topic.partitions:
-            result = {"partition_index": p.partition_index, "low_watermark": -1,
-                      "error_code": errors.NONE}
+            result: dict[str, object] = {"partition_index": p.partition_index, "low_watermark": -1,
+                                         "error_code": errors.NONE}
             plog = broker.logs.logs.get((topic.name, p.partition_index))
             if plog is None:
                 result["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -206,10 +282,10 @@ async def delete_records(broker, context, request):
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-async def elect_leaders(broker, context, request):
-    results = []
+async def elect_leaders(broker: Broker, context: RequestContext, request: _ElectLeadersRequest) -> dict[str, object]:
+    results: list[dict[str, object]] = []
     for topic in request.topic_partitions or []:
-        partitions = []
+        partitions: list[dict[str, object]] = []
         for partition in topic.partitions:
             known = (topic.topic, partition) in broker.logs.logs
             partitions.append({
@@ -222,14 +298,14 @@ async def elect_leaders(broker, context, request):
     return {"throttle_time_ms": 0, "error_code": errors.NONE, "replica_election_results": results}
 
 
-async def describe_log_dirs(broker, context, request):
+async def describe_log_dirs(broker: Broker, context: RequestContext, request: _DescribeLogDirsRequest) -> dict[str, object]:
     logs = broker.logs
     if request.topics is None:
         wanted = sorted(logs.logs)
     else:
         wanted = [(t.topic, p) for t in request.topics for p in t.partitions
                   if (t.topic, p) in logs.logs]
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list[dict[str, object]]] = {}
     for name, partition in wanted:
         by_topic.setdefault(name, []).append({
             "partition_index": partition, "partition_size": logs.logs[(name, partition)].size,
@@ -241,16 +317,17 @@ async def describe_log_dirs(broker, context, request):
         "total_bytes": usage.total, "usable_bytes": usage.free, "is_cordoned": False}]}
 
 
-async def list_partition_reassignments(broker, context, request):
+async def list_partition_reassignments(broker: Broker, context: RequestContext, request: object) -> dict[str, object]:
     # One node: a reassignment can never be in progress.
     return {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
             "topics": []}
 
 
-async def alter_partition_reassignments(broker, context, request):
-    responses = []
+async def alter_partition_reassignments(broker: Broker, context: RequestContext,
+                                        request: _AlterPartitionReassignmentsRequest) -> dict[str, object]:
+    responses: list[dict[str, object]] = []
     for topic in request.topics:
-        partitions = []
+        partitions: list[dict[str, object]] = []
         for p in topic.partitions:
             code, message = errors.NONE, None
             if (topic.name, p.partition_index) not in broker.logs.logs:

@@ -13,6 +13,96 @@ from kctl.broker.handlers.groups import streams_commit_check
 from kctl.broker.protocol import errors
 from kctl.messages.records import InvalidBatch
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from kctl.broker.broker import Broker
+    from kctl.broker.server import RequestContext
+
+    # The fields these handlers read off the decoded requests (kafka-python's or kctl's codec's structs).
+    class _InitProducerIdRequest(Protocol):
+        transactional_id: str | None
+        transaction_timeout_ms: int
+        producer_id: int
+        producer_epoch: int
+
+    class _TxnTopic(Protocol):
+        name: str
+        partitions: list[int]
+
+    class _AddPartitionsTransaction(Protocol):
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        verify_only: bool
+        topics: list[_TxnTopic]
+
+    class _AddPartitionsToTxnRequest(Protocol):
+        v3_and_below_transactional_id: str
+        v3_and_below_producer_id: int
+        v3_and_below_producer_epoch: int
+        v3_and_below_topics: list[_TxnTopic]
+        transactions: list[_AddPartitionsTransaction]
+
+    class _AddOffsetsToTxnRequest(Protocol):
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        group_id: str
+
+    class _EndTxnRequest(Protocol):
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        committed: bool
+
+    class _TxnCommitPartition(Protocol):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        committed_metadata: str | None
+
+    class _TxnCommitTopic(Protocol):
+        name: str
+        partitions: list[_TxnCommitPartition]
+
+    class _TxnOffsetCommitRequest(Protocol):
+        transactional_id: str
+        group_id: str
+        producer_id: int
+        producer_epoch: int
+        generation_id: int
+        member_id: str
+        group_instance_id: str | None
+        topics: list[_TxnCommitTopic]
+
+    class _TopicPartitions(Protocol):
+        name: str
+        partition_indexes: list[int]
+
+    class _Marker(Protocol):
+        producer_id: int
+        producer_epoch: int
+        transaction_result: bool
+        coordinator_epoch: int
+        topics: list[_TopicPartitions]
+
+    class _WriteTxnMarkersRequest(Protocol):
+        markers: list[_Marker]
+
+    class _DescribeProducersRequest(Protocol):
+        topics: list[_TopicPartitions]
+
+    class _DescribeTransactionsRequest(Protocol):
+        transactional_ids: list[str]
+
+    class _ListTransactionsRequest(Protocol):
+        state_filters: list[str] | None
+        producer_id_filters: list[int] | None
+        duration_filter: int
+        transactional_id_pattern: str | None
+
 log = logging.getLogger("kctl.broker.transactions")
 
 
@@ -29,7 +119,7 @@ def _storage_failure(action: str, exc: Exception) -> int:
     return errors.KAFKA_STORAGE_ERROR
 
 
-async def init_producer_id(broker, context, request):
+async def init_producer_id(broker: Broker, context: RequestContext, request: _InitProducerIdRequest) -> dict[str, object]:
     version = context.version
     producer_id = request.producer_id if version >= 3 else -1
     producer_epoch = request.producer_epoch if version >= 3 else -1
@@ -45,7 +135,8 @@ async def init_producer_id(broker, context, request):
     return {"throttle_time_ms": 0, "error_code": error, "producer_id": pid, "producer_epoch": epoch}
 
 
-def _add_partitions(broker, transactional_id, producer_id, producer_epoch, topics, fenced, verify_only=False):
+def _add_partitions(broker: Broker, transactional_id: str, producer_id: int, producer_epoch: int, topics: list[_TxnTopic],
+                    fenced: int, verify_only: bool = False) -> list[dict[str, object]]:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     try:
         results = broker.transactions.add_partitions(transactional_id, producer_id, producer_epoch, wanted,
@@ -53,13 +144,13 @@ def _add_partitions(broker, transactional_id, producer_id, producer_epoch, topic
     except OSError as exc:
         code = _storage_failure(f"add partitions to transaction {transactional_id}", exc)
         results = {tp: code for tp in wanted}
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, partition), code in results.items():
         by_topic.setdefault(topic, []).append({"partition_index": partition, "partition_error_code": code})
     return [{"name": name, "results_by_partition": rows} for name, rows in by_topic.items()]
 
 
-async def add_partitions_to_txn(broker, context, request):
+async def add_partitions_to_txn(broker: Broker, context: RequestContext, request: _AddPartitionsToTxnRequest) -> dict[str, object]:
     version = context.version
     if version <= 3:
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _add_partitions(
@@ -72,7 +163,7 @@ async def add_partitions_to_txn(broker, context, request):
         for t in request.transactions]}
 
 
-async def add_offsets_to_txn(broker, context, request):
+async def add_offsets_to_txn(broker: Broker, context: RequestContext, request: _AddOffsetsToTxnRequest) -> dict[str, object]:
     try:
         error = broker.transactions.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
                                                 request.group_id, _fenced(context.version, 2))
@@ -81,7 +172,7 @@ async def add_offsets_to_txn(broker, context, request):
     return {"throttle_time_ms": 0, "error_code": error}
 
 
-async def end_txn(broker, context, request):
+async def end_txn(broker: Broker, context: RequestContext, request: _EndTxnRequest) -> dict[str, object]:
     try:
         error = broker.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
                                             request.committed, _fenced(context.version, 2))
@@ -91,9 +182,11 @@ async def end_txn(broker, context, request):
     return {"throttle_time_ms": 0, "error_code": error, "producer_id": -1, "producer_epoch": -1}
 
 
-async def txn_offset_commit(broker, context, request):
+async def txn_offset_commit(broker: Broker, context: RequestContext, request: _TxnOffsetCommitRequest) -> dict[str, object]:
     version = context.version
-    now = broker.clock()
+    now: int = broker.clock()
+    offsets: dict[tuple[str, int], CommittedOffset]
+    unknown: set[tuple[str, int]]
     offsets, unknown = {}, set()
     for topic in request.topics:
         for p in topic.partitions:
@@ -127,13 +220,13 @@ async def txn_offset_commit(broker, context, request):
         for topic in request.topics]}
 
 
-async def write_txn_markers(broker, context, request):
-    markers = []
+async def write_txn_markers(broker: Broker, context: RequestContext, request: _WriteTxnMarkersRequest) -> dict[str, object]:
+    markers: list[dict[str, object]] = []
     for marker in request.markers:
         wanted = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
         results = broker.transactions.write_markers(marker.producer_id, marker.producer_epoch, marker.transaction_result,
                                                     marker.coordinator_epoch, wanted)
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[dict[str, int]]] = {}
         for (topic, partition), code in results.items():
             by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
         markers.append({"producer_id": marker.producer_id,
@@ -141,10 +234,10 @@ async def write_txn_markers(broker, context, request):
     return {"markers": markers}
 
 
-async def describe_producers(broker, context, request):
-    topics = []
+async def describe_producers(broker: Broker, context: RequestContext, request: _DescribeProducersRequest) -> dict[str, object]:
+    topics: list[dict[str, object]] = []
     for topic in request.topics:
-        partitions = []
+        partitions: list[dict[str, object]] = []
         for index in topic.partition_indexes:
             plog = broker.logs.logs.get((topic.name, index))
             if plog is None:
@@ -163,12 +256,13 @@ async def describe_producers(broker, context, request):
 
 
 # A transaction not described (not found, or not allowed): Kafka's defaults, zeros.
-NO_TRANSACTION = {"transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
-                  "producer_id": 0, "producer_epoch": 0, "topics": []}
+NO_TRANSACTION: dict[str, object] = {"transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
+                                     "producer_id": 0, "producer_epoch": 0, "topics": []}
 
 
-async def describe_transactions(broker, context, request):
-    states = []
+async def describe_transactions(broker: Broker, context: RequestContext,
+                                request: _DescribeTransactionsRequest) -> dict[str, object]:
+    states: list[dict[str, object]] = []
     for transactional_id in request.transactional_ids:
         meta = broker.transactions.transactions.get(transactional_id)
         if meta is None:
@@ -186,7 +280,7 @@ async def describe_transactions(broker, context, request):
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
-async def list_transactions(broker, context, request):
+async def list_transactions(broker: Broker, context: RequestContext, request: _ListTransactionsRequest) -> dict[str, object]:
     version = context.version
     wanted = list(request.state_filters or [])
     unknown = [s for s in wanted if s not in STATES]

@@ -19,12 +19,45 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import cast
 
 from kctl.broker.protocol.errors import ProtocolError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Protocol
+
+    from kctl.messages.codec import Message
+
+    # kafka-python's message classes as this module uses them (kafka.protocol.api_message,
+    # kafka.protocol.schemas.fields): kafka-python ships no types.
+    class _DataClass(Protocol):
+        def __call__(self, **fields: object) -> object: ...
+
+    class _SchemaField(Protocol):
+        """A field of a message's schema; a struct's field is also the struct's schema."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def fields(self) -> dict[str, _SchemaField]: ...
+        @property
+        def array_of(self) -> _SchemaField: ...
+        @property
+        def data_class(self) -> _DataClass: ...
+        def is_struct(self) -> bool: ...
+        def is_struct_array(self) -> bool: ...
+
+    class _KafkaMessage(Protocol):
+        def encode(self, *, version: int) -> bytes: ...
+
+    class MessageClass(Protocol):
+        """A kafka-python Request or Response class."""
+
+        _struct: _SchemaField
+
+        def __call__(self, *, version: int, **fields: object) -> _KafkaMessage: ...
+        def decode(self, data: bytes | memoryview, *, version: int) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,16 +152,16 @@ APIS: dict[int, Api] = {api.key: api for api in _APIS}
 API_VERSIONS = 18
 PRODUCE = 0
 
-_classes: dict[tuple[int, str], type] = {}
+_classes: dict[tuple[int, str], MessageClass] = {}
 
 
-def api_version_entries() -> list[dict]:
+def api_version_entries() -> list[dict[str, int]]:
     """The ApiVersions response's api_keys: what this broker advertises."""
     return [{"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version}
             for a in APIS.values()]
 
 
-def message_class(api: Api, kind: str) -> Any:
+def message_class(api: Api, kind: str) -> MessageClass:
     """kafka-python's Request or Response class for an API (imported on first use)."""
     cached = _classes.get((api.key, kind))
     if cached is None:
@@ -137,7 +170,7 @@ def message_class(api: Api, kind: str) -> Any:
     return cached
 
 
-def _own_message(api: Api, kind: str, version: int):
+def _own_message(api: Api, kind: str, version: int) -> Message | None:
     """kctl's codec for the message at this version, or None when kctl lacks its definition."""
     from kctl.messages import codec
 
@@ -145,7 +178,7 @@ def _own_message(api: Api, kind: str, version: int):
     return codec.message(name, version) if codec.has_definition(name) else None
 
 
-def decode_request(api: Api, version: int, body: memoryview):
+def decode_request(api: Api, version: int, body: memoryview) -> object:
     """Decode a request body; bytes that are no such request raise ProtocolError (whatever
     the decoder tripped on: a short buffer, bad UTF-8, a length past the end), which the
     server answers by closing the connection. Trailing bytes are ignored, as Kafka does
@@ -159,7 +192,7 @@ def decode_request(api: Api, version: int, body: memoryview):
         raise ProtocolError(f"malformed {api.name} v{version} request: {type(exc).__name__}: {exc}") from None
 
 
-def encode_response(api: Api, version: int, fields: dict) -> bytes:
+def encode_response(api: Api, version: int, fields: dict[str, object]) -> bytes:
     """Encode a response given as plain dicts and lists (nested structs as dicts)."""
     own = _own_message(api, "Response", version)
     if own is not None:
@@ -167,14 +200,14 @@ def encode_response(api: Api, version: int, fields: dict) -> bytes:
     return build_message(message_class(api, "Response"), version, fields).encode(version=version)
 
 
-def build_message(cls: type, version: int, fields: dict):
+def build_message(cls: MessageClass, version: int, fields: dict[str, object]) -> _KafkaMessage:
     """A kafka-python message of class `cls` from plain dicts and lists."""
-    return cls(version=version, **_convert_fields(cls._struct, fields))  # type: ignore[attr-defined]
+    return cls(version=version, **_convert_fields(cls._struct, fields))
 
 
-def _convert_fields(struct, fields: dict) -> dict:
+def _convert_fields(struct: _SchemaField, fields: dict[str, object]) -> dict[str, object]:
     known = struct.fields
-    converted = {}
+    converted: dict[str, object] = {}
     for name, value in fields.items():
         field = known.get(name)
         if field is None:
@@ -185,12 +218,12 @@ def _convert_fields(struct, fields: dict) -> dict:
                 value = None if value == -2**31 else {b for b in range(32) if value >> b & 1}
             elif field.is_struct_array():
                 inner = field.array_of
-                value = [_build(inner, item) if isinstance(item, dict) else item for item in value]
+                value = [_build(inner, item) if isinstance(item, dict) else item for item in cast("list[object]", value)]
             elif field.is_struct() and isinstance(value, dict):
                 value = _build(field, value)
         converted[name] = value
     return converted
 
 
-def _build(struct, fields: dict):
+def _build(struct: _SchemaField, fields: dict[str, object]) -> object:
     return struct.data_class(**_convert_fields(struct, fields))

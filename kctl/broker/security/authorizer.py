@@ -16,6 +16,21 @@ from collections import defaultdict
 
 from kctl.broker.security.store import Acl, SecurityStore
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Protocol
+
+    class AclFilter(Protocol):
+        """The fields of a DescribeAcls request or of one DeleteAcls filter (the decoded structs)."""
+        resource_type_filter: int
+        resource_name_filter: str | None
+        pattern_type_filter: int
+        principal_filter: str | None
+        host_filter: str | None
+        operation: int
+        permission_type: int
+
 # ResourceType
 R_ANY, TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER = 1, 2, 3, 4, 5, 6, 7
 RESOURCE_TYPES = {TOPIC: "TOPIC", GROUP: "GROUP", CLUSTER: "CLUSTER", TRANSACTIONAL_ID: "TRANSACTIONAL_ID",
@@ -42,14 +57,14 @@ _CACHE_LIMIT = 100_000
 
 
 class Authorizer:
-    def __init__(self, store: SecurityStore, enabled: bool, super_users=(), allow_if_no_acl: bool = False):
+    def __init__(self, store: SecurityStore, enabled: bool, super_users: Iterable[str] = (), allow_if_no_acl: bool = False):
         self.store = store
         self.enabled = enabled
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self._literal: dict[int, dict[str, list[Acl]]] = {}
         self._prefixed: dict[int, dict[str, list[Acl]]] = {}
-        self._cache: dict[tuple, bool] = {}
+        self._cache: dict[tuple[str, str, int, int, str], bool] = {}  # (principal, host, operation, type, name)
         store.listeners.append(self._reindex)
         self._reindex()
 
@@ -61,7 +76,7 @@ class Authorizer:
         self._literal, self._prefixed = literal, prefixed
         self._cache = {}
 
-    def _acls_on(self, resource_type: int, name: str):
+    def _acls_on(self, resource_type: int, name: str) -> Iterator[Acl]:
         literal = self._literal.get(resource_type)
         if literal:
             yield from literal.get(name, ())
@@ -84,7 +99,7 @@ class Authorizer:
             self._cache[key] = decision
         return decision
 
-    def _decide(self, principal, host, operation, resource_type, name) -> bool:
+    def _decide(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
         found = allowed = False
         for acl in self._acls_on(resource_type, name):
             found = True
@@ -158,7 +173,7 @@ def validate(acl: Acl) -> str | None:
     return None
 
 
-def matches_filter(acl: Acl, f) -> bool:
+def matches_filter(acl: Acl, f: AclFilter) -> bool:
     """Whether a DescribeAcls/DeleteAcls filter (resource_type_filter, resource_name_filter,
     pattern_type_filter, principal_filter, host_filter, operation, permission_type) selects
     the binding; MATCH selects the bindings that apply to the name."""
@@ -179,7 +194,7 @@ def matches_filter(acl: Acl, f) -> bool:
             and f.operation in (OP_ANY, acl.operation) and f.permission_type in (P_ANY, acl.permission_type))
 
 
-def filter_problem(f) -> str | None:
+def filter_problem(f: AclFilter) -> str | None:
     if f.resource_type_filter not in (R_ANY, *RESOURCE_TYPES):
         return "Invalid resourceType filter"
     if f.pattern_type_filter not in (PATTERN_ANY, MATCH, LITERAL, PREFIXED):

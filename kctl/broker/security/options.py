@@ -9,6 +9,10 @@ from pathlib import Path
 from kctl.broker.security.listeners import Listener, parse_listener
 from kctl.broker.security.sasl import SERVED
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 def parse_mechanisms(text: str) -> tuple[str, ...]:
     """`plain,scram-sha-256` -> ("PLAIN", "SCRAM-SHA-256")."""
@@ -39,7 +43,7 @@ def read_users_file(path: Path) -> dict[str, str]:
 
 
 def parse_users_text(text: str, where: str) -> dict[str, str]:
-    users = {}
+    users: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -59,7 +63,8 @@ def parse_principal(text: str) -> str:
     return text
 
 
-def check(listeners: list[Listener], mechanisms: tuple[str, ...], users: dict[str, str], tls_cert, tls_key) -> None:
+def check(listeners: list[Listener], mechanisms: tuple[str, ...], users: dict[str, str], tls_cert: Path | None,
+          tls_key: Path | None) -> None:
     """The combinations Kafka would refuse to start with, said before anything starts. A
     SASL listener with a password mechanism needs users; OAUTHBEARER alone takes tokens."""
     if any(listener.sasl for listener in listeners) and not users and set(mechanisms) - {"OAUTHBEARER"}:
@@ -71,5 +76,5 @@ def check(listeners: list[Listener], mechanisms: tuple[str, ...], users: dict[st
         raise ValueError("two listeners on one port")
 
 
-def extra_listeners(texts, host: str) -> list[Listener]:
+def extra_listeners(texts: Iterable[str], host: str) -> list[Listener]:
     return [parse_listener(text, host) for text in texts]

@@ -16,6 +16,23 @@ from pathlib import Path
 from kctl.broker.security.scram import Credential
 from kctl.broker.storage.manager import StorageError, atomic_write
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    # security.json's shape. Its fixed-shape arrays (an ACL, an entity's (type, name) pair) are
+    # described as tuples, which is how they are unpacked; json.loads gives them as lists.
+    _AclRow = tuple[int, str, int, str, str, int, int]
+
+    class _QuotaJson(TypedDict):
+        entity: list[tuple[str, str | None]]
+        values: dict[str, float]
+
+    class _SecurityJson(TypedDict, total=False):
+        scram: dict[str, dict[str, dict[str, str | int]]]  # user -> mechanism -> Credential.to_json()
+        acls: list[_AclRow]
+        quotas: list[_QuotaJson]
+
 FILE = "security.json"
 
 
@@ -30,7 +47,7 @@ class Acl:
     operation: int
     permission_type: int
 
-    def to_json(self) -> list:
+    def to_json(self) -> list[int | str]:
         return [self.resource_type, self.resource_name, self.pattern_type, self.principal,
                 self.host, self.operation, self.permission_type]
 
@@ -49,7 +66,7 @@ class SecurityStore:
 
     def open(self) -> None:
         try:
-            data = json.loads(self.path.read_text())
+            data: _SecurityJson = json.loads(self.path.read_text())
             self.credentials = {(user, mechanism): Credential.from_json(c)
                                 for user, mechanisms in data.get("scram", {}).items()
                                 for mechanism, c in mechanisms.items()}
@@ -61,8 +78,9 @@ class SecurityStore:
         except (ValueError, KeyError, TypeError) as exc:
             raise StorageError(f"{self.path} is corrupt: {exc}") from None
 
-    def _save(self, credentials, acls, quotas) -> None:
-        scram: dict[str, dict] = {}
+    def _save(self, credentials: dict[tuple[str, str], Credential], acls: set[Acl],
+              quotas: dict[Entity, dict[str, float]]) -> None:
+        scram: dict[str, dict[str, dict[str, str | int]]] = {}
         for (user, mechanism), credential in sorted(credentials.items()):
             scram.setdefault(user, {})[mechanism] = credential.to_json()
         data = {"scram": scram, "acls": sorted(a.to_json() for a in acls),
@@ -70,7 +88,8 @@ class SecurityStore:
                            for entity, values in sorted(quotas.items(), key=lambda i: repr(i[0]))]}
         atomic_write(self.path, json.dumps(data, indent=0))
 
-    def update(self, credentials=None, acls=None, quotas=None) -> None:
+    def update(self, credentials: dict[tuple[str, str], Credential] | None = None, acls: set[Acl] | None = None,
+               quotas: dict[Entity, dict[str, float]] | None = None) -> None:
         """Replace any of the three, durably first (OSError: nothing changed)."""
         new = (self.credentials if credentials is None else credentials,
                self.acls if acls is None else acls,

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kctl.broker.configs import LogConfig
@@ -135,6 +135,8 @@ class Log:
             return 0
 
     def _replay_producer_state(self, from_offset: int) -> None:
+        batch: bytes
+        header: records.BatchHeader  # what LogSegment.batches_from yields
         for segment in self.segments:
             if segment.next_offset <= from_offset:
                 continue
@@ -146,7 +148,7 @@ class Log:
                 else:
                     self.producers.update(header)
 
-    def _replay_marker(self, batch: bytes, header, segment_base: int) -> None:
+    def _replay_marker(self, batch: bytes, header: records.BatchHeader, segment_base: int) -> None:
         kind = records.marker_type(batch, header)
         if kind is None:
             return
@@ -236,7 +238,8 @@ class Log:
 
     # -- append -----------------------------------------------------------------------------
 
-    def append(self, records_field, verify_transaction=None) -> tuple[int, int, int]:
+    def append(self, records_field: bytes | memoryview | None,
+               verify_transaction: Callable[[records.BatchHeader], None] | None = None) -> tuple[int, int, int]:
         """Validate and append one produced batch. `verify_transaction(header)` raises
         InvalidBatch when a transactional batch's producer has not added this partition to
         an open transaction (the coordinator's answer, KIP-890).
@@ -302,7 +305,7 @@ class Log:
         self.producers.update(header)
         return base, header.last_offset, append_time
 
-    def _require_keys(self, data: bytes, header) -> None:
+    def _require_keys(self, data: bytes, header: records.BatchHeader) -> None:
         """A compacted topic keeps the last record per key: one without a key is refused,
         as Kafka refuses it (INVALID_RECORD, naming each record)."""
         missing = [i for i, (_offset, key, _tombstone) in enumerate(records.iter_keys(data, header)) if key is None]
@@ -379,7 +382,7 @@ class Log:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def _segments_from(self, offset: int):
+    def _segments_from(self, offset: int) -> Iterator[LogSegment]:
         for i, segment in enumerate(self.segments):
             following = self.segments[i + 1] if i + 1 < len(self.segments) else None
             if following is not None and following.base_offset <= offset:
@@ -472,7 +475,7 @@ class Log:
             return 0
         deleted = 0
         if self.config.retention_ms >= 0:
-            def expired(s, nxt):
+            def expired(s: LogSegment, nxt: LogSegment | None) -> bool:
                 return s.max_timestamp >= 0 and now - s.max_timestamp > self.config.retention_ms
 
             if len(self.segments) == 1 and self.active.size and expired(self.active, None):
@@ -480,7 +483,7 @@ class Log:
             deleted += self._delete_segments(lambda s, nxt: nxt is not None and expired(s, nxt))
         if self.config.retention_bytes >= 0:
             excess = self.size - self.config.retention_bytes
-            def over(s, nxt):
+            def over(s: LogSegment, nxt: LogSegment | None) -> bool:
                 nonlocal excess
                 if nxt is not None and excess - s.size >= 0:
                     excess -= s.size
@@ -489,7 +492,7 @@ class Log:
             deleted += self._delete_segments(over)
         return deleted
 
-    def _delete_segments(self, predicate) -> int:
+    def _delete_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
         count = 0
         while len(self.segments) > 1 and predicate(self.segments[0], self.segments[1]):
             segment = self.segments.pop(0)

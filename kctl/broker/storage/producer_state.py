@@ -13,9 +13,26 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import cast
 
 from kctl.broker.protocol import errors
 from kctl.messages.records import BatchHeader, InvalidBatch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import NotRequired, TypedDict
+
+    # (first_sequence, last_sequence, first_offset, last_offset)
+    _BatchRange = tuple[int, int, int, int]
+
+    class _ProducerJson(TypedDict):
+        """A producer's entry in the snapshot (the three optional keys are absent from older ones)."""
+        epoch: int
+        batches: list[Sequence[int]]  # each a _BatchRange: written as a tuple, read back as a list
+        last_timestamp: NotRequired[int]
+        txn_first_offset: NotRequired[int]
+        coordinator_epoch: NotRequired[int]
 
 RETAINED_BATCHES = 5
 _INT32_MAX = 0x7FFFFFFF
@@ -25,7 +42,7 @@ _INT32_MAX = 0x7FFFFFFF
 class ProducerEntry:
     epoch: int
     # (first_sequence, last_sequence, first_offset, last_offset), oldest first
-    batches: deque = field(default_factory=lambda: deque(maxlen=RETAINED_BATCHES))
+    batches: deque[_BatchRange] = field(default_factory=lambda: deque(maxlen=RETAINED_BATCHES))
     last_timestamp: int = -1
     # First offset of the producer's open transaction here, -1 when none is open.
     current_txn_first_offset: int = -1
@@ -42,7 +59,7 @@ class CompletedTxn:
 
 
 class ProducerStateManager:
-    def __init__(self):
+    def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
         # producer id -> first offset of its open transaction (ordered by first offset)
         self.ongoing: dict[int, int] = {}
@@ -128,19 +145,19 @@ class ProducerStateManager:
             return None
         return CompletedTxn(pid, first, header.base_offset, aborted)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, _ProducerJson]:  # by producer id
         return {str(pid): {"epoch": e.epoch, "batches": list(e.batches),
                            "last_timestamp": e.last_timestamp,
                            "txn_first_offset": e.current_txn_first_offset,
                            "coordinator_epoch": e.coordinator_epoch}
                 for pid, e in self.producers.items()}
 
-    def load_json(self, data: dict) -> None:
+    def load_json(self, data: dict[str, _ProducerJson]) -> None:
         for pid, value in data.items():
             entry = ProducerEntry(value["epoch"], last_timestamp=value.get("last_timestamp", -1),
                                   current_txn_first_offset=value.get("txn_first_offset", -1),
                                   coordinator_epoch=value.get("coordinator_epoch", -1))
-            entry.batches.extend(tuple(b) for b in value["batches"])
+            entry.batches.extend(cast("_BatchRange", tuple(b)) for b in value["batches"])
             self.producers[int(pid)] = entry
             if entry.current_txn_first_offset >= 0:
                 self.ongoing[int(pid)] = entry.current_txn_first_offset

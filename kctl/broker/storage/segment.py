@@ -20,6 +20,10 @@ from kctl.broker.storage.files import FilePool, write_all
 from kctl.broker.storage.index import OffsetIndex, TimeIndex
 from kctl.messages import records
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 log = logging.getLogger("kctl.broker.storage")
 
 _PEEK = 27  # enough header bytes for base_offset, batch_length and last_offset_delta
@@ -44,7 +48,7 @@ class AppendMark:
 class RecoveryResult:
     valid_bytes: int
     truncated_bytes: int
-    headers: list  # BatchHeader of every valid batch, in order
+    headers: list[records.BatchHeader]  # of every valid batch, in order
 
 
 class LogSegment:
@@ -98,7 +102,7 @@ class LogSegment:
         self._bytes_since_index = 0
         self.next_offset = self.base_offset
         self.max_timestamp = -1
-        headers = []
+        headers: list[records.BatchHeader] = []
         position = 0
         while position < self.size:
             head = os.pread(self._fd(), records.HEADER_SIZE, position)
@@ -122,10 +126,12 @@ class LogSegment:
             self.size = position
         return RecoveryResult(position, truncated, headers)
 
-    def _peek(self, position: int):
+    def _peek(self, position: int) -> tuple[int, int, int] | None:  # (base_offset, batch_length, last_offset_delta)
         head = os.pread(self._fd(), _PEEK, position)
         if len(head) < _PEEK:
             return None
+        base_offset: int
+        length: int
         base_offset, length = records._OFFSET_AND_LENGTH.unpack_from(head, 0)
         last_delta = int.from_bytes(head[23:27], "big", signed=True)
         if length <= 0 or position + records.LOG_OVERHEAD + length > self.size:
@@ -138,7 +144,7 @@ class LogSegment:
         return AppendMark(self.size, self.next_offset, self.max_timestamp,
                           self._bytes_since_index, len(self.index), len(self.time_index))
 
-    def append(self, batch, header: records.BatchHeader) -> None:
+    def append(self, batch: records.BatchBytes, header: records.BatchHeader) -> None:
         """Write and index one batch, or leave the segment exactly as it was and raise."""
         fd = self._fd()  # out of descriptors: nothing written yet, nothing to undo
         mark = self.mark()
@@ -252,7 +258,7 @@ class LogSegment:
             return os.pread(self._fd(), size, position), position + size >= self.size
         return (data[:end] if end < len(data) else data), position + end >= self.size
 
-    def batches_from(self, offset: int):
+    def batches_from(self, offset: int) -> Iterator[tuple[bytes, records.BatchHeader]]:
         """Yield (batch bytes, header) from the batch holding `offset` to the end."""
         position = self.position_of(offset)
         while position is not None and position < self.size:

@@ -9,6 +9,12 @@ import itertools
 from kctl.cli._app import App
 from kctl.output.spec import Column, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from kctl.admin.security.acls import AclFilter
+
 OPERATION_NAMES = "all, read, write, create, delete, alter, describe, cluster-action, describe-configs, alter-configs, idempotent-write"
 ACL_COLUMNS = (
     Column("principal", "PRINCIPAL"),
@@ -22,12 +28,12 @@ ACL_COLUMNS = (
 ACL_TABLE = TableSpec(ACL_COLUMNS)
 
 
-def split(values) -> list[str]:
+def split(values: Iterable[str]) -> list[str]:
     """Repeatable options that also take comma lists: --operation read,describe."""
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
-def resources_of(topics, groups, transactional_ids, cluster) -> list[tuple[str, str]]:
+def resources_of(topics: Iterable[str], groups: Iterable[str], transactional_ids: Iterable[str], cluster: bool) -> list[tuple[str, str]]:
     from kctl.admin.security.acls import CLUSTER_NAME
 
     resources = [("TOPIC", t) for t in topics] + [("GROUP", g) for g in groups]
@@ -37,14 +43,16 @@ def resources_of(topics, groups, transactional_ids, cluster) -> list[tuple[str, 
     return resources
 
 
-def filters_of(topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission):
+def filters_of(topics: Sequence[str], groups: Sequence[str], transactional_ids: Sequence[str], cluster: bool, principals: Sequence[str],
+               hosts: Sequence[str | None], operations: Sequence[str], pattern: str, permission: str | None) -> list[AclFilter]:
     """One AclFilter per combination of the values given; an option not given matches anything."""
     from kctl.admin.security.acls import OPERATIONS, PATTERN_FILTERS, PERMISSION_TYPES, AclFilter, parse_choice, parse_principal
 
     pattern_type = parse_choice(pattern, PATTERN_FILTERS, "pattern type")
     resources: list[tuple[str | None, str | None]] = [*resources_of(topics, groups, transactional_ids, cluster)] or [(None, None)]
-    principals = [parse_principal(p) for p in principals] or [None]
-    operations = [parse_choice(o, OPERATIONS, "operation") for o in split(operations)] or [None]
+    # The parameters, rebound to what the filters match (None: anything); mypy keeps their declared type.
+    principals = [parse_principal(p) for p in principals] or [None]  # type: ignore[list-item]
+    operations = [parse_choice(o, OPERATIONS, "operation") for o in split(operations)] or [None]  # type: ignore[list-item]
     permission_type = parse_choice(permission, PERMISSION_TYPES, "permission type") if permission else None
     return [
         AclFilter(resource_type, name, pattern_type, principal, host, operation, permission_type)
@@ -52,7 +60,8 @@ def filters_of(topics, groups, transactional_ids, cluster, principals, hosts, op
     ]
 
 
-def list_(app: App, topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission) -> None:
+def list_(app: App, topics: tuple[str, ...], groups: tuple[str, ...], transactional_ids: tuple[str, ...], cluster: bool,
+          principals: tuple[str, ...], hosts: tuple[str, ...], operations: tuple[str, ...], pattern: str, permission: str | None) -> None:
     from kctl.admin.security.acls import list_acls
 
     filters = filters_of(topics, groups, transactional_ids, cluster, principals, hosts, operations, pattern, permission)

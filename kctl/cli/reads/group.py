@@ -8,6 +8,16 @@ from kctl.cli._app import App, until_stopped
 from kctl.cli._batch import report_documents
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Sequence
+    from pathlib import Path
+    from types import FrameType
+    from typing import NoReturn
+
+    from kctl.admin.groups.models import GroupLag, PartitionLag
+
 HELP_HINT = "see 'kctl group lag --help'"
 
 GROUP_TABLE = TableSpec(
@@ -75,7 +85,7 @@ LAG_TABLE = TableSpec(
 )
 
 
-def list_(app: App, regex, states, types) -> None:
+def list_(app: App, regex: re.Pattern[str] | None, states: tuple[str, ...], types: tuple[str, ...]) -> None:
     from kctl.admin.groups.groups import list_groups, unsupported_types
     from kctl.admin.groups.models import kctl_group
 
@@ -89,15 +99,16 @@ def list_(app: App, regex, states, types) -> None:
         app.warn(f"the cluster does not support {kind} groups (Apache Kafka {release} or newer has them): none are listed")
 
 
-def describe(app: App, groups) -> None:
+def describe(app: App, groups: tuple[str, ...]) -> None:
     from kctl.admin.groups.groups import describe_groups
 
     found, errors = describe_groups(app.session, groups)
     report_documents(app, found, errors, GROUP_DOCUMENT, "describe groups", len(set(groups)))
 
 
-def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file, watch, until_caught_up, max_lag, max_seconds, for_,
-        interval, serve) -> int | None:
+def lag(app: App, groups: tuple[str, ...], all_: bool, topics: tuple[str, ...], isolation: str, time_lag: str, history: bool,
+        state_file: str | None, watch: bool, until_caught_up: bool, max_lag: int, max_seconds: float | None, for_: str | None,
+        interval: float, serve: str | None) -> int | None:
     from kctl.admin.groups import lag_watch
     from kctl.errors import ExitCode, PartialFailure, UsageError
 
@@ -121,7 +132,7 @@ def lag(app: App, groups, all_, topics, isolation, time_lag, history, state_file
     if max_seconds is not None:
         time_lag = "record"
     history_file = state_file_path(app, state_file) if history or time_lag == "interp" else None
-    late = []
+    late: list[PartitionLag] = []
     if until_caught_up:
         # The progress shows how much of the largest lag seen has been consumed since.
         from kctl.cli._progress import progress
@@ -170,7 +181,7 @@ WATCH_TABLE = TableSpec(
 )
 
 
-def _eta(seconds, lag, falling_behind) -> str | None:
+def _eta(seconds: float | None, lag: int | None, falling_behind: bool) -> str | None:
     if lag == 0:
         return "caught up"
     if falling_behind:
@@ -178,7 +189,7 @@ def _eta(seconds, lag, falling_behind) -> str | None:
     return None if seconds is None else f"{seconds:.0f}s"
 
 
-def _watch(app: App, groups, topics, isolation, interval: float, limit: float | None) -> None:
+def _watch(app: App, groups: Sequence[str] | None, topics: Sequence[str], isolation: str, interval: float, limit: float | None) -> None:
     """Each sample as it comes: a refreshed table on a terminal, JSON lines when piped."""
     import time
 
@@ -197,7 +208,7 @@ def _watch(app: App, groups, topics, isolation, interval: float, limit: float | 
             app.error_line(error.message)
 
 
-def _serve(app: App, groups, topics, isolation, interval: float, address: str) -> None:
+def _serve(app: App, groups: Sequence[str] | None, topics: Sequence[str], isolation: str, interval: float, address: str) -> None:
     import signal
 
     from kctl.lag_exporter import LagSampler, parse_address, serve
@@ -218,11 +229,11 @@ def _serve(app: App, groups, topics, isolation, interval: float, address: str) -
         sampler.stop()
 
 
-def _stop_serving(signum, frame):
+def _stop_serving(signum: int, frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 
-def state_file_path(app: App, path: str | None):
+def state_file_path(app: App, path: str | None) -> Path:
     """The lag history file: --state-file, else the default for the cluster."""
     from pathlib import Path
 
@@ -231,7 +242,7 @@ def state_file_path(app: App, path: str | None):
     return Path(path) if path else state_path(app.env, app.settings.bootstrap_servers)
 
 
-def _render_lag(app: App, found, time_lag: str) -> None:
+def _render_lag(app: App, found: Sequence[GroupLag], time_lag: str) -> None:
     rows = [p for g in found for p in g.partitions]
     for g in found:
         remote = sorted({p.topic for p in g.partitions if p.remote_read})

@@ -8,6 +8,12 @@ from kctl.cli._app import App
 from kctl.cli._batch import report_documents
 from kctl.output.spec import Column, DocumentSpec, Field, Section, TableSpec
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    import re
+
+    from kctl.admin.topics.models import PartitionInfo
+
 TOPIC_TABLE = TableSpec(
     (
         Column("name", "NAME"),
@@ -21,7 +27,7 @@ TOPIC_TABLE = TableSpec(
     )
 )
 
-def _size(p):
+def _size(p: PartitionInfo) -> str | None:
     from kctl.sizes import format_bytes
 
     return format_bytes(p.size_bytes)
@@ -77,7 +83,8 @@ TOPIC_DOCUMENT = DocumentSpec(
 )
 
 
-def list_(app: App, regex, internal, filters, with_overrides, tiered, count_overrides) -> None:
+def list_(app: App, regex: re.Pattern[str] | None, internal: bool, filters: tuple[str, ...], with_overrides: bool, tiered: bool,
+          count_overrides: bool) -> None:
     from kctl.admin.topics.topics import list_topics
 
     count = count_overrides or app.out.format == "wide"
@@ -88,7 +95,7 @@ def list_(app: App, regex, internal, filters, with_overrides, tiered, count_over
     app.out.table(topics, TOPIC_TABLE)
 
 
-def describe(app: App, names, detail) -> None:
+def describe(app: App, names: tuple[str, ...], detail: bool) -> None:
     from kctl.admin.topics.topics import describe_topics, uncompacted_topics
 
     found, errors = describe_topics(app.session, names, detail=detail)

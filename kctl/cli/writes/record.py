@@ -9,10 +9,13 @@ from kctl.output.spec import DocumentSpec, Field
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from pathlib import Path
 
     from kctl.cli._app import App
+    from kctl.cli._progress import Progress
     from kctl.records.model import ProducerRecord
+    from kctl.records.reader import ByteStream
 
 PRODUCE_REPORT = DocumentSpec(
     fields=(
@@ -26,10 +29,10 @@ PRODUCE_REPORT = DocumentSpec(
 )
 
 
-def header_pairs(values, *, value_required: bool) -> list[tuple[str, str | None]]:
+def header_pairs(values: Iterable[str], *, value_required: bool) -> list[tuple[str, str | None]]:
     """-H KEY=VALUE (or KEY, where the value is optional) as pairs; ValueError names the
     one that is neither."""
-    pairs = []
+    pairs: list[tuple[str, str | None]] = []
     for text in values:
         name, sep, value = text.partition("=")
         if not name or (value_required and not sep):
@@ -38,7 +41,7 @@ def header_pairs(values, *, value_required: bool) -> list[tuple[str, str | None]
     return pairs
 
 
-def _headers(values) -> list[tuple[str, str]]:
+def _headers(values: Iterable[str]) -> list[tuple[str, str]]:
     from kctl.errors import UsageError
 
     try:
@@ -53,9 +56,11 @@ def _instant(text: str) -> int:
     return parse_instant(text)
 
 
-def produce(app: App, topic, path, template, key_separator, input_format, delimiter, key, headers, partition, partitioner, timestamp, null_marker,
-            compression, acks, idempotent, skip_invalid, keep_partitions, allow_auto_topic_creation,
-            value_schema, value_schema_file, value_message, subject_strategy, registry_url):
+def produce(app: App, topic: str, path: str, template: str | None, key_separator: str | None, input_format: str, delimiter: str,
+            key: str | None, headers: Sequence[str], partition: int | None, partitioner: str, timestamp: str | None,
+            null_marker: str | None, compression: str, acks: str, idempotent: bool | None, skip_invalid: bool, keep_partitions: bool,
+            allow_auto_topic_creation: bool, value_schema: str | None, value_schema_file: Path | None, value_message: str | None,
+            subject_strategy: str, registry_url: str | None) -> None:
     """See `kctl record produce --help` (kctl.cli.record)."""
     from kctl.errors import UsageError
     from kctl.records.produce import READ_AHEAD_BYTES, ProduceOptions
@@ -77,7 +82,8 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
                     raise UsageError(action="produce", cause="--key-separator must not be empty")
                 parse = InputTemplate.key_value(key_separator, null_marker=marker)
             else:
-                parse = InputTemplate(template, null_marker=marker)
+                # template is not None here (no --key-separator); typing.cast is not imported at run time.
+                parse = InputTemplate(template, null_marker=marker)  # type: ignore[arg-type]
         except TemplateError as exc:
             raise UsageError(action=f"parse --format {template!r}", cause=str(exc)) from None
     if keep_partitions and input_format != "jsonl":
@@ -128,7 +134,9 @@ def produce(app: App, topic, path, template, key_separator, input_format, delimi
         app.out.document(report, PRODUCE_REPORT)
 
 
-def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_file, strategy, registry_url, message):
+def _schema_parse(app: App, topic: str, parse: Callable[[bytes], ProducerRecord | None] | None, marker: bytes | None,
+                  value_schema: str | None, value_schema_file: Path | None, strategy: str, registry_url: str | None,
+                  message: str | None) -> Callable[[bytes], ProducerRecord | None]:
     """`parse` followed by serializing each value with the schema (records.schemas)."""
     from kctl.errors import UsageError
     from kctl.records.model import ProducerRecord
@@ -145,14 +153,14 @@ def _schema_parse(app: App, topic, parse, marker, value_schema, value_schema_fil
     encoder = RecordEncoder(app.registry(registry_url), topic, subject=subject, version=version, schema_file=value_schema_file, strategy=strategy, message=message)
     app.note(f"values as schema {encoder.schema.id} ({encoder.schema.subject} version {encoder.schema.version}, {encoder.schema.type})")
 
-    def with_schema(item: bytes):
+    def with_schema(item: bytes) -> ProducerRecord | None:
         record = parse(item) if parse is not None else ProducerRecord(None if item == marker else item)
         return encoder.encode(record)
 
     return with_schema
 
 
-def _file_size(stream) -> int | None:
+def _file_size(stream: ByteStream) -> int | None:
     """The input's size when it is a regular file (a total for progress); None for a pipe."""
     import os
     import stat
@@ -164,7 +172,7 @@ def _file_size(stream) -> int | None:
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
-def _shown_chunks(chunks, shown, delimiter_length: int):
+def _shown_chunks(chunks: Iterable[list[bytes]], shown: Progress, delimiter_length: int) -> Iterator[list[bytes]]:
     """The input chunks, unchanged, counting bytes and records read for the progress
     display (one update per chunk of up to 1000 records, not per record)."""
     records = 0
@@ -174,7 +182,7 @@ def _shown_chunks(chunks, shown, delimiter_length: int):
         yield chunk
 
 
-def _open_input(path: str, app: App):
+def _open_input(path: str, app: App):  # a BinaryIO (stdin's is typed TextIO | Any: getattr cannot tell)
     from kctl.errors import InvalidError
 
     if path == "-":
