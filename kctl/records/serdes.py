@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Protocol, TypeAlias, TypeVar
 
-    from confluent_kafka._types import HeadersType
     from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
     from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
     from confluent_kafka.serialization import SerializationContext
@@ -33,6 +32,10 @@ if TYPE_CHECKING:
     from kctl.admin.registry.schemas import Registry, SchemaVersion
     from kctl.records.model import ConsumedRecord, ProducerRecord
     from kctl.records.protobuf import ProtobufError, ProtoSchema
+
+    # What confluent-kafka's serializers take as a record's headers (its private
+    # confluent_kafka._types.HeadersType, written out: kctl stays off its private modules).
+    HeadersType: TypeAlias = dict[str, str | bytes | None] | list[tuple[str, str | bytes | None]]
 
     # An Avro schema as fastavro parses it: a type's name, a union, or a JSON object
     # (whose members are any JSON).

@@ -84,6 +84,7 @@ class Backends:
     def __init__(self, basetemp: Path):
         self.basetemp = basetemp
         self.started: dict[str, Cluster | BackendUnavailable] = {}
+        self.paused: set[str] = set()
         self._stoppers: list[Any] = []
 
     def get(self, backend: str) -> Cluster:
@@ -95,7 +96,25 @@ class Backends:
         result = self.started[backend]
         if isinstance(result, BackendUnavailable):
             raise result
+        self.resume(backend)
         return result
+
+    def pause(self, backend: str) -> None:
+        """Stop an Apache Kafka backend whose tests are done on this worker: its JVMs
+        idling until the session ends cost CPU that the other workers' tests wait for
+        on two cores. Its data and ports are kept; `resume` starts it again."""
+        cluster = self.started.get(backend)
+        if isinstance(cluster, Cluster) and cluster.kafka is not None and backend not in self.paused:
+            self.paused.add(backend)
+            cluster.kafka.stop()
+
+    def resume(self, backend: str) -> None:
+        """Start a paused backend again (the same nodes, data and ports: a Cluster handed
+        out before stays valid)."""
+        cluster = self.started.get(backend)
+        if backend in self.paused and isinstance(cluster, Cluster) and cluster.kafka is not None:
+            self.paused.discard(backend)
+            cluster.kafka.start()
 
     def _start(self, backend: str) -> Cluster:
         if backend in ("kafka", "kafka3"):
@@ -192,11 +211,44 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("cluster", backends, indirect=True, scope="session")
 
 
+# This session's backends (the `_backends` fixture's), for the hooks below.
+_session_backends: Backends | None = None
+
+
 @pytest.fixture(scope="session")
 def _backends(tmp_path_factory):
-    backends = Backends(tmp_path_factory.mktemp("brokers"))
+    global _session_backends
+    backends = _session_backends = Backends(tmp_path_factory.mktemp("brokers"))
     yield backends
+    _session_backends = None
     backends.stop_all()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A test of a paused backend (`pause_when_its_group_ends`) starts it again: pytest
+    hands out the Cluster it cached, which must then be running."""
+    backend = item.callspec.params.get("cluster") if hasattr(item, "callspec") else None
+    if _session_backends is not None and backend in _session_backends.paused:
+        _session_backends.resume(backend)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """On an xdist worker, the tests of one Apache Kafka backend run as one group
+    (tests/support/xdist_groups.py): when its last test has run here, its JVMs stop
+    rather than idle for the rest of the run (the three-node cluster's group ended ~450 s
+    into a ~1,000 s run)."""
+    if _session_backends is None or nextitem is None or "KCTL_TEST_GROUPS_DIR" not in os.environ:
+        return
+    from tests.support.xdist_groups import group_of
+
+    group = group_of(item)
+    if group not in ("kafka", "kafka3", "kafka39") or group_of(nextitem) == group:
+        return
+    following = nextitem.callspec.params.get("cluster") if hasattr(nextitem, "callspec") else None
+    if following != group:
+        _session_backends.pause(group)
 
 
 @pytest.fixture(scope="session")

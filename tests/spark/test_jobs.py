@@ -491,24 +491,31 @@ def test_ctrl_c_cancels_the_job_in_one_line(cluster, make_topic, tmp_path, confi
     assert json.loads((out / "_kctl_manifest.json").read_text())["status"] == "partial"
     # Again on a terminal: a live bar counts the records dumped of the planned total while
     # the job runs (Spark itself reports them only as tasks end); the summary line stays.
+    # On a tenth of the records: the bar is drawn from the start, and a full dump and an
+    # audit of 60 MB were a minute of CI's two cores.
     from tests.cli.test_progress import run as run_on_terminal
 
+    small, SMALL = make_topic("sigint-bar", 2), RECORDS // 10  # noqa: N806
+    for i in range(SMALL):
+        producer.produce(small, value=b"v" * 1000, key=str(i).encode(), partition=i % 2)
+    assert producer.flush(60) == 0
+    argv = [*argv[:argv.index("-t") + 1], small, *argv[argv.index("-t") + 2:]]
     status, _, shown = run_on_terminal([*argv[3:], "--overwrite"], {**env, "TERM": "xterm"}, stderr_tty=True)
     assert status == 0, shown
-    counts = {int(n.replace(",", "")) for n in re.findall(r"^dump .*?([\d,]+)/60,000 records", shown, re.M)}
+    counts = {int(n.replace(",", "")) for n in re.findall(r"^dump .*?([\d,]+)/6,000 records", shown, re.M)}
     # The bar counts records of the planned total. Whether a frame catches a count between
     # 0 and the end depends on how its 0.25 s refresh falls against two tasks that can read
-    # their 30,000 records each within one refresh (a loaded CI run drew only 0, and once
-    # not even the end); the tasks' reporting is tested on its own
+    # their records within one refresh (a loaded CI run drew only 0, and once not even the
+    # end); the tasks' reporting is tested on its own
     # (test_units.py: test_read_tasks_report_their_progress_as_batches_pass).
-    assert counts and all(0 <= n <= RECORDS for n in counts), shown
-    assert shown.strip().splitlines()[-1] == f"dumped 60,000 record(s) from 2 partition(s) to {out}"
+    assert counts and all(0 <= n <= SMALL for n in counts), shown
+    assert shown.strip().splitlines()[-1] == f"dumped 6,000 record(s) from 2 partition(s) to {out}"
     # (Piped, the summary line is all: test_dump_replay_audit_round_trip.)
     # An audit's bar counts the records it read of the topic's.
-    status, _, shown = run_on_terminal([*argv[3:5], "spark", "audit", "-t", topic, "--master", "local[2]"], {**env, "TERM": "xterm"}, stderr_tty=True)
+    status, _, shown = run_on_terminal([*argv[3:5], "spark", "audit", "-t", small, "--master", "local[2]"], {**env, "TERM": "xterm"}, stderr_tty=True)
     assert status == 0, shown
-    assert re.search(r"^audit .*/60,000 records", shown, re.M), shown
-    assert shown.strip().splitlines()[-1] == f"audit of {topic}: 60,000 record(s), no problems found"
+    assert re.search(r"^audit .*/6,000 records", shown, re.M), shown
+    assert shown.strip().splitlines()[-1] == f"audit of {small}: 6,000 record(s), no problems found"
 
 
 def test_audit_counts_what_an_at_least_once_copy_wrote_twice(spark, kctl, cluster, make_topic, tmp_path):
