@@ -135,7 +135,8 @@ class Connection:
         connection); its answer, read before theirs, must choose the same versions, or the
         connection fails as one that dropped (ConnectionResetError, asked again on a new
         one by WireClient.call), so the cache never changes a result. Not with SASL, whose
-        handshake comes first. `learnt` is given every ApiVersions answer."""
+        handshake comes first (sent beside ApiVersions instead). `learnt` is given every
+        ApiVersions answer."""
         self.address = f"{host}:{port}"
         self.host = host
         self._client_id = client_id.encode()
@@ -160,10 +161,16 @@ class Connection:
             self._versions: dict[int, tuple[int, int]] = {}
             if expected is not None and not security.mechanism:
                 self._versions_answer = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
+            elif security.mechanism:
+                # ApiVersions and SaslHandshake in one round trip (the broker answers them in
+                # order; SaslHandshake v1 is every Kafka's since 1.0): the exchange that
+                # follows is what needs the versions.
+                asked = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
+                handshake = self.send("SaslHandshake", 1, {"mechanism": security.mechanism})
+                self._versions = self._versions_of(self.receive(asked))
+                self._authenticate(security, self.receive(handshake))
             else:
                 self._versions = self._api_versions()
-                if security.mechanism:
-                    self._authenticate(security)
         except BaseException:
             sock.close()
             raise
@@ -296,9 +303,9 @@ class Connection:
 
     # -- SASL ---------------------------------------------------------------------------
 
-    def _authenticate(self, security: Security) -> None:
+    def _authenticate(self, security: Security, handshake: codec.Struct) -> None:
+        """The SASL exchange after `handshake`, SaslHandshake's answer."""
         mechanism = security.mechanism or ""
-        handshake = self.request("SaslHandshake", 1, {"mechanism": mechanism})
         if handshake.error_code:
             raise NotAuthorizedError(
                 cause=f"authentication failed at {self.address}: {error_name(handshake.error_code)}: the broker does not enable "
