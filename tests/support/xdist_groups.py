@@ -4,9 +4,10 @@ workers left a quarter of the machine idle and three keep it ~80% busy, provided
 expensive thing still starts once.
 
 Each test belongs to a group that runs whole on one worker: the tests of one Kafka
-cluster (`kafka`, `kafka3`, `kafka39`) or of one kind of Spark (`spark`, `spark-help`,
-`spark-cluster`), so only that worker starts those JVMs; a test of tests/spark with no
-in-process session is a group of its own; any other test goes with the rest of its module, whose
+cluster (`kafka`, `kafka3`, `kafka39`) or of one kind of Spark (`spark`,
+`spark-cluster`), so only that worker starts those JVMs (and stops a Kafka cluster's when
+its group is done: tests/backends/plugin.py); a test of tests/spark with no in-process
+session is a group of its own; any other test goes with the rest of its module, whose
 module fixtures then start once. The long groups are handed out first, longest first,
 and the many small ones fill in around them (a long group handed out last would end the
 run alone).
@@ -30,9 +31,10 @@ import pytest
 # (the default run leaves Spark's standalone cluster and processes out: shorter groups).
 LONG_GROUPS = (
     "kafka3",  # ~390 s: tests on the three-node Apache Kafka cluster
-    "spark",  # ~360 s: tests of the in-process SparkSession
+    # ~390 s: tests of the in-process SparkSession, and the spark --help examples, which
+    # use the same session (a second one on another worker was ~30 s of CPU)
+    "spark",
     "spark-cluster",  # ~320 s: the Spark standalone cluster's tests and README's blocks
-    "spark-help",  # ~150 s: the spark --help examples, on a SparkSession of their own
     "mirror",  # ~130 s: tests/mirror, MirrorMaker 2 between bundled brokers and from a Kafka node
     "kafka",  # ~100 s: tests on the single Apache Kafka node, and on the secured one
     "kafka39",  # ~90 s: tests on the Apache Kafka 3.9 node
@@ -58,7 +60,7 @@ def group_of(item: pytest.Item) -> str:
     if module in ("tests/spark/test_cluster.py", "tests/test_readme.py"):
         return "spark-cluster"
     if example and example[:1] == ("spark",):
-        return "spark-help"
+        return "spark"
     if "spark" in item.fixturenames:
         return "spark"
     if module.startswith("tests/spark/"):
