@@ -163,12 +163,22 @@ class Connection:
                 self._versions_answer = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
             elif security.mechanism:
                 # ApiVersions and SaslHandshake in one round trip (the broker answers them in
-                # order; SaslHandshake v1 is every Kafka's since 1.0): the exchange that
-                # follows is what needs the versions.
+                # order; SaslHandshake v1 is every Kafka's since 1.0). With the broker's
+                # versions cached, PLAIN's message and SCRAM's first go out beside them too
+                # (they need nothing the broker says), at the SaslAuthenticate version the
+                # cache chooses, which ApiVersions' answer must show the broker speaks (else
+                # the connection is opened again without the cache: WireClient._open).
                 asked = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
                 handshake = self.send("SaslHandshake", 1, {"mechanism": security.mechanism})
+                opening = _opening(security) if expected is not None else None
+                version = _choose(expected, "SaslAuthenticate", None, None) if expected is not None else None
+                sent = None
+                if opening is not None and version is not None:
+                    sent = (self.send("SaslAuthenticate", version, {"auth_bytes": opening[0]}), version, opening)
                 self._versions = self._versions_of(self.receive(asked))
-                self._authenticate(security, self.receive(handshake))
+                if sent is not None and _choose(self._versions, "SaslAuthenticate", version, version) != version:
+                    raise _StaleVersions(f"{self.address} no longer speaks SaslAuthenticate v{version}, as kctl's cache said")
+                self._authenticate(security, self.receive(handshake), sent)
             else:
                 self._versions = self._api_versions()
         except BaseException:
@@ -303,18 +313,22 @@ class Connection:
 
     # -- SASL ---------------------------------------------------------------------------
 
-    def _authenticate(self, security: Security, handshake: codec.Struct) -> None:
-        """The SASL exchange after `handshake`, SaslHandshake's answer."""
+    def _authenticate(self, security: Security, handshake: codec.Struct,
+                      sent: tuple[int, int, tuple[bytes, str, str]] | None = None) -> None:
+        """The SASL exchange after `handshake`, SaslHandshake's answer; `sent`: the first
+        SaslAuthenticate already sent (its correlation id, version, and _opening)."""
         mechanism = security.mechanism or ""
         if handshake.error_code:
             raise NotAuthorizedError(
                 cause=f"authentication failed at {self.address}: {error_name(handshake.error_code)}: the broker does not enable "
                 f"SASL {mechanism} (it enables: {', '.join(handshake.mechanisms) or 'none'})", hint=_AUTH_HINT)
-        version = self.version("SaslAuthenticate")
-        if mechanism == "PLAIN":
-            self._sasl_round(version, b"\x00" + security.username.encode() + b"\x00" + security.password.encode())
-        elif mechanism.startswith("SCRAM-"):
-            self._scram(version, mechanism, security.username, security.password)
+        version = sent[1] if sent is not None else self.version("SaslAuthenticate")
+        if mechanism == "PLAIN" or mechanism.startswith("SCRAM-"):
+            opening = sent[2] if sent is not None else _opening(security)
+            assert opening is not None
+            answer = self._sasl_answer(sent[0]) if sent is not None else self._sasl_round(version, opening[0])
+            if mechanism.startswith("SCRAM-"):
+                self._scram(version, mechanism, security.password, opening, answer)
         elif mechanism == "GSSAPI" and security.kerberos is not None:
             security.kerberos.authenticate(self.host, lambda data: self._sasl_round(version, data))
         else:
@@ -325,23 +339,25 @@ class Connection:
                 self._sasl_round(version, b"\x01")
 
     def _sasl_round(self, version: int, data: bytes) -> bytes:
-        answer = self.request("SaslAuthenticate", version, {"auth_bytes": data})
+        return self._sasl_answer(self.send("SaslAuthenticate", version, {"auth_bytes": data}))
+
+    def _sasl_answer(self, correlation: int) -> bytes:
+        answer = self.receive(correlation)
         if answer.error_code:
             detail = f": {answer.error_message}" if answer.error_message else ""
             raise NotAuthorizedError(cause=f"authentication failed at {self.address}: {error_name(answer.error_code)}{detail}", hint=_AUTH_HINT)
         return answer.auth_bytes
 
-    def _scram(self, version: int, mechanism: str, username: str, password: str) -> None:
-        """SCRAM (RFC 5802 with RFC 7677's SHA-256; SHA-512 as Kafka adds it), client side."""
+    def _scram(self, version: int, mechanism: str, password: str, opening: tuple[bytes, str, str], first_answer: bytes) -> None:
+        """SCRAM (RFC 5802 with RFC 7677's SHA-256; SHA-512 as Kafka adds it), client side,
+        from the broker's answer to the client-first message (`opening`)."""
         import base64
         import hashlib
         import hmac
 
         digest = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
-        name = username.replace("=", "=3D").replace(",", "=2C")
-        nonce = base64.b64encode(os.urandom(24)).decode()
-        first_bare = f"n={name},r={nonce}"
-        server_first = self._sasl_round(version, f"n,,{first_bare}".encode()).decode()
+        _message, first_bare, nonce = opening
+        server_first = first_answer.decode()
         parts = dict(item.split("=", 1) for item in server_first.split(",") if "=" in item)
         if not parts.get("r", "").startswith(nonce) or "s" not in parts or "i" not in parts:
             raise NotAuthorizedError(cause=f"authentication failed at {self.address}: malformed SCRAM challenge", hint=_AUTH_HINT)
@@ -355,6 +371,28 @@ class Connection:
         expected = base64.b64encode(hmac.digest(hmac.digest(salted, b"Server Key", digest), auth_message, digest)).decode()
         if server_final != f"v={expected}":
             raise NotAuthorizedError(cause=f"authentication failed at {self.address}: the broker's SCRAM signature does not verify", hint=_AUTH_HINT)
+
+
+class _StaleVersions(ConnectionResetError):
+    """A SASL exchange begun at a version the cache chose, which the broker's ApiVersions
+    answer shows it no longer speaks."""
+
+
+def _opening(security: Security) -> tuple[bytes, str, str] | None:
+    """The first SaslAuthenticate message where it needs nothing from the broker: PLAIN's
+    one, SCRAM's client-first; with SCRAM's bare message and nonce, which the rest of the
+    exchange signs. None for GSSAPI and OAUTHBEARER."""
+    mechanism = security.mechanism or ""
+    if mechanism == "PLAIN":
+        return b"\x00" + security.username.encode() + b"\x00" + security.password.encode(), "", ""
+    if mechanism.startswith("SCRAM-"):
+        import base64
+
+        name = security.username.replace("=", "=3D").replace(",", "=2C")
+        nonce = base64.b64encode(os.urandom(24)).decode()
+        first_bare = f"n={name},r={nonce}"
+        return f"n,,{first_bare}".encode(), first_bare, nonce
+    return None
 
 
 _VERSIONS_FIELDS = {"client_software_name": "kctl", "client_software_version": "1"}  # ApiVersions v3 (Kafka 2.4+)
@@ -461,8 +499,12 @@ class WireClient:
         where kctl's cache knows what this broker answers (Connection)."""
         cache = ApiVersionsCache(f"{host}:{port}", self.security.tls)
         expected = cache.read() if pipelined and self._pipelined else None
-        return Connection(host, port, self.security, self._client_id, deadline, expected=expected,
-                          learnt=lambda versions: cache.write(versions, expected))
+        try:
+            return Connection(host, port, self.security, self._client_id, deadline, expected=expected,
+                              learnt=lambda versions: cache.write(versions, expected))
+        except _StaleVersions:  # its ApiVersions answer has mended the cache
+            return Connection(host, port, self.security, self._client_id, deadline,
+                              learnt=lambda versions: cache.write(versions, None))
 
     def connect(self, host: str, port: int, action: str) -> Connection:
         """A connection of the caller's own to host:port, authenticated (not pooled: the
