@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-def poll(ask: Callable[[], T], done: Callable[[T], bool], *, timeout: float, interval: float,
+def poll(ask: Callable[[], T], done: Callable[[T], object], *, timeout: float, interval: float,
          stop_before: bool = False, sleep: Callable[[float], None] = time.sleep) -> T:
-    """Call ask() until done(its answer) or `timeout` seconds have passed since the first
+    """Call ask() until done(its answer) is true or `timeout` seconds have passed since the first
     call, `interval` seconds apart; the last answer either way, for the caller to judge.
     With `stop_before`, it stops rather than wait past the timeout for another attempt
     (for an answer wanted by a deadline, not after it). What ask() raises is raised at once."""

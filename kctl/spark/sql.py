@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 from kctl.errors import InvalidError, KctlError, NotFoundError, UsageError
 from kctl.spark import frames
@@ -251,8 +251,8 @@ def _scala_list(sequence: JavaObject) -> list[JavaObject]:
 def _java_class(spark: SparkSession, name: str) -> JavaObject | None:
     try:
         # _jvm is None only before a SparkContext starts (an error here is caught either way).
-        return cast("JavaObject", spark._jvm).java.lang.Class.forName(
-            name, False, cast("JavaObject", spark._jvm).java.lang.Thread.currentThread().getContextClassLoader())
+        jvm: JavaObject = spark._jvm
+        return jvm.java.lang.Class.forName(name, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
     except Exception:  # a Spark without that class has no plans of that kind
         return None
 

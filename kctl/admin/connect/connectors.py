@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from kctl.admin.connect.rest import ConnectClient, path
 from kctl.errors import InvalidError, KctlError, TimeoutError_
@@ -476,8 +476,7 @@ def state_of(answer: StatusAnswer) -> str:
 
 def _settled(client: ConnectClient, name: str, action: str, done: Callable[[StatusAnswer], object], wait: bool) -> StateChange:
     ask = lambda: status(client, name)  # noqa: E731
-    # done's answer is taken for its truth (resume's is its tasks or False): poll types it bool.
-    answer = poll(ask, cast("Callable[[StatusAnswer], bool]", done), timeout=client.settings.timeout, interval=0.2) if wait else ask()
+    answer = poll(ask, done, timeout=client.settings.timeout, interval=0.2) if wait else ask()
     if wait and not done(answer):
         raise TimeoutError_(action=f"see connector {name!r} {action}", cause=f"it is {state_of(answer)} after {client.settings.timeout:g} s",
                             hint="kctl connect describe shows where it is; a longer {timeout} waits longer")
