@@ -13,7 +13,13 @@ choices, case_sensitive), ("regex",) or ("other", name): what kctl.cli.direct le
 click.
 """
 
-GLOBALS: dict[str, tuple] = {'-b': ('bootstrap', True, None),
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing is not imported at run time (kctl.cli.direct)
+if TYPE_CHECKING:
+    from kctl.cli.direct import _Command, _GlobalSpec
+
+GLOBALS: dict[str, _GlobalSpec] = {'-b': ('bootstrap', True, None),
  '--bootstrap-server': ('bootstrap', True, None),
  '--context': ('context', True, None),
  '-X': ('properties', True, None),
@@ -56,7 +62,7 @@ VERBS: dict[str, dict[str, str]] = {'cluster': {'info': 'info', 'describe': 'inf
  'record': {'produce': 'produce'},
  'acl': {'list': 'list', 'ls': 'list'}}
 
-COMMANDS: dict[str, tuple] = {'acl list': ('kctl.cli.reads.acl:list_',
+COMMANDS: dict[str, _Command] = {'acl list': ('kctl.cli.reads.acl:list_',
               {'--topic': ('topics', True, None, True, None),
                '--group': ('groups', True, None, True, None),
                '--transactional-id': ('transactional_ids', True, None, True, None),

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 TYPE_CHECKING = False  # typing is not imported at run time: ~4 ms of every read
 if TYPE_CHECKING:
     import re
-    from typing import Any, Literal, Protocol, TypeAlias
+    from typing import Any, Literal, TypeAlias
 
     from kctl.cli._app import App
 
@@ -42,18 +42,6 @@ if TYPE_CHECKING:
     # COMMANDS: "noun verb" -> (body, options, arguments, defaults).
     _Command: TypeAlias = tuple[str, Mapping[str, _OptionSpec], tuple[_ArgumentSpec, ...], Mapping[str, object]]
 
-    class _Params(Protocol):
-        """kctl.cli._direct_params, the module."""
-
-        @property
-        def GLOBALS(self) -> Mapping[str, _GlobalSpec]: ...
-        @property
-        def NOUNS(self) -> Mapping[str, str]: ...
-        @property
-        def VERBS(self) -> Mapping[Any, Mapping[str, str]]: ...  # Any: _parse looks a noun up as NOUNS.get gives it, or None
-        @property
-        def COMMANDS(self) -> Mapping[str, _Command]: ...
-
 
 class _ToClick(Exception):
     """This command line is click's to parse."""
@@ -66,18 +54,13 @@ def run(args: Sequence[str], env: Mapping[str, str]) -> int | None:
 
     if "--debug" in args or truthy(env.get("KCTL_DEBUG")) or "_KCTL_COMPLETE" in env:
         return None  # --debug's logging and tracebacks, and completion, are kctl.cli.main's
-    from kctl.cli import _direct_params as params
-
     try:
-        command, root, given, values = _parse(args, params)
+        command, root, given, values = _parse(args)
     except _ToClick:
         return None
+    from kctl.cli import _direct_params as params
     from kctl.cli._app import App
 
-    body: str
-    options: Mapping[str, _OptionSpec]
-    _arguments: tuple[_ArgumentSpec, ...]
-    _defaults: Mapping[str, object]
     body, options, _arguments, _defaults = params.COMMANDS[command]
     app = App(
         env=dict(env),
@@ -123,9 +106,11 @@ def _failure_status(app: App, options: Mapping[str, _OptionSpec]) -> int:
     return failure_status(failure, False)  # type: ignore[arg-type]
 
 
-def _parse(args: Sequence[str], params: _Params) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, object]]:
+def _parse(args: Sequence[str]) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, object]]:
     """(command, root's global options, the command's global options, its parameters by
     name), or _ToClick."""
+    from kctl.cli import _direct_params as params
+
     root: dict[str, Any] = {}
     rest = list(args)
     while rest and rest[0].startswith("-"):
@@ -133,7 +118,7 @@ def _parse(args: Sequence[str], params: _Params) -> tuple[str, dict[str, Any], d
     if len(rest) < 2:
         raise _ToClick
     noun = params.NOUNS.get(rest.pop(0))
-    verb = params.VERBS.get(noun, {}).get(rest.pop(0))
+    verb = params.VERBS.get(noun or "", {}).get(rest.pop(0))
     if noun is None or verb is None:
         raise _ToClick
     command = f"{noun} {verb}"

@@ -34,6 +34,12 @@ A value type is None (text), ("int"|"float", min, max, min_open, max_open), ("ch
 choices, case_sensitive), ("regex",) or ("other", name): what kctl.cli.direct leaves to
 click.
 """
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing is not imported at run time (kctl.cli.direct)
+if TYPE_CHECKING:
+    from kctl.cli.direct import _Command, _GlobalSpec
 '''
 
 
@@ -130,8 +136,8 @@ def render_direct_params(commands: list[CommandInfo]) -> dict[str, str]:
     described = {" ".join(path): describe(info, global_names) for path, info in sorted(direct.items())}
     text = HEADER + "\n" + "\n".join(
         f"{name}: {kind} = {pprint.pformat(value, width=120, sort_dicts=False)}\n"
-        for name, kind, value in (("GLOBALS", "dict[str, tuple]", globals_), ("NOUNS", "dict[str, str]", noun_names),
-                                  ("VERBS", "dict[str, dict[str, str]]", verbs), ("COMMANDS", "dict[str, tuple]", described))
+        for name, kind, value in (("GLOBALS", "dict[str, _GlobalSpec]", globals_), ("NOUNS", "dict[str, str]", noun_names),
+                                  ("VERBS", "dict[str, dict[str, str]]", verbs), ("COMMANDS", "dict[str, _Command]", described))
     )
     # pprint writes a compiled pattern's repr for a regex default; none has one.
     if re.search(r"re\.compile\(", text):
