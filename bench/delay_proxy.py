@@ -52,9 +52,17 @@ class Traffic:
 class DelayProxy:
     """Runs in a thread of its own; `port` is where clients connect."""
 
-    def __init__(self, upstream: tuple[str, int], delay: float, *, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, upstream: tuple[str, int], delay: float, *, host: str = "127.0.0.1", port: int = 0,
+                 hold: int = 0, hold_timeout: float = 10.0):
+        """`hold`: forward nothing any client sends until that many connections are open
+        (or `hold_timeout` seconds passed, and then `held_out` is set): a client that
+        opens them one after another, each waiting for an answer, is held out."""
         self.upstream = upstream
         self.delay = delay
+        self.hold = hold
+        self.hold_timeout = hold_timeout
+        self.held_out = False
+        self._all_open: asyncio.Event | None = None
         self.host = host
         self.port = port
         self.traffic = Traffic()
@@ -82,6 +90,7 @@ class DelayProxy:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
+        self._all_open = asyncio.Event()
         self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, self.host, self.port))
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
@@ -93,6 +102,9 @@ class DelayProxy:
         number = self._connections
         with self._lock:
             self.traffic.connections += 1
+        assert self._all_open is not None
+        if self._connections >= self.hold:
+            self._all_open.set()
         try:
             server_reader, server_writer = await asyncio.open_connection(*self.upstream)
         except OSError:
@@ -111,6 +123,12 @@ class DelayProxy:
         frames = _Frames(self, connection) if upstream else None
 
         async def deliver() -> None:
+            if upstream and self.hold and self._all_open is not None:
+                try:
+                    await asyncio.wait_for(self._all_open.wait(), self.hold_timeout)
+                except TimeoutError:
+                    self.held_out = True
+                    self._all_open.set()
             while (item := await queue.get()) is not None:
                 due, data = item
                 wait = due - time.perf_counter()

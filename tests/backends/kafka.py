@@ -169,12 +169,15 @@ class KafkaCluster:
         roles: dict[int, str] | None = None,
         tiered_storage: bool = False,
         racks: dict[int, str] | None = None,
+        node_overrides: dict[int, dict[str, str]] | None = None,
     ):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kctl-kafka-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.jvm_options = jvm_options
         self.tool_jvm_options = tool_jvm_options
         self.overrides = dict(overrides or {})
+        # Properties of one node each, over `overrides` (its own advertised listener).
+        self.node_overrides = {node: dict(values) for node, values in (node_overrides or {}).items()}
         # broker.rack of each node that has one.
         self.racks = dict(racks or {})
         # With users, clients authenticate with SASL (PLAIN for sasl_users, SCRAM-SHA-256
@@ -346,6 +349,7 @@ class KafkaCluster:
         if node.node_id in self.racks:
             properties["broker.rack"] = self.racks[node.node_id]
         properties.update(self.overrides)
+        properties.update(self.node_overrides.get(node.node_id, {}))
         return properties
 
     def client_config(self, user: str = "admin", mechanism: str | None = None) -> dict[str, str]:

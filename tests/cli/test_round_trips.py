@@ -199,37 +199,79 @@ def test_every_pipelined_api_is_one_kctl_speaks():
         assert codec.definition(name + "Request")["type"] == "request"
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"])
 def test_sasl_sends_what_needs_no_answer_beside_api_versions(tmp_path, mechanism):
     """On a SASL listener, SaslHandshake goes out beside ApiVersions (one round, seen by
     the proxy as requests with no answer between them), and once the broker's versions
-    are cached, PLAIN's message and SCRAM's first go with them: a topic list over PLAIN in
-    three rounds, then two; over SCRAM in four, then three (each request once waited for
-    the one before: four and five). A wrong password is still one line."""
+    are cached, PLAIN's message, SCRAM's first and OAUTHBEARER's token go with them: a
+    topic list over PLAIN or OAUTHBEARER in three rounds, then two; over SCRAM in four,
+    then three (each request once waited for the one before: four and five). A wrong
+    password (an expired token) is still one line."""
     port = _free_port()
-    proxy = _load_proxy().DelayProxy(("127.0.0.1", port), 0.05)  # 100 ms round trips
+    delay = 0.1  # 200 ms round trips: a send that waited for an answer is >= 200 ms after the one before; pipelined ones come < 100 ms apart even on a loaded machine
+    proxy = _load_proxy().DelayProxy(("127.0.0.1", port), delay)
     proxy_port = proxy.start()
     broker = BrokerProcess(tmp_path / "broker", port=port, extra_args=[
         "--sasl", mechanism.lower(), "--user", "alice:secret", "--advertised-host", "localhost", "--advertised-port", str(proxy_port)])
     broker.start()
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    flags = ["-b", f"127.0.0.1:{proxy_port}", "-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanism={mechanism}",
-             "-X", "sasl.username=alice", "-X", "sasl.password=secret"]
+    flags = ["-b", f"127.0.0.1:{proxy_port}", "-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanism={mechanism}"]
+    if mechanism == "OAUTHBEARER":
+        from tests.security.token_endpoint import unsecured_jwt
+
+        (tmp_path / "alice.jwt").write_text(unsecured_jwt("alice", 300))
+        (tmp_path / "wrong").write_text(unsecured_jwt("alice", -60))  # expired
+        flags += ["-X", f"sasl.oauthbearer.token.file={tmp_path / 'alice.jwt'}"]
+    else:
+        flags += ["-X", "sasl.username=alice", "-X", "sasl.password=secret"]
     runs = []
     try:
         for _ in range(2):  # without the cache, then with what the first run learnt
             proxy.take()
             runs.append((_kctl(env, *flags, "topic", "list"), proxy.take()))
-        wrong = _kctl(env, *flags[:-1], "sasl.password=wrong", "topic", "list")
+        wrong = _kctl(env, *flags[:-1], f"sasl.oauthbearer.token.file={tmp_path / 'wrong'}" if mechanism == "OAUTHBEARER"
+                      else "sasl.password=wrong", "topic", "list")
     finally:
         broker.stop()
         proxy.stop()
-    exchange = ["SaslAuthenticate"] * (1 if mechanism == "PLAIN" else 2)
+    exchange = ["SaslAuthenticate"] * (2 if mechanism.startswith("SCRAM-") else 1)
     for together, (result, traffic) in zip((2, 3), runs):
         assert result.returncode == 0, result.stderr
         sent = [api_name(r.api_key) for r in traffic.requests]
         assert sent == ["ApiVersions", "SaslHandshake", *exchange, "Metadata"], sent
         first, last = traffic.requests[0], traffic.requests[together - 1]
-        assert last.at - first.at < 0.05, sent
-        assert traffic.rounds(0.05) == len(sent) - together + 1, sent
+        assert last.at - first.at < delay, sent
+        assert traffic.rounds(delay) == len(sent) - together + 1, sent
     assert wrong.returncode != 0 and wrong.stderr.startswith("error: ") and "authentication failed" in wrong.stderr, wrong.stderr
+
+
+def test_a_read_of_several_brokers_connects_to_them_side_by_side(tmp_path, monkeypatch):
+    """A read that asks several brokers it has no connection to yet (a three-broker
+    cluster's `log-dirs`, `group lag --all`, a topic led by three brokers) opens their
+    connections at once, so it waits for the slowest broker's handshakes, not their sum.
+    Three node ids reach the one bundled broker through a proxy that forwards nothing
+    until three connections are open: connections opened one after another, each
+    waiting for its ApiVersions answer, are held out until its timeout."""
+    from kctl.admin.client.wire import WireClient
+    from kctl.config.model import ClientSettings
+    from kctl.messages import apis
+
+    port = _free_port()
+    proxy = _load_proxy().DelayProxy(("127.0.0.1", port), 0.0, hold=3, hold_timeout=10.0)
+    proxy_port = proxy.start()
+    broker = BrokerProcess(tmp_path / "broker", port=port)
+    broker.start()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no versions cached: each connection waits for them
+    wire = WireClient(ClientSettings(bootstrap_servers=f"127.0.0.1:{proxy_port}", properties={}, timeout=30, context=None))
+    try:
+        for node in (1, 2, 3):
+            wire.learn(node, "127.0.0.1", proxy_port)
+        every = {"topics": [], "allow_auto_topic_creation": False}
+        answers = wire.fan_out([(node, apis.METADATA, every, 4, 9) for node in (1, 2, 3)], wire.deadline())
+    finally:
+        wire.close()
+        broker.stop()
+        proxy.stop()
+    assert [len(answer.brokers) for answer in answers] == [1, 1, 1]
+    assert proxy.traffic.connections == 3
+    assert not proxy.held_out, "the connections were opened one after another"

@@ -161,17 +161,35 @@ class Connection:
             self._versions: dict[int, tuple[int, int]] = {}
             if expected is not None and not security.mechanism:
                 self._versions_answer = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
+            elif security.mechanism and security.tls:
+                # Over TLS, Kafka reads a request sent before authentication ends only when
+                # its selector's poll times out (~300 ms a request: its TLS layer holds the
+                # bytes, and a channel still authenticating is not polled for them; seen on
+                # 4.4), so each SASL step waits for the answer before it. With the broker's
+                # versions cached, ApiVersions is asked after the exchange instead, beside
+                # the first requests, and must agree with the SaslAuthenticate version
+                # chosen from the cache (_settle).
+                version = _choose(expected, "SaslAuthenticate", None, None) if expected is not None else None
+                if version is None:
+                    self._versions = self._api_versions()
+                self._authenticate(security, self.request("SaslHandshake", 1, {"mechanism": security.mechanism}), version=version)
+                if version is not None:
+                    self._versions_answer = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
+                    self._speculated.append(("SaslAuthenticate", None, None, version))
             elif security.mechanism:
                 # ApiVersions and SaslHandshake in one round trip (the broker answers them in
                 # order; SaslHandshake v1 is every Kafka's since 1.0). With the broker's
-                # versions cached, PLAIN's message and SCRAM's first go out beside them too
-                # (they need nothing the broker says), at the SaslAuthenticate version the
-                # cache chooses, which ApiVersions' answer must show the broker speaks (else
-                # the connection is opened again without the cache: WireClient._open).
-                asked = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
-                handshake = self.send("SaslHandshake", 1, {"mechanism": security.mechanism})
+                # versions cached, PLAIN's message, SCRAM's first and OAUTHBEARER's token go
+                # out beside them too (they need nothing the broker says), at the
+                # SaslAuthenticate version the cache chooses, which ApiVersions' answer must
+                # show the broker speaks (else the connection is opened again without the
+                # cache: WireClient._open).
+                # The opening is made first (a token read, a nonce drawn), so that nothing
+                # comes between the three sends.
                 opening = _opening(security) if expected is not None else None
                 version = _choose(expected, "SaslAuthenticate", None, None) if expected is not None else None
+                asked = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
+                handshake = self.send("SaslHandshake", 1, {"mechanism": security.mechanism})
                 sent = None
                 if opening is not None and version is not None:
                     sent = (self.send("SaslAuthenticate", version, {"auth_bytes": opening[0]}), version, opening)
@@ -314,15 +332,19 @@ class Connection:
     # -- SASL ---------------------------------------------------------------------------
 
     def _authenticate(self, security: Security, handshake: codec.Struct,
-                      sent: tuple[int, int, tuple[bytes, str, str]] | None = None) -> None:
+                      sent: tuple[int, int, tuple[bytes, str, str]] | None = None, *, version: int | None = None) -> None:
         """The SASL exchange after `handshake`, SaslHandshake's answer; `sent`: the first
-        SaslAuthenticate already sent (its correlation id, version, and _opening)."""
+        SaslAuthenticate already sent (its correlation id, version, and _opening);
+        `version`: SaslAuthenticate's, where the broker's versions are not read yet."""
         mechanism = security.mechanism or ""
         if handshake.error_code:
             raise NotAuthorizedError(
                 cause=f"authentication failed at {self.address}: {error_name(handshake.error_code)}: the broker does not enable "
                 f"SASL {mechanism} (it enables: {', '.join(handshake.mechanisms) or 'none'})", hint=_AUTH_HINT)
-        version = sent[1] if sent is not None else self.version("SaslAuthenticate")
+        if sent is not None:
+            version = sent[1]
+        elif version is None:
+            version = self.version("SaslAuthenticate")
         if mechanism == "PLAIN" or mechanism.startswith("SCRAM-"):
             opening = sent[2] if sent is not None else _opening(security)
             assert opening is not None
@@ -331,10 +353,10 @@ class Connection:
                 self._scram(version, mechanism, security.password, opening, answer)
         elif mechanism == "GSSAPI" and security.kerberos is not None:
             security.kerberos.authenticate(self.host, lambda data: self._sasl_round(version, data))
-        else:
-            token, extensions = security.token()
-            pairs = "".join(f"{k}={v}\x01" for k, v in sorted(extensions.items()))
-            challenge = self._sasl_round(version, f"n,,\x01auth=Bearer {token}\x01{pairs}\x01".encode())
+        else:  # OAUTHBEARER
+            opening = sent[2] if sent is not None else _opening(security)
+            assert opening is not None
+            challenge = self._sasl_answer(sent[0]) if sent is not None else self._sasl_round(version, opening[0])
             if challenge:  # an error in JSON: Kafka fails the exchange once the client acknowledges it
                 self._sasl_round(version, b"\x01")
 
@@ -380,9 +402,14 @@ class _StaleVersions(ConnectionResetError):
 
 def _opening(security: Security) -> tuple[bytes, str, str] | None:
     """The first SaslAuthenticate message where it needs nothing from the broker: PLAIN's
-    one, SCRAM's client-first; with SCRAM's bare message and nonce, which the rest of the
-    exchange signs. None for GSSAPI and OAUTHBEARER."""
+    one, SCRAM's client-first, OAUTHBEARER's token (fetched before the connection, as
+    without the cache); with SCRAM's bare message and nonce, which the rest of the
+    exchange signs. None for GSSAPI, whose first token names the broker's host."""
     mechanism = security.mechanism or ""
+    if mechanism == "OAUTHBEARER":
+        token, extensions = security.token()
+        pairs = "".join(f"{k}={v}\x01" for k, v in sorted(extensions.items()))
+        return f"n,,\x01auth=Bearer {token}\x01{pairs}\x01".encode(), "", ""
     if mechanism == "PLAIN":
         return b"\x00" + security.username.encode() + b"\x00" + security.password.encode(), "", ""
     if mechanism.startswith("SCRAM-"):
@@ -536,15 +563,57 @@ class WireClient:
 
     def node(self, node_id: int, deadline: float) -> Connection:
         if node_id not in self._connections:
-            if node_id not in self._addresses:
-                self.brokers(deadline)
+            self._open_nodes([node_id], deadline)
+        return self._connections[node_id]
+
+    def _open_nodes(self, node_ids: Sequence[int], deadline: float) -> None:
+        """Connections to the brokers `node_ids` that have none yet: the bootstrap
+        connection where it reached the broker, else new ones, opened side by side, so a
+        read that asks several brokers waits for the slowest one's handshakes, not the sum
+        of them (at 20 ms each, three brokers' TCP, ApiVersions and SASL rounds cost
+        60-100 ms one after another). One at a time with GSSAPI, whose Kerberos library
+        is not known to be safe across threads; threading is imported only then."""
+        missing = [n for n in dict.fromkeys(node_ids) if n not in self._connections]
+        if any(n not in self._addresses for n in missing):
+            self.brokers(deadline)
+        boot = self._connections.get("bootstrap")
+        opened: list[int] = []
+        for node_id in missing:
             host, port = self._addresses[node_id]
-            boot = self._connections.get("bootstrap")
             if boot is not None and self._is_bootstrap(boot, node_id, host, port):
                 self._connections[node_id] = boot  # the bootstrap server is this broker: no second connection
             else:
-                self._connections[node_id] = self._open(host, port, deadline)
-        return self._connections[node_id]
+                opened.append(node_id)
+        if len(opened) < 2 or self.security.mechanism == "GSSAPI":
+            for node_id in opened:
+                self._connections[node_id] = self._open(*self._addresses[node_id], deadline)
+            return
+        import threading
+
+        if self.security.tls:
+            self.security.ssl_context()  # built once, before the threads share it (a token source locks itself)
+        results: dict[int, Connection | BaseException] = {}
+
+        def open_one(node_id: int) -> None:
+            try:
+                results[node_id] = self._open(*self._addresses[node_id], deadline)
+            except BaseException as exc:  # raised below, in the caller's thread
+                results[node_id] = exc
+
+        threads = [threading.Thread(target=open_one, args=(n,), name=f"kctl-connect-{n}", daemon=True) for n in opened]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        failures = []
+        for node_id in opened:
+            result = results[node_id]
+            if isinstance(result, BaseException):
+                failures.append(result)
+            else:
+                self._connections[node_id] = result
+        if failures:
+            raise failures[0]  # what the first of them would have raised opened alone
 
     def _is_bootstrap(self, boot: Connection, node_id: int, host: str, port: int) -> bool:
         """Whether the bootstrap connection reached broker `node_id` (advertised at
@@ -636,6 +705,7 @@ class WireClient:
         """Send every request — (node id or None for any broker, API, fields or a function
         of the version giving them, lowest and highest version) — before reading any
         answer; the answers (codec.Structs, typed by the API) in order."""
+        self._open_nodes([node for node, *_ in requests if node is not None], deadline)
         sent = []
         for node_id, api, fields, low, high in requests:
             name = api.name
@@ -687,7 +757,9 @@ class ApiVersionsCache:
             return
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            temporary = f"{self.path}.{os.getpid()}"
+            import _thread  # connections opened side by side may write at once (WireClient._open_nodes)
+
+            temporary = f"{self.path}.{os.getpid()}.{_thread.get_ident()}"
             with open(temporary, "w", encoding="ascii") as file:
                 file.write("".join(f"{key} {low} {high}\n" for key, (low, high) in sorted(versions.items())))
             os.replace(temporary, self.path)
