@@ -571,8 +571,9 @@ class WireClient:
         connection where it reached the broker, else new ones, opened side by side, so a
         read that asks several brokers waits for the slowest one's handshakes, not the sum
         of them (at 20 ms each, three brokers' TCP, ApiVersions and SASL rounds cost
-        60-100 ms one after another). One at a time with GSSAPI, whose Kerberos library
-        is not known to be safe across threads; threading is imported only then."""
+        60-100 ms one after another): a thread each, threading imported only then. One
+        at a time with GSSAPI, whose Kerberos library is not known to be safe across
+        threads (a token source for OAUTHBEARER locks itself)."""
         missing = [n for n in dict.fromkeys(node_ids) if n not in self._connections]
         if any(n not in self._addresses for n in missing):
             self.brokers(deadline)
@@ -591,7 +592,7 @@ class WireClient:
         import threading
 
         if self.security.tls:
-            self.security.ssl_context()  # built once, before the threads share it (a token source locks itself)
+            self.security.ssl_context()  # built once, before the threads share it
         results: dict[int, Connection | BaseException] = {}
 
         def open_one(node_id: int) -> None:

@@ -127,8 +127,12 @@ class WireProducer:
 
     def _deliver(self) -> None:
         deadline = time.monotonic() + self._timeout
+        # Any broker hands out a producer id: a leader of the records' partitions does, so
+        # that its connection, which Produce needs next, is opened for it, and ApiVersions
+        # goes out beside it (a round trip less where the bootstrap server is not the leader).
+        leader = next((self._leaders[p] for p in self._queued if p in self._leaders), None) if self._leaders else None
         try:
-            producer_id, epoch = self._producer_id(deadline)
+            producer_id, epoch = self._producer_id(leader, deadline)
         except _Failed as failed:  # nothing was sent
             for partition in list(self._queued):
                 self._fail(partition, failed.error)
@@ -161,14 +165,15 @@ class WireProducer:
                     return
                 time.sleep(_BACKOFF)
 
-    def _producer_id(self, deadline: float) -> tuple[int, int]:
-        """A producer id and epoch (InitProducerId, any broker), asked again while the answer
-        is retriable or the connection drops, until the deadline."""
+    def _producer_id(self, node: int | None, deadline: float) -> tuple[int, int]:
+        """A producer id and epoch (InitProducerId, of broker `node`, None: the bootstrap
+        server), asked again of any broker while the answer is retriable or the connection
+        drops, until the deadline."""
         wire = self._wire
         fields = {"transactional_id": None, "transaction_timeout_ms": -1, "producer_id": -1, "producer_epoch": -1}
         while True:
             try:
-                (answer,) = wire.fan_out([(None, apis.INIT_PRODUCER_ID, fields, 0, 4)], deadline)
+                (answer,) = wire.fan_out([(node, apis.INIT_PRODUCER_ID, fields, 0, 4)], deadline)
                 cause = None if not answer.error_code else _Outcome.of_code(answer.error_code)
             except (OSError, codec.CodecError) as exc:
                 wire.close()
@@ -180,6 +185,7 @@ class WireProducer:
             assert cause is not None
             if not cause.retriable or time.monotonic() + _BACKOFF >= deadline:
                 raise _Failed(cause)
+            node = None
             time.sleep(_BACKOFF)
 
     def _batch(self, rows: list[tuple], producer_id: int, epoch: int, now: int) -> bytes:
