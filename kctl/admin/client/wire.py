@@ -737,10 +737,10 @@ class ApiVersionsCache:
     (Connection). Plain text, not JSON: importing json would cost every read ~1 ms."""
 
     def __init__(self, address: str, tls: bool):
-        from kctl.config.file import cache_dir  # imported by every command already (contexts)
+        from kctl.config.file import cache_path  # imported by every command already (contexts)
 
         name = "".join(c if c.isalnum() or c in ".-" else "_" for c in address) + ("-tls" if tls else "")
-        self.path = os.path.join(cache_dir(os.environ), "api-versions", name)
+        self.path = os.path.join(cache_path(os.environ), "api-versions", name)
 
     def read(self) -> dict[int, tuple[int, int]] | None:
         try:
