@@ -24,10 +24,10 @@ The peers are found or built as bench_peers.py does (KCTL_BENCH_KAF, KCTL_BENCH_
 PYTHONPATH.
 
 With --sasl-ssl the proxied listener is SASL_SSL (SCRAM-SHA-512, TLS verified against
-the CA); every tool authenticates there (kaf and
-kafkactl through configuration files of their own). The proxy cannot read TLS streams:
-REQ is then blank and ROUNDS counts the flights of bytes a tool sent (TCP's own round
-is not among them). kcat runs there on confluent-kafka's librdkafka (newer_librdkafka).
+the CA); every tool authenticates there (kaf and kafkactl through configuration files of
+their own). The proxy cannot read TLS streams: REQ is then blank and ROUNDS counts the
+flights of bytes a tool sent (TCP's own round is not among them). kcat runs there on
+confluent-kafka's librdkafka (newer_librdkafka).
 
 The proxy cannot delay TCP's handshake (the kernel completes it): a client's connect()
 returns at once, and only the bytes after it wait. Opening connections one after another
