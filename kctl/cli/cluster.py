@@ -167,6 +167,54 @@ def quorum(app: App, replication: bool) -> None:
         app.out.document(found, QUORUM_DOCUMENT)
 
 
+API_VERSIONS_TABLE = TableSpec(
+    (
+        Column("broker", "BROKER", align="right"),
+        Column("address", "ADDRESS", wide=True),
+        Column("api", "API"),
+        Column("key", "KEY", align="right"),
+        Column("min_version", "MIN", align="right"),
+        Column("max_version", "MAX", align="right"),
+        Column("usable_version", "USABLE", align="right"),
+    )
+)
+
+
+@cluster.command("api-versions")
+@click.option("--broker", "brokers", type=int, multiple=True, metavar="ID", help="Only this broker (repeatable; default: every broker).")
+@global_options
+@pass_app
+def api_versions(app: App, brokers: tuple[int, ...]) -> None:
+    """List the API versions each broker supports (ApiVersions, asked of every broker on
+    its own connection), as kafka-broker-api-versions.sh and Kafka 4.4's `kafka-cluster.sh
+    api-versions` print them.
+
+    MIN and MAX are the broker's range; USABLE is the highest version kctl would use with
+    it (empty: none in common, or an API kctl does not speak, such as the brokers' own).
+    Brokers that cannot be reached are named on stderr, and the exit status is 4 (69 when
+    none could be).
+
+    \b
+    Examples:
+      kctl cluster api-versions
+      kctl cluster api-versions --broker 1 -o wide
+      kctl cluster api-versions -o json | jq '.[] | select(.api == "Fetch") | .max_version'
+    """
+    from kctl.admin.cluster.api_versions import describe_api_versions
+    from kctl.errors import PartialFailure, UnreachableError
+
+    found = describe_api_versions(app.session, brokers)
+    action = "describe API versions"
+    if found.unreachable and not found.apis:
+        raise UnreachableError(action=action, cause=f"no broker answered ({', '.join(map(str, found.unreachable))})",
+                               hint="check -b/--bootstrap-server, the context, and that the brokers are up")
+    app.out.table(found.apis, API_VERSIONS_TABLE)
+    for broker in found.unreachable:
+        app.error_line(f"error: unable to {action} of broker {broker}: unreachable")
+    if found.unreachable:
+        raise PartialFailure(action=action, cause=f"{len(found.unreachable)} broker(s) unreachable")
+
+
 CONTROLLER_CHANGE_DOCUMENT = DocumentSpec(
     fields=(
         Field("change", "CHANGE"),

@@ -139,3 +139,58 @@ def test_broker_list_include_fenced_on_a_cluster_without_it_is_one_line(kctl, cl
     run = kctl("-b", cluster.bootstrap, "broker", "list", "--include-fenced")
     assert run.exit_code == 65 and len(run.stderr.splitlines()) == 1, run.stderr
     assert "the cluster does not support listing fenced brokers (DescribeCluster v2, Kafka 4.0+)" in run.stderr
+
+
+def _kafka_api_versions(kafka_tools, cluster) -> dict[int, set[tuple[str, int, int, int]]]:
+    """{broker: {(API, key, min, max)}} as Kafka's own kafka-broker-api-versions prints it
+    (APIs the broker lacks, UNSUPPORTED, left out)."""
+    import re
+
+    proc = kafka_tools.run_tool("org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", cluster.bootstrap)
+    assert proc.returncode == 0, proc.stderr
+    found: dict[int, set[tuple[str, int, int, int]]] = {}
+    broker = None
+    for line in proc.stdout.splitlines():
+        if (head := re.match(r"\S+ \(id: (\d+) ", line)) is not None:
+            broker = int(head.group(1))
+            found[broker] = set()
+        elif (api := re.match(r"\s+(\w+)\((\d+)\): (\d+)(?: to (\d+))? \[", line)) is not None:  # "0 to 4 [usable...", or "0 [usable..."
+            assert broker is not None
+            low = int(api.group(3))
+            found[broker].add((api.group(1), int(api.group(2)), low, int(api.group(4) or low)))
+    return found
+
+
+def test_api_versions_are_kafkas_own_tools(kctl, cluster, kafka_tools):
+    """Every broker's APIs and their version ranges, as Kafka's kafka-broker-api-versions
+    reports them; USABLE is within both ranges, empty only for APIs kctl has no codec of."""
+    result = kctl("-b", cluster.bootstrap, "cluster", "api-versions", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)
+    ours: dict[int, set[tuple[str, int, int, int]]] = {}
+    for row in rows:
+        ours.setdefault(row["broker"], set()).add((row["api"], row["key"], row["min_version"], row["max_version"]))
+        if row["usable_version"] is not None:
+            assert row["min_version"] <= row["usable_version"] <= row["max_version"], row
+    theirs = _kafka_api_versions(kafka_tools, cluster)
+    assert {b: {r[1:] for r in apis} for b, apis in ours.items()} == {b: {r[1:] for r in apis} for b, apis in theirs.items()}
+    named = {b: {r for r in apis if not r[0].startswith("API ")} for b, apis in ours.items()}  # APIs newer than kctl's table
+    assert all(named[b] <= theirs[b] for b in named)
+    assert len(ours) == cluster.nodes
+    usable = {row["api"]: row["usable_version"] for row in rows}
+    assert usable["Metadata"] is not None and usable["ApiVersions"] is not None
+
+    one = kctl("-b", cluster.bootstrap, "cluster", "api-versions", "--broker", str(rows[-1]["broker"]))
+    assert one.exit_code == 0, one.stderr
+    lines = one.stdout.splitlines()
+    assert lines[0].split("\t") == ["BROKER", "API", "KEY", "MIN", "MAX", "USABLE"]
+    assert {line.split("\t")[0] for line in lines[1:]} == {str(rows[-1]["broker"])}
+
+
+def test_api_versions_of_a_broker_the_cluster_lacks_is_one_line(kctl, cluster):
+    from kctl.errors import ExitCode
+
+    result = kctl("-b", cluster.bootstrap, "cluster", "api-versions", "--broker", "99")
+    assert result.exit_code == ExitCode.NOT_FOUND
+    assert result.stderr.startswith("error: unable to describe API versions: broker 99 is not in the cluster"), result.stderr
+    assert result.stdout == ""
