@@ -83,20 +83,40 @@ def transaction():
     """Transactions: list and describe them, find those that block partitions, abort one."""
 
 
+STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence")
+
+
 @transaction.command("list")
+@click.option("--state", "states", multiple=True, type=click.Choice(STATES), help="Only transactions in this state (repeatable).")
+@click.option("--producer-id", "producer_ids", multiple=True, type=int, metavar="ID", help="Only this producer's (repeatable).")
+@click.option("--duration", metavar="DURATION", help="Only transactions open at least this long, e.g. 10m (kafka-transactions --duration-filter).")
+@click.option("--id-pattern", type=RegexType(), metavar="REGEX", help="Only transactional ids this regular expression matches whole.")
 @global_options
 @pass_app
-def list_(app: App):
+def list_(app: App, states: tuple[str, ...], producer_ids: tuple[int, ...], duration: str | None, id_pattern: re.Pattern[str] | None):
     """List the transactional ids the cluster's transaction coordinators hold.
+
+    The filters are the brokers' own (ListTransactions): --duration from Kafka 3.8
+    (KIP-994), --id-pattern from Kafka 4.1 (KIP-1152). On an older cluster kctl applies
+    them to what the brokers list (the duration from each transaction's start time) and
+    says so on stderr.
 
     \b
     Examples:
       kctl transaction list
-      kctl transaction list -o json
+      kctl transaction list --state Ongoing --duration 10m
+      kctl transaction list --id-pattern 'payments-.*' -o json
     """
     from kctl.admin.cluster.transactions import list_transactions
+    from kctl.timespec import parse_duration
 
-    app.out.table(list_transactions(app.session), TRANSACTION_TABLE)
+    min_duration_ms = int(parse_duration(duration) * 1000) if duration is not None else None
+    listing = list_transactions(app.session, states=states, producer_ids=producer_ids, min_duration_ms=min_duration_ms,
+                                pattern=id_pattern.pattern if id_pattern is not None else None)
+    app.out.table(listing.transactions, TRANSACTION_TABLE)
+    if listing.filtered_by_kctl:
+        filters = " and ".join(f"--{name}" for name in listing.filtered_by_kctl)
+        app.note(f"a broker's ListTransactions predates {filters}: applied by kctl to what the brokers listed")
 
 
 @transaction.command("describe")

@@ -129,3 +129,48 @@ def test_transaction_bad_input(kctl, kafka_cluster, unique_name):
     assert (whole.exit_code, whole.stderr.splitlines()[0]) == (ExitCode.USAGE, "error: unable to parse 'orders': expected one TOPIC:PARTITION, e.g. payments:0")
     age = kctl(*b, "transaction", "find-hanging", "--max-age", "soon")
     assert (age.exit_code, age.stderr.splitlines()[0]) == (ExitCode.USAGE, "error: unable to parse duration 'soon': expected e.g. 30s, 15m, 2h, 1d, PT1H")
+
+
+@pytest.mark.kafka39
+def test_list_filters_as_kafka_transactions_does(kctl, kafka_cluster, hanging, kafka_tools):
+    """--state, --producer-id, --duration and --id-pattern keep what Kafka's own
+    kafka-transactions list keeps with --duration-filter and --transactional-id-pattern;
+    on Kafka 3.9 (no pattern filter in its ListTransactions) kctl applies the pattern and
+    says so."""
+    c, (_topic, transactional_id) = kafka_cluster, hanging
+    prefix = transactional_id.rsplit("-", 1)[0]
+
+    def ids(*args: str) -> set[str]:
+        result = kctl("-b", c.bootstrap, "transaction", "list", *args, "-o", "json")
+        assert result.exit_code == 0, result.stderr
+        return {t["transactional_id"] for t in json.loads(result.stdout)}
+
+    producer_id = next(t["producer_id"] for t in as_json(kctl, c, "transaction", "list") if t["transactional_id"] == transactional_id)
+    assert transactional_id in ids("--state", "Ongoing", "--producer-id", str(producer_id))
+    assert transactional_id not in ids("--state", "CompleteCommit")
+    assert ids("--producer-id", str(producer_id)) == {transactional_id}
+    assert transactional_id in ids("--duration", "0s")
+    assert transactional_id not in ids("--duration", "1d")
+    assert transactional_id in ids("--id-pattern", re.escape(prefix) + "-.*")
+    assert transactional_id not in ids("--id-pattern", re.escape(prefix))  # the whole id must match
+
+    pattern = re.escape(transactional_id)
+    mine = kctl("-b", c.bootstrap, "transaction", "list", "--id-pattern", pattern, "--duration", "0s", "-o", "json")
+    assert mine.exit_code == 0, mine.stderr
+    if c.kafka is not None and not c.kafka.version.startswith("3."):
+        assert mine.stderr == ""  # both filters sent to the brokers
+        theirs = kafka_transactions(kafka_tools, c, "list", "--transactional-id-pattern", pattern, "--duration-filter", "0")
+        assert [row[0] for row in theirs[1:]] == [t["transactional_id"] for t in json.loads(mine.stdout)] == [transactional_id]
+    elif c.kafka is not None:  # Kafka 3.9: the duration filter is the broker's, the pattern kctl's
+        assert "predates --id-pattern: applied by kctl" in mine.stderr, mine.stderr
+        assert [t["transactional_id"] for t in json.loads(mine.stdout)] == [transactional_id]
+
+
+def test_list_filters_bad_input(kctl, kafka_cluster):
+    b = ("-b", kafka_cluster.bootstrap)
+    state = kctl(*b, "transaction", "list", "--state", "Running")
+    assert state.exit_code == ExitCode.USAGE and "'Running' is not one of" in state.stderr, state.stderr
+    pattern = kctl(*b, "transaction", "list", "--id-pattern", "(")
+    assert pattern.exit_code == ExitCode.USAGE and "not a valid regular expression" in pattern.stderr, pattern.stderr
+    duration = kctl(*b, "transaction", "list", "--duration", "soon")
+    assert (duration.exit_code, duration.stderr.splitlines()[0]) == (ExitCode.USAGE, "error: unable to parse duration 'soon': expected e.g. 30s, 15m, 2h, 1d, PT1H")

@@ -92,16 +92,59 @@ class OpenTransaction:
 _NEEDS = "the transaction admin APIs (ListTransactions, DescribeTransactions, DescribeProducers: KIP-664)"
 
 
-def list_transactions(session: AdminSession) -> list[Transaction]:
-    """Every transactional id the coordinators hold (ListTransactions to every broker)."""
+# The ListTransactions version that first has each filter: the duration (KIP-994, Kafka
+# 3.8) and the transactional id pattern (KIP-1152, Kafka 4.1).
+_FILTER_VERSIONS = {"duration": 1, "id-pattern": 2}
+
+
+@dataclass(frozen=True)
+class TransactionListing:
+    transactions: list[Transaction]
+    # The filters some broker could not apply (its ListTransactions predates them),
+    # applied by kctl to what every broker listed.
+    filtered_by_kctl: tuple[str, ...] = ()
+
+
+def list_transactions(session: AdminSession, *, states: Sequence[str] = (), producer_ids: Sequence[int] = (),
+                      min_duration_ms: int | None = None, pattern: str | None = None) -> TransactionListing:
+    """The transactional ids the coordinators hold (ListTransactions to every broker), in
+    `states`, of `producer_ids`, open at least `min_duration_ms` (an ongoing transaction
+    that started that long ago) and whose whole id matches `pattern`. Each filter goes to
+    the brokers; one a broker's version lacks is applied by kctl (the duration from the
+    transactions' start times, DescribeTransactions) and named in `filtered_by_kctl`."""
+    import re
+
+    action = "list transactions"
+    asked = {"duration": min_duration_ms is not None, "id-pattern": pattern is not None}
+    by_kctl: tuple[str, ...] = ()
+    if any(asked.values()):  # the oldest broker decides what the brokers can filter
+        versions = session.broker_api_versions(session.brokers(action)).values()
+        lowest = min((v.get(_LIST_TRANSACTIONS, (0, 0))[1] for v in versions), default=0)
+        by_kctl = tuple(name for name, wanted in asked.items() if wanted and lowest < _FILTER_VERSIONS[name])
+    fields: t.ListTransactionsRequest = {"state_filters": list(states), "producer_id_filters": list(producer_ids)}
+    if min_duration_ms is not None and "duration" not in by_kctl:
+        fields["duration_filter"] = min_duration_ms
+    if pattern is not None and "id-pattern" not in by_kctl:
+        fields["transactional_id_pattern"] = pattern
     try:
-        everything: t.ListTransactionsRequest = {}
-        answers = session.ask_every_broker("list transactions", apis.LIST_TRANSACTIONS, everything, 0, 2,
-                                           "a transaction coordinator was still loading")
+        answers = session.ask_every_broker(action, apis.LIST_TRANSACTIONS, fields, 0, 2, "a transaction coordinator was still loading")
     except KctlError as exc:
-        raise _without_api(exc, "list transactions") from exc
+        raise _without_api(exc, action) from exc
     rows = [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node) for node, answer in answers for t in answer.transaction_states]
-    return sorted(rows, key=lambda t: t.transactional_id)
+    if "id-pattern" in by_kctl:
+        assert pattern is not None
+        regex = re.compile(pattern)
+        rows = [row for row in rows if regex.fullmatch(row.transactional_id)]
+    if "duration" in by_kctl and rows:
+        assert min_duration_ms is not None
+        described, _missing = describe_transactions(session, [row.transactional_id for row in rows])
+        old = {d.transactional_id for d in described
+               if d.state == "Ongoing" and d.duration_ms is not None and d.duration_ms >= min_duration_ms}
+        rows = [row for row in rows if row.transactional_id in old]
+    return TransactionListing(sorted(rows, key=lambda t: t.transactional_id), by_kctl)
+
+
+_LIST_TRANSACTIONS = 66
 
 
 def describe_transactions(session: AdminSession, transactional_ids: Sequence[str]) -> Partial[list[TransactionDescription]]:
@@ -228,7 +271,7 @@ def held_back(session: AdminSession, pairs: Sequence[tuple[str, int]]) -> list[t
 def _coordinator_view(session: AdminSession, producer_ids: set[int]) -> dict[int, tuple[str, str]]:
     """producer id -> (transactional id, state) for the ids a coordinator holds."""
     try:
-        listed = list_transactions(session)
+        listed = list_transactions(session).transactions
     except KctlError:
         # Without DESCRIBE on transactional ids the listing is refused; the partitions'
         # own view is still the answer.
