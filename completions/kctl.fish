@@ -855,6 +855,7 @@ complete -c kctl -n '__kctl_at \'kctl group\'' -a 'list' -d 'List groups of ever
 complete -c kctl -n '__kctl_at \'kctl group\'' -a 'reset-offsets' -d 'Reset committed offsets: a dry run unless --execute.'
 complete -c kctl -n '__kctl_at \'kctl group\'' -a 'status' -d 'Judge groups Burrow-style from the lag history, with Nagios exit statuses.'
 complete -c kctl -n '__kctl_at \'kctl group\'' -s 'h' -l 'help' -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_at \'kctl group delete\'' -l 'internal-topics' -d 'Streams groups: also delete their internal (repartition and changelog) topics, a'
 complete -c kctl -n '__kctl_at \'kctl group delete\'' -s 'y' -l 'yes' -d 'Do not ask for confirmation (required without a terminal).'
 complete -c kctl -n '__kctl_at \'kctl group delete\'' -s 'b' -l 'bootstrap-server' -x -d 'Brokers to bootstrap from. [env: KCTL_BOOTSTRAP_SERVERS]'
 complete -c kctl -n '__kctl_at \'kctl group delete\'' -l 'context' -x -a '(__kctl_contexts)' -d 'Use this context. [env: KCTL_CONTEXT]'

@@ -287,7 +287,7 @@ __kctl_opts=(
     'kctl feature list' '--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -h -o -q'
     'kctl feature upgrade' '--bootstrap-server --context --debug --dry-run --feature --help --no-headers --output --quiet --release-version --timeout --yes -X -b -h -o -q -y'
     'kctl group' '--help -h'
-    'kctl group delete' '--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout --yes -X -b -h -o -q -y'
+    'kctl group delete' '--bootstrap-server --context --debug --help --internal-topics --no-headers --output --quiet --timeout --yes -X -b -h -o -q -y'
     'kctl group delete-offsets' '--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout --topic --yes -X -b -h -o -q -t -y'
     'kctl group describe' '--bootstrap-server --context --debug --help --no-headers --output --quiet --timeout -X -b -h -o -q'
     'kctl group lag' '--all --bootstrap-server --context --debug --for --help --history --interval --isolation --max-lag --max-seconds --no-headers --output --quiet --serve --state-file --time-lag --timeout --topic --until-caught-up --watch -X -a -b -h -o -q -t -w'

@@ -203,21 +203,43 @@ def status(app: App, groups: tuple[str, ...], all_: bool, window: int, warn_lag:
 
 @group.command("delete")
 @click.argument("groups", nargs=-1, required=True, metavar="GROUP...")
+@click.option("--internal-topics", is_flag=True,
+              help="Streams groups: also delete their internal (repartition and changelog) topics, as kafka-streams-groups --delete-all-internal-topics.")
 @yes_option
 @global_options
 @pass_app
-def delete(app: App, groups: tuple[str, ...], yes: bool) -> None:
+def delete(app: App, groups: tuple[str, ...], internal_topics: bool, yes: bool) -> None:
     """Delete groups and their committed offsets (only groups without members).
+
+    With --internal-topics (streams groups only), the topics Kafka Streams made for each
+    group go too, once the group is deleted: those its topology names and those named
+    after its application id ("<group>-...-repartition", "<group>-...-changelog").
 
     \b
     Examples:
       kctl group delete old-consumer --yes
     """
     from kctl.admin.groups.groups import delete_groups
+    from kctl.admin.groups.models import GroupResult
 
     ids = list(dict.fromkeys(groups))
-    app.confirm(f"Delete {len(ids)} group(s) and their committed offsets: {', '.join(ids)}?", yes=yes, action="delete groups")
+    topics: dict[str, tuple[str, ...]] = {}
+    question = f"Delete {len(ids)} group(s) and their committed offsets: {', '.join(ids)}?"
+    if internal_topics:
+        from kctl.admin.groups.streams import internal_topics as find
+
+        topics = find(app.session, ids)
+        named = [t for g in ids for t in topics.get(g, ())]
+        question = question[:-1] + (f", and their internal topics: {', '.join(named)}?" if named else " (they have no internal topics)?")
+    app.confirm(question, yes=yes, action="delete groups")
     results, errors = delete_groups(app.session, ids)
+    doomed = [t for g in ids if g not in errors for t in topics.get(g, ())]
+    if doomed:
+        from kctl.admin.topics.topics import delete_topics
+
+        deleted, failed = delete_topics(app.session, doomed)
+        results = [*results, *(GroupResult(group=r.name, status=f"{r.status} (internal topic)", error=r.error) for r in deleted)]
+        errors = {**errors, **{f"topic {name}": error for name, error in failed.items()}}
     report(app, results, errors, RESULT_TABLE, "delete groups")
 
 

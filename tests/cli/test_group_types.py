@@ -400,8 +400,29 @@ def test_streams_group_list_describe_lag_reset_and_delete(kctl, group_types_clus
     (g,) = as_json(kctl, kafka_cluster, "group", "lag", group)
     assert [(p["partition"], p["committed"], p["lag"]) for p in g["partitions"] if p["topic"] == WORDCOUNT_INPUT] == [
         (p, 0, 5) for p in range(4)]
-    assert kctl("-b", kafka_cluster.bootstrap, "group", "delete", group, "--yes").exit_code == 0
+    # The group and its internal topics (kafka-streams-groups --delete-all-internal-topics).
+    assert kctl("-b", kafka_cluster.bootstrap, "topic", "describe", repartition).exit_code == 0
+    deleted = kctl("-b", kafka_cluster.bootstrap, "group", "delete", group, "--internal-topics", "--yes", "-o", "json")
+    assert deleted.exit_code == 0, deleted.stderr
+    assert sorted((r["group"], r["status"]) for r in json.loads(deleted.stdout)) == sorted(
+        [(group, "deleted"), (repartition, "deleted (internal topic)"), (changelog, "deleted (internal topic)")])
     assert kctl("-b", kafka_cluster.bootstrap, "group", "describe", group).exit_code == ExitCode.NOT_FOUND
+    for topic in (repartition, changelog):
+        assert kctl("-b", kafka_cluster.bootstrap, "topic", "describe", topic).exit_code == ExitCode.NOT_FOUND
+    assert kctl("-b", kafka_cluster.bootstrap, "topic", "describe", WORDCOUNT_INPUT).exit_code == 0  # its input stays
+
+
+def test_internal_topics_are_only_a_streams_groups(kctl, group_types_cluster, unique_name):
+    """--internal-topics on a consumer group is one line, and nothing is deleted."""
+    group, topic = unique_name("plain"), unique_name("plain-topic")
+    assert kctl("-b", group_types_cluster.bootstrap, "topic", "create", topic, "-q").exit_code == 0
+    consumer = Consumer({"bootstrap.servers": group_types_cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    consumer.close()
+    refused = kctl("-b", group_types_cluster.bootstrap, "group", "delete", group, "--internal-topics", "--yes")
+    assert refused.exit_code == ExitCode.INVALID, refused.stderr
+    assert refused.stderr.startswith(f"error: unable to delete the internal topics of group {group}: it is a classic group, not a streams group")
+    assert kctl("-b", group_types_cluster.bootstrap, "group", "describe", group).exit_code == 0
 
 
 def test_the_cli_offers_the_library_states_and_types():
