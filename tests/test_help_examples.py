@@ -70,6 +70,7 @@ THREE_BROKERS = {
     ("quota", "list"), ("quota", "describe"), ("quota", "set"), ("quota", "delete"),
     # The bundled broker has no transaction coordinator.
     ("transaction", "list"), ("transaction", "describe"), ("transaction", "find-hanging"), ("transaction", "abort"),
+    ("transaction", "force-terminate"),
     ("producer", "list"),
     # The bundled broker has no feature flags, metadata quorum or client-metrics subscriptions.
     ("feature", "list"), ("feature", "upgrade"), ("feature", "downgrade"), ("cluster", "quorum"), ("config", "delete"),
@@ -179,6 +180,7 @@ BEFORE = {
     "kctl transaction describe payments-tx-1": HANGING.format(id="payments-tx-1") + " && " + HANGING.format(id="payments-tx-2"),
     "kctl transaction abort payments:0": HANGING.format(id="payments-tx-3"),
     "kctl transaction abort payments:0 --yes": HANGING.format(id="payments-tx-4"),
+    "kctl transaction force-terminate payments-tx-5 --yes": HANGING.format(id="payments-tx-5"),
     "kctl config delete client-metrics producers --dry-run":
         "kctl config alter client-metrics producers --set metrics=org.apache.kafka.producer.",
     "kctl config delete client-metrics producers kcat --yes": BOTH_SUBSCRIPTIONS,

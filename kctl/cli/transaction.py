@@ -7,7 +7,7 @@ import re
 import click
 
 from kctl.cli._app import App
-from kctl.cli._batch import report_documents
+from kctl.cli._batch import report, report_documents
 from kctl.cli._lazy import LazyGroup
 from kctl.cli._options import RegexType, global_options, pass_app, yes_option
 from kctl.errors import UsageError
@@ -220,6 +220,45 @@ def abort(app: App, where: str, producer_id: int | None, start_offset: int | Non
     )
     abort_transaction(app.session, producer)
     app.note(f"aborted the transaction of producer {producer.producer_id} (epoch {producer.producer_epoch}) on {topic}:{partition} from offset {producer.current_transaction_start_offset}")
+
+
+TERMINATION_TABLE = TableSpec(
+    (
+        Column("transactional_id", "TRANSACTIONAL-ID"),
+        Column("status", "STATUS"),
+        Column("producer_id", "NEW-PRODUCER-ID", align="right"),
+        Column("producer_epoch", "NEW-EPOCH", align="right"),
+        Column("error", "ERROR", wide=True),
+    )
+)
+
+
+@transaction.command("force-terminate")
+@click.argument("transactional_ids", nargs=-1, required=True, metavar="TRANSACTIONAL-ID...")
+@yes_option
+@global_options
+@pass_app
+def force_terminate(app: App, transactional_ids: tuple[str, ...], yes: bool):
+    """End the transactions of transactional ids by taking the ids over, as
+    kafka-transactions forceTerminateTransaction (KIP-939) does.
+
+    The coordinator hands the id to a new producer (InitProducerId): the producer that
+    held it is fenced (its next write fails with PRODUCER_FENCED) and its ongoing
+    transaction is aborted (ABORT markers written, the last stable offset moves on). For
+    a transaction whose coordinator knows nothing of it, use `kctl transaction abort`.
+    Needs WRITE on the transactional ids.
+
+    \b
+    Examples:
+      kctl transaction force-terminate payments-tx-5 --yes
+    """
+    from kctl.admin.cluster.transactions import force_terminate as terminate
+
+    ids = list(dict.fromkeys(transactional_ids))
+    app.confirm(f"Terminate the transactions of {', '.join(ids)} (their producers are fenced)?", yes=yes,
+                action="terminate transactions")
+    results, errors = terminate(app.session, ids)
+    report(app, results, errors, TERMINATION_TABLE, "terminate transactions")
 
 
 @click.group(cls=LazyGroup, aliases={"ls": "list"})

@@ -174,3 +174,32 @@ def test_list_filters_bad_input(kctl, kafka_cluster):
     assert pattern.exit_code == ExitCode.USAGE and "not a valid regular expression" in pattern.stderr, pattern.stderr
     duration = kctl(*b, "transaction", "list", "--duration", "soon")
     assert (duration.exit_code, duration.stderr.splitlines()[0]) == (ExitCode.USAGE, "error: unable to parse duration 'soon': expected e.g. 30s, 15m, 2h, 1d, PT1H")
+
+
+def test_force_terminate_fences_the_producer_and_aborts_its_transaction(kctl, kafka_cluster, hanging):
+    """The killed producer's transaction ended by taking its transactional id over (as
+    kafka-transactions forceTerminateTransaction does): the coordinator aborts it, the
+    partition's last stable offset moves past it, and the id has a new producer epoch."""
+    c, (topic, transactional_id) = kafka_cluster, hanging
+    b = ("-b", c.bootstrap)
+    (before,) = as_json(kctl, c, "transaction", "describe", transactional_id)
+    assert before["state"] == "Ongoing"
+
+    refused = kctl(*b, "transaction", "force-terminate", transactional_id)
+    assert refused.exit_code == ExitCode.ABORTED  # asks first; no terminal here
+    done = kctl(*b, "transaction", "force-terminate", transactional_id, "--yes", "-o", "json")
+    assert done.exit_code == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert (row["transactional_id"], row["status"]) == (transactional_id, "terminated")
+    assert row["producer_id"] == before["producer_id"] and row["producer_epoch"] > before["producer_epoch"]
+
+    def past_it():
+        (after,) = as_json(kctl, c, "transaction", "describe", transactional_id)
+        assert after["state"] in ("CompleteAbort", "Empty"), after
+        read = kctl(*b, "record", "consume", f"{topic}:0", "--isolation", "read_committed", "--format", "%v\\n")
+        assert read.stdout == "committed-0\ncommitted-1\ncommitted-2\nafter\n", read.stderr
+
+    eventually(past_it)
+    unknown = kctl(*b, "transaction", "force-terminate", transactional_id + "-not-there", "--yes")
+    assert unknown.exit_code == ExitCode.NOT_FOUND, unknown.stderr  # refused, not made by taking it over
+    assert unknown.stderr == f"error: unable to terminate the transaction of {transactional_id}-not-there: no such transactional id\n"

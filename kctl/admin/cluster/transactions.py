@@ -328,3 +328,62 @@ def max_transaction_timeout_ms(session: AdminSession) -> int:
     if errors:
         raise next(iter(errors.values()))
     return 900_000  # Kafka's default
+
+
+@dataclass(frozen=True)
+class Termination:
+    transactional_id: str
+    status: str  # terminated | failed
+    # The producer id and epoch the coordinator handed out in the old producer's place.
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    error: str | None = None
+
+
+# The timeout given to the producer that takes the id over (Kafka's producer's default):
+# it never opens a transaction, so it only has to be valid.
+_TAKEOVER_TIMEOUT_MS = 60_000
+
+
+def force_terminate(session: AdminSession, transactional_ids: Sequence[str]) -> Partial[list[Termination]]:
+    """End each id's transaction as a new producer of the id does, as Kafka's
+    Admin.forceTerminateTransaction (KIP-939) and fenceProducers (KIP-664) do: an
+    InitProducerId for the id to its coordinator, which fences the producer that holds it
+    (its next write fails) and aborts its ongoing transaction. Asked again while the
+    coordinator is still ending an earlier transaction (CONCURRENT_TRANSACTIONS), until
+    the timeout. Needs WRITE on the transactional id; an id the coordinators do not know
+    is a NotFoundError."""
+    results: list[Termination] = []
+    ids = list(dict.fromkeys(transactional_ids))
+    # An id its coordinator does not know is refused, not taken over (which would make it).
+    _known, unknown = describe_transactions(session, ids)
+    errors = {i: error.but(action=f"terminate the transaction of {i}") for i, error in unknown.items()}
+    for transactional_id in ids:
+        if transactional_id in errors:
+            results.append(Termination(transactional_id, "failed", error=errors[transactional_id].message))
+            continue
+        action = f"terminate the transaction of {transactional_id}"
+        answer = _take_over(session, transactional_id, action)
+        if answer.error_code:
+            error = for_kafka_code(answer.error_code, None, action)
+            errors[transactional_id] = error
+            results.append(Termination(transactional_id, "failed", error=error.message))
+        else:
+            results.append(Termination(transactional_id, "terminated", answer.producer_id, answer.producer_epoch))
+    return Partial(results, errors)
+
+
+def _take_over(session: AdminSession, transactional_id: str, action: str) -> t.InitProducerIdResponse:
+    """InitProducerId for `transactional_id` from its coordinator, asked again while the
+    coordinator is still ending an earlier transaction, until the timeout."""
+    from kctl.admin.client.errors import RETRY_BACKOFF
+
+    fields: t.InitProducerIdRequest = {"transactional_id": transactional_id, "transaction_timeout_ms": _TAKEOVER_TIMEOUT_MS,
+                                       "producer_id": -1, "producer_epoch": -1}
+    deadline = time.monotonic() + session.timeout
+    while True:
+        answer, _coordinator = per_coordinator(session, TRANSACTION, [transactional_id], lambda ids: (apis.INIT_PRODUCER_ID, fields, 0, 5),
+                                               lambda r: [(transactional_id, r)], action)[transactional_id]
+        if error_name(answer.error_code) != "CONCURRENT_TRANSACTIONS" or time.monotonic() + RETRY_BACKOFF >= deadline:
+            return answer
+        time.sleep(RETRY_BACKOFF)
