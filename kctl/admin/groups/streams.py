@@ -86,7 +86,7 @@ def internal_topics(session: AdminSession, group_ids: Sequence[str]) -> dict[str
     for group_id, kind in types.items():
         if kind != "streams":
             raise InvalidError(action=f"delete the internal topics of group {group_id}", cause=f"it is a {kind or 'classic'} group, not a streams group",
-                               hint="--internal-topics is for streams groups (kctl group list --type streams)")
+                               hint="only a streams group has internal topics; kctl group list --type streams lists them")
     streams = [g for g in group_ids if g in types]  # one that does not exist is not deleted either: said there
     described = streams_group_describe(session, streams) if streams else {}
     existing = session.kafka.metadata(None, action, topic_ids=False).topics if streams else {}
