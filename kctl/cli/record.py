@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kctl.records.position import Position
     from kctl.records.redrive import RedriveOptions, RedriveReport
     from kctl.records.serdes import RecordDecoder
+    from kctl.records.share import ShareRecord
 
     class WherePredicate(Protocol):
         """compile_where's predicate: it counts the records the expression failed on."""
@@ -159,6 +160,10 @@ def produce() -> None:
 @click.option("-f", "--follow", is_flag=True, help="Keep waiting for new records at the end (Ctrl-C stops, exit 0).")
 @click.option("-g", "--group", metavar="GROUP", help="Consume as a member of GROUP: share its partitions, start from its committed offsets, commit progress.")
 @click.option("--commit/--no-commit", default=True, show_default=True, help="With --group: commit the offsets of records written.")
+@click.option("--share-group", metavar="GROUP", help="Consume as a member of share group GROUP (KIP-932, Kafka 4.2+): records are acquired, written and acknowledged; members split them.")
+@click.option("--ack", type=click.Choice(["accept", "release", "reject"]), default="accept", show_default=True, help="With --share-group: how records written are acknowledged (release: delivered again; reject: never again).")
+@click.option("--release-where", metavar="EXPR", help="With --share-group: release the records for which the CEL expression EXPR is true (as --where).")
+@click.option("--reject-where", metavar="EXPR", help="With --share-group: reject the records for which the CEL expression EXPR is true (before --release-where).")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted", show_default=True, help="read_committed hides records of aborted transactions and stops at the last stable offset.")
 @click.option("--key", "key_filter", metavar="KEY", help="Only records whose key is exactly KEY, read from the partition --partitioner maps it to.")
 @click.option("--partitioner", type=click.Choice(["murmur2", "consistent", "all"]), default="murmur2", show_default=True,
@@ -172,7 +177,8 @@ def produce() -> None:
 @click.option("--registry-url", metavar="URL", help="The schema registry for --value-format/--key-format; default: the context's. [env: KCTL_SCHEMA_REGISTRY_URL]")
 @global_options
 @pass_app
-def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | None, partitions: tuple[int, ...], max_records: int | None, follow: bool, group: str | None, commit: bool, isolation: str, key_filter: str | None, partitioner: str, grep: re.Pattern[bytes] | None, where: str | None,
+def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | None, partitions: tuple[int, ...], max_records: int | None, follow: bool, group: str | None, commit: bool,
+            share_group: str | None, ack: str, release_where: str | None, reject_where: str | None, isolation: str, key_filter: str | None, partitioner: str, grep: re.Pattern[bytes] | None, where: str | None,
             headers: tuple[str, ...], template: str | None, value_format: str | None, key_format: str | None,
             registry_url: str | None) -> None:
     """Read records from topics and write them to stdout.
@@ -192,6 +198,17 @@ def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | 
     text. Protobuf is shown in Protobuf's JSON mapping with the .proto's field names
     and default values included (int64 as strings), its schema compiled by protoc. A record that
     cannot be decoded is written as bytes with a warning, and the exit status is 4.
+
+    --share-group consumes as a member of a share group (Kafka's queues): the records
+    the group hands this member are written and acknowledged as --ack says (accept by
+    default), or rejected or released where --reject-where or --release-where is true;
+    -o json|jsonl adds each record's delivery_count and acknowledgement. Members of one
+    share group split the records; one released is delivered again (its count one
+    higher), one rejected never. Without --follow it stops once nothing more comes for
+    a few seconds; -n stops after N records. Records acquired and not written (beyond
+    -n, or at Ctrl-C) are released when it leaves. The group starts at the log end
+    unless its share.auto.offset.reset is earliest (kctl config alter group GROUP --set
+    share.auto.offset.reset=earliest).
 
     --where selects records with a CEL expression (Common Expression Language, as
     kafbat UI's filters): `key` and `timestamp` (epoch ms), `value` (its JSON parsed:
@@ -229,6 +246,16 @@ def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | 
         parse_to,
     )
 
+    if share_group is not None:
+        _consume_share(app, selectors, share_group, ack, release_where, reject_where, max_records=max_records, follow=follow,
+                       template=template, others={"--group": group, "--from": start, "--to": end, "--partition": partitions,
+                                                  "--key": key_filter, "--grep": grep, "--where": where, "--header": headers,
+                                                  "--value-format": value_format, "--key-format": key_format,
+                                                  "--isolation": None if isolation == "read_uncommitted" else isolation})
+        return
+    for flag, given in (("--ack", ack != "accept"), ("--release-where", release_where), ("--reject-where", reject_where)):
+        if given:
+            raise UsageError(action="consume", cause=f"{flag} is for --share-group")
     parsed = [parse_selector(s) for s in selectors]
     if partitions:
         if any(s.ranges for s in parsed):
@@ -284,6 +311,57 @@ def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | 
             action=f"commit offsets for group {group}", cause=report.commit_error,
             hint="the records were written, but the group will read them again; is another member consuming these partitions?",
         )
+
+
+def _consume_share(app: App, topics: Sequence[str], group: str, ack: str, release_where: str | None, reject_where: str | None, *,
+                   max_records: int | None, follow: bool, template: str | None, others: dict[str, object]) -> None:
+    """`record consume --share-group`: kctl.records.share.consume_share, written as
+    consume writes records."""
+    from kctl.errors import ExitCode, KctlError, UsageError
+    from kctl.records.share import ACKS, REJECT, RELEASE, consume_share
+
+    for flag, value in others.items():
+        if value:
+            raise UsageError(action="consume", cause=f"{flag} is not for --share-group (the group decides what each member reads)")
+    if any(":" in topic for topic in topics):
+        raise UsageError(action="consume", cause="--share-group reads whole topics: name them without partitions")
+    rejecting, releasing = _where(reject_where), _where(release_where)
+    default = ACKS[ack]
+
+    def decide(record: ShareRecord) -> int:
+        if rejecting is not None and rejecting(record):
+            return REJECT
+        if releasing is not None and releasing(record):
+            return RELEASE
+        return default
+
+    writer = _writer(app, template)
+    stop_on_signals()
+    written = 0
+    with progress(app, "consume", unit="records", enabled=not app.stdout_is_tty) as shown:
+        def sink(records: list[ShareRecord]) -> None:
+            nonlocal written
+            writer.write(records)
+            written += len(records)
+            shown.update(written)
+
+        report = consume_share(app.session, group, list(dict.fromkeys(topics)), sink, decide, max_records=max_records, follow=follow,
+                               gone=_reader_gone(app.stdout))
+    if report.stopped == "closed-pipe":
+        raise BrokenPipeError
+    interrupted = report.stopped == "interrupted" and not follow
+    if not interrupted:
+        writer.close()
+    done = {"accept": "accepted", "release": "released", "reject": "rejected"}
+    counts = ", ".join(f"{n} {done[name]}" for name, n in report.acknowledged.items() if n)
+    app.note(f"consumed {report.records} record(s) from share group {group}" + (f" ({counts})" if counts else ""))
+    for selection, flag in ((rejecting, "--reject-where"), (releasing, "--release-where")):
+        if selection is not None and selection.errors:
+            app.note(f"note: {flag} failed on {selection.errors} record(s), which it did not match; the first: {selection.first_error}")
+    if report.stopped == "unassigned":
+        app.note(f"note: share group {group} assigned no partition of {', '.join(topics)} within the timeout")
+    if interrupted:
+        raise KctlError(action="consume", cause="interrupted", exit_code=ExitCode.INTERRUPTED)
 
 
 def _where(expression: str | None) -> WherePredicate | None:

@@ -61,7 +61,15 @@ def to_envelope(message: ConsumedRecord) -> dict[str, Any]:
         "value": value,
         "value_encoding": value_encoding,
         "headers": headers,
+        **_share_fields(message),
     }
+
+
+def _share_fields(message: ConsumedRecord) -> dict[str, Any]:
+    """A share-group record's delivery count and acknowledgement (kctl.records.share);
+    nothing for another record."""
+    count = getattr(message, "delivery_count", None)  # confluent-kafka 2.16's Message has a method of that name
+    return {"delivery_count": count, "acknowledgement": getattr(message, "acknowledgement", None)} if isinstance(count, int) else {}
 
 
 # Built once: json.dumps with non-default arguments builds a new encoder per call.

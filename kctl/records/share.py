@@ -6,7 +6,7 @@ sessions; then it leaves the group. Records it acquired and did not acknowledge 
 released when it leaves, as Kafka's share consumer does: another member gets them, with
 their delivery count one higher.
 
-Work in progress (branch share-consumer): not wired to `record consume` yet.
+`record consume --share-group` runs it through consume_share().
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import os
 import time
+from typing import NamedTuple
 
 from kctl.admin.client.coordinators import GROUP, find_coordinators
 from kctl.admin.client.errors import for_kafka_code
@@ -25,11 +26,12 @@ from kctl.messages.errors import error_name
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 ACKS = {"accept": ACCEPT, "release": RELEASE, "reject": REJECT}
+ACK_NAMES = {kind: name for name, kind in ACKS.items()}
 # ShareSessionEpoch that closes a share session (Kafka's FINAL_EPOCH).
 _FINAL_EPOCH = -1
 
@@ -38,13 +40,15 @@ class ShareRecord:
     """One acquired record, shaped as confluent_kafka.Message for kctl's writers
     (kctl.messages.records.ConsumedRecord), with the times it has been delivered."""
 
-    __slots__ = ("_topic", "_partition", "_offset", "_key", "_value", "_headers", "_timestamp", "delivery_count")
+    __slots__ = ("_topic", "_partition", "_offset", "_key", "_value", "_headers", "_timestamp", "delivery_count", "acknowledgement")
 
     def __init__(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
                  headers: list[tuple[str, bytes | None]], timestamp: tuple[int, int], delivery_count: int):
         self._topic, self._partition, self._offset = topic, partition, offset
         self._key, self._value, self._headers, self._timestamp = key, value, headers, timestamp
         self.delivery_count = delivery_count
+        # How it is acknowledged (accept, release, reject), once decided.
+        self.acknowledgement: str | None = None
 
     def topic(self) -> str:
         return self._topic
@@ -290,3 +294,64 @@ def _headers(body: bytes) -> list[tuple[str, bytes | None]]:
         headers.append((name, None if length < 0 else body[pos:pos + length]))
         pos += max(length, 0)
     return headers
+
+
+class ShareReport(NamedTuple):
+    records: int
+    acknowledged: dict[str, int]  # accept / release / reject -> records
+    stopped: str  # end (nothing more to acquire), max-records, interrupted, closed-pipe, unassigned
+
+
+# Without --follow: consuming ends once fetches have found nothing for this long.
+_IDLE_SECONDS = 3.0
+
+
+def consume_share(session: AdminSession, group: str, topics: Sequence[str], sink: Callable[[list[ShareRecord]], None],
+                  decide: Callable[[ShareRecord], int], *, max_records: int | None = None, follow: bool = False,
+                  gone: Callable[[], bool] = lambda: False) -> ShareReport:
+    """Consume as a member of share group `group`: each acquired record is handed to
+    `sink` with its acknowledgement decided (decide(record): ACCEPT, RELEASE or REJECT),
+    and acknowledged once written. Stops after `max_records`, or (without `follow`)
+    once nothing more is acquired for a few seconds, or when no partition was assigned
+    within the session's timeout; Ctrl-C (KeyboardInterrupt) stops too. Leaving the
+    group releases what was acquired and not written."""
+    counts = {name: 0 for name in ACKS}
+    written = 0
+    stopped = "end"
+    joined = time.monotonic()
+    idle_since: float | None = None
+    with ShareConsumer(session, group, topics) as consumer:
+        try:
+            while True:
+                records = consumer.poll(0.5)
+                take = records if max_records is None else records[:max_records - written]
+                if take:
+                    for record in take:
+                        record.acknowledgement = ACK_NAMES[decide(record)]
+                    sink(take)
+                    for record in take:
+                        consumer.acknowledge(record, ACKS[record.acknowledgement or "accept"])
+                        counts[record.acknowledgement or "accept"] += 1
+                    written += len(take)
+                if max_records is not None and written >= max_records:
+                    stopped = "max-records"
+                    break
+                now = time.monotonic()
+                if records:
+                    idle_since = None
+                elif not consumer.assignment:
+                    if not follow and now - joined >= session.timeout:
+                        stopped = "unassigned"
+                        break
+                elif not follow:
+                    idle_since = idle_since or now
+                    if now - idle_since >= _IDLE_SECONDS:
+                        break
+                if not records and gone():
+                    stopped = "closed-pipe"
+                    break
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+        except BrokenPipeError:
+            stopped = "closed-pipe"
+    return ShareReport(written, counts, stopped)

@@ -1,0 +1,88 @@
+"""`kctl record consume --share-group`: kctl as a member of a share group (KIP-932) on
+Kafka 4.x and the bundled broker, two kctl processes splitting a topic's records, a
+released record delivered again, a rejected one never."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka import Producer
+
+from kctl.errors import ExitCode
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def queue(kctl, cluster, unique_name):
+    """(topic, share group) of a 3-partition topic the group reads from the start."""
+    if cluster.kafka is not None and cluster.kafka.version.startswith("3."):
+        pytest.skip("share groups are Kafka 4.x (3.9: test_share_groups_on_kafka_3_9)")
+    topic, group = unique_name("queue"), unique_name("workers")
+    assert kctl("-b", cluster.bootstrap, "topic", "create", topic, "-p", "3").exit_code == 0
+    altered = kctl("-b", cluster.bootstrap, "config", "alter", "group", group, "--set", "share.auto.offset.reset=earliest")
+    assert altered.exit_code == 0, altered.stderr
+    return topic, group
+
+
+def _produce(cluster, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(count):
+        producer.produce(topic, value=b"%d" % i, partition=i % 3)
+    assert producer.flush(30) == 0
+
+
+def _kctl(cluster, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "kctl", "-b", cluster.bootstrap, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ})
+
+
+def test_two_kctl_members_split_the_records(cluster, queue):
+    topic, group = queue
+    _produce(cluster, topic, 300)
+    members = [_kctl(cluster, "record", "consume", topic, "--share-group", group, "--follow", "-n", "150", "-o", "jsonl") for _ in range(2)]
+    outputs = [member.communicate(timeout=120) for member in members]
+    for member, (_out, err) in zip(members, outputs):
+        assert member.returncode == 0, err
+        assert err.strip().endswith("consumed 150 record(s) from share group " + group + " (150 accepted)"), err
+    rows = [[json.loads(line) for line in out.splitlines()] for out, _err in outputs]
+    first, second = ({(r["partition"], r["offset"]) for r in member} for member in rows)
+    assert len(first) == len(second) == 150 and not first & second  # none delivered to both
+    assert first | second == {(p, o) for p in range(3) for o in range(100)}  # none missing
+    assert all(r["acknowledgement"] == "accept" and r["delivery_count"] >= 1 for member in rows for r in member)
+
+
+def test_a_released_record_comes_back_and_a_rejected_one_does_not(kctl, cluster, queue):
+    topic, group = queue
+    _produce(cluster, topic, 1)
+    b = ("-b", cluster.bootstrap, "record", "consume", topic, "--share-group", group, "-o", "jsonl")
+    released = kctl(*b, "-n", "1", "--ack", "release")
+    assert released.exit_code == 0, released.stderr
+    (row,) = map(json.loads, released.stdout.splitlines())
+    assert (row["value"], row["delivery_count"], row["acknowledgement"]) == ("0", 1, "release")
+    rejected = kctl(*b, "-n", "1", "--reject-where", "value == 0")
+    assert rejected.exit_code == 0, rejected.stderr
+    (row,) = map(json.loads, rejected.stdout.splitlines())
+    assert (row["value"], row["delivery_count"], row["acknowledgement"]) == ("0", 2, "reject")
+    assert "(1 rejected)" in rejected.stderr
+    drained = kctl(*b)  # without --follow: stops once nothing more comes
+    assert (drained.exit_code, drained.stdout) == (0, ""), drained.stderr
+    assert f"consumed 0 record(s) from share group {group}" in drained.stderr
+
+
+def test_share_group_bad_input(kctl, cluster, queue):
+    topic, group = queue
+    b = ("-b", cluster.bootstrap, "record", "consume")
+    for args, message in (
+        ((topic, "--share-group", group, "--group", "other"), "--group is not for --share-group"),
+        ((f"{topic}:0", "--share-group", group), "--share-group reads whole topics"),
+        ((topic, "--ack", "reject"), "--ack is for --share-group"),
+        ((topic, "--share-group", group, "--reject-where", "value =="), "--where"),
+    ):
+        result = kctl(*b, *args)
+        assert result.exit_code == ExitCode.USAGE, (args, result.stderr)
+        assert message in result.stderr, (args, result.stderr)
