@@ -24,7 +24,7 @@ from kctl.messages import apis
 from kctl.messages import records as batches
 from kctl.messages.errors import error_name
 
-TYPE_CHECKING = False  # typing is not imported at run time
+TYPE_CHECKING = False  # the annotations' types, for the type checker only
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
@@ -34,6 +34,8 @@ ACKS = {"accept": ACCEPT, "release": RELEASE, "reject": REJECT}
 ACK_NAMES = {kind: name for name, kind in ACKS.items()}
 # ShareSessionEpoch that closes a share session (Kafka's FINAL_EPOCH).
 _FINAL_EPOCH = -1
+# How often a member with no partitions asks again (seconds).
+_UNASSIGNED_HEARTBEAT = 1.0
 
 
 class ShareRecord:
@@ -91,6 +93,7 @@ class ShareConsumer:
         self.member_epoch = 0
         self.heartbeat_interval = 5.0
         self._next_heartbeat = 0.0
+        self._last_heartbeat = 0.0
         # (topic id, partition) the group assigned this member.
         self.assignment: set[tuple[Any, int]] = set()
         self._names: dict[Any, str] = {}
@@ -125,7 +128,14 @@ class ShareConsumer:
             (answer,) = self.wire.fan_out([(coordinators[self.group], apis.SHARE_GROUP_HEARTBEAT, fields, 1, 1)], deadline)
             return answer
 
-        answer = self.wire.call(action, ask)
+        self._last_heartbeat = time.monotonic()
+        try:
+            answer = self.wire.call(action, ask)
+        except KctlError as exc:
+            if exc.kafka_error == "UNSUPPORTED_VERSION":
+                raise InvalidError(action=action, cause="the cluster does not support share groups (Apache Kafka 4.2 or newer has them)",
+                                   kafka_error="UNSUPPORTED_VERSION") from exc
+            raise
         if answer is None:
             return  # no coordinator yet: the next heartbeat asks again
         if answer.error_code:
@@ -161,10 +171,15 @@ class ShareConsumer:
         """The records acquired in one round of ShareFetch (to every leader of the
         assignment, at once), waiting up to `wait` seconds for some; the acknowledgements
         made since the last poll go with it."""
-        if self.member_epoch == 0 or time.monotonic() >= self._next_heartbeat:
+        now = time.monotonic()
+        # Unassigned, it asks every second rather than every interval (5 s on Kafka): a
+        # share group assigns a new member's partitions once their share state is
+        # initialised, after the heartbeat that joined.
+        if (self.member_epoch == 0 or now >= self._next_heartbeat
+                or (not self.assignment and now - self._last_heartbeat >= _UNASSIGNED_HEARTBEAT)):
             self.heartbeat()
         if not self.assignment:
-            time.sleep(min(wait, self.heartbeat_interval))
+            time.sleep(min(wait, _UNASSIGNED_HEARTBEAT))
             return []
         if any(tp not in self._leaders for tp in self.assignment):
             self._learn_layout()
@@ -340,7 +355,8 @@ def consume_share(session: AdminSession, group: str, topics: Sequence[str], sink
                 if records:
                     idle_since = None
                 elif not consumer.assignment:
-                    if not follow and now - joined >= session.timeout:
+                    # At least three heartbeat intervals: Kafka assigns on a later heartbeat.
+                    if not follow and now - joined >= max(session.timeout, 3 * consumer.heartbeat_interval):
                         stopped = "unassigned"
                         break
                 elif not follow:

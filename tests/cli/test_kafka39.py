@@ -40,6 +40,15 @@ def test_share_and_streams_groups_are_said_missing(kctl, kafka39):
     assert kctl("-b", kafka39.bootstrap, "group", "list", "--type", "classic").stderr == ""
 
 
+def test_consuming_as_a_share_group_member_is_one_line(kctl, kafka39, unique_name):
+    topic = unique_name("k39")
+    assert kctl("-b", kafka39.bootstrap, "topic", "create", topic).exit_code == 0
+    group = unique_name("q")
+    result = kctl("-b", kafka39.bootstrap, "record", "consume", topic, "--share-group", group)
+    assert (result.exit_code, result.stdout, result.stderr) == (ExitCode.INVALID, "", (
+        f"error: unable to join share group {group}: the cluster does not support share groups (Apache Kafka 4.2 or newer has them)\n"))
+
+
 def test_the_other_nouns_read_a_3_9_cluster(kctl, kafka39, unique_name):
     """The read commands of the nouns the modules marked `kafka39` leave out: quotas,
     SCRAM users, transactions and producers, features, the quorum; ACLs on a cluster

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -86,3 +88,48 @@ def test_share_group_bad_input(kctl, cluster, queue):
         result = kctl(*b, *args)
         assert result.exit_code == ExitCode.USAGE, (args, result.stderr)
         assert message in result.stderr, (args, result.stderr)
+
+
+def test_kctl_and_kafkas_console_share_consumer_split_the_records(cluster, queue, kafka_tools):
+    """kctl beside Kafka's own kafka-console-share-consumer on one group: 200 records,
+    100 each, none written by both, none missing (what either acquired beyond its 100 is
+    released when it leaves, and the other takes it)."""
+    topic, group = queue
+    _produce(cluster, topic, 200)
+    console = subprocess.Popen(kafka_tools.tool_command(
+        "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", cluster.bootstrap, "--topic", topic,
+        "--group", group, "--max-messages", "100", "--timeout-ms", "90000"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ours = _kctl(cluster, "record", "consume", topic, "--share-group", group, "--follow", "-n", "100", "-o", "jsonl")
+    theirs_out, theirs_err = console.communicate(timeout=150)
+    our_out, our_err = ours.communicate(timeout=150)
+    assert ours.returncode == 0, our_err
+    assert console.returncode == 0, theirs_err
+    mine = [json.loads(line)["value"] for line in our_out.splitlines()]
+    theirs = theirs_out.split()
+    assert len(mine) == len(theirs) == 100
+    assert not set(mine) & set(theirs) and set(mine) | set(theirs) == {str(i) for i in range(200)}
+
+
+def test_ctrl_c_acknowledges_what_was_written_and_releases_the_rest(cluster, queue):
+    """Ctrl-C while kctl is blocked writing (a reader that does not read): it leaves the
+    group acknowledging the records it wrote and releasing the ones it had not; a second
+    member then gets the rest, so none is missing."""
+    topic, group = queue
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 50})
+    for i in range(2000):
+        producer.produce(topic, key=b"%d" % i, value=b"x" * 1000, partition=i % 3)
+    assert producer.flush(30) == 0
+    blocked = _kctl(cluster, "record", "consume", topic, "--share-group", group, "--follow", "-o", "jsonl")
+    time.sleep(3)  # long enough to fill the pipe's 64 KiB; it cannot write the 2 MB
+    assert blocked.poll() is None, blocked.stderr.read()
+    blocked.send_signal(signal.SIGINT)
+    out, err = blocked.communicate(timeout=60)
+    assert blocked.returncode == 0, err
+    lines = out.split("\n")[:-1]  # the last, unended, was cut by the signal
+    first = {json.loads(line)["key"] for line in lines}
+    assert 0 < len(first) < 2000
+    rest = _kctl(cluster, "record", "consume", topic, "--share-group", group, "-o", "jsonl")
+    out, err = rest.communicate(timeout=120)
+    assert rest.returncode == 0, err
+    second = {json.loads(line)["key"] for line in out.splitlines()}
+    assert first | second == {str(i) for i in range(2000)}

@@ -94,7 +94,18 @@ class LibrdkafkaAdmin:
         self._connection_errors.clear()
 
     def _all_brokers_down(self) -> bool:
-        return any(e.name() == "_ALL_BROKERS_DOWN" for e in self._connection_errors)
+        """Whether librdkafka said every broker is down, and every bootstrap server has
+        failed: librdkafka counts brokers it has not tried yet as down, so a first
+        bootstrap server refusing would otherwise make a cluster whose others are up
+        look unreachable."""
+        if not any(e.name() == "_ALL_BROKERS_DOWN" for e in self._connection_errors):
+            return False
+        # Each connection error's text starts with its broker: "host:port/bootstrap: ..."
+        # (or "host:port/ID: ..." for a broker learnt from metadata); a bootstrap server
+        # is HOST:PORT (checked before), perhaps after a scheme ("PLAINTEXT://").
+        failed = {str(e.str()).split("/", 1)[0] for e in self._connection_errors if e.name() != "_ALL_BROKERS_DOWN"}
+        servers = [s.strip().rpartition("://")[2] for s in (self.settings.bootstrap_servers or "").split(",") if s.strip()]
+        return all(server in failed for server in servers)
 
     def _unreachable(self, action: str) -> KctlError:
         # _ALL_BROKERS_DOWN says only "n/n brokers are down"; the error before it says why.
