@@ -185,11 +185,11 @@ def _kafka(app: App, master: str | None, engine: str = "python") -> dict[str, An
         # The bridge is this process's loopback: executors on this machine (a local
         # master's) reach it; a cluster's executors and the JVM connector cannot.
         if not resolved_master(master).startswith("local"):
-            raise ConfigError(action="run a Spark job on a Kerberos (GSSAPI) cluster with a cluster master", cause="kctl's executors "
-                              "reach a GSSAPI cluster through this machine's loopback bridge", hint="use --master local[*]")
+            raise ConfigError(action="run a Spark job with Kerberos (GSSAPI) or a delegation token on a cluster master", cause="kctl's "
+                              "executors authenticate so through this machine's loopback bridge", hint="use --master local[*]")
         if engine == "jvm":
-            raise ConfigError(action="run a Spark job on a Kerberos (GSSAPI) cluster with --engine jvm", cause="kctl does not pass "
-                              "Kerberos settings to Spark's Kafka connector", hint="use --engine python (the default)")
+            raise ConfigError(action="run a Spark job with Kerberos (GSSAPI) or a delegation token with --engine jvm", cause="kctl does "
+                              "not pass these settings to Spark's Kafka connector", hint="use --engine python (the default)")
     return dict(app.session.client_config(portable=True))
 
 
@@ -199,9 +199,11 @@ def _engine(app: App, engine: str) -> str:
 
 
 def _gssapi(app: App) -> bool:
-    from kctl.admin.client.properties import uses_gssapi
+    """Whether the job's clients go through the session's loopback bridge (Kerberos, or a
+    delegation token: properties.uses_bridge)."""
+    from kctl.admin.client.properties import uses_bridge
 
-    return uses_gssapi(app.settings.properties, app.settings.aws_msk_iam)
+    return uses_bridge(app.settings.properties, app.settings.aws_msk_iam)
 
 
 def _item(key: str, title: str, **kwargs: Unpack[_ColumnOptions]) -> Column:

@@ -13,6 +13,7 @@ COMMON_PROPERTIES: tuple[tuple[str, str], ...] = (
     ("sasl.mechanism", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or OAUTHBEARER"),
     ("sasl.username", "SASL username (PLAIN, SCRAM)"),
     ("sasl.password", "SASL password (PLAIN, SCRAM); masked in all output"),
+    ("sasl.scram.tokenauth", "kctl: true when sasl.username and sasl.password are a delegation token's id and HMAC (SCRAM)"),
     ("sasl.kerberos.service.name", "the brokers' Kerberos service name (GSSAPI; default kafka)"),
     ("sasl.kerberos.keytab", "keytab file to get tickets from (GSSAPI; else the kinit ticket cache)"),
     ("sasl.kerberos.principal", "the keytab's principal, e.g. alice@EXAMPLE.COM (GSSAPI)"),

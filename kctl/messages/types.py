@@ -364,6 +364,38 @@ class ConsumerProtocolSubscriptionTopicPartition(Protocol):
     partitions: list[int]
 
 
+class CreateDelegationTokenRequest(TypedDict, total=False):
+    """Kafka's CreateDelegationTokenRequest."""
+
+    owner_principal_type: str | None
+    owner_principal_name: str | None
+    renewers: Sequence[CreateDelegationTokenRequestCreatableRenewers]
+    max_lifetime_ms: int
+
+
+class CreateDelegationTokenRequestCreatableRenewers(TypedDict, total=False):
+    """A list of those who are allowed to renew this token before it expires."""
+
+    principal_type: str
+    principal_name: str
+
+
+class CreateDelegationTokenResponse(Protocol):
+    """Kafka's CreateDelegationTokenResponse."""
+
+    error_code: int
+    principal_type: str
+    principal_name: str
+    token_requester_principal_type: str
+    token_requester_principal_name: str
+    issue_timestamp_ms: int
+    expiry_timestamp_ms: int
+    max_timestamp_ms: int
+    token_id: str
+    hmac: bytes
+    throttle_time_ms: int
+
+
 class DeleteShareGroupOffsetsRequest(TypedDict, total=False):
     """Kafka's DeleteShareGroupOffsetsRequest."""
 
@@ -562,6 +594,49 @@ class DescribeConfigsSynonym(Protocol):
     name: str
     value: str | None
     source: int
+
+
+class DescribeDelegationTokenOwner(TypedDict, total=False):
+    """Each owner that we want to describe delegation tokens for, or null to describe all tokens."""
+
+    principal_type: str
+    principal_name: str
+
+
+class DescribeDelegationTokenRequest(TypedDict, total=False):
+    """Kafka's DescribeDelegationTokenRequest."""
+
+    owners: Sequence[DescribeDelegationTokenOwner] | None
+
+
+class DescribeDelegationTokenResponse(Protocol):
+    """Kafka's DescribeDelegationTokenResponse."""
+
+    error_code: int
+    tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken]
+    throttle_time_ms: int
+
+
+class DescribeDelegationTokenResponseDescribedDelegationToken(Protocol):
+    """The tokens."""
+
+    principal_type: str
+    principal_name: str
+    token_requester_principal_type: str
+    token_requester_principal_name: str
+    issue_timestamp: int
+    expiry_timestamp: int
+    max_timestamp: int
+    token_id: str
+    hmac: bytes
+    renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer]
+
+
+class DescribeDelegationTokenResponseDescribedDelegationTokenRenewer(Protocol):
+    """Those who are able to renew this token before it expires."""
+
+    principal_type: str
+    principal_name: str
 
 
 class DescribeGroupsRequest(TypedDict, total=False):
@@ -917,6 +992,21 @@ class DescribeTransactionsResponseTransactionState(Protocol):
     producer_id: int
     producer_epoch: int
     topics: list[DescribeTransactionsResponseTopicData]
+
+
+class ExpireDelegationTokenRequest(TypedDict, total=False):
+    """Kafka's ExpireDelegationTokenRequest."""
+
+    hmac: bytes
+    expiry_time_period_ms: int
+
+
+class ExpireDelegationTokenResponse(Protocol):
+    """Kafka's ExpireDelegationTokenResponse."""
+
+    error_code: int
+    expiry_timestamp_ms: int
+    throttle_time_ms: int
 
 
 class FindCoordinatorRequest(TypedDict, total=False):
@@ -1496,6 +1586,21 @@ class RemoveRaftVoterResponse(Protocol):
     throttle_time_ms: int
     error_code: int
     error_message: str | None
+
+
+class RenewDelegationTokenRequest(TypedDict, total=False):
+    """Kafka's RenewDelegationTokenRequest."""
+
+    hmac: bytes
+    renew_period_ms: int
+
+
+class RenewDelegationTokenResponse(Protocol):
+    """Kafka's RenewDelegationTokenResponse."""
+
+    error_code: int
+    expiry_timestamp_ms: int
+    throttle_time_ms: int
 
 
 class SaslAuthenticateRequest(TypedDict, total=False):

@@ -288,7 +288,9 @@ def secured_kafka(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("broker-secured")
     cluster = KafkaCluster(nodes=1, workdir=workdir, sasl_users=SECURED_PLAIN_USERS,
                            scram_users=SECURED_SCRAM_USERS, tool_jvm_options=TEST_TOOL_JVM_OPTIONS,
-                           overrides={"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": "10000"})
+                           overrides={"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": "10000",
+                                      # Delegation tokens (KIP-48) on: tests/cli/test_token.py.
+                                      "delegation.token.secret.key": DELEGATION_TOKEN_SECRET})
     # And an SSL listener requiring client certificates (`.mutual_tls`: tests/broker/test_mutual_tls.py).
     node, ssl_port = cluster.nodes[0], free_port()
     cluster.mutual_tls, listener = mutual_tls_listener(workdir, ssl_port, workdir / "mtls-server")
@@ -334,6 +336,7 @@ def kerberos_kafka(tmp_path_factory):
 
 SECURED_PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SECURED_SCRAM_USERS = {"bob": "bob-secret"}
+DELEGATION_TOKEN_SECRET = "kctl-tests-token-secret"
 
 
 @pytest.fixture(scope="session")
@@ -355,6 +358,7 @@ def secured_bundled(tmp_path_factory):
     process = BrokerProcess(tmp_path_factory.mktemp("broker-secured-bundled") / "data", extra_args=[
         "--sasl", "plain,scram-sha-256,scram-sha-512,oauthbearer", *[f"--user={u}:{p}" for u, p in users.items()],
         "--config=listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=10000",
+        f"--config=delegation.token.secret.key={DELEGATION_TOKEN_SECRET}",
         "--listener", "PLAINTEXT://127.0.0.1:0", "--authorizer",
         "--super-user", "User:admin", "--super-user", "User:ANONYMOUS"])
     try:

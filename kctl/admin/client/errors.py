@@ -153,6 +153,13 @@ BY_KAFKA_NAME: Mapping[str, type[KctlError]] = {
     "SECURITY_DISABLED": InvalidError,
     "INVALID_UPDATE_VERSION": InvalidError,
     "FEATURE_UPDATE_FAILED": InvalidError,
+    "DELEGATION_TOKEN_AUTH_DISABLED": InvalidError,
+    "DELEGATION_TOKEN_NOT_FOUND": NotFoundError,
+    "DELEGATION_TOKEN_OWNER_MISMATCH": NotAuthorizedError,
+    "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED": NotAuthorizedError,
+    "DELEGATION_TOKEN_AUTHORIZATION_FAILED": NotAuthorizedError,
+    "DELEGATION_TOKEN_EXPIRED": InvalidError,
+    "INVALID_PRINCIPAL_TYPE": InvalidError,
 }
 
 

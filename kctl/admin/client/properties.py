@@ -9,6 +9,9 @@ from collections.abc import Mapping
 # kctl's own OAUTHBEARER settings: a token from a command or a file (kctl.admin.client.oauth).
 TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME = "sasl.oauthbearer.token.command", "sasl.oauthbearer.token.file", "sasl.oauthbearer.token.lifetime"
 TOKEN_PROGRAM_PROPERTIES = (TOKEN_COMMAND, TOKEN_FILE, TOKEN_LIFETIME)
+# kctl's own: sasl.username and sasl.password are a delegation token's id and HMAC (KIP-48),
+# sent with SCRAM's `tokenauth=true` extension, which librdkafka cannot send.
+TOKEN_AUTH = "sasl.scram.tokenauth"
 
 # OAUTHBEARER's settings, read by kctl.admin.client.oauth to build a token source.
 OAUTHBEARER_PROPERTIES = frozenset({
@@ -78,6 +81,24 @@ def uses_gssapi(properties: Mapping[str, object], aws_msk_iam: Mapping[str, str]
         return False
     mechanism = properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or default_mechanism(properties)
     return str(properties.get("security.protocol", "")).upper().startswith("SASL") and str(mechanism).upper() == "GSSAPI"
+
+
+def uses_token_auth(properties: Mapping[str, object]) -> bool:
+    """Whether the settings authenticate with a delegation token (sasl.scram.tokenauth)."""
+    value = str(properties.get(TOKEN_AUTH, "false")).strip().lower()
+    if value not in ("true", "false"):
+        from kctl.errors import ConfigError
+
+        raise ConfigError(action="connect", cause=f"{TOKEN_AUTH} must be true or false, not {properties.get(TOKEN_AUTH)!r}")
+    return value == "true"
+
+
+def uses_bridge(properties: Mapping[str, object], aws_msk_iam: Mapping[str, str] | None = None) -> bool:
+    """Whether librdkafka's clients reach the cluster through kctl's loopback bridge
+    (kctl.admin.client.bridge), which authenticates for them what they cannot: Kerberos
+    (confluent-kafka's wheels lack GSSAPI) and delegation tokens (librdkafka has no
+    SCRAM tokenauth)."""
+    return uses_gssapi(properties, aws_msk_iam) or uses_token_auth(properties)
 
 
 def uses_token_program(properties: Mapping[str, object]) -> bool:

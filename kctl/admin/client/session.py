@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
 
 from kctl.admin.client.librdkafka import LibrdkafkaAdmin, build_client, librdkafka_log
-from kctl.admin.client.properties import uses_gssapi, uses_token_program
+from kctl.admin.client.properties import uses_bridge, uses_token_program
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
 from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError, UnreachableError
@@ -78,8 +78,9 @@ class AdminSession:
 
     def client_config(self, *, portable: bool = False) -> dict[str, Any]:
         """librdkafka properties for any client of this session (admin, consumer, producer).
-        With SASL GSSAPI, which confluent-kafka's wheels lack, the client connects through
-        the session's loopback bridge (kctl.admin.client.bridge). A token command or file
+        With SASL GSSAPI, which confluent-kafka's wheels lack, or a delegation token, which
+        librdkafka cannot send, the client connects through the session's loopback bridge
+        (kctl.admin.client.bridge). A token command or file
         becomes the session's token callback, unless `portable` (settings for another
         process, Spark's executors, which run the command themselves: oauth.with_token_program)."""
         config = self._librdkafka_properties()
@@ -90,15 +91,16 @@ class AdminSession:
             # The first token now: a failing command is kctl's one line, not librdkafka's
             # "OAuth token not set" after its timeout.
             self.tokens.current()
-        if self.gssapi:
+        if self.bridged:
             bridge, addresses = self.bridge
             return bridge.librdkafka_config(config, addresses)
         return config
 
     @property
-    def gssapi(self) -> bool:
-        """Whether the session authenticates with SASL GSSAPI (Kerberos)."""
-        return uses_gssapi(self.settings.properties, self.settings.aws_msk_iam)
+    def bridged(self) -> bool:
+        """Whether librdkafka's clients go through the session's loopback bridge: SASL
+        GSSAPI (Kerberos) or a delegation token (properties.uses_bridge)."""
+        return uses_bridge(self.settings.properties, self.settings.aws_msk_iam)
 
     @cached_property
     def bridge(self) -> tuple[Any, list[str]]:

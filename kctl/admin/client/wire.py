@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from kctl.admin.client.logs import debug
-from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, SSL_PROPERTIES, default_mechanism, ignored
+from kctl.admin.client.properties import OAUTHBEARER_PROPERTIES, SSL_PROPERTIES, TOKEN_AUTH, default_mechanism, ignored, uses_token_auth
 from kctl.config.model import ClientSettings
 from kctl.errors import ConfigError, InvalidError, KctlError, NotAuthorizedError, TimeoutError_, UnreachableError
 from kctl.messages import codec
@@ -85,10 +85,15 @@ class Security:
             self.kerberos = Kerberos(properties)
         self.username = properties.get("sasl.username", "")
         self.password = properties.get("sasl.password", "")
+        # A delegation token's id and HMAC in username and password (KIP-48).
+        self.token_auth = uses_token_auth(properties)
+        if self.token_auth and not (self.mechanism or "").startswith("SCRAM-"):
+            raise ConfigError(action="connect", cause=f"{TOKEN_AUTH}=true needs sasl.mechanism SCRAM-SHA-256 or SCRAM-SHA-512 "
+                              "and security.protocol SASL_SSL or SASL_PLAINTEXT (delegation tokens authenticate with SCRAM)")
         self._tokens = tokens
         self._properties = properties
         for key in properties:
-            if key in ("client.id", "sasl.username", "sasl.password", "sasl.mechanisms") or key in OAUTHBEARER_PROPERTIES:
+            if key in ("client.id", "sasl.username", "sasl.password", "sasl.mechanisms", TOKEN_AUTH) or key in OAUTHBEARER_PROPERTIES:
                 continue
             if key.startswith("sasl.kerberos."):
                 from kctl.admin.client.kerberos import KERBEROS_PROPERTIES
@@ -417,7 +422,9 @@ def _opening(security: Security) -> tuple[bytes, str, str] | None:
 
         name = security.username.replace("=", "=3D").replace(",", "=2C")
         nonce = base64.b64encode(os.urandom(24)).decode()
-        first_bare = f"n={name},r={nonce}"
+        # A delegation token says so in an extension after the nonce (KIP-48, RFC 5802's
+        # client-first-message-bare), signed with the rest of the bare message.
+        first_bare = f"n={name},r={nonce}" + (",tokenauth=true" if security.token_auth else "")
         return f"n,,{first_bare}".encode(), first_bare, nonce
     return None
 
