@@ -27,6 +27,7 @@ from kctl.broker.security.listeners import Listener
 from kctl.broker.security.oauthbearer import ValidatorConfig
 from kctl.broker.security.sasl import MECHANISMS, SaslConfig
 from kctl.broker.security.store import SecurityStore
+from kctl.broker.security.tokens import TokenCredentials
 from kctl.broker.storage.cleaner import LogCleaner
 from kctl.broker.storage.manager import LogManager
 
@@ -79,6 +80,10 @@ class BrokerConfig:
     ssl_client_auth: str = "none"
     ssl_truststore: str | None = None
     ssl_principal_mapping_rules: str = "DEFAULT"
+    # Delegation tokens: off without a secret key; at most a week, a day unless renewed.
+    delegation_token_secret_key: str | None = None
+    delegation_token_max_lifetime_ms: int = 7 * 24 * 3600 * 1000
+    delegation_token_expiry_time_ms: int = 24 * 3600 * 1000
     # --config's topic config defaults under their broker names ({"log.retention.ms":
     # "3600000"}), and every --config pair as given (DescribeConfigs' static entries).
     log_defaults: dict[str, str] = field(default_factory=dict)
@@ -135,11 +140,13 @@ class Broker:
         self.authorizer = Authorizer(self.security, config.authorizer, config.super_users,
                                      config.allow_everyone_if_no_acl_found)
         self.quotas = QuotaManager(lambda: self.security.quotas, clock)
+        self.token_credentials = TokenCredentials(self.security, config.delegation_token_secret_key)
         self.sasl = SaslConfig(config.sasl_mechanisms, dict(config.users),
                                lambda user, mechanism: self.security.credentials.get((user, mechanism)),
                                ValidatorConfig(config.oauthbearer_principal_claim, config.oauthbearer_scope_claim,
                                                config.oauthbearer_clock_skew_seconds * 1000),
-                               config.connections_max_reauth_ms, dict(config.connections_max_reauth_ms_scoped))
+                               config.connections_max_reauth_ms, dict(config.connections_max_reauth_ms_scoped),
+                               self.token_credentials.lookup)
         self._appended = None  # asyncio.Event replaced on every append (fetch long-poll)
         self._housekeeping = None
         self._cleaning = None

@@ -110,7 +110,14 @@ FIELDS: dict[str, tuple[str, Callable[[str, str], _Setting]]] = {
     "ssl.client.auth": ("ssl_client_auth", _client_auth),
     "ssl.truststore.location": ("ssl_truststore", _text),
     "ssl.principal.mapping.rules": ("ssl_principal_mapping_rules", _mapping_rules),
+    # Delegation tokens (KIP-48): on when the secret key that signs their HMACs is set;
+    # their longest life, and how long one lasts unless renewed (Kafka's names and defaults).
+    "delegation.token.secret.key": ("delegation_token_secret_key", _text),
+    "delegation.token.max.lifetime.ms": ("delegation_token_max_lifetime_ms", _at_least(1)),
+    "delegation.token.expiry.time.ms": ("delegation_token_expiry_time_ms", _at_least(1)),
 }
+# Settings DescribeConfigs reports without their values (Kafka's PASSWORD type).
+SENSITIVE = frozenset({"delegation.token.secret.key"})
 # Replication factors a single node has as 1 (server.properties for one node sets them so).
 SINGLE_NODE = ("default.replication.factor", "offsets.topic.replication.factor",
                "transaction.state.log.replication.factor", "share.coordinator.state.topic.replication.factor")

@@ -12,10 +12,6 @@ from kctl.cli._options import global_options, pass_app, yes_option
 from kctl.errors import NotFoundError, PartialFailure, UsageError
 from kctl.output.spec import Column, TableSpec
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from kctl.admin.security.tokens import DelegationToken
-
 
 def _instant(ms: int | None) -> str | None:
     from kctl.timespec import format_instant

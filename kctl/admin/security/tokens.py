@@ -26,6 +26,8 @@ TYPE_CHECKING = False  # the annotations' types, for the type checker only
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from kctl.messages import types as t
+
 NEEDS = "delegation tokens (Apache Kafka 1.1 or newer; in KRaft mode 3.6 or newer)"
 # Kafka's words for what a token error means to the person who asked.
 _HINTS = {
@@ -79,18 +81,18 @@ def create_token(session: AdminSession, *, owner: str | None = None, renewers: S
     action = "create a delegation token"
     owner_type, owner_name = parse_principal(owner) if owner else (None, None)
 
-    def fields(version: int) -> dict:
+    def fields(version: int) -> t.CreateDelegationTokenRequest:
         if owner is not None and version < 3:
             raise UsageError(action=action, cause="the cluster cannot create tokens for another owner (CreateDelegationToken v3, Kafka 3.3+)")
         return {"owner_principal_type": owner_type, "owner_principal_name": owner_name, "max_lifetime_ms": max_lifetime_ms,
-                "renewers": [{"principal_type": t, "principal_name": n} for t, n in map(parse_principal, renewers)]}
+                "renewers": [{"principal_type": kind, "principal_name": name} for kind, name in map(parse_principal, renewers)]}
 
     answer = session.ask(action, apis.CREATE_DELEGATION_TOKEN, fields, 1, 3, needs=NEEDS)
     _check(answer.error_code, action)
     requester = (f"{answer.token_requester_principal_type}:{answer.token_requester_principal_name}"
                  if getattr(answer, "token_requester_principal_type", None) else None)
     return DelegationToken(answer.token_id, f"{answer.principal_type}:{answer.principal_name}", requester,
-                           [f"{t}:{n}" for t, n in map(parse_principal, renewers)], answer.issue_timestamp_ms,
+                           [f"{kind}:{name}" for kind, name in map(parse_principal, renewers)], answer.issue_timestamp_ms,
                            answer.expiry_timestamp_ms, answer.max_timestamp_ms, base64.b64encode(answer.hmac).decode())
 
 
@@ -98,17 +100,18 @@ def describe_tokens(session: AdminSession, *, owners: Sequence[str] = (), with_h
     """The tokens the principal asking may see (its own, those it renews, and any it has
     DESCRIBE on), of `owners` only if given (tokens they own or renew, as Kafka filters)."""
     action = "describe delegation tokens"
-    wanted = [{"principal_type": t, "principal_name": n} for t, n in map(parse_principal, owners)] if owners else None
+    wanted: list[t.DescribeDelegationTokenOwner] | None = (
+        [{"principal_type": kind, "principal_name": name} for kind, name in map(parse_principal, owners)] if owners else None)
     answer = session.ask(action, apis.DESCRIBE_DELEGATION_TOKEN, {"owners": wanted}, 1, 3, needs=NEEDS)
     _check(answer.error_code, action)
     tokens = []
-    for t in answer.tokens:
-        requester = getattr(t, "token_requester_principal_type", None)
+    for found in answer.tokens:
+        requester = getattr(found, "token_requester_principal_type", None)
         tokens.append(DelegationToken(
-            t.token_id, f"{t.principal_type}:{t.principal_name}",
-            f"{requester}:{t.token_requester_principal_name}" if requester else None,
-            [f"{r.principal_type}:{r.principal_name}" for r in t.renewers], t.issue_timestamp, t.expiry_timestamp,
-            t.max_timestamp, base64.b64encode(t.hmac).decode() if with_hmac else None))
+            found.token_id, f"{found.principal_type}:{found.principal_name}",
+            f"{requester}:{found.token_requester_principal_name}" if requester else None,
+            [f"{r.principal_type}:{r.principal_name}" for r in found.renewers], found.issue_timestamp, found.expiry_timestamp,
+            found.max_timestamp, base64.b64encode(found.hmac).decode() if with_hmac else None))
     return sorted(tokens, key=lambda t: (t.owner, t.issued_ms, t.token_id))
 
 

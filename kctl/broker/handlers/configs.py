@@ -107,9 +107,13 @@ def _describe_broker(broker, name, with_synonyms):
         source = cfg.DEFAULT_CONFIG if key in _DEFAULTED and key not in broker.config.static_configs else cfg.STATIC_BROKER_CONFIG
         if name == "":
             continue  # the cluster-default resource lists only dynamic defaults
+        if key in settings.SENSITIVE:
+            value = None  # as Kafka reports a PASSWORD: marked sensitive, its value left out
         synonyms = [{"name": key, "value": value, "source": source}] if with_synonyms else []
-        out.append(_entry(key, value, source, key not in cfg.DYNAMIC_BROKER_CONFIGS, synonyms,
-                          cfg.STRING, None))
+        entry = _entry(key, value, source, key not in cfg.DYNAMIC_BROKER_CONFIGS, synonyms,
+                       cfg.PASSWORD if key in settings.SENSITIVE else cfg.STRING, None)
+        entry["is_sensitive"] = key in settings.SENSITIVE
+        out.append(entry)
     for key in sorted(cfg.DYNAMIC_BROKER_CONFIGS - set(static)):
         definition = _SYNONYM_DEFS.get(key)
         chain = []

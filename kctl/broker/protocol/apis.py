@@ -119,6 +119,11 @@ _APIS = (
     Api(35, "DescribeLogDirs", 1, 5, 2, "admin.cluster"),
     Api(36, "SaslAuthenticate", 0, 2, 2, "sasl"),
     Api(37, "CreatePartitions", 0, 3, 2, "admin.topics"),
+    # Delegation tokens (KIP-48), in kctl's codec; advertised whether or not they are on.
+    Api(38, "CreateDelegationToken", 1, 3, 2, "kctl.messages"),
+    Api(39, "RenewDelegationToken", 1, 2, 2, "kctl.messages"),
+    Api(40, "ExpireDelegationToken", 1, 2, 2, "kctl.messages"),
+    Api(41, "DescribeDelegationToken", 1, 3, 2, "kctl.messages"),
     Api(42, "DeleteGroups", 0, 2, 2, "admin.groups"),
     Api(43, "ElectLeaders", 0, 2, 2, "admin.topics"),
     Api(44, "IncrementalAlterConfigs", 0, 1, 1, "admin.configs"),

@@ -41,6 +41,7 @@ class SaslConfig:
     max_reauth_ms: int = 0  # connections.max.reauth.ms; 0: sessions do not end
     # listener.name.<listener>.<mechanism>.connections.max.reauth.ms: {(listener, mechanism): ms}
     max_reauth_ms_scoped: dict = field(default_factory=dict)
+    token_lookup: object = None  # (token id, mechanism) -> (store.Token, scram.Credential) | None
 
     def reauth_ms(self, listener: str, mechanism: str | None) -> int:
         return self.max_reauth_ms_scoped.get((listener, mechanism), self.max_reauth_ms)
@@ -55,6 +56,7 @@ class Session:
     mechanism: str | None = None
     handshake_version: int = -1
     authenticated: bool = False
+    token_authenticated: bool = False  # with a delegation token: it may not ask for tokens
     close_after_response: bool = False
     throttle_ms: int = 0  # over a client quota: the connection rests this long
     reauthenticating: bool = False
@@ -94,7 +96,8 @@ class Session:
         return True
 
     def _begin(self) -> None:
-        self._scram = ScramServer(self.mechanism, self.sasl.scram_lookup) if self.mechanism in SCRAM_MECHANISMS else None
+        self._scram = (ScramServer(self.mechanism, self.sasl.scram_lookup, self.sasl.token_lookup)
+                       if self.mechanism in SCRAM_MECHANISMS else None)
         self._oauth_error = self._token_expires_ms = None
 
     @property
@@ -116,7 +119,12 @@ class Session:
         except ScramError as exc:
             raise SaslFailed(str(exc)) from None
         if self._scram.username is not None:
-            self._authenticated_as("User:" + self._scram.username)
+            token = self._scram.token
+            if token is not None:
+                # A token's client is its owner; its session ends with the token (KIP-368).
+                self._token_expires_ms = token.expiry_ms
+            self._authenticated_as(token.owner if token is not None else "User:" + self._scram.username)
+            self.token_authenticated = token is not None
         return answer
 
     def _authenticated_as(self, principal: str) -> None:

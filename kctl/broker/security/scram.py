@@ -106,12 +106,15 @@ class ScramServer:
     """One SCRAM exchange: `step(token)` twice, with credentials looked up by name.
     `username` is set once the client is authenticated."""
 
-    def __init__(self, mechanism: str, lookup):
+    def __init__(self, mechanism: str, lookup, token_lookup=None):
         self.mechanism = mechanism
         self._hash = MECHANISMS[mechanism][0]
         self._lookup = lookup  # (user, mechanism) -> Credential | None
+        # (token id, mechanism) -> (store.Token, Credential) | None: delegation tokens
+        self._token_lookup = token_lookup
         self._state = "first"
         self.username: str | None = None
+        self.token = None  # the delegation token authenticated with (store.Token), if one was
         self._user = ""
         self._credential: Credential | None = None
         self._client_first_bare = self._server_first = self._nonce = ""
@@ -142,10 +145,14 @@ class ScramServer:
                              "that is different from username")
         extensions = dict(part.split("=", 1) for part in match["extensions"].split(",")[1:])
         if extensions.get("tokenauth", "").lower() == "true":
-            # The name is a delegation token's id (KIP-48), not a user's: this broker issues
-            # no tokens, so none is valid; Kafka words an unknown one as bad credentials.
-            raise ScramError(self._invalid())
-        self._credential = self._lookup(self._user, self.mechanism)
+            # The name is a delegation token's id (KIP-48), not a user's; Kafka words an
+            # unknown one as bad credentials.
+            found = self._token_lookup(self._user, self.mechanism) if self._token_lookup is not None else None
+            if found is None:
+                raise ScramError(self._invalid())
+            self.token, self._credential = found
+        else:
+            self._credential = self._lookup(self._user, self.mechanism)
         if self._credential is None:
             raise ScramError(self._invalid())
         bare = message[match.start("bare"):]

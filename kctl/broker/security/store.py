@@ -1,5 +1,6 @@
 """The security metadata a Kafka cluster keeps in its metadata log — SCRAM credentials,
-ACLs and client quotas — kept here in `security.json` in the data directory.
+ACLs, client quotas and delegation tokens — kept here in `security.json` in the data
+directory.
 
 Every change is written (temp file, fsync, rename) before it is answered, so what a client
 was told succeeded survives kill -9; a write the disk refuses leaves memory and file as
@@ -28,10 +29,19 @@ if TYPE_CHECKING:
         entity: list[tuple[str, str | None]]
         values: dict[str, float]
 
+    class _TokenJson(TypedDict):
+        owner: str
+        requester: str
+        renewers: list[str]
+        issued: int
+        expiry: int
+        max: int
+
     class _SecurityJson(TypedDict, total=False):
         scram: dict[str, dict[str, dict[str, str | int]]]  # user -> mechanism -> Credential.to_json()
         acls: list[_AclRow]
         quotas: list[_QuotaJson]
+        tokens: dict[str, _TokenJson]  # token id -> its information (never its HMAC)
 
 FILE = "security.json"
 
@@ -52,6 +62,28 @@ class Acl:
                 self.host, self.operation, self.permission_type]
 
 
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A delegation token's information, as Kafka's TokenInformation holds it; its HMAC is
+    not kept: it is made again from the id and delegation.token.secret.key."""
+    token_id: str
+    owner: str  # principals as Type:Name
+    requester: str
+    renewers: tuple[str, ...]
+    issued_ms: int
+    expiry_ms: int
+    max_ms: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"owner": self.owner, "requester": self.requester, "renewers": list(self.renewers),
+                "issued": self.issued_ms, "expiry": self.expiry_ms, "max": self.max_ms}
+
+    @classmethod
+    def from_json(cls, token_id: str, data: _TokenJson) -> Token:
+        return cls(token_id, data["owner"], data["requester"], tuple(data["renewers"]), int(data["issued"]),
+                   int(data["expiry"]), int(data["max"]))
+
+
 # A client quota entity: ((entity_type, name or None for the default), ...) sorted by type.
 Entity = tuple[tuple[str, str | None], ...]
 
@@ -62,6 +94,7 @@ class SecurityStore:
         self.credentials: dict[tuple[str, str], Credential] = {}  # (user, mechanism)
         self.acls: set[Acl] = set()
         self.quotas: dict[Entity, dict[str, float]] = {}
+        self.tokens: dict[str, Token] = {}
         self.listeners: list[Callable[[], None]] = []  # told after every change of the ACLs
 
     def open(self) -> None:
@@ -73,29 +106,32 @@ class SecurityStore:
             self.acls = {Acl(*entry) for entry in data.get("acls", [])}
             self.quotas = {tuple((t, n) for t, n in q["entity"]): dict(q["values"])
                            for q in data.get("quotas", [])}
+            self.tokens = {token_id: Token.from_json(token_id, t) for token_id, t in data.get("tokens", {}).items()}
         except FileNotFoundError:
             return
         except (ValueError, KeyError, TypeError) as exc:
             raise StorageError(f"{self.path} is corrupt: {exc}") from None
 
     def _save(self, credentials: dict[tuple[str, str], Credential], acls: set[Acl],
-              quotas: dict[Entity, dict[str, float]]) -> None:
+              quotas: dict[Entity, dict[str, float]], tokens: dict[str, Token]) -> None:
         scram: dict[str, dict[str, dict[str, str | int]]] = {}
         for (user, mechanism), credential in sorted(credentials.items()):
             scram.setdefault(user, {})[mechanism] = credential.to_json()
         data = {"scram": scram, "acls": sorted(a.to_json() for a in acls),
                 "quotas": [{"entity": [list(e) for e in entity], "values": values}
-                           for entity, values in sorted(quotas.items(), key=lambda i: repr(i[0]))]}
+                           for entity, values in sorted(quotas.items(), key=lambda i: repr(i[0]))],
+                "tokens": {token_id: token.to_json() for token_id, token in sorted(tokens.items())}}
         atomic_write(self.path, json.dumps(data, indent=0))
 
     def update(self, credentials: dict[tuple[str, str], Credential] | None = None, acls: set[Acl] | None = None,
-               quotas: dict[Entity, dict[str, float]] | None = None) -> None:
-        """Replace any of the three, durably first (OSError: nothing changed)."""
+               quotas: dict[Entity, dict[str, float]] | None = None, tokens: dict[str, Token] | None = None) -> None:
+        """Replace any of the four, durably first (OSError: nothing changed)."""
         new = (self.credentials if credentials is None else credentials,
                self.acls if acls is None else acls,
-               self.quotas if quotas is None else quotas)
+               self.quotas if quotas is None else quotas,
+               self.tokens if tokens is None else tokens)
         self._save(*new)
-        self.credentials, self.acls, self.quotas = new
+        self.credentials, self.acls, self.quotas, self.tokens = new
         if acls is not None:
             for listener in self.listeners:
                 listener()
