@@ -78,7 +78,7 @@ def test_bash_syntax():
 
 
 def test_bash_completes_nouns_verbs_options_and_values(tmp_path):
-    assert sorted(_bash_complete("kctl", "to")) == ["top", "topic"]
+    assert sorted(_bash_complete("kctl", "to")) == ["token", "top", "topic"]
     assert _bash_complete("kctl", "topi") == ["topic"]
     assert _bash_complete("kctl", "topic", "") == topic_verbs()
     assert {"create", "delete", "describe", "list"} <= set(topic_verbs())

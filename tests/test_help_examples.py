@@ -35,6 +35,7 @@ README's blocks all do; tests/spark/test_cluster.py runs `kctl spark` in its own
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shlex
@@ -347,6 +348,18 @@ def bundled(tmp_path):
     process.stop()
 
 
+@pytest.fixture
+def token_world(tmp_path):
+    """A bundled broker with SASL/SCRAM (user admin) and delegation tokens on."""
+    from kctl.broker.process import BrokerProcess
+
+    process = BrokerProcess(tmp_path / "token-broker", extra_args=[
+        "--sasl", "scram-sha-256,scram-sha-512", "--user=admin:admin-secret", "--config=delegation.token.secret.key=examples"])
+    bootstrap = process.start()
+    yield bootstrap
+    process.stop()
+
+
 @pytest.fixture(scope="module")
 def connect_world(tmp_path_factory):
     """A bundled broker and a Connect worker on it, shared by the `kctl connect` examples
@@ -438,17 +451,27 @@ def test_help_examples_run(path, request, tmp_path, spark_standalone):
         (bootstrap, connect, connect_data), nodes = request.getfixturevalue("connect_world"), 1
     elif path[:1] == ("mirror",):
         (bootstrap, mirror), nodes = request.getfixturevalue("mirror_world"), 1
+    elif path[:1] == ("token",):
+        bootstrap, nodes = request.getfixturevalue("token_world"), 1
     else:
         bootstrap, nodes = request.getfixturevalue("bundled"), 1
     if path in OPERATED:
         if path not in DYNAMIC_QUORUM:  # changing voters needs no topics
             help_world.reset(bootstrap, nodes, acls=False)
-    elif connect is None and mirror is None:
+    elif connect is None and mirror is None and path[:1] != ("token",):  # the token examples read no topic
         help_world.reset(bootstrap, nodes)
     if needs_spark(path):
         request.getfixturevalue("spark")  # the local session the in-process lines share
     shell = InProcessShell(fresh_shell(tmp_path), request.getfixturevalue("kctl"), request.getfixturevalue("monkeypatch"))
-    shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
+    if path[:1] == ("token",):
+        # Logged in as admin (SCRAM), with a token made for the examples that name one.
+        shell.run(f"printf 'admin-secret\\n' | kctl context set examples -b {bootstrap} -X security.protocol=SASL_PLAINTEXT "
+                  "-X sasl.mechanism=SCRAM-SHA-512 -X sasl.username=admin --password-stdin --use", "", "setup")
+        made = shell.run("kctl token create -o json", "", "setup")
+        (token,) = json.loads(made.stdout)
+        shell.env.update(TOKEN_ID=token["token_id"], HMAC=token["hmac"])
+    else:
+        shell.run(f"kctl context set examples -b {bootstrap} --use", "", "setup")
     if mirror is not None:  # the contexts the mirror examples name
         shell.run(f"kctl context set primary -b {bootstrap} && kctl context set backup -b {mirror}", "", "setup")
     if path[:1] == ("schema",) or path in (("record", "consume"), ("record", "produce"), ("spark", "dump"), ("spark", "sql")):
@@ -529,6 +552,8 @@ def never_the_same(example: Example) -> str | None:
         return "directory ids and ports are the test cluster's own"
     if example.path in (("broker", "drain"), ("cluster", "balance")):
         return "which brokers take the replicas depends on where the topics were placed"
+    if example.path[:1] == ("token",):
+        return "a token's id, HMAC and times are new each run"
     if example.path == ("cluster", "usage"):
         return "the disks' capacity and free space are the machine's"
     if example.path == ("top",):

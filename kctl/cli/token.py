@@ -80,8 +80,8 @@ def create(app: App, owner: str | None, renewers: tuple[str, ...], max_lifetime:
     Examples:
       kctl token create --renewer User:scheduler --max-lifetime 7d
       kctl token create -o json > token.json
-      kctl -X security.protocol=SASL_PLAINTEXT -X sasl.mechanism=SCRAM-SHA-512 \\
-          -X sasl.username=TOKEN-ID -X sasl.password=HMAC -X sasl.scram.tokenauth=true topic list
+      kctl -X sasl.mechanism=SCRAM-SHA-512 -X sasl.username="$TOKEN_ID" \\
+          -X sasl.password="$HMAC" -X sasl.scram.tokenauth=true topic list
     """
     from kctl.admin.security.tokens import create_token
 
@@ -122,8 +122,8 @@ def describe(app: App, token_ids: tuple[str, ...], show_hmac: bool):
 
     \b
     Examples:
-      kctl token describe uyMBjPMpQgiGXKD5dDqbng
-      kctl token describe uyMBjPMpQgiGXKD5dDqbng --show-hmac -o json
+      kctl token describe "$TOKEN_ID"
+      kctl token describe "$TOKEN_ID" --show-hmac -o json
     """
     from kctl.admin.security.tokens import describe_tokens
 
@@ -163,7 +163,7 @@ def renew(app: App, token_id: str | None, hmac: str | None, period: str | None):
 
     \b
     Examples:
-      kctl token renew uyMBjPMpQgiGXKD5dDqbng
+      kctl token renew "$TOKEN_ID"
       kctl token renew --hmac "$HMAC" --period 12h
     """
     from kctl.admin.security.tokens import renew_token
@@ -187,8 +187,8 @@ def expire(app: App, token_id: str | None, hmac: str | None, after: str | None, 
 
     \b
     Examples:
-      kctl token expire uyMBjPMpQgiGXKD5dDqbng --yes
-      kctl token expire --hmac "$HMAC" --in 1h --yes
+      kctl token expire "$TOKEN_ID" --in 1h --yes
+      kctl token expire --hmac "$HMAC" --yes
     """
     from kctl.admin.security.tokens import expire_token
 

@@ -54,7 +54,7 @@ def test_an_expired_token_is_refused_and_tokens_survive_kill_9(kctl, tmp_path):
         assert (secret["value"], secret["sensitive"]) == (None, True), secret
         # One renewed for a minute; the other expires after its 3 s.
         assert kctl(*b, "token", "renew", kept["token_id"], "--period", "1m").exit_code == 0
-        time.sleep(3.5)
+        time.sleep(3.5)  # the point: the short token's 3 s life passes
         refused = kctl(*_with(process, short), "topic", "list")
         assert refused.exit_code == ExitCode.NOT_AUTHORIZED and "SASL_AUTHENTICATION_FAILED" in refused.stderr, refused.stderr
         late = kctl(*b, "token", "renew", "--hmac", short["hmac"])
