@@ -1103,7 +1103,7 @@ complete -c kctl -n '__kctl_at \'kctl record produce\'' -s 'h' -l 'help' -d 'Sho
 complete -c kctl -n '__kctl_at \'kctl record produce\'' -a '(__kctl_names topic)'
 complete -c kctl -n '__kctl_at \'kctl record redrive\'' -l 'header' -x -d 'The header naming each record\'s topic (repeatable; the first present wins). [def'
 complete -c kctl -n '__kctl_at \'kctl record redrive\'' -l 'where' -x -d 'Only records for which the CEL expression is true (see record consume); the othe'
-complete -c kctl -n '__kctl_at \'kctl record redrive\'' -l 'strip-error-headers' -d 'Drop the dead-letter writers\' error headers (__connect.errors.*, kafka_dlt-*).'
+complete -c kctl -n '__kctl_at \'kctl record redrive\'' -l 'strip-error-headers' -d 'Drop the dead-letter writers\' error headers (__connect.errors.*, kafka_dlt-*, __'
 complete -c kctl -n '__kctl_at \'kctl record redrive\'' -l 'create-topics' -d 'Create a topic a header names that does not exist (default: hold its records bac'
 complete -c kctl -n '__kctl_at \'kctl record redrive\'' -s 'g' -l 'group' -x -a '(__kctl_names group)' -d 'The group whose offsets keep what was sent and what is held back. [default: kctl'
 complete -c kctl -n '__kctl_at \'kctl record redrive\'' -l 'from' -x -d 'Where to start, as consume takes it; records before it are left behind. [default'

@@ -555,9 +555,9 @@ REDRIVE_TABLE = TableSpec((Column("topic", "TOPIC"), Column("records", "RECORDS"
 @click.argument("dlq", metavar="DLQ[:PARTITIONS]")
 @click.option("--header", "headers", multiple=True, metavar="NAME",
               help="The header naming each record's topic (repeatable; the first present wins). "
-                   "[default: __connect.errors.topic, kafka_dlt-original-topic]")
+                   "[default: __connect.errors.topic, kafka_dlt-original-topic, __dlq.errors.topic]")
 @click.option("--where", "where", metavar="EXPR", help="Only records for which the CEL expression is true (see record consume); the others are held back.")
-@click.option("--strip-error-headers", is_flag=True, help="Drop the dead-letter writers' error headers (__connect.errors.*, kafka_dlt-*).")
+@click.option("--strip-error-headers", is_flag=True, help="Drop the dead-letter writers' error headers (__connect.errors.*, kafka_dlt-*, __dlq.errors.*).")
 @click.option("--create-topics", is_flag=True, help="Create a topic a header names that does not exist (default: hold its records back).")
 @click.option("-g", "--group", metavar="GROUP", help="The group whose offsets keep what was sent and what is held back. [default: kctl-redrive-DLQ]")
 @click.option("--from", "start", metavar="POSITION", help="Where to start, as consume takes it; records before it are left behind. [default: committed: the first record not sent yet]")
@@ -574,7 +574,8 @@ def redrive(app: App, dlq: str, headers: tuple[str, ...], where: str | None, str
     """Send a dead-letter topic's records back to the topics they came from.
 
     Each record goes to the topic its header names: Kafka Connect's
-    __connect.errors.topic or Spring Kafka's kafka_dlt-original-topic unless --header
+    __connect.errors.topic, Spring Kafka's kafka_dlt-original-topic or, for a share
+    group's dead-letter topic (KIP-1191, Kafka 4.4), __dlq.errors.topic, unless --header
     says which, placed by key, with its key, value, timestamp and headers (the error
     headers dropped with --strip-error-headers); --where sends only the records a fix
     covers.

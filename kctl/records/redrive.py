@@ -30,10 +30,12 @@ from kctl.records.position import COMMITTED, Position
 from kctl.records.transfer import Committed, Transfer, has_transactions, pace, paced_batch
 
 # The headers dead-letter queues name a record's original topic with: Kafka Connect's
-# (errors.deadletterqueue.context.headers.enable) and Spring Kafka's DeadLetterPublishingRecoverer.
-DLQ_TOPIC_HEADERS = ("__connect.errors.topic", "kafka_dlt-original-topic")
+# (errors.deadletterqueue.context.headers.enable), Spring Kafka's DeadLetterPublishingRecoverer,
+# and Kafka 4.4's share groups (KIP-1191: the broker writes a record rejected or past
+# group.share.delivery.count.limit to the group's errors.deadletterqueue.topic.name).
+DLQ_TOPIC_HEADERS = ("__connect.errors.topic", "kafka_dlt-original-topic", "__dlq.errors.topic")
 # Headers a redrive strips with --strip-error-headers: those writers' error context.
-ERROR_HEADER_PREFIXES = ("__connect.errors.", "kafka_dlt-")
+ERROR_HEADER_PREFIXES = ("__connect.errors.", "kafka_dlt-", "__dlq.errors.")
 
 # A target topic's status: sent there (would-send: a dry run), or held back because it
 # does not exist or is the dead-letter topic being redriven.

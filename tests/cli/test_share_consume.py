@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kctl.errors import ExitCode
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -134,3 +135,33 @@ def test_ctrl_c_acknowledges_what_was_written_and_releases_the_rest(cluster, que
     assert rest.returncode == 0, err
     second = {json.loads(line)["key"] for line in out.splitlines()}
     assert first | second == {str(i) for i in range(2000)}
+
+
+def test_a_rejected_record_goes_to_the_groups_dead_letter_topic_and_back(kctl, cluster, queue, unique_name):
+    """Kafka 4.4's share-group dead-letter topics (KIP-1191): a record kctl rejects is
+    written by the broker to the group's errors.deadletterqueue.topic.name with the
+    __dlq.errors.* headers, and `record redrive` sends it back to its topic."""
+    if cluster.kafka is None:
+        pytest.skip("the bundled broker has no share-group dead-letter topics (KIP-1191)")
+    topic, group = queue
+    dlq = "dlq." + unique_name("jobs")  # errors.deadletterqueue.topic.name.prefix: "dlq."
+    b = ("-b", cluster.bootstrap)
+    assert kctl(*b, "topic", "create", dlq, "-c", "errors.deadletterqueue.group.enable=true").exit_code == 0
+    altered = kctl(*b, "config", "alter", "group", group, "--set", f"errors.deadletterqueue.topic.name={dlq}",
+                   "--set", "errors.deadletterqueue.copy.record.enable=true")
+    assert altered.exit_code == 0, altered.stderr
+    _produce(cluster, topic, 3)
+    consumed = kctl(*b, "record", "consume", topic, "--share-group", group, "--reject-where", "value == 1", "-o", "jsonl")
+    assert "(2 accepted, 1 rejected)" in consumed.stderr, consumed.stderr
+
+    def dead_lettered() -> dict:
+        (row,) = [json.loads(line) for line in kctl(*b, "record", "consume", dlq, "-o", "jsonl").stdout.splitlines()]
+        return row
+    row = eventually(dead_lettered, timeout=30)
+    headers = {h["key"]: h["value"] for h in row["headers"]}
+    assert (row["value"], headers["__dlq.errors.topic"], headers["__dlq.errors.group"]) == ("1", topic, group), row
+    sent = kctl(*b, "record", "redrive", dlq, "--strip-error-headers", "-o", "json")
+    assert sent.exit_code == 0, sent.stderr
+    assert [(t["topic"], t["records"], t["status"]) for t in json.loads(sent.stdout)["topics"]] == [(topic, 1, "sent")], sent.stdout
+    rows = [json.loads(line) for line in kctl(*b, "record", "consume", topic, "-o", "jsonl").stdout.splitlines()]
+    assert sorted(r["value"] for r in rows) == ["0", "1", "1", "2"] and all(r["headers"] == [] for r in rows), rows  # sent back once
