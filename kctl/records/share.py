@@ -17,7 +17,7 @@ import time
 from typing import NamedTuple
 
 from kctl.admin.client.coordinators import GROUP, find_coordinators
-from kctl.admin.client.errors import for_kafka_code
+from kctl.admin.client.errors import COORDINATOR_RETRIABLE, for_kafka_code
 from kctl.admin.client.session import AdminSession
 from kctl.errors import InvalidError, KctlError
 from kctl.messages import apis
@@ -34,8 +34,11 @@ ACKS = {"accept": ACCEPT, "release": RELEASE, "reject": REJECT}
 ACK_NAMES = {kind: name for name, kind in ACKS.items()}
 # ShareSessionEpoch that closes a share session (Kafka's FINAL_EPOCH).
 _FINAL_EPOCH = -1
-# How often a member with no partitions asks again (seconds).
-_UNASSIGNED_HEARTBEAT = 1.0
+# How soon a member with no partitions asks again (seconds): at first soon, then every
+# quarter of a second. Kafka 4.4 computes a share group's assignment at most once per
+# group.share.assignment.interval.ms (1 s by default) and hands it out on the next
+# heartbeat, which its own consumers send every group.share.heartbeat.interval.ms (5 s).
+_UNASSIGNED_FIRST, _UNASSIGNED_MOST = 0.05, 0.25
 
 
 class ShareRecord:
@@ -94,6 +97,7 @@ class ShareConsumer:
         self.heartbeat_interval = 5.0
         self._next_heartbeat = 0.0
         self._last_heartbeat = 0.0
+        self._unassigned_wait = _UNASSIGNED_FIRST
         # (topic id, partition) the group assigned this member.
         self.assignment: set[tuple[Any, int]] = set()
         self._names: dict[Any, str] = {}
@@ -145,6 +149,9 @@ class ShareConsumer:
             if name in ("UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH"):
                 self.member_epoch = 0  # join again
                 return
+            if name in COORDINATOR_RETRIABLE:  # loading, or moved: ask again (found anew) soon
+                self.wire.coordinators.pop((GROUP, self.group), None)
+                return
             if name in ("GROUP_ID_NOT_FOUND", "INCONSISTENT_GROUP_PROTOCOL"):
                 raise InvalidError(action=action, cause=f"{self.group} is a group of another type, not a share group",
                                    kafka_error=name, hint="kctl group list shows each group's type")
@@ -172,15 +179,18 @@ class ShareConsumer:
         assignment, at once), waiting up to `wait` seconds for some; the acknowledgements
         made since the last poll go with it."""
         now = time.monotonic()
-        # Unassigned, it asks every second rather than every interval (5 s on Kafka): a
-        # share group assigns a new member's partitions once their share state is
-        # initialised, after the heartbeat that joined.
+        # Unassigned, it asks again soon rather than after the interval (5 s on Kafka):
+        # a share group assigns a new member's partitions on a later heartbeat.
         if (self.member_epoch == 0 or now >= self._next_heartbeat
-                or (not self.assignment and now - self._last_heartbeat >= _UNASSIGNED_HEARTBEAT)):
+                or (not self.assignment and now - self._last_heartbeat >= self._unassigned_wait)):
+            asked_unassigned = not self.assignment and self.member_epoch > 0
             self.heartbeat()
+            if not self.assignment and asked_unassigned:
+                self._unassigned_wait = min(self._unassigned_wait * 2, _UNASSIGNED_MOST)
         if not self.assignment:
-            time.sleep(min(wait, _UNASSIGNED_HEARTBEAT))
+            time.sleep(max(0.0, min(wait, self._last_heartbeat + self._unassigned_wait - time.monotonic())))
             return []
+        self._unassigned_wait = _UNASSIGNED_FIRST
         if any(tp not in self._leaders for tp in self.assignment):
             self._learn_layout()
         by_leader: dict[int, list[tuple[Any, int]]] = {}
