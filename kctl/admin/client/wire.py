@@ -174,7 +174,7 @@ class Connection:
                 # versions cached, ApiVersions is asked after the exchange instead, beside
                 # the first requests, and must agree with the SaslAuthenticate version
                 # chosen from the cache (_settle).
-                version = _choose(expected, "SaslAuthenticate", None, None) if expected is not None else None
+                version = usable_version(expected, "SaslAuthenticate", None, None) if expected is not None else None
                 if version is None:
                     self._versions = self._api_versions()
                 self._authenticate(security, self.request("SaslHandshake", 1, {"mechanism": security.mechanism}), version=version)
@@ -192,14 +192,14 @@ class Connection:
                 # The opening is made first (a token read, a nonce drawn), so that nothing
                 # comes between the three sends.
                 opening = _opening(security) if expected is not None else None
-                version = _choose(expected, "SaslAuthenticate", None, None) if expected is not None else None
+                version = usable_version(expected, "SaslAuthenticate", None, None) if expected is not None else None
                 asked = self.send("ApiVersions", 3, _VERSIONS_FIELDS)
                 handshake = self.send("SaslHandshake", 1, {"mechanism": security.mechanism})
                 sent = None
                 if opening is not None and version is not None:
                     sent = (self.send("SaslAuthenticate", version, {"auth_bytes": opening[0]}), version, opening)
                 self._versions = self._versions_of(self.receive(asked))
-                if sent is not None and _choose(self._versions, "SaslAuthenticate", version, version) != version:
+                if sent is not None and usable_version(self._versions, "SaslAuthenticate", version, version) != version:
                     raise _StaleVersions(f"{self.address} no longer speaks SaslAuthenticate v{version}, as kctl's cache said")
                 self._authenticate(security, self.receive(handshake), sent)
             else:
@@ -299,7 +299,7 @@ class Connection:
         self._versions = self._versions_of(answer)
         speculated, self._speculated = self._speculated, []
         for name, low, high, chosen in speculated:
-            if _choose(self._versions, name, low, high) != chosen:
+            if usable_version(self._versions, name, low, high) != chosen:
                 raise ConnectionResetError(f"{self.address} now answers {name} at other versions than kctl's cache said")
 
     @property
@@ -314,10 +314,10 @@ class Connection:
         ApiVersions' answer is unread, as the cache expects it; recorded, and checked when
         the answer comes (_settle)."""
         if self._versions_answer is not None and self._expected is not None and name in _READS:
-            chosen = _choose(self._expected, name, low, high)
+            chosen = usable_version(self._expected, name, low, high)
             self._speculated.append((name, low, high, chosen))
             return chosen
-        return _choose(self.versions, name, low, high)
+        return usable_version(self.versions, name, low, high)
 
     def supports(self, name: str, low: int | None = None, high: int | None = None) -> bool:
         """Whether the broker speaks API `name` within [low, high]."""
@@ -328,7 +328,7 @@ class Connection:
         cache says a broker lacks is judged by its answer (the recorded guess is checked)."""
         chosen = self._chosen(name, low, high)
         if chosen is None:
-            chosen = _choose(self.versions, name, low, high)
+            chosen = usable_version(self.versions, name, low, high)
         if chosen is None:
             low, high = _within_ours(name, low, high)
             raise UnsupportedApi(cause=f"{self.address} does not support {name} v{low}-{high}")
@@ -442,9 +442,10 @@ _READS = frozenset((
 ))
 
 
-def _choose(versions: dict[int, tuple[int, int]], name: str, low: int | None, high: int | None) -> int | None:
+def usable_version(versions: dict[int, tuple[int, int]], name: str, low: int | None = None, high: int | None = None) -> int | None:
     """The highest version of API `name` kctl and a broker answering `versions` both speak
-    within [low, high]; None when there is none."""
+    within [low, high]; None when there is none (FileNotFoundError: an API kctl's codec
+    holds no definition of)."""
     low_, high_ = _within_ours(name, low, high)
     theirs = versions.get(codec.definition(name + "Request")["apiKey"])
     if theirs is not None and max(low_, theirs[0]) <= min(high_, theirs[1]):

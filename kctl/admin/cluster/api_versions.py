@@ -46,6 +46,7 @@ def describe_api_versions(session: AdminSession, brokers: Sequence[int] = ()) ->
     """The APIs of `brokers` (every broker when empty), by broker then API key; a named
     broker the cluster does not have is a NotFoundError, one that cannot be reached is
     listed in `unreachable`."""
+    from kctl.admin.client.wire import usable_version
     from kctl.admin.cluster.brokers import describe_cluster
     from kctl.messages.api_keys import NAMES, name
 
@@ -59,22 +60,12 @@ def describe_api_versions(session: AdminSession, brokers: Sequence[int] = ()) ->
     answered = session.broker_api_versions(asked)
     rows = []
     for broker in asked:
-        for key, (low, high) in sorted(answered.get(broker, {}).items()):
-            usable = None
-            ours = _ours(NAMES[key]) if key in NAMES else None
-            if ours is not None and max(low, ours[0]) <= min(high, ours[1]):
-                usable = min(high, ours[1])
+        versions = answered.get(broker, {})
+        for key, (low, high) in sorted(versions.items()):
+            try:
+                usable = usable_version(versions, NAMES[key]) if key in NAMES else None
+            except FileNotFoundError:  # an inter-broker API, such as BrokerHeartbeat: kctl speaks none
+                usable = None
             rows.append(ApiVersion(broker=broker, address=known[broker], api=name(key), key=key, min_version=low,
                                    max_version=high, usable_version=usable))
     return ApiVersions(apis=tuple(rows), unreachable=tuple(b for b in asked if b not in answered))
-
-
-def _ours(api: str) -> tuple[int, int] | None:
-    """The versions of `api` kctl's codec speaks; None for one it holds no definition of
-    (an inter-broker API such as BrokerHeartbeat)."""
-    from kctl.messages import codec
-
-    try:
-        return codec.valid_versions(api + "Request")
-    except FileNotFoundError:
-        return None

@@ -117,8 +117,11 @@ def list_transactions(session: AdminSession, *, states: Sequence[str] = (), prod
     action = "list transactions"
     asked = {"duration": min_duration_ms is not None, "id-pattern": pattern is not None}
     by_kctl: tuple[str, ...] = ()
+    nodes = None
     if any(asked.values()):  # the oldest broker decides what the brokers can filter
-        versions = session.broker_api_versions(session.brokers(action)).values()
+        brokers = session.brokers(action)
+        versions = session.broker_api_versions(brokers).values()
+        nodes = lambda _deadline: brokers  # noqa: E731 - the brokers just listed, not listed again
         lowest = min((v.get(_LIST_TRANSACTIONS, (0, 0))[1] for v in versions), default=0)
         by_kctl = tuple(name for name, wanted in asked.items() if wanted and lowest < _FILTER_VERSIONS[name])
     fields: t.ListTransactionsRequest = {"state_filters": list(states), "producer_id_filters": list(producer_ids)}
@@ -127,7 +130,8 @@ def list_transactions(session: AdminSession, *, states: Sequence[str] = (), prod
     if pattern is not None and "id-pattern" not in by_kctl:
         fields["transactional_id_pattern"] = pattern
     try:
-        answers = session.ask_every_broker(action, apis.LIST_TRANSACTIONS, fields, 0, 2, "a transaction coordinator was still loading")
+        answers = session.ask_every_broker(action, apis.LIST_TRANSACTIONS, fields, 0, 2, "a transaction coordinator was still loading",
+                                           nodes=nodes)
     except KctlError as exc:
         raise _without_api(exc, action) from exc
     rows = [Transaction(t.transactional_id, t.producer_id, t.transaction_state, node) for node, answer in answers for t in answer.transaction_states]
