@@ -96,6 +96,16 @@ def test_a_token_created_used_renewed_and_expired(kctl, secured, unique_name):
     gone = kctl(*admin, "token", "describe", token["token_id"])
     assert (gone.exit_code, gone.stdout) == (ExitCode.NOT_FOUND, ""), gone.stderr
 
+    # One made for alice by admin (a super user: CreateTokens on any user): hers, admin its requester.
+    (for_alice,) = json.loads(kctl(*admin, "token", "create", "--owner", "User:alice", "-o", "json").stdout)
+    assert (for_alice["owner"], for_alice["requester"]) == ("User:alice", "User:admin"), for_alice
+
+    def hers() -> None:  # Kafka's broker learns the token from the metadata log a moment later
+        assert for_alice["token_id"] in kctl(*alice, "token", "list", "--owner", "User:alice").stdout
+    _eventually(hers)
+    not_bobs = kctl(*bob, "token", "create", "--owner", "User:alice")
+    assert not_bobs.exit_code == ExitCode.NOT_AUTHORIZED and "DELEGATION_TOKEN_AUTHORIZATION_FAILED" in not_bobs.stderr, not_bobs.stderr
+
 
 def test_token_bad_input_is_one_line(kctl, secured):
     admin = sasl_flags(secured)
