@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from kctl.admin.client.errors import for_kafka_code
 from kctl.admin.client.session import AdminSession
-from kctl.errors import NotFoundError, UsageError
+from kctl.errors import KctlError, NotFoundError, UsageError
 from kctl.messages import apis
 from kctl.messages.errors import error_name
 
@@ -89,11 +89,32 @@ def create_token(session: AdminSession, *, owner: str | None = None, renewers: S
 
     answer = session.ask(action, apis.CREATE_DELEGATION_TOKEN, fields, 1, 3, needs=NEEDS)
     _check(answer.error_code, action)
+    _await_every_broker(session, answer.token_id, action)
     requester = (f"{answer.token_requester_principal_type}:{answer.token_requester_principal_name}"
                  if getattr(answer, "token_requester_principal_type", None) else None)
     return DelegationToken(answer.token_id, f"{answer.principal_type}:{answer.principal_name}", requester,
                            [f"{kind}:{name}" for kind, name in map(parse_principal, renewers)], answer.issue_timestamp_ms,
                            answer.expiry_timestamp_ms, answer.max_timestamp_ms, base64.b64encode(answer.hmac).decode())
+
+
+def _await_every_broker(session: AdminSession, token_id: str, action: str) -> None:
+    """Return once every live broker knows the new token (lists it), within --timeout: the
+    controller made it, and each broker learns it from the metadata log a moment later;
+    a client logging in with it at once may reach any of them (as kctl waits for a new
+    topic: issue 68). Past the timeout, or with a broker that does not answer, it returns:
+    the token exists all the same."""
+    from kctl.polling import poll
+
+    every: t.DescribeDelegationTokenRequest = {"owners": None}
+
+    def everywhere() -> bool:
+        answers = session.ask_every_broker(action, apis.DESCRIBE_DELEGATION_TOKEN, every, 1, 3, "a broker was loading")
+        return all(answer.error_code == 0 and any(t.token_id == token_id for t in answer.tokens) for _node, answer in answers)
+
+    try:
+        poll(everywhere, bool, timeout=session.timeout, interval=0.05)
+    except KctlError:
+        return  # a broker that cannot answer: the token is made all the same, and the caller shows it
 
 
 def describe_tokens(session: AdminSession, *, owners: Sequence[str] = (), with_hmac: bool = False) -> list[DelegationToken]:
