@@ -152,6 +152,9 @@ class ShareConsumer:
             if name in COORDINATOR_RETRIABLE:  # loading, or moved: ask again (found anew) soon
                 self.wire.coordinators.pop((GROUP, self.group), None)
                 return
+            if name == "UNSUPPORTED_VERSION":  # Kafka 4.x with share.version 0
+                raise InvalidError(action=action, cause="share groups are not enabled on the cluster (share.version is 0)",
+                                   kafka_error=name, hint="kctl feature upgrade --feature share.version=1 enables them")
             if name in ("GROUP_ID_NOT_FOUND", "INCONSISTENT_GROUP_PROTOCOL"):
                 raise InvalidError(action=action, cause=f"{self.group} is a group of another type, not a share group",
                                    kafka_error=name, hint="kctl group list shows each group's type")

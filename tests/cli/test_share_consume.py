@@ -165,3 +165,37 @@ def test_a_rejected_record_goes_to_the_groups_dead_letter_topic_and_back(kctl, c
     assert [(t["topic"], t["records"], t["status"]) for t in json.loads(sent.stdout)["topics"]] == [(topic, 1, "sent")], sent.stdout
     rows = [json.loads(line) for line in kctl(*b, "record", "consume", topic, "-o", "jsonl").stdout.splitlines()]
     assert sorted(r["value"] for r in rows) == ["0", "1", "1", "2"] and all(r["headers"] == [] for r in rows), rows  # sent back once
+
+
+def test_a_group_of_another_type_and_share_groups_disabled_are_one_line(kctl, cluster, queue, unique_name):
+    topic, _group = queue
+    b = ("-b", cluster.bootstrap)
+    _produce(cluster, topic, 1)
+    classic = unique_name("classic")
+    assert kctl(*b, "record", "consume", topic, "-g", classic, "-n", "1").exit_code == 0
+    result = kctl(*b, "record", "consume", topic, "--share-group", classic)
+    assert (result.exit_code, result.stdout, result.stderr) == (ExitCode.INVALID, "", (
+        f"error: unable to join share group {classic}: {classic} is a group of another type, not a share group\n"
+        "hint: kctl group list shows each group's type\n"))
+    if cluster.kafka is None:
+        return  # the bundled broker has no feature flags: its share groups cannot be turned off
+    (share,) = [f for f in json.loads(kctl(*b, "feature", "list", "-o", "json").stdout) if f["name"] == "share.version"]
+    level = share["finalized_level"]
+    assert kctl(*b, "feature", "downgrade", "--feature", "share.version=0", "--yes").exit_code == 0
+    try:
+        off = kctl(*b, "record", "consume", topic, "--share-group", unique_name("off"))
+        assert (off.exit_code, off.stdout) == (ExitCode.INVALID, ""), off.stderr
+        assert off.stderr.splitlines()[0].endswith("share groups are not enabled on the cluster (share.version is 0)"), off.stderr
+    finally:
+        assert kctl(*b, "feature", "upgrade", "--feature", f"share.version={level}", "--yes").exit_code == 0
+
+
+def test_a_principal_without_access_is_one_line(kctl, secured, unique_name):
+    """alice has no ACLs on the secured clusters (bundled and Kafka's): refused in one line."""
+    from tests.security.flags import sasl_flags
+
+    topic = unique_name("queue")
+    assert kctl(*sasl_flags(secured), "topic", "create", topic).exit_code == 0
+    result = kctl(*sasl_flags(secured, "alice"), "record", "consume", topic, "--share-group", unique_name("workers"))
+    assert (result.exit_code, result.stdout) == (ExitCode.NOT_AUTHORIZED, ""), result.stderr
+    assert len(result.stderr.splitlines()) <= 2 and "AUTHORIZATION_FAILED" in result.stderr, result.stderr
