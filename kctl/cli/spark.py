@@ -185,7 +185,7 @@ def _kafka(app: App, master: str | None, engine: str = "python") -> dict[str, An
         # The bridge is this process's loopback: executors on this machine (a local
         # master's) reach it; a cluster's executors and the JVM connector cannot.
         if not resolved_master(master).startswith("local"):
-            raise ConfigError(action="run a Spark job with Kerberos (GSSAPI) or a delegation token on a cluster master", cause="kctl's "
+            raise ConfigError(action="run a Spark job with Kerberos (GSSAPI) or a delegation token with a cluster master", cause="kctl's "
                               "executors authenticate so through this machine's loopback bridge", hint="use --master local[*]")
         if engine == "jvm":
             raise ConfigError(action="run a Spark job with Kerberos (GSSAPI) or a delegation token with --engine jvm", cause="kctl does "
