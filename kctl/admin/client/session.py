@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
 
 from kctl.admin.client.librdkafka import LibrdkafkaAdmin, build_client, librdkafka_log
-from kctl.admin.client.properties import uses_bridge, uses_token_program
+from kctl.admin.client.properties import TOKEN_AUTH, uses_bridge, uses_token_program
 from kctl.config.model import ClientSettings
 from kctl.config.secrets import mask
 from kctl.errors import ConfigError, ExitCode, InvalidError, KctlError, UnreachableError
@@ -137,6 +137,8 @@ class AdminSession:
         # waits ~50 ms before its first connection, a third of a short command's time.
         config["enable.sparse.connections"] = "false"
         config.update(self.settings.properties)
+        # kctl's own setting, not librdkafka's: with it true, the bridge logs in for librdkafka.
+        config.pop(TOKEN_AUTH, None)
         if self.settings.aws_msk_iam:
             config.setdefault("security.protocol", "SASL_SSL")
             mechanism = config.pop("sasl.mechanisms", None) or config.get("sasl.mechanism", "OAUTHBEARER")
