@@ -148,6 +148,9 @@ BEFORE = {
     "kctl replication reassign verify plan.json": f"{PLAN} && kctl replication reassign execute plan.json --wait --yes",
     "kctl group reset-offsets billing --from-file offsets.csv --execute --backup before.csv":
         "printf 'topic,partition,offset\\norders,0,1\\norders,1,2\\n' > offsets.csv",
+    # A share group that starts at the log start (its members would otherwise wait at the end).
+    "kctl record consume orders --share-group workers --reject-where 'value.status == \"failed\"'":
+        "kctl config alter group workers --set share.auto.offset.reset=earliest > /dev/null",
     "kctl record produce orders -K : --file orders.txt": "printf 'o-100:{\"status\":\"new\"}\\no-101:{\"status\":\"new\"}\\n' > orders.txt",
     "kctl record produce orders --format '%k\\t%v{base64}' -z zstd < dump.tsv": "printf 'o-102\\taGVsbG8=\\n' > dump.tsv",
     "kctl local purge --yes": "kctl local stop",

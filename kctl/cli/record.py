@@ -229,6 +229,7 @@ def consume(app: App, selectors: tuple[str, ...], start: str | None, end: str | 
       kctl record consume payments --where 'value.payment >= 25' -o jsonl
       kctl record consume payments --key p-7 --format '%p:%o %v\\n'
       kctl record consume orders --group audit --follow   # Ctrl-C stops it (exit 0)
+      kctl record consume orders --share-group workers --reject-where 'value.status == "failed"'
       kctl record consume blobs --format '%k{base64}\\t%v{base64}\\n' > blobs.tsv
       kctl record consume invoices --value-format auto -o jsonl
       kctl record consume invoices --value-format avro --format '%o %v\\n' -n 3
