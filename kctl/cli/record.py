@@ -586,7 +586,8 @@ def redrive(app: App, dlq: str, headers: tuple[str, ...], where: str | None, str
     transaction (without transactions a failure may send some twice). A record not sent
     is held back for a later run: one --where leaves out, one without the header, one
     naming a topic that does not exist (unless --create-topics) or the DLQ itself (it
-    would loop). The group's offsets (kctl-redrive-DLQ unless --group) keep what was
+    would loop), and a share group's dead letter that holds no copy of its record (only
+    where it was: errors.deadletterqueue.copy.record.enable off). The group's offsets (kctl-redrive-DLQ unless --group) keep what was
     sent and what is held back, so a later run without --where, with --create-topics or
     --header sends the held-back records and skips the rest, and a run with nothing new
     sends nothing. Kafka forgets a group's offsets after offsets.retention.minutes
@@ -641,6 +642,9 @@ def _held_back(done: RedriveReport, options: RedriveOptions) -> list[str]:
         why.append(f"{done.filtered} left out by --where")
     if done.without_topic:
         why.append(f"{done.without_topic} naming no topic ({', '.join(options.route_headers)})")
+    if done.without_copy:
+        why.append(f"{done.without_copy} holding no copy of their record (a share group's dead letters: its "
+                   "errors.deadletterqueue.copy.record.enable is false; each names its record's topic, partition and offset)")
     missing = [t for t in done.topics if t.status == "no-such-topic" and t.records]
     if missing:
         why.append(f"{sum(t.records for t in missing)} naming topics that do not exist ({', '.join(t.topic for t in missing)}; "

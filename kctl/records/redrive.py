@@ -34,6 +34,8 @@ from kctl.records.transfer import Committed, Transfer, has_transactions, pace, p
 # and Kafka 4.4's share groups (KIP-1191: the broker writes a record rejected or past
 # group.share.delivery.count.limit to the group's errors.deadletterqueue.topic.name).
 DLQ_TOPIC_HEADERS = ("__connect.errors.topic", "kafka_dlt-original-topic", "__dlq.errors.topic")
+# The header of a share group's dead letter (KIP-1191) that says which record it stands for.
+_DLQ_CONTEXT = "__dlq.errors.offset"
 # Headers a redrive strips with --strip-error-headers: those writers' error context.
 ERROR_HEADER_PREFIXES = ("__connect.errors.", "kafka_dlt-", "__dlq.errors.")
 
@@ -95,10 +97,13 @@ class RedriveReport:
     records: int
     bytes: int
     # Records held back for a later run: left out by --where, naming no topic (none of
-    # the route headers), naming a topic that does not exist or the DLQ itself.
+    # the route headers), holding no copy of their record (a share group's dead letter
+    # without errors.deadletterqueue.copy.record.enable), naming a topic that does not
+    # exist or the DLQ itself.
     held_back: int
     filtered: int
     without_topic: int
+    without_copy: int
     # Records an earlier run of the group sent, read again and skipped.
     already_sent: int
     seconds: float
@@ -186,6 +191,7 @@ def redrive(session: AdminSession, options: RedriveOptions, *, stop: threading.E
     return RedriveReport(
         source=options.source.topic, group=options.group, records=sent, bytes=size,
         held_back=sum(p.held_count for p in parts.values()), filtered=router.filtered, without_topic=router.without_topic,
+        without_copy=router.without_copy,
         already_sent=already, seconds=round(time.monotonic() - started, 3), guarantee=transfer.guarantee,
         stopped=reading.stopped, dry_run=options.dry_run,
         topics=router.report(),
@@ -271,7 +277,7 @@ class _Router:
         self.options = options
         # topic -> [records kept by --where, records left out, status]
         self.topics: dict[str, list[Any]] = {}
-        self.filtered = self.without_topic = 0
+        self.filtered = self.without_topic = self.without_copy = 0
 
     def route(self, message: Any) -> str | None:
         """The topic to send `message` to, or None: it is held back."""
@@ -286,6 +292,12 @@ class _Router:
             return None
         if topic is None:
             self.without_topic += 1
+            return None
+        if _DLQ_CONTEXT in found and message.key() is None and message.value() is None:
+            # Kafka's share-group dead letter without the record's copy: only the headers
+            # naming where it was (its topic, partition and offset); sending it would write
+            # an empty record.
+            self.without_copy += 1
             return None
         entry = self.topics.setdefault(topic, [0, 0, None])
         if entry[2] is None:

@@ -140,7 +140,8 @@ def test_ctrl_c_acknowledges_what_was_written_and_releases_the_rest(cluster, que
 def test_a_rejected_record_goes_to_the_groups_dead_letter_topic_and_back(kctl, cluster, queue, unique_name):
     """Kafka 4.4's share-group dead-letter topics (KIP-1191): a record kctl rejects is
     written by the broker to the group's errors.deadletterqueue.topic.name with the
-    __dlq.errors.* headers, and `record redrive` sends it back to its topic."""
+    __dlq.errors.* headers, and `record redrive` sends it back to its topic; one released
+    past the delivery limit lands there too, without its copy, and is held back."""
     if cluster.kafka is None:
         pytest.skip("the bundled broker has no share-group dead-letter topics (KIP-1191)")
     topic, group = queue
@@ -165,6 +166,29 @@ def test_a_rejected_record_goes_to_the_groups_dead_letter_topic_and_back(kctl, c
     assert [(t["topic"], t["records"], t["status"]) for t in json.loads(sent.stdout)["topics"]] == [(topic, 1, "sent")], sent.stdout
     rows = [json.loads(line) for line in kctl(*b, "record", "consume", topic, "-o", "jsonl").stdout.splitlines()]
     assert sorted(r["value"] for r in rows) == ["0", "1", "1", "2"] and all(r["headers"] == [] for r in rows), rows  # sent back once
+
+    # Past another group's delivery limit (2), without the copy: the dead letter holds only
+    # where the record was, and redrive holds it back rather than send an empty record.
+    limited, once = unique_name("limited"), unique_name("once")
+    assert kctl(*b, "topic", "create", once).exit_code == 0
+    assert kctl(*b, "config", "alter", "group", limited, "--set", "share.auto.offset.reset=earliest",
+                "--set", f"errors.deadletterqueue.topic.name={dlq}", "--set", "share.delivery.count.limit=2").exit_code == 0
+    assert kctl(*b, "record", "produce", once, input="x\n").exit_code == 0
+    for count in (1, 2):
+        released = kctl(*b, "record", "consume", once, "--share-group", limited, "--ack", "release", "-n", "1", "-o", "jsonl")
+        assert json.loads(released.stdout)["delivery_count"] == count, released.stderr
+
+    def archived() -> dict:
+        (row,) = [r for r in map(json.loads, kctl(*b, "record", "consume", dlq, "-o", "jsonl").stdout.splitlines())
+                  if {"key": "__dlq.errors.group", "value": limited, "value_encoding": "text"} in r["headers"]]
+        return row
+    row = eventually(archived, timeout=30)
+    headers = {h["key"]: h["value"] for h in row["headers"]}
+    assert (row["value"], headers["__dlq.errors.topic"], headers["__dlq.errors.delivery.count"]) == (None, once, "2"), row
+    held = kctl(*b, "record", "redrive", dlq, "-o", "json")
+    report = json.loads(held.stdout)
+    assert (held.exit_code, report["records"], report["without_copy"]) == (0, 0, 1), held.stdout
+    assert "1 holding no copy of their record" in held.stderr, held.stderr
 
 
 def test_a_group_of_another_type_and_share_groups_disabled_are_one_line(kctl, cluster, queue, unique_name):
