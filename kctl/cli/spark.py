@@ -176,9 +176,9 @@ def _refuse_msk_iam(app: App) -> None:
 
 def _kafka(app: App, master: str | None, engine: str = "python") -> dict[str, Any]:
     """The client settings the job's readers and writers get: librdkafka's, through the
-    session's GSSAPI bridge on a Kerberos cluster."""
+    session's loopback bridge with Kerberos or a delegation token."""
     _refuse_msk_iam(app)
-    if _gssapi(app):
+    if _bridged(app):
         from kctl.errors import ConfigError
         from kctl.spark.session import resolved_master
 
@@ -194,11 +194,11 @@ def _kafka(app: App, master: str | None, engine: str = "python") -> dict[str, An
 
 
 def _engine(app: App, engine: str) -> str:
-    """--engine auto is kctl's reader on a Kerberos cluster (the JVM connector gets no Kerberos settings)."""
-    return "python" if engine == "auto" and _gssapi(app) else engine
+    """--engine auto is kctl's reader where the bridge logs in (the JVM connector gets no Kerberos or token settings)."""
+    return "python" if engine == "auto" and _bridged(app) else engine
 
 
-def _gssapi(app: App) -> bool:
+def _bridged(app: App) -> bool:
     """Whether the job's clients go through the session's loopback bridge (Kerberos, or a
     delegation token: properties.uses_bridge)."""
     from kctl.admin.client.properties import uses_bridge
