@@ -336,7 +336,7 @@ def _consume_share(app: App, topics: Sequence[str], group: str, ack: str, releas
             return RELEASE
         return default
 
-    writer = _writer(app, template)
+    writer = _writer(app, template, share=True)
     stop_on_signals()
     written = 0
     with progress(app, "consume", unit="records", enabled=not app.stdout_is_tty) as shown:
@@ -417,7 +417,7 @@ def _decoder(app: App, registry_url: str | None, *, key_format: str | None, valu
     return RecordDecoder(app.registry(registry_url), key_format=key_format, value_format=value_format, warn=app.warn)
 
 
-def _writer(app: App, template: str | None, decoder: RecordDecoder | None = None) -> RecordWriter:
+def _writer(app: App, template: str | None, decoder: RecordDecoder | None = None, *, share: bool = False) -> RecordWriter:
     from kctl.errors import UsageError
     from kctl.records.output import record_writer
     from kctl.records.template import TemplateError
@@ -430,7 +430,7 @@ def _writer(app: App, template: str | None, decoder: RecordDecoder | None = None
     # Records are bytes: write them to the binary stream under stdout, unchanged.
     app.stdout.flush()
     try:
-        return record_writer(app.stdout.buffer, fmt, template, decoder)
+        return record_writer(app.stdout.buffer, fmt, template, decoder, share=share)
     except TemplateError as exc:
         raise UsageError(action=f"parse --format {template!r}", cause=str(exc)) from None
 

@@ -61,15 +61,7 @@ def to_envelope(message: ConsumedRecord) -> dict[str, Any]:
         "value": value,
         "value_encoding": value_encoding,
         "headers": headers,
-        **_share_fields(message),
     }
-
-
-def _share_fields(message: ConsumedRecord) -> dict[str, Any]:
-    """A share-group record's delivery count and acknowledgement (kctl.records.share);
-    nothing for another record."""
-    count = getattr(message, "delivery_count", None)  # confluent-kafka 2.16's Message has a method of that name
-    return {"delivery_count": count, "acknowledgement": getattr(message, "acknowledgement", None)} if isinstance(count, int) else {}
 
 
 # Built once: json.dumps with non-default arguments builds a new encoder per call.
@@ -79,6 +71,16 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 def encode(message: ConsumedRecord) -> bytes:
     """The envelope as compact JSON (UTF-8, no newline)."""
     return _ENCODER.encode(to_envelope(message)).encode()
+
+
+def encode_share(message: Any) -> bytes:
+    """A share-group record's envelope (kctl.records.share.ShareRecord) as compact JSON,
+    with its delivery count and acknowledgement after the rest: a function of its own,
+    so that other records' envelopes pay nothing for it."""
+    envelope = to_envelope(message)
+    envelope["delivery_count"] = message.delivery_count
+    envelope["acknowledgement"] = message.acknowledgement
+    return _ENCODER.encode(envelope).encode()
 
 
 def encode_decoded(message: ConsumedRecord, decoder: Any) -> bytes:

@@ -30,15 +30,17 @@ class RecordWriter:
         self.stream.flush()
 
 
-def record_writer(stream: BinaryIO, output_format: str, template: str | None, decoder=None) -> RecordWriter:
+def record_writer(stream: BinaryIO, output_format: str, template: str | None, decoder=None, *, share: bool = False) -> RecordWriter:
     """The writer for `-o json|jsonl` (envelopes) or else the template (default: the
     value and a newline); `decoder` (records.schemas.RecordDecoder) decodes keys and
-    values with schemas. Raises TemplateError for a template that does not parse."""
+    values with schemas; `share`: share-group records, whose envelopes add their
+    delivery count and acknowledgement. Raises TemplateError for a template that does
+    not parse."""
     if output_format in ("json", "jsonl"):
         from kctl.records.envelope import encode as plain
-        from kctl.records.envelope import encode_decoded
+        from kctl.records.envelope import encode_decoded, encode_share
 
-        encode = plain if decoder is None else (lambda message: encode_decoded(message, decoder))
+        encode = encode_share if share else plain if decoder is None else (lambda message: encode_decoded(message, decoder))
         if output_format == "jsonl":
             return RecordWriter(stream, lambda messages: b"".join([encode(m) + b"\n" for m in messages]))
         return RecordWriter(stream, lambda messages: b",\n".join([encode(m) for m in messages]),
